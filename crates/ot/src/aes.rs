@@ -1,0 +1,213 @@
+//! AES-128 (AES-NI through the `aes` crate): the CTR-mode [`Prg`] and the fixed-key
+//! permutation behind the correlation-robust hashes.
+use crate::block::Block;
+use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
+use aes::Aes128;
+use rand_core::{CryptoRng, OsRng, RngCore};
+use std::sync::OnceLock;
+
+/// Blocks encrypted per call so AES-NI's pipeline stays full.
+const BATCH: usize = 8;
+
+/// An AES-128 key schedule that works on [`Block`]s.
+#[derive(Clone)]
+pub struct AesCipher(Aes128);
+
+impl AesCipher {
+    pub fn new(key: Block) -> Self {
+        AesCipher(Aes128::new(&GenericArray::from(key.to_bytes())))
+    }
+
+    #[inline]
+    pub fn encrypt(&self, b: Block) -> Block {
+        let mut g = GenericArray::from(b.to_bytes());
+        self.0.encrypt_block(&mut g);
+        Block::from_bytes(g.into())
+    }
+
+    /// Encrypts every block in place, 8 at a time.
+    pub fn encrypt_many(&self, blocks: &mut [Block]) {
+        let mut buf = [GenericArray::from([0u8; 16]); BATCH];
+        for chunk in blocks.chunks_mut(BATCH) {
+            for (g, b) in buf.iter_mut().zip(chunk.iter()) {
+                *g = GenericArray::from(b.to_bytes());
+            }
+            self.0.encrypt_blocks(&mut buf[..chunk.len()]);
+            for (g, b) in buf.iter().zip(chunk.iter_mut()) {
+                *b = Block::from_bytes((*g).into());
+            }
+        }
+    }
+}
+
+/// AES-128 in counter mode: the fast PRG that expands OS-CSPRNG seeds.
+///
+/// Not `Debug` and not `Clone`: it holds a secret key, and cloning a PRG repeats its stream.
+pub struct Prg {
+    cipher: AesCipher,
+    counter: u128,
+    buf: [Block; BATCH],
+    used: usize,
+}
+
+impl Prg {
+    /// A PRG seeded from the operating system's CSPRNG.
+    pub fn new() -> Self {
+        let mut seed = [0u8; 16];
+        OsRng.fill_bytes(&mut seed);
+        Prg::from_seed(Block::from_bytes(seed))
+    }
+
+    /// A PRG expanding `seed` (deterministic: for protocol-derived seeds and tests).
+    pub fn from_seed(seed: Block) -> Self {
+        Prg { cipher: AesCipher::new(seed), counter: 0, buf: [Block::ZERO; BATCH], used: BATCH }
+    }
+
+    /// Fills `out` with pseudorandom blocks (bulk path: no per-block buffering).
+    pub fn fill_blocks(&mut self, out: &mut [Block]) {
+        for b in out.iter_mut() {
+            *b = Block(self.counter);
+            self.counter = self.counter.wrapping_add(1);
+        }
+        self.cipher.encrypt_many(out);
+    }
+
+    /// `n` pseudorandom blocks.
+    pub fn blocks(&mut self, n: usize) -> Vec<Block> {
+        let mut v = vec![Block::ZERO; n];
+        self.fill_blocks(&mut v);
+        v
+    }
+
+    #[inline]
+    pub fn next_block(&mut self) -> Block {
+        if self.used == BATCH {
+            let mut buf = [Block::ZERO; BATCH];
+            self.fill_blocks(&mut buf);
+            self.buf = buf;
+            self.used = 0;
+        }
+        let b = self.buf[self.used];
+        self.used += 1;
+        b
+    }
+
+    /// `n` uniformly random bits.
+    pub fn bits(&mut self, n: usize) -> Vec<bool> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let b = self.next_block().0;
+            let take = (n - out.len()).min(128);
+            out.extend((0..take).map(|i| (b >> i) & 1 == 1));
+        }
+        out
+    }
+
+    /// Uniform value in `[0, bound)` by rejection sampling (no modulo bias).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        assert!(bound > 0, "Prg::below needs a positive bound");
+        let zone = u64::MAX - (u64::MAX % bound + 1) % bound;
+        loop {
+            let v = self.next_u64();
+            if v <= zone {
+                return v % bound;
+            }
+        }
+    }
+}
+
+impl Default for Prg {
+    fn default() -> Self {
+        Prg::new()
+    }
+}
+
+impl RngCore for Prg {
+    fn next_u32(&mut self) -> u32 {
+        self.next_block().0 as u32
+    }
+    fn next_u64(&mut self) -> u64 {
+        self.next_block().0 as u64
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for chunk in dest.chunks_mut(16) {
+            let b = self.next_block().to_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+impl CryptoRng for Prg {}
+
+/// A fixed-key AES permutation π and the hashes built from it (Guo–Katz–Wang–Yu, S&P 2020).
+pub struct FixedKeyAes(AesCipher);
+
+/// The fixed key: any public constant works; these are the first digits of π.
+const FIXED_KEY: u128 = 0x243f6a88_85a308d3_13198a2e_03707344;
+
+/// The process-wide fixed-key AES instance.
+pub fn fixed_key_aes() -> &'static FixedKeyAes {
+    static FK: OnceLock<FixedKeyAes> = OnceLock::new();
+    FK.get_or_init(|| FixedKeyAes(AesCipher::new(Block(FIXED_KEY))))
+}
+
+/// σ(x) = (x_hi ⊕ x_lo) ‖ x_hi: the linear orthomorphism that makes π(σ(x)) ⊕ σ(x) correlation robust.
+#[inline]
+fn sigma(x: Block) -> Block {
+    let hi = x.0 >> 64;
+    let lo = x.0 & (u64::MAX as u128);
+    Block(((hi ^ lo) << 64) | hi)
+}
+
+impl FixedKeyAes {
+    /// π(x).
+    #[inline]
+    pub fn permute(&self, x: Block) -> Block {
+        self.0.encrypt(x)
+    }
+
+    /// Circular correlation-robust hash H(x) = π(σ(x)) ⊕ σ(x).
+    #[inline]
+    pub fn cr_hash(&self, x: Block) -> Block {
+        let s = sigma(x);
+        self.0.encrypt(s) ^ s
+    }
+
+    /// In-place [`FixedKeyAes::cr_hash`] of many blocks.
+    pub fn cr_hash_many(&self, xs: &mut [Block]) {
+        for x in xs.iter_mut() {
+            *x = sigma(*x);
+        }
+        let sig: Vec<Block> = xs.to_vec();
+        self.0.encrypt_many(xs);
+        for (x, s) in xs.iter_mut().zip(sig) {
+            *x ^= s;
+        }
+    }
+
+    /// Tweakable circular correlation-robust hash H(i, x) = π(π(x) ⊕ i) ⊕ π(x), as used by
+    /// half-gates garbling and OT extension (the tweak is the gate or OT index).
+    #[inline]
+    pub fn tccr(&self, tweak: Block, x: Block) -> Block {
+        let px = self.0.encrypt(x);
+        self.0.encrypt(px ^ tweak) ^ px
+    }
+
+    /// In-place [`FixedKeyAes::tccr`] of `xs[j]` with tweak `tweaks[j]`; lengths must match.
+    pub fn tccr_many(&self, tweaks: &[Block], xs: &mut [Block]) {
+        assert_eq!(tweaks.len(), xs.len(), "tccr_many: one tweak per block");
+        self.0.encrypt_many(xs);
+        let px: Vec<Block> = xs.to_vec();
+        for (x, t) in xs.iter_mut().zip(tweaks) {
+            *x ^= *t;
+        }
+        self.0.encrypt_many(xs);
+        for (x, p) in xs.iter_mut().zip(px) {
+            *x ^= p;
+        }
+    }
+}
