@@ -1,1 +1,49 @@
-fn main() {}
+//! `secinfer`: two-party private neural-network inference from the command line.
+mod bench;
+mod error;
+mod pair;
+mod report;
+
+use clap::{Parser, Subcommand};
+use error::Error;
+use report::Reporter;
+
+/// Two-party private neural-network inference.
+///
+/// A client holding a private input and a server holding a private model compute the model's
+/// prediction together: the server learns nothing about the input, the client learns only the
+/// result. See README.md and docs/ for the protocols, their parameters and security levels.
+#[derive(Parser, Debug)]
+#[command(name = "secinfer", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Measure a protocol between two parties (time, bytes and rounds per phase).
+    Bench {
+        /// Print one JSON object per measured case instead of a table.
+        #[arg(long, global = true)]
+        json: bool,
+        #[command(subcommand)]
+        which: bench::BenchCmd,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result: Result<(), Error> = match cli.cmd {
+        Cmd::Bench { json, which } => {
+            let mut out = Reporter::new(json);
+            let r = bench::run(which, &mut out);
+            out.finish();
+            r
+        }
+    };
+    if let Err(e) = result {
+        eprintln!("secinfer: error: {e}");
+        std::process::exit(1);
+    }
+}

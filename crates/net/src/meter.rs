@@ -1,5 +1,5 @@
 //! Cost accounting: bytes, messages, rounds and wall time, per named phase.
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// The protocol phases of DESIGN.md §4.
@@ -26,7 +26,7 @@ impl Phase {
 }
 
 /// What one party saw in one phase.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseCost {
     /// Wall time spent in this phase (seconds).
     pub time_s: f64,
@@ -54,7 +54,7 @@ impl PhaseCost {
 }
 
 /// One party's cost report: a [`PhaseCost`] per phase.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
     pub setup: PhaseCost,
     pub offline: PhaseCost,

@@ -1,0 +1,34 @@
+//! The CLI's error: any library error (each crate has its own typed enum) or a message.
+//! Like `anyhow::Error` it deliberately does not implement `std::error::Error`, so that `?`
+//! converts every typed error into it.
+pub struct Error(Box<dyn std::error::Error + Send + Sync>);
+
+impl Error {
+    pub fn msg(m: impl Into<String>) -> Self {
+        Error(m.into().into())
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for Error {
+    fn from(e: E) -> Self {
+        Error(Box::new(e))
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut src = self.0.source();
+        while let Some(s) = src {
+            write!(f, ": {s}")?;
+            src = s.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
