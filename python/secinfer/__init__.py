@@ -1,0 +1,20 @@
+"""secinfer: two-party private neural-network inference.
+
+The protocols live in the Rust core (``secinfer._core``, built by maturin); this package is a
+thin face over it plus the PyTorch side (datasets, training recipes, export), which imports torch
+only where it is needed.
+"""
+
+__all__ = ["core"]
+
+
+def core():
+    """The compiled Rust core module (raises ImportError with a hint if it is not built)."""
+    try:
+        from . import _core
+    except ImportError as e:  # pragma: no cover - exercised only on a broken install
+        raise ImportError(
+            "secinfer._core is not built: run `make test` or "
+            "`maturin develop -m python/pyproject.toml` in a virtualenv"
+        ) from e
+    return _core
