@@ -1,4 +1,5 @@
 //! Channel behaviour: the harness over every transport, exact metering, shaping, hostile peers.
+#![allow(clippy::unwrap_used, reason = "test helpers: a panic is the failure report")]
 use secinfer_net::{
     channel_pair, mem_pair, mem_pair_with, run_two_party, simulate, Channel, NetError, Phase, Profile, TcpChannel,
     TcpOptions, Transport,

@@ -1,4 +1,5 @@
 //! The harness's protocols over real TCP between two processes: this test binary re-executes
+#![allow(clippy::unwrap_used, reason = "test helpers: a panic is the failure report")]
 //! itself as the peer.
 use secinfer_net::{Channel, TcpChannel, TcpOptions};
 use std::net::TcpListener;
