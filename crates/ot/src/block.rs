@@ -36,7 +36,7 @@ impl Block {
     /// Doubling in GF(2^128) modulo x^128 + x^7 + x^2 + x + 1 (used to derive tweaks).
     #[inline]
     pub fn gf_double(self) -> Block {
-        let carry = (self.0 >> 127) as u128;
+        let carry = self.0 >> 127;
         Block((self.0 << 1) ^ (carry * 0x87))
     }
 }

@@ -10,7 +10,19 @@
 #![deny(unsafe_code)]
 
 mod aes;
+mod base;
 mod block;
+mod error;
+mod ext;
+mod iknp;
+mod kk;
+mod pack;
+pub mod transpose;
 
 pub use crate::aes::{fixed_key_aes, AesCipher, FixedKeyAes, Prg};
+pub use base::{base_ot_receive, base_ot_send, MAX_BASE_OTS};
 pub use block::Block;
+pub use error::OtError;
+pub use ext::CHUNK_ROWS;
+pub use iknp::{OtExtReceiver, OtExtSender};
+pub use kk::{KkReceiver, KkSender, KK_CODE_BITS};

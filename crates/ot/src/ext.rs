@@ -1,0 +1,206 @@
+//! The engine shared by IKNP (128 columns) and KK13 (256 columns): PRG-expanded column seeds,
+//! the receiver's correction matrix `u`, the bit transpose, chunked streaming and the hashes.
+//!
+//! Notation (IKNP): the receiver holds seed pairs `(k0_i, k1_i)`, the sender `k_{s_i}`. For a
+//! chunk of rows, column `i` of the receiver's matrix is `t_i = G(k0_i)`, and it sends
+//! `u_i = t_i ⊕ G(k1_i) ⊕ code_i`, where `code_i` is column `i` of the encoded choices (the choice
+//! bits themselves for IKNP, the Walsh–Hadamard codewords for KK13). The sender computes
+//! `q_i = G(k_{s_i}) ⊕ s_i·u_i`; transposed, row `j` is `q_j = t_j ⊕ (code(c_j) ∧ s)`.
+//!
+//! Rows are processed [`CHUNK_ROWS`] at a time, so scratch memory is a few MiB whatever the
+//! count; each chunk is one frame on the wire, and all frames go the same way, so a call costs
+//! one round however many chunks it has.
+use crate::aes::{fixed_key_aes, Prg};
+use crate::block::Block;
+use crate::error::OtError;
+use crate::transpose::transpose128;
+use rayon::prelude::*;
+use secinfer_net::Channel;
+
+/// Rows per extension chunk (a 1 MiB frame of `u` for IKNP, 2 MiB for KK13).
+pub const CHUNK_ROWS: usize = 1 << 16;
+
+/// The tweak for OT index `idx` in hash domain `domain` (domains keep the hashes of different
+/// OT flavours, and of the two halves of a KK13 row, apart).
+#[inline]
+pub(crate) fn tweak(domain: u64, idx: u64) -> Block {
+    Block(((domain as u128) << 64) | idx as u128)
+}
+
+/// `xs[j] = tccr(tweak(j), xs[j])` in place, 64 blocks at a time through AES, no allocation.
+pub(crate) fn tccr_inplace(xs: &mut [Block], tweak: impl Fn(usize) -> Block) {
+    let fk = fixed_key_aes();
+    let mut px = [Block::ZERO; 64];
+    for (c, chunk) in xs.chunks_mut(64).enumerate() {
+        let n = chunk.len();
+        fk.permute_many(chunk);
+        px[..n].copy_from_slice(chunk);
+        for (j, x) in chunk.iter_mut().enumerate() {
+            *x ^= tweak(c * 64 + j);
+        }
+        fk.permute_many(chunk);
+        for (x, p) in chunk.iter_mut().zip(&px[..n]) {
+            *x ^= *p;
+        }
+    }
+}
+
+/// Packs choice bits into blocks (bit `k` of block `b` is `choices[128·b + k]`); the padding of a
+/// short last block is zero.
+pub(crate) fn pack_choices(choices: &[bool], out: &mut [Block]) {
+    for (o, c) in out.iter_mut().zip(choices.chunks(128)) {
+        let mut v = 0u128;
+        for (k, &bit) in c.iter().enumerate() {
+            v |= (bit as u128) << k;
+        }
+        *o = Block(v);
+    }
+}
+
+/// Transposes `w` groups of 128 columns (`cols[col·nb + b]`) into rows: row `r` of the chunk is
+/// `rows[r·w .. r·w + w]`. `rows` holds only the real rows (the last 128-block may be partial).
+fn cols_to_rows(cols: &[Block], nb: usize, w: usize, rows: &mut [Block]) {
+    rows.par_chunks_mut(128 * w).with_min_len(4).enumerate().for_each(|(b, out)| {
+        let nrows = out.len() / w;
+        let mut a = [0u128; 128];
+        for g in 0..w {
+            for (i, x) in a.iter_mut().enumerate() {
+                *x = cols[(g * 128 + i) * nb + b].0;
+            }
+            transpose128(&mut a);
+            for (k, x) in a.iter().enumerate().take(nrows) {
+                out[k * w + g] = Block(*x);
+            }
+        }
+    });
+}
+
+/// The receiving side of the extension (it knows both seeds of every column).
+pub(crate) struct ExtReceiver {
+    g0: Vec<Prg>,
+    g1: Vec<Prg>,
+    t_cols: Vec<Block>,
+    u_cols: Vec<Block>,
+    rows: Vec<Block>,
+    code: Vec<Block>,
+}
+
+impl ExtReceiver {
+    pub(crate) fn new(keys: &[[Block; 2]]) -> Self {
+        ExtReceiver {
+            g0: keys.iter().map(|k| Prg::from_seed(k[0])).collect(),
+            g1: keys.iter().map(|k| Prg::from_seed(k[1])).collect(),
+            t_cols: Vec::new(),
+            u_cols: Vec::new(),
+            rows: Vec::new(),
+            code: Vec::new(),
+        }
+    }
+
+    fn width(&self) -> usize {
+        self.g0.len() / 128
+    }
+
+    /// Extends `m` rows: for each chunk `fill_code(start, len, nb, code)` writes the encoded
+    /// choices (either `nb` blocks shared by every column, or `nb` per column), the frame of `u`
+    /// goes to the peer, and `sink(start, rows)` gets the chunk's `t` rows.
+    pub(crate) fn run<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        m: usize,
+        mut fill_code: impl FnMut(usize, usize, usize, &mut Vec<Block>),
+        mut sink: impl FnMut(usize, &[Block]) -> Result<(), OtError>,
+    ) -> Result<(), OtError> {
+        let w = self.width();
+        let ncols = 128 * w;
+        let mut start = 0;
+        while start < m {
+            let len = CHUNK_ROWS.min(m - start);
+            let nb = len.div_ceil(128);
+            self.t_cols.resize(ncols * nb, Block::ZERO);
+            self.u_cols.resize(ncols * nb, Block::ZERO);
+            self.rows.resize(len * w, Block::ZERO);
+            self.code.clear();
+            fill_code(start, len, nb, &mut self.code);
+            let code = &self.code;
+            let shared = code.len() == nb;
+            debug_assert!(shared || code.len() == ncols * nb);
+            self.t_cols[..ncols * nb]
+                .par_chunks_mut(nb)
+                .zip(self.u_cols[..ncols * nb].par_chunks_mut(nb))
+                .zip(self.g0.par_iter_mut().zip(self.g1.par_iter_mut()))
+                .enumerate()
+                .for_each(|(i, ((t, u), (g0, g1)))| {
+                    g0.fill_blocks(t);
+                    g1.fill_blocks(u);
+                    let c = if shared { &code[..nb] } else { &code[i * nb..(i + 1) * nb] };
+                    for ((u, t), c) in u.iter_mut().zip(t.iter()).zip(c) {
+                        *u ^= *t ^ *c;
+                    }
+                });
+            ch.send_pod(&self.u_cols[..ncols * nb])?;
+            cols_to_rows(&self.t_cols[..ncols * nb], nb, w, &mut self.rows[..len * w]);
+            sink(start, &self.rows[..len * w])?;
+            start += len;
+        }
+        Ok(())
+    }
+}
+
+/// The sending side of the extension (it knows one seed per column, chosen by `s`).
+pub(crate) struct ExtSender {
+    g: Vec<Prg>,
+    /// All-ones where `s_i = 1`: applied with AND, so no branch depends on `s`.
+    s_mask: Vec<Block>,
+    q_cols: Vec<Block>,
+    rows: Vec<Block>,
+}
+
+impl ExtSender {
+    pub(crate) fn new(keys: &[Block], s: &[bool]) -> Self {
+        ExtSender {
+            g: keys.iter().map(|k| Prg::from_seed(*k)).collect(),
+            s_mask: s.iter().map(|&b| Block::ONES.and_bit(b)).collect(),
+            q_cols: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn width(&self) -> usize {
+        self.g.len() / 128
+    }
+
+    /// Extends `m` rows, receiving one frame of `u` per chunk; `sink(start, rows)` gets the
+    /// chunk's `q` rows.
+    pub(crate) fn run<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        m: usize,
+        mut sink: impl FnMut(usize, &[Block]) -> Result<(), OtError>,
+    ) -> Result<(), OtError> {
+        let w = self.width();
+        let ncols = 128 * w;
+        let mut start = 0;
+        while start < m {
+            let len = CHUNK_ROWS.min(m - start);
+            let nb = len.div_ceil(128);
+            let u = ch.recv_pod::<Block>(ncols * nb)?;
+            self.q_cols.resize(ncols * nb, Block::ZERO);
+            self.rows.resize(len * w, Block::ZERO);
+            self.q_cols[..ncols * nb]
+                .par_chunks_mut(nb)
+                .zip(u.par_chunks(nb))
+                .zip(self.g.par_iter_mut().zip(self.s_mask.par_iter()))
+                .for_each(|((q, u), (g, &s))| {
+                    g.fill_blocks(q);
+                    for (q, u) in q.iter_mut().zip(u) {
+                        *q ^= *u & s;
+                    }
+                });
+            cols_to_rows(&self.q_cols[..ncols * nb], nb, w, &mut self.rows[..len * w]);
+            sink(start, &self.rows[..len * w])?;
+            start += len;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,383 @@
+//! IKNP/ALSZ 1-of-2 OT extension (semi-honest): correlated, random, chosen-message and
+//! additively correlated OTs from 128 base OTs.
+//!
+//! Roles: the extension *receiver* is the base-OT *sender* (it knows both seeds of each of the
+//! 128 columns); the extension *sender* is the base-OT receiver with choice bits `Δ` (bit `i` of
+//! `Δ` picks the seed of column `i`). After the transpose the sender holds `q_j` and the receiver
+//! `t_j = q_j ⊕ c_j·Δ`: that pair *is* a correlated OT, so COT needs no hash. Every other flavour
+//! hashes with `tccr(tweak(domain, idx), ·)`, where `idx` is a per-instance counter that both
+//! parties advance by the number of OTs of each call, so no (tweak, input) pair repeats.
+//!
+//! Messages: each call costs one frame of `u` per [`CHUNK_ROWS`] rows from receiver to sender
+//! (16 bytes per OT), then, for the chosen and additive flavours, one frame per chunk back. The
+//! sender reads every `u` before it answers, so the two directions never block on each other
+//! (bounded socket buffers cannot deadlock). An error leaves the two column PRGs out of step, so
+//! the instance refuses further calls.
+use crate::aes::Prg;
+use crate::base::{base_ot_receive, base_ot_send};
+use crate::block::Block;
+use crate::error::OtError;
+use crate::ext::{pack_choices, tccr_inplace, tweak, ExtReceiver, ExtSender, CHUNK_ROWS};
+use crate::pack::{check_bits, mask, pack_into, packed_len, Unpacker};
+use rayon::prelude::*;
+use secinfer_net::Channel;
+
+/// Hash domain of 1-of-2 OTs (random, chosen, additive).
+const DOMAIN_IKNP: u64 = 0x1c4e_5000_0000_0001;
+/// Rows hashed per rayon task.
+const HASH_TASK: usize = 2048;
+
+/// Marks an instance unusable after a failed call (its PRGs may be out of step with the peer's).
+fn guarded<T>(poisoned: &mut bool, f: impl FnOnce() -> Result<T, OtError>) -> Result<T, OtError> {
+    if *poisoned {
+        return Err(OtError::arg("this OT extension instance failed earlier and is out of step with its peer"));
+    }
+    let r = f();
+    if r.is_err() {
+        *poisoned = true;
+    }
+    r
+}
+
+fn advance(counter: &mut u64, n: usize) -> Result<u64, OtError> {
+    let first = *counter;
+    *counter = u64::try_from(n)
+        .ok()
+        .and_then(|n| first.checked_add(n))
+        .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
+    Ok(first)
+}
+
+/// `out[2j] = H(idx_j, q_j)`, `out[2j+1] = H(idx_j, q_j ⊕ Δ)` for `idx_j = first + j`.
+fn hash_pairs(q: &[Block], delta: Block, first: u64, out: &mut [Block]) {
+    out.par_chunks_mut(2 * HASH_TASK).zip(q.par_chunks(HASH_TASK)).enumerate().for_each(|(c, (o, q))| {
+        for (pair, q) in o.chunks_exact_mut(2).zip(q) {
+            pair[0] = *q;
+            pair[1] = *q ^ delta;
+        }
+        let base = first.wrapping_add((c * HASH_TASK) as u64);
+        tccr_inplace(o, |k| tweak(DOMAIN_IKNP, base.wrapping_add((k / 2) as u64)));
+    });
+}
+
+/// `xs[j] = H(first + j, xs[j])`.
+fn hash_rows(xs: &mut [Block], first: u64) {
+    xs.par_chunks_mut(HASH_TASK).enumerate().for_each(|(c, x)| {
+        let base = first.wrapping_add((c * HASH_TASK) as u64);
+        tccr_inplace(x, |k| tweak(DOMAIN_IKNP, base.wrapping_add(k as u64)));
+    });
+}
+
+/// The IKNP sender: holds the global `Δ`. Deliberately not `Debug` (secret state).
+pub struct OtExtSender {
+    delta: Block,
+    ext: ExtSender,
+    counter: u64,
+    poisoned: bool,
+}
+
+impl OtExtSender {
+    /// Runs the 128 base OTs (as base-OT receiver) with a random `Δ`.
+    pub fn setup<C: Channel>(ch: &mut C, prg: &mut Prg) -> Result<Self, OtError> {
+        let delta = prg.next_block();
+        Self::setup_with_delta(ch, prg, delta)
+    }
+
+    /// Runs the base OTs with a caller-chosen `Δ` (garbling needs `lsb(Δ) = 1`). `Δ = 0` is
+    /// refused: it would hand the receiver both messages.
+    pub fn setup_with_delta<C: Channel>(ch: &mut C, prg: &mut Prg, delta: Block) -> Result<Self, OtError> {
+        if delta == Block::ZERO {
+            return Err(OtError::arg("Δ must be non-zero"));
+        }
+        let s: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
+        let keys = base_ot_receive(ch, &s, prg)?;
+        Ok(OtExtSender { delta, ext: ExtSender::new(&keys, &s), counter: 0, poisoned: false })
+    }
+
+    /// The global correlation `Δ`.
+    pub fn delta(&self) -> Block {
+        self.delta
+    }
+
+    /// Correlated OT into a caller's buffer: `out[j] = m0_j`; the receiver gets `m0_j ⊕ c_j·Δ`.
+    pub fn send_cot_into<C: Channel>(&mut self, ch: &mut C, out: &mut [Block]) -> Result<(), OtError> {
+        let ext = &mut self.ext;
+        let counter = &mut self.counter;
+        guarded(&mut self.poisoned, || {
+            advance(counter, out.len())?;
+            ext.run(ch, out.len(), |start, rows| {
+                out[start..start + rows.len()].copy_from_slice(rows);
+                Ok(())
+            })
+        })
+    }
+
+    /// Correlated OT: returns `m0_j`; the receiver gets `m0_j ⊕ (c_j · Δ)`.
+    pub fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, OtError> {
+        let mut out = vec![Block::ZERO; n];
+        self.send_cot_into(ch, &mut out)?;
+        Ok(out)
+    }
+
+    /// Random OT: returns `(k0_j, k1_j)`; the receiver gets `k_{c_j}`.
+    pub fn send_rot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<[Block; 2]>, OtError> {
+        let mut out = vec![[Block::ZERO; 2]; n];
+        let delta = self.delta;
+        let ext = &mut self.ext;
+        let counter = &mut self.counter;
+        guarded(&mut self.poisoned, || {
+            let first = advance(counter, n)?;
+            let flat: &mut [Block] = bytemuck::cast_slice_mut(&mut out);
+            ext.run(ch, n, |start, rows| {
+                hash_pairs(rows, delta, first.wrapping_add(start as u64), &mut flat[2 * start..2 * (start + rows.len())]);
+                Ok(())
+            })
+        })?;
+        Ok(out)
+    }
+
+    /// Runs the extension and keeps every `q_j` (the chosen flavours answer after reading all of
+    /// `u`). Returns the first OT index.
+    fn extend_all<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(u64, Vec<Block>), OtError> {
+        let first = advance(&mut self.counter, n)?;
+        let mut q = vec![Block::ZERO; n];
+        self.ext.run(ch, n, |start, rows| {
+            q[start..start + rows.len()].copy_from_slice(rows);
+            Ok(())
+        })?;
+        Ok((first, q))
+    }
+
+    /// Chosen-message OT on 128-bit messages: the receiver learns `msgs[j][c_j]`.
+    pub fn send_chosen<C: Channel>(&mut self, ch: &mut C, msgs: &[[Block; 2]]) -> Result<(), OtError> {
+        let delta = self.delta;
+        let mut poisoned = self.poisoned;
+        let r = guarded(&mut poisoned, || {
+            let (first, q) = self.extend_all(ch, msgs.len())?;
+            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
+            for (c, (qc, mc)) in q.chunks(CHUNK_ROWS).zip(msgs.chunks(CHUNK_ROWS)).enumerate() {
+                let y = &mut y[..2 * qc.len()];
+                hash_pairs(qc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
+                let mflat: &[Block] = bytemuck::cast_slice(mc);
+                for (y, m) in y.iter_mut().zip(mflat) {
+                    *y ^= *m;
+                }
+                ch.send_pod(y)?;
+            }
+            ch.flush()?;
+            Ok(())
+        });
+        self.poisoned = poisoned;
+        r
+    }
+
+    /// Chosen-message OT on `bits`-bit messages (each `< 2^bits`), packed to `bits` on the wire.
+    pub fn send_chosen_u64<C: Channel>(&mut self, ch: &mut C, msgs: &[[u64; 2]], bits: u32) -> Result<(), OtError> {
+        check_bits(bits)?;
+        let mk = mask(bits);
+        if msgs.iter().any(|m| m[0] & !mk != 0 || m[1] & !mk != 0) {
+            return Err(OtError::arg(format!("a message does not fit in {bits} bits")));
+        }
+        let delta = self.delta;
+        let mut poisoned = self.poisoned;
+        let r = guarded(&mut poisoned, || {
+            let (first, q) = self.extend_all(ch, msgs.len())?;
+            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
+            let mut frame = Vec::new();
+            for (c, (qc, mc)) in q.chunks(CHUNK_ROWS).zip(msgs.chunks(CHUNK_ROWS)).enumerate() {
+                let y = &mut y[..2 * qc.len()];
+                hash_pairs(qc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
+                let mflat: &[u64] = bytemuck::cast_slice(mc);
+                frame.clear();
+                pack_into(y.iter().zip(mflat).map(|(h, m)| (h.low_u64() ^ m) & mk), bits, &mut frame);
+                ch.send_pod::<u8>(&frame)?;
+            }
+            ch.flush()?;
+            Ok(())
+        });
+        self.poisoned = poisoned;
+        r
+    }
+
+    /// Additively correlated OT over `Z_{2^bits}`: returns `x_j` (uniform); the receiver gets
+    /// `x_j + c_j·deltas[j] mod 2^bits` (deltas are reduced mod `2^bits`). The sender sends
+    /// `y_j = x_j + delta_j − H(q_j ⊕ Δ)` with `x_j = H(q_j)`, one packed `bits`-bit word per OT.
+    pub fn send_correlated_u64<C: Channel>(&mut self, ch: &mut C, deltas: &[u64], bits: u32) -> Result<Vec<u64>, OtError> {
+        check_bits(bits)?;
+        let mk = mask(bits);
+        let delta = self.delta;
+        let mut poisoned = self.poisoned;
+        let r = guarded(&mut poisoned, || {
+            let (first, q) = self.extend_all(ch, deltas.len())?;
+            let mut xs = vec![0u64; deltas.len()];
+            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
+            let mut frame = Vec::new();
+            for (c, ((qc, dc), xc)) in
+                q.chunks(CHUNK_ROWS).zip(deltas.chunks(CHUNK_ROWS)).zip(xs.chunks_mut(CHUNK_ROWS)).enumerate()
+            {
+                let y = &mut y[..2 * qc.len()];
+                hash_pairs(qc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
+                for (x, h) in xc.iter_mut().zip(y.chunks_exact(2)) {
+                    *x = h[0].low_u64() & mk;
+                }
+                frame.clear();
+                pack_into(
+                    xc.iter().zip(dc).zip(y.chunks_exact(2)).map(|((x, d), h)| {
+                        x.wrapping_add(*d).wrapping_sub(h[1].low_u64()) & mk
+                    }),
+                    bits,
+                    &mut frame,
+                );
+                ch.send_pod::<u8>(&frame)?;
+            }
+            ch.flush()?;
+            Ok(xs)
+        });
+        self.poisoned = poisoned;
+        r
+    }
+}
+
+/// The IKNP receiver: holds both seeds of every column. Not `Debug` (secret state).
+pub struct OtExtReceiver {
+    ext: ExtReceiver,
+    counter: u64,
+    poisoned: bool,
+}
+
+impl OtExtReceiver {
+    /// Runs the 128 base OTs as base-OT sender.
+    pub fn setup<C: Channel>(ch: &mut C, prg: &mut Prg) -> Result<Self, OtError> {
+        let keys = base_ot_send(ch, 128, prg)?;
+        Ok(OtExtReceiver { ext: ExtReceiver::new(&keys), counter: 0, poisoned: false })
+    }
+
+    /// Correlated OT into a caller's buffer: `out[j] = m0_j ⊕ c_j·Δ`.
+    pub fn recv_cot_into<C: Channel>(&mut self, ch: &mut C, choices: &[bool], out: &mut [Block]) -> Result<(), OtError> {
+        if out.len() != choices.len() {
+            return Err(OtError::arg("recv_cot_into: one output block per choice"));
+        }
+        let ext = &mut self.ext;
+        let counter = &mut self.counter;
+        guarded(&mut self.poisoned, || {
+            advance(counter, choices.len())?;
+            ext.run(
+                ch,
+                choices.len(),
+                |start, len, nb, code| {
+                    code.resize(nb, Block::ZERO);
+                    pack_choices(&choices[start..start + len], code);
+                },
+                |start, rows| {
+                    out[start..start + rows.len()].copy_from_slice(rows);
+                    Ok(())
+                },
+            )?;
+            ch.flush()?;
+            Ok(())
+        })
+    }
+
+    /// Correlated OT: returns `m0_j ⊕ (c_j · Δ)`.
+    pub fn recv_cot<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, OtError> {
+        let mut out = vec![Block::ZERO; choices.len()];
+        self.recv_cot_into(ch, choices, &mut out)?;
+        Ok(out)
+    }
+
+    /// Runs the extension on `choices` and returns the first index and `H(idx_j, t_j)`.
+    fn extend_hashed<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<(u64, Vec<Block>), OtError> {
+        let first = advance(&mut self.counter, choices.len())?;
+        let mut out = vec![Block::ZERO; choices.len()];
+        self.ext.run(
+            ch,
+            choices.len(),
+            |start, len, nb, code| {
+                code.resize(nb, Block::ZERO);
+                pack_choices(&choices[start..start + len], code);
+            },
+            |start, rows| {
+                let o = &mut out[start..start + rows.len()];
+                o.copy_from_slice(rows);
+                hash_rows(o, first.wrapping_add(start as u64));
+                Ok(())
+            },
+        )?;
+        ch.flush()?;
+        Ok((first, out))
+    }
+
+    /// Random OT: returns `k_{c_j}`.
+    pub fn recv_rot<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, OtError> {
+        let mut poisoned = self.poisoned;
+        let r = guarded(&mut poisoned, || Ok(self.extend_hashed(ch, choices)?.1));
+        self.poisoned = poisoned;
+        r
+    }
+
+    /// Chosen-message OT on 128-bit messages: returns `msgs[j][c_j]`.
+    pub fn recv_chosen<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, OtError> {
+        let mut poisoned = self.poisoned;
+        let r = guarded(&mut poisoned, || {
+            let (_, mut out) = self.extend_hashed(ch, choices)?;
+            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
+                let y = ch.recv_pod::<Block>(2 * oc.len())?;
+                for ((o, &c), y) in oc.iter_mut().zip(cc).zip(y.chunks_exact(2)) {
+                    // Branch-free pick of y[c].
+                    *o ^= y[0].and_bit(!c) ^ y[1].and_bit(c);
+                }
+            }
+            Ok(out)
+        });
+        self.poisoned = poisoned;
+        r
+    }
+
+    /// Chosen-message OT on `bits`-bit messages: returns `msgs[j][c_j]`.
+    pub fn recv_chosen_u64<C: Channel>(&mut self, ch: &mut C, choices: &[bool], bits: u32) -> Result<Vec<u64>, OtError> {
+        check_bits(bits)?;
+        let mk = mask(bits);
+        let mut poisoned = self.poisoned;
+        let r = guarded(&mut poisoned, || {
+            let (_, hashed) = self.extend_hashed(ch, choices)?;
+            let mut out: Vec<u64> = hashed.iter().map(|h| h.low_u64() & mk).collect();
+            drop(hashed);
+            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
+                let frame = ch.recv_pod::<u8>(packed_len(2 * oc.len(), bits))?;
+                let mut up = Unpacker::new(&frame, bits);
+                for (o, &c) in oc.iter_mut().zip(cc) {
+                    let y0 = up.next_value();
+                    let y1 = up.next_value();
+                    let cm = (c as u64).wrapping_neg();
+                    *o ^= (y0 & !cm) | (y1 & cm);
+                }
+            }
+            Ok(out)
+        });
+        self.poisoned = poisoned;
+        r
+    }
+
+    /// Additively correlated OT over `Z_{2^bits}`: returns `x_j + c_j·delta_j mod 2^bits`.
+    pub fn recv_correlated_u64<C: Channel>(&mut self, ch: &mut C, choices: &[bool], bits: u32) -> Result<Vec<u64>, OtError> {
+        check_bits(bits)?;
+        let mk = mask(bits);
+        let mut poisoned = self.poisoned;
+        let r = guarded(&mut poisoned, || {
+            let (_, hashed) = self.extend_hashed(ch, choices)?;
+            let mut out: Vec<u64> = hashed.iter().map(|h| h.low_u64() & mk).collect();
+            drop(hashed);
+            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
+                let frame = ch.recv_pod::<u8>(packed_len(oc.len(), bits))?;
+                let mut up = Unpacker::new(&frame, bits);
+                for (o, &c) in oc.iter_mut().zip(cc) {
+                    let y = up.next_value() & (c as u64).wrapping_neg();
+                    *o = o.wrapping_add(y) & mk;
+                }
+            }
+            Ok(out)
+        });
+        self.poisoned = poisoned;
+        r
+    }
+}

@@ -1,0 +1,104 @@
+//! Bit-level packing of `bits`-bit values (1 ≤ bits ≤ 64) on the wire: value `i` occupies bits
+//! `[i·bits, (i+1)·bits)` of a little-endian bit string of `ceil(n·bits / 8)` bytes.
+use crate::error::OtError;
+
+/// `2^bits − 1` (all ones for 64).
+#[inline]
+pub(crate) fn mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+pub(crate) fn check_bits(bits: u32) -> Result<(), OtError> {
+    if (1..=64).contains(&bits) {
+        Ok(())
+    } else {
+        Err(OtError::arg(format!("bit width {bits} is outside 1..=64")))
+    }
+}
+
+/// Bytes that `n` packed `bits`-bit values take.
+#[inline]
+pub(crate) fn packed_len(n: usize, bits: u32) -> usize {
+    // n·bits fits: n is bounded by memory, bits ≤ 64.
+    (n.saturating_mul(bits as usize)).div_ceil(8)
+}
+
+/// Appends the low `bits` bits of every value to `out` (values must already be masked).
+pub(crate) fn pack_into(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Vec<u8>) {
+    let mut acc: u128 = 0;
+    let mut nacc: u32 = 0;
+    for v in vals {
+        acc |= (v as u128) << nacc;
+        nacc += bits;
+        if nacc >= 64 {
+            out.extend_from_slice(&(acc as u64).to_le_bytes());
+            acc >>= 64;
+            nacc -= 64;
+        }
+    }
+    let tail = nacc.div_ceil(8) as usize;
+    out.extend_from_slice(&(acc as u64).to_le_bytes()[..tail]);
+}
+
+/// A reader of packed values from a frame whose length the caller has checked.
+pub(crate) struct Unpacker<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    acc: u128,
+    nacc: u32,
+    bits: u32,
+    mask: u64,
+}
+
+impl<'a> Unpacker<'a> {
+    pub(crate) fn new(bytes: &'a [u8], bits: u32) -> Self {
+        Unpacker { bytes, pos: 0, acc: 0, nacc: 0, bits, mask: mask(bits) }
+    }
+    /// The next value; zero past the end (callers check the frame length first).
+    #[inline]
+    pub(crate) fn next_value(&mut self) -> u64 {
+        while self.nacc < self.bits {
+            if self.pos + 8 <= self.bytes.len() && self.nacc <= 64 {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&self.bytes[self.pos..self.pos + 8]);
+                self.acc |= (u64::from_le_bytes(w) as u128) << self.nacc;
+                self.pos += 8;
+                self.nacc += 64;
+            } else if let Some(&b) = self.bytes.get(self.pos) {
+                self.acc |= (b as u128) << self.nacc;
+                self.pos += 1;
+                self.nacc += 8;
+            } else {
+                self.nacc = self.bits;
+            }
+        }
+        let v = (self.acc as u64) & self.mask;
+        self.acc >>= self.bits;
+        self.nacc -= self.bits;
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn pack_roundtrip_all_widths() {
+        let mut prg = crate::Prg::from_seed(crate::Block(7));
+        for bits in 1..=64u32 {
+            for n in [0usize, 1, 7, 64, 333] {
+                let vals: Vec<u64> = (0..n).map(|_| rand_core::RngCore::next_u64(&mut prg) & mask(bits)).collect();
+                let mut buf = Vec::new();
+                pack_into(vals.iter().copied(), bits, &mut buf);
+                assert_eq!(buf.len(), packed_len(n, bits));
+                let mut u = Unpacker::new(&buf, bits);
+                let back: Vec<u64> = (0..n).map(|_| u.next_value()).collect();
+                assert_eq!(back, vals, "bits {bits} n {n}");
+            }
+        }
+    }
+}
