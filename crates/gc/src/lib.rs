@@ -1,1 +1,57 @@
-//! (being written)
+//! # secinfer-gc
+//!
+//! Boolean circuits for the nonlinear half of the HE–GC pipeline (GAZELLE, CryptoGRU):
+//!
+//! * [`backend`]: the [`Backend`] trait (XOR, AND, NOT, constants) and [`Bit`], a wire or a
+//!   public constant, so gadgets fold constants for every backend alike;
+//! * [`gadgets`]: adders, comparators, multiplexers, negation, reduction mod p, multiplication,
+//!   argmax, lookup tables — written once, generic over the backend;
+//! * four backends: [`plain::Plain`] (bools), [`plain::BitSliced`] (64 plaintext instances per
+//!   word, for exhaustive error scans), [`counter::Counter`] (AND/XOR counts and AND depth),
+//!   and the half-gates [`garble::Garbler`] / [`garble::Evaluator`] (free-XOR, point-and-permute,
+//!   fixed-key-AES tweakable hash, `L` independent circuit copies per wire so hashes pipeline);
+//! * [`circuit`]: a recorded circuit IR ([`circuit::Builder`] is a backend) replayed into any backend;
+//! * [`activation`]: ReLU, sigmoid, tanh and requantisation with fixed-point formats as parameters;
+//! * [`protocol`]: batched two-party garbling (tables offline, streamed in 64 KiB frames; input
+//!   labels by correlated OT online), and [`shares`]: GAZELLE-style shares in, shares out over
+//!   Z_p or Z_{2^l}.
+#![deny(unsafe_code)]
+
+pub mod activation;
+pub mod backend;
+pub mod circuit;
+pub mod counter;
+pub mod gadgets;
+pub mod garble;
+pub mod plain;
+pub mod protocol;
+pub mod shares;
+
+pub use backend::{Backend, Bit};
+pub use circuit::{Builder, Circuit};
+pub use counter::Counter;
+pub use plain::{BitSliced, Plain};
+
+use secinfer_net::NetError;
+
+/// Everything that can go wrong in this crate. Peer bytes are hostile: a malformed or short
+/// message maps to one of these, never to a panic.
+#[derive(Debug, thiserror::Error)]
+pub enum GcError {
+    #[error("channel: {0}")]
+    Net(#[from] NetError),
+    #[error("oblivious transfer: {0}")]
+    Ot(String),
+    #[error("malformed message from the peer: {0}")]
+    Malformed(String),
+    #[error("truncated garbled-table stream: expected {expected} blocks, got {got}")]
+    Truncated { expected: u64, got: u64 },
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl GcError {
+    pub fn invalid(s: impl Into<String>) -> Self {
+        GcError::InvalidArgument(s.into())
+    }
+}
