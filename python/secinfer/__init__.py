@@ -18,3 +18,20 @@ def core():
             "`maturin develop -m python/pyproject.toml` in a virtualenv"
         ) from e
     return _core
+
+
+# --- Python face (issue 7). Lazy, so `import secinfer` needs neither torch nor the built core.
+_LAZY = {"Server": ("api", "Server"), "Client": ("api", "Client"), "export": ("modelio", "export"),
+         "load_model_dir": ("modelio", "load_model_dir"),
+         "FixedPointModel": ("fixedpoint", "FixedPointModel")}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        value = getattr(importlib.import_module(f"{__name__}.{mod}"), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -228,7 +228,7 @@ class FixedPointModel:
     @classmethod
     def load(cls, model_dir: str | os.PathLike, fixed_point: str | Mapping | None = None) -> "FixedPointModel":
         """Load a model directory; ``fixed_point`` may name a variant in ``fixed_point_variants``."""
-        from .export import load_model_dir
+        from .modelio import load_model_dir
 
         config, weights = load_model_dir(model_dir)
         if isinstance(fixed_point, str):

@@ -76,7 +76,8 @@ class Vocab:
         counts: collections.Counter[str] = collections.Counter()
         for toks in token_lists:
             counts.update(toks)
-        ranked = sorted((t for t, c in counts.items() if c >= min_count),
+        ranked = sorted((t for t, c in counts.items()
+                         if c >= min_count and t not in (PAD_TOKEN, UNK_TOKEN)),
                         key=lambda t: (-counts[t], t))
         return cls([PAD_TOKEN, UNK_TOKEN] + ranked[: max_size - 2])
 

@@ -1,0 +1,156 @@
+"""Seeded, CPU-friendly training loops for the GRU classifiers and language model (needs torch)."""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def set_seed(seed: int, threads: int | None = None) -> None:
+    """Seed Python, numpy and torch; optionally cap torch's threads (the CI machines have 2 cores)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    if threads is not None:
+        torch.set_num_threads(threads)
+
+
+@dataclass
+class History:
+    losses: list[float] = field(default_factory=list)   # mean training loss per logged window
+    epochs: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def train_classifier(model: nn.Module, x: np.ndarray, y: np.ndarray, *, epochs: int = 1,
+                     batch_size: int = 64, lr: float = 2e-3, clip: float = 1.0, seed: int = 0,
+                     max_steps: int | None = None, log_every: int = 50,
+                     eval_fn: Callable[[nn.Module], float] | None = None,
+                     log: Callable[[str], None] | None = print) -> History:
+    """Adam + cross-entropy on int64 token ids ``x`` [N, T] and labels ``y`` [N]."""
+    gen = torch.Generator().manual_seed(seed)
+    xt, yt = torch.from_numpy(np.asarray(x, dtype=np.int64)), torch.from_numpy(np.asarray(y, dtype=np.int64))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    hist, step, t0 = History(), 0, time.time()
+    for epoch in range(epochs):
+        model.train()
+        perm = torch.randperm(len(xt), generator=gen)
+        window = []
+        for i in range(0, len(xt), batch_size):
+            idx = perm[i:i + batch_size]
+            opt.zero_grad()
+            loss = loss_fn(model(xt[idx]), yt[idx])
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+            window.append(loss.item())
+            step += 1
+            if len(window) == log_every or (max_steps is not None and step >= max_steps):
+                hist.losses.append(float(np.mean(window)))
+                if log:
+                    log(f"epoch {epoch} step {step} loss {hist.losses[-1]:.4f} ({time.time() - t0:.0f}s)")
+                window = []
+            if max_steps is not None and step >= max_steps:
+                break
+        if window:
+            hist.losses.append(float(np.mean(window)))
+        rec = {"epoch": epoch, "steps": step, "seconds": round(time.time() - t0, 1)}
+        if eval_fn is not None:
+            rec["eval"] = eval_fn(model)
+        hist.epochs.append(rec)
+        if log:
+            log(f"epoch {epoch} done: {rec}")
+        if max_steps is not None and step >= max_steps:
+            break
+    hist.seconds = time.time() - t0
+    return hist
+
+
+@torch.no_grad()
+def predict(model: nn.Module, x: np.ndarray, batch_size: int = 1024) -> np.ndarray:
+    model.eval()
+    xt = torch.from_numpy(np.asarray(x, dtype=np.int64))
+    out = [model(xt[i:i + batch_size]).argmax(dim=1) for i in range(0, len(xt), batch_size)]
+    return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
+
+
+def accuracy(model: nn.Module, x: np.ndarray, y: np.ndarray) -> float:
+    return float((predict(model, x) == np.asarray(y)).mean())
+
+
+# --------------------------------------------------------------------------- language model
+def batchify(stream: np.ndarray, batch: int) -> torch.Tensor:
+    """Cut a token stream into ``batch`` contiguous rows: [batch, len // batch]."""
+    rows = len(stream) // batch
+    return torch.from_numpy(np.asarray(stream[: rows * batch], dtype=np.int64).reshape(batch, rows))
+
+
+def train_lm(model: nn.Module, stream: np.ndarray, *, epochs: int = 1, batch_size: int = 32,
+             bptt: int = 30, lr: float = 2e-3, clip: float = 0.5, max_steps: int | None = None,
+             log_every: int = 100, eval_fn: Callable[[nn.Module], float] | None = None,
+             log: Callable[[str], None] | None = print) -> History:
+    """Truncated BPTT over ``bptt`` steps with the hidden state carried (detached) between windows."""
+    data = batchify(stream, batch_size)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    hist, step, t0 = History(), 0, time.time()
+    V = model.fc.out_features
+    for epoch in range(epochs):
+        model.train()
+        h, window = None, []
+        for s in range(0, data.shape[1] - 1, bptt):
+            e = min(s + bptt, data.shape[1] - 1)
+            opt.zero_grad()
+            logits, h = model(data[:, s:e], h)
+            h = h.detach()
+            loss = loss_fn(logits.reshape(-1, V), data[:, s + 1:e + 1].reshape(-1))
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+            window.append(loss.item())
+            step += 1
+            if len(window) == log_every or (max_steps is not None and step >= max_steps):
+                hist.losses.append(float(np.mean(window)))
+                if log:
+                    log(f"epoch {epoch} step {step} loss {hist.losses[-1]:.3f} "
+                        f"ppl {math.exp(hist.losses[-1]):.1f} ({time.time() - t0:.0f}s)")
+                window = []
+            if max_steps is not None and step >= max_steps:
+                break
+        if window:
+            hist.losses.append(float(np.mean(window)))
+        rec = {"epoch": epoch, "steps": step, "seconds": round(time.time() - t0, 1)}
+        if eval_fn is not None:
+            rec["eval"] = eval_fn(model)
+        hist.epochs.append(rec)
+        if log:
+            log(f"epoch {epoch} done: {rec}")
+        if max_steps is not None and step >= max_steps:
+            break
+    hist.seconds = time.time() - t0
+    return hist
+
+
+@torch.no_grad()
+def lm_perplexity(model: nn.Module, stream: np.ndarray, batch_size: int = 32, bptt: int = 35) -> float:
+    """Perplexity per word on a stream (same windows as fixedpoint.lm_perplexity)."""
+    model.eval()
+    data = batchify(stream, batch_size)
+    h, nll, count = None, 0.0, 0
+    V = model.fc.out_features
+    for s in range(0, data.shape[1] - 1, bptt):
+        e = min(s + bptt, data.shape[1] - 1)
+        logits, h = model(data[:, s:e], h)
+        tgt = data[:, s + 1:e + 1]
+        nll += nn.functional.cross_entropy(logits.reshape(-1, V).double(), tgt.reshape(-1),
+                                           reduction="sum").item()
+        count += tgt.numel()
+    return math.exp(nll / count)

@@ -1,0 +1,36 @@
+"""A few real training steps run and reduce the loss (classifier and language model)."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from secinfer import datasets  # noqa: E402
+from secinfer.models import GRUClassifier, GRULanguageModel  # noqa: E402
+from secinfer.text import Vocab, encode_corpus, tokenize  # noqa: E402
+from secinfer.train import lm_perplexity, set_seed, train_classifier, train_lm  # noqa: E402
+
+
+@pytest.mark.parametrize("act", ["relu", "tanh"])
+def test_classifier_steps_reduce_loss(act):
+    set_seed(0, threads=1)
+    ds = datasets.load_sms_spam()
+    texts, y = ds.train.texts[:640], ds.train.labels[:640]
+    vocab = Vocab.build((tokenize(t) for t in texts), max_size=500)
+    x = encode_corpus(texts, vocab, 20, truncation="post")
+    m = GRUClassifier(len(vocab), 16, 16, 2, act)
+    hist = train_classifier(m, x, y, epochs=3, batch_size=32, lr=1e-2, log_every=20, log=None)
+    assert len(hist.losses) >= 3
+    assert hist.losses[-1] < 0.8 * hist.losses[0]
+
+
+def test_language_model_steps_reduce_perplexity():
+    set_seed(0, threads=1)
+    c = datasets.load_ptb()
+    stream = c.stream("train")[:40_000]
+    vocab = Vocab.build([stream], max_size=2000)
+    ids = np.array(vocab.encode(stream))
+    m = GRULanguageModel(len(vocab), 16, 32, "relu")
+    before = lm_perplexity(m, ids[:4000], batch_size=8, bptt=20)
+    train_lm(m, ids, epochs=1, batch_size=16, bptt=20, lr=1e-2, max_steps=60, log=None)
+    after = lm_perplexity(m, ids[:4000], batch_size=8, bptt=20)
+    assert after < 0.5 * before
