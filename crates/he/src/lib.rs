@@ -1,1 +1,49 @@
-//! (being written)
+//! secinfer-he: a lean RLWE/BFV layer on `tfhe-ntt` (special-prime key switching, hoisted
+//! rotations, modulus switching, noise flooding) and the GAZELLE / GALA linear kernels that
+//! turn the client's encrypted vector into additive Z_t shares of W·x or of a convolution.
+//!
+//! Share convention (all kernels): the server samples a uniform mask r (mod t) and returns
+//! Enc(y − r), re-randomised and modulus-switched; the client decrypts it into its share
+//! `y − r`, the server keeps `r`. So **client share + server share ≡ y (mod t)**. For GALA the
+//! same holds after both parties run the plaintext rotate-and-sum on their share.
+
+pub mod arith;
+pub mod bfv;
+pub mod eval;
+pub mod kernels;
+pub mod params;
+
+pub use bfv::{
+    Ciphertext, Decomposed, Encryptor, GaloisKeys, Plaintext, PublicKey, Response, SecretKey,
+    SeededCiphertext,
+};
+pub use eval::{CountingEvaluator, Evaluator, HeEvaluator, OpCounts, PlainEvaluator};
+pub use kernels::{conv, gala, gazelle, naive, ConvMethod, ConvPlan, MatVecMethod, MatVecPlan};
+pub use params::{Encoding, ParamSet, Params};
+
+/// Errors of the HE layer.
+#[derive(Debug, thiserror::Error)]
+pub enum HeError {
+    #[error("unknown parameter set {0:?}")]
+    UnknownParamSet(String),
+    #[error("invalid parameters: {0}")]
+    InvalidParams(String),
+    #[error("insecure parameters: log2(QP) = {log_qp:.1} exceeds the HE Standard bound {max}")]
+    InsecureParams { log_qp: f64, max: f64 },
+    #[error("no NTT-friendly prime found")]
+    NoPrime,
+    #[error("wrong length: expected {expected} bytes/values, got {got}")]
+    WrongLength { expected: usize, got: usize },
+    #[error("value out of range at index {index}: {value} ≥ modulus {modulus}")]
+    OutOfRange { index: usize, value: u64, modulus: u64 },
+    #[error("bad header: {0}")]
+    BadHeader(String),
+    #[error("missing Galois key for element {0}")]
+    MissingGaloisKey(usize),
+    #[error("operation needs a SIMD parameter set")]
+    NotSimd,
+    #[error("shape unsupported: {0}")]
+    Shape(String),
+    #[error("noise budget: {0}")]
+    NoiseBudget(String),
+}

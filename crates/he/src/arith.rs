@@ -1,0 +1,248 @@
+//! Scalar modular arithmetic, primality, prime search and the PRG used for sampling.
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+#[inline(always)]
+pub(crate) fn add_mod(a: u64, b: u64, q: u64) -> u64 {
+    let s = a + b;
+    if s >= q {
+        s - q
+    } else {
+        s
+    }
+}
+
+#[inline(always)]
+pub(crate) fn sub_mod(a: u64, b: u64, q: u64) -> u64 {
+    if a >= b {
+        a - b
+    } else {
+        a + q - b
+    }
+}
+
+#[inline(always)]
+pub(crate) fn mul_mod(a: u64, b: u64, q: u64) -> u64 {
+    ((a as u128 * b as u128) % q as u128) as u64
+}
+
+#[inline(always)]
+pub(crate) fn neg_mod(a: u64, q: u64) -> u64 {
+    if a == 0 {
+        0
+    } else {
+        q - a
+    }
+}
+
+pub(crate) fn pow_mod(mut b: u64, mut e: u64, q: u64) -> u64 {
+    let mut r = 1u64 % q;
+    b %= q;
+    while e > 0 {
+        if e & 1 == 1 {
+            r = mul_mod(r, b, q);
+        }
+        b = mul_mod(b, b, q);
+        e >>= 1;
+    }
+    r
+}
+
+/// Inverse modulo a prime q (Fermat).
+pub(crate) fn inv_mod(a: u64, q: u64) -> u64 {
+    pow_mod(a, q - 2, q)
+}
+
+/// Maps a signed value into [0, q).
+#[inline(always)]
+pub(crate) fn from_i64(v: i64, q: u64) -> u64 {
+    if v >= 0 {
+        (v as u64) % q
+    } else {
+        let m = ((-(v as i128)) as u128 % q as u128) as u64;
+        neg_mod(m, q)
+    }
+}
+
+/// Centered representative of a in (-q/2, q/2].
+#[inline(always)]
+pub(crate) fn center(a: u64, q: u64) -> i64 {
+    if a > q / 2 {
+        -((q - a) as i64)
+    } else {
+        a as i64
+    }
+}
+
+/// Deterministic Miller-Rabin for u64.
+pub fn is_prime(n: u64) -> bool {
+    if n < 2 {
+        return false;
+    }
+    for p in [2u64, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37] {
+        if n % p == 0 {
+            return n == p;
+        }
+    }
+    let mut d = n - 1;
+    let mut s = 0;
+    while d % 2 == 0 {
+        d /= 2;
+        s += 1;
+    }
+    'outer: for a in [2u64, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37] {
+        let mut x = pow_mod(a, d, n);
+        if x == 1 || x == n - 1 {
+            continue;
+        }
+        for _ in 1..s {
+            x = mul_mod(x, x, n);
+            if x == n - 1 {
+                continue 'outer;
+            }
+        }
+        return false;
+    }
+    true
+}
+
+/// Largest prime p < 2^bits with p ≡ 1 (mod m), skipping those in `exclude`.
+pub fn prime_below(bits: u32, m: u64, exclude: &[u64]) -> Option<u64> {
+    let top = 1u64 << bits;
+    let mut k = (top - 1) / m;
+    while k > 0 {
+        let p = k * m + 1;
+        if p < top && is_prime(p) && !exclude.contains(&p) {
+            return Some(p);
+        }
+        k -= 1;
+    }
+    None
+}
+
+/// ChaCha20 PRG; seeded either from the OS CSPRNG or from a 32-byte public seed.
+pub(crate) struct Prg(ChaCha20Rng);
+
+impl Prg {
+    pub(crate) fn from_seed(seed: [u8; 32]) -> Self {
+        Prg(ChaCha20Rng::from_seed(seed))
+    }
+    pub(crate) fn from_os() -> Self {
+        let mut seed = [0u8; 32];
+        rand_core::OsRng.fill_bytes(&mut seed);
+        Prg(ChaCha20Rng::from_seed(seed))
+    }
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+    pub(crate) fn fill_bytes(&mut self, b: &mut [u8]) {
+        self.0.fill_bytes(b)
+    }
+    /// Uniform in [0, q) by rejection sampling.
+    pub(crate) fn uniform(&mut self, q: u64) -> u64 {
+        let bits = 64 - (q - 1).leading_zeros();
+        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        loop {
+            let v = self.0.next_u64() & mask;
+            if v < q {
+                return v;
+            }
+        }
+    }
+    /// Uniform in [-b, b] (b < 2^126), returned as i128.
+    pub(crate) fn uniform_i128(&mut self, b: u128) -> i128 {
+        let range = 2 * b + 1;
+        let bits = 128 - (range - 1).leading_zeros();
+        let mask = if bits == 128 { u128::MAX } else { (1u128 << bits) - 1 };
+        loop {
+            let v = (((self.0.next_u64() as u128) << 64) | self.0.next_u64() as u128) & mask;
+            if v < range {
+                return v as i128 - b as i128;
+            }
+        }
+    }
+    /// Ternary in {-1, 0, 1}, uniform.
+    pub(crate) fn ternary(&mut self) -> i64 {
+        loop {
+            let v = self.0.next_u64() & 3;
+            if v < 3 {
+                return v as i64 - 1;
+            }
+        }
+    }
+    /// Discrete Gaussian-like sample of standard deviation `sigma`, tail cut at 6 sigma
+    /// (centered binomial is not used so that sigma = 3.2 matches the HE Standard tables).
+    pub(crate) fn gaussian(&mut self, sigma: f64) -> i64 {
+        let bound = (6.0 * sigma).ceil();
+        loop {
+            // Box-Muller on two 53-bit uniforms.
+            let u1 = ((self.0.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+            let u2 = (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos() * sigma;
+            let r = z.round();
+            if r.abs() <= bound {
+                return r as i64;
+            }
+        }
+    }
+}
+
+/// 256-bit helpers for (x * m) / d rounding with x, d < 2^127 and m < 2^64.
+/// Returns round(x * m / d) as u128 (the result must fit).
+pub(crate) fn mul_div_round(x: u128, m: u64, d: u128) -> u128 {
+    // product = hi * 2^128 + lo
+    let xl = x as u64 as u128;
+    let xh = x >> 64;
+    let p0 = xl * m as u128; // < 2^128
+    let p1 = xh * m as u128; // < 2^127
+    let lo = p0.wrapping_add(p1 << 64);
+    let carry = if lo < p0 { 1u128 } else { 0 };
+    let hi = (p1 >> 64) + carry;
+    // add d/2 for rounding
+    let half = d / 2;
+    let lo2 = lo.wrapping_add(half);
+    let hi2 = hi + if lo2 < lo { 1 } else { 0 };
+    // long division of (hi2, lo2) by d, bit by bit over the high part.
+    div_256_by_128(hi2, lo2, d)
+}
+
+fn div_256_by_128(hi: u128, lo: u128, d: u128) -> u128 {
+    if hi == 0 {
+        return lo / d;
+    }
+    // remainder r < d < 2^127 so 2r+1 fits.
+    let mut r = hi % d;
+    let mut q: u128 = 0;
+    for i in (0..128).rev() {
+        r = (r << 1) | ((lo >> i) & 1);
+        q <<= 1;
+        if r >= d {
+            r -= d;
+            q |= 1;
+        }
+    }
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn primes_and_division() {
+        assert!(is_prime(65537));
+        assert!(!is_prime(65535));
+        assert!(is_prime((1u64 << 61) - 1));
+        let p = prime_below(20, 16384, &[]).expect("prime");
+        assert_eq!(p % 16384, 1);
+        assert!(is_prime(p));
+        let x: u128 = (1u128 << 119) + 12345;
+        let d: u128 = (1u128 << 118) + 7;
+        let r = mul_div_round(x, 1 << 20, d);
+        let approx = (x as f64) * (1u64 << 20) as f64 / d as f64;
+        assert!((r as f64 - approx).abs() < 2.0);
+        assert_eq!(mul_div_round(10, 3, 4), 8); // 7.5 -> 8
+        assert_eq!(mul_div_round(9, 1, 4), 2); // 2.25 -> 2
+    }
+}

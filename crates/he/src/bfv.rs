@@ -1,0 +1,1076 @@
+//! BFV core: keys, encryption, plaintexts in NTT form, ciphertext arithmetic, Galois
+//! automorphisms with special-prime key switching, hoisting, flooding, modulus switching,
+//! serialisation.
+//!
+//! Ciphertexts are `(c0, c1)` in NTT form modulo every prime of Q, with
+//! `c0 + c1·s = Δ·m + e (mod Q)`, Δ = ⌊Q/t⌋.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use crate::arith::{add_mod, center, from_i64, mul_mod, neg_mod, sub_mod, Prg};
+use crate::params::{Encoding, ModCtx, Params};
+use crate::HeError;
+
+// ---------------------------------------------------------------------------------------------
+// RNS polynomial helpers (flat Vec<u64>, residue i at [i*n, (i+1)*n)).
+
+fn lift_signed(params: &Params, coeffs: &[i64]) -> Vec<u64> {
+    let n = params.n();
+    let mut out = vec![0u64; n * params.l()];
+    for (i, m) in params.0.qs.iter().enumerate() {
+        for (o, &c) in out[i * n..(i + 1) * n].iter_mut().zip(coeffs) {
+            *o = from_i64(c, m.q);
+        }
+        m.to_ntt(&mut out[i * n..(i + 1) * n]);
+    }
+    out
+}
+
+fn crt(params: &Params, residues: &[u64], k: usize) -> u128 {
+    let n = params.n();
+    let q = &params.0.set.q;
+    let x0 = residues[k];
+    if q.len() == 1 {
+        return x0 as u128;
+    }
+    let x1 = residues[n + k];
+    let d = sub_mod(x1, x0 % q[1], q[1]);
+    let h = mul_mod(d, params.0.q0_inv_mod_q1, q[1]);
+    x0 as u128 + q[0] as u128 * h as u128
+}
+
+/// Centered i128 value of a CRT-reconstructed coefficient.
+fn center_big(x: u128, q: u128) -> i128 {
+    if x > q / 2 {
+        -((q - x) as i128)
+    } else {
+        x as i128
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+/// The client's secret key (ternary). Not `Debug`, not serialisable.
+pub struct SecretKey {
+    params: Params,
+    coeffs: Vec<i64>,
+    /// NTT form mod each Q prime, then mod P (length (L+1)·n).
+    ntt_qp: Vec<u64>,
+}
+
+impl SecretKey {
+    /// Samples a uniform ternary secret from the OS CSPRNG.
+    pub fn generate(params: &Params) -> SecretKey {
+        let mut prg = Prg::from_os();
+        let coeffs: Vec<i64> = (0..params.n()).map(|_| prg.ternary()).collect();
+        SecretKey::from_coeffs(params, coeffs)
+    }
+
+    fn from_coeffs(params: &Params, coeffs: Vec<i64>) -> SecretKey {
+        let n = params.n();
+        let mut ntt_qp = lift_signed(params, &coeffs);
+        let mut sp: Vec<u64> = coeffs.iter().map(|&c| from_i64(c, params.0.pm.q)).collect();
+        params.0.pm.to_ntt(&mut sp);
+        ntt_qp.extend_from_slice(&sp);
+        debug_assert_eq!(ntt_qp.len(), (params.l() + 1) * n);
+        SecretKey {
+            params: params.clone(),
+            coeffs,
+            ntt_qp,
+        }
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    fn ntt_q(&self) -> &[u64] {
+        &self.ntt_qp[..self.params.l() * self.params.n()]
+    }
+
+    /// Secret key after the automorphism X -> X^g, as signed coefficients.
+    fn automorph_coeffs(&self, g: usize) -> Vec<i64> {
+        let n = self.params.n();
+        let mut out = vec![0i64; n];
+        for (i, &c) in self.coeffs.iter().enumerate() {
+            let e = i * g % (2 * n);
+            if e < n {
+                out[e] = c;
+            } else {
+                out[e - n] = -c;
+            }
+        }
+        out
+    }
+
+    /// Public key (an encryption of zero) used by the server to re-randomise responses.
+    pub fn public_key(&self) -> PublicKey {
+        let mut seed = [0u8; 32];
+        Prg::from_os().fill_bytes(&mut seed);
+        let params = &self.params;
+        let a = expand_uniform(params, &seed, params.l(), false);
+        let mut prg = Prg::from_os();
+        let e: Vec<i64> = (0..params.n()).map(|_| prg.gaussian(params.0.set.sigma)).collect();
+        let mut b = lift_signed(params, &e);
+        sub_product(params, &mut b, &a, self.ntt_q(), params.l());
+        PublicKey {
+            params: params.clone(),
+            seed,
+            b,
+            a,
+        }
+    }
+
+    /// Galois keys for the given Galois elements (see [`Params::galois_elt_rotate`]).
+    pub fn galois_keys(&self, elements: &[usize]) -> GaloisKeys {
+        let params = &self.params;
+        let keys: HashMap<usize, GaloisKey> = elements
+            .par_iter()
+            .map(|&g| (g, GaloisKey::generate(self, g)))
+            .collect();
+        GaloisKeys {
+            params: params.clone(),
+            keys,
+        }
+    }
+
+    /// Galois keys for left rotations by the given steps (and the row swap if asked).
+    pub fn rotation_keys(&self, steps: &[usize], row_swap: bool) -> GaloisKeys {
+        let mut els: Vec<usize> = steps
+            .iter()
+            .filter(|&&s| s % self.params.row_len() != 0)
+            .map(|&s| self.params.galois_elt_rotate(s))
+            .collect();
+        if row_swap {
+            els.push(self.params.galois_elt_row_swap());
+        }
+        els.sort_unstable();
+        els.dedup();
+        self.galois_keys(&els)
+    }
+}
+
+/// Expands a 32-byte seed into a uniform polynomial in NTT form modulo `count` primes
+/// (Q primes, then P when `with_p`).
+fn expand_uniform(params: &Params, seed: &[u8; 32], count: usize, with_p: bool) -> Vec<u64> {
+    let n = params.n();
+    let mut prg = Prg::from_seed(*seed);
+    let mut moduli: Vec<u64> = params.0.set.q[..count].to_vec();
+    if with_p {
+        moduli.push(params.0.pm.q);
+    }
+    let mut out = Vec::with_capacity(n * moduli.len());
+    for q in moduli {
+        for _ in 0..n {
+            out.push(prg.uniform(q));
+        }
+    }
+    out
+}
+
+/// acc -= a ∘ s over `count` Q-residues (and P if a has more residues).
+fn sub_product(params: &Params, acc: &mut [u64], a: &[u64], s: &[u64], residues: usize) {
+    let n = params.n();
+    for i in 0..residues {
+        let q = if i < params.l() {
+            params.0.qs[i].q
+        } else {
+            params.0.pm.q
+        };
+        let r = i * n..(i + 1) * n;
+        for ((x, &ai), &si) in acc[r.clone()].iter_mut().zip(&a[r.clone()]).zip(&s[r]) {
+            *x = sub_mod(*x, mul_mod(ai, si, q), q);
+        }
+    }
+}
+
+/// Public key for re-randomisation: `b = −a·s + e`, `a` expanded from `seed`.
+#[derive(Clone)]
+pub struct PublicKey {
+    params: Params,
+    seed: [u8; 32],
+    b: Vec<u64>,
+    a: Vec<u64>,
+}
+
+impl PublicKey {
+    /// Serialises as seed ‖ b (the uniform half travels as its seed).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(32 + 8 * self.b.len());
+        out.extend_from_slice(&self.seed);
+        write_residues(&mut out, &self.b);
+        out
+    }
+    pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<PublicKey, HeError> {
+        let len = 32 + 8 * params.n() * params.l();
+        if bytes.len() != len {
+            return Err(HeError::WrongLength {
+                expected: len,
+                got: bytes.len(),
+            });
+        }
+        let mut seed = [0u8; 32];
+        seed.copy_from_slice(&bytes[..32]);
+        let b = read_residues(params, &bytes[32..], params.l(), false)?;
+        let a = expand_uniform(params, &seed, params.l(), false);
+        Ok(PublicKey {
+            params: params.clone(),
+            seed,
+            b,
+            a,
+        })
+    }
+}
+
+struct GaloisKey {
+    /// Permutations of NTT slots for X -> X^g, per Q prime then P.
+    perms: Vec<Vec<u32>>,
+    /// Key digits, each (L+1)·n in NTT form, pre-permuted by σ_g^{-1} so the hoisted inner
+    /// product needs no per-digit permutation.
+    b: Vec<Vec<u64>>,
+    a: Vec<Vec<u64>>,
+}
+
+impl GaloisKey {
+    fn generate(sk: &SecretKey, g: usize) -> GaloisKey {
+        let params = &sk.params;
+        let n = params.n();
+        let l = params.l();
+        let w = params.0.set.ks_digit_bits;
+        let sg = sk.automorph_coeffs(g);
+        let mut prg = Prg::from_os();
+        let mut b_all = Vec::new();
+        let mut a_all = Vec::new();
+        let mods: Vec<&ModCtx> = params.0.qs.iter().chain(std::iter::once(&params.0.pm)).collect();
+        let perms: Vec<Vec<u32>> = mods.iter().map(|m| m.galois_perm(g)).collect();
+        for (qi, &dcount) in params.digits_per_prime().iter().enumerate() {
+            for j in 0..dcount {
+                let mut seed = [0u8; 32];
+                prg.fill_bytes(&mut seed);
+                let a = expand_uniform(params, &seed, l, true);
+                let e: Vec<i64> = (0..n).map(|_| prg.gaussian(params.0.set.sigma)).collect();
+                let mut b = vec![0u64; (l + 1) * n];
+                for (k, m) in mods.iter().enumerate() {
+                    let r = k * n..(k + 1) * n;
+                    for (o, &c) in b[r.clone()].iter_mut().zip(&e) {
+                        *o = from_i64(c, m.q);
+                    }
+                    if k == qi {
+                        // + P · 2^{wj} · σ_g(s) on the q_i residue only (gadget of the RNS digit).
+                        let f = mul_mod(params.0.p_mod_q[qi], pow2_mod(w as u64 * j as u64, m.q), m.q);
+                        for (o, &c) in b[r.clone()].iter_mut().zip(&sg) {
+                            *o = add_mod(*o, mul_mod(from_i64(c, m.q), f, m.q), m.q);
+                        }
+                    }
+                    m.to_ntt(&mut b[r]);
+                }
+                sub_product(params, &mut b, &a, &sk.ntt_qp, l + 1);
+                // Pre-permute by σ^{-1}: stored[perm[i]] = key[i].
+                let mut bp = vec![0u64; (l + 1) * n];
+                let mut ap = vec![0u64; (l + 1) * n];
+                for (k, perm) in perms.iter().enumerate() {
+                    let off = k * n;
+                    for (i, &pi) in perm.iter().enumerate() {
+                        bp[off + pi as usize] = b[off + i];
+                        ap[off + pi as usize] = a[off + i];
+                    }
+                }
+                b_all.push(bp);
+                a_all.push(ap);
+            }
+        }
+        GaloisKey {
+            perms,
+            b: b_all,
+            a: a_all,
+        }
+    }
+}
+
+fn pow2_mod(e: u64, q: u64) -> u64 {
+    crate::arith::pow_mod(2, e, q)
+}
+
+/// Galois (rotation) keys, held by the server.
+pub struct GaloisKeys {
+    params: Params,
+    keys: HashMap<usize, GaloisKey>,
+}
+
+impl GaloisKeys {
+    pub fn elements(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.keys.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+    /// Size of the keys in bytes if shipped with seeded `a` halves (what a client uploads).
+    pub fn upload_bytes(&self) -> usize {
+        let n = self.params.n();
+        let l = self.params.l();
+        self.keys.len() * self.params.ks_digits() * (32 + 8 * n * (l + 1))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plaintexts
+
+/// A plaintext prepared for plaintext × ciphertext products: NTT form mod each Q prime.
+#[derive(Clone)]
+pub struct Plaintext {
+    pub(crate) ntt: Vec<u64>,
+    /// Mean square of the centered coefficients (noise-growth estimate).
+    pub(crate) var: f64,
+}
+
+impl Plaintext {
+    /// Plaintext whose SIMD slots hold `slots` (mod t; fewer than n values are zero-padded).
+    pub fn from_slots(params: &Params, slots: &[u64]) -> Result<Plaintext, HeError> {
+        let m = encode_simd(params, slots)?;
+        Ok(Plaintext::from_poly(params, &m))
+    }
+    /// Plaintext from coefficients mod t (coefficient encoding).
+    pub fn from_coeffs(params: &Params, coeffs: &[u64]) -> Result<Plaintext, HeError> {
+        let m = check_coeffs(params, coeffs)?;
+        Ok(Plaintext::from_poly(params, &m))
+    }
+    fn from_poly(params: &Params, m: &[u64]) -> Plaintext {
+        let t = params.t();
+        let c: Vec<i64> = m.iter().map(|&x| center(x, t)).collect();
+        let var = c.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>() / c.len() as f64;
+        Plaintext {
+            ntt: lift_signed(params, &c),
+            var,
+        }
+    }
+}
+
+fn check_coeffs(params: &Params, coeffs: &[u64]) -> Result<Vec<u64>, HeError> {
+    let n = params.n();
+    if coeffs.len() > n {
+        return Err(HeError::WrongLength {
+            expected: n,
+            got: coeffs.len(),
+        });
+    }
+    let mut m = vec![0u64; n];
+    for (i, &c) in coeffs.iter().enumerate() {
+        if c >= params.t() {
+            return Err(HeError::OutOfRange {
+                index: i,
+                value: c,
+                modulus: params.t(),
+            });
+        }
+        m[i] = c;
+    }
+    Ok(m)
+}
+
+/// SIMD encode: slot values (2 rows × n/2, row-major) → coefficient polynomial mod t.
+pub fn encode_simd(params: &Params, slots: &[u64]) -> Result<Vec<u64>, HeError> {
+    let tm = params.0.tm.as_ref().ok_or(HeError::NotSimd)?;
+    let n = params.n();
+    if slots.len() > n {
+        return Err(HeError::WrongLength {
+            expected: n,
+            got: slots.len(),
+        });
+    }
+    let mut v = vec![0u64; n];
+    for (s, &x) in slots.iter().enumerate() {
+        if x >= tm.q {
+            return Err(HeError::OutOfRange {
+                index: s,
+                value: x,
+                modulus: tm.q,
+            });
+        }
+        v[params.0.slot_idx[s] as usize] = x;
+    }
+    tm.to_coeff(&mut v);
+    Ok(v)
+}
+
+/// SIMD decode: coefficient polynomial mod t → n slot values.
+pub fn decode_simd(params: &Params, coeffs: &[u64]) -> Result<Vec<u64>, HeError> {
+    let tm = params.0.tm.as_ref().ok_or(HeError::NotSimd)?;
+    let n = params.n();
+    if coeffs.len() != n {
+        return Err(HeError::WrongLength {
+            expected: n,
+            got: coeffs.len(),
+        });
+    }
+    let mut v = coeffs.to_vec();
+    tm.to_ntt(&mut v);
+    Ok(params.0.slot_idx.iter().map(|&i| v[i as usize]).collect())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ciphertexts
+
+/// A BFV ciphertext in NTT form mod Q, with a heuristic noise-variance estimate.
+#[derive(Clone)]
+pub struct Ciphertext {
+    pub(crate) c0: Vec<u64>,
+    pub(crate) c1: Vec<u64>,
+    /// Estimated variance of each noise coefficient (used to size the flooding noise).
+    pub(crate) var: f64,
+}
+
+/// What the client uploads: `c0` plus the 32-byte seed of `c1` (half the bytes).
+pub struct SeededCiphertext {
+    seed: [u8; 32],
+    c0: Vec<u64>,
+}
+
+/// The client's encryptor (secret-key encryption).
+pub struct Encryptor<'a> {
+    sk: &'a SecretKey,
+}
+
+impl<'a> Encryptor<'a> {
+    pub fn new(sk: &'a SecretKey) -> Self {
+        Encryptor { sk }
+    }
+}
+
+impl SecretKey {
+    /// Encrypts a coefficient polynomial m (mod t); `a` is expanded from a fresh seed.
+    pub fn encrypt_poly_seeded(&self, m: &[u64]) -> Result<SeededCiphertext, HeError> {
+        let params = &self.params;
+        let m = check_coeffs(params, m)?;
+        let n = params.n();
+        let mut prg = Prg::from_os();
+        let mut seed = [0u8; 32];
+        prg.fill_bytes(&mut seed);
+        let a = expand_uniform(params, &seed, params.l(), false);
+        let mut c0 = vec![0u64; n * params.l()];
+        let e: Vec<i64> = (0..n).map(|_| prg.gaussian(params.0.set.sigma)).collect();
+        for (i, md) in params.0.qs.iter().enumerate() {
+            let q = md.q;
+            let d = params.0.delta_mod_q[i];
+            let r = i * n..(i + 1) * n;
+            for ((o, &mi), &ei) in c0[r.clone()].iter_mut().zip(&m).zip(&e) {
+                *o = add_mod(mul_mod(mi, d, q), from_i64(ei, q), q);
+            }
+            md.to_ntt(&mut c0[r]);
+        }
+        sub_product(params, &mut c0, &a, self.ntt_q(), params.l());
+        Ok(SeededCiphertext { seed, c0 })
+    }
+
+    /// Encrypts SIMD slot values (mod t).
+    pub fn encrypt_seeded(&self, slots: &[u64]) -> Result<SeededCiphertext, HeError> {
+        let m = encode_simd(&self.params, slots)?;
+        self.encrypt_poly_seeded(&m)
+    }
+
+    /// Encrypts slot values and expands the seed (local use, tests).
+    pub fn encrypt(&self, slots: &[u64]) -> Result<Ciphertext, HeError> {
+        Ok(self.encrypt_seeded(slots)?.expand(&self.params))
+    }
+
+    /// Encrypts coefficients (coefficient encoding).
+    pub fn encrypt_coeffs(&self, m: &[u64]) -> Result<Ciphertext, HeError> {
+        Ok(self.encrypt_poly_seeded(m)?.expand(&self.params))
+    }
+
+    /// c0 + c1·s in coefficient form, CRT-reconstructed.
+    fn phase(&self, ct: &Ciphertext) -> Vec<u128> {
+        let params = &self.params;
+        let n = params.n();
+        let mut x = ct.c0.clone();
+        for (i, md) in params.0.qs.iter().enumerate() {
+            let q = md.q;
+            let r = i * n..(i + 1) * n;
+            let s = &self.ntt_qp[r.clone()];
+            for ((o, &c1), &si) in x[r.clone()].iter_mut().zip(&ct.c1[r.clone()]).zip(s) {
+                *o = add_mod(*o, mul_mod(c1, si, q), q);
+            }
+            md.to_coeff(&mut x[r]);
+        }
+        (0..n).map(|k| crt(params, &x, k)).collect()
+    }
+
+    /// Decrypts to the coefficient polynomial mod t.
+    pub fn decrypt_poly(&self, ct: &Ciphertext) -> Vec<u64> {
+        let params = &self.params;
+        let t = params.t();
+        self.phase(ct)
+            .into_iter()
+            .map(|x| (crate::arith::mul_div_round(x, t, params.0.q_big) % t as u128) as u64)
+            .collect()
+    }
+
+    /// Decrypts to SIMD slot values.
+    pub fn decrypt(&self, ct: &Ciphertext) -> Result<Vec<u64>, HeError> {
+        decode_simd(&self.params, &self.decrypt_poly(ct))
+    }
+
+    /// Remaining noise budget in bits: log2(Δ/2) − log2(max |e|). Needs the secret key
+    /// (test and diagnostics helper). Negative means decryption fails.
+    pub fn noise_budget(&self, ct: &Ciphertext) -> f64 {
+        let params = &self.params;
+        let qb = params.0.q_big;
+        let delta = params.0.delta;
+        let m = self.decrypt_poly(ct);
+        let phase = self.phase(ct);
+        let mut max = 0u128;
+        for (x, mi) in phase.into_iter().zip(m) {
+            let dm = delta * mi as u128 % qb;
+            let e = center_big((x + qb - dm) % qb, qb);
+            max = max.max(e.unsigned_abs());
+        }
+        let half_delta = (delta / 2) as f64;
+        half_delta.log2() - (max.max(1) as f64).log2()
+    }
+
+    /// Decrypts a modulus-switched server response to SIMD slots.
+    pub fn decrypt_response(&self, r: &Response) -> Result<Vec<u64>, HeError> {
+        decode_simd(&self.params, &self.decrypt_response_poly(r)?)
+    }
+
+    /// Decrypts a modulus-switched server response to its coefficient polynomial mod t.
+    pub fn decrypt_response_poly(&self, r: &Response) -> Result<Vec<u64>, HeError> {
+        let params = &self.params;
+        let n = params.n();
+        let k = r.log_q;
+        let qr = 1u64 << k;
+        // c1·s exactly over the integers via the first Q prime (|c1·s| ≤ n·qr/2 < q0/2).
+        let md = &params.0.qs[0];
+        let q0 = md.q;
+        let mut c1: Vec<u64> = r.c1.iter().map(|&c| from_i64(center_pow2(c, k), q0)).collect();
+        md.to_ntt(&mut c1);
+        for (x, &s) in c1.iter_mut().zip(&self.ntt_qp[..n]) {
+            *x = mul_mod(*x, s, q0);
+        }
+        md.to_coeff(&mut c1);
+        let t = params.t();
+        Ok((0..n)
+            .map(|i| {
+                let prod = center(c1[i], q0);
+                let x = (r.c0[i] as i128 + prod as i128).rem_euclid(qr as i128) as u128;
+                (crate::arith::mul_div_round(x, t, qr as u128) % t as u128) as u64
+            })
+            .collect())
+    }
+}
+
+fn center_pow2(c: u64, k: u32) -> i64 {
+    let q = 1i64 << k;
+    let c = c as i64;
+    if c >= q / 2 {
+        c - q
+    } else {
+        c
+    }
+}
+
+impl SeededCiphertext {
+    /// Expands the seed into the full ciphertext (server side).
+    pub fn expand(&self, params: &Params) -> Ciphertext {
+        Ciphertext {
+            c0: self.c0.clone(),
+            c1: expand_uniform(params, &self.seed, params.l(), false),
+            var: params.0.set.sigma * params.0.set.sigma,
+        }
+    }
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + 32 + 8 * self.c0.len());
+        out.extend_from_slice(b"SCT1");
+        out.extend_from_slice(&self.seed);
+        write_residues(&mut out, &self.c0);
+        out
+    }
+    pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<SeededCiphertext, HeError> {
+        let len = 4 + 32 + 8 * params.n() * params.l();
+        if bytes.len() != len {
+            return Err(HeError::WrongLength {
+                expected: len,
+                got: bytes.len(),
+            });
+        }
+        if &bytes[..4] != b"SCT1" {
+            return Err(HeError::BadHeader("expected SCT1".into()));
+        }
+        let mut seed = [0u8; 32];
+        seed.copy_from_slice(&bytes[4..36]);
+        let c0 = read_residues(params, &bytes[36..], params.l(), false)?;
+        Ok(SeededCiphertext { seed, c0 })
+    }
+}
+
+fn write_residues(out: &mut Vec<u8>, v: &[u64]) {
+    for &x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn read_residues(params: &Params, bytes: &[u8], l: usize, with_p: bool) -> Result<Vec<u64>, HeError> {
+    let n = params.n();
+    let count = l + usize::from(with_p);
+    if bytes.len() != 8 * n * count {
+        return Err(HeError::WrongLength {
+            expected: 8 * n * count,
+            got: bytes.len(),
+        });
+    }
+    let mut out = Vec::with_capacity(n * count);
+    for (idx, ch) in bytes.chunks_exact(8).enumerate() {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(ch);
+        let v = u64::from_le_bytes(b);
+        let r = idx / n;
+        let q = if r < l { params.0.qs[r].q } else { params.0.pm.q };
+        if v >= q {
+            return Err(HeError::OutOfRange {
+                index: idx,
+                value: v,
+                modulus: q,
+            });
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
+
+impl Ciphertext {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + 16 * self.c0.len());
+        out.extend_from_slice(b"CTX1");
+        write_residues(&mut out, &self.c0);
+        write_residues(&mut out, &self.c1);
+        out
+    }
+    /// Parses a full ciphertext, checking the length and that every residue is < its prime.
+    pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Ciphertext, HeError> {
+        let half = 8 * params.n() * params.l();
+        if bytes.len() != 4 + 2 * half {
+            return Err(HeError::WrongLength {
+                expected: 4 + 2 * half,
+                got: bytes.len(),
+            });
+        }
+        if &bytes[..4] != b"CTX1" {
+            return Err(HeError::BadHeader("expected CTX1".into()));
+        }
+        let c0 = read_residues(params, &bytes[4..4 + half], params.l(), false)?;
+        let c1 = read_residues(params, &bytes[4 + half..], params.l(), false)?;
+        Ok(Ciphertext {
+            c0,
+            c1,
+            var: params.0.set.sigma * params.0.set.sigma,
+        })
+    }
+    /// Estimated noise standard deviation (bits), from the variance tracker.
+    pub fn est_noise_log2(&self) -> f64 {
+        0.5 * self.var.max(1.0).log2()
+    }
+}
+
+/// Hoisting state: the key-switching digits of c1, in NTT form mod Q·P (a "DecPerm").
+pub struct Decomposed {
+    c0: Vec<u64>,
+    digits: Vec<Vec<u64>>,
+    var: f64,
+}
+
+/// A modulus-switched response: coefficients mod 2^log_q, packed tightly on the wire.
+pub struct Response {
+    pub(crate) log_q: u32,
+    pub(crate) c0: Vec<u64>,
+    pub(crate) c1: Vec<u64>,
+}
+
+impl Response {
+    pub fn log_q(&self) -> u32 {
+        self.log_q
+    }
+    /// Wire size in bytes.
+    pub fn byte_len(&self) -> usize {
+        5 + (2 * self.c0.len() * self.log_q as usize).div_ceil(8)
+    }
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.byte_len());
+        out.extend_from_slice(b"RSP");
+        out.push(self.log_q as u8);
+        out.push(0);
+        let mut acc: u128 = 0;
+        let mut nb = 0u32;
+        for &v in self.c0.iter().chain(&self.c1) {
+            acc |= (v as u128) << nb;
+            nb += self.log_q;
+            while nb >= 8 {
+                out.push(acc as u8);
+                acc >>= 8;
+                nb -= 8;
+            }
+        }
+        if nb > 0 {
+            out.push(acc as u8);
+        }
+        out
+    }
+    pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Response, HeError> {
+        if bytes.len() < 5 || &bytes[..3] != b"RSP" || bytes[4] != 0 {
+            return Err(HeError::BadHeader("expected RSP".into()));
+        }
+        let log_q = bytes[3] as u32;
+        let n = params.n();
+        let max = max_response_bits(params);
+        if log_q == 0 || log_q > max {
+            return Err(HeError::BadHeader(format!("response modulus 2^{log_q} > 2^{max}")));
+        }
+        let expected = 5 + (2 * n * log_q as usize).div_ceil(8);
+        if bytes.len() != expected {
+            return Err(HeError::WrongLength {
+                expected,
+                got: bytes.len(),
+            });
+        }
+        let mask = (1u128 << log_q) - 1;
+        let mut vals = Vec::with_capacity(2 * n);
+        let mut acc: u128 = 0;
+        let mut nb = 0u32;
+        let mut it = bytes[5..].iter();
+        for _ in 0..2 * n {
+            while nb < log_q {
+                let b = *it.next().ok_or(HeError::WrongLength {
+                    expected,
+                    got: bytes.len(),
+                })?;
+                acc |= (b as u128) << nb;
+                nb += 8;
+            }
+            vals.push((acc & mask) as u64);
+            acc >>= log_q;
+            nb -= log_q;
+        }
+        if acc != 0 {
+            return Err(HeError::BadHeader("non-zero padding bits".into()));
+        }
+        let c1 = vals.split_off(n);
+        Ok(Response { log_q, c0: vals, c1 })
+    }
+}
+
+/// Largest response modulus exponent the client's exact decryption supports.
+pub fn max_response_bits(params: &Params) -> u32 {
+    let q0 = params.0.qs[0].q as f64;
+    (q0.log2() - (params.n() as f64).log2() - 2.0).floor() as u32
+}
+
+// ---------------------------------------------------------------------------------------------
+// Homomorphic operations (server side).
+
+impl Params {
+    pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
+        let mut r = a.clone();
+        self.add_assign(&mut r, b);
+        r
+    }
+
+    pub fn add_assign(&self, a: &mut Ciphertext, b: &Ciphertext) {
+        let n = self.n();
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let q = md.q;
+            let r = i * n..(i + 1) * n;
+            for (x, &y) in a.c0[r.clone()].iter_mut().zip(&b.c0[r.clone()]) {
+                *x = add_mod(*x, y, q);
+            }
+            for (x, &y) in a.c1[r.clone()].iter_mut().zip(&b.c1[r.clone()]) {
+                *x = add_mod(*x, y, q);
+            }
+        }
+        a.var += b.var;
+    }
+
+    pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
+        let n = self.n();
+        let mut r = a.clone();
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let q = md.q;
+            let rg = i * n..(i + 1) * n;
+            for (x, &y) in r.c0[rg.clone()].iter_mut().zip(&b.c0[rg.clone()]) {
+                *x = sub_mod(*x, y, q);
+            }
+            for (x, &y) in r.c1[rg.clone()].iter_mut().zip(&b.c1[rg.clone()]) {
+                *x = sub_mod(*x, y, q);
+            }
+        }
+        r.var += b.var;
+        r
+    }
+
+    /// Adds Δ·m for a plaintext polynomial m (mod t) given in coefficient form.
+    pub fn add_plain_poly(&self, a: &Ciphertext, m: &[u64], negate: bool) -> Ciphertext {
+        let n = self.n();
+        let mut r = a.clone();
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let q = md.q;
+            let d = self.0.delta_mod_q[i];
+            let mut v: Vec<u64> = m.iter().map(|&x| mul_mod(x, d, q)).collect();
+            md.to_ntt(&mut v);
+            for (x, &y) in r.c0[i * n..(i + 1) * n].iter_mut().zip(&v) {
+                *x = if negate { sub_mod(*x, y, q) } else { add_mod(*x, y, q) };
+            }
+        }
+        r
+    }
+
+    /// Plaintext × ciphertext (ScMult).
+    pub fn mul_plain(&self, a: &Ciphertext, p: &Plaintext) -> Ciphertext {
+        let n = self.n();
+        let mut c0 = vec![0u64; a.c0.len()];
+        let mut c1 = vec![0u64; a.c1.len()];
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let r = i * n..(i + 1) * n;
+            md.plan.mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
+            md.plan.mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+        }
+        let t = self.t() as f64;
+        let nn = n as f64;
+        let qmod_t = (self.0.q_big % self.t() as u128) as f64;
+        let var = a.var * nn * p.var + qmod_t * qmod_t * nn * t * t / 144.0;
+        Ciphertext { c0, c1, var }
+    }
+
+    /// Variance added by one key switch (digits uniform in [0, 2^w), divided by P, plus the
+    /// rounding of the division).
+    fn ks_var(&self) -> f64 {
+        let n = self.n() as f64;
+        let w = self.0.set.ks_digit_bits as f64;
+        let sigma = self.0.set.sigma;
+        let p = self.0.pm.q as f64;
+        let d = self.ks_digits() as f64;
+        d * n * (2f64.powf(2.0 * w) / 3.0) * sigma * sigma / (p * p) + (1.0 + n * 2.0 / 3.0) / 12.0
+    }
+
+    /// DecPerm: decompose c1 into base-2^w digits of each RNS residue and NTT them mod Q·P.
+    pub fn decompose(&self, a: &Ciphertext) -> Decomposed {
+        let n = self.n();
+        let l = self.l();
+        let w = self.0.set.ks_digit_bits;
+        let mask = (1u64 << w) - 1;
+        let mods: Vec<&ModCtx> = self.0.qs.iter().chain(std::iter::once(&self.0.pm)).collect();
+        let mut digits = Vec::with_capacity(self.ks_digits());
+        for (i, &dc) in self.digits_per_prime().iter().enumerate() {
+            let mut coef = a.c1[i * n..(i + 1) * n].to_vec();
+            self.0.qs[i].to_coeff(&mut coef);
+            for j in 0..dc {
+                let sh = w as usize * j;
+                let mut d = vec![0u64; (l + 1) * n];
+                for (k, m) in mods.iter().enumerate() {
+                    let r = k * n..(k + 1) * n;
+                    for (o, &c) in d[r.clone()].iter_mut().zip(&coef) {
+                        let v = (c >> sh) & mask;
+                        *o = if v >= m.q { v % m.q } else { v };
+                    }
+                    m.to_ntt(&mut d[r]);
+                }
+                digits.push(d);
+            }
+        }
+        Decomposed {
+            c0: a.c0.clone(),
+            digits,
+            var: a.var,
+        }
+    }
+
+    /// HstPerm: the automorphism X -> X^g applied to a decomposed ciphertext.
+    pub fn automorph_hoisted(&self, h: &Decomposed, g: usize, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
+        let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        let n = self.n();
+        let l = self.l();
+        let mods: Vec<&ModCtx> = self.0.qs.iter().chain(std::iter::once(&self.0.pm)).collect();
+        let mut acc0 = vec![0u64; (l + 1) * n];
+        let mut acc1 = vec![0u64; (l + 1) * n];
+        for (j, d) in h.digits.iter().enumerate() {
+            for (k, m) in mods.iter().enumerate() {
+                let r = k * n..(k + 1) * n;
+                m.plan.mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
+                m.plan.mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
+            }
+        }
+        // Divide by P (mod down), still unpermuted; then apply σ_g as an NTT-slot permutation.
+        let d0 = self.mod_down(&mut acc0);
+        let d1 = self.mod_down(&mut acc1);
+        let mut c0 = vec![0u64; l * n];
+        let mut c1 = vec![0u64; l * n];
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let q = md.q;
+            let off = i * n;
+            let perm = &key.perms[i];
+            for (idx, &pi) in perm.iter().enumerate() {
+                let pi = off + pi as usize;
+                c0[off + idx] = add_mod(h.c0[pi], d0[pi], q);
+                c1[off + idx] = d1[pi];
+            }
+        }
+        Ok(Ciphertext {
+            c0,
+            c1,
+            var: h.var + self.ks_var(),
+        })
+    }
+
+    /// (x_Q − [x_P]) · P^{-1} mod each q_i; x is (L+1)·n in NTT form. Returns L·n NTT form.
+    fn mod_down(&self, x: &mut [u64]) -> Vec<u64> {
+        let n = self.n();
+        let l = self.l();
+        let pm = &self.0.pm;
+        let p = pm.q;
+        let xp = &mut x[l * n..(l + 1) * n];
+        pm.to_coeff(xp);
+        let xp: Vec<i64> = xp.iter().map(|&v| center(v, p)).collect();
+        let mut out = vec![0u64; l * n];
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let q = md.q;
+            let r = i * n..(i + 1) * n;
+            let o = &mut out[r.clone()];
+            for (oi, &v) in o.iter_mut().zip(&xp) {
+                *oi = from_i64(v, q);
+            }
+            md.to_ntt(o);
+            let pinv = self.0.p_inv_mod_q[i];
+            for (oi, &xi) in o.iter_mut().zip(&x[r]) {
+                *oi = mul_mod(sub_mod(xi, *oi, q), pinv, q);
+            }
+        }
+        out
+    }
+
+    /// Perm: automorphism X -> X^g with key switching (decompose + one hoisted automorphism).
+    pub fn automorph(&self, a: &Ciphertext, g: usize, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
+        let h = self.decompose(a);
+        self.automorph_hoisted(&h, g, keys)
+    }
+
+    /// Left rotation of both rows by `step` slots.
+    pub fn rotate(&self, a: &Ciphertext, step: usize, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
+        if step % self.row_len() == 0 {
+            return Ok(a.clone());
+        }
+        self.automorph(a, self.galois_elt_rotate(step), keys)
+    }
+
+    /// Left rotation by `step` of a decomposed ciphertext (HstPerm).
+    pub fn rotate_hoisted(&self, h: &Decomposed, step: usize, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
+        if step % self.row_len() == 0 {
+            return Ok(Ciphertext {
+                c0: h.c0.clone(),
+                c1: self.recompose_c1(h),
+                var: h.var,
+            });
+        }
+        self.automorph_hoisted(h, self.galois_elt_rotate(step), keys)
+    }
+
+    fn recompose_c1(&self, h: &Decomposed) -> Vec<u64> {
+        // Σ_j 2^{wj} d_j over the Q residues (NTT form is linear).
+        let n = self.n();
+        let l = self.l();
+        let w = self.0.set.ks_digit_bits as u64;
+        let mut c1 = vec![0u64; l * n];
+        let mut j0 = 0;
+        for (i, &dc) in self.digits_per_prime().iter().enumerate() {
+            let q = self.0.qs[i].q;
+            for j in 0..dc {
+                let f = pow2_mod(w * j as u64, q);
+                let d = &h.digits[j0 + j];
+                for (o, &v) in c1[i * n..(i + 1) * n].iter_mut().zip(&d[i * n..(i + 1) * n]) {
+                    *o = add_mod(*o, mul_mod(v, f, q), q);
+                }
+            }
+            j0 += dc;
+        }
+        c1
+    }
+
+    /// Noise flooding: adds a fresh public-key encryption of zero whose c0 noise is uniform in
+    /// [−2^flood_bits, 2^flood_bits] (drowning the weight-dependent noise) and whose `u·a`
+    /// part re-randomises c1, then subtracts Δ·mask (mask given as a coefficient polynomial)
+    /// and switches to the modulus 2^log_q_out. Returns the compact response.
+    pub fn finish_response(
+        &self,
+        ct: &Ciphertext,
+        pk: &PublicKey,
+        flood_bits: u32,
+        mask_poly: Option<&[u64]>,
+        log_q_out: u32,
+    ) -> Result<Response, HeError> {
+        let n = self.n();
+        if log_q_out == 0 || log_q_out > max_response_bits(self) {
+            return Err(HeError::NoiseBudget(format!("response modulus 2^{log_q_out} unsupported")));
+        }
+        let mut prg = Prg::from_os();
+        let sigma = self.0.set.sigma;
+        let u: Vec<i64> = (0..n).map(|_| prg.ternary()).collect();
+        let un = lift_signed(self, &u);
+        let mut c0 = ct.c0.clone();
+        let mut c1 = ct.c1.clone();
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let r = i * n..(i + 1) * n;
+            md.plan.mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
+            md.plan.mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
+            md.to_coeff(&mut c0[r.clone()]);
+            md.to_coeff(&mut c1[r]);
+        }
+        let flood = if flood_bits > 0 { 1u128 << flood_bits } else { 0 };
+        let qb = self.0.q_big;
+        let delta = self.0.delta;
+        let t = self.t() as u128;
+        let mut out0 = Vec::with_capacity(n);
+        let mut out1 = Vec::with_capacity(n);
+        let qr = 1u128 << log_q_out;
+        for k in 0..n {
+            let e1 = prg.uniform_i128(flood) + prg.gaussian(sigma) as i128;
+            let e2 = prg.gaussian(sigma) as i128;
+            let mut x0 = crt(self, &c0, k);
+            let mut x1 = crt(self, &c1, k);
+            x0 = add_signed(x0, e1, qb);
+            if let Some(m) = mask_poly {
+                let dm = delta * (m[k] as u128 % t) % qb;
+                x0 = (x0 + qb - dm) % qb;
+            }
+            x1 = add_signed(x1, e2, qb);
+            out0.push(switch(x0, qr, qb) as u64);
+            out1.push(switch(x1, qr, qb) as u64);
+        }
+        Ok(Response {
+            log_q: log_q_out,
+            c0: out0,
+            c1: out1,
+        })
+    }
+}
+
+fn add_signed(x: u128, e: i128, q: u128) -> u128 {
+    if e >= 0 {
+        (x + e as u128) % q
+    } else {
+        let m = e.unsigned_abs() % q;
+        (x + q - m) % q
+    }
+}
+
+/// round(x · qr / Q) mod qr, qr a power of two ≤ 2^62.
+fn switch(x: u128, qr: u128, q: u128) -> u128 {
+    let v = crate::arith::mul_div_round(x, qr as u64, q);
+    v % qr
+}
+
+/// Encoding helpers exposed for kernels and callers.
+pub fn encoding(params: &Params) -> Encoding {
+    params.0.set.encoding
+}
+
+#[allow(dead_code)]
+fn _neg(a: u64, q: u64) -> u64 {
+    neg_mod(a, q)
+}
