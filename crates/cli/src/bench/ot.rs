@@ -1,8 +1,18 @@
-//! `secinfer bench ot`.
+//! `secinfer bench ot`: OT extension throughput between two parties.
+//!
+//! The client is the OT receiver, the server the sender (as in the garbled-circuit pipeline,
+//! where the evaluating client receives its input labels). Setup (base OTs) is metered as the
+//! `setup` phase, the extension as `offline`. OTs run in batches of at most [`BATCH`] so memory
+//! stays bounded for any `--count`; a batch is one call (one message stream each way), so rounds
+//! grow only with the number of batches. The choice bits and messages of a batch are drawn once,
+//! before timing, and reused; a sample of every batch's results is checked at the end (the
+//! server sends it back after metering stopped), so the figures come from a working protocol.
 use crate::error::Error;
-use crate::pair::NetArgs;
-use crate::report::Reporter;
+use crate::pair::{run_pair, NetArgs};
+use crate::report::{BenchRecord, Reporter};
 use clap::{Args, ValueEnum};
+use secinfer_net::{Channel, DynChannel, Phase};
+use secinfer_ot::{Block, KkReceiver, KkSender, OtExtReceiver, OtExtSender, Prg};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum OtKind {
@@ -14,6 +24,17 @@ pub enum OtKind {
     Chosen,
     /// KK13 1-of-16 OT on 8-bit messages (the lookup tables of the math library).
     Kk,
+}
+
+impl OtKind {
+    fn name(self) -> &'static str {
+        match self {
+            OtKind::Cot => "cot",
+            OtKind::Rot => "rot",
+            OtKind::Chosen => "chosen",
+            OtKind::Kk => "kk",
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -28,6 +49,167 @@ pub struct OtArgs {
     pub net: NetArgs,
 }
 
-pub fn run(_args: OtArgs, _out: &mut Reporter) -> Result<(), Error> {
-    Err(Error::msg("bench ot: the OT extension is being written (crates/ot)"))
+/// OTs per call.
+const BATCH: usize = 1 << 22;
+/// KK13 parameters of `--kind kk`.
+const KK_N: usize = 16;
+const KK_BITS: u32 = 8;
+/// Results of the first OTs of every batch that the check compares.
+const SAMPLE: usize = 64;
+/// Seed of the (public, bench-only) choices and messages, so both processes can regenerate them.
+const SEED: Block = Block(0x5ec1_f3e0_0000_0000_0000_0000_0000_0042);
+
+fn batches(count: usize) -> impl Iterator<Item = usize> {
+    (0..count.div_ceil(BATCH)).map(move |i| BATCH.min(count - i * BATCH))
+}
+
+fn split(b: Block) -> [u64; 2] {
+    [b.0 as u64, (b.0 >> 64) as u64]
+}
+
+/// Bench inputs, identical in both parties.
+struct Inputs {
+    choices: Vec<bool>,
+    kk_choices: Vec<u8>,
+    msgs: Vec<[Block; 2]>,
+    kk_msgs: Vec<u64>,
+}
+
+fn inputs(kind: OtKind, count: usize) -> Inputs {
+    let n = BATCH.min(count);
+    let mut prg = Prg::from_seed(SEED);
+    let choices = prg.bits(n);
+    let (mut msgs, mut kk_choices, mut kk_msgs) = (Vec::new(), Vec::new(), Vec::new());
+    match kind {
+        OtKind::Chosen => msgs = (0..n).map(|_| [prg.next_block(), prg.next_block()]).collect(),
+        OtKind::Kk => {
+            kk_choices = (0..n).map(|_| prg.below(KK_N as u64) as u8).collect();
+            kk_msgs = (0..n * KK_N).map(|_| prg.next_block().low_u64() & ((1 << KK_BITS) - 1)).collect();
+        }
+        _ => {}
+    }
+    Inputs { choices, kk_choices, msgs, kk_msgs }
+}
+
+/// The client (receiver): returns its sample of every batch.
+fn client(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Result<Vec<[u64; 2]>, Error> {
+    let mut prg = Prg::new();
+    let mut sample = Vec::new();
+    match kind {
+        OtKind::Kk => {
+            let mut r = KkReceiver::setup(ch, &mut prg)?;
+            ch.set_phase(Phase::Offline);
+            for n in batches(count) {
+                let got = r.recv_u64(ch, KK_N, &inp.kk_choices[..n], KK_BITS)?;
+                sample.extend(got.iter().take(SAMPLE).map(|&v| [v, 0]));
+            }
+        }
+        _ => {
+            let mut r = OtExtReceiver::setup(ch, &mut prg)?;
+            ch.set_phase(Phase::Offline);
+            let mut buf = vec![Block::ZERO; BATCH.min(count)];
+            for n in batches(count) {
+                let c = &inp.choices[..n];
+                match kind {
+                    OtKind::Cot => {
+                        r.recv_cot_into(ch, c, &mut buf[..n])?;
+                        sample.extend(buf.iter().take(SAMPLE).map(|&b| split(b)));
+                    }
+                    OtKind::Rot => sample.extend(r.recv_rot(ch, c)?.iter().take(SAMPLE).map(|&b| split(b))),
+                    _ => sample.extend(r.recv_chosen(ch, c)?.iter().take(SAMPLE).map(|&b| split(b))),
+                }
+            }
+        }
+    }
+    Ok(sample)
+}
+
+/// The server (sender): returns what the client's sample must equal (COT: `[Δ, q_j...]`).
+fn server(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Result<Vec<[u64; 2]>, Error> {
+    let mut prg = Prg::new();
+    let mut sample = Vec::new();
+    match kind {
+        OtKind::Kk => {
+            let mut s = KkSender::setup(ch, &mut prg)?;
+            ch.set_phase(Phase::Offline);
+            for n in batches(count) {
+                s.send_u64(ch, KK_N, &inp.kk_msgs[..n * KK_N], KK_BITS)?;
+            }
+        }
+        _ => {
+            let mut s = OtExtSender::setup(ch, &mut prg)?;
+            ch.set_phase(Phase::Offline);
+            sample.push(split(s.delta()));
+            let mut buf = vec![Block::ZERO; BATCH.min(count)];
+            for n in batches(count) {
+                match kind {
+                    OtKind::Cot => {
+                        s.send_cot_into(ch, &mut buf[..n])?;
+                        sample.extend(buf.iter().take(SAMPLE).map(|&b| split(b)));
+                    }
+                    OtKind::Rot => {
+                        let keys = s.send_rot(ch, n)?;
+                        sample.extend(keys.iter().take(SAMPLE).flat_map(|k| [split(k[0]), split(k[1])]));
+                    }
+                    _ => s.send_chosen(ch, &inp.msgs[..n])?,
+                }
+            }
+        }
+    }
+    Ok(sample)
+}
+
+/// Checks the client's sample against the server's (or the public messages).
+fn check(kind: OtKind, count: usize, inp: &Inputs, got: &[[u64; 2]], sent: &[[u64; 2]]) -> Result<(), Error> {
+    let join = |v: [u64; 2]| Block(v[0] as u128 | (v[1] as u128) << 64);
+    let mut k = 0;
+    for n in batches(count) {
+        for j in 0..SAMPLE.min(n) {
+            let g = *got.get(k).ok_or_else(|| Error::msg("client sample too short"))?;
+            let c = inp.choices[j];
+            let ok = match kind {
+                OtKind::Cot => {
+                    let delta = join(sent[0]);
+                    join(g) == join(sent[1 + k]) ^ delta.and_bit(c)
+                }
+                OtKind::Rot => join(g) == join(sent[2 * k + c as usize]),
+                OtKind::Chosen => join(g) == inp.msgs[j][c as usize],
+                OtKind::Kk => g[0] == inp.kk_msgs[j * KK_N + inp.kk_choices[j] as usize],
+            };
+            if !ok {
+                return Err(Error::msg(format!("bench ot {}: OT {j} of a batch is wrong", kind.name())));
+            }
+            k += 1;
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
+    let (kind, count) = (args.kind, args.count);
+    if count == 0 {
+        return Err(Error::msg("--count must be positive"));
+    }
+    let inp = inputs(kind, count);
+    let r = run_pair(&args.net, |ch| client(kind, count, &inp, ch), |ch| server(kind, count, &inp, ch))?;
+    check(kind, count, &inp, &r.client, &r.server)?;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let mut rec = BenchRecord::from_costs("ot", r.wall_s, &r.client_cost, &r.server_cost)
+        .param("kind", kind.name())
+        .param("net", args.net.net_name())
+        .param("profile", args.net.profile.name)
+        .param("threads", threads)
+        .param("batch", BATCH.min(count));
+    if let OtKind::Kk = kind {
+        rec = rec.param("n", KK_N).param("bits", KK_BITS);
+    }
+    let offline_s = r.client_cost.offline.time_s.max(r.server_cost.offline.time_s);
+    let bytes_total = rec.bytes_total;
+    let rec = rec
+        .field("count", count)
+        .field("per_second", count as f64 / r.wall_s)
+        .field("per_second_offline", count as f64 / offline_s)
+        .field("bytes_per_item", bytes_total as f64 / count as f64);
+    out.emit(rec);
+    Ok(())
 }
