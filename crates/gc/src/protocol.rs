@@ -1,1 +1,435 @@
-//! (being written)
+//! Two-party garbled-circuit execution, batched over many copies of one circuit.
+//!
+//! The server garbles, the client evaluates (DESIGN.md §4). A circuit's first `g_in` inputs are
+//! the garbler's, the next `e_in` the evaluator's; outputs are revealed to the evaluator only.
+//!
+//! **Offline / online split.** With shares in and shares out the circuit is input-independent, so:
+//! * offline ([`garble_offline`] / [`evaluate_offline`]): the garbler picks fresh zero-labels for
+//!   every input wire of every copy, garbles all copies (rayon, `LANES` copies per hash batch) and
+//!   streams the tables in 64 KiB frames as they are produced, then the output decoding bits
+//!   (the permute bits lsb(W0) of the output wires). The evaluator stores the tables.
+//! * online ([`garble_online`] / [`evaluate_online`]): the garbler sends the active labels of its
+//!   own input bits; the evaluator gets its input labels by correlated OT whose Δ is the free-XOR
+//!   offset (one COT per input bit: it learns m0 ⊕ c·Δ, the garbler sends the correction
+//!   W0 ⊕ m0); the evaluator evaluates and decodes.
+//!
+//! The garbler keeps only input zero-labels between the phases; the evaluator keeps the tables
+//! (32 bytes per AND gate per copy). For circuits too big to store, [`stream_garble`] /
+//! [`stream_evaluate`] run everything online with tables garbled, sent and evaluated in frames
+//! (memory bounded on both sides).
+use crate::backend::{wires, Backend, Bit};
+use crate::circuit::Circuit;
+use crate::garble::{ChannelSink, ChannelSource, Evaluator, Garbler, SliceSource, FRAME_BLOCKS};
+use crate::GcError;
+use rayon::prelude::*;
+use secinfer_net::Channel;
+use secinfer_ot::{Block, Prg};
+
+/// Circuit copies per hash batch (one wire of the garbler/evaluator backends).
+pub const LANES: usize = 8;
+
+/// The garbler's side of correlated OT: the global Δ and `send_cot`.
+pub trait CotSender {
+    fn delta(&self) -> Block;
+    /// Returns m0_j; the receiver gets m0_j ⊕ c_j·Δ.
+    fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, GcError>;
+}
+
+/// The evaluator's side of correlated OT.
+pub trait CotReceiver {
+    fn recv_cot<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, GcError>;
+}
+
+impl CotSender for secinfer_ot::OtExtSender {
+    fn delta(&self) -> Block {
+        secinfer_ot::OtExtSender::delta(self)
+    }
+    fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, GcError> {
+        secinfer_ot::OtExtSender::send_cot(self, ch, n).map_err(|e| GcError::Ot(e.to_string()))
+    }
+}
+
+impl CotReceiver for secinfer_ot::OtExtReceiver {
+    fn recv_cot<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, GcError> {
+        secinfer_ot::OtExtReceiver::recv_cot(self, ch, choices).map_err(|e| GcError::Ot(e.to_string()))
+    }
+}
+
+fn chunks(n: usize) -> usize {
+    n.div_ceil(LANES)
+}
+
+/// Output wires that are real wires (constants need no decoding).
+fn wire_outputs(c: &Circuit) -> usize {
+    c.outputs.iter().filter(|o| matches!(o, Bit::Wire(_))).count()
+}
+
+fn check_shape(c: &Circuit, g_in: usize, n: usize) -> Result<(), GcError> {
+    if g_in > c.n_inputs {
+        return Err(GcError::invalid("garbler inputs exceed circuit inputs"));
+    }
+    if n == 0 {
+        return Err(GcError::invalid("empty batch"));
+    }
+    if (chunks(n) * LANES) as u64 > u32::MAX as u64 {
+        return Err(GcError::invalid("batch too large"));
+    }
+    Ok(())
+}
+
+/// The garbler's state between the offline and online phases: the input zero-labels (secret;
+/// not `Debug`).
+pub struct GarbledBatch {
+    delta: Block,
+    g_in: usize,
+    e_in: usize,
+    n: usize,
+    /// Per chunk, per input wire, `LANES` zero-labels.
+    labels: Vec<Block>,
+}
+
+impl GarbledBatch {
+    pub fn len(&self) -> usize {
+        self.n
+    }
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+    fn zero(&self, i: usize, w: usize) -> Block {
+        let (c, l) = (i / LANES, i % LANES);
+        self.labels[(c * (self.g_in + self.e_in) + w) * LANES + l]
+    }
+}
+
+/// Packs bools little-endian into bytes.
+pub fn pack_bits(bits: &[bool]) -> Vec<u8> {
+    let mut v = vec![0u8; bits.len().div_ceil(8)];
+    for (i, &b) in bits.iter().enumerate() {
+        v[i / 8] |= (b as u8) << (i % 8);
+    }
+    v
+}
+
+/// Unpacks `n` bits.
+pub fn unpack_bits(bytes: &[u8], n: usize) -> Vec<bool> {
+    (0..n).map(|i| (bytes[i / 8] >> (i % 8)) & 1 == 1).collect()
+}
+
+/// Offline: garbles `n` copies of `circ` under `delta` (lsb must be 1) and streams the tables and
+/// output decoding bits to the evaluator.
+pub fn garble_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: usize, delta: Block) -> Result<GarbledBatch, GcError> {
+    check_shape(circ, g_in, n)?;
+    if !delta.lsb() {
+        return Err(GcError::invalid("free-XOR offset needs lsb(Δ) = 1"));
+    }
+    let mut prg = Prg::new();
+    let nonce = prg.next_block().low_u64();
+    ch.send_pod(&[nonce])?;
+    let n_in = circ.n_inputs;
+    let e_in = n_in - g_in;
+    let nch = chunks(n);
+    let wave = (rayon::current_num_threads() * 4).max(1);
+    let mut labels = Vec::with_capacity(nch * n_in * LANES);
+    let mut decode = Vec::with_capacity(nch * LANES * wire_outputs(circ));
+    let mut pending: Vec<Block> = Vec::with_capacity(2 * FRAME_BLOCKS);
+    let mut c0 = 0;
+    while c0 < nch {
+        let c1 = (c0 + wave).min(nch);
+        let seeds: Vec<Block> = (c0..c1).map(|_| prg.next_block()).collect();
+        let results: Vec<Result<(Vec<Block>, Vec<Block>, Vec<bool>), GcError>> = seeds
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, seed)| {
+                let c = c0 + i;
+                let mut g = Garbler::<LANES>::new(delta, nonce, (c * LANES) as u32, Prg::from_seed(seed))?;
+                g.tables.reserve_exact(circ.and_count() as usize * 2 * LANES);
+                let ins: Vec<[Block; LANES]> = (0..n_in).map(|_| g.input()).collect();
+                let outs = circ.eval(&mut g, &ins);
+                g.finish()?;
+                let mut dec = Vec::with_capacity(outs.len() * LANES);
+                for l in 0..LANES {
+                    for o in &outs {
+                        if let Bit::Wire(w) = o {
+                            dec.push(w[l].lsb());
+                        }
+                    }
+                }
+                let flat: Vec<Block> = ins.iter().flat_map(|w| w.iter().copied()).collect();
+                Ok((std::mem::take(&mut g.tables), flat, dec))
+            })
+            .collect();
+        for r in results {
+            let (t, l, d) = r?;
+            labels.extend(l);
+            decode.extend(d);
+            pending.extend(t);
+            let full = pending.len() / FRAME_BLOCKS * FRAME_BLOCKS;
+            for f in pending[..full].chunks(FRAME_BLOCKS) {
+                ch.send_pod(f)?;
+            }
+            pending.drain(..full);
+        }
+        c0 = c1;
+    }
+    if !pending.is_empty() {
+        ch.send_pod(&pending)?;
+    }
+    // decode bits of the real copies only (instance-major)
+    let wo = wire_outputs(circ);
+    decode.truncate(n * wo);
+    ch.send_pod(&pack_bits(&decode))?;
+    ch.flush()?;
+    Ok(GarbledBatch { delta, g_in, e_in, n, labels })
+}
+
+/// The evaluator's state between the phases: the tables and decoding bits.
+pub struct ReceivedBatch {
+    nonce: u64,
+    g_in: usize,
+    n: usize,
+    tables: Vec<Block>,
+    decode: Vec<bool>,
+}
+
+impl ReceivedBatch {
+    /// Bytes of garbled tables held.
+    pub fn table_bytes(&self) -> usize {
+        self.tables.len() * 16
+    }
+    /// Test hook: flips one bit of one stored table block (for corruption tests).
+    pub fn corrupt_table(&mut self, index: usize, bit: u32) {
+        let len = self.tables.len();
+        if len > 0 {
+            self.tables[index % len].0 ^= 1u128 << (bit % 128);
+        }
+    }
+}
+
+/// Offline: receives the nonce, exactly the expected number of table blocks, and the decoding
+/// bits. A short stream gives [`GcError::Truncated`]; an oversized one [`GcError::Malformed`].
+pub fn evaluate_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: usize) -> Result<ReceivedBatch, GcError> {
+    check_shape(circ, g_in, n)?;
+    let nonce = ch.recv_pod::<u64>(1)?[0];
+    let expected = (chunks(n) as u64)
+        .checked_mul(circ.and_count() * 2 * LANES as u64)
+        .ok_or_else(|| GcError::invalid("table size overflows"))?;
+    let mut tables: Vec<Block> = Vec::with_capacity(expected as usize);
+    while (tables.len() as u64) < expected {
+        let f: Vec<Block> = match ch.recv_pod_upto(FRAME_BLOCKS) {
+            Ok(f) => f,
+            Err(secinfer_net::NetError::Closed) => return Err(GcError::Truncated { expected, got: tables.len() as u64 }),
+            Err(e) => return Err(e.into()),
+        };
+        if f.is_empty() || tables.len() as u64 + f.len() as u64 > expected {
+            return Err(GcError::Malformed(format!(
+                "table frame of {} blocks after {} of {expected}",
+                f.len(),
+                tables.len()
+            )));
+        }
+        tables.extend_from_slice(&f);
+    }
+    let nd = n * wire_outputs(circ);
+    let bytes = match ch.recv_pod::<u8>(nd.div_ceil(8)) {
+        Ok(b) => b,
+        Err(secinfer_net::NetError::Closed) => return Err(GcError::Truncated { expected, got: expected }),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(ReceivedBatch { nonce, g_in, n, tables, decode: unpack_bits(&bytes, nd) })
+}
+
+/// Online, garbler: sends the labels of its inputs (`n × g_in` bits, instance-major) and the COT
+/// corrections for the evaluator's inputs.
+pub fn garble_online<C: Channel, S: CotSender>(ch: &mut C, ot: &mut S, batch: &GarbledBatch, g_inputs: &[bool]) -> Result<(), GcError> {
+    if g_inputs.len() != batch.n * batch.g_in {
+        return Err(GcError::invalid("garbler input count"));
+    }
+    if ot.delta() != batch.delta {
+        return Err(GcError::invalid("the COT Δ must be the free-XOR offset of the garbled batch"));
+    }
+    let d = batch.delta;
+    let mine: Vec<Block> = (0..batch.n * batch.g_in)
+        .map(|k| batch.zero(k / batch.g_in.max(1), k % batch.g_in.max(1)) ^ d.and_bit(g_inputs[k]))
+        .collect();
+    if !mine.is_empty() {
+        ch.send_pod(&mine)?;
+    }
+    let ne = batch.n * batch.e_in;
+    if ne > 0 {
+        let m0 = ot.send_cot(ch, ne)?;
+        if m0.len() != ne {
+            return Err(GcError::Ot("COT returned the wrong count".into()));
+        }
+        let corr: Vec<Block> =
+            (0..ne).map(|k| batch.zero(k / batch.e_in, batch.g_in + k % batch.e_in) ^ m0[k]).collect();
+        ch.send_pod(&corr)?;
+    }
+    ch.flush()?;
+    Ok(())
+}
+
+/// Online, evaluator: gets its input labels (COT), evaluates every copy and decodes the outputs
+/// (`n × n_outputs` bits, instance-major).
+pub fn evaluate_online<C: Channel, R: CotReceiver>(
+    ch: &mut C,
+    ot: &mut R,
+    circ: &Circuit,
+    batch: &ReceivedBatch,
+    e_inputs: &[bool],
+) -> Result<Vec<bool>, GcError> {
+    let (n, g_in) = (batch.n, batch.g_in);
+    let e_in = circ.n_inputs - g_in;
+    if e_inputs.len() != n * e_in {
+        return Err(GcError::invalid("evaluator input count"));
+    }
+    let g_labels: Vec<Block> = if n * g_in > 0 { ch.recv_pod(n * g_in)? } else { Vec::new() };
+    let e_labels: Vec<Block> = if n * e_in > 0 {
+        let mc = ot.recv_cot(ch, e_inputs)?;
+        if mc.len() != n * e_in {
+            return Err(GcError::Ot("COT returned the wrong count".into()));
+        }
+        let corr: Vec<Block> = ch.recv_pod(n * e_in)?;
+        mc.iter().zip(&corr).map(|(a, b)| *a ^ *b).collect()
+    } else {
+        Vec::new()
+    };
+    let per_chunk = circ.and_count() as usize * 2 * LANES;
+    let wo = wire_outputs(circ);
+    let n_out = circ.n_outputs();
+    let results: Vec<Result<Vec<bool>, GcError>> = (0..chunks(n))
+        .into_par_iter()
+        .map(|c| {
+            let mut ins = vec![[Block::ZERO; LANES]; circ.n_inputs];
+            for l in 0..LANES {
+                let i = c * LANES + l;
+                if i >= n {
+                    break;
+                }
+                for w in 0..g_in {
+                    ins[w][l] = g_labels[i * g_in + w];
+                }
+                for w in 0..e_in {
+                    ins[g_in + w][l] = e_labels[i * e_in + w];
+                }
+            }
+            let src = SliceSource::new(&batch.tables[c * per_chunk..(c + 1) * per_chunk]);
+            let mut ev = Evaluator::<LANES, _>::new(batch.nonce, (c * LANES) as u32, src)?;
+            let outs = circ.eval(&mut ev, &ins);
+            ev.finish()?;
+            let mut bits = Vec::with_capacity(LANES * n_out);
+            for l in 0..LANES {
+                let i = c * LANES + l;
+                if i >= n {
+                    break;
+                }
+                let mut k = 0;
+                for o in &outs {
+                    bits.push(match o {
+                        Bit::Const(v) => *v,
+                        Bit::Wire(w) => {
+                            let d = batch.decode[i * wo + k];
+                            k += 1;
+                            w[l].lsb() ^ d
+                        }
+                    });
+                }
+            }
+            Ok(bits)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(n * n_out);
+    for r in results {
+        out.extend(r?);
+    }
+    Ok(out)
+}
+
+/// A circuit generated on the fly (not recorded), for [`stream_garble`]/[`stream_evaluate`].
+pub trait CircuitFn: Sync {
+    fn run<B: Backend>(&self, b: &mut B, g: &[Bit<B::Wire>], e: &[Bit<B::Wire>]) -> Vec<Bit<B::Wire>>;
+}
+
+impl CircuitFn for (Circuit, usize) {
+    fn run<B: Backend>(&self, b: &mut B, g: &[Bit<B::Wire>], e: &[Bit<B::Wire>]) -> Vec<Bit<B::Wire>> {
+        let ins: Vec<B::Wire> = g.iter().chain(e).map(|x| crate::backend::materialize(b, x)).collect();
+        self.0.eval(b, &ins)
+    }
+}
+
+/// Streaming garbler for one large circuit: input labels first, then the tables are garbled and
+/// sent in 64 KiB frames as they are produced (memory is bounded by the wires the circuit holds,
+/// not by its size), then the output decoding bits.
+pub fn stream_garble<C: Channel, S: CotSender, F: CircuitFn>(ch: &mut C, ot: &mut S, f: &F, g_inputs: &[bool], e_in: usize) -> Result<(), GcError> {
+    let delta = ot.delta();
+    let mut prg = Prg::new();
+    let nonce = prg.next_block().low_u64();
+    ch.send_pod(&[nonce])?;
+    let gz: Vec<Block> = prg.blocks(g_inputs.len());
+    let ez: Vec<Block> = prg.blocks(e_in);
+    let mine: Vec<Block> = gz.iter().zip(g_inputs).map(|(z, &b)| *z ^ delta.and_bit(b)).collect();
+    if !mine.is_empty() {
+        ch.send_pod(&mine)?;
+    }
+    if e_in > 0 {
+        let m0 = ot.send_cot(ch, e_in)?;
+        if m0.len() != e_in {
+            return Err(GcError::Ot("COT returned the wrong count".into()));
+        }
+        let corr: Vec<Block> = ez.iter().zip(&m0).map(|(a, b)| *a ^ *b).collect();
+        ch.send_pod(&corr)?;
+    }
+    let decode = {
+        let mut g = Garbler::<1, ChannelSink<'_, C>>::with_sink(delta, nonce, 0, Prg::from_seed(prg.next_block()), Some(ChannelSink(ch)))?;
+        let gw: Vec<Bit<[Block; 1]>> = wires(&gz.iter().map(|z| [*z]).collect::<Vec<_>>());
+        let ew: Vec<Bit<[Block; 1]>> = wires(&ez.iter().map(|z| [*z]).collect::<Vec<_>>());
+        let outs = f.run(&mut g, &gw, &ew);
+        g.finish()?;
+        outs.iter().filter_map(|o| if let Bit::Wire(w) = o { Some(w[0].lsb()) } else { None }).collect::<Vec<bool>>()
+    };
+    // An empty frame ends the table stream, then the decoding bits.
+    ch.send_pod::<u8>(&[])?;
+    ch.send_pod(&pack_bits(&decode))?;
+    ch.flush()?;
+    Ok(())
+}
+
+/// Streaming evaluator matching [`stream_garble`].
+pub fn stream_evaluate<C: Channel, R: CotReceiver, F: CircuitFn>(ch: &mut C, ot: &mut R, f: &F, g_in: usize, e_inputs: &[bool]) -> Result<Vec<bool>, GcError> {
+    let nonce = ch.recv_pod::<u64>(1)?[0];
+    let g_labels: Vec<Block> = if g_in > 0 { ch.recv_pod(g_in)? } else { Vec::new() };
+    let e_labels: Vec<Block> = if !e_inputs.is_empty() {
+        let mc = ot.recv_cot(ch, e_inputs)?;
+        let corr: Vec<Block> = ch.recv_pod(e_inputs.len())?;
+        if mc.len() != corr.len() {
+            return Err(GcError::Ot("COT returned the wrong count".into()));
+        }
+        mc.iter().zip(&corr).map(|(a, b)| *a ^ *b).collect()
+    } else {
+        Vec::new()
+    };
+    let outs: Vec<Bit<[Block; 1]>> = {
+        let mut ev = Evaluator::<1, _>::new(nonce, 0, ChannelSource::new(ch))?;
+        let gw = wires(&g_labels.iter().map(|z| [*z]).collect::<Vec<_>>());
+        let ew = wires(&e_labels.iter().map(|z| [*z]).collect::<Vec<_>>());
+        let outs = f.run(&mut ev, &gw, &ew);
+        ev.finish()?;
+        outs
+    };
+    // the end-of-tables marker
+    let end: Vec<u8> = ch.recv_pod_upto(0)?;
+    debug_assert!(end.is_empty());
+    let wo = outs.iter().filter(|o| matches!(o, Bit::Wire(_))).count();
+    let bytes = ch.recv_pod::<u8>(wo.div_ceil(8))?;
+    let dec = unpack_bits(&bytes, wo);
+    let mut k = 0;
+    Ok(outs
+        .iter()
+        .map(|o| match o {
+            Bit::Const(v) => *v,
+            Bit::Wire(w) => {
+                k += 1;
+                w[0].lsb() ^ dec[k - 1]
+            }
+        })
+        .collect())
+}
