@@ -233,6 +233,14 @@ impl ActSpec {
     }
 }
 
+/// Evaluates the plaintext circuit of `spec` (from [`ActSpec::circuit`]) on the signed input x.
+pub fn eval_plain(c: &Circuit, spec: &ActSpec, x: i64) -> i64 {
+    let v = spec.input.encode(x);
+    let bits: Vec<bool> = (0..spec.input.bits).map(|i| (v >> i) & 1 == 1).collect();
+    let out = c.eval_plain(&bits);
+    spec.output.decode(out.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i)))
+}
+
 /// Parameters of a fitted piecewise-linear table.
 #[derive(Clone, Debug)]
 pub struct PwlParams {

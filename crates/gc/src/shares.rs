@@ -248,10 +248,9 @@ pub fn evaluate_apply<C: Channel, R: CotReceiver>(ch: &mut C, ot: &mut R, domain
     e.online(ch, ot, client_shares)
 }
 
-/// What the pair of new shares should reconstruct to: the plaintext circuit's output for the
-/// value x = s + c (the spec's stage-wise reference), embedded in the domain.
-pub fn expected(domain: ShareDomain, spec: &ActSpec, s: u64, c: u64) -> u64 {
+/// What the pair of new shares should reconstruct to: the plaintext circuit `act` (from
+/// [`ActSpec::circuit`]) applied to the value x = s + c, embedded in the domain.
+pub fn expected(domain: ShareDomain, spec: &ActSpec, act: &Circuit, s: u64, c: u64) -> u64 {
     let x = domain.lift(domain.add(s, c));
-    domain.embed(spec.reference(x))
+    domain.embed(crate::activation::eval_plain(act, spec, x))
 }
-

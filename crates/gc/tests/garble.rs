@@ -1,0 +1,341 @@
+//! Garbling: the hash, local garble/evaluate against the plaintext backend, and the two-party
+//! protocols (real OT extension) against the plaintext circuit, including hostile peers.
+use rand::{Rng, SeedableRng};
+use secinfer_gc::activation::{ActSpec, Fixed, Func};
+use secinfer_gc::backend::Bit;
+use secinfer_gc::garble::{Evaluator, Garbler, SliceSource, TccrHash};
+use secinfer_gc::protocol::{stream_evaluate, stream_garble, CircuitFn};
+use secinfer_gc::shares::{evaluate_apply, expected, garble_apply, share_circuit, ShareDomain, ShareEvaluator, ShareGarbler};
+use secinfer_gc::{Circuit, GcError};
+use secinfer_net::{simulate, Channel, Meter};
+use secinfer_ot::{fixed_key_aes, Block, OtExtReceiver, OtExtSender, Prg};
+
+fn delta() -> Block {
+    let mut prg = Prg::new();
+    Block(prg.next_block().0 | 1)
+}
+
+#[test]
+fn batched_hash_is_the_ot_crates_tccr() {
+    let h = TccrHash::new();
+    let mut prg = Prg::from_seed(Block(42));
+    let xs = prg.blocks(32);
+    let ts = prg.blocks(32);
+    let mut ys = xs.clone();
+    h.hash(&ts, &mut ys);
+    for i in 0..32 {
+        assert_eq!(ys[i], fixed_key_aes().tccr(ts[i], xs[i]));
+    }
+}
+
+/// Garbles 8 copies locally with random inputs and evaluates them; outputs must equal the plain
+/// circuit's bit for bit.
+fn local_roundtrip(c: &Circuit, seed: u64) {
+    const L: usize = 8;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let d = delta();
+    let mut g = Garbler::<L>::new(d, 9, 0, Prg::new()).expect("garbler");
+    let zeros: Vec<[Block; L]> = (0..c.n_inputs).map(|_| g.input()).collect();
+    let outs0 = c.eval(&mut g, &zeros);
+    g.finish().expect("garble");
+    let tables = std::mem::take(&mut g.tables);
+    let vals: Vec<[bool; L]> = (0..c.n_inputs).map(|_| std::array::from_fn(|_| rng.gen())).collect();
+    let active: Vec<[Block; L]> =
+        zeros.iter().zip(&vals).map(|(z, v)| std::array::from_fn(|l| z[l] ^ d.and_bit(v[l]))).collect();
+    let mut ev = Evaluator::<L, _>::new(9, 0, SliceSource::new(&tables)).expect("evaluator");
+    let outs1 = c.eval(&mut ev, &active);
+    ev.finish().expect("evaluate");
+    assert_eq!(ev.into_source().remaining(), 0, "every table consumed");
+    for l in 0..L {
+        let plain = c.eval_plain(&vals.iter().map(|v| v[l]).collect::<Vec<_>>());
+        for (k, (o0, o1)) in outs0.iter().zip(&outs1).enumerate() {
+            let got = match (o0, o1) {
+                (Bit::Wire(z), Bit::Wire(a)) => {
+                    assert!(a[l] == z[l] || a[l] == z[l] ^ d, "label is one of the two");
+                    a[l] != z[l]
+                }
+                (Bit::Const(v), Bit::Const(_)) => *v,
+                _ => panic!("shape"),
+            };
+            assert_eq!(got, plain[k], "lane {l} output {k}");
+        }
+    }
+}
+
+#[test]
+fn garbled_activation_circuits_equal_plaintext_bit_for_bit() {
+    for bits in [8u32, 12] {
+        for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
+            local_roundtrip(&ActSpec::default_for(f, bits).circuit(), bits as u64);
+        }
+    }
+    let p = 1_048_573;
+    let cg2 = ActSpec { func: Func::Sigmoid, input: Fixed::new(20, 12), act_in: Fixed::new(8, 4), act_out: Fixed::new(8, 6), output: Fixed::new(19, 12) };
+    local_roundtrip(&share_circuit(ShareDomain::ModP(p), &cg2).expect("circuit"), 1);
+}
+
+fn ot_pair(d: Block) -> (impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtSender, impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtReceiver) {
+    (
+        move |ch| OtExtSender::setup_with_delta(ch, &mut Prg::new(), d).expect("ot setup"),
+        |ch| OtExtReceiver::setup(ch, &mut Prg::new()).expect("ot setup"),
+    )
+}
+
+fn random_shares(domain: ShareDomain, xs: &[i64], seed: u64) -> (Vec<u64>, Vec<u64>) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let m = domain.modulus();
+    xs.iter()
+        .map(|&x| {
+            let s = (rng.gen::<u64>() as u128 % m) as u64;
+            let xe = domain.embed(x);
+            let c = ((xe as u128 + m - s as u128) % m) as u64;
+            (s, c)
+        })
+        .unzip()
+}
+
+/// Runs garble_apply / evaluate_apply on `xs` and checks the reconstructed outputs.
+fn two_party_case(domain: ShareDomain, spec: ActSpec, xs: &[i64]) {
+    let (ss, cs) = random_shares(domain, xs, 77);
+    let d = delta();
+    let (so, co) = ot_pair(d);
+    let (ss2, cs2) = (ss.clone(), cs.clone());
+    let run = simulate(
+        move |ch| {
+            let mut ot = co(ch);
+            evaluate_apply(ch, &mut ot, domain, &spec, &cs2)
+        },
+        move |ch| {
+            let mut ot = so(ch);
+            garble_apply(ch, &mut ot, domain, &spec, &ss2)
+        },
+    );
+    let c_new = run.client.output.expect("client");
+    let s_new = run.server.output.expect("server");
+    let act = spec.circuit();
+    for i in 0..xs.len() {
+        let y = domain.add(c_new[i], s_new[i]);
+        assert_eq!(y, expected(domain, &spec, &act, ss[i], cs[i]), "{domain:?} {spec:?} x={}", xs[i]);
+        // and the plaintext circuit gives the same with the server's mask removed
+        let yv = domain.lift(y);
+        let f = spec.func.eval(spec.input.to_f64(domain.lift(domain.add(ss[i], cs[i]))));
+        let ulp = 1.0 / (1u64 << spec.output.frac) as f64;
+        let bound = match spec.func {
+            Func::Relu | Func::Identity => 0.5 * ulp,
+            _ => 1.5 * ulp,
+        };
+        if spec.input == spec.act_in && spec.act_out == spec.output {
+            let sat = (spec.output.min_int() as f64 * ulp, spec.output.max_int() as f64 * ulp);
+            let fc = f.clamp(sat.0, sat.1);
+            assert!((spec.output.to_f64(yv) - fc).abs() <= bound + 1e-12, "error vs f64 at x={}", xs[i]);
+        }
+        assert!(s_new[i] as u128 <= domain.modulus());
+    }
+}
+
+fn sample_inputs(bits: u32, exhaustive: bool) -> Vec<i64> {
+    let lo = -(1i64 << (bits - 1));
+    let hi = (1i64 << (bits - 1)) - 1;
+    if exhaustive {
+        (lo..=hi).collect()
+    } else {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(bits as u64);
+        let mut v: Vec<i64> = vec![lo, lo + 1, -1, 0, 1, hi - 1, hi];
+        v.extend((0..300).map(|_| rng.gen_range(lo..=hi)));
+        v
+    }
+}
+
+#[test]
+fn shares_in_shares_out_pow2_all_functions() {
+    for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
+        two_party_case(ShareDomain::Pow2(8), ActSpec::default_for(f, 8), &sample_inputs(8, true));
+        two_party_case(ShareDomain::Pow2(16), ActSpec::default_for(f, 16), &sample_inputs(16, false));
+    }
+}
+
+#[test]
+fn shares_in_shares_out_mod_p() {
+    // a 9-bit prime: every 9-bit lifted value, 8-bit outputs
+    let p = 257;
+    for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
+        let spec = ActSpec { func: f, input: Fixed::new(9, 4), act_in: Fixed::new(8, 4), act_out: ActSpec::default_for(f, 8).output, output: ActSpec::default_for(f, 8).output };
+        let xs: Vec<i64> = (-128..=128).collect();
+        two_party_case(ShareDomain::ModP(p), spec, &xs);
+    }
+    // CG-2: 20-bit prime shares → 8-bit sigmoid / ReLU → back to 19 bits
+    let p = 1_048_573;
+    for f in [Func::Relu, Func::Sigmoid] {
+        let spec = ActSpec { func: f, input: Fixed::new(20, 12), act_in: Fixed::new(8, 4), act_out: ActSpec::default_for(f, 8).output, output: Fixed::new(19, 12) };
+        let mut xs = sample_inputs(20, false);
+        xs.retain(|&x| x.unsigned_abs() <= (p as u64 - 1) / 2);
+        two_party_case(ShareDomain::ModP(p), spec, &xs);
+    }
+}
+
+#[test]
+fn corrupted_table_gives_wrong_result_not_panic() {
+    let domain = ShareDomain::Pow2(8);
+    let spec = ActSpec::default_for(Func::Tanh, 8);
+    let xs: Vec<i64> = (-128..128).collect();
+    let (ss, cs) = random_shares(domain, &xs, 1);
+    let d = delta();
+    let (so, co) = ot_pair(d);
+    let n = xs.len();
+    let run = simulate(
+        move |ch| {
+            let mut ot = co(ch);
+            let mut e = ShareEvaluator::offline(ch, domain, &spec, n)?;
+            for i in 0..64 {
+                e.corrupt_table(i * 97, (i * 13) as u32);
+            }
+            e.online(ch, &mut ot, &cs)
+        },
+        move |ch| {
+            let mut ot = so(ch);
+            let g = ShareGarbler::offline(ch, d, domain, &spec, n)?;
+            g.online(ch, &mut ot, &ss)
+        },
+    );
+    let c_new = run.client.output.expect("a corrupted table is not detectable: the result is wrong");
+    let s_new = run.server.output.expect("server");
+    let (ss, cs) = random_shares(domain, &xs, 1);
+    let act = spec.circuit();
+    let wrong = (0..n).filter(|&i| domain.add(c_new[i], s_new[i]) != expected(domain, &spec, &act, ss[i], cs[i])).count();
+    assert!(wrong > 0, "corruption must change some output");
+}
+
+/// A channel that flips one bit of the `target`-th frame it receives.
+struct Flip<C: Channel> {
+    inner: C,
+    seen: usize,
+    target: usize,
+}
+impl<C: Channel> Channel for Flip<C> {
+    fn send_frame(&mut self, f: &[u8]) -> secinfer_net::Result<()> {
+        self.inner.send_frame(f)
+    }
+    fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
+        let mut f = self.inner.recv_frame()?;
+        if self.seen == self.target && !f.is_empty() {
+            let i = f.len() / 2;
+            f[i] ^= 0x10;
+        }
+        self.seen += 1;
+        Ok(f)
+    }
+    fn flush(&mut self) -> secinfer_net::Result<()> {
+        self.inner.flush()
+    }
+    fn meter(&self) -> &Meter {
+        self.inner.meter()
+    }
+    fn meter_mut(&mut self) -> &mut Meter {
+        self.inner.meter_mut()
+    }
+    fn max_frame(&self) -> usize {
+        self.inner.max_frame()
+    }
+}
+
+struct AddTree;
+impl CircuitFn for AddTree {
+    fn run<B: secinfer_gc::Backend>(&self, b: &mut B, g: &[Bit<B::Wire>], e: &[Bit<B::Wire>]) -> Vec<Bit<B::Wire>> {
+        let mut acc = secinfer_gc::gadgets::mul_lo(b, &g[..16], &e[..16]);
+        for _ in 0..40 {
+            acc = secinfer_gc::gadgets::mul_lo(b, &acc, &e[..16]);
+        }
+        acc
+    }
+}
+
+fn stream_case(flip_frame: Option<usize>, truncate: bool) -> (Result<Vec<bool>, GcError>, u64, u64) {
+    let d = delta();
+    let (so, co) = ot_pair(d);
+    let (x, y) = (0x1234u64, 0x0f0fu64);
+    let gi: Vec<bool> = (0..16).map(|i| (x >> i) & 1 == 1).collect();
+    let ei: Vec<bool> = (0..16).map(|i| (y >> i) & 1 == 1).collect();
+    let run = simulate(
+        move |ch| {
+            let mut ot = co(ch);
+            match flip_frame {
+                Some(t) => {
+                    let mut fl = Flip { inner: ch, seen: 0, target: t };
+                    stream_evaluate(&mut fl, &mut ot, &AddTree, 16, &ei)
+                }
+                None => stream_evaluate(ch, &mut ot, &AddTree, 16, &ei),
+            }
+        },
+        move |ch| {
+            let mut ot = so(ch);
+            if truncate {
+                // send the prologue and one frame of tables, then hang up
+                let _ = ch.send_pod(&[5u64]);
+                let _ = ch.send_pod(&vec![Block::ZERO; 16]);
+                let m0 = ot.send_cot(ch, 16).expect("cot");
+                let _ = ch.send_pod(&m0);
+                let _ = ch.send_pod(&vec![Block::ZERO; 100]);
+                let _ = ch.flush();
+                return Ok(());
+            }
+            stream_garble(ch, &mut ot, &AddTree, &gi, 16)
+        },
+    );
+    let mut acc = x.wrapping_mul(y) & 0xffff;
+    for _ in 0..40 {
+        acc = acc.wrapping_mul(y) & 0xffff;
+    }
+    let _ = run.server.output;
+    (run.client.output, acc, 0)
+}
+
+#[test]
+fn streamed_circuit_matches_plaintext() {
+    let (r, want, _) = stream_case(None, false);
+    let bits = r.expect("stream");
+    let got = bits.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
+    assert_eq!(got, want);
+}
+
+#[test]
+fn corrupted_label_or_table_from_peer_gives_error_or_wrong_result() {
+    // frames the evaluator receives after OT setup: nonce, garbler labels, COT..., corrections,
+    // tables...: flip each of the first few frames in turn; never a panic.
+    let (_, want, _) = stream_case(None, false);
+    let mut wrong_or_err = 0;
+    for t in 0..12 {
+        let (r, _, _) = stream_case(Some(t), false);
+        match r {
+            Ok(bits) => {
+                let got = bits.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
+                if got != want {
+                    wrong_or_err += 1;
+                }
+            }
+            Err(_) => wrong_or_err += 1,
+        }
+    }
+    assert!(wrong_or_err >= 4, "corruptions must show: {wrong_or_err}");
+}
+
+#[test]
+fn truncated_table_stream_gives_typed_error() {
+    let (r, _, _) = stream_case(None, true);
+    match r {
+        Err(GcError::Truncated { .. }) => {}
+        Err(e) => panic!("expected Truncated, got {e}"),
+        Ok(_) => panic!("a truncated stream must not produce a result"),
+    }
+    // batched offline phase: garbler hangs up halfway through the tables
+    let spec = ActSpec::default_for(Func::Sigmoid, 8);
+    let domain = ShareDomain::Pow2(8);
+    let run = simulate(
+        move |ch| ShareEvaluator::offline(ch, domain, &spec, 64).map(|_| ()),
+        move |ch| {
+            let _ = ch.send_pod(&[1u64]);
+            let _ = ch.send_pod(&vec![Block::ZERO; 100]);
+            let _ = ch.flush();
+        },
+    );
+    assert!(matches!(run.client.output, Err(GcError::Truncated { .. })), "offline truncation");
+}
