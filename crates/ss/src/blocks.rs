@@ -1,0 +1,820 @@
+//! SIRNN / CrypTFlow2 building blocks on additive shares over Z_{2^l}, batched over slices so the
+//! number of rounds does not depend on the number of elements.
+//!
+//! Conventions: arithmetic shares are `u64` reduced mod 2^bits; boolean shares are `u8` in {0,1}
+//! (XOR-shared). Every function is called by both parties with their own shares; P0 is the
+//! server. Correlations come from correlated OT (1-of-2) and KK13 1-of-N OT, never from a dealer.
+use crate::ctx::Ctx;
+use crate::error::{invalid, Result};
+use crate::ring::{check_bits, mask, msb};
+use secinfer_net::Channel;
+
+/// Digit size of the millionaires' protocol (one 1-of-16 OT per digit).
+pub const MILL_DIGIT: u32 = 4;
+
+/// Left shift that yields 0 for shifts of 64 or more (2^64 ≡ 0 in every ring here).
+#[inline]
+fn shl(v: u64, s: u32) -> u64 {
+    if s >= 64 {
+        0
+    } else {
+        v << s
+    }
+}
+
+#[inline]
+fn add(a: u64, b: u64, m: u64) -> u64 {
+    a.wrapping_add(b) & m
+}
+#[inline]
+fn sub(a: u64, b: u64, m: u64) -> u64 {
+    a.wrapping_sub(b) & m
+}
+
+fn same_len(a: usize, b: usize) -> Result<()> {
+    if a != b {
+        return Err(invalid(format!("length mismatch: {a} vs {b}")));
+    }
+    Ok(())
+}
+
+// ============================================================================ boolean
+
+/// AND of XOR-shared bits: x0y0 ⊕ x1y1 locally, the two cross terms by 1-bit correlated OT.
+pub fn and<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u8], y: &[u8]) -> Result<Vec<u8>> {
+    same_len(x.len(), y.len())?;
+    ctx.block("and", |ctx| and_raw(ctx, ch, x, y))
+}
+
+pub(crate) fn and_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u8], y: &[u8]) -> Result<Vec<u8>> {
+    let deltas: Vec<u64> = x.iter().map(|b| (*b & 1) as u64).collect();
+    let choices: Vec<bool> = y.iter().map(|b| *b & 1 == 1).collect();
+    let cross = ctx.cross_both(ch, &deltas, &choices, 1)?;
+    Ok(x.iter().zip(y).zip(&cross).map(|((a, b), c)| (a & b & 1) ^ (*c as u8 & 1)).collect())
+}
+
+/// Millionaires' comparison (CrypTFlow2): P0 inputs `a`, P1 inputs `b` (each its own `v`, both
+/// below 2^bits); returns XOR shares of [a < b]. Digits of 4 bits, one 1-of-16 OT per digit
+/// giving shares of the digit's lt/eq bits, then a log-depth AND tree.
+pub fn millionaire<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], bits: u32) -> Result<Vec<u8>> {
+    check_bits(bits)?;
+    ctx.block("millionaire", |ctx| millionaire_raw(ctx, ch, v, bits))
+}
+
+pub(crate) fn millionaire_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], bits: u32) -> Result<Vec<u8>> {
+    let n = v.len();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let q = bits.div_ceil(MILL_DIGIT) as usize;
+    let nd = 1usize << MILL_DIGIT;
+    let m = mask(bits);
+    // Leaves: index [j * n + i] for digit j (least significant first), element i.
+    let (mut lt, mut eq): (Vec<u8>, Vec<u8>);
+    if ctx.is_p0() {
+        let r = ctx.rand_bits(2 * q * n);
+        let mut msgs = vec![0u64; q * n * nd];
+        for j in 0..q {
+            for i in 0..n {
+                let a = ((v[i] & m) >> (MILL_DIGIT as usize * j)) & (nd as u64 - 1);
+                let (rl, re) = (r[2 * (j * n + i)], r[2 * (j * n + i) + 1]);
+                let row = &mut msgs[(j * n + i) * nd..(j * n + i + 1) * nd];
+                for (t, slot) in row.iter_mut().enumerate() {
+                    let l = ((a < t as u64) as u8) ^ rl;
+                    let e = ((a == t as u64) as u8) ^ re;
+                    *slot = (l | (e << 1)) as u64;
+                }
+            }
+        }
+        ctx.kk_send(ch, nd, &msgs, 2)?;
+        lt = (0..q * n).map(|k| r[2 * k]).collect();
+        eq = (0..q * n).map(|k| r[2 * k + 1]).collect();
+    } else {
+        let mut choices = vec![0u8; q * n];
+        for j in 0..q {
+            for i in 0..n {
+                choices[j * n + i] = (((v[i] & m) >> (MILL_DIGIT as usize * j)) & (nd as u64 - 1)) as u8;
+            }
+        }
+        let got = ctx.kk_recv(ch, nd, &choices, 2)?;
+        lt = got.iter().map(|g| (*g & 1) as u8).collect();
+        eq = got.iter().map(|g| ((*g >> 1) & 1) as u8).collect();
+    }
+    // Tree: (lt, eq) of a high and a low part combine to
+    //   lt = lt_hi ⊕ (eq_hi ∧ lt_lo),  eq = eq_hi ∧ eq_lo.
+    let mut cnt = q;
+    while cnt > 1 {
+        let pairs = cnt / 2;
+        // At the last level only lt is needed.
+        let final_level = cnt == 2;
+        let per = if final_level { 1 } else { 2 };
+        let mut x = Vec::with_capacity(per * pairs * n);
+        let mut y = Vec::with_capacity(per * pairs * n);
+        for p in 0..pairs {
+            let (lo, hi) = (2 * p, 2 * p + 1);
+            x.extend_from_slice(&eq[hi * n..(hi + 1) * n]);
+            y.extend_from_slice(&lt[lo * n..(lo + 1) * n]);
+        }
+        if !final_level {
+            for p in 0..pairs {
+                let (lo, hi) = (2 * p, 2 * p + 1);
+                x.extend_from_slice(&eq[hi * n..(hi + 1) * n]);
+                y.extend_from_slice(&eq[lo * n..(lo + 1) * n]);
+            }
+        }
+        let z = and_raw(ctx, ch, &x, &y)?;
+        let newcnt = cnt.div_ceil(2);
+        let mut nlt = vec![0u8; newcnt * n];
+        let mut neq = vec![0u8; newcnt * n];
+        for p in 0..pairs {
+            let hi = 2 * p + 1;
+            for i in 0..n {
+                nlt[p * n + i] = lt[hi * n + i] ^ z[p * n + i];
+                if !final_level {
+                    neq[p * n + i] = z[pairs * n + p * n + i];
+                }
+            }
+        }
+        if cnt % 2 == 1 {
+            let k = cnt - 1;
+            nlt[pairs * n..(pairs + 1) * n].copy_from_slice(&lt[k * n..(k + 1) * n]);
+            neq[pairs * n..(pairs + 1) * n].copy_from_slice(&eq[k * n..(k + 1) * n]);
+        }
+        lt = nlt;
+        eq = neq;
+        cnt = newcnt;
+    }
+    lt.truncate(n);
+    Ok(lt)
+}
+
+/// Carry of the low `bits` bits: shares of [x0 + x1 ≥ 2^bits] (the wrap when `bits` is the ring).
+pub fn carry<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<Vec<u8>> {
+    check_bits(bits)?;
+    ctx.block("wrap", |ctx| carry_raw(ctx, ch, x, bits))
+}
+
+pub(crate) fn carry_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<Vec<u8>> {
+    let m = mask(bits);
+    let v: Vec<u64> = if ctx.is_p0() { x.iter().map(|a| m - (a & m)).collect() } else { x.iter().map(|a| a & m).collect() };
+    millionaire_raw(ctx, ch, &v, bits)
+}
+
+/// Carries at several widths in one millionaires' run (inputs zero-padded to the widest).
+pub(crate) fn carries_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], widths: &[u32]) -> Result<Vec<Vec<u8>>> {
+    if x.is_empty() {
+        return Ok(vec![Vec::new(); widths.len()]);
+    }
+    let wmax = widths.iter().copied().max().unwrap_or(1).max(1);
+    let mut v = Vec::with_capacity(x.len() * widths.len());
+    for &w in widths {
+        let m = mask(w);
+        for a in x {
+            v.push(if ctx.is_p0() { m - (a & m) } else { a & m });
+        }
+    }
+    let r = millionaire_raw(ctx, ch, &v, wmax)?;
+    Ok(r.chunks(x.len().max(1)).map(|c| c.to_vec()).take(widths.len()).collect())
+}
+
+/// Wrap of the whole ring: [x0 + x1 ≥ 2^bits].
+pub fn wrap<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<Vec<u8>> {
+    carry(ctx, ch, x, bits)
+}
+
+/// MSB: msb(x0) ⊕ msb(x1) ⊕ carry of the low bits − 1.
+pub fn msb_share<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<Vec<u8>> {
+    check_bits(bits)?;
+    ctx.block("msb", |ctx| msb_raw(ctx, ch, x, bits))
+}
+
+pub(crate) fn msb_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<Vec<u8>> {
+    let c = if bits > 1 { carry_raw(ctx, ch, x, bits - 1)? } else { vec![0; x.len()] };
+    Ok(x.iter().zip(&c).map(|(a, c)| msb(*a, bits) ^ c).collect())
+}
+
+/// MSB and wrap together: one millionaires' on bits − 1 and one AND round.
+/// wrap = m0·m1 ⊕ c·(m0 ⊕ m1) with c the carry of the low bits.
+pub fn msb_and_wrap<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<(Vec<u8>, Vec<u8>)> {
+    check_bits(bits)?;
+    if bits < 2 {
+        return Err(invalid("msb_and_wrap needs at least 2 bits"));
+    }
+    ctx.block("msb_wrap", |ctx| {
+        let n = x.len();
+        let c = carry_raw(ctx, ch, x, bits - 1)?;
+        let mine: Vec<u8> = x.iter().map(|a| msb(*a, bits)).collect();
+        let p0 = ctx.is_p0();
+        let mut xs = c.clone();
+        let mut ys = mine.clone();
+        xs.extend(mine.iter().map(|m| if p0 { *m } else { 0 }));
+        ys.extend(mine.iter().map(|m| if p0 { 0 } else { *m }));
+        let z = and_raw(ctx, ch, &xs, &ys)?;
+        let ms = (0..n).map(|i| mine[i] ^ c[i]).collect();
+        let w = (0..n).map(|i| z[i] ^ z[n + i]).collect();
+        Ok((ms, w))
+    })
+}
+
+// ============================================================================ conversions
+
+/// Boolean to arithmetic: b0 + b1 − 2·b0·b1 over Z_{2^bits}, the product by one correlated OT.
+pub fn b2a<C: Channel>(ctx: &mut Ctx, ch: &mut C, b: &[u8], bits: u32) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    ctx.block("b2a", |ctx| b2a_raw(ctx, ch, b, bits))
+}
+
+pub(crate) fn b2a_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, b: &[u8], bits: u32) -> Result<Vec<u64>> {
+    let m = mask(bits);
+    let d: Vec<u64> = b.iter().map(|x| (*x & 1) as u64).collect();
+    let c: Vec<bool> = b.iter().map(|x| *x & 1 == 1).collect();
+    let prod = ctx.cross_from_p0(ch, &d, &c, bits)?;
+    Ok(d.iter().zip(&prod).map(|(x, p)| sub(*x, p.wrapping_mul(2), m)).collect())
+}
+
+/// Multiplexer: shares of c·v for a shared bit c and shared v, two correlated OTs.
+pub fn mux<C: Channel>(ctx: &mut Ctx, ch: &mut C, c: &[u8], v: &[u64], bits: u32) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    same_len(c.len(), v.len())?;
+    ctx.block("mux", |ctx| mux_raw(ctx, ch, c, v, bits))
+}
+
+pub(crate) fn mux_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, c: &[u8], v: &[u64], bits: u32) -> Result<Vec<u64>> {
+    let m = mask(bits);
+    // (c0 ⊕ c1)·v_i = c_i·v_i + c_{1−i}·(1 − 2c_i)·v_i
+    let deltas: Vec<u64> =
+        c.iter().zip(v).map(|(b, x)| if *b & 1 == 1 { x.wrapping_neg() & m } else { x & m }).collect();
+    let choices: Vec<bool> = c.iter().map(|b| *b & 1 == 1).collect();
+    let cross = ctx.cross_both(ch, &deltas, &choices, bits)?;
+    Ok(c.iter().zip(v).zip(&cross).map(|((b, x), y)| add(if *b & 1 == 1 { *x } else { 0 }, *y, m)).collect())
+}
+
+/// ReLU on a signed value: x·(1 − msb(x)).
+pub fn relu<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    ctx.block("relu", |ctx| {
+        let m = ctx.block("msb", |ctx| msb_raw(ctx, ch, x, bits))?;
+        let p0 = ctx.is_p0();
+        let notm: Vec<u8> = m.iter().map(|b| if p0 { b ^ 1 } else { *b }).collect();
+        ctx.block("mux", |ctx| mux_raw(ctx, ch, &notm, x, bits))
+    })
+}
+
+/// Zero extension Z_{2^from} → Z_{2^to} of an unsigned value: x0 + x1 − 2^from·wrap.
+pub fn zext<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+    check_bits(from)?;
+    check_bits(to)?;
+    if to < from {
+        return Err(invalid("zext: target ring is smaller"));
+    }
+    ctx.block("zext", |ctx| {
+        let w = carry_raw(ctx, ch, x, from)?;
+        let wa = b2a_raw(ctx, ch, &w, to)?;
+        let (mf, mt) = (mask(from), mask(to));
+        Ok(x.iter().zip(&wa).map(|(a, w)| sub(a & mf, shl(*w, from), mt)).collect())
+    })
+}
+
+/// Signed extension: bias by 2^(from−1), zero-extend, unbias.
+pub fn sext<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+    let p0 = ctx.is_p0();
+    let mf = mask(from);
+    let bias = 1u64 << (from - 1);
+    let y: Vec<u64> = x.iter().map(|a| if p0 { add(*a, bias, mf) } else { a & mf }).collect();
+    let z = ctx.block("sext", |ctx| {
+        let w = carry_raw(ctx, ch, &y, from)?;
+        let wa = b2a_raw(ctx, ch, &w, to)?;
+        let mt = mask(to);
+        Ok(y.iter().zip(&wa).map(|(a, w)| sub(*a, shl(*w, from), mt)).collect::<Vec<u64>>())
+    })?;
+    let mt = mask(to);
+    Ok(z.into_iter().map(|a| if p0 { sub(a, bias, mt) } else { a }).collect())
+}
+
+/// Arithmetic shares (mod 2^to) of wrap(x) for x whose MSB is known to be 0:
+/// wrap = m0 ∨ m1 = m0 + m1 − m0·m1 (one correlated OT, SIRNN's MSB-to-wrap).
+pub(crate) fn wrap_msb0_arith<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, to: u32) -> Result<Vec<u64>> {
+    let mine: Vec<u64> = x.iter().map(|a| msb(*a, bits) as u64).collect();
+    let ch_bits: Vec<bool> = mine.iter().map(|b| *b == 1).collect();
+    let prod = ctx.cross_from_p0(ch, &mine, &ch_bits, to)?;
+    let mt = mask(to);
+    Ok(mine.iter().zip(&prod).map(|(a, p)| sub(*a, *p, mt)).collect())
+}
+
+/// Zero extension of a value whose MSB is known to be 0 (one correlated OT per element).
+pub fn zext_msb0<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+    check_bits(from)?;
+    check_bits(to)?;
+    ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, x, from, to))
+}
+
+pub(crate) fn zext_msb0_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+    let w = wrap_msb0_arith(ctx, ch, x, from, to)?;
+    let (mf, mt) = (mask(from), mask(to));
+    Ok(x.iter().zip(&w).map(|(a, w)| sub(a & mf, shl(*w, from), mt)).collect())
+}
+
+// ============================================================================ truncation
+
+/// Truncate-reduce: ⌊x / 2^t⌋ of an unsigned x ∈ Z_{2^bits}, output in Z_{2^(bits−t)} (exact).
+pub fn trunc_reduce<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, t: u32) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    if t == 0 || t >= bits {
+        return Err(invalid("trunc_reduce needs 0 < t < bits"));
+    }
+    ctx.block("trunc_reduce", |ctx| {
+        let c = carry_raw(ctx, ch, x, t)?;
+        let ob = bits - t;
+        let ca = b2a_raw(ctx, ch, &c, ob)?;
+        let (mb, mo) = (mask(bits), mask(ob));
+        Ok(x.iter().zip(&ca).map(|(a, c)| add((a & mb) >> t, *c, mo)).collect())
+    })
+}
+
+/// Truncation in the same ring of a value whose MSB is known to be 0: ⌊x / 2^t⌋ exactly when
+/// `exact` (one millionaires' on t bits), otherwise ⌊x / 2^t⌋ or one less (one correlated OT).
+pub fn trunc_msb0<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, t: u32, exact: bool) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    if t == 0 || t >= bits {
+        return Err(invalid("trunc needs 0 < t < bits"));
+    }
+    ctx.block("trunc", |ctx| trunc_msb0_raw(ctx, ch, x, bits, t, exact))
+}
+
+pub(crate) fn trunc_msb0_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    t: u32,
+    exact: bool,
+) -> Result<Vec<u64>> {
+    let n = x.len();
+    let mb = mask(bits);
+    let mut deltas: Vec<u64> = x.iter().map(|a| msb(*a, bits) as u64).collect();
+    if exact {
+        let c = carry_raw(ctx, ch, x, t)?;
+        deltas.extend(c.iter().map(|b| *b as u64));
+    }
+    let choices: Vec<bool> = deltas.iter().map(|b| *b == 1).collect();
+    let prod = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let w = sub(deltas[i], prod[i], mb); // m0 ∨ m1
+        let mut y = sub((x[i] & mb) >> t, shl(w, bits - t), mb);
+        if exact {
+            let c = sub(deltas[n + i], prod[n + i].wrapping_mul(2), mb); // b2a of the carry
+            y = add(y, c, mb);
+        }
+        out.push(y);
+    }
+    Ok(out)
+}
+
+/// Arithmetic (signed) right shift by t in the same ring for |x| < 2^(bits−2): bias to a known
+/// MSB of 0, truncate, unbias.
+pub fn trunc_signed_small<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    t: u32,
+    exact: bool,
+) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    if bits < 3 || t == 0 || t >= bits - 1 {
+        return Err(invalid("trunc_signed_small needs bits ≥ 3 and 0 < t < bits − 1"));
+    }
+    ctx.block("trunc", |ctx| trunc_signed_small_raw(ctx, ch, x, bits, t, exact))
+}
+
+pub(crate) fn trunc_signed_small_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    t: u32,
+    exact: bool,
+) -> Result<Vec<u64>> {
+    let p0 = ctx.is_p0();
+    let mb = mask(bits);
+    let bias = 1u64 << (bits - 2);
+    let y: Vec<u64> = x.iter().map(|a| if p0 { add(*a, bias, mb) } else { a & mb }).collect();
+    let z = trunc_msb0_raw(ctx, ch, &y, bits, t, exact)?;
+    Ok(z.into_iter().map(|a| if p0 { sub(a, bias >> t, mb) } else { a }).collect())
+}
+
+/// Arithmetic right shift by t of any signed x ∈ Z_{2^bits}, exact (floor): carry of the low t
+/// bits and wrap of the biased value in one millionaires' run, then B2A.
+pub fn ars<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, t: u32) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    if t == 0 || t >= bits {
+        return Err(invalid("ars needs 0 < t < bits"));
+    }
+    ctx.block("ars", |ctx| {
+        let n = x.len();
+        let p0 = ctx.is_p0();
+        let mb = mask(bits);
+        let bias = 1u64 << (bits - 1);
+        let y: Vec<u64> = x.iter().map(|a| if p0 { add(*a, bias, mb) } else { a & mb }).collect();
+        let cs = carries_raw(ctx, ch, &y, &[t, bits])?;
+        let mut b = cs[0].clone();
+        b.extend_from_slice(&cs[1]);
+        let a = b2a_raw(ctx, ch, &b, bits)?;
+        Ok((0..n)
+            .map(|i| {
+                let mut r = add(y[i] >> t, a[i], mb);
+                r = sub(r, shl(a[n + i], bits - t), mb);
+                if p0 {
+                    r = sub(r, bias >> t, mb);
+                }
+                r
+            })
+            .collect())
+    })
+}
+
+// ============================================================================ products
+
+/// Product of two private values: P0 holds a (any ring element), P1 holds b < 2^b_bits.
+/// Returns shares of a·b mod 2^bits: b_bits correlated OTs, P1 choosing by the bits of b.
+pub fn mul_private<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], b_bits: u32, bits: u32) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    check_bits(b_bits)?;
+    ctx.block("mul_private", |ctx| mul_private_raw(ctx, ch, v, b_bits, bits))
+}
+
+pub(crate) fn mul_private_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], b_bits: u32, bits: u32) -> Result<Vec<u64>> {
+    let n = v.len();
+    let k = b_bits as usize;
+    let m = mask(bits);
+    let p0 = ctx.is_p0();
+    let (mut deltas, mut choices) = (Vec::new(), Vec::new());
+    if p0 {
+        deltas.reserve(n * k);
+        for a in v {
+            for j in 0..k {
+                deltas.push(shl(*a, j as u32) & m);
+            }
+        }
+    } else {
+        choices.reserve(n * k);
+        for b in v {
+            for j in 0..k {
+                choices.push((b >> j) & 1 == 1);
+            }
+        }
+    }
+    let r = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
+    Ok(r.chunks(k.max(1)).map(|c| c.iter().fold(0u64, |s, x| add(s, *x, m))).take(n).collect())
+}
+
+/// Product of two shared values in one ring: x0y0 + x1y1 locally, both cross terms by
+/// correlated OT choosing on the bits of y's shares (`y_bits` = bits of the y shares).
+pub fn mul_shared<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], y: &[u64], bits: u32) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    same_len(x.len(), y.len())?;
+    ctx.block("mul", |ctx| mul_cross_raw(ctx, ch, x, y, bits, bits))
+}
+
+/// x·(y0 + y1) where y's shares are below 2^y_bits as integers: local x_i·y_i plus cross terms.
+pub(crate) fn mul_cross_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    y: &[u64],
+    bits: u32,
+    y_bits: u32,
+) -> Result<Vec<u64>> {
+    let n = x.len();
+    let k = y_bits as usize;
+    let m = mask(bits);
+    let my = mask(y_bits);
+    let mut deltas = Vec::with_capacity(n * k);
+    let mut choices = Vec::with_capacity(n * k);
+    for i in 0..n {
+        for j in 0..k {
+            deltas.push(shl(x[i], j as u32) & m);
+            choices.push(((y[i] & my) >> j) & 1 == 1);
+        }
+    }
+    let r = ctx.cross_both(ch, &deltas, &choices, bits)?;
+    Ok((0..n)
+        .map(|i| {
+            let s = r[i * k..(i + 1) * k].iter().fold(0u64, |s, v| add(s, *v, m));
+            add(s, x[i].wrapping_mul(y[i] & my), m)
+        })
+        .collect())
+}
+
+/// Product with non-uniform bitwidths (SIRNN §4) of two unsigned values whose MSBs are known to
+/// be 0: x ∈ Z_{2^bx}, y ∈ Z_{2^by}, result in Z_{2^bits} (bits ≤ bx + by). Uses
+/// x·y = (x0+x1)(y0+y1) − 2^by·wy·(x0+x1) − 2^bx·wx·(y0+y1) + 2^(bx+by)·wx·wy with the wraps
+/// from the known MSBs, the cross terms choosing on the by-bit shares of y, and two muxes.
+pub fn mul_nonuniform_msb0<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bx: u32,
+    y: &[u64],
+    by: u32,
+    bits: u32,
+) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    same_len(x.len(), y.len())?;
+    if bits > bx + by {
+        return Err(invalid("mul_nonuniform: output ring wider than bx + by"));
+    }
+    ctx.block("mul", |ctx| mul_nonuniform_msb0_raw(ctx, ch, x, bx, y, by, bits))
+}
+
+pub(crate) fn mul_nonuniform_msb0_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bx: u32,
+    y: &[u64],
+    by: u32,
+    bits: u32,
+) -> Result<Vec<u64>> {
+    let n = x.len();
+    let m = mask(bits);
+    let xs: Vec<u64> = x.iter().map(|a| a & mask(bx)).collect();
+    let ys: Vec<u64> = y.iter().map(|a| a & mask(by)).collect();
+    // Boolean wraps from the MSBs: w = m0 ∨ m1; as XOR shares: m0 ⊕ m1 ⊕ m0m1.
+    let mx: Vec<u8> = xs.iter().map(|a| msb(*a, bx)).collect();
+    let my: Vec<u8> = ys.iter().map(|a| msb(*a, by)).collect();
+    let p0 = ctx.is_p0();
+    let mut ax: Vec<u8> = mx.iter().map(|b| if p0 { *b } else { 0 }).collect();
+    ax.extend(my.iter().map(|b| if p0 { *b } else { 0 }));
+    let mut ay: Vec<u8> = mx.iter().map(|b| if p0 { 0 } else { *b }).collect();
+    ay.extend(my.iter().map(|b| if p0 { 0 } else { *b }));
+    let z = and_raw(ctx, ch, &ax, &ay)?;
+    let wx: Vec<u8> = (0..n).map(|i| mx[i] ^ z[i]).collect();
+    let wy: Vec<u8> = (0..n).map(|i| my[i] ^ z[n + i]).collect();
+    // Cross terms of (x0+x1)(y0+y1).
+    let base = mul_cross_raw(ctx, ch, &xs, &ys, bits, by)?;
+    // wy·(x0+x1) and wx·(y0+y1) in one mux batch.
+    let mut c = wy.clone();
+    c.extend_from_slice(&wx);
+    let mut v = xs.clone();
+    v.extend_from_slice(&ys);
+    let mx2 = mux_raw(ctx, ch, &c, &v, bits)?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut r = base[i];
+        r = sub(r, shl(mx2[i], by), m);
+        r = sub(r, shl(mx2[n + i], bx), m);
+        out.push(r);
+    }
+    if bx + by < bits {
+        // unreachable by the check above; kept explicit for clarity
+        return Err(invalid("mul_nonuniform: ring too wide"));
+    }
+    Ok(out)
+}
+
+// ============================================================================ tables
+
+/// Lookup table: `idx` shared mod 2^k (k ≤ 8), public `table` of 2^k entries; returns shares
+/// of table[idx] mod 2^bits. One 1-of-2^k OT per element (P0 rotates the table by its share).
+pub fn lut<C: Channel>(ctx: &mut Ctx, ch: &mut C, idx: &[u64], k: u32, table: &[u64], bits: u32) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    if !(1..=8).contains(&k) || table.len() != 1usize << k {
+        return Err(invalid("lut: table needs 2^k entries with 1 ≤ k ≤ 8"));
+    }
+    ctx.block("lut", |ctx| lut_raw(ctx, ch, idx, k, &[table], &[bits]).map(|mut v| v.remove(0)))
+}
+
+/// Several tables read at one index in one 1-of-N batch: entries packed side by side in one
+/// message when they fit in 64 bits, otherwise one OT row per table (same rounds).
+pub(crate) fn lut_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    idx: &[u64],
+    k: u32,
+    tables: &[&[u64]],
+    bits: &[u32],
+) -> Result<Vec<Vec<u64>>> {
+    let n = idx.len();
+    let nn = 1usize << k;
+    let total: u32 = bits.iter().sum();
+    if tables.len() != bits.len() || tables.is_empty() {
+        return Err(invalid("lut: one bitwidth per table"));
+    }
+    let packed = total <= 64;
+    let rows = if packed { 1 } else { tables.len() };
+    let wire_bits = if packed { total } else { bits.iter().copied().max().unwrap_or(1) };
+    let km = mask(k);
+    if ctx.is_p0() {
+        let rs: Vec<Vec<u64>> = bits.iter().map(|b| ctx.rand_u64s(n, *b)).collect();
+        let mut msgs = vec![0u64; n * rows * nn];
+        for i in 0..n {
+            let i0 = idx[i] & km;
+            for t in 0..nn {
+                let j = ((t as u64).wrapping_add(i0) & km) as usize;
+                let mut w = 0u64;
+                let mut off = 0u32;
+                for (q, (tb, (b, r))) in tables.iter().zip(bits.iter().zip(&rs)).enumerate() {
+                    let val = sub(tb[j], r[i], mask(*b));
+                    if packed {
+                        w |= shl(val, off);
+                        off += b;
+                    } else {
+                        msgs[((i * rows) + q) * nn + t] = val;
+                    }
+                }
+                if packed {
+                    msgs[i * nn + t] = w;
+                }
+            }
+        }
+        ctx.kk_send(ch, nn, &msgs, wire_bits)?;
+        Ok(rs)
+    } else {
+        let mut choices = Vec::with_capacity(n * rows);
+        for a in idx {
+            for _ in 0..rows {
+                choices.push((a & km) as u8);
+            }
+        }
+        let got = ctx.kk_recv(ch, nn, &choices, wire_bits)?;
+        let mut out = Vec::with_capacity(bits.len());
+        let mut off = 0u32;
+        for (q, b) in bits.iter().enumerate() {
+            if packed {
+                out.push(got.iter().map(|g| (g >> off) & mask(*b)).collect());
+                off += b;
+            } else {
+                out.push((0..n).map(|i| got[i * rows + q] & mask(*b)).collect());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Digit decomposition of an unsigned x ∈ Z_{2^bits} into digits of d bits (least significant
+/// first); digit k is shared mod 2^{min(d, bits − kd)}. One millionaires' run for all carries.
+pub fn digit_decompose<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    d: u32,
+) -> Result<Vec<(Vec<u64>, u32)>> {
+    check_bits(bits)?;
+    if d == 0 || d > bits {
+        return Err(invalid("digit size out of range"));
+    }
+    ctx.block("digit_dec", |ctx| {
+        let n = x.len();
+        let q = bits.div_ceil(d);
+        let xs: Vec<u64> = x.iter().map(|a| a & mask(bits)).collect();
+        let widths: Vec<u32> = (1..q).map(|k| k * d).collect();
+        let carries = if widths.is_empty() { Vec::new() } else { carries_raw(ctx, ch, &xs, &widths)? };
+        let flat: Vec<u8> = carries.iter().flatten().copied().collect();
+        let ca = b2a_raw(ctx, ch, &flat, d)?;
+        let mut out = Vec::with_capacity(q as usize);
+        for k in 0..q {
+            let w = d.min(bits - k * d);
+            let mw = mask(w);
+            let v = (0..n)
+                .map(|i| {
+                    let base = xs[i] >> (k * d);
+                    if k == 0 {
+                        base & mw
+                    } else {
+                        add(base, ca[(k as usize - 1) * n + i], mw)
+                    }
+                })
+                .collect();
+            out.push((v, w));
+        }
+        Ok(out)
+    })
+}
+
+// ============================================================================ reciprocal
+
+/// Parameters of the reciprocal on [1, 2): a 2^k-entry table of line segments, evaluated as
+/// T0[j] − S[j]·Δ with Δ the bits below the index.
+#[derive(Clone, Copy, Debug)]
+pub struct RecParams {
+    /// Index bits (table of 2^k segments), k ≤ 8.
+    pub k: u32,
+    /// Fractional bits of the slope table.
+    pub slope_scale: u32,
+    /// Newton iterations after the table (0 or more).
+    pub newton: u32,
+}
+
+impl Default for RecParams {
+    fn default() -> Self {
+        RecParams { k: 8, slope_scale: 12, newton: 0 }
+    }
+}
+
+/// Reciprocal of d ∈ [1, 2) given at scale `f` (shares mod 2^bits, bits ≥ f + 2): returns shares
+/// of 1/d at scale `f + slope_scale` in Z_{2^(f + slope_scale + 2)} (value in (1/2, 1]).
+/// Lookup on the top k fractional bits (SIRNN's lookup initialisation), one product with a
+/// non-uniform bitwidth for the segment's slope, then optional Newton steps.
+pub fn reciprocal<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    d: &[u64],
+    bits: u32,
+    f: u32,
+    p: RecParams,
+) -> Result<(Vec<u64>, u32, u32)> {
+    check_bits(bits)?;
+    if f < p.k + 1 || bits < f + 2 || p.k == 0 || p.k > 8 || f + p.slope_scale + 2 > 62 {
+        return Err(invalid("reciprocal: need k < f, bits ≥ f + 2, f + slope_scale + 2 ≤ 62"));
+    }
+    ctx.block("rec", |ctx| reciprocal_raw(ctx, ch, d, bits, f, p))
+}
+
+pub(crate) fn reciprocal_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    d: &[u64],
+    bits: u32,
+    f: u32,
+    p: RecParams,
+) -> Result<(Vec<u64>, u32, u32)> {
+    let n = d.len();
+    let k = p.k;
+    let t = f - k; // bits of Δ
+    let fw = f + p.slope_scale;
+    let rw = fw + 2;
+    let mw = mask(rw);
+    let mt = mask(t);
+    // The carry of the low t bits fixes both the index and Δ's wrap.
+    let c = carry_raw(ctx, ch, d, t)?;
+    let ca = b2a_raw(ctx, ch, &c, rw)?;
+    let idx: Vec<u64> = (0..n).map(|i| add(d[i] >> t, ca[i], mask(k))).collect();
+    // Tables: segment j covers [1 + j/2^k, 1 + (j+1)/2^k); the line T0 − S·Δ is the secant
+    // lowered by half its largest gap to 1/d (equioscillating error).
+    let nn = 1usize << k;
+    let h = (k as f64).exp2().recip();
+    let mut t0 = vec![0u64; nn];
+    let mut s = vec![0u64; nn];
+    for j in 0..nn {
+        let a = 1.0 + j as f64 * h;
+        let b = a + h;
+        let slope = (1.0 / b - 1.0 / a) / h; // negative
+        // tangent point where f' = slope: −1/x² = slope
+        let xt = (-1.0 / slope).sqrt();
+        let gap = 1.0 / a + slope * (xt - a) - 1.0 / xt; // secant above the curve
+        let off = 1.0 / a - gap / 2.0;
+        t0[j] = (off * (fw as f64).exp2()).round() as u64 & mw;
+        s[j] = ((-slope) * (p.slope_scale as f64).exp2()).round() as u64 & mw;
+    }
+    let tabs = lut_raw(ctx, ch, &idx, k, &[&t0, &s], &[rw, rw])?;
+    // Δ = (d0 mod 2^t) + (d1 mod 2^t) − 2^t·c; S·Δ = S·(Δ0 + Δ1) − 2^t·c·S.
+    let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
+    let sd = mul_cross_raw(ctx, ch, &tabs[1], &delta, rw, t)?;
+    let cs = mux_raw(ctx, ch, &c, &tabs[1], rw)?;
+    let mut w: Vec<u64> = (0..n)
+        .map(|i| {
+            let prod = sub(sd[i], shl(cs[i], t), mw);
+            sub(tabs[0][i], prod, mw)
+        })
+        .collect();
+    for _ in 0..p.newton {
+        w = newton_step(ctx, ch, d, bits, f, &w, fw)?;
+    }
+    Ok((w, rw, fw))
+}
+
+/// One Newton step w' = w + w·(1 − d·w) for w at scale fw (≈ 1/d, d ∈ [1,2) at scale f).
+fn newton_step<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    d: &[u64],
+    bits: u32,
+    f: u32,
+    w: &[u64],
+    fw: u32,
+) -> Result<Vec<u64>> {
+    let n = d.len();
+    let rw = fw + 2;
+    // d·w at scale f + fw: bring d into ring rp = f + fw + 2 (d < 2^{f+1}, msb 0 in ring f + 2).
+    let rp = (f + fw + 2).min(64);
+    let mp = mask(rp);
+    let dd: Vec<u64> = d.iter().map(|a| a & mask(f + 2)).collect();
+    let _ = bits;
+    let prod = mul_nonuniform_msb0_raw(ctx, ch, w, rw, &dd, f + 2, rp)?;
+    // e = 1 − d·w (tiny, signed) at scale f + fw; bring to scale fw.
+    let e: Vec<u64> = prod
+        .iter()
+        .map(|p| if ctx.is_p0() { sub(1u64 << (f + fw), *p, mp) } else { p.wrapping_neg() & mp })
+        .collect();
+    let e = trunc_signed_small_raw(ctx, ch, &e, rp, f, false)?;
+    // w·e at scale 2fw in ring rp (|w·e| small), then back to fw.
+    let e_r: Vec<u64> = e.iter().map(|a| a & mp).collect();
+    let w_r = zext_msb0_raw(ctx, ch, w, rw, rp)?;
+    let we = mul_cross_raw(ctx, ch, &w_r, &e_r, rp, rp)?;
+    let we = trunc_signed_small_raw(ctx, ch, &we, rp, fw, false)?;
+    let mw = mask(rw);
+    Ok((0..n).map(|i| add(w[i], we[i], mw)).collect())
+}

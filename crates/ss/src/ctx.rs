@@ -1,0 +1,223 @@
+//! Per-party protocol state: the party's role, its PRG, its OT-extension endpoints (paired
+//! crosswise with the peer's), and the counter of building-block invocations.
+use crate::error::{invalid, Result, SsError};
+use crate::ring::mask;
+use rand_core::RngCore;
+use secinfer_net::Channel;
+use secinfer_ot::Prg;
+use std::collections::BTreeMap;
+
+/// Which side a party plays. The server is P0 (the OT/1-of-N sender where a protocol has one
+/// fixed sender), the client is P1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Party {
+    Client,
+    Server,
+}
+
+impl Party {
+    pub fn is_p0(self) -> bool {
+        matches!(self, Party::Server)
+    }
+    pub fn other(self) -> Party {
+        match self {
+            Party::Client => Party::Server,
+            Party::Server => Party::Client,
+        }
+    }
+}
+
+/// Where the OT correlations come from.
+pub(crate) enum Backend {
+    /// IKNP/ALSZ and KK13 OT extension from `secinfer-ot`.
+    Real(Box<crate::ot_real::RealOt>),
+    /// Test only: the sender ships every message in the clear. Not secure.
+    #[cfg(feature = "test-dealer")]
+    Dealer,
+}
+
+/// One party's session state. Channel-independent; every protocol takes `(&mut Ctx, &mut C)`.
+///
+/// No `Debug`: it holds OT keys.
+pub struct Ctx {
+    pub party: Party,
+    pub(crate) prg: Prg,
+    pub(crate) backend: Backend,
+    /// Building-block invocations (batched calls, i.e. per element) by name.
+    pub counts: BTreeMap<&'static str, u64>,
+    /// Counting is suspended while a composite block runs its own sub-blocks.
+    depth: u32,
+}
+
+impl Ctx {
+    /// Setup phase: base OTs and OT-extension endpoints, both directions, plus KK13 (P0 sends).
+    pub fn setup<C: Channel>(party: Party, ch: &mut C) -> Result<Ctx> {
+        let mut prg = Prg::new();
+        let real = crate::ot_real::RealOt::setup(party, ch, &mut prg)?;
+        Ok(Ctx { party, prg, backend: Backend::Real(Box::new(real)), counts: BTreeMap::new(), depth: 0 })
+    }
+
+    /// Test-only context whose "OT" ships messages in the clear (feature `test-dealer`).
+    #[cfg(feature = "test-dealer")]
+    pub fn insecure_dealer(party: Party) -> Ctx {
+        Ctx { party, prg: Prg::new(), backend: Backend::Dealer, counts: BTreeMap::new(), depth: 0 }
+    }
+
+    pub fn is_p0(&self) -> bool {
+        self.party.is_p0()
+    }
+
+    /// Runs `f` as one invocation of the named building block. Invocations are counted at the
+    /// outermost level and one level below it (a math function and the blocks it calls
+    /// directly, as in OPAF's Table VI); deeper sub-blocks are not counted.
+    pub(crate) fn block<T>(&mut self, name: &'static str, f: impl FnOnce(&mut Ctx) -> Result<T>) -> Result<T> {
+        if self.depth <= 1 {
+            *self.counts.entry(name).or_insert(0) += 1;
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+    /// Counts of the top-level blocks since the last reset.
+    pub fn reset_counts(&mut self) {
+        self.counts.clear();
+    }
+
+    pub(crate) fn rand_u64s(&mut self, n: usize, bits: u32) -> Vec<u64> {
+        let m = mask(bits);
+        (0..n).map(|_| self.prg.next_u64() & m).collect()
+    }
+    pub(crate) fn rand_bits(&mut self, n: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let w = self.prg.next_u64();
+            for i in 0..64 {
+                if out.len() == n {
+                    break;
+                }
+                out.push(((w >> i) & 1) as u8);
+            }
+        }
+        out
+    }
+
+    // ------------------------------------------------------------------ raw OT calls
+
+    /// Additively correlated OT, sender side: returns x_j; the receiver gets x_j + c_j·δ_j.
+    pub(crate) fn cot_send<C: Channel>(&mut self, ch: &mut C, deltas: &[u64], bits: u32) -> Result<Vec<u64>> {
+        match &mut self.backend {
+            Backend::Real(r) => r.cot_send(ch, deltas, bits),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => {
+                let m = mask(bits);
+                let x: Vec<u64> = (0..deltas.len()).map(|_| self.prg.next_u64() & m).collect();
+                let mut msg = Vec::with_capacity(2 * deltas.len());
+                for (a, d) in x.iter().zip(deltas) {
+                    msg.push(*a);
+                    msg.push(a.wrapping_add(*d) & m);
+                }
+                ch.send_pod(&msg)?;
+                Ok(x)
+            }
+        }
+    }
+    pub(crate) fn cot_recv<C: Channel>(&mut self, ch: &mut C, choices: &[bool], bits: u32) -> Result<Vec<u64>> {
+        match &mut self.backend {
+            Backend::Real(r) => r.cot_recv(ch, choices, bits),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => {
+                let msg: Vec<u64> = ch.recv_pod(2 * choices.len())?;
+                let m = mask(bits);
+                if msg.iter().any(|v| v & !m != 0) {
+                    return Err(SsError::Malformed("dealer value out of range".into()));
+                }
+                Ok(choices.iter().enumerate().map(|(j, c)| msg[2 * j + *c as usize]).collect())
+            }
+        }
+    }
+    /// 1-of-n OT (KK13) on `bits`-bit messages, sender side; `msgs` is count × n row-major.
+    pub(crate) fn kk_send<C: Channel>(&mut self, ch: &mut C, n: usize, msgs: &[u64], bits: u32) -> Result<()> {
+        if !(2..=256).contains(&n) || msgs.len() % n != 0 {
+            return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256 and count·n messages"));
+        }
+        match &mut self.backend {
+            Backend::Real(r) => r.kk_send(ch, n, msgs, bits),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => {
+                let _ = bits;
+                ch.send_pod(msgs)?;
+                Ok(())
+            }
+        }
+    }
+    pub(crate) fn kk_recv<C: Channel>(&mut self, ch: &mut C, n: usize, choices: &[u8], bits: u32) -> Result<Vec<u64>> {
+        if !(2..=256).contains(&n) || choices.iter().any(|c| *c as usize >= n) {
+            return Err(invalid("1-of-n OT choice out of range"));
+        }
+        match &mut self.backend {
+            Backend::Real(r) => r.kk_recv(ch, n, choices, bits),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => {
+                let msg: Vec<u64> = ch.recv_pod(n * choices.len())?;
+                let m = mask(bits);
+                if msg.iter().any(|v| v & !m != 0) {
+                    return Err(SsError::Malformed("dealer value out of range".into()));
+                }
+                Ok(choices.iter().enumerate().map(|(j, c)| msg[j * n + *c as usize]).collect())
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ derived correlations
+
+    /// Additive shares (mod 2^bits) of δ·c, where P0 holds the δ's and P1 the bits c.
+    /// Each party passes its own argument; the other is ignored.
+    pub(crate) fn cross_from_p0<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
+        let m = mask(bits);
+        if self.is_p0() {
+            let x = self.cot_send(ch, deltas, bits)?;
+            Ok(x.into_iter().map(|v| v.wrapping_neg() & m).collect())
+        } else {
+            self.cot_recv(ch, choices, bits)
+        }
+    }
+    /// Mirror of [`Ctx::cross_from_p0`]: P1 holds the δ's, P0 the bits.
+    pub(crate) fn cross_from_p1<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
+        let m = mask(bits);
+        if !self.is_p0() {
+            let x = self.cot_send(ch, deltas, bits)?;
+            Ok(x.into_iter().map(|v| v.wrapping_neg() & m).collect())
+        } else {
+            self.cot_recv(ch, choices, bits)
+        }
+    }
+    /// Shares of δ_P0·c_P1 + δ_P1·c_P0: both cross terms, one correlated-OT batch each way.
+    pub(crate) fn cross_both<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
+        if deltas.len() != choices.len() {
+            return Err(invalid("cross terms need as many deltas as choices"));
+        }
+        let a = self.cross_from_p0(ch, deltas, choices, bits)?;
+        let b = self.cross_from_p1(ch, deltas, choices, bits)?;
+        let m = mask(bits);
+        Ok(a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y) & m).collect())
+    }
+}
