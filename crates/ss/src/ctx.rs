@@ -1,6 +1,8 @@
 //! Per-party protocol state: the party's role, its PRG, its OT-extension endpoints (paired
 //! crosswise with the peer's), and the counter of building-block invocations.
-use crate::error::{invalid, Result, SsError};
+use crate::error::{invalid, Result};
+#[cfg(feature = "test-dealer")]
+use crate::error::SsError;
 use crate::ring::mask;
 use rand_core::RngCore;
 use secinfer_net::Channel;

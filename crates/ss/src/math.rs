@@ -379,7 +379,7 @@ fn sigmoid_sirnn_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fi
     let rb = f + 2;
     // e can be exactly 1 (x = 0): d = 2 is outside [1, 2); SIRNN clamps e ≤ 1 − 2^−f.
     let d: Vec<u64> = e.iter().map(|a| if p0 { add(*a, 1u64 << f, mask(rb)) } else { a & mask(rb) }).collect();
-    let d = clamp_below_two(ctx, ch, &d, rb, f)?;
+    let d = clamp_below_two(ctx, ch, &d, rb)?;
     let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, RecParams::default()))?;
     let pr = (rb + rw).min(62);
     let p = ctx.block("mul", |ctx| blocks::mul_nonuniform_msb0_raw(ctx, ch, &e, rb, &w, rw, pr))?;
@@ -396,7 +396,7 @@ fn sigmoid_sirnn_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fi
 
 /// d ∈ [1, 2] at scale f → min(d, 2 − 2^−f): only d = 2 exactly (e = 1) needs the clamp; it is
 /// detected as bit f+1 of d (a carry on f + 1 bits) and corrected by a multiplexer.
-fn clamp_below_two<C: Channel>(ctx: &mut Ctx, ch: &mut C, d: &[u64], bits: u32, f: u32) -> Result<Vec<u64>> {
+fn clamp_below_two<C: Channel>(ctx: &mut Ctx, ch: &mut C, d: &[u64], bits: u32) -> Result<Vec<u64>> {
     // d ≥ 2^{f+1}  ⟺  msb of d in Z_{2^{f+2}} (d < 2^{f+2})
     let ge = ctx.block("msb", |ctx| blocks::msb_raw(ctx, ch, d, bits))?;
     let ones: Vec<u64> = vec![1; d.len()];
