@@ -13,9 +13,9 @@
 use crate::aes::{fixed_key_aes, Prg};
 use crate::block::Block;
 use crate::error::OtError;
-use crate::transpose::transpose128;
+use crate::transpose::transpose128_lanes;
 use rayon::prelude::*;
-use secinfer_net::Channel;
+use secinfer_net::{Channel, NetError};
 
 /// Rows per extension chunk (a 1 MiB frame of `u` for IKNP, 2 MiB for KK13).
 pub const CHUNK_ROWS: usize = 1 << 16;
@@ -57,19 +57,31 @@ pub(crate) fn pack_choices(choices: &[bool], out: &mut [Block]) {
     }
 }
 
+/// 128-row blocks transposed per task: their column words are adjacent (4 × 16 bytes = one cache
+/// line), so the strided gather reads whole lines instead of one word per line.
+const GATHER: usize = 4;
+
 /// Transposes `w` groups of 128 columns (`cols[col·nb + b]`) into rows: row `r` of the chunk is
 /// `rows[r·w .. r·w + w]`. `rows` holds only the real rows (the last 128-block may be partial).
 fn cols_to_rows(cols: &[Block], nb: usize, w: usize, rows: &mut [Block]) {
-    rows.par_chunks_mut(128 * w).with_min_len(4).enumerate().for_each(|(b, out)| {
-        let nrows = out.len() / w;
-        let mut a = [0u128; 128];
+    rows.par_chunks_mut(GATHER * 128 * w).enumerate().for_each(|(t, out)| {
+        let b0 = t * GATHER;
+        let nblk = out.len().div_ceil(128 * w);
+        let mut a = [[[0u64; 2]; 128]; GATHER];
         for g in 0..w {
-            for (i, x) in a.iter_mut().enumerate() {
-                *x = cols[(g * 128 + i) * nb + b].0;
+            for i in 0..128 {
+                let col = &cols[(g * 128 + i) * nb + b0..(g * 128 + i) * nb + b0 + nblk];
+                for (ak, c) in a.iter_mut().zip(col) {
+                    ak[i] = [c.0 as u64, (c.0 >> 64) as u64];
+                }
             }
-            transpose128(&mut a);
-            for (k, x) in a.iter().enumerate().take(nrows) {
-                out[k * w + g] = Block(*x);
+            for (k, ak) in a.iter_mut().enumerate().take(nblk) {
+                transpose128_lanes(ak);
+                let o = &mut out[k * 128 * w..];
+                let nrows = (o.len() / w).min(128);
+                for (r, x) in ak.iter().enumerate().take(nrows) {
+                    o[r * w + g] = Block(x[0] as u128 | (x[1] as u128) << 64);
+                }
             }
         }
     });
@@ -104,10 +116,14 @@ impl ExtReceiver {
     /// Extends `m` rows: for each chunk `fill_code(start, len, nb, code)` writes the encoded
     /// choices (either `nb` blocks shared by every column, or `nb` per column), the frame of `u`
     /// goes to the peer, and `sink(start, rows)` gets the chunk's `t` rows.
+    ///
+    /// With `direct = Some(out)` (`m·w` blocks) the rows are transposed straight into `out` and
+    /// `sink` sees them there.
     pub(crate) fn run<C: Channel>(
         &mut self,
         ch: &mut C,
         m: usize,
+        mut direct: Option<&mut [Block]>,
         mut fill_code: impl FnMut(usize, usize, usize, &mut Vec<Block>),
         mut sink: impl FnMut(usize, &[Block]) -> Result<(), OtError>,
     ) -> Result<(), OtError> {
@@ -119,7 +135,6 @@ impl ExtReceiver {
             let nb = len.div_ceil(128);
             self.t_cols.resize(ncols * nb, Block::ZERO);
             self.u_cols.resize(ncols * nb, Block::ZERO);
-            self.rows.resize(len * w, Block::ZERO);
             self.code.clear();
             fill_code(start, len, nb, &mut self.code);
             let code = &self.code;
@@ -139,8 +154,15 @@ impl ExtReceiver {
                     }
                 });
             ch.send_pod(&self.u_cols[..ncols * nb])?;
-            cols_to_rows(&self.t_cols[..ncols * nb], nb, w, &mut self.rows[..len * w]);
-            sink(start, &self.rows[..len * w])?;
+            let rows = match direct.as_deref_mut() {
+                Some(out) => &mut out[start * w..(start + len) * w],
+                None => {
+                    self.rows.resize(len * w, Block::ZERO);
+                    &mut self.rows[..len * w]
+                }
+            };
+            cols_to_rows(&self.t_cols[..ncols * nb], nb, w, rows);
+            sink(start, rows)?;
             start += len;
         }
         Ok(())
@@ -171,11 +193,12 @@ impl ExtSender {
     }
 
     /// Extends `m` rows, receiving one frame of `u` per chunk; `sink(start, rows)` gets the
-    /// chunk's `q` rows.
+    /// chunk's `q` rows (written straight into `direct` when given, `m·w` blocks).
     pub(crate) fn run<C: Channel>(
         &mut self,
         ch: &mut C,
         m: usize,
+        mut direct: Option<&mut [Block]>,
         mut sink: impl FnMut(usize, &[Block]) -> Result<(), OtError>,
     ) -> Result<(), OtError> {
         let w = self.width();
@@ -184,21 +207,34 @@ impl ExtSender {
         while start < m {
             let len = CHUNK_ROWS.min(m - start);
             let nb = len.div_ceil(128);
-            let u = ch.recv_pod::<Block>(ncols * nb)?;
+            // The frame is read in place (no typed copy): its length is checked here.
+            let expected = ncols * nb * 16;
+            let u = ch.recv_frame()?;
+            if u.len() != expected {
+                return Err(NetError::UnexpectedLength { expected, got: u.len() }.into());
+            }
             self.q_cols.resize(ncols * nb, Block::ZERO);
-            self.rows.resize(len * w, Block::ZERO);
             self.q_cols[..ncols * nb]
                 .par_chunks_mut(nb)
-                .zip(u.par_chunks(nb))
+                .zip(u.par_chunks(nb * 16))
                 .zip(self.g.par_iter_mut().zip(self.s_mask.par_iter()))
                 .for_each(|((q, u), (g, &s))| {
                     g.fill_blocks(q);
-                    for (q, u) in q.iter_mut().zip(u) {
-                        *q ^= *u & s;
+                    for (q, u) in q.iter_mut().zip(u.chunks_exact(16)) {
+                        let mut b = [0u8; 16];
+                        b.copy_from_slice(u);
+                        *q ^= Block::from_bytes(b) & s;
                     }
                 });
-            cols_to_rows(&self.q_cols[..ncols * nb], nb, w, &mut self.rows[..len * w]);
-            sink(start, &self.rows[..len * w])?;
+            let rows = match direct.as_deref_mut() {
+                Some(out) => &mut out[start * w..(start + len) * w],
+                None => {
+                    self.rows.resize(len * w, Block::ZERO);
+                    &mut self.rows[..len * w]
+                }
+            };
+            cols_to_rows(&self.q_cols[..ncols * nb], nb, w, rows);
+            sink(start, rows)?;
             start += len;
         }
         Ok(())

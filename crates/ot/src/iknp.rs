@@ -105,10 +105,7 @@ impl OtExtSender {
         let counter = &mut self.counter;
         guarded(&mut self.poisoned, || {
             advance(counter, out.len())?;
-            ext.run(ch, out.len(), |start, rows| {
-                out[start..start + rows.len()].copy_from_slice(rows);
-                Ok(())
-            })
+            ext.run(ch, out.len(), Some(out), |_, _| Ok(()))
         })
     }
 
@@ -128,7 +125,7 @@ impl OtExtSender {
         guarded(&mut self.poisoned, || {
             let first = advance(counter, n)?;
             let flat: &mut [Block] = bytemuck::cast_slice_mut(&mut out);
-            ext.run(ch, n, |start, rows| {
+            ext.run(ch, n, None, |start, rows| {
                 hash_pairs(rows, delta, first.wrapping_add(start as u64), &mut flat[2 * start..2 * (start + rows.len())]);
                 Ok(())
             })
@@ -141,10 +138,7 @@ impl OtExtSender {
     fn extend_all<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(u64, Vec<Block>), OtError> {
         let first = advance(&mut self.counter, n)?;
         let mut q = vec![Block::ZERO; n];
-        self.ext.run(ch, n, |start, rows| {
-            q[start..start + rows.len()].copy_from_slice(rows);
-            Ok(())
-        })?;
+        self.ext.run(ch, n, Some(&mut q), |_, _| Ok(()))?;
         Ok((first, q))
     }
 
@@ -264,14 +258,12 @@ impl OtExtReceiver {
             ext.run(
                 ch,
                 choices.len(),
+                Some(out),
                 |start, len, nb, code| {
                     code.resize(nb, Block::ZERO);
                     pack_choices(&choices[start..start + len], code);
                 },
-                |start, rows| {
-                    out[start..start + rows.len()].copy_from_slice(rows);
-                    Ok(())
-                },
+                |_, _| Ok(()),
             )?;
             ch.flush()?;
             Ok(())
@@ -292,6 +284,7 @@ impl OtExtReceiver {
         self.ext.run(
             ch,
             choices.len(),
+            None,
             |start, len, nb, code| {
                 code.resize(nb, Block::ZERO);
                 pack_choices(&choices[start..start + len], code);

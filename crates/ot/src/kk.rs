@@ -120,10 +120,7 @@ impl KkSender {
     fn extend_all<C: Channel>(&mut self, ch: &mut C, count: usize) -> Result<(u64, Vec<Block>), OtError> {
         let first = advance(&mut self.counter, count)?;
         let mut q = vec![Block::ZERO; 2 * count];
-        self.ext.run(ch, count, |start, rows| {
-            q[2 * start..2 * start + rows.len()].copy_from_slice(rows);
-            Ok(())
-        })?;
+        self.ext.run(ch, count, Some(&mut q), |_, _| Ok(()))?;
         Ok((first, q))
     }
 
@@ -138,7 +135,7 @@ impl KkSender {
         let counter = &mut self.counter;
         guarded(&mut self.poisoned, || {
             let first = advance(counter, count)?;
-            ext.run(ch, count, |start, rows| {
+            ext.run(ch, count, None, |start, rows| {
                 let len = rows.len() / 2;
                 out[start * n..(start + len) * n]
                     .par_chunks_mut(n)
@@ -220,6 +217,7 @@ impl KkReceiver {
         self.ext.run(
             ch,
             choices.len(),
+            None,
             |start, len, nb, code| {
                 // Column i of the code matrix is the XOR of the choice-bit columns of i's bits.
                 let mut wbits = vec![Block::ZERO; 8 * nb];
