@@ -27,6 +27,24 @@ pub(crate) fn mul_mod(a: u64, b: u64, q: u64) -> u64 {
     ((a as u128 * b as u128) % q as u128) as u64
 }
 
+/// Shoup precomputation for multiplying by a fixed w mod q: floor(w·2^64 / q).
+#[inline(always)]
+pub(crate) fn shoup(w: u64, q: u64) -> u64 {
+    (((w as u128) << 64) / q as u128) as u64
+}
+
+/// a·w mod q with w' = shoup(w, q); a < q < 2^63.
+#[inline(always)]
+pub(crate) fn mul_shoup(a: u64, w: u64, w_shoup: u64, q: u64) -> u64 {
+    let hi = ((a as u128 * w_shoup as u128) >> 64) as u64;
+    let r = a.wrapping_mul(w).wrapping_sub(hi.wrapping_mul(q));
+    if r >= q {
+        r - q
+    } else {
+        r
+    }
+}
+
 #[inline(always)]
 pub(crate) fn neg_mod(a: u64, q: u64) -> u64 {
     if a == 0 {
@@ -58,7 +76,14 @@ pub(crate) fn inv_mod(a: u64, q: u64) -> u64 {
 #[inline(always)]
 pub(crate) fn from_i64(v: i64, q: u64) -> u64 {
     if v >= 0 {
-        (v as u64) % q
+        let v = v as u64;
+        if v < q {
+            v
+        } else {
+            v % q
+        }
+    } else if ((-(v as i128)) as u128) < q as u128 {
+        q - ((-(v as i128)) as u64)
     } else {
         let m = ((-(v as i128)) as u128 % q as u128) as u64;
         neg_mod(m, q)

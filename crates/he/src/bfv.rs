@@ -174,15 +174,15 @@ fn expand_uniform(params: &Params, seed: &[u8; 32], count: usize, with_p: bool) 
 /// acc -= a ∘ s over `count` Q-residues (and P if a has more residues).
 fn sub_product(params: &Params, acc: &mut [u64], a: &[u64], s: &[u64], residues: usize) {
     let n = params.n();
+    let mut tmp = vec![0u64; n];
     for i in 0..residues {
-        let q = if i < params.l() {
-            params.0.qs[i].q
-        } else {
-            params.0.pm.q
-        };
+        let m = if i < params.l() { &params.0.qs[i] } else { &params.0.pm };
+        let q = m.q;
         let r = i * n..(i + 1) * n;
-        for ((x, &ai), &si) in acc[r.clone()].iter_mut().zip(&a[r.clone()]).zip(&s[r]) {
-            *x = sub_mod(*x, mul_mod(ai, si, q), q);
+        tmp.iter_mut().for_each(|v| *v = 0);
+        m.plan.mul_accumulate(&mut tmp, &a[r.clone()], &s[r.clone()]);
+        for (x, &y) in acc[r].iter_mut().zip(&tmp) {
+            *x = sub_mod(*x, y, q);
         }
     }
 }
@@ -453,9 +453,10 @@ impl SecretKey {
         for (i, md) in params.0.qs.iter().enumerate() {
             let q = md.q;
             let d = params.0.delta_mod_q[i];
+            let ds = crate::arith::shoup(d, q);
             let r = i * n..(i + 1) * n;
             for ((o, &mi), &ei) in c0[r.clone()].iter_mut().zip(&m).zip(&e) {
-                *o = add_mod(mul_mod(mi, d, q), from_i64(ei, q), q);
+                *o = add_mod(crate::arith::mul_shoup(mi, d, ds, q), from_i64(ei, q), q);
             }
             md.to_ntt(&mut c0[r]);
         }
@@ -488,9 +489,8 @@ impl SecretKey {
             let q = md.q;
             let r = i * n..(i + 1) * n;
             let s = &self.ntt_qp[r.clone()];
-            for ((o, &c1), &si) in x[r.clone()].iter_mut().zip(&ct.c1[r.clone()]).zip(s) {
-                *o = add_mod(*o, mul_mod(c1, si, q), q);
-            }
+            let _ = q;
+            md.plan.mul_accumulate(&mut x[r.clone()], &ct.c1[r.clone()], s);
             md.to_coeff(&mut x[r]);
         }
         (0..n).map(|k| crt(params, &x, k)).collect()
@@ -813,7 +813,8 @@ impl Params {
         for (i, md) in self.0.qs.iter().enumerate() {
             let q = md.q;
             let d = self.0.delta_mod_q[i];
-            let mut v: Vec<u64> = m.iter().map(|&x| mul_mod(x, d, q)).collect();
+            let ds = crate::arith::shoup(d, q);
+            let mut v: Vec<u64> = m.iter().map(|&x| crate::arith::mul_shoup(x, d, ds, q)).collect();
             md.to_ntt(&mut v);
             for (x, &y) in r.c0[i * n..(i + 1) * n].iter_mut().zip(&v) {
                 *x = if negate { sub_mod(*x, y, q) } else { add_mod(*x, y, q) };
@@ -861,10 +862,15 @@ impl Params {
         for (i, &dc) in self.digits_per_prime().iter().enumerate() {
             let mut coef = a.c1[i * n..(i + 1) * n].to_vec();
             self.0.qs[i].to_coeff(&mut coef);
+            let first = digits.len();
             for j in 0..dc {
                 let sh = w as usize * j;
                 let mut d = vec![0u64; (l + 1) * n];
                 for (k, m) in mods.iter().enumerate() {
+                    // Digit 0 modulo its own prime q_i is derived below from c1 (saves an NTT).
+                    if j == 0 && k == i && dc > 1 {
+                        continue;
+                    }
                     let r = k * n..(k + 1) * n;
                     for (o, &c) in d[r.clone()].iter_mut().zip(&coef) {
                         let v = (c >> sh) & mask;
@@ -873,6 +879,20 @@ impl Params {
                     m.to_ntt(&mut d[r]);
                 }
                 digits.push(d);
+            }
+            if dc > 1 {
+                // NTT_{q_i}(d_0) = c1 − Σ_{j≥1} 2^{wj} NTT_{q_i}(d_j).
+                let q = self.0.qs[i].q;
+                let r = i * n..(i + 1) * n;
+                let mut d0: Vec<u64> = a.c1[r.clone()].to_vec();
+                for j in 1..dc {
+                    let f = pow2_mod(w as u64 * j as u64, q);
+                    let fs = crate::arith::shoup(f, q);
+                    for (o, &v) in d0.iter_mut().zip(&digits[first + j][r.clone()]) {
+                        *o = sub_mod(*o, crate::arith::mul_shoup(v, f, fs, q), q);
+                    }
+                }
+                digits[first][r].copy_from_slice(&d0);
             }
         }
         Decomposed {
@@ -938,8 +958,9 @@ impl Params {
             }
             md.to_ntt(o);
             let pinv = self.0.p_inv_mod_q[i];
+            let pinv_s = crate::arith::shoup(pinv, q);
             for (oi, &xi) in o.iter_mut().zip(&x[r]) {
-                *oi = mul_mod(sub_mod(xi, *oi, q), pinv, q);
+                *oi = crate::arith::mul_shoup(sub_mod(xi, *oi, q), pinv, pinv_s, q);
             }
         }
         out

@@ -8,6 +8,7 @@
 //! same holds after both parties run the plaintext rotate-and-sum on their share.
 
 pub mod arith;
+pub mod bench;
 pub mod bfv;
 pub mod eval;
 pub mod kernels;

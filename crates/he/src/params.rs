@@ -51,16 +51,16 @@ pub struct ParamSet {
 
 impl ParamSet {
     /// The named sets. See docs/he-parameters.md.
-    /// - `n4096`: n = 4096, t ≈ 2^20 (SIMD), Q one 60-bit prime, P a 49-bit prime; log2 QP < 109.
-    /// - `n8192`: n = 8192, t ≈ 2^20 (SIMD), Q two 60-bit primes, P a 60-bit prime; log2 QP < 180.
+    /// - `n4096`: n = 4096, t ≈ 2^20 (SIMD), Q one 62-bit prime, P a 47-bit prime; log2 QP < 109.
+    /// - `n8192`: n = 8192, t ≈ 2^20 (SIMD), Q two 62-bit primes, P a 62-bit prime; log2 QP < 186.
     /// - `n8192-z2k32`: n = 8192, t = 2^32 (coefficient encoding), same Q, P as `n8192`.
     pub fn by_name(name: &str) -> Result<ParamSet, HeError> {
         match name {
             "n4096" => {
                 let n = 4096usize;
                 let t = simd_t(20, 16384)?;
-                let q0 = prime_below(60, 2 * n as u64 * t, &[]).ok_or(HeError::NoPrime)?;
-                let p = prime_below(49, 2 * n as u64, &[q0]).ok_or(HeError::NoPrime)?;
+                let q0 = prime_below(62, 2 * n as u64 * t, &[]).ok_or(HeError::NoPrime)?;
+                let p = prime_below(47, 2 * n as u64, &[q0]).ok_or(HeError::NoPrime)?;
                 Ok(ParamSet {
                     name: name.into(),
                     n,
@@ -69,7 +69,7 @@ impl ParamSet {
                     q: vec![q0],
                     p,
                     sigma: 3.2,
-                    ks_digit_bits: 30,
+                    ks_digit_bits: 31,
                 })
             }
             "n8192" | "n8192-z2k32" => {
@@ -80,9 +80,9 @@ impl ParamSet {
                 } else {
                     (1u64 << 32, Encoding::Coefficient, 1u64 << 32)
                 };
-                let q0 = prime_below(60, m, &[]).ok_or(HeError::NoPrime)?;
-                let q1 = prime_below(60, m, &[q0]).ok_or(HeError::NoPrime)?;
-                let p = prime_below(60, 2 * n as u64, &[q0, q1]).ok_or(HeError::NoPrime)?;
+                let q0 = prime_below(62, m, &[]).ok_or(HeError::NoPrime)?;
+                let q1 = prime_below(62, m, &[q0]).ok_or(HeError::NoPrime)?;
+                let p = prime_below(62, 2 * n as u64, &[q0, q1]).ok_or(HeError::NoPrime)?;
                 Ok(ParamSet {
                     name: name.into(),
                     n,
@@ -91,7 +91,7 @@ impl ParamSet {
                     q: vec![q0, q1],
                     p,
                     sigma: 3.2,
-                    ks_digit_bits: 30,
+                    ks_digit_bits: 31,
                 })
             }
             _ => Err(HeError::UnknownParamSet(name.to_string())),

@@ -1,0 +1,241 @@
+//! Measurement helpers behind `secinfer bench he-ops | he-matvec | he-conv` (the CLI prints
+//! them). Times are wall-clock on the calling thread pool.
+
+use std::time::Instant;
+
+use crate::bfv::{encode_simd, Ciphertext, Plaintext, SecretKey};
+use crate::eval::{Evaluator, HeEvaluator, OpCounts};
+use crate::kernels::{finish_outputs, ConvMethod, ConvPlan, Flood, MatVecMethod, MatVecPlan};
+use crate::params::Params;
+use crate::HeError;
+
+/// One operation's mean time.
+#[derive(Clone, Debug)]
+pub struct OpTiming {
+    pub op: &'static str,
+    pub micros: f64,
+    pub iters: usize,
+}
+
+/// Mean µs per call: the minimum over 5 batches of `iters` calls (robust to other load on a
+/// shared machine).
+fn time<F: FnMut()>(iters: usize, mut f: F) -> f64 {
+    f(); // warm-up
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let start = Instant::now();
+        for _ in 0..iters.max(1) {
+            f();
+        }
+        best = best.min(start.elapsed().as_secs_f64() * 1e6 / iters.max(1) as f64);
+    }
+    best
+}
+
+/// µs per operation for a parameter set (single-threaded operations).
+pub fn he_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
+    let sk = SecretKey::generate(params);
+    let pk = sk.public_key();
+    let steps: Vec<usize> = (1..=16).collect();
+    let keys = sk.rotation_keys(&steps, false);
+    let t = params.t();
+    let v: Vec<u64> = (0..params.n() as u64).map(|i| (i * 7919) % t).collect();
+    let ct = sk.encrypt(&v)?;
+    let pt = Plaintext::from_slots(params, &v)?;
+    let mut out = Vec::new();
+    let mut push = |op: &'static str, micros: f64, iters: usize| out.push(OpTiming { op, micros, iters });
+    let mut x = v.clone();
+    let m = params.0.qs[0].q;
+    let _ = m;
+    push("ntt_fwd (one prime)", time(iters * 4, || {
+        params.0.qs[0].plan.fwd(&mut x);
+    }), iters * 4);
+    push("encode_simd", time(iters, || {
+        std::hint::black_box(encode_simd(params, &v).ok());
+    }), iters);
+    push("encrypt_seeded", time(iters, || {
+        std::hint::black_box(sk.encrypt_seeded(&v).ok());
+    }), iters);
+    push("decrypt", time(iters, || {
+        std::hint::black_box(sk.decrypt(&ct).ok());
+    }), iters);
+    push("add", time(iters * 10, || {
+        std::hint::black_box(params.add(&ct, &ct));
+    }), iters * 10);
+    push("sc_mult", time(iters * 10, || {
+        std::hint::black_box(params.mul_plain(&ct, &pt));
+    }), iters * 10);
+    push("rotate (Perm)", time(iters, || {
+        std::hint::black_box(params.rotate(&ct, 1, &keys).ok());
+    }), iters);
+    push("decompose (DecPerm)", time(iters, || {
+        std::hint::black_box(params.decompose(&ct));
+    }), iters);
+    let h = params.decompose(&ct);
+    push("rotate_hoisted (HstPerm)", time(iters, || {
+        std::hint::black_box(params.rotate_hoisted(&h, 3, &keys).ok());
+    }), iters);
+    let hoist16 = time(iters.div_ceil(4), || {
+        let h = params.decompose(&ct);
+        for s in 1..=16 {
+            std::hint::black_box(params.rotate_hoisted(&h, s, &keys).ok());
+        }
+    });
+    push("16 hoisted rotations incl. DecPerm", hoist16, iters.div_ceil(4));
+    let plain16 = time(iters.div_ceil(4), || {
+        for s in 1..=16 {
+            std::hint::black_box(params.rotate(&ct, s, &keys).ok());
+        }
+    });
+    push("16 plain rotations", plain16, iters.div_ceil(4));
+    let flood = if params.num_q() > 1 { Flood::Statistical(40) } else { Flood::BestEffort(40) };
+    push("mask+flood+mod-switch (per output ct)", time(iters, || {
+        std::hint::black_box(finish_outputs(params, &pk, std::slice::from_ref(&ct), flood).ok());
+    }), iters);
+    Ok(out)
+}
+
+/// Result of one linear-kernel benchmark case.
+#[derive(Clone, Debug)]
+pub struct KernelReport {
+    pub counts: OpCounts,
+    pub input_cts: usize,
+    pub output_cts: usize,
+    /// Server: kernel only (ScMult, Perm, Add) — what GALA's speed-ups compare.
+    pub server_kernel_s: f64,
+    /// Server: masking, flooding, modulus switching of the outputs.
+    pub server_finish_s: f64,
+    pub server_setup_s: f64,
+    pub client_encrypt_s: f64,
+    pub client_decrypt_s: f64,
+    pub bytes_up: usize,
+    pub bytes_down: usize,
+    pub noise_budget_bits: f64,
+    pub flood_stat_bits: f64,
+    pub correct: bool,
+}
+
+fn rand_vals(n: usize, t: u64, seed: u64) -> Vec<u64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s % t
+        })
+        .collect()
+}
+
+struct Run {
+    server_setup_s: f64,
+    client_encrypt_s: f64,
+    bytes_up: usize,
+}
+
+fn encrypt_inputs(params: &Params, sk: &SecretKey, packed: &[Vec<u64>]) -> Result<(Vec<Ciphertext>, f64, usize), HeError> {
+    let t0 = Instant::now();
+    let seeded = packed.iter().map(|v| sk.encrypt_seeded(v)).collect::<Result<Vec<_>, _>>()?;
+    let bytes: Vec<Vec<u8>> = seeded.iter().map(|s| s.to_bytes()).collect();
+    let enc = t0.elapsed().as_secs_f64();
+    let up = bytes.iter().map(|b| b.len()).sum();
+    let cts = bytes
+        .iter()
+        .map(|b| crate::bfv::SeededCiphertext::from_bytes(params, b).map(|s| s.expand(params)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((cts, enc, up))
+}
+
+/// Runs a matrix–vector product end to end on ciphertexts and checks the shares.
+pub fn he_matvec(params: &Params, method: MatVecMethod, rows: usize, cols: usize, flood: Flood) -> Result<KernelReport, HeError> {
+    let t = params.t();
+    let sk = SecretKey::generate(params);
+    let pk = sk.public_key();
+    let plan = MatVecPlan::for_params(method, rows, cols, params)?;
+    let t0 = Instant::now();
+    let keys = sk.rotation_keys(&plan.rotation_steps(), false);
+    let w: Vec<Vec<u64>> = (0..rows).map(|i| rand_vals(cols, t, i as u64 + 1)).collect();
+    let x = rand_vals(cols, t, 99_999);
+    let ev = HeEvaluator::new(params, &keys);
+    let pts = plan.prepare(&ev, &w)?;
+    let keygen_setup = t0.elapsed().as_secs_f64();
+    let (inputs, enc_s, up) = encrypt_inputs(params, &sk, &plan.pack_input(&x)?)?;
+    let run = Run { server_setup_s: keygen_setup, client_encrypt_s: enc_s, bytes_up: up };
+    let t1 = Instant::now();
+    let outs = plan.eval(&ev, &pts, &inputs)?;
+    let kernel_s = t1.elapsed().as_secs_f64();
+    let expect: Vec<u64> = w
+        .iter()
+        .map(|r| (r.iter().zip(&x).map(|(&a, &b)| a as u128 * b as u128 % t as u128).sum::<u128>() % t as u128) as u64)
+        .collect();
+    finish(params, &sk, &pk, &ev, outs, flood, kernel_s, run, inputs.len(), |d| plan.extract(d, t), expect)
+}
+
+/// Runs a convolution end to end on ciphertexts and checks the shares.
+pub fn he_conv(params: &Params, method: ConvMethod, (h, w, c): (usize, usize, usize), (k, m): (usize, usize), flood: Flood) -> Result<KernelReport, HeError> {
+    let t = params.t();
+    let sk = SecretKey::generate(params);
+    let pk = sk.public_key();
+    let plan = ConvPlan::new(method, h, w, c, m, k, params.row_len(), 2)?;
+    let t0 = Instant::now();
+    let keys = sk.rotation_keys(&plan.rotation_steps(), false);
+    let x = rand_vals(h * w * c, t, 7);
+    let wts = rand_vals(m * c * k * k, t, 8);
+    let ev = HeEvaluator::new(params, &keys);
+    let pts = plan.prepare(&ev, &wts)?;
+    let setup = t0.elapsed().as_secs_f64();
+    let (inputs, enc_s, up) = encrypt_inputs(params, &sk, &plan.pack_input(&x)?)?;
+    let run = Run { server_setup_s: setup, client_encrypt_s: enc_s, bytes_up: up };
+    let t1 = Instant::now();
+    let outs = plan.eval(&ev, &pts, &inputs)?;
+    let kernel_s = t1.elapsed().as_secs_f64();
+    let expect = crate::kernels::conv::reference(h, w, c, m, k, &x, &wts, t);
+    finish(params, &sk, &pk, &ev, outs, flood, kernel_s, run, inputs.len(), |d| plan.extract(d, t), expect)
+}
+
+fn finish<F: Fn(&[Vec<u64>]) -> Result<Vec<u64>, HeError>>(
+    params: &Params,
+    sk: &SecretKey,
+    pk: &crate::bfv::PublicKey,
+    ev: &HeEvaluator<'_>,
+    outs: Vec<Ciphertext>,
+    flood: Flood,
+    kernel_s: f64,
+    run: Run,
+    input_cts: usize,
+    extract: F,
+    expect: Vec<u64>,
+) -> Result<KernelReport, HeError> {
+    let t = params.t();
+    let counts = ev.counter().snapshot();
+    let budget = outs.iter().map(|c| sk.noise_budget(c)).fold(f64::INFINITY, f64::min);
+    let t2 = Instant::now();
+    let res = finish_outputs(params, pk, &outs, flood)?;
+    let finish_s = t2.elapsed().as_secs_f64();
+    let wire: Vec<Vec<u8>> = res.responses.iter().map(|r| r.to_bytes()).collect();
+    let down = wire.iter().map(|b| b.len()).sum();
+    let t3 = Instant::now();
+    let dec = wire
+        .iter()
+        .map(|b| crate::bfv::Response::from_bytes(params, b).and_then(|r| sk.decrypt_response(&r)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let yc = extract(&dec)?;
+    let dec_s = t3.elapsed().as_secs_f64();
+    let ys = extract(&res.masks)?;
+    let correct = yc.iter().zip(&ys).map(|(&a, &b)| (a + b) % t).eq(expect.iter().copied());
+    Ok(KernelReport {
+        counts,
+        input_cts,
+        output_cts: outs.len(),
+        server_kernel_s: kernel_s,
+        server_finish_s: finish_s,
+        server_setup_s: run.server_setup_s,
+        client_encrypt_s: run.client_encrypt_s,
+        client_decrypt_s: dec_s,
+        bytes_up: run.bytes_up,
+        bytes_down: down,
+        noise_budget_bits: budget,
+        flood_stat_bits: res.flood_stat_bits,
+        correct,
+    })
+}
