@@ -33,8 +33,7 @@ impl Builder {
         self.n_inputs + self.gates.len() as u32 - 1
     }
     pub fn finish(self, outputs: Vec<Bit<u32>>) -> Circuit {
-        let ands = self.gates.iter().filter(|g| matches!(g, Gate::And(..))).count() as u64;
-        Circuit { n_inputs: self.n_inputs as usize, gates: self.gates, outputs, ands }
+        Circuit::new(self.n_inputs as usize, self.gates, outputs)
     }
 }
 
@@ -61,6 +60,17 @@ pub struct Circuit {
     pub gates: Vec<Gate>,
     pub outputs: Vec<Bit<u32>>,
     ands: u64,
+    /// Register-allocated schedule: wires live in `n_slots` reusable slots, so replaying a large
+    /// circuit touches a small working set (the garbler's wires are `LANES` blocks each).
+    sched: Vec<Op>,
+    out_slots: Vec<Bit<u32>>,
+    n_slots: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Op {
+    gate: Gate,
+    out: u32,
 }
 
 /// Gate statistics of a circuit.
@@ -137,26 +147,122 @@ impl Circuit {
                 Bit::Const(v) => Bit::Const(*v),
             })
             .collect();
+        Circuit::new(n_in, gates, outputs)
+    }
+
+    fn new(n_inputs: usize, gates: Vec<Gate>, outputs: Vec<Bit<u32>>) -> Circuit {
         let ands = gates.iter().filter(|g| matches!(g, Gate::And(..))).count() as u64;
-        Circuit { n_inputs: n_in, gates, outputs, ands }
+        // liveness: last gate reading each wire (outputs live to the end)
+        let nw = n_inputs + gates.len();
+        let mut last = vec![0usize; nw];
+        let mut read = vec![false; nw];
+        for (i, g) in gates.iter().enumerate() {
+            match *g {
+                Gate::Xor(a, b) | Gate::And(a, b) => {
+                    last[a as usize] = i;
+                    last[b as usize] = i;
+                    read[a as usize] = true;
+                    read[b as usize] = true;
+                }
+                Gate::Not(a) => {
+                    last[a as usize] = i;
+                    read[a as usize] = true;
+                }
+                Gate::Const(_) => {}
+            }
+        }
+        let mut is_out = vec![false; nw];
+        for o in &outputs {
+            if let Bit::Wire(w) = o {
+                is_out[*w as usize] = true;
+            }
+        }
+        let mut slot = vec![u32::MAX; nw];
+        let mut free: Vec<u32> = Vec::new();
+        let mut n_slots = n_inputs as u32;
+        for (w, s) in slot.iter_mut().enumerate().take(n_inputs) {
+            *s = w as u32;
+        }
+        let mut sched = Vec::with_capacity(gates.len());
+        for (i, g) in gates.iter().enumerate() {
+            let r = |w: u32| slot[w as usize];
+            let mapped = match *g {
+                Gate::Xor(a, b) => Gate::Xor(r(a), r(b)),
+                Gate::And(a, b) => Gate::And(r(a), r(b)),
+                Gate::Not(a) => Gate::Not(r(a)),
+                Gate::Const(v) => Gate::Const(v),
+            };
+            let mut release = |w: u32, free: &mut Vec<u32>| {
+                let w = w as usize;
+                if last[w] == i && !is_out[w] && slot[w] != u32::MAX {
+                    free.push(slot[w]);
+                    slot[w] = u32::MAX;
+                }
+            };
+            match *g {
+                Gate::Xor(a, b) | Gate::And(a, b) => {
+                    release(a, &mut free);
+                    if b != a {
+                        release(b, &mut free);
+                    }
+                }
+                Gate::Not(a) => release(a, &mut free),
+                Gate::Const(_) => {}
+            }
+            let w = n_inputs + i;
+            let out = if !read[w] && !is_out[w] {
+                // dead value (pruned circuits have none); write to a scratch slot
+                free.last().copied().unwrap_or_else(|| {
+                    n_slots += 1;
+                    free.push(n_slots - 1);
+                    n_slots - 1
+                })
+            } else {
+                free.pop().unwrap_or_else(|| {
+                    n_slots += 1;
+                    n_slots - 1
+                })
+            };
+            if read[w] || is_out[w] {
+                slot[w] = out;
+            }
+            sched.push(Op { gate: mapped, out });
+        }
+        let out_slots = outputs
+            .iter()
+            .map(|o| match o {
+                Bit::Wire(w) => Bit::Wire(slot[*w as usize]),
+                Bit::Const(v) => Bit::Const(*v),
+            })
+            .collect();
+        Circuit { n_inputs, gates, outputs, ands, sched, out_slots, n_slots: n_slots as usize }
+    }
+
+    /// Wire slots a replay needs (the most wires live at once, plus inputs).
+    pub fn n_slots(&self) -> usize {
+        self.n_slots
     }
 
     /// Replays the circuit into `b` on the given input wires. Panics if `inputs.len()` differs
     /// from `n_inputs` (a programming error, never peer-controlled).
     pub fn eval<B: Backend>(&self, b: &mut B, inputs: &[B::Wire]) -> Vec<Bit<B::Wire>> {
         assert_eq!(inputs.len(), self.n_inputs, "circuit input count");
-        let mut w: Vec<B::Wire> = Vec::with_capacity(self.n_inputs + self.gates.len());
-        w.extend_from_slice(inputs);
-        for g in &self.gates {
-            let o = match *g {
+        let fill = match inputs.first() {
+            Some(x) => x.clone(),
+            None => b.constant(false),
+        };
+        let mut w: Vec<B::Wire> = vec![fill; self.n_slots.max(1)];
+        w[..inputs.len()].clone_from_slice(inputs);
+        for op in &self.sched {
+            let o = match op.gate {
                 Gate::Xor(x, y) => b.xor(&w[x as usize], &w[y as usize]),
                 Gate::And(x, y) => b.and(&w[x as usize], &w[y as usize]),
                 Gate::Not(x) => b.not(&w[x as usize]),
                 Gate::Const(v) => b.constant(v),
             };
-            w.push(o);
+            w[op.out as usize] = o;
         }
-        self.outputs
+        self.out_slots
             .iter()
             .map(|o| match o {
                 Bit::Wire(i) => Bit::Wire(w[*i as usize].clone()),

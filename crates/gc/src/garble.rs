@@ -39,11 +39,10 @@ impl TccrHash {
     pub fn new() -> Self {
         TccrHash { aes: AesCipher::new(Block(FIXED_KEY)) }
     }
-    /// xs[i] ← H(t[i], xs[i]).
+    /// xs[i] ← H(t[i], xs[i]), with caller scratch `px` (at least `xs.len()` blocks).
     #[inline]
-    pub fn hash(&self, t: &[Block], xs: &mut [Block]) {
+    pub fn hash_with(&self, t: &[Block], xs: &mut [Block], px: &mut [Block]) {
         let n = xs.len();
-        let mut px = [Block::ZERO; 4 * MAX_LANES];
         self.aes.encrypt_many(xs);
         px[..n].copy_from_slice(xs);
         for (x, t) in xs.iter_mut().zip(t) {
@@ -52,6 +51,25 @@ impl TccrHash {
         self.aes.encrypt_many(xs);
         for (x, p) in xs.iter_mut().zip(&px[..n]) {
             *x ^= *p;
+        }
+    }
+
+    /// xs[i] ← H(t[i], xs[i]).
+    #[inline]
+    pub fn hash(&self, t: &[Block], xs: &mut [Block]) {
+        for c in xs.chunks_mut(4 * MAX_LANES).zip(t.chunks(4 * MAX_LANES)) {
+            let (xs, t) = c;
+            let n = xs.len();
+            let mut px = [Block::ZERO; 4 * MAX_LANES];
+            self.aes.encrypt_many(xs);
+            px[..n].copy_from_slice(xs);
+            for (x, t) in xs.iter_mut().zip(t) {
+                *x ^= *t;
+            }
+            self.aes.encrypt_many(xs);
+            for (x, p) in xs.iter_mut().zip(&px[..n]) {
+                *x ^= *p;
+            }
         }
     }
 }
@@ -95,6 +113,9 @@ pub struct Garbler<const L: usize, S: TableSink = Buffer> {
     sink: Option<S>,
     prg: Prg,
     err: Option<GcError>,
+    x: [Block; 4 * MAX_LANES],
+    t: [Block; 4 * MAX_LANES],
+    px: [Block; 4 * MAX_LANES],
 }
 
 impl<const L: usize> Garbler<L, Buffer> {
@@ -122,7 +143,19 @@ impl<const L: usize, S: TableSink> Garbler<L, S> {
         for (l, b) in bases.iter_mut().enumerate() {
             *b = tweak_base(nonce, first_instance + l as u32);
         }
-        Ok(Garbler { delta, hash: TccrHash::new(), bases, gate: 0, tables: Vec::new(), sink, prg, err: None })
+        Ok(Garbler {
+            delta,
+            hash: TccrHash::new(),
+            bases,
+            gate: 0,
+            tables: Vec::new(),
+            sink,
+            prg,
+            err: None,
+            x: [Block::ZERO; 4 * MAX_LANES],
+            t: [Block::ZERO; 4 * MAX_LANES],
+            px: [Block::ZERO; 4 * MAX_LANES],
+        })
     }
 
     pub fn delta(&self) -> Block {
@@ -205,8 +238,7 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
         }
         self.gate = j.wrapping_add(1);
         let d = self.delta;
-        let mut x = [Block::ZERO; 4 * MAX_LANES];
-        let mut t = [Block::ZERO; 4 * MAX_LANES];
+        let (x, t, px) = (&mut self.x, &mut self.t, &mut self.px);
         let t0 = (2 * j) as u128;
         for l in 0..L {
             x[l] = a[l];
@@ -220,7 +252,8 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
             t[2 * L + l] = tw1;
             t[3 * L + l] = tw1;
         }
-        self.hash.hash(&t[..4 * L], &mut x[..4 * L]);
+        self.hash.hash_with(&t[..4 * L], &mut x[..4 * L], &mut px[..4 * L]);
+        let x = &self.x;
         let mut out = [Block::ZERO; L];
         self.tables.reserve(2 * L);
         for l in 0..L {
@@ -321,6 +354,10 @@ pub struct Evaluator<const L: usize, Src: TableSource> {
     gate: u32,
     src: Src,
     err: Option<GcError>,
+    tab: [Block; 2 * MAX_LANES],
+    x: [Block; 2 * MAX_LANES],
+    t: [Block; 2 * MAX_LANES],
+    px: [Block; 2 * MAX_LANES],
 }
 
 impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
@@ -335,7 +372,17 @@ impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
         for (l, b) in bases.iter_mut().enumerate() {
             *b = tweak_base(nonce, first_instance + l as u32);
         }
-        Ok(Evaluator { hash: TccrHash::new(), bases, gate: 0, src, err: None })
+        Ok(Evaluator {
+            hash: TccrHash::new(),
+            bases,
+            gate: 0,
+            src,
+            err: None,
+            tab: [Block::ZERO; 2 * MAX_LANES],
+            x: [Block::ZERO; 2 * MAX_LANES],
+            t: [Block::ZERO; 2 * MAX_LANES],
+            px: [Block::ZERO; 2 * MAX_LANES],
+        })
     }
 
     /// The first error met (a short or failing table source), if any.
@@ -377,13 +424,11 @@ impl<const L: usize, Src: TableSource> Backend for Evaluator<L, Src> {
         if self.err.is_some() {
             return [Block::ZERO; L];
         }
-        let mut tab = [Block::ZERO; 2 * MAX_LANES];
-        if let Err(e) = self.src.fill(&mut tab[..2 * L]) {
+        if let Err(e) = self.src.fill(&mut self.tab[..2 * L]) {
             self.err = Some(e);
             return [Block::ZERO; L];
         }
-        let mut x = [Block::ZERO; 2 * MAX_LANES];
-        let mut t = [Block::ZERO; 2 * MAX_LANES];
+        let (x, t, px, tab) = (&mut self.x, &mut self.t, &mut self.px, &self.tab);
         let t0 = (2 * j) as u128;
         for l in 0..L {
             x[l] = a[l];
@@ -391,7 +436,7 @@ impl<const L: usize, Src: TableSource> Backend for Evaluator<L, Src> {
             t[l] = Block(self.bases[l] | t0);
             t[L + l] = Block(self.bases[l] | (t0 + 1));
         }
-        self.hash.hash(&t[..2 * L], &mut x[..2 * L]);
+        self.hash.hash_with(&t[..2 * L], &mut x[..2 * L], &mut px[..2 * L]);
         let mut out = [Block::ZERO; L];
         for l in 0..L {
             let (tg, te) = (tab[2 * l], tab[2 * l + 1]);

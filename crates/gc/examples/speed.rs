@@ -1,0 +1,82 @@
+//! Garbling/evaluation throughput on one core and the 16384 × 8-bit ReLU end-to-end case.
+//! `cargo run -p secinfer-gc --release --example speed`
+use secinfer_gc::activation::{ActSpec, Func};
+use secinfer_gc::garble::{Evaluator, Garbler, SliceSource};
+use secinfer_gc::shares::{evaluate_apply, garble_apply, share_circuit, ShareDomain};
+use secinfer_net::simulate;
+use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
+use std::time::Instant;
+
+fn main() {
+    let spec = ActSpec::default_for(Func::Tanh, 16);
+    let c = share_circuit(ShareDomain::Pow2(16), &spec).expect("circuit");
+    let d = Block(Prg::new().next_block().0 | 1);
+    let reps = 3000;
+    // one chunk's tables buffer reused (as the protocol streams them out), garbled `reps` times
+    let mut g = Garbler::<8>::new(d, 1, 0, Prg::from_seed(Block(1))).expect("g");
+    let ins: Vec<[Block; 8]> = (0..c.n_inputs).map(|_| g.input()).collect();
+    g.tables.reserve(c.and_count() as usize * 16);
+    let t = Instant::now();
+    for _ in 0..reps {
+        g.tables.clear();
+        c.eval(&mut g, &ins);
+    }
+    let dt = t.elapsed().as_secs_f64();
+    let ands = c.and_count() as f64 * 8.0 * reps as f64;
+    println!("garble: {} ANDs/circuit ({} XOR), {:.1} M AND/s on one core ({:.3} s)", c.and_count(), c.stats().xors, ands / dt / 1e6, dt);
+    let tables = std::mem::take(&mut g.tables);
+    let t = Instant::now();
+    for _ in 0..reps {
+        let mut e = Evaluator::<8, _>::new(1, 0, SliceSource::new(&tables)).expect("e");
+        c.eval(&mut e, &ins);
+    }
+    let dt = t.elapsed().as_secs_f64();
+    println!("evaluate: {:.1} M AND/s on one core ({:.3} s)", ands / dt / 1e6, dt);
+    // an AND-dominated circuit: 32-bit multiplier
+    let m = secinfer_gc::Circuit::build(64, |b, x| secinfer_gc::gadgets::mul_lo(b, &x[..32], &x[32..]));
+    let ins: Vec<[Block; 8]> = (0..64).map(|_| g.input()).collect();
+    g.tables.reserve(m.and_count() as usize * 16);
+    let reps = 1000;
+    let t = Instant::now();
+    for _ in 0..reps {
+        g.tables.clear();
+        m.eval(&mut g, &ins);
+    }
+    let dt = t.elapsed().as_secs_f64();
+    let ands = m.and_count() as f64 * 8.0 * reps as f64;
+    println!("garble 32-bit multiplier: {} ANDs ({} XOR), {:.1} M AND/s on one core", m.and_count(), m.stats().xors, ands / dt / 1e6);
+
+    for _ in 0..3 {
+        let n = 16384;
+        let domain = ShareDomain::Pow2(8);
+        let spec = ActSpec::default_for(Func::Relu, 8);
+        let ss: Vec<u64> = (0..n).map(|i| (i * 7) as u64 & 0xff).collect();
+        let cs: Vec<u64> = (0..n).map(|i| (i * 13) as u64 & 0xff).collect();
+        let run = simulate(
+            move |ch| {
+                let mut ot = OtExtReceiver::setup(ch, &mut Prg::new()).expect("ot");
+                let t = Instant::now();
+                let r = evaluate_apply(ch, &mut ot, domain, &spec, &cs).expect("eval");
+                (r, t.elapsed().as_secs_f64())
+            },
+            move |ch| {
+                let mut ot = OtExtSender::setup_with_delta(ch, &mut Prg::new(), d).expect("ot");
+                let t = Instant::now();
+                let r = garble_apply(ch, &mut ot, domain, &spec, &ss).expect("garble");
+                (r, t.elapsed().as_secs_f64())
+            },
+        );
+        let cc = run.client.cost;
+        println!(
+            "16384 x 8-bit ReLU (Z_2^8): client {:.1} ms, server {:.1} ms after OT setup; total wall {:.1} ms; offline {} B, online {} B; {} threads",
+            run.client.output.1 * 1e3,
+            run.server.output.1 * 1e3,
+            run.wall_s * 1e3,
+            cc.offline.bytes(),
+            cc.online.bytes(),
+            rayon::current_num_threads()
+        );
+        let sc = run.server.cost;
+        println!("   client offline {:.1} ms online {:.1} ms | server offline {:.1} ms online {:.1} ms", cc.offline.time_s * 1e3, cc.online.time_s * 1e3, sc.offline.time_s * 1e3, sc.online.time_s * 1e3);
+    }
+}
