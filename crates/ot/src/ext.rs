@@ -45,6 +45,25 @@ pub(crate) fn tccr_inplace(xs: &mut [Block], tweak: impl Fn(usize) -> Block) {
     }
 }
 
+/// `xs[j] = tccr(tweaks[j], xs[j])` in place (lengths must match), no allocation.
+pub(crate) fn tccr_tweaked(xs: &mut [Block], tweaks: &[Block]) {
+    debug_assert_eq!(xs.len(), tweaks.len());
+    let fk = fixed_key_aes();
+    let mut px = [Block::ZERO; 64];
+    for (chunk, tw) in xs.chunks_mut(64).zip(tweaks.chunks(64)) {
+        let n = chunk.len();
+        fk.permute_many(chunk);
+        px[..n].copy_from_slice(chunk);
+        for (x, t) in chunk.iter_mut().zip(tw) {
+            *x ^= *t;
+        }
+        fk.permute_many(chunk);
+        for (x, p) in chunk.iter_mut().zip(&px[..n]) {
+            *x ^= *p;
+        }
+    }
+}
+
 /// Packs choice bits into blocks (bit `k` of block `b` is `choices[128·b + k]`); the padding of a
 /// short last block is zero.
 pub(crate) fn pack_choices(choices: &[bool], out: &mut [Block]) {

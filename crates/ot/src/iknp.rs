@@ -119,18 +119,24 @@ impl OtExtSender {
     /// Random OT: returns `(k0_j, k1_j)`; the receiver gets `k_{c_j}`.
     pub fn send_rot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<[Block; 2]>, OtError> {
         let mut out = vec![[Block::ZERO; 2]; n];
+        self.send_rot_into(ch, &mut out)?;
+        Ok(out)
+    }
+
+    /// Random OT into a caller's buffer (`out.len()` OTs; no allocation per call).
+    pub fn send_rot_into<C: Channel>(&mut self, ch: &mut C, out: &mut [[Block; 2]]) -> Result<(), OtError> {
+        let n = out.len();
         let delta = self.delta;
         let ext = &mut self.ext;
         let counter = &mut self.counter;
         guarded(&mut self.poisoned, || {
             let first = advance(counter, n)?;
-            let flat: &mut [Block] = bytemuck::cast_slice_mut(&mut out);
+            let flat: &mut [Block] = bytemuck::cast_slice_mut(out);
             ext.run(ch, n, None, |start, rows| {
                 hash_pairs(rows, delta, first.wrapping_add(start as u64), &mut flat[2 * start..2 * (start + rows.len())]);
                 Ok(())
             })
-        })?;
-        Ok(out)
+        })
     }
 
     /// Runs the extension and keeps every `q_j` (the chosen flavours answer after reading all of
@@ -279,31 +285,42 @@ impl OtExtReceiver {
 
     /// Runs the extension on `choices` and returns the first index and `H(idx_j, t_j)`.
     fn extend_hashed<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<(u64, Vec<Block>), OtError> {
-        let first = advance(&mut self.counter, choices.len())?;
         let mut out = vec![Block::ZERO; choices.len()];
+        let first = self.extend_hashed_into(ch, choices, &mut out)?;
+        Ok((first, out))
+    }
+
+    fn extend_hashed_into<C: Channel>(&mut self, ch: &mut C, choices: &[bool], out: &mut [Block]) -> Result<u64, OtError> {
+        let first = advance(&mut self.counter, choices.len())?;
         self.ext.run(
             ch,
             choices.len(),
-            None,
+            Some(out),
             |start, len, nb, code| {
                 code.resize(nb, Block::ZERO);
                 pack_choices(&choices[start..start + len], code);
             },
-            |start, rows| {
-                let o = &mut out[start..start + rows.len()];
-                o.copy_from_slice(rows);
-                hash_rows(o, first.wrapping_add(start as u64));
-                Ok(())
-            },
+            |_, _| Ok(()),
         )?;
+        hash_rows(out, first);
         ch.flush()?;
-        Ok((first, out))
+        Ok(first)
     }
 
     /// Random OT: returns `k_{c_j}`.
     pub fn recv_rot<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, OtError> {
+        let mut out = vec![Block::ZERO; choices.len()];
+        self.recv_rot_into(ch, choices, &mut out)?;
+        Ok(out)
+    }
+
+    /// Random OT into a caller's buffer (one block per choice; no allocation per call).
+    pub fn recv_rot_into<C: Channel>(&mut self, ch: &mut C, choices: &[bool], out: &mut [Block]) -> Result<(), OtError> {
+        if out.len() != choices.len() {
+            return Err(OtError::arg("recv_rot_into: one output block per choice"));
+        }
         let mut poisoned = self.poisoned;
-        let r = guarded(&mut poisoned, || Ok(self.extend_hashed(ch, choices)?.1));
+        let r = guarded(&mut poisoned, || self.extend_hashed_into(ch, choices, out).map(|_| ()));
         self.poisoned = poisoned;
         r
     }

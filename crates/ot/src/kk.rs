@@ -18,7 +18,7 @@ use crate::aes::Prg;
 use crate::base::{base_ot_receive, base_ot_send};
 use crate::block::Block;
 use crate::error::OtError;
-use crate::ext::{tccr_inplace, tweak, ExtReceiver, ExtSender};
+use crate::ext::{tccr_inplace, tccr_tweaked, tweak, ExtReceiver, ExtSender};
 use crate::pack::{check_bits, mask, pack_into, packed_len, Unpacker};
 use rayon::prelude::*;
 use secinfer_net::Channel;
@@ -55,18 +55,35 @@ fn frame_rows(n: usize, bits: u32) -> usize {
     (FRAME_BYTES * 8 / (n * bits as usize)).clamp(1, MAX_FRAME_ROWS)
 }
 
-/// The keys of row `idx` for every candidate: `out[x] = H_idx(q ⊕ offs[x])`.
-fn row_keys(q_lo: Block, q_hi: Block, idx: u64, offs: &[(Block, Block)], out: &mut [Block]) {
-    let mut buf = [Block::ZERO; 2 * 256];
+/// Rows whose candidate keys are hashed in one batch (one rayon task).
+const KEY_TASK_ROWS: usize = 32;
+
+/// The keys of every candidate of every row: `out[j·n + x] = H_{first+j}(q_j ⊕ offs[x])`, where
+/// `q` holds two blocks per row and `n = offs.len()`.
+fn candidate_keys(q: &[Block], first: u64, offs: &[(Block, Block)], out: &mut [Block]) {
     let n = offs.len();
-    for (pair, (lo, hi)) in buf.chunks_exact_mut(2).zip(offs) {
-        pair[0] = q_lo ^ *lo;
-        pair[1] = q_hi ^ *hi;
-    }
-    tccr_inplace(&mut buf[..2 * n], |k| tweak(if k % 2 == 0 { DOMAIN_KK_LO } else { DOMAIN_KK_HI }, idx));
-    for (o, pair) in out.iter_mut().zip(buf.chunks_exact(2)) {
-        *o = pair[0] ^ pair[1];
-    }
+    out.par_chunks_mut(n * KEY_TASK_ROWS).zip(q.par_chunks(2 * KEY_TASK_ROWS)).enumerate().for_each_init(
+        || (vec![Block::ZERO; 2 * n * KEY_TASK_ROWS], vec![Block::ZERO; 2 * n * KEY_TASK_ROWS]),
+        |(buf, tw), (t, (o, q))| {
+            let rows = q.len() / 2;
+            let (buf, tw) = (&mut buf[..2 * n * rows], &mut tw[..2 * n * rows]);
+            let base = first.wrapping_add((t * KEY_TASK_ROWS) as u64);
+            for (r, ((b, tw), q)) in buf.chunks_exact_mut(2 * n).zip(tw.chunks_exact_mut(2 * n)).zip(q.chunks_exact(2)).enumerate() {
+                let idx = base.wrapping_add(r as u64);
+                let (tlo, thi) = (tweak(DOMAIN_KK_LO, idx), tweak(DOMAIN_KK_HI, idx));
+                for ((pair, tp), (lo, hi)) in b.chunks_exact_mut(2).zip(tw.chunks_exact_mut(2)).zip(offs) {
+                    pair[0] = q[0] ^ *lo;
+                    pair[1] = q[1] ^ *hi;
+                    tp[0] = tlo;
+                    tp[1] = thi;
+                }
+            }
+            tccr_tweaked(buf, tw);
+            for (o, pair) in o.iter_mut().zip(buf.chunks_exact(2)) {
+                *o = pair[0] ^ pair[1];
+            }
+        },
+    );
 }
 
 fn guarded<T>(poisoned: &mut bool, f: impl FnOnce() -> Result<T, OtError>) -> Result<T, OtError> {
@@ -137,14 +154,7 @@ impl KkSender {
             let first = advance(counter, count)?;
             ext.run(ch, count, None, |start, rows| {
                 let len = rows.len() / 2;
-                out[start * n..(start + len) * n]
-                    .par_chunks_mut(n)
-                    .zip(rows.par_chunks_exact(2))
-                    .enumerate()
-                    .with_min_len(64)
-                    .for_each(|(j, (o, q))| {
-                        row_keys(q[0], q[1], first.wrapping_add((start + j) as u64), &offs, o);
-                    });
+                candidate_keys(rows, first.wrapping_add(start as u64), &offs, &mut out[start * n..(start + len) * n]);
                 Ok(())
             })
         })?;
@@ -169,22 +179,14 @@ impl KkSender {
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (first, q) = self.extend_all(ch, count)?;
-            let mut vals = vec![0u64; rows_per_frame.min(count) * n];
+            let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
             let mut frame = Vec::new();
             for (f, (qf, mf)) in q.chunks(2 * rows_per_frame).zip(msgs.chunks(rows_per_frame * n)).enumerate() {
                 let base = first.wrapping_add((f * rows_per_frame) as u64);
-                let vals = &mut vals[..mf.len()];
-                vals.par_chunks_mut(n).zip(qf.par_chunks_exact(2)).zip(mf.par_chunks(n)).enumerate().with_min_len(64).for_each(
-                    |(j, ((v, q), m))| {
-                        let mut keys = [Block::ZERO; 256];
-                        row_keys(q[0], q[1], base.wrapping_add(j as u64), &offs, &mut keys[..n]);
-                        for ((v, k), m) in v.iter_mut().zip(&keys).zip(m) {
-                            *v = (k.low_u64() ^ m) & mk;
-                        }
-                    },
-                );
+                let keys = &mut keys[..mf.len()];
+                candidate_keys(qf, base, &offs, keys);
                 frame.clear();
-                pack_into(vals.iter().copied(), bits, &mut frame);
+                pack_into(keys.iter().zip(mf).map(|(k, m)| (k.low_u64() ^ m) & mk), bits, &mut frame);
                 ch.send_pod::<u8>(&frame)?;
             }
             ch.flush()?;
