@@ -115,7 +115,10 @@ fn client(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Resu
                         r.recv_cot_into(ch, c, &mut buf[..n])?;
                         sample.extend(buf.iter().take(SAMPLE).map(|&b| split(b)));
                     }
-                    OtKind::Rot => sample.extend(r.recv_rot(ch, c)?.iter().take(SAMPLE).map(|&b| split(b))),
+                    OtKind::Rot => {
+                        r.recv_rot_into(ch, c, &mut buf[..n])?;
+                        sample.extend(buf.iter().take(SAMPLE).map(|&b| split(b)));
+                    }
                     _ => sample.extend(r.recv_chosen(ch, c)?.iter().take(SAMPLE).map(|&b| split(b))),
                 }
             }
@@ -141,6 +144,7 @@ fn server(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Resu
             ch.set_phase(Phase::Offline);
             sample.push(split(s.delta()));
             let mut buf = vec![Block::ZERO; BATCH.min(count)];
+            let mut pairs = vec![[Block::ZERO; 2]; if let OtKind::Rot = kind { BATCH.min(count) } else { 0 }];
             for n in batches(count) {
                 match kind {
                     OtKind::Cot => {
@@ -148,8 +152,8 @@ fn server(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Resu
                         sample.extend(buf.iter().take(SAMPLE).map(|&b| split(b)));
                     }
                     OtKind::Rot => {
-                        let keys = s.send_rot(ch, n)?;
-                        sample.extend(keys.iter().take(SAMPLE).flat_map(|k| [split(k[0]), split(k[1])]));
+                        s.send_rot_into(ch, &mut pairs[..n])?;
+                        sample.extend(pairs.iter().take(SAMPLE).flat_map(|k| [split(k[0]), split(k[1])]));
                     }
                     _ => s.send_chosen(ch, &inp.msgs[..n])?,
                 }
@@ -172,7 +176,7 @@ fn check(kind: OtKind, count: usize, inp: &Inputs, got: &[[u64; 2]], sent: &[[u6
                     let delta = join(sent[0]);
                     join(g) == join(sent[1 + k]) ^ delta.and_bit(c)
                 }
-                OtKind::Rot => join(g) == join(sent[2 * k + c as usize]),
+                OtKind::Rot => join(g) == join(sent[1 + 2 * k + c as usize]),
                 OtKind::Chosen => join(g) == inp.msgs[j][c as usize],
                 OtKind::Kk => g[0] == inp.kk_msgs[j * KK_N + inp.kk_choices[j] as usize],
             };
