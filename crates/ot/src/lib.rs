@@ -1,12 +1,29 @@
 //! # secinfer-ot
 //!
-//! Primitives every protocol crate stands on: the 128-bit [`Block`], an AES-CTR [`Prg`] seeded
-//! from the OS CSPRNG, fixed-key-AES correlation-robust hashes ([`fixed_key_aes`]), base OT on
-//! Ristretto255, and semi-honest OT extension (IKNP/ALSZ for 1-of-2, KK13 for 1-of-N).
+//! The oblivious-transfer layer every protocol crate stands on (semi-honest, κ = 128):
 //!
-//! AES comes from the `aes` crate (AES-NI when the CPU has it) and the curve from
-//! `curve25519-dalek`; the OT protocols themselves are written here because their batching,
-//! chunking and metering are the substance of this project.
+//! * primitives — the 128-bit [`Block`], an AES-CTR [`Prg`] seeded from the OS CSPRNG, and
+//!   fixed-key-AES correlation-robust hashes ([`fixed_key_aes`]: `cr_hash`, `tccr`);
+//! * base OT — batched Chou–Orlandi on Ristretto255 ([`base_ot_send`], [`base_ot_receive`]): one
+//!   message each way, keys `SHA-256(label, A, i, B_i, point)`, non-canonical or identity points
+//!   rejected;
+//! * IKNP/ALSZ 1-of-2 OT extension ([`OtExtSender`], [`OtExtReceiver`]): correlated OT with a
+//!   global Δ (no hashing: 16 bytes per OT), random OT, chosen-message OT on 128-bit or packed
+//!   `bits`-bit messages, and additively correlated OT over `Z_{2^bits}`;
+//! * KK13 1-of-N OT extension, N ≤ 256, with the 256-bit Walsh–Hadamard code ([`KkSender`],
+//!   [`KkReceiver`]), for the lookup tables of the math library.
+//!
+//! Every call works on whole slices, streams rows in chunks of [`CHUNK_ROWS`] (so scratch memory
+//! is a few MiB for any count, 10^8 OTs included), keeps messages in one direction at a time (a
+//! call costs one or two rounds however many OTs it has), and uses all cores through rayon.
+//! Bytes from the peer are hostile: every frame length is checked against the agreed counts,
+//! curve points are validated, and failures are [`OtError`]s, never panics. Types that hold
+//! secrets (Δ, seeds, PRGs) do not implement `Debug`.
+//!
+//! AES comes from the `aes` crate (AES-NI when the CPU has it), the curve from
+//! `curve25519-dalek` and SHA-256 from `sha2`; the OT protocols, the bit transpose and the
+//! packing are written here because their batching, chunking, wire format and metering are the
+//! substance of this project, and because the two parties must agree on them byte for byte.
 #![deny(unsafe_code)]
 
 mod aes;
