@@ -86,6 +86,8 @@ pub struct GarbledBatch {
     n: usize,
     /// Per chunk, per input wire, `LANES` zero-labels.
     labels: Vec<Block>,
+    /// Garbler input wires whose labels were already sent (input-independent values).
+    early: std::ops::Range<usize>,
 }
 
 impl GarbledBatch {
@@ -98,6 +100,22 @@ impl GarbledBatch {
     fn zero(&self, i: usize, w: usize) -> Block {
         let (c, l) = (i / LANES, i % LANES);
         self.labels[(c * (self.g_in + self.e_in) + w) * LANES + l]
+    }
+
+    /// Sends, before the online phase, the active labels of garbler input wires `wires` (a range
+    /// inside `0..g_in`) for every copy: for garbler inputs that do not depend on the online
+    /// input, such as fresh output masks. `bits` is `n × wires.len()`, instance-major. The
+    /// online phase then sends only the other garbler wires.
+    pub fn send_inputs_early<C: Channel>(&mut self, ch: &mut C, wires: std::ops::Range<usize>, bits: &[bool]) -> Result<(), GcError> {
+        let k = wires.len();
+        if wires.end > self.g_in || bits.len() != self.n * k || !self.early.is_empty() {
+            return Err(GcError::invalid("early garbler inputs"));
+        }
+        let d = self.delta;
+        let lab: Vec<Block> = (0..self.n * k).map(|j| self.zero(j / k, wires.start + j % k) ^ d.and_bit(bits[j])).collect();
+        ch.send_pod(&lab)?;
+        self.early = wires;
+        Ok(())
     }
 }
 
@@ -179,7 +197,7 @@ pub fn garble_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: us
     decode.truncate(n * wo);
     ch.send_pod(&pack_bits(&decode))?;
     ch.flush()?;
-    Ok(GarbledBatch { delta, g_in, e_in, n, labels })
+    Ok(GarbledBatch { delta, g_in, e_in, n, labels, early: 0..0 })
 }
 
 /// The evaluator's state between the phases: the tables and decoding bits.
@@ -189,9 +207,21 @@ pub struct ReceivedBatch {
     n: usize,
     tables: Vec<Block>,
     decode: Vec<bool>,
+    early: std::ops::Range<usize>,
+    early_labels: Vec<Block>,
 }
 
 impl ReceivedBatch {
+    /// Receives the labels the garbler sent with [`GarbledBatch::send_inputs_early`].
+    pub fn recv_inputs_early<C: Channel>(&mut self, ch: &mut C, wires: std::ops::Range<usize>) -> Result<(), GcError> {
+        if wires.end > self.g_in || !self.early.is_empty() {
+            return Err(GcError::invalid("early garbler inputs"));
+        }
+        self.early_labels = ch.recv_pod(self.n * wires.len())?;
+        self.early = wires;
+        Ok(())
+    }
+
     /// Bytes of garbled tables held.
     pub fn table_bytes(&self) -> usize {
         self.tables.len() * 16
@@ -235,7 +265,7 @@ pub fn evaluate_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: 
         Err(secinfer_net::NetError::Closed) => return Err(GcError::Truncated { expected, got: expected }),
         Err(e) => return Err(e.into()),
     };
-    Ok(ReceivedBatch { nonce, g_in, n, tables, decode: unpack_bits(&bytes, nd) })
+    Ok(ReceivedBatch { nonce, g_in, n, tables, decode: unpack_bits(&bytes, nd), early: 0..0, early_labels: Vec::new() })
 }
 
 /// Online, garbler: sends the labels of its inputs (`n × g_in` bits, instance-major) and the COT
@@ -248,9 +278,13 @@ pub fn garble_online<C: Channel, S: CotSender>(ch: &mut C, ot: &mut S, batch: &G
         return Err(GcError::invalid("the COT Δ must be the free-XOR offset of the garbled batch"));
     }
     let d = batch.delta;
-    let mine: Vec<Block> = (0..batch.n * batch.g_in)
-        .map(|k| batch.zero(k / batch.g_in.max(1), k % batch.g_in.max(1)) ^ d.and_bit(g_inputs[k]))
-        .collect();
+    let late: Vec<usize> = (0..batch.g_in).filter(|w| !batch.early.contains(w)).collect();
+    let mut mine: Vec<Block> = Vec::with_capacity(batch.n * late.len());
+    for i in 0..batch.n {
+        for &w in &late {
+            mine.push(batch.zero(i, w) ^ d.and_bit(g_inputs[i * batch.g_in + w]));
+        }
+    }
     if !mine.is_empty() {
         ch.send_pod(&mine)?;
     }
@@ -282,7 +316,18 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
     if e_inputs.len() != n * e_in {
         return Err(GcError::invalid("evaluator input count"));
     }
-    let g_labels: Vec<Block> = if n * g_in > 0 { ch.recv_pod(n * g_in)? } else { Vec::new() };
+    let late: Vec<usize> = (0..g_in).filter(|w| !batch.early.contains(w)).collect();
+    let late_labels: Vec<Block> = if n * late.len() > 0 { ch.recv_pod(n * late.len())? } else { Vec::new() };
+    let ek = batch.early.len();
+    let mut g_labels = vec![Block::ZERO; n * g_in];
+    for i in 0..n {
+        for (j, &w) in late.iter().enumerate() {
+            g_labels[i * g_in + w] = late_labels[i * late.len() + j];
+        }
+        for j in 0..ek {
+            g_labels[i * g_in + batch.early.start + j] = batch.early_labels[i * ek + j];
+        }
+    }
     let e_labels: Vec<Block> = if n * e_in > 0 {
         let mc = ot.recv_cot(ch, e_inputs)?;
         if mc.len() != n * e_in {

@@ -136,7 +136,7 @@ fn push_bits(out: &mut Vec<bool>, v: u64, w: usize) {
 /// The server's side between offline and online.
 pub struct ShareGarbler {
     domain: ShareDomain,
-    spec: ActSpec,
+
     batch: GarbledBatch,
     masks: Vec<u64>,
     and_per_value: u64,
@@ -148,15 +148,29 @@ impl ShareGarbler {
         ch.set_phase(Phase::Offline);
         let circ = share_circuit(domain, spec)?;
         let w = domain.width();
-        let batch = garble_offline(ch, &circ, 2 * w, n, delta)?;
+        let mut batch = garble_offline(ch, &circ, 2 * w, n, delta)?;
         let mut prg = Prg::new();
-        let masks = (0..n)
+        let masks: Vec<u64> = (0..n)
             .map(|_| match domain {
                 ShareDomain::ModP(p) => prg.below(p),
                 ShareDomain::Pow2(l) => prg.next_block().low_u64() & mask(l),
             })
             .collect();
-        Ok(ShareGarbler { domain, spec: *spec, batch, masks, and_per_value: circ.and_count() })
+        // The masks do not depend on the input: their labels go offline.
+        let mut bits = Vec::with_capacity(n * w);
+        for &r in &masks {
+            let r_in = match domain {
+                ShareDomain::ModP(p) => {
+                    let half = 1u64 << (spec.output.bits - 1);
+                    domain.add(r, p - (half % p))
+                }
+                ShareDomain::Pow2(_) => r,
+            };
+            push_bits(&mut bits, r_in, w);
+        }
+        batch.send_inputs_early(ch, w..2 * w, &bits)?;
+        ch.flush()?;
+        Ok(ShareGarbler { domain, batch, masks, and_per_value: circ.and_count() })
     }
 
     pub fn and_gates_per_value(&self) -> u64 {
@@ -177,16 +191,13 @@ impl ShareGarbler {
             if s as u128 >= m {
                 return Err(GcError::invalid("server share out of range"));
             }
-            let (s_in, r_in) = match self.domain {
-                ShareDomain::ModP(p) => {
-                    let h = (p - 1) / 2;
-                    let half = 1u64 << (self.spec.output.bits - 1);
-                    (self.domain.add(s, h), self.domain.add(r, p - (half % p)))
-                }
-                ShareDomain::Pow2(_) => (s, r),
+            let s_in = match self.domain {
+                ShareDomain::ModP(p) => self.domain.add(s, (p - 1) / 2),
+                ShareDomain::Pow2(_) => s,
             };
             push_bits(&mut bits, s_in, w);
-            push_bits(&mut bits, r_in, w);
+            let _ = r; // sent offline
+            push_bits(&mut bits, 0, w);
         }
         garble_online(ch, ot, &self.batch, &bits)?;
         Ok(self.masks.iter().map(|&r| self.domain.embed(-(r as i64))).collect())
@@ -206,7 +217,9 @@ impl ShareEvaluator {
     pub fn offline<C: Channel>(ch: &mut C, domain: ShareDomain, spec: &ActSpec, n: usize) -> Result<Self, GcError> {
         ch.set_phase(Phase::Offline);
         let circ = share_circuit(domain, spec)?;
-        let batch = evaluate_offline(ch, &circ, 2 * domain.width(), n)?;
+        let w = domain.width();
+        let mut batch = evaluate_offline(ch, &circ, 2 * w, n)?;
+        batch.recv_inputs_early(ch, w..2 * w)?;
         Ok(ShareEvaluator { domain, circ, batch, n })
     }
 
