@@ -3,6 +3,7 @@ use crate::error::Error;
 use crate::report::Reporter;
 use clap::Subcommand;
 
+pub mod gc;
 pub mod ot;
 
 /// The benchmarks. Each measures both parties (see `--net`/`--profile`) and reports time, bytes
@@ -11,10 +12,16 @@ pub mod ot;
 pub enum BenchCmd {
     /// Oblivious transfer extension: correlated, random, chosen-message and 1-of-N OTs.
     Ot(ot::OtArgs),
+    /// Garbled-circuit activations: AND gates, depth and ULP error per function and width (local).
+    Gates(gc::GatesArgs),
+    /// Garbled-circuit activations on N secret-shared values between two parties.
+    Gc(gc::GcArgs),
 }
 
 pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
     match cmd {
         BenchCmd::Ot(a) => ot::run(a, out),
+        BenchCmd::Gates(a) => gc::run_gates(a, out),
+        BenchCmd::Gc(a) => gc::run_gc(a, out),
     }
 }
