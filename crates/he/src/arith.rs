@@ -158,9 +158,6 @@ impl Prg {
         rand_core::OsRng.fill_bytes(&mut seed);
         Prg(ChaCha20Rng::from_seed(seed))
     }
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
     pub(crate) fn fill_bytes(&mut self, b: &mut [u8]) {
         self.0.fill_bytes(b)
     }
@@ -196,20 +193,14 @@ impl Prg {
             }
         }
     }
-    /// Discrete Gaussian-like sample of standard deviation `sigma`, tail cut at 6 sigma
-    /// (centered binomial is not used so that sigma = 3.2 matches the HE Standard tables).
-    pub(crate) fn gaussian(&mut self, sigma: f64) -> i64 {
-        let bound = (6.0 * sigma).ceil();
-        loop {
-            // Box-Muller on two 53-bit uniforms.
-            let u1 = ((self.0.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-            let u2 = (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos() * sigma;
-            let r = z.round();
-            if r.abs() <= bound {
-                return r as i64;
-            }
-        }
+    /// Error sample: centered binomial with k = 21 (popcount of 21 random bits minus another
+    /// 21), standard deviation √(21/2) ≈ 3.24 ≥ σ = 3.2 of the HE Standard, bounded by 21.
+    /// The `_sigma` argument documents the target; sets with σ ≠ 3.2 are rejected by validation.
+    pub(crate) fn gaussian(&mut self, _sigma: f64) -> i64 {
+        let v = self.0.next_u64();
+        let a = (v & 0x1F_FFFF).count_ones() as i64;
+        let b = ((v >> 21) & 0x1F_FFFF).count_ones() as i64;
+        a - b
     }
 }
 

@@ -116,12 +116,7 @@ impl SecretKey {
         let e: Vec<i64> = (0..params.n()).map(|_| prg.gaussian(params.0.set.sigma)).collect();
         let mut b = lift_signed(params, &e);
         sub_product(params, &mut b, &a, self.ntt_q(), params.l());
-        PublicKey {
-            params: params.clone(),
-            seed,
-            b,
-            a,
-        }
+        PublicKey { seed, b, a }
     }
 
     /// Galois keys for the given Galois elements (see [`Params::galois_elt_rotate`]).
@@ -190,7 +185,6 @@ fn sub_product(params: &Params, acc: &mut [u64], a: &[u64], s: &[u64], residues:
 /// Public key for re-randomisation: `b = −a·s + e`, `a` expanded from `seed`.
 #[derive(Clone)]
 pub struct PublicKey {
-    params: Params,
     seed: [u8; 32],
     b: Vec<u64>,
     a: Vec<u64>,
@@ -216,12 +210,7 @@ impl PublicKey {
         seed.copy_from_slice(&bytes[..32]);
         let b = read_residues(params, &bytes[32..], params.l(), false)?;
         let a = expand_uniform(params, &seed, params.l(), false);
-        Ok(PublicKey {
-            params: params.clone(),
-            seed,
-            b,
-            a,
-        })
+        Ok(PublicKey { seed, b, a })
     }
 }
 
@@ -425,17 +414,6 @@ pub struct Ciphertext {
 pub struct SeededCiphertext {
     seed: [u8; 32],
     c0: Vec<u64>,
-}
-
-/// The client's encryptor (secret-key encryption).
-pub struct Encryptor<'a> {
-    sk: &'a SecretKey,
-}
-
-impl<'a> Encryptor<'a> {
-    pub fn new(sk: &'a SecretKey) -> Self {
-        Encryptor { sk }
-    }
 }
 
 impl SecretKey {
@@ -1049,19 +1027,39 @@ impl Params {
         let mut out0 = Vec::with_capacity(n);
         let mut out1 = Vec::with_capacity(n);
         let qr = 1u128 << log_q_out;
-        for k in 0..n {
-            let e1 = prg.uniform_i128(flood) + prg.gaussian(sigma) as i128;
-            let e2 = prg.gaussian(sigma) as i128;
-            let mut x0 = crt(self, &c0, k);
-            let mut x1 = crt(self, &c1, k);
-            x0 = add_signed(x0, e1, qb);
-            if let Some(m) = mask_poly {
-                let dm = delta * (m[k] as u128 % t) % qb;
-                x0 = (x0 + qb - dm) % qb;
+        if self.l() == 1 {
+            // Single prime: everything in u64 with Shoup products and an f64-estimated,
+            // exactly corrected rounding division.
+            let q = self.0.qs[0].q;
+            let d = self.0.delta_mod_q[0];
+            let ds = crate::arith::shoup(d, q);
+            let ratio = qr as f64 / q as f64;
+            for k in 0..n {
+                let e1 = prg.uniform_i128(flood) + prg.gaussian(sigma) as i128;
+                let e2 = prg.gaussian(sigma) as i64;
+                let mut x0 = add_mod(c0[k], (e1.rem_euclid(q as i128)) as u64, q);
+                if let Some(m) = mask_poly {
+                    x0 = sub_mod(x0, crate::arith::mul_shoup(m[k] % self.t(), d, ds, q), q);
+                }
+                let x1 = add_mod(c1[k], from_i64(e2, q), q);
+                out0.push(switch_u64(x0, q, log_q_out, ratio));
+                out1.push(switch_u64(x1, q, log_q_out, ratio));
             }
-            x1 = add_signed(x1, e2, qb);
-            out0.push(switch(x0, qr, qb) as u64);
-            out1.push(switch(x1, qr, qb) as u64);
+        } else {
+            for k in 0..n {
+                let e1 = prg.uniform_i128(flood) + prg.gaussian(sigma) as i128;
+                let e2 = prg.gaussian(sigma) as i128;
+                let mut x0 = crt(self, &c0, k);
+                let mut x1 = crt(self, &c1, k);
+                x0 = add_signed(x0, e1, qb);
+                if let Some(m) = mask_poly {
+                    let dm = delta * (m[k] as u128 % t) % qb;
+                    x0 = (x0 + qb - dm) % qb;
+                }
+                x1 = add_signed(x1, e2, qb);
+                out0.push(switch(x0, qr, qb) as u64);
+                out1.push(switch(x1, qr, qb) as u64);
+            }
         }
         Ok(Response {
             log_q: log_q_out,
@@ -1078,6 +1076,20 @@ fn add_signed(x: u128, e: i128, q: u128) -> u128 {
         let m = e.unsigned_abs() % q;
         (x + q - m) % q
     }
+}
+
+/// round(x · 2^k / q) mod 2^k for x < q < 2^62, k ≤ 62: f64 estimate, exact correction.
+fn switch_u64(x: u64, q: u64, k: u32, ratio: f64) -> u64 {
+    let num = ((x as u128) << k) + (q as u128 >> 1);
+    let mut v = (x as f64 * ratio) as u128;
+    // Correct the estimate so that v = floor(num / q).
+    while v * q as u128 > num {
+        v -= 1;
+    }
+    while (v + 1) * q as u128 <= num {
+        v += 1;
+    }
+    (v & ((1u128 << k) - 1)) as u64
 }
 
 /// round(x · qr / Q) mod qr, qr a power of two ≤ 2^62.

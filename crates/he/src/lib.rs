@@ -15,7 +15,7 @@ pub mod kernels;
 pub mod params;
 
 pub use bfv::{
-    Ciphertext, Decomposed, Encryptor, GaloisKeys, Plaintext, PublicKey, Response, SecretKey,
+    Ciphertext, Decomposed, GaloisKeys, Plaintext, PublicKey, Response, SecretKey,
     SeededCiphertext,
 };
 pub use eval::{CountingEvaluator, Evaluator, HeEvaluator, OpCounts, PlainEvaluator};

@@ -161,8 +161,8 @@ impl ParamSet {
         if !(1..=62).contains(&self.ks_digit_bits) {
             return bad("digit size must be in 1..=62 bits");
         }
-        if !(1.0..=100.0).contains(&self.sigma) {
-            return bad("sigma out of range");
+        if (self.sigma - 3.2).abs() > 1e-9 {
+            return bad("sigma must be 3.2 (the error sampler is a centered binomial with σ ≈ 3.24)");
         }
         let max = he_standard_max_log_qp(self.n).ok_or(HeError::InvalidParams(format!(
             "{}: no HE Standard entry for n={}",
@@ -194,7 +194,6 @@ pub(crate) struct ModCtx {
     pub(crate) exp_of_idx: Vec<u32>,
     /// inverse of exp_of_idx (entries for even exponents unused).
     pub(crate) idx_of_exp: Vec<u32>,
-    pub(crate) n_inv: u64,
 }
 
 impl ModCtx {
@@ -226,7 +225,6 @@ impl ModCtx {
             plan,
             exp_of_idx,
             idx_of_exp,
-            n_inv: inv_mod(n as u64 % q, q),
         })
     }
 

@@ -1,0 +1,198 @@
+//! `secinfer bench he-ops | he-matvec | he-conv`: the packed-BFV layer and the GAZELLE / GALA
+//! linear kernels (issue 4). Both parties run in this process (the kernels are local compute;
+//! the bytes are what each side would send): `online` = client encryption + server kernel +
+//! masking/flooding/mod-switch + client decryption; `setup` = Galois/public key generation and
+//! the server's weight encoding. Kernel times are the fastest of `--reps` runs.
+use crate::error::Error;
+use crate::report::{BenchRecord, Reporter};
+use clap::Args;
+use secinfer_he::bench::KernelReport;
+use secinfer_he::kernels::Flood;
+use secinfer_he::{ConvMethod, MatVecMethod, Params};
+use serde_json::json;
+
+fn parse_flood(s: &str) -> Result<Flood, String> {
+    match s {
+        "best-effort" => Ok(Flood::BestEffort(40)),
+        "statistical" => Ok(Flood::Statistical(40)),
+        "off" => Ok(Flood::Off),
+        _ => Err(format!("flood must be best-effort|statistical|off, not {s}")),
+    }
+}
+
+fn threads() -> usize {
+    rayon_threads()
+}
+
+fn rayon_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+}
+
+#[derive(Args, Debug)]
+pub struct HeOpsArgs {
+    /// Parameter sets, comma-separated (n4096, n8192, n8192-z2k32).
+    #[arg(long, default_value = "n4096,n8192")]
+    pub params: String,
+    /// Iterations per timing batch (the minimum of 5 batches is reported).
+    #[arg(long, default_value_t = 100)]
+    pub iters: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct HeMatvecArgs {
+    /// naive, gazelle or gala; a comma-separated list runs them in one process and reports
+    /// GALA's speed-up over GAZELLE.
+    #[arg(long, default_value = "gazelle,gala")]
+    pub method: String,
+    #[arg(long, default_value_t = 16)]
+    pub rows: usize,
+    #[arg(long, default_value_t = 128)]
+    pub cols: usize,
+    #[arg(long, default_value = "n4096")]
+    pub params: String,
+    /// Re-randomisation of the response: best-effort (as much 40-bit flooding as fits),
+    /// statistical (require 2^-40; n8192), off.
+    #[arg(long, default_value = "best-effort", value_parser = parse_flood)]
+    pub flood: Flood,
+    /// Kernel repetitions (fastest reported).
+    #[arg(long, default_value_t = 20)]
+    pub reps: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct HeConvArgs {
+    /// gazelle or gala, or a comma-separated list.
+    #[arg(long, default_value = "gazelle,gala")]
+    pub method: String,
+    /// Input HxWxC.
+    #[arg(long, default_value = "16x16x16")]
+    pub input: String,
+    /// Kernel KxKxM (M output channels).
+    #[arg(long, default_value = "3x3x16")]
+    pub kernel: String,
+    #[arg(long, default_value = "n4096")]
+    pub params: String,
+    #[arg(long, default_value = "best-effort", value_parser = parse_flood)]
+    pub flood: Flood,
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+}
+
+pub fn run_ops(a: HeOpsArgs, out: &mut Reporter) -> Result<(), Error> {
+    for name in a.params.split(',') {
+        let p = Params::by_name(name.trim())?;
+        for o in secinfer_he::bench::he_ops(&p, a.iters)? {
+            out.emit(
+                BenchRecord::local("he-ops", o.micros * 1e-6)
+                    .param("params", name.trim())
+                    .param("n", p.n())
+                    .param("log2_q", (p.log2_q() * 10.0).round() / 10.0)
+                    .param("threads", 1)
+                    .field("op", o.op)
+                    .field("micros", (o.micros * 100.0).round() / 100.0),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn record(bench: &str, method: &str, p: &Params, r: &KernelReport, threads: usize) -> BenchRecord {
+    let online = r.client_encrypt_s + r.server_kernel_s + r.server_finish_s + r.client_decrypt_s;
+    let mut rec = BenchRecord::local(bench, online + r.server_setup_s)
+        .param("method", method)
+        .param("params", p.set().name.clone())
+        .param("n", p.n())
+        .param("threads", threads)
+        .field("perm", r.counts.perm)
+        .field("hst_perm", r.counts.hst_perm)
+        .field("dec_perm", r.counts.dec_perm)
+        .field("sc_mult", r.counts.sc_mult)
+        .field("add", r.counts.add)
+        .field("server_kernel_s", r.server_kernel_s)
+        .field("server_finish_s", r.server_finish_s)
+        .field("client_encrypt_s", r.client_encrypt_s)
+        .field("client_decrypt_s", r.client_decrypt_s)
+        .field("input_cts", r.input_cts)
+        .field("output_cts", r.output_cts)
+        .field("bytes_up", r.bytes_up)
+        .field("bytes_down", r.bytes_down)
+        .field("noise_budget_bits", (r.noise_budget_bits * 10.0).round() / 10.0)
+        .field("flood_stat_bits", (r.flood_stat_bits * 10.0).round() / 10.0)
+        .field("correct", r.correct);
+    rec.phases.insert("setup".into(), json!({"time_s": r.server_setup_s, "bytes": r.bytes_keys}));
+    rec.phases.insert("offline".into(), json!({"time_s": 0.0, "bytes": 0}));
+    rec.phases.insert("online".into(), json!({"time_s": online, "bytes": r.bytes_up + r.bytes_down}));
+    rec.bytes_total = (r.bytes_keys + r.bytes_up + r.bytes_down) as u64;
+    rec.rounds = 1;
+    rec
+}
+
+pub fn run_matvec(a: HeMatvecArgs, out: &mut Reporter) -> Result<(), Error> {
+    let p = Params::by_name(&a.params)?;
+    let mut gazelle_kernel = None;
+    let mut gazelle_total = None;
+    for m in a.method.split(',') {
+        let method: MatVecMethod = m.trim().parse()?;
+        let r = secinfer_he::bench::he_matvec(&p, method, a.rows, a.cols, a.flood, a.reps)?;
+        if !r.correct {
+            return Err(Error::msg(format!("{m}: shares do not sum to W·x")));
+        }
+        let mut rec = record("he-matvec", m.trim(), &p, &r, threads()).param("rows", a.rows).param("cols", a.cols);
+        let total = r.server_kernel_s + r.server_finish_s;
+        match method {
+            MatVecMethod::Gazelle => {
+                gazelle_kernel = Some(r.server_kernel_s);
+                gazelle_total = Some(total);
+            }
+            MatVecMethod::Gala => {
+                if let (Some(gk), Some(gt)) = (gazelle_kernel, gazelle_total) {
+                    rec = rec
+                        .field("speedup_kernel_vs_gazelle", (gk / r.server_kernel_s * 10.0).round() / 10.0)
+                        .field("speedup_server_vs_gazelle", (gt / total * 10.0).round() / 10.0);
+                }
+            }
+            MatVecMethod::Naive => {}
+        }
+        out.emit(rec);
+    }
+    Ok(())
+}
+
+fn dims(s: &str, what: &str) -> Result<Vec<usize>, Error> {
+    let v: Result<Vec<usize>, _> = s.split('x').map(|d| d.trim().parse::<usize>()).collect();
+    match v {
+        Ok(v) if v.len() == 3 => Ok(v),
+        _ => Err(Error::msg(format!("{what} must look like AxBxC, got {s}"))),
+    }
+}
+
+pub fn run_conv(a: HeConvArgs, out: &mut Reporter) -> Result<(), Error> {
+    let p = Params::by_name(&a.params)?;
+    let i = dims(&a.input, "--input")?;
+    let k = dims(&a.kernel, "--kernel")?;
+    if k[0] != k[1] {
+        return Err(Error::msg("kernels must be square"));
+    }
+    let mut gazelle_kernel = None;
+    for m in a.method.split(',') {
+        let method: ConvMethod = m.trim().parse()?;
+        let r = secinfer_he::bench::he_conv(&p, method, (i[0], i[1], i[2]), (k[0], k[2]), a.flood, a.reps)?;
+        if !r.correct {
+            return Err(Error::msg(format!("{m}: shares do not sum to the convolution")));
+        }
+        let mut rec = record("he-conv", m.trim(), &p, &r, threads()).param("input", a.input.clone()).param("kernel", a.kernel.clone());
+        match method {
+            ConvMethod::Gazelle => gazelle_kernel = Some(r.server_kernel_s),
+            ConvMethod::Gala => {
+                if let Some(gk) = gazelle_kernel {
+                    rec = rec.field("speedup_kernel_vs_gazelle", (gk / r.server_kernel_s * 10.0).round() / 10.0);
+                }
+            }
+        }
+        out.emit(rec);
+    }
+    Ok(())
+}
