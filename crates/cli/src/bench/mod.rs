@@ -3,6 +3,7 @@ use crate::error::Error;
 use crate::report::Reporter;
 use clap::Subcommand;
 
+pub mod he;
 pub mod gc;
 pub mod ot;
 
@@ -16,6 +17,12 @@ pub enum BenchCmd {
     Gates(gc::GatesArgs),
     /// Garbled-circuit activations on N secret-shared values between two parties.
     Gc(gc::GcArgs),
+    /// Packed-BFV operations: µs per operation per parameter set.
+    HeOps(he::HeOpsArgs),
+    /// Encrypted matrix–vector product into Z_t shares (naive, GAZELLE, GALA).
+    HeMatvec(he::HeMatvecArgs),
+    /// Encrypted convolution into Z_t shares (GAZELLE output rotation, GALA kernel grouping).
+    HeConv(he::HeConvArgs),
 }
 
 pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
@@ -23,5 +30,8 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::Ot(a) => ot::run(a, out),
         BenchCmd::Gates(a) => gc::run_gates(a, out),
         BenchCmd::Gc(a) => gc::run_gc(a, out),
+        BenchCmd::HeOps(a) => he::run_ops(a, out),
+        BenchCmd::HeMatvec(a) => he::run_matvec(a, out),
+        BenchCmd::HeConv(a) => he::run_conv(a, out),
     }
 }
