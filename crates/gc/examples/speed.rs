@@ -7,6 +7,14 @@ use secinfer_net::simulate;
 use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
 use std::time::Instant;
 
+/// Nanoseconds this thread has been on a CPU (the machine is shared: wall time over-counts).
+fn cpu_ns() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()))
+        .unwrap_or(f64::NAN)
+}
+
 fn main() {
     let spec = ActSpec::default_for(Func::Tanh, 16);
     let c = share_circuit(ShareDomain::Pow2(16), &spec).expect("circuit");
@@ -17,34 +25,40 @@ fn main() {
     let ins: Vec<[Block; 8]> = (0..c.n_inputs).map(|_| g.input()).collect();
     g.tables.reserve(c.and_count() as usize * 16);
     let t = Instant::now();
+    let cpu = cpu_ns();
     for _ in 0..reps {
         g.tables.clear();
         c.eval(&mut g, &ins);
     }
     let dt = t.elapsed().as_secs_f64();
+    let dc = (cpu_ns() - cpu) / 1e9;
     let ands = c.and_count() as f64 * 8.0 * reps as f64;
-    println!("garble: {} ANDs/circuit ({} XOR), {:.1} M AND/s on one core ({:.3} s)", c.and_count(), c.stats().xors, ands / dt / 1e6, dt);
+    println!("garble 16-bit tanh share circuit: {} ANDs/circuit ({} XOR), {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", c.and_count(), c.stats().xors, ands / dt / 1e6, ands / dc / 1e6);
     let tables = std::mem::take(&mut g.tables);
     let t = Instant::now();
+    let cpu = cpu_ns();
     for _ in 0..reps {
         let mut e = Evaluator::<8, _>::new(1, 0, SliceSource::new(&tables)).expect("e");
         c.eval(&mut e, &ins);
     }
     let dt = t.elapsed().as_secs_f64();
-    println!("evaluate: {:.1} M AND/s on one core ({:.3} s)", ands / dt / 1e6, dt);
+    let dc = (cpu_ns() - cpu) / 1e9;
+    println!("evaluate: {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", ands / dt / 1e6, ands / dc / 1e6);
     // an AND-dominated circuit: 32-bit multiplier
     let m = secinfer_gc::Circuit::build(64, |b, x| secinfer_gc::gadgets::mul_lo(b, &x[..32], &x[32..]));
     let ins: Vec<[Block; 8]> = (0..64).map(|_| g.input()).collect();
     g.tables.reserve(m.and_count() as usize * 16);
     let reps = 1000;
     let t = Instant::now();
+    let cpu = cpu_ns();
     for _ in 0..reps {
         g.tables.clear();
         m.eval(&mut g, &ins);
     }
     let dt = t.elapsed().as_secs_f64();
+    let dc = (cpu_ns() - cpu) / 1e9;
     let ands = m.and_count() as f64 * 8.0 * reps as f64;
-    println!("garble 32-bit multiplier: {} ANDs ({} XOR), {:.1} M AND/s on one core", m.and_count(), m.stats().xors, ands / dt / 1e6);
+    println!("garble 32-bit multiplier: {} ANDs ({} XOR), {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", m.and_count(), m.stats().xors, ands / dt / 1e6, ands / dc / 1e6);
 
     for _ in 0..3 {
         let n = 16384;

@@ -162,6 +162,19 @@ impl<const L: usize, S: TableSink> Garbler<L, S> {
         self.delta
     }
 
+    /// Restarts gate numbering for the next `L` circuit copies `first_instance..` (reusing this
+    /// garbler, its key schedule and buffers, across chunks of a batch).
+    pub fn set_instances(&mut self, nonce: u64, first_instance: u32) -> Result<(), GcError> {
+        if first_instance as u64 + L as u64 > u32::MAX as u64 {
+            return Err(GcError::invalid("too many circuit copies in one session"));
+        }
+        for (l, b) in self.bases.iter_mut().enumerate() {
+            *b = tweak_base(nonce, first_instance + l as u32);
+        }
+        self.gate = 0;
+        Ok(())
+    }
+
     /// A fresh input wire: random zero-labels (one per lane).
     pub fn input(&mut self) -> [Block; L] {
         let mut w = [Block::ZERO; L];
@@ -383,6 +396,18 @@ impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
             t: [Block::ZERO; 2 * MAX_LANES],
             px: [Block::ZERO; 2 * MAX_LANES],
         })
+    }
+
+    /// Restarts gate numbering for the next `L` circuit copies (see [`Garbler::set_instances`]).
+    pub fn set_instances(&mut self, nonce: u64, first_instance: u32) -> Result<(), GcError> {
+        if first_instance as u64 + L as u64 > u32::MAX as u64 {
+            return Err(GcError::invalid("too many circuit copies in one session"));
+        }
+        for (l, b) in self.bases.iter_mut().enumerate() {
+            *b = tweak_base(nonce, first_instance + l as u32);
+        }
+        self.gate = 0;
+        Ok(())
     }
 
     /// The first error met (a short or failing table source), if any.

@@ -64,6 +64,18 @@ fn wire_outputs(c: &Circuit) -> usize {
     c.outputs.iter().filter(|o| matches!(o, Bit::Wire(_))).count()
 }
 
+/// Chunks per rayon task and tasks per wave: tasks reuse one garbler/evaluator across their
+/// chunks; a wave (2 tasks per thread, ≤ 32 chunks and ≤ 4 MiB of tables each) is garbled in
+/// parallel and sent before the next starts, so sending overlaps the peer's receiving and the
+/// garbler's memory stays bounded.
+fn task_split(circ: &Circuit, nch: usize) -> (usize, usize) {
+    let threads = rayon::current_num_threads().max(1);
+    let chunk_bytes = (circ.and_count() as usize * 2 * LANES * 16).max(1);
+    let cap = ((4 << 20) / chunk_bytes).max(1);
+    let per_task = nch.div_ceil(threads * 16).clamp(1, cap.min(32));
+    (per_task, threads * 2)
+}
+
 fn check_shape(c: &Circuit, g_in: usize, n: usize) -> Result<(), GcError> {
     if g_in > c.n_inputs {
         return Err(GcError::invalid("garbler inputs exceed circuit inputs"));
@@ -146,33 +158,35 @@ pub fn garble_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: us
     let n_in = circ.n_inputs;
     let e_in = n_in - g_in;
     let nch = chunks(n);
-    let wave = (rayon::current_num_threads() * 4).max(1);
+    let (per_task, wave) = task_split(circ, nch);
     let mut labels = Vec::with_capacity(nch * n_in * LANES);
     let mut decode = Vec::with_capacity(nch * LANES * wire_outputs(circ));
-    let mut pending: Vec<Block> = Vec::with_capacity(2 * FRAME_BLOCKS);
-    let mut c0 = 0;
-    while c0 < nch {
-        let c1 = (c0 + wave).min(nch);
-        let seeds: Vec<Block> = (c0..c1).map(|_| prg.next_block()).collect();
-        let results: Vec<Result<(Vec<Block>, Vec<Block>, Vec<bool>), GcError>> = seeds
+    let mut t0 = 0;
+    while t0 < nch {
+        let t1 = (t0 + per_task * wave).min(nch);
+        let tasks: Vec<(usize, usize, Block)> =
+            (t0..t1).step_by(per_task).map(|c| (c, (c + per_task).min(t1), prg.next_block())).collect();
+        let results: Vec<Result<(Vec<Block>, Vec<Block>, Vec<bool>), GcError>> = tasks
             .into_par_iter()
-            .enumerate()
-            .map(|(i, seed)| {
-                let c = c0 + i;
-                let mut g = Garbler::<LANES>::new(delta, nonce, (c * LANES) as u32, Prg::from_seed(seed))?;
-                g.tables.reserve_exact(circ.and_count() as usize * 2 * LANES);
-                let ins: Vec<[Block; LANES]> = (0..n_in).map(|_| g.input()).collect();
-                let outs = circ.eval(&mut g, &ins);
-                g.finish()?;
-                let mut dec = Vec::with_capacity(outs.len() * LANES);
-                for l in 0..LANES {
-                    for o in &outs {
-                        if let Bit::Wire(w) = o {
-                            dec.push(w[l].lsb());
+            .map(|(c0, c1, seed)| {
+                let mut g = Garbler::<LANES>::new(delta, nonce, (c0 * LANES) as u32, Prg::from_seed(seed))?;
+                g.tables.reserve_exact((c1 - c0) * circ.and_count() as usize * 2 * LANES);
+                let mut flat = Vec::with_capacity((c1 - c0) * n_in * LANES);
+                let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
+                for c in c0..c1 {
+                    g.set_instances(nonce, (c * LANES) as u32)?;
+                    let ins: Vec<[Block; LANES]> = (0..n_in).map(|_| g.input()).collect();
+                    let outs = circ.eval(&mut g, &ins);
+                    for l in 0..LANES {
+                        for o in &outs {
+                            if let Bit::Wire(w) = o {
+                                dec.push(w[l].lsb());
+                            }
                         }
                     }
+                    flat.extend(ins.iter().flat_map(|w| w.iter().copied()));
                 }
-                let flat: Vec<Block> = ins.iter().flat_map(|w| w.iter().copied()).collect();
+                g.finish()?;
                 Ok((std::mem::take(&mut g.tables), flat, dec))
             })
             .collect();
@@ -180,17 +194,11 @@ pub fn garble_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: us
             let (t, l, d) = r?;
             labels.extend(l);
             decode.extend(d);
-            pending.extend(t);
-            let full = pending.len() / FRAME_BLOCKS * FRAME_BLOCKS;
-            for f in pending[..full].chunks(FRAME_BLOCKS) {
+            for f in t.chunks(FRAME_BLOCKS) {
                 ch.send_pod(f)?;
             }
-            pending.drain(..full);
         }
-        c0 = c1;
-    }
-    if !pending.is_empty() {
-        ch.send_pod(&pending)?;
+        t0 = t1;
     }
     // decode bits of the real copies only (instance-major)
     let wo = wire_outputs(circ);
@@ -341,44 +349,49 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
     let per_chunk = circ.and_count() as usize * 2 * LANES;
     let wo = wire_outputs(circ);
     let n_out = circ.n_outputs();
-    let results: Vec<Result<Vec<bool>, GcError>> = (0..chunks(n))
+    let (per_task, _) = task_split(circ, chunks(n));
+    let nch = chunks(n);
+    let results: Vec<Result<Vec<bool>, GcError>> = (0..nch)
+        .step_by(per_task)
+        .collect::<Vec<_>>()
         .into_par_iter()
-        .map(|c| {
+        .map(|c0| {
+            let c1 = (c0 + per_task).min(nch);
+            let src = SliceSource::new(&batch.tables[c0 * per_chunk..c1 * per_chunk]);
+            let mut ev = Evaluator::<LANES, _>::new(batch.nonce, (c0 * LANES) as u32, src)?;
+            let mut bits = Vec::with_capacity((c1 - c0) * LANES * n_out);
             let mut ins = vec![[Block::ZERO; LANES]; circ.n_inputs];
-            for l in 0..LANES {
-                let i = c * LANES + l;
-                if i >= n {
-                    break;
+            for c in c0..c1 {
+                ev.set_instances(batch.nonce, (c * LANES) as u32)?;
+                for l in 0..LANES {
+                    let i = c * LANES + l;
+                    for w in 0..g_in {
+                        ins[w][l] = if i < n { g_labels[i * g_in + w] } else { Block::ZERO };
+                    }
+                    for w in 0..e_in {
+                        ins[g_in + w][l] = if i < n { e_labels[i * e_in + w] } else { Block::ZERO };
+                    }
                 }
-                for w in 0..g_in {
-                    ins[w][l] = g_labels[i * g_in + w];
-                }
-                for w in 0..e_in {
-                    ins[g_in + w][l] = e_labels[i * e_in + w];
+                let outs = circ.eval(&mut ev, &ins);
+                for l in 0..LANES {
+                    let i = c * LANES + l;
+                    if i >= n {
+                        break;
+                    }
+                    let mut k = 0;
+                    for o in &outs {
+                        bits.push(match o {
+                            Bit::Const(v) => *v,
+                            Bit::Wire(w) => {
+                                let d = batch.decode[i * wo + k];
+                                k += 1;
+                                w[l].lsb() ^ d
+                            }
+                        });
+                    }
                 }
             }
-            let src = SliceSource::new(&batch.tables[c * per_chunk..(c + 1) * per_chunk]);
-            let mut ev = Evaluator::<LANES, _>::new(batch.nonce, (c * LANES) as u32, src)?;
-            let outs = circ.eval(&mut ev, &ins);
             ev.finish()?;
-            let mut bits = Vec::with_capacity(LANES * n_out);
-            for l in 0..LANES {
-                let i = c * LANES + l;
-                if i >= n {
-                    break;
-                }
-                let mut k = 0;
-                for o in &outs {
-                    bits.push(match o {
-                        Bit::Const(v) => *v,
-                        Bit::Wire(w) => {
-                            let d = batch.decode[i * wo + k];
-                            k += 1;
-                            w[l].lsb() ^ d
-                        }
-                    });
-                }
-            }
             Ok(bits)
         })
         .collect();
