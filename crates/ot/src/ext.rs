@@ -144,7 +144,7 @@ impl ExtReceiver {
         m: usize,
         mut direct: Option<&mut [Block]>,
         mut fill_code: impl FnMut(usize, usize, usize, &mut Vec<Block>),
-        mut sink: impl FnMut(usize, &[Block]) -> Result<(), OtError>,
+        mut sink: impl FnMut(usize, &mut [Block]) -> Result<(), OtError>,
     ) -> Result<(), OtError> {
         let w = self.width();
         let ncols = 128 * w;
@@ -218,7 +218,7 @@ impl ExtSender {
         ch: &mut C,
         m: usize,
         mut direct: Option<&mut [Block]>,
-        mut sink: impl FnMut(usize, &[Block]) -> Result<(), OtError>,
+        mut sink: impl FnMut(usize, &mut [Block]) -> Result<(), OtError>,
     ) -> Result<(), OtError> {
         let w = self.width();
         let ncols = 128 * w;

@@ -300,9 +300,12 @@ impl OtExtReceiver {
                 code.resize(nb, Block::ZERO);
                 pack_choices(&choices[start..start + len], code);
             },
-            |_, _| Ok(()),
+            |start, rows| {
+                // Hash each chunk while it is still in cache.
+                hash_rows(rows, first.wrapping_add(start as u64));
+                Ok(())
+            },
         )?;
-        hash_rows(out, first);
         ch.flush()?;
         Ok(first)
     }

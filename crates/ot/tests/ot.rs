@@ -476,3 +476,73 @@ fn bad_arguments_are_typed_errors_and_do_not_poison() {
     assert_eq!(t[0], q[0] ^ delta);
     assert_eq!(t[1], q[1]);
 }
+
+/// Raw bytes over real loopback TCP: the honest OT party reads length-prefixed frames from a
+/// socket whose other end writes whatever it likes.
+fn against_raw_tcp<T: Send>(
+    hostile: impl FnOnce(&mut std::net::TcpStream) + Send,
+    honest: impl FnOnce(&mut secinfer_net::TcpChannel) -> T + Send,
+) -> T {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::scope(|s| {
+        let h = s.spawn(move || {
+            let mut raw = std::net::TcpStream::connect(addr).expect("connect");
+            hostile(&mut raw);
+            let _ = raw.flush();
+            // Hang up: the honest side must see an error, not wait forever.
+        });
+        let (stream, _) = listener.accept().expect("accept");
+        let opts = secinfer_net::TcpOptions { read_timeout: Some(std::time::Duration::from_secs(20)), ..Default::default() };
+        let mut ch = secinfer_net::TcpChannel::new(stream, &opts).expect("channel");
+        let out = honest(&mut ch);
+        h.join().expect("hostile thread");
+        out
+    })
+}
+
+#[test]
+fn hostile_tcp_peer_oversized_prefix_truncated_frame_and_garbage_point() {
+    use std::io::Write;
+    // A length prefix far above the frame limit, where the base-OT point A should come.
+    let r = against_raw_tcp(
+        |raw| raw.write_all(&u32::MAX.to_le_bytes()).expect("write"),
+        |ch| OtExtSender::setup(ch, &mut Prg::new()).map(|_| ()),
+    );
+    assert!(matches!(r, Err(OtError::Net(NetError::FrameTooLarge { .. }))), "{:?}", r.err());
+    // A frame announcing 32 bytes that stops after 10.
+    let r = against_raw_tcp(
+        |raw| {
+            raw.write_all(&32u32.to_le_bytes()).expect("write");
+            raw.write_all(&[9u8; 10]).expect("write");
+        },
+        |ch| OtExtSender::setup(ch, &mut Prg::new()).map(|_| ()),
+    );
+    assert!(is_net(&r), "{:?}", r.err());
+    // A well-framed 32-byte garbage point.
+    let r = against_raw_tcp(
+        |raw| {
+            raw.write_all(&32u32.to_le_bytes()).expect("write");
+            raw.write_all(&[0xee; 32]).expect("write");
+        },
+        |ch| OtExtSender::setup(ch, &mut Prg::new()).map(|_| ()),
+    );
+    assert!(is_malformed(&r), "{:?}", r.err());
+}
+
+#[test]
+fn garbage_u_of_the_right_length_is_survived() {
+    // Semi-honest OT cannot detect a wrong u; it must still neither panic nor misbehave.
+    let run = simulate(
+        |ch| {
+            let _keys = base_ot_send(ch, 128, &mut Prg::new()).expect("base");
+            ch.send_pod::<u8>(&vec![0x5au8; 16 * 128 * 2]).expect("send");
+        },
+        |ch| {
+            let mut s = OtExtSender::setup(ch, &mut Prg::new()).expect("setup");
+            s.send_cot(ch, 200).map(|q| q.len())
+        },
+    );
+    assert_eq!(run.server.output.expect("garbage of the right length decodes"), 200);
+}
