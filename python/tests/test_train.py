@@ -34,3 +34,27 @@ def test_language_model_steps_reduce_perplexity():
     train_lm(m, ids, epochs=1, batch_size=16, bptt=20, lr=1e-2, max_steps=60, log=None)
     after = lm_perplexity(m, ids[:4000], batch_size=8, bptt=20)
     assert after < 0.5 * before
+
+
+def test_language_model_export_and_fixed_point_perplexity(tmp_path):
+    """A (briefly trained) LM exports; its fx20 perplexity is within 1 % of PyTorch's."""
+    from secinfer.fixedpoint import FixedPointModel
+    from secinfer.fixedpoint import lm_perplexity as fx_ppl
+    from secinfer.modelio import export, load_model_dir
+
+    set_seed(0, threads=1)
+    c = datasets.load_ptb()
+    stream = c.stream("train")[:20_000]
+    vocab = Vocab.build([stream], max_size=1000)
+    ids = np.array(vocab.encode(stream))
+    m = GRULanguageModel(len(vocab), 16, 32, "relu")
+    train_lm(m, ids, epochs=1, batch_size=16, bptt=20, lr=1e-2, max_steps=30, log=None)
+    export(m, tmp_path, vocab=vocab, formats=["fx20", "fx8"])
+    cfg, _ = load_model_dir(tmp_path)
+    assert cfg["task"] == "language-model" and cfg["layers"][2]["output"] == len(vocab)
+    held = np.array(vocab.encode(c.stream("valid")[:3000]))
+    want = lm_perplexity(m, held, batch_size=8, bptt=20)
+    fx = FixedPointModel.load(tmp_path, "fx20")
+    got = fx_ppl(fx, held, batch=8, bptt=20)
+    assert abs(got - want) / want < 0.01
+    assert fx.counters.overflows == 0
