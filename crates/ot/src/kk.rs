@@ -29,7 +29,8 @@ const DOMAIN_KK_LO: u64 = 0x1c4e_5000_0000_0101;
 const DOMAIN_KK_HI: u64 = 0x1c4e_5000_0000_0102;
 /// Target size of one frame of masked messages.
 const FRAME_BYTES: usize = 4 << 20;
-const MAX_FRAME_ROWS: usize = 1 << 16;
+/// Candidate keys computed per frame at most (bounds the sender's 16-byte-per-key scratch).
+const MAX_FRAME_KEYS: usize = 1 << 16;
 
 /// The Walsh–Hadamard codeword of `x` as (bits 0..128, bits 128..256).
 pub(crate) fn codeword(x: u8) -> (Block, Block) {
@@ -52,7 +53,7 @@ fn check_n(n: usize) -> Result<(), OtError> {
 
 /// Rows per frame of masked messages: deterministic in `(n, bits)` so both sides agree.
 fn frame_rows(n: usize, bits: u32) -> usize {
-    (FRAME_BYTES * 8 / (n * bits as usize)).clamp(1, MAX_FRAME_ROWS)
+    (FRAME_BYTES * 8 / (n * bits as usize)).min(MAX_FRAME_KEYS / n).max(1)
 }
 
 /// Rows whose candidate keys are hashed in one batch (one rayon task).
