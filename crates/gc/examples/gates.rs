@@ -15,7 +15,7 @@ fn main() {
             let (ulp, n, ex) = max_ulp_error(&spec);
             let extra = if matches!(f, Func::Sigmoid | Func::Tanh) {
                 let p = pwl_params(f, spec.act_in, spec.act_out);
-                format!("k={} sh={}", p.k, p.sh)
+                format!("k={} sh={} sym={}", p.k, p.sh, p.sym)
             } else {
                 String::new()
             };

@@ -252,6 +252,10 @@ pub struct PwlParams {
     pub tol: i64,
     pub a: Vec<i64>,
     pub b: Vec<u64>,
+    /// Symmetric variant: the table covers |x| only (see [`pwl_apply`]).
+    pub sym: bool,
+    /// Bit position of the constant c·2^frac_out of the symmetry f(−x) = c − f(x) (0: c = 0).
+    pub func_offset: u32,
 }
 
 fn bits_signed(vals: impl Iterator<Item = i64>) -> usize {
@@ -269,6 +273,9 @@ fn bits_unsigned(vals: impl Iterator<Item = u64>) -> usize {
 
 /// y = ⌊(A[hi] + B[hi]·lo) / 2^sh⌋ on `out.bits` bits.
 pub fn pwl_apply<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed, p: &PwlParams) -> Wd<B> {
+    if p.sym {
+        return pwl_apply_sym(b, x, inp, out, p);
+    }
     let n = inp.bits as usize;
     let k = p.k as usize;
     let mut u = sext(x, n);
@@ -287,13 +294,56 @@ pub fn pwl_apply<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fix
     s[p.sh as usize..p.sh as usize + out.bits as usize].to_vec()
 }
 
-fn fit(targets: &[i64], n: u32, k: u32, sh: u32, tol: i64, omin: i64, omax: i64) -> Option<PwlParams> {
+/// Fits segments of `2^(n−k)` points (one more, the next segment's first point, when `sym`:
+/// the symmetric circuit evaluates a segment at lo + 1).
+/// The symmetric variant, for f(−x) = c − f(x) (tanh: c = 0; sigmoid: c = 1). With s the sign
+/// of X and m = X ⊕ s (free; m = |X| − 1 when X < 0), it evaluates the table of f(|x|) at
+/// m + s — the carry-in s is added to the segment offset `lo` — and returns g or c − g:
+///
+/// ```text
+///     g = ⌊(A[hi] + B[hi] · (lo + s)) / 2^sh⌋,   y = s ? c·2^frac_out − g : g
+/// ```
+/// The table covers n−1 input bits instead of n (half the lookup-table ANDs) for an
+/// incrementer on `lo`, one more multiplier row and a conditional negation.
+fn pwl_apply_sym<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed, p: &PwlParams) -> Wd<B> {
+    let n = inp.bits as usize;
+    let k = p.k as usize;
+    let x = sext(x, n);
+    let s = x[n - 1].clone();
+    let m: Vec<_> = x[..n - 1].iter().map(|v| crate::backend::xor(b, v, &s)).collect();
+    let lo = m[..n - 1 - k].to_vec();
+    let hi = m[n - 1 - k..].to_vec();
+    let aw = bits_signed(p.a.iter().copied());
+    let bw = bits_unsigned(p.b.iter().copied());
+    let table: Vec<u64> = p.a.iter().zip(&p.b).map(|(&a, &bb)| ((a as u64) & mask(aw as u32)) | (bb << aw)).collect();
+    let t = lut(b, &hi, &table, aw + bw);
+    let a = t[..aw].to_vec();
+    let bv = t[aw..].to_vec();
+    let lo1 = crate::gadgets::add_cin(b, &zext(&lo, lo.len() + 1), &constant_word(0, lo.len() + 1), s.clone());
+    let prod = if bw == 0 { Vec::new() } else { mul_unsigned(b, &bv, &lo1) };
+    let ob = out.bits as usize;
+    let w = aw.max(prod.len() + 1).max(p.sh as usize + ob) + 1;
+    let sum = add(b, &sext(&a, w), &zext(&prod, w));
+    let g = sum[p.sh as usize..p.sh as usize + ob].to_vec();
+    // conditional negation: (g ⊕ s) + s
+    let gx: Vec<_> = g.iter().map(|v| crate::backend::xor(b, v, &s)).collect();
+    let mut c = constant_word(0, ob);
+    if p.func_offset > 0 && (p.func_offset as usize) < ob {
+        c[p.func_offset as usize] = s.clone();
+    }
+    let neg = crate::gadgets::add_cin(b, &gx, &c, s);
+    neg
+}
+
+fn fit(targets: &[i64], n: u32, k: u32, sh: u32, tol: i64, omin: i64, omax: i64, sym: bool) -> Option<PwlParams> {
     let s = 1usize << (n - k);
+    let pts = s + sym as usize;
     let mut a_v = Vec::with_capacity(1 << k);
     let mut b_v = Vec::with_capacity(1 << k);
     let scale = 1i64 << sh;
     for seg in 0..(1usize << k) {
-        let t = &targets[seg * s..(seg + 1) * s];
+        let t = &targets[seg * s..seg * s + pts];
+        let s = pts;
         if s == 1 {
             a_v.push(t[0] * scale);
             b_v.push(0);
@@ -332,7 +382,7 @@ fn fit(targets: &[i64], n: u32, k: u32, sh: u32, tol: i64, omin: i64, omax: i64)
         a_v.push(a);
         b_v.push(bb);
     }
-    Some(PwlParams { k, sh, tol, a: a_v, b: b_v })
+    Some(PwlParams { k, sh, tol, a: a_v, b: b_v, sym, func_offset: 0 })
 }
 
 type FitKey = (Func, Fixed, Fixed);
@@ -356,8 +406,31 @@ fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
     let half = 1i64 << (n - 1);
     let targets: Vec<i64> = (0..(1i64 << n)).map(|u| reference(func, inp, out, u - half)).collect();
     let (omin, omax) = (out.min_int(), out.max_int());
+    // Symmetric variant: targets f(m) for m = 0..=2^(n−1) (the last point is |min|).
+    let sym_offset: Option<u32> = match func {
+        Func::Tanh => Some(0),
+        Func::Sigmoid if out.frac + 1 < out.bits => Some(out.frac),
+        _ => None,
+    };
+    let sym_targets: Vec<i64> = (0..=half).map(|m| out.quantize(func.eval(m as f64 / (1u64 << inp.frac) as f64))).collect();
     for tol in 1..=8 {
         let mut best: Option<(u64, u32, PwlParams)> = None;
+        if let Some(off) = sym_offset {
+            let kmin = (n - 1).saturating_sub(10).max(1);
+            let kmax = (n - 2).min(12);
+            for k in kmin..=kmax {
+                for sh in 0..=10u32 {
+                    let Some(mut p) = fit(&sym_targets, n - 1, k, sh, tol, omin, omax, true) else { continue };
+                    p.func_offset = off;
+                    let mut c = Counter::new();
+                    let x: Vec<Bit<u32>> = (0..n).map(|_| Bit::Wire(0)).collect();
+                    pwl_apply(&mut c, &x, inp, out, &p);
+                    if best.as_ref().is_none_or(|(a, d, _)| (c.ands, c.max_depth) < (*a, *d)) {
+                        best = Some((c.ands, c.max_depth, p));
+                    }
+                }
+            }
+        }
         let kmin = n.saturating_sub(10).max(1);
         let kmax = n.min(13);
         for k in kmin..=kmax {
@@ -365,7 +438,7 @@ fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
                 if k == n && sh > 0 {
                     continue;
                 }
-                let Some(p) = fit(&targets, n, k, sh, tol, omin, omax) else { continue };
+                let Some(p) = fit(&targets, n, k, sh, tol, omin, omax, false) else { continue };
                 let mut c = Counter::new();
                 let x: Vec<Bit<u32>> = (0..n).map(|_| Bit::Wire(0)).collect();
                 pwl_apply(&mut c, &x, inp, out, &p);
@@ -383,7 +456,8 @@ fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
         }
     }
     // Last resort: the exact full table (always fits).
-    fit(&targets, n, n, 0, 0, omin, omax).unwrap_or(PwlParams { k: n, sh: 0, tol: 0, a: targets, b: vec![0; 1 << n] })
+    fit(&targets, n, n, 0, 0, omin, omax, false)
+        .unwrap_or(PwlParams { k: n, sh: 0, tol: 0, a: targets, b: vec![0; 1 << n], sym: false, func_offset: 0 })
 }
 
 /// Maximum |circuit − reference| in ULPs of the output format over all inputs (exhaustive when
