@@ -13,23 +13,41 @@ use crate::HeError;
 #[derive(Clone, Debug)]
 pub struct OpTiming {
     pub op: &'static str,
+    /// Wall-clock µs per call (minimum over batches).
     pub micros: f64,
+    /// CPU µs per call of this process (all threads, from /proc/self/task/*/schedstat): what
+    /// the operation costs when it has a core to itself, robust to other load on the machine.
+    pub cpu_micros: f64,
     pub iters: usize,
+}
+
+/// CPU time (ns) consumed so far by all threads of this process (Linux schedstat; 0 elsewhere).
+pub fn process_cpu_ns() -> u64 {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()))
+        .sum()
 }
 
 /// Mean µs per call: the minimum over 5 batches of `iters` calls (robust to other load on a
 /// shared machine).
-fn time<F: FnMut()>(iters: usize, mut f: F) -> f64 {
+fn time<F: FnMut()>(iters: usize, mut f: F) -> (f64, f64) {
     f(); // warm-up
     let mut best = f64::INFINITY;
+    let mut best_cpu = f64::INFINITY;
     for _ in 0..5 {
+        let c0 = process_cpu_ns();
         let start = Instant::now();
         for _ in 0..iters.max(1) {
             f();
         }
         best = best.min(start.elapsed().as_secs_f64() * 1e6 / iters.max(1) as f64);
+        best_cpu = best_cpu.min((process_cpu_ns() - c0) as f64 * 1e-3 / iters.max(1) as f64);
     }
-    best
+    (best, best_cpu)
 }
 
 /// µs per operation for a parameter set (single-threaded operations).
@@ -43,7 +61,7 @@ pub fn he_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
     let ct = sk.encrypt(&v)?;
     let pt = Plaintext::from_slots(params, &v)?;
     let mut out = Vec::new();
-    let mut push = |op: &'static str, micros: f64, iters: usize| out.push(OpTiming { op, micros, iters });
+    let mut push = |op: &'static str, (micros, cpu_micros): (f64, f64), iters: usize| out.push(OpTiming { op, micros, cpu_micros, iters });
     let mut x = v.clone();
     let m = params.0.qs[0].q;
     let _ = m;
@@ -103,6 +121,8 @@ pub struct KernelReport {
     pub output_cts: usize,
     /// Server: kernel only (ScMult, Perm, Add) — what GALA's speed-ups compare.
     pub server_kernel_s: f64,
+    /// CPU seconds of the fastest kernel run (all threads of this process).
+    pub server_kernel_cpu_s: f64,
     /// Server: masking, flooding, modulus switching of the outputs.
     pub server_finish_s: f64,
     pub server_setup_s: f64,
@@ -194,17 +214,21 @@ pub fn he_conv(params: &Params, method: ConvMethod, (h, w, c): (usize, usize, us
 
 /// Runs the kernel `reps` times; returns the first run's outputs and counts and the fastest
 /// run's wall time (robust to other load on a shared machine).
-fn timed_kernel<F: Fn() -> Result<Vec<Ciphertext>, HeError>>(ev: &HeEvaluator<'_>, reps: usize, f: F) -> Result<(Vec<Ciphertext>, f64, OpCounts), HeError> {
+fn timed_kernel<F: Fn() -> Result<Vec<Ciphertext>, HeError>>(ev: &HeEvaluator<'_>, reps: usize, f: F) -> Result<(Vec<Ciphertext>, (f64, f64), OpCounts), HeError> {
+    let c1 = process_cpu_ns();
     let t1 = Instant::now();
     let outs = f()?;
     let mut best = t1.elapsed().as_secs_f64();
+    let mut best_cpu = (process_cpu_ns() - c1) as f64 * 1e-9;
     let counts = ev.counter().snapshot();
     for _ in 1..reps.max(1) {
+        let c = process_cpu_ns();
         let t = Instant::now();
         std::hint::black_box(f()?);
         best = best.min(t.elapsed().as_secs_f64());
+        best_cpu = best_cpu.min((process_cpu_ns() - c) as f64 * 1e-9);
     }
-    Ok((outs, best, counts))
+    Ok((outs, (best, best_cpu), counts))
 }
 
 fn finish<F: Fn(&[Vec<u64>]) -> Result<Vec<u64>, HeError>>(
@@ -214,7 +238,7 @@ fn finish<F: Fn(&[Vec<u64>]) -> Result<Vec<u64>, HeError>>(
     ev: &HeEvaluator<'_>,
     outs: Vec<Ciphertext>,
     flood: Flood,
-    kernel_s: f64,
+    (kernel_s, kernel_cpu_s): (f64, f64),
     counts: OpCounts,
     run: Run,
     input_cts: usize,
@@ -243,6 +267,7 @@ fn finish<F: Fn(&[Vec<u64>]) -> Result<Vec<u64>, HeError>>(
         input_cts,
         output_cts: outs.len(),
         server_kernel_s: kernel_s,
+        server_kernel_cpu_s: kernel_cpu_s,
         server_finish_s: finish_s,
         server_setup_s: run.server_setup_s,
         client_encrypt_s: run.client_encrypt_s,

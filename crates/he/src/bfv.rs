@@ -14,6 +14,43 @@ use crate::params::{Encoding, ModCtx, Params};
 use crate::HeError;
 
 // ---------------------------------------------------------------------------------------------
+// Buffer pool: the hot paths (ScMult, key switching) allocate and free many 32–64 KiB vectors;
+// recycling them per thread avoids the heap trimming and page faults that otherwise cost a
+// fifth of a rotation.
+
+thread_local! {
+    static POOL: std::cell::RefCell<Vec<Vec<u64>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A zeroed buffer of `len` words, recycled when possible.
+pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
+    let v = POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        p.iter().position(|v| v.capacity() >= len).map(|i| p.swap_remove(i))
+    });
+    match v {
+        Some(mut v) => {
+            v.clear();
+            v.resize(len, 0);
+            v
+        }
+        None => vec![0u64; len],
+    }
+}
+
+pub(crate) fn give_back(v: Vec<u64>) {
+    if v.capacity() == 0 {
+        return;
+    }
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 64 {
+            p.push(v);
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
 // RNS polynomial helpers (flat Vec<u64>, residue i at [i*n, (i+1)*n)).
 
 fn lift_signed(params: &Params, coeffs: &[i64]) -> Vec<u64> {
@@ -410,6 +447,22 @@ pub struct Ciphertext {
     pub(crate) var: f64,
 }
 
+impl Drop for Ciphertext {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.c0));
+        give_back(std::mem::take(&mut self.c1));
+    }
+}
+
+impl Drop for Decomposed {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.c0));
+        for d in self.digits.drain(..) {
+            give_back(d);
+        }
+    }
+}
+
 /// What the client uploads: `c0` plus the 32-byte seed of `c1` (half the bytes).
 pub struct SeededCiphertext {
     seed: [u8; 32],
@@ -804,8 +857,8 @@ impl Params {
     /// Plaintext × ciphertext (ScMult).
     pub fn mul_plain(&self, a: &Ciphertext, p: &Plaintext) -> Ciphertext {
         let n = self.n();
-        let mut c0 = vec![0u64; a.c0.len()];
-        let mut c1 = vec![0u64; a.c1.len()];
+        let mut c0 = take_zeroed(a.c0.len());
+        let mut c1 = take_zeroed(a.c1.len());
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
             md.plan.mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
@@ -843,7 +896,7 @@ impl Params {
             let first = digits.len();
             for j in 0..dc {
                 let sh = w as usize * j;
-                let mut d = vec![0u64; (l + 1) * n];
+                let mut d = take_zeroed((l + 1) * n);
                 for (k, m) in mods.iter().enumerate() {
                     // Digit 0 modulo its own prime q_i is derived below from c1 (saves an NTT).
                     if j == 0 && k == i && dc > 1 {
@@ -886,8 +939,8 @@ impl Params {
         let n = self.n();
         let l = self.l();
         let mods: Vec<&ModCtx> = self.0.qs.iter().chain(std::iter::once(&self.0.pm)).collect();
-        let mut acc0 = vec![0u64; (l + 1) * n];
-        let mut acc1 = vec![0u64; (l + 1) * n];
+        let mut acc0 = take_zeroed((l + 1) * n);
+        let mut acc1 = take_zeroed((l + 1) * n);
         for (j, d) in h.digits.iter().enumerate() {
             for (k, m) in mods.iter().enumerate() {
                 let r = k * n..(k + 1) * n;
@@ -898,8 +951,8 @@ impl Params {
         // Divide by P (mod down), still unpermuted; then apply σ_g as an NTT-slot permutation.
         let d0 = self.mod_down(&mut acc0);
         let d1 = self.mod_down(&mut acc1);
-        let mut c0 = vec![0u64; l * n];
-        let mut c1 = vec![0u64; l * n];
+        let mut c0 = take_zeroed(l * n);
+        let mut c1 = take_zeroed(l * n);
         for (i, md) in self.0.qs.iter().enumerate() {
             let q = md.q;
             let off = i * n;
@@ -910,6 +963,10 @@ impl Params {
                 c1[off + idx] = d1[pi];
             }
         }
+        give_back(acc0);
+        give_back(acc1);
+        give_back(d0);
+        give_back(d1);
         Ok(Ciphertext {
             c0,
             c1,
@@ -923,21 +980,24 @@ impl Params {
         let l = self.l();
         let pm = &self.0.pm;
         let p = pm.q;
-        let xp = &mut x[l * n..(l + 1) * n];
-        pm.to_coeff(xp);
-        let xp: Vec<i64> = xp.iter().map(|&v| center(v, p)).collect();
-        let mut out = vec![0u64; l * n];
+        let half = p / 2;
+        pm.to_coeff(&mut x[l * n..(l + 1) * n]);
+        let (xq, xp) = x.split_at(l * n);
+        let xp = &xp[..n];
+        let mut out = take_zeroed(l * n);
         for (i, md) in self.0.qs.iter().enumerate() {
             let q = md.q;
             let r = i * n..(i + 1) * n;
             let o = &mut out[r.clone()];
-            for (oi, &v) in o.iter_mut().zip(&xp) {
-                *oi = from_i64(v, q);
+            // Centered lift of [x]_P into [0, q) (q > P): v or v − P + q.
+            let lift = q - p;
+            for (oi, &v) in o.iter_mut().zip(xp.iter()) {
+                *oi = if v > half { v + lift } else { v };
             }
             md.to_ntt(o);
             let pinv = self.0.p_inv_mod_q[i];
             let pinv_s = crate::arith::shoup(pinv, q);
-            for (oi, &xi) in o.iter_mut().zip(&x[r]) {
+            for (oi, &xi) in o.iter_mut().zip(&xq[r]) {
                 *oi = crate::arith::mul_shoup(sub_mod(xi, *oi, q), pinv, pinv_s, q);
             }
         }

@@ -92,7 +92,8 @@ pub fn run_ops(a: HeOpsArgs, out: &mut Reporter) -> Result<(), Error> {
                     .param("log2_q", (p.log2_q() * 10.0).round() / 10.0)
                     .param("threads", 1)
                     .field("op", o.op)
-                    .field("micros", (o.micros * 100.0).round() / 100.0),
+                    .field("micros", (o.micros * 100.0).round() / 100.0)
+                    .field("cpu_micros", (o.cpu_micros * 100.0).round() / 100.0),
             );
         }
     }
@@ -112,6 +113,7 @@ fn record(bench: &str, method: &str, p: &Params, r: &KernelReport, threads: usiz
         .field("sc_mult", r.counts.sc_mult)
         .field("add", r.counts.add)
         .field("server_kernel_s", r.server_kernel_s)
+        .field("server_kernel_cpu_s", r.server_kernel_cpu_s)
         .field("server_finish_s", r.server_finish_s)
         .field("client_encrypt_s", r.client_encrypt_s)
         .field("client_decrypt_s", r.client_decrypt_s)
@@ -133,6 +135,7 @@ fn record(bench: &str, method: &str, p: &Params, r: &KernelReport, threads: usiz
 pub fn run_matvec(a: HeMatvecArgs, out: &mut Reporter) -> Result<(), Error> {
     let p = Params::by_name(&a.params)?;
     let mut gazelle_kernel = None;
+    let mut gazelle_cpu = None;
     let mut gazelle_total = None;
     for m in a.method.split(',') {
         let method: MatVecMethod = m.trim().parse()?;
@@ -145,12 +148,14 @@ pub fn run_matvec(a: HeMatvecArgs, out: &mut Reporter) -> Result<(), Error> {
         match method {
             MatVecMethod::Gazelle => {
                 gazelle_kernel = Some(r.server_kernel_s);
+                gazelle_cpu = Some(r.server_kernel_cpu_s);
                 gazelle_total = Some(total);
             }
             MatVecMethod::Gala => {
-                if let (Some(gk), Some(gt)) = (gazelle_kernel, gazelle_total) {
+                if let (Some(gk), Some(gt), Some(gc)) = (gazelle_kernel, gazelle_total, gazelle_cpu) {
                     rec = rec
                         .field("speedup_kernel_vs_gazelle", (gk / r.server_kernel_s * 10.0).round() / 10.0)
+                        .field("speedup_kernel_cpu_vs_gazelle", (gc / r.server_kernel_cpu_s.max(1e-9) * 10.0).round() / 10.0)
                         .field("speedup_server_vs_gazelle", (gt / total * 10.0).round() / 10.0);
                 }
             }
@@ -177,6 +182,7 @@ pub fn run_conv(a: HeConvArgs, out: &mut Reporter) -> Result<(), Error> {
         return Err(Error::msg("kernels must be square"));
     }
     let mut gazelle_kernel = None;
+    let mut gazelle_cpu = None;
     for m in a.method.split(',') {
         let method: ConvMethod = m.trim().parse()?;
         let r = secinfer_he::bench::he_conv(&p, method, (i[0], i[1], i[2]), (k[0], k[2]), a.flood, a.reps)?;
@@ -185,10 +191,15 @@ pub fn run_conv(a: HeConvArgs, out: &mut Reporter) -> Result<(), Error> {
         }
         let mut rec = record("he-conv", m.trim(), &p, &r, threads()).param("input", a.input.clone()).param("kernel", a.kernel.clone());
         match method {
-            ConvMethod::Gazelle => gazelle_kernel = Some(r.server_kernel_s),
+            ConvMethod::Gazelle => {
+                gazelle_kernel = Some(r.server_kernel_s);
+                gazelle_cpu = Some(r.server_kernel_cpu_s);
+            }
             ConvMethod::Gala => {
-                if let Some(gk) = gazelle_kernel {
-                    rec = rec.field("speedup_kernel_vs_gazelle", (gk / r.server_kernel_s * 10.0).round() / 10.0);
+                if let (Some(gk), Some(gc)) = (gazelle_kernel, gazelle_cpu) {
+                    rec = rec
+                        .field("speedup_kernel_vs_gazelle", (gk / r.server_kernel_s * 10.0).round() / 10.0)
+                        .field("speedup_kernel_cpu_vs_gazelle", (gc / r.server_kernel_cpu_s.max(1e-9) * 10.0).round() / 10.0);
                 }
             }
         }
