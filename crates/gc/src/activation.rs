@@ -413,6 +413,15 @@ fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
         _ => None,
     };
     let sym_targets: Vec<i64> = (0..=half).map(|m| out.quantize(func.eval(m as f64 / (1u64 << inp.frac) as f64))).collect();
+    // Symmetry holds for the rounded outputs only if no saturation breaks it: the unclamped
+    // rounded values and their mirror images must all be representable.
+    let sym_offset = sym_offset.filter(|&off| {
+        let c = if off == 0 { 0 } else { 1i64 << off };
+        (0..=half).all(|m| {
+            let raw = (func.eval(m as f64 / (1u64 << inp.frac) as f64) * (1u64 << out.frac) as f64 + 0.5).floor() as i64;
+            (omin..=omax).contains(&raw) && (omin..=omax).contains(&(c - raw))
+        })
+    });
     for tol in 1..=8 {
         let mut best: Option<(u64, u32, PwlParams)> = None;
         if let Some(off) = sym_offset {
