@@ -65,12 +65,23 @@ pub(crate) fn tccr_tweaked(xs: &mut [Block], tweaks: &[Block]) {
 }
 
 /// Packs choice bits into blocks (bit `k` of block `b` is `choices[128·b + k]`); the padding of a
-/// short last block is zero.
+/// short last block is zero. Eight bools (bytes 0/1) become eight bits with one multiply.
 pub(crate) fn pack_choices(choices: &[bool], out: &mut [Block]) {
-    for (o, c) in out.iter_mut().zip(choices.chunks(128)) {
+    let bytes: &[u8] = bytemuck::cast_slice(choices);
+    for (o, c) in out.iter_mut().zip(bytes.chunks(128)) {
         let mut v = 0u128;
-        for (k, &bit) in c.iter().enumerate() {
-            v |= (bit as u128) << k;
+        let mut words = c.chunks_exact(8);
+        for (i, w) in words.by_ref().enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            // Byte k (0 or 1) of x lands in bit 56 + k of the product's top byte.
+            let x = u64::from_le_bytes(b);
+            let bits = (x.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u128;
+            v |= bits << (8 * i);
+        }
+        let done = c.len() - words.remainder().len();
+        for (k, &bit) in words.remainder().iter().enumerate() {
+            v |= ((bit & 1) as u128) << (done + k);
         }
         *o = Block(v);
     }
@@ -257,5 +268,25 @@ impl ExtSender {
             start += len;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn pack_choices_matches_bitwise_packing() {
+        let mut prg = Prg::from_seed(Block(11));
+        for n in [0usize, 1, 7, 8, 9, 127, 128, 129, 1000] {
+            let c = prg.bits(n);
+            let mut out = vec![Block::ONES; n.div_ceil(128)];
+            pack_choices(&c, &mut out);
+            for (j, &bit) in c.iter().enumerate() {
+                assert_eq!((out[j / 128].0 >> (j % 128)) & 1 == 1, bit, "n {n} bit {j}");
+            }
+            if n % 128 != 0 {
+                assert_eq!(out[n / 128].0 >> (n % 128), 0, "padding of n {n}");
+            }
+        }
     }
 }
