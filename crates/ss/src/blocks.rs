@@ -331,8 +331,9 @@ pub fn trunc_reduce<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32,
     })
 }
 
-/// Truncation in the same ring of a value whose MSB is known to be 0: ⌊x / 2^t⌋ exactly when
-/// `exact` (one millionaires' on t bits), otherwise ⌊x / 2^t⌋ or one less (one correlated OT).
+/// Truncation in the same ring of a value whose MSB is known to be 0 (x < 2^(bits−1) − 2^t):
+/// ⌊x / 2^t⌋ exactly when `exact` (one millionaires' on t bits), otherwise ⌊x / 2^t⌋ or one
+/// more (one correlated OT).
 pub fn trunc_msb0<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, t: u32, exact: bool) -> Result<Vec<u64>> {
     check_bits(bits)?;
     if t == 0 || t >= bits {
@@ -351,6 +352,15 @@ pub(crate) fn trunc_msb0_raw<C: Channel>(
 ) -> Result<Vec<u64>> {
     let n = x.len();
     let mb = mask(bits);
+    // The cheap variant drops the carry of the low bits (an error of −1); P0 adds 2^t first so
+    // the result is ⌊x/2^t⌋ or ⌊x/2^t⌋ + 1 and never goes below zero.
+    let biased: Vec<u64>;
+    let x = if !exact && ctx.is_p0() {
+        biased = x.iter().map(|a| add(*a, 1u64 << t, mb)).collect();
+        &biased[..]
+    } else {
+        x
+    };
     let mut deltas: Vec<u64> = x.iter().map(|a| msb(*a, bits) as u64).collect();
     if exact {
         let c = carry_raw(ctx, ch, x, t)?;
@@ -706,11 +716,14 @@ pub struct RecParams {
     pub slope_scale: u32,
     /// Newton iterations after the table (0 or more).
     pub newton: u32,
+    /// Fractional bits of the offset table beyond the input's scale f (its low bits are zero
+    /// and are not sent: the table ships f + 2 + extra bits per entry).
+    pub offset_extra: u32,
 }
 
 impl Default for RecParams {
     fn default() -> Self {
-        RecParams { k: 8, slope_scale: 12, newton: 0 }
+        RecParams { k: 8, slope_scale: 12, newton: 0, offset_extra: 2 }
     }
 }
 
@@ -756,6 +769,13 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     // lowered by half its largest gap to 1/d (equioscillating error).
     let nn = 1usize << k;
     let h = (k as f64).exp2().recip();
+    // The offset is shipped at scale f + offset_extra and shifted up by z locally (shares of
+    // T·2^z mod 2^rw are the shares of T mod 2^(rw−z) shifted); the slope (≤ 1) is shipped in
+    // slope_scale + 2 bits with MSB 0 and widened by one correlated OT.
+    let fo_t = (f + p.offset_extra).min(fw);
+    let z = fw - fo_t;
+    let rt = rw - z;
+    let rs = p.slope_scale + 2;
     let mut t0 = vec![0u64; nn];
     let mut s = vec![0u64; nn];
     for j in 0..nn {
@@ -766,18 +786,19 @@ pub(crate) fn reciprocal_raw<C: Channel>(
         let xt = (-1.0 / slope).sqrt();
         let gap = 1.0 / a + slope * (xt - a) - 1.0 / xt; // secant above the curve
         let off = 1.0 / a - gap / 2.0;
-        t0[j] = (off * (fw as f64).exp2()).round() as u64 & mw;
-        s[j] = ((-slope) * (p.slope_scale as f64).exp2()).round() as u64 & mw;
+        t0[j] = (off * (fo_t as f64).exp2()).round() as u64 & mask(rt);
+        s[j] = ((-slope) * (p.slope_scale as f64).exp2()).round() as u64 & mask(rs);
     }
-    let tabs = lut_raw(ctx, ch, &idx, k, &[&t0, &s], &[rw, rw])?;
+    let tabs = lut_raw(ctx, ch, &idx, k, &[&t0, &s], &[rt, rs])?;
+    let slope = zext_msb0_raw(ctx, ch, &tabs[1], rs, rw)?;
     // Δ = (d0 mod 2^t) + (d1 mod 2^t) − 2^t·c; S·Δ = S·(Δ0 + Δ1) − 2^t·c·S.
     let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
-    let sd = mul_cross_raw(ctx, ch, &tabs[1], &delta, rw, t)?;
-    let cs = mux_raw(ctx, ch, &c, &tabs[1], rw)?;
+    let sd = mul_cross_raw(ctx, ch, &slope, &delta, rw, t)?;
+    let cs = mux_raw(ctx, ch, &c, &slope, rw)?;
     let mut w: Vec<u64> = (0..n)
         .map(|i| {
             let prod = sub(sd[i], shl(cs[i], t), mw);
-            sub(tabs[0][i], prod, mw)
+            sub(shl(tabs[0][i], z) & mw, prod, mw)
         })
         .collect();
     for _ in 0..p.newton {

@@ -90,12 +90,10 @@ fn exp_neg_direct<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u
     // p = a0·a1 at scale 62, below 2^62.
     let c = (big_l / 2.0).exp();
     let lc = (c.log2().ceil() as u32).max(1);
-    let mut f1 = (fo + lc + 3).min(62);
-    let mut fc = 62u32.saturating_sub(1 + lc + f1);
-    if fc < 6 {
-        fc = 6;
-        f1 = 62 - 1 - lc - fc;
-    }
+    // Budget: p' (scale f1) times (C − 1) (scale fc, < 2^lc) stays below 2^62. The truncation
+    // error 2^(lc − f1) and the constant's error 2^(−fc − 1 − lc) are balanced.
+    let fc = (60u32.saturating_sub(3 * lc) / 2).max(1);
+    let f1 = 61 - lc - fc;
     let pt = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &p, 64, 62 - f1, false))?;
     let cm1 = ((c - 1.0) * (fc as f64).exp2()).round() as u64;
     let scaled: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(cm1)).collect();
@@ -110,35 +108,59 @@ fn exp_neg_direct<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u
     }
 }
 
-/// e^x for x < 0 given at (l, s), any integer width: for l − s > 4 the input is read at scale
-/// s + k (x / 2^k, L = 16) and the result squared k times. Shares mod 2^64 at scale `fo`.
+/// e^x for x < 0 given at (l, s), any integer width. With more than 4 integer bits, y = −x is
+/// split at p = s + 3 bits (one carry): the low part gives z = −y_lo − 2^−s ∈ [−8, 0), done by
+/// the local-factor method; the high part indexes SIRNN's lookup table of e^{−8·y_hi}·e^{2^−s};
+/// one product joins them. Shares mod 2^64 (MSB 0) at scale `fo`.
 fn exp_neg_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32, fo: u32) -> Result<Vec<u64>> {
     let int_bits = l.saturating_sub(s);
     if int_bits <= MAX_DIRECT_INT_BITS {
         return exp_neg_direct(ctx, ch, x, l, s, fo);
     }
-    let k = int_bits - MAX_DIRECT_INT_BITS;
-    let fe = (fo + k + 3).min(28);
-    let mut e = exp_neg_direct(ctx, ch, x, l, s + k, fe)?;
-    let re = fe + 2;
-    for _ in 0..k {
-        let er: Vec<u64> = e.iter().map(|a| a & mask(re)).collect();
-        let sq = ctx.block("mul", |ctx| blocks::mul_nonuniform_msb0_raw(ctx, ch, &er, re, &er, re, 2 * re))?;
-        let t = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &sq, 2 * re, fe, false))?;
-        e = t;
+    let p = s + MAX_DIRECT_INT_BITS - 1;
+    let hi_bits = l - p;
+    if hi_bits > 8 {
+        return Err(invalid("exp_neg: at most 11 integer bits (a 2^8-entry table for the high part)"));
     }
-    let m64 = mask(2 * re);
-    let e: Vec<u64> = e.iter().map(|a| a & m64).collect();
-    // Widen to 64 bits (MSB known 0) and set the scale to fo.
-    let e = if 2 * re < 64 {
-        ctx.block("zext", |ctx| blocks::zext_msb0_raw(ctx, ch, &e, 2 * re, 64))?
+    let n = x.len();
+    let p0 = ctx.is_p0();
+    let ml = mask(l);
+    let y: Vec<u64> = x.iter().map(|a| a.wrapping_neg() & ml).collect();
+    let c = ctx.block("wrap", |ctx| blocks::carry_raw(ctx, ch, &y, p))?;
+    let ca = ctx.block("b2a", |ctx| blocks::b2a_raw(ctx, ch, &c, p + 1))?;
+    let mp1 = mask(p + 1);
+    // z = −(y0_lo + y1_lo − 2^p·c) − 2^−s in Z_{2^(p+1)}, scale s: strictly negative, |z| ≤ 8.
+    let z: Vec<u64> = (0..n)
+        .map(|i| {
+            let lo = sub(y[i] & mask(p), ca[i] << p, mp1);
+            let v = lo.wrapping_neg() & mp1;
+            if p0 {
+                sub(v, 1, mp1)
+            } else {
+                v
+            }
+        })
+        .collect();
+    let hi: Vec<u64> = (0..n).map(|i| add(y[i] >> p, ca[i], mask(hi_bits))).collect();
+    let fe = (fo + 4).min(28);
+    let re = fe + 2;
+    let nudge = (-(s as f64)).exp2().exp();
+    let table: Vec<u64> = (0..(1u64 << hi_bits))
+        .map(|j| {
+            let v = (-((j << p) as f64) / (s as f64).exp2()).exp() * nudge;
+            (v * (fe as f64).exp2()).round() as u64
+        })
+        .collect();
+    let th = ctx.block("lut", |ctx| blocks::lut_raw(ctx, ch, &hi, hi_bits, &[&table], &[re]))?;
+    let elo = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
+    let elo: Vec<u64> = elo.iter().map(|a| a & mask(re)).collect();
+    let prod = ctx.block("mul", |ctx| blocks::mul_nonuniform_msb0_raw(ctx, ch, &elo, re, &th[0], re, 2 * re))?;
+    // prod at scale 2fe in Z_{2^(2re)} → scale fo, then widen to 64 bits.
+    let t = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &prod, 2 * re, 2 * fe - fo, false))?;
+    if 2 * re < 64 {
+        ctx.block("zext", |ctx| blocks::zext_msb0_raw(ctx, ch, &t, 2 * re, 64))
     } else {
-        e
-    };
-    if fe > fo {
-        ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &e, 64, fe - fo, false))
-    } else {
-        Ok(e.into_iter().map(|a| a << (fo - fe)).collect())
+        Ok(t)
     }
 }
 
@@ -182,20 +204,28 @@ pub fn exp_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, ou
             })
             .collect();
         let p = ctx.block("mul_private", |ctx| blocks::mul_private_raw(ctx, ch, &a, LOCAL_FRAC + 1, 64))?;
+        // Correction C^(z + 2w), C = e^{L/2}, in two multiplexer stages so each multiplies by
+        // at most C (the constants keep enough fractional bits): stage 1 by C when z ∨ w,
+        // stage 2 by C again when w.
         let c = (big_l / 2.0).exp();
-        let lc2 = ((c * c).log2().ceil() as u32).max(1);
-        let fc = 6u32;
-        let f1 = 62 - 1 - lc2 - fc;
+        let lc = (c.log2().ceil() as u32).max(1);
+        let fc = (60u32.saturating_sub(3 * lc) / 2).max(1);
+        let f1 = 61 - lc - fc;
         let pt = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &p, 64, 62 - f1, false))?;
         let c1 = ((c - 1.0) * (fc as f64).exp2()).round() as u64;
-        let c2 = ((c * c - 1.0) * (fc as f64).exp2()).round() as u64;
-        let mut sel_bits = mine_m.clone();
-        sel_bits.extend_from_slice(&w);
-        let mut vals: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(c1)).collect();
-        vals.extend(pt.iter().map(|v| v.wrapping_mul(c2)));
-        let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &sel_bits, &vals, 64))?;
-        let v: Vec<u64> =
-            (0..n).map(|i| (pt[i] << fc).wrapping_add(sel[i]).wrapping_add(sel[n + i])).collect();
+        let zw: Vec<u8> = (0..n).map(|i| mine_m[i] ^ w[i]).collect(); // z ⊕ w = z ∨ w (exclusive)
+        let vals: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(c1)).collect();
+        let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &zw, &vals, 64))?;
+        let v1: Vec<u64> = (0..n).map(|i| (pt[i] << fc).wrapping_add(sel[i])).collect();
+        // v1 ≤ e^{L/2} at scale f1 + fc; stage 2 at scale g with g + fc2 + lc ≤ 61.
+        let fc2 = (60 - lc) / 2;
+        let g = 61 - lc - fc2;
+        let v1 = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &v1, 64, f1 + fc - g, false))?;
+        let c2 = ((c - 1.0) * (fc2 as f64).exp2()).round() as u64;
+        let vals2: Vec<u64> = v1.iter().map(|v| v.wrapping_mul(c2)).collect();
+        let sel2 = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &w, &vals2, 64))?;
+        let v: Vec<u64> = (0..n).map(|i| (v1[i] << fc2).wrapping_add(sel2[i])).collect();
+        let (f1, fc) = (g, fc2);
         round_down_msb0(ctx, ch, &v, 64, f1 + fc, out.scale, out.bits)
     })
 }
@@ -213,10 +243,37 @@ pub fn sigmoid_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed
 }
 
 fn sigmoid_opaf_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
-    let (l, s) = (inp.bits, inp.scale);
-    let ml = mask(l);
+    let (l0, s0) = (inp.bits, inp.scale);
     let p0 = ctx.is_p0();
-    let m = ctx.block("msb", |ctx| blocks::msb_raw(ctx, ch, x, l))?;
+    // The nudge is one ULP of the input; when the output is finer than the input, first carry
+    // j more fractional bits so the nudge stays below the output's ULP. The sign-extension to
+    // l + j bits shares the msb's millionaires' run: with y = x + 2^(l−1), msb(x) = ¬msb(y) and
+    // x = y − 2^l·wrap(y) − 2^(l−1), and msb and wrap of y come from one carry.
+    let j = (out.scale + 2).saturating_sub(s0).min(62u32.saturating_sub(l0));
+    let (x, m, l, s) = if j == 0 {
+        let m = ctx.block("msb", |ctx| blocks::msb_raw(ctx, ch, x, l0))?;
+        (x.to_vec(), m, l0, s0)
+    } else {
+        let l = l0 + j;
+        let half = 1u64 << (l0 - 1);
+        let y: Vec<u64> = x.iter().map(|a| if p0 { add(*a, half, mask(l0)) } else { a & mask(l0) }).collect();
+        let (my, wy) = blocks::msb_and_wrap(ctx, ch, &y, l0)?;
+        let m: Vec<u8> = my.iter().map(|b| if p0 { b ^ 1 } else { *b }).collect();
+        let wa = ctx.block("b2a", |ctx| blocks::b2a_raw(ctx, ch, &wy, l))?;
+        let ml = mask(l);
+        let xe: Vec<u64> = y
+            .iter()
+            .zip(&wa)
+            .map(|(a, w)| {
+                let v = sub(*a, w << l0, ml);
+                let v = if p0 { sub(v, half, ml) } else { v };
+                (v << j) & ml
+            })
+            .collect();
+        (xe, m, l, s0 + j)
+    };
+    let x = &x[..];
+    let ml = mask(l);
     // u = (−x − 1) + m·(2x + 1)
     let two_x1: Vec<u64> = x.iter().map(|a| if p0 { add(a << 1, 1, ml) } else { (a << 1) & ml }).collect();
     let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &m, &two_x1, l))?;
@@ -252,7 +309,7 @@ pub fn tanh_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, o
     ctx.block("tanh", |ctx| {
         let si = Fixed { bits: inp.bits, scale: inp.scale - 1 };
         let so = Fixed { bits: out.bits.max(out.scale + 3), scale: out.scale + 1 };
-        let sig = ctx.block("sigmoid", |ctx| sigmoid_opaf_inner(ctx, ch, x, si, so))?;
+        let sig = sigmoid_opaf_inner(ctx, ch, x, si, so)?;
         let p0 = ctx.is_p0();
         let mo = mask(out.bits);
         Ok(sig.iter().map(|a| if p0 { sub(*a, 1u64 << out.scale, mo) } else { a & mo }).collect())
@@ -381,7 +438,8 @@ fn sigmoid_sirnn_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fi
     let d: Vec<u64> = e.iter().map(|a| if p0 { add(*a, 1u64 << f, mask(rb)) } else { a & mask(rb) }).collect();
     let d = clamp_below_two(ctx, ch, &d, rb)?;
     let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, RecParams::default()))?;
-    let pr = (rb + rw).min(62);
+    // Ring of the product e·r: r's shares shifted by f stay valid mod 2^(rw + f).
+    let pr = rw + f;
     let p = ctx.block("mul", |ctx| blocks::mul_nonuniform_msb0_raw(ctx, ch, &e, rb, &w, rw, pr))?;
     // p at scale f + fw; r at fw → both to the output scale, then σ = r + m·(p − r).
     let mut both = w.iter().map(|a| a & mask(pr)).map(|a| a << f).collect::<Vec<u64>>();
@@ -414,7 +472,7 @@ pub fn tanh_sirnn<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, 
     ctx.block("tanh", |ctx| {
         let si = Fixed { bits: inp.bits, scale: inp.scale - 1 };
         let so = Fixed { bits: out.bits.max(out.scale + 3), scale: out.scale + 1 };
-        let sig = ctx.block("sigmoid", |ctx| sigmoid_sirnn_inner(ctx, ch, x, si, so))?;
+        let sig = sigmoid_sirnn_inner(ctx, ch, x, si, so)?;
         let p0 = ctx.is_p0();
         let mo = mask(out.bits);
         Ok(sig.iter().map(|a| if p0 { sub(*a, 1u64 << out.scale, mo) } else { a & mo }).collect())
@@ -424,4 +482,70 @@ pub fn tanh_sirnn<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, 
 /// ReLU (SIRNN's: msb + multiplexer), output in the input ring.
 pub fn relu<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed) -> Result<Vec<u64>> {
     blocks::relu(ctx, ch, x, inp.bits)
+}
+
+// ============================================================================ dispatch
+
+/// Which protocol family computes a function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Impl {
+    Opaf,
+    Sirnn,
+}
+
+impl Impl {
+    pub fn parse(s: &str) -> Option<Impl> {
+        match s {
+            "opaf" => Some(Impl::Opaf),
+            "sirnn" => Some(Impl::Sirnn),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Impl::Opaf => "opaf",
+            Impl::Sirnn => "sirnn",
+        }
+    }
+}
+
+/// The papers' default formats: OPAF's tests use input s + 4 bits at scale s and outputs of the
+/// minimal width (exp_neg, sigmoid, tanh: s + 2 bits; exp: s + 14 bits); exp at s = 10, the
+/// others at s = 16.
+pub fn default_formats(f: crate::ulp::MathFn) -> (Fixed, Fixed) {
+    use crate::ulp::MathFn::*;
+    match f {
+        Exp => (Fixed { bits: 14, scale: 10 }, Fixed { bits: 24, scale: 10 }),
+        ExpNeg | Sigmoid | Tanh => (Fixed { bits: 20, scale: 16 }, Fixed { bits: 18, scale: 16 }),
+        Relu => (Fixed { bits: 20, scale: 16 }, Fixed { bits: 20, scale: 16 }),
+    }
+}
+
+/// Evaluates `f` with `imp` on shares `x` at `inp`, returning shares at `out`.
+pub fn evaluate<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    f: crate::ulp::MathFn,
+    imp: Impl,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
+    use crate::ulp::MathFn::*;
+    match (f, imp) {
+        (Exp, Impl::Opaf) => exp_opaf(ctx, ch, x, inp, out),
+        (Exp, Impl::Sirnn) => Err(invalid("SIRNN has no exponential for general inputs (only x ≤ 0)")),
+        (ExpNeg, Impl::Opaf) => exp_neg_opaf(ctx, ch, x, inp, out),
+        (ExpNeg, Impl::Sirnn) => exp_neg_sirnn(ctx, ch, x, inp, out),
+        (Sigmoid, Impl::Opaf) => sigmoid_opaf(ctx, ch, x, inp, out),
+        (Sigmoid, Impl::Sirnn) => sigmoid_sirnn(ctx, ch, x, inp, out),
+        (Tanh, Impl::Opaf) => tanh_opaf(ctx, ch, x, inp, out),
+        (Tanh, Impl::Sirnn) => tanh_sirnn(ctx, ch, x, inp, out),
+        (Relu, _) => {
+            if out.bits != inp.bits || out.scale != inp.scale {
+                return Err(invalid("relu keeps the input format"));
+            }
+            relu(ctx, ch, x, inp)
+        }
+    }
 }
