@@ -15,7 +15,7 @@ pub struct OpTiming {
     pub op: &'static str,
     /// Wall-clock µs per call (minimum over batches).
     pub micros: f64,
-    /// CPU µs per call of this process (all threads, from /proc/self/task/*/schedstat): what
+    /// Mean CPU µs per call of this process (all threads, /proc/self/task/*/schedstat): what
     /// the operation costs when it has a core to itself, robust to other load on the machine.
     pub cpu_micros: f64,
     pub iters: usize,
@@ -37,17 +37,17 @@ pub fn process_cpu_ns() -> u64 {
 fn time<F: FnMut()>(iters: usize, mut f: F) -> (f64, f64) {
     f(); // warm-up
     let mut best = f64::INFINITY;
-    let mut best_cpu = f64::INFINITY;
+    // schedstat advances at scheduler ticks, so CPU time is taken over all batches together.
+    let c0 = process_cpu_ns();
     for _ in 0..5 {
-        let c0 = process_cpu_ns();
         let start = Instant::now();
         for _ in 0..iters.max(1) {
             f();
         }
         best = best.min(start.elapsed().as_secs_f64() * 1e6 / iters.max(1) as f64);
-        best_cpu = best_cpu.min((process_cpu_ns() - c0) as f64 * 1e-3 / iters.max(1) as f64);
     }
-    (best, best_cpu)
+    let cpu = (process_cpu_ns() - c0) as f64 * 1e-3 / (5 * iters.max(1)) as f64;
+    (best, cpu)
 }
 
 /// µs per operation for a parameter set (single-threaded operations).
@@ -121,7 +121,7 @@ pub struct KernelReport {
     pub output_cts: usize,
     /// Server: kernel only (ScMult, Perm, Add) — what GALA's speed-ups compare.
     pub server_kernel_s: f64,
-    /// CPU seconds of the fastest kernel run (all threads of this process).
+    /// Mean CPU seconds per kernel run (all threads of this process).
     pub server_kernel_cpu_s: f64,
     /// Server: masking, flooding, modulus switching of the outputs.
     pub server_finish_s: f64,
@@ -215,20 +215,19 @@ pub fn he_conv(params: &Params, method: ConvMethod, (h, w, c): (usize, usize, us
 /// Runs the kernel `reps` times; returns the first run's outputs and counts and the fastest
 /// run's wall time (robust to other load on a shared machine).
 fn timed_kernel<F: Fn() -> Result<Vec<Ciphertext>, HeError>>(ev: &HeEvaluator<'_>, reps: usize, f: F) -> Result<(Vec<Ciphertext>, (f64, f64), OpCounts), HeError> {
+    // schedstat advances at scheduler ticks: CPU time is the mean over all repetitions.
     let c1 = process_cpu_ns();
     let t1 = Instant::now();
     let outs = f()?;
     let mut best = t1.elapsed().as_secs_f64();
-    let mut best_cpu = (process_cpu_ns() - c1) as f64 * 1e-9;
     let counts = ev.counter().snapshot();
     for _ in 1..reps.max(1) {
-        let c = process_cpu_ns();
         let t = Instant::now();
         std::hint::black_box(f()?);
         best = best.min(t.elapsed().as_secs_f64());
-        best_cpu = best_cpu.min((process_cpu_ns() - c) as f64 * 1e-9);
     }
-    Ok((outs, (best, best_cpu), counts))
+    let cpu = (process_cpu_ns() - c1) as f64 * 1e-9 / reps.max(1) as f64;
+    Ok((outs, (best, cpu), counts))
 }
 
 fn finish<F: Fn(&[Vec<u64>]) -> Result<Vec<u64>, HeError>>(

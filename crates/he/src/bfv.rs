@@ -258,9 +258,41 @@ struct GaloisKey {
     /// product needs no per-digit permutation.
     b: Vec<Vec<u64>>,
     a: Vec<Vec<u64>>,
+    /// What travels: per digit the seed of `a` and the unpermuted `b`.
+    wire: Vec<([u8; 32], Vec<u64>)>,
 }
 
 impl GaloisKey {
+    /// Rebuilds the server-side form (expanded, pre-permuted) from seeds and b.
+    fn from_wire(params: &Params, g: usize, wire: Vec<([u8; 32], Vec<u64>)>) -> GaloisKey {
+        let n = params.n();
+        let l = params.l();
+        let mods: Vec<&ModCtx> = params.0.qs.iter().chain(std::iter::once(&params.0.pm)).collect();
+        let perms: Vec<Vec<u32>> = mods.iter().map(|m| m.galois_perm(g)).collect();
+        let mut b_all = Vec::new();
+        let mut a_all = Vec::new();
+        for (seed, b) in &wire {
+            let a = expand_uniform(params, seed, l, true);
+            let mut bp = vec![0u64; (l + 1) * n];
+            let mut ap = vec![0u64; (l + 1) * n];
+            for (k, perm) in perms.iter().enumerate() {
+                let off = k * n;
+                for (i, &pi) in perm.iter().enumerate() {
+                    bp[off + pi as usize] = b[off + i];
+                    ap[off + pi as usize] = a[off + i];
+                }
+            }
+            b_all.push(bp);
+            a_all.push(ap);
+        }
+        GaloisKey {
+            perms,
+            b: b_all,
+            a: a_all,
+            wire,
+        }
+    }
+
     fn generate(sk: &SecretKey, g: usize) -> GaloisKey {
         let params = &sk.params;
         let n = params.n();
@@ -268,10 +300,8 @@ impl GaloisKey {
         let w = params.0.set.ks_digit_bits;
         let sg = sk.automorph_coeffs(g);
         let mut prg = Prg::from_os();
-        let mut b_all = Vec::new();
-        let mut a_all = Vec::new();
         let mods: Vec<&ModCtx> = params.0.qs.iter().chain(std::iter::once(&params.0.pm)).collect();
-        let perms: Vec<Vec<u32>> = mods.iter().map(|m| m.galois_perm(g)).collect();
+        let mut wire = Vec::new();
         for (qi, &dcount) in params.digits_per_prime().iter().enumerate() {
             for j in 0..dcount {
                 let mut seed = [0u8; 32];
@@ -294,25 +324,10 @@ impl GaloisKey {
                     m.to_ntt(&mut b[r]);
                 }
                 sub_product(params, &mut b, &a, &sk.ntt_qp, l + 1);
-                // Pre-permute by σ^{-1}: stored[perm[i]] = key[i].
-                let mut bp = vec![0u64; (l + 1) * n];
-                let mut ap = vec![0u64; (l + 1) * n];
-                for (k, perm) in perms.iter().enumerate() {
-                    let off = k * n;
-                    for (i, &pi) in perm.iter().enumerate() {
-                        bp[off + pi as usize] = b[off + i];
-                        ap[off + pi as usize] = a[off + i];
-                    }
-                }
-                b_all.push(bp);
-                a_all.push(ap);
+                wire.push((seed, b));
             }
         }
-        GaloisKey {
-            perms,
-            b: b_all,
-            a: a_all,
-        }
+        GaloisKey::from_wire(params, g, wire)
     }
 }
 
@@ -332,11 +347,69 @@ impl GaloisKeys {
         v.sort_unstable();
         v
     }
-    /// Size of the keys in bytes if shipped with seeded `a` halves (what a client uploads).
+    /// Size of the keys in bytes as the client uploads them (`to_bytes`).
     pub fn upload_bytes(&self) -> usize {
         let n = self.params.n();
         let l = self.params.l();
-        self.keys.len() * self.params.ks_digits() * (32 + 8 * n * (l + 1))
+        8 + self.keys.len() * (8 + self.params.ks_digits() * (32 + 8 * n * (l + 1)))
+    }
+
+    /// Wire form: "GKS1", count, then per key g and per digit seed ‖ b (a is re-expanded).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.upload_bytes());
+        out.extend_from_slice(b"GKS1");
+        out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
+        for g in self.elements() {
+            let k = &self.keys[&g];
+            out.extend_from_slice(&(g as u64).to_le_bytes());
+            for (seed, b) in &k.wire {
+                out.extend_from_slice(seed);
+                write_residues(&mut out, b);
+            }
+        }
+        out
+    }
+
+    /// Parses keys, checking the header, the count, each Galois element (odd, < 2n, distinct),
+    /// the total length and every residue's range.
+    pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<GaloisKeys, HeError> {
+        let n = params.n();
+        let l = params.l();
+        let digit_len = 32 + 8 * n * (l + 1);
+        let per_key = 8 + params.ks_digits() * digit_len;
+        if bytes.len() < 8 || &bytes[..4] != b"GKS1" {
+            return Err(HeError::BadHeader("expected GKS1".into()));
+        }
+        let mut c = [0u8; 4];
+        c.copy_from_slice(&bytes[4..8]);
+        let count = u32::from_le_bytes(c) as usize;
+        let expected = count.checked_mul(per_key).and_then(|v| v.checked_add(8)).ok_or(HeError::BadHeader("count".into()))?;
+        if bytes.len() != expected {
+            return Err(HeError::WrongLength {
+                expected,
+                got: bytes.len(),
+            });
+        }
+        let mut keys = HashMap::new();
+        for kb in bytes[8..].chunks_exact(per_key) {
+            let mut gb = [0u8; 8];
+            gb.copy_from_slice(&kb[..8]);
+            let g = u64::from_le_bytes(gb) as usize;
+            if g % 2 == 0 || g >= 2 * n || keys.contains_key(&g) {
+                return Err(HeError::BadHeader(format!("bad Galois element {g}")));
+            }
+            let mut wire = Vec::new();
+            for db in kb[8..].chunks_exact(digit_len) {
+                let mut seed = [0u8; 32];
+                seed.copy_from_slice(&db[..32]);
+                wire.push((seed, read_residues(params, &db[32..], l, true)?));
+            }
+            keys.insert(g, GaloisKey::from_wire(params, g, wire));
+        }
+        Ok(GaloisKeys {
+            params: params.clone(),
+            keys,
+        })
     }
 }
 

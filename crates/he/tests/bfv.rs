@@ -283,3 +283,47 @@ fn response_flooding_mod_switch_and_serialisation() {
         assert_eq!((dec[i] + be.masks[0][i]) % p4.t(), y);
     }
 }
+
+#[test]
+fn every_rotation_step_with_keys_n4096() {
+    // All n/2 − 1 non-trivial steps on real ciphertexts: a key per step (generated, used, dropped),
+    // hoisted from one decomposition; every 64th step is also checked unhoisted.
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let (p, sk) = setup("n4096");
+    let v = rand_slots(&mut rng, p.n(), p.t());
+    let ct = sk.encrypt(&v).expect("enc");
+    let h = p.decompose(&ct);
+    for s in 1..p.row_len() {
+        let keys = sk.rotation_keys(&[s], false);
+        let expect = rotate_rows(&v, s, p.row_len());
+        let rh = p.rotate_hoisted(&h, s, &keys).expect("hoisted");
+        assert_eq!(sk.decrypt(&rh).expect("dec"), expect, "hoisted step {s}");
+        if s % 64 == 0 {
+            let r = p.rotate(&ct, s, &keys).expect("rot");
+            assert_eq!(sk.decrypt(&r).expect("dec"), expect, "step {s}");
+        }
+    }
+}
+
+#[test]
+fn galois_keys_serialisation() {
+    let mut rng = ChaCha8Rng::seed_from_u64(10);
+    let (p, sk) = setup("n4096");
+    let keys = sk.rotation_keys(&[1, 5, 300], true);
+    let bytes = keys.to_bytes();
+    assert_eq!(bytes.len(), keys.upload_bytes());
+    let back = GaloisKeys::from_bytes(&p, &bytes).expect("parse");
+    assert_eq!(back.elements(), keys.elements());
+    let v = rand_slots(&mut rng, p.n(), p.t());
+    let ct = sk.encrypt(&v).expect("enc");
+    let r = p.rotate(&ct, 300, &back).expect("rot");
+    assert_eq!(sk.decrypt(&r).expect("dec"), rotate_rows(&v, 300, p.row_len()));
+    assert!(matches!(GaloisKeys::from_bytes(&p, &bytes[..bytes.len() - 8]), Err(HeError::WrongLength { .. })));
+    let mut bad = bytes.clone();
+    bad[8..16].copy_from_slice(&4u64.to_le_bytes()); // even Galois element
+    assert!(matches!(GaloisKeys::from_bytes(&p, &bad), Err(HeError::BadHeader(_))));
+    let mut bad = bytes.clone();
+    let l = bad.len();
+    bad[l - 8..].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(matches!(GaloisKeys::from_bytes(&p, &bad), Err(HeError::OutOfRange { .. })));
+}

@@ -246,3 +246,24 @@ fn conv_shares_on_ciphertexts() {
         }
     }
 }
+
+#[test]
+fn one_call_matvec_api() {
+    let mut rng = ChaCha8Rng::seed_from_u64(15);
+    let p = Params::by_name("n4096").expect("p");
+    let t = p.t();
+    let sk = SecretKey::generate(&p);
+    let pk = sk.public_key();
+    let (no, ni) = (20, 300);
+    for method in [MatVecMethod::Gazelle, MatVecMethod::Gala] {
+        let plan = MatVecPlan::for_params(method, no, ni, &p).expect("plan");
+        let keys = sk.rotation_keys(&plan.rotation_steps(), false);
+        let w: Vec<Vec<u64>> = (0..no).map(|_| rand_vec(&mut rng, ni, t)).collect();
+        let x = rand_vec(&mut rng, ni, t);
+        let inputs: Vec<Ciphertext> = plan.pack_input(&x).expect("pack").iter().map(|v| sk.encrypt(v).expect("enc")).collect();
+        let (resp, ys) = secinfer_he::kernels::server_matvec(&p, &keys, &pk, method, &w, &inputs, Flood::BestEffort(40)).expect("server");
+        let yc = secinfer_he::kernels::client_matvec_share(&sk, method, no, ni, &resp).expect("client");
+        let y: Vec<u64> = yc.iter().zip(&ys).map(|(&a, &b)| (a + b) % t).collect();
+        assert_eq!(y, matvec_ref(&w, &x, t));
+    }
+}

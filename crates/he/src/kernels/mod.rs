@@ -328,3 +328,36 @@ pub fn finish_outputs(params: &Params, pk: &PublicKey, outs: &[Ciphertext], floo
         log_q_out,
     })
 }
+
+/// Server side of an encrypted matrix–vector product in one call: encodes `w` (rows × cols,
+/// values mod t; for repeated use call [`MatVecPlan::prepare`] once and [`MatVecPlan::eval`]),
+/// runs the kernel on the client's packed inputs (from [`MatVecPlan::pack_input`]), masks,
+/// floods and mod-switches. Returns the responses for the client and the server's share of W·x.
+pub fn server_matvec(
+    params: &Params,
+    keys: &crate::bfv::GaloisKeys,
+    pk: &PublicKey,
+    method: MatVecMethod,
+    w: &[Vec<u64>],
+    inputs: &[Ciphertext],
+    flood: Flood,
+) -> Result<(Vec<Response>, Vec<u64>), HeError> {
+    let rows = w.len();
+    let cols = w.first().map_or(0, |r| r.len());
+    let plan = MatVecPlan::for_params(method, rows, cols, params)?;
+    let ev = crate::eval::HeEvaluator::new(params, keys);
+    let pts = plan.prepare(&ev, w)?;
+    let outs = plan.eval(&ev, &pts, inputs)?;
+    let res = finish_outputs(params, pk, &outs, flood)?;
+    let share = plan.extract(&res.masks, params.t())?;
+    Ok((res.responses, share))
+}
+
+/// Client side: decrypts the responses into the client's share of W·x (client share + server
+/// share ≡ W·x mod t).
+pub fn client_matvec_share(sk: &crate::bfv::SecretKey, method: MatVecMethod, rows: usize, cols: usize, responses: &[Response]) -> Result<Vec<u64>, HeError> {
+    let params = sk.params();
+    let plan = MatVecPlan::for_params(method, rows, cols, params)?;
+    let dec = responses.iter().map(|r| sk.decrypt_response(r)).collect::<Result<Vec<_>, _>>()?;
+    plan.extract(&dec, params.t())
+}
