@@ -546,3 +546,33 @@ fn garbage_u_of_the_right_length_is_survived() {
     );
     assert_eq!(run.server.output.expect("garbage of the right length decodes"), 200);
 }
+
+#[test]
+fn kk13_crosses_chunk_boundaries_in_step() {
+    // Two calls, the second spanning two extension chunks with a partial last 128-row block.
+    let mut prg = Prg::from_seed(Block(12));
+    let count = CHUNK_ROWS + 129;
+    let choices: Vec<u8> = (0..count).map(|_| prg.below(3) as u8).collect();
+    let msgs: Vec<u64> = (0..3 * count).map(|_| prg.next_block().low_u64() & 0xfff).collect();
+    let (c2, m2) = (choices.clone(), msgs.clone());
+    let run = simulate(
+        move |ch| {
+            let mut r = KkReceiver::setup(ch, &mut Prg::new()).expect("setup");
+            let a = r.recv_random(ch, 3, &c2[..10]).expect("first");
+            (a, r.recv_u64(ch, 3, &c2, 12).expect("second"))
+        },
+        move |ch| {
+            let mut s = KkSender::setup(ch, &mut Prg::new()).expect("setup");
+            let a = s.send_random(ch, 3, 10).expect("first");
+            s.send_u64(ch, 3, &m2, 12).expect("second");
+            a
+        },
+    );
+    let (r1, got) = run.client.output;
+    for j in 0..10 {
+        assert_eq!(r1[j], run.server.output[3 * j + choices[j] as usize]);
+    }
+    for j in 0..count {
+        assert_eq!(got[j], msgs[3 * j + choices[j] as usize], "1-of-3 OT {j}");
+    }
+}
