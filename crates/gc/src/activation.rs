@@ -331,8 +331,7 @@ fn pwl_apply_sym<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fix
     if p.func_offset > 0 && (p.func_offset as usize) < ob {
         c[p.func_offset as usize] = s.clone();
     }
-    let neg = crate::gadgets::add_cin(b, &gx, &c, s);
-    neg
+    crate::gadgets::add_cin(b, &gx, &c, s)
 }
 
 fn fit(targets: &[i64], n: u32, k: u32, sh: u32, tol: i64, omin: i64, omax: i64, sym: bool) -> Option<PwlParams> {

@@ -250,7 +250,8 @@ pub fn shr_round<B: Backend>(b: &mut B, x: &[Bit<W<B>>], k: usize) -> Word<W<B>>
 pub fn argmax<B: Backend>(b: &mut B, xs: &[Word<W<B>>]) -> (Word<W<B>>, Word<W<B>>) {
     let n = xs.len();
     let ib = bit_len(n.saturating_sub(1) as u64).max(1);
-    let mut cur: Vec<(Word<W<B>>, Word<W<B>>)> =
+    type Cand<X> = (Word<X>, Word<X>);
+    let mut cur: Vec<Cand<W<B>>> =
         xs.iter().enumerate().map(|(i, x)| (constant_word(i as u64, ib), x.clone())).collect();
     while cur.len() > 1 {
         let mut next = Vec::with_capacity(cur.len().div_ceil(2));

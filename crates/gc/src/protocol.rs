@@ -166,7 +166,8 @@ pub fn garble_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: us
         let t1 = (t0 + per_task * wave).min(nch);
         let tasks: Vec<(usize, usize, Block)> =
             (t0..t1).step_by(per_task).map(|c| (c, (c + per_task).min(t1), prg.next_block())).collect();
-        let results: Vec<Result<(Vec<Block>, Vec<Block>, Vec<bool>), GcError>> = tasks
+        type TaskOut = (Vec<Block>, Vec<Block>, Vec<bool>);
+        let results: Vec<Result<TaskOut, GcError>> = tasks
             .into_par_iter()
             .map(|(c0, c1, seed)| {
                 let mut g = Garbler::<LANES>::new(delta, nonce, (c0 * LANES) as u32, Prg::from_seed(seed))?;
@@ -363,6 +364,7 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
             let mut ins = vec![[Block::ZERO; LANES]; circ.n_inputs];
             for c in c0..c1 {
                 ev.set_instances(batch.nonce, (c * LANES) as u32)?;
+                #[allow(clippy::needless_range_loop)]
                 for l in 0..LANES {
                     let i = c * LANES + l;
                     for w in 0..g_in {

@@ -174,13 +174,14 @@ fn lut_matches_table_exhaustively() {
         let mut c = Counter::new();
         let ins: Vec<Bit<u32>> = (0..k).map(|_| Bit::Wire(0)).collect();
         lut(&mut c, &ins, &table, 10);
-        assert!(c.ands <= (1 << k) - k as u64 - 1, "lut k={k} used {} ANDs", c.ands);
+        assert!(c.ands < (1 << k) - k as u64, "lut k={k} used {} ANDs", c.ands);
     }
 }
 
 #[test]
 fn gate_counts_match_the_design() {
-    let count = |w: usize, f: &dyn Fn(&mut Counter, &[Bit<u32>], &[Bit<u32>])| {
+    type G<'a> = &'a dyn Fn(&mut Counter, &[Bit<u32>], &[Bit<u32>]);
+    let count = |w: usize, f: G<'_>| {
         let mut c = Counter::new();
         let x: Vec<Bit<u32>> = (0..w).map(|_| Bit::Wire(0)).collect();
         f(&mut c, &x, &x);

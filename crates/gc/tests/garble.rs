@@ -168,7 +168,7 @@ fn shares_in_shares_out_mod_p() {
     for f in [Func::Relu, Func::Sigmoid] {
         let spec = ActSpec { func: f, input: Fixed::new(20, 12), act_in: Fixed::new(8, 4), act_out: ActSpec::default_for(f, 8).output, output: Fixed::new(19, 12) };
         let mut xs = sample_inputs(20, false);
-        xs.retain(|&x| x.unsigned_abs() <= (p as u64 - 1) / 2);
+        xs.retain(|&x| x.unsigned_abs() <= (p - 1) / 2);
         two_party_case(ShareDomain::ModP(p), spec, &xs);
     }
 }
