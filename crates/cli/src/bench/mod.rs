@@ -5,6 +5,7 @@ use clap::Subcommand;
 
 pub mod he;
 pub mod gc;
+pub mod math;
 pub mod ot;
 
 /// The benchmarks. Each measures both parties (see `--net`/`--profile`) and reports time, bytes
@@ -23,6 +24,8 @@ pub enum BenchCmd {
     HeMatvec(he::HeMatvecArgs),
     /// Encrypted convolution into Z_t shares (GAZELLE output rotation, GALA kernel grouping).
     HeConv(he::HeConvArgs),
+    /// Secret-sharing math (issue 5): OPAF / SIRNN exp, exp_neg, sigmoid, tanh, ReLU on Z_2^l shares.
+    Math(math::MathArgs),
 }
 
 pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
@@ -33,5 +36,6 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::HeOps(a) => he::run_ops(a, out),
         BenchCmd::HeMatvec(a) => he::run_matvec(a, out),
         BenchCmd::HeConv(a) => he::run_conv(a, out),
+        BenchCmd::Math(a) => math::run(a, out),
     }
 }
