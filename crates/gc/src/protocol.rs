@@ -294,17 +294,22 @@ pub fn garble_online<C: Channel, S: CotSender>(ch: &mut C, ot: &mut S, batch: &G
             mine.push(batch.zero(i, w) ^ d.and_bit(g_inputs[i * batch.g_in + w]));
         }
     }
-    if !mine.is_empty() {
-        ch.send_pod(&mine)?;
-    }
+    // COT first (the evaluator speaks first in it), then our labels and the corrections in one
+    // flight: two rounds online.
     let ne = batch.n * batch.e_in;
-    if ne > 0 {
+    let corr: Vec<Block> = if ne > 0 {
         let m0 = ot.send_cot(ch, ne)?;
         if m0.len() != ne {
             return Err(GcError::Ot("COT returned the wrong count".into()));
         }
-        let corr: Vec<Block> =
-            (0..ne).map(|k| batch.zero(k / batch.e_in, batch.g_in + k % batch.e_in) ^ m0[k]).collect();
+        (0..ne).map(|k| batch.zero(k / batch.e_in, batch.g_in + k % batch.e_in) ^ m0[k]).collect()
+    } else {
+        Vec::new()
+    };
+    if !mine.is_empty() {
+        ch.send_pod(&mine)?;
+    }
+    if !corr.is_empty() {
         ch.send_pod(&corr)?;
     }
     ch.flush()?;
@@ -325,6 +330,7 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
     if e_inputs.len() != n * e_in {
         return Err(GcError::invalid("evaluator input count"));
     }
+    let mc = if n * e_in > 0 { ot.recv_cot(ch, e_inputs)? } else { Vec::new() };
     let late: Vec<usize> = (0..g_in).filter(|w| !batch.early.contains(w)).collect();
     let late_labels: Vec<Block> = if n * late.len() > 0 { ch.recv_pod(n * late.len())? } else { Vec::new() };
     let ek = batch.early.len();
@@ -338,7 +344,6 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
         }
     }
     let e_labels: Vec<Block> = if n * e_in > 0 {
-        let mc = ot.recv_cot(ch, e_inputs)?;
         if mc.len() != n * e_in {
             return Err(GcError::Ot("COT returned the wrong count".into()));
         }
