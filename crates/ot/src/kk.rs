@@ -216,7 +216,6 @@ impl KkReceiver {
     fn extend_hashed<C: Channel>(&mut self, ch: &mut C, choices: &[u8]) -> Result<Vec<Block>, OtError> {
         let first = advance(&mut self.counter, choices.len())?;
         let mut out = vec![Block::ZERO; choices.len()];
-        let mut hashed = Vec::new();
         self.ext.run(
             ch,
             choices.len(),
@@ -241,15 +240,14 @@ impl KkReceiver {
                 }
             },
             |start, rows| {
-                hashed.clear();
-                hashed.extend_from_slice(rows);
-                hashed.par_chunks_mut(2 * 1024).enumerate().for_each(|(c, h)| {
+                // Hash the chunk's rows in place, then fold each row's two halves.
+                rows.par_chunks_mut(2 * 1024).enumerate().for_each(|(c, h)| {
                     let base = first.wrapping_add((start + c * 1024) as u64);
                     tccr_inplace(h, |k| {
                         tweak(if k % 2 == 0 { DOMAIN_KK_LO } else { DOMAIN_KK_HI }, base.wrapping_add((k / 2) as u64))
                     });
                 });
-                for (o, pair) in out[start..start + rows.len() / 2].iter_mut().zip(hashed.chunks_exact(2)) {
+                for (o, pair) in out[start..start + rows.len() / 2].iter_mut().zip(rows.chunks_exact(2)) {
                     *o = pair[0] ^ pair[1];
                 }
                 Ok(())
