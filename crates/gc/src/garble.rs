@@ -320,6 +320,46 @@ impl TableSource for SliceSource<'_> {
     }
 }
 
+/// Tables kept as the raw frames they arrived in (no copy into one buffer), read from block
+/// offset `start`.
+pub struct FrameSource<'a> {
+    frames: &'a [Vec<u8>],
+    fi: usize,
+    pos: usize,
+}
+impl<'a> FrameSource<'a> {
+    /// `starts[i]` is the block offset of frame i (prefix sums of frame lengths / 16).
+    pub fn at(frames: &'a [Vec<u8>], starts: &[u64], start: u64) -> Self {
+        let fi = starts.partition_point(|&s| s <= start).saturating_sub(1);
+        let pos = starts.get(fi).map_or(0, |&s| ((start - s) * 16) as usize);
+        FrameSource { frames, fi, pos }
+    }
+}
+impl TableSource for FrameSource<'_> {
+    fn fill(&mut self, out: &mut [Block]) -> Result<(), GcError> {
+        let mut k = 0;
+        while k < out.len() {
+            let Some(f) = self.frames.get(self.fi) else {
+                return Err(GcError::Truncated { expected: out.len() as u64, got: k as u64 });
+            };
+            if self.pos >= f.len() {
+                self.fi += 1;
+                self.pos = 0;
+                continue;
+            }
+            let take = (out.len() - k).min((f.len() - self.pos) / 16);
+            for (o, b) in out[k..k + take].iter_mut().zip(f[self.pos..self.pos + take * 16].chunks_exact(16)) {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(b);
+                *o = Block::from_bytes(a);
+            }
+            self.pos += take * 16;
+            k += take;
+        }
+        Ok(())
+    }
+}
+
 /// Tables streamed from the peer in frames of at most [`FRAME_BLOCKS`] blocks.
 pub struct ChannelSource<'a, C: Channel> {
     ch: &'a mut C,

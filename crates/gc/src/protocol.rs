@@ -19,7 +19,7 @@
 //! (memory bounded on both sides).
 use crate::backend::{wires, Backend, Bit};
 use crate::circuit::Circuit;
-use crate::garble::{ChannelSink, ChannelSource, Evaluator, Garbler, SliceSource, FRAME_BLOCKS};
+use crate::garble::{ChannelSink, ChannelSource, Evaluator, FrameSource, Garbler, FRAME_BLOCKS};
 use crate::GcError;
 use rayon::prelude::*;
 use secinfer_net::Channel;
@@ -214,7 +214,9 @@ pub struct ReceivedBatch {
     nonce: u64,
     g_in: usize,
     n: usize,
-    tables: Vec<Block>,
+    /// The table frames as received (each a multiple of 16 bytes) and their block offsets.
+    frames: Vec<Vec<u8>>,
+    starts: Vec<u64>,
     decode: Vec<bool>,
     early: std::ops::Range<usize>,
     early_labels: Vec<Block>,
@@ -233,13 +235,20 @@ impl ReceivedBatch {
 
     /// Bytes of garbled tables held.
     pub fn table_bytes(&self) -> usize {
-        self.tables.len() * 16
+        self.frames.iter().map(|f| f.len()).sum()
     }
     /// Test hook: flips one bit of one stored table block (for corruption tests).
     pub fn corrupt_table(&mut self, index: usize, bit: u32) {
-        let len = self.tables.len();
-        if len > 0 {
-            self.tables[index % len].0 ^= 1u128 << (bit % 128);
+        let total: usize = self.frames.iter().map(|f| f.len()).sum();
+        if total > 0 {
+            let mut byte = (index * 16 + (bit as usize % 128) / 8) % total;
+            for f in self.frames.iter_mut() {
+                if byte < f.len() {
+                    f[byte] ^= 1 << (bit % 8);
+                    break;
+                }
+                byte -= f.len();
+            }
         }
     }
 }
@@ -252,21 +261,22 @@ pub fn evaluate_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: 
     let expected = (chunks(n) as u64)
         .checked_mul(circ.and_count() * 2 * LANES as u64)
         .ok_or_else(|| GcError::invalid("table size overflows"))?;
-    let mut tables: Vec<Block> = Vec::with_capacity(expected as usize);
-    while (tables.len() as u64) < expected {
-        let f: Vec<Block> = match ch.recv_pod_upto(FRAME_BLOCKS) {
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    let mut starts: Vec<u64> = Vec::new();
+    let mut got: u64 = 0;
+    while got < expected {
+        let f = match ch.recv_frame() {
             Ok(f) => f,
-            Err(secinfer_net::NetError::Closed) => return Err(GcError::Truncated { expected, got: tables.len() as u64 }),
+            Err(secinfer_net::NetError::Closed) => return Err(GcError::Truncated { expected, got }),
             Err(e) => return Err(e.into()),
         };
-        if f.is_empty() || tables.len() as u64 + f.len() as u64 > expected {
-            return Err(GcError::Malformed(format!(
-                "table frame of {} blocks after {} of {expected}",
-                f.len(),
-                tables.len()
-            )));
+        let blocks = (f.len() / 16) as u64;
+        if f.is_empty() || f.len() % 16 != 0 || f.len() > FRAME_BLOCKS * 16 || got + blocks > expected {
+            return Err(GcError::Malformed(format!("table frame of {} bytes after {got} of {expected} blocks", f.len())));
         }
-        tables.extend_from_slice(&f);
+        starts.push(got);
+        got += blocks;
+        frames.push(f);
     }
     let nd = n * wire_outputs(circ);
     let bytes = match ch.recv_pod::<u8>(nd.div_ceil(8)) {
@@ -274,7 +284,7 @@ pub fn evaluate_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: 
         Err(secinfer_net::NetError::Closed) => return Err(GcError::Truncated { expected, got: expected }),
         Err(e) => return Err(e.into()),
     };
-    Ok(ReceivedBatch { nonce, g_in, n, tables, decode: unpack_bits(&bytes, nd), early: 0..0, early_labels: Vec::new() })
+    Ok(ReceivedBatch { nonce, g_in, n, frames, starts, decode: unpack_bits(&bytes, nd), early: 0..0, early_labels: Vec::new() })
 }
 
 /// Online, garbler: sends the labels of its inputs (`n × g_in` bits, instance-major) and the COT
@@ -363,7 +373,7 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
         .into_par_iter()
         .map(|c0| {
             let c1 = (c0 + per_task).min(nch);
-            let src = SliceSource::new(&batch.tables[c0 * per_chunk..c1 * per_chunk]);
+            let src = FrameSource::at(&batch.frames, &batch.starts, (c0 * per_chunk) as u64);
             let mut ev = Evaluator::<LANES, _>::new(batch.nonce, (c0 * LANES) as u32, src)?;
             let mut bits = Vec::with_capacity((c1 - c0) * LANES * n_out);
             let mut ins = vec![[Block::ZERO; LANES]; circ.n_inputs];
