@@ -11,7 +11,11 @@
 //! Messages: each call costs one frame of `u` per [`CHUNK_ROWS`] rows from receiver to sender
 //! (16 bytes per OT), then, for the chosen and additive flavours, one frame per chunk back. The
 //! sender reads every `u` before it answers, so the two directions never block on each other
-//! (bounded socket buffers cannot deadlock). An error leaves the two column PRGs out of step, so
+//! (bounded socket buffers cannot deadlock); the price is that the sender of a chosen or additive
+//! call keeps `q_j` (16 bytes per OT, the size of its input) until it answers. Scratch beyond the
+//! inputs and outputs is one chunk. Callers with 10^8 OTs split them into calls of a few million
+//! (`secinfer bench ot` uses 2^22), which costs two rounds per call for these flavours and
+//! nothing extra for COT/ROT, whose traffic only flows from receiver to sender. An error leaves the two column PRGs out of step, so
 //! the instance refuses further calls.
 use crate::aes::Prg;
 use crate::base::{base_ot_receive, base_ot_send};
