@@ -60,9 +60,39 @@ fn echo_cost<'py>(py: Python<'py>, n: usize, net: &str, profile: &str) -> PyResu
     cost_to_dict(py, &run.client.cost)
 }
 
+/// Classification logits of the plaintext fixed-point reference (docs/model-format.md) for each
+/// token sequence, as main-format integers. `fixed_point` names a `fixed_point_variants` entry;
+/// `None` selects the model's default format.
+#[pyfunction]
+#[pyo3(signature = (model_dir, tokens, fixed_point=None))]
+fn eval_fixed_point(model_dir: &str, tokens: Vec<Vec<u32>>, fixed_point: Option<&str>) -> PyResult<Vec<Vec<i64>>> {
+    let err = |e: secinfer_nn::NnError| PyValueError::new_err(e.to_string());
+    let model = secinfer_nn::Model::load(model_dir).map_err(err)?;
+    let fp = *model.config.fixed_point_named(fixed_point).map_err(err)?;
+    let q = secinfer_nn::QuantizedModel::new(&model, fp);
+    let mut r = secinfer_nn::Reference::new(&q, secinfer_nn::ExactActivations);
+    tokens
+        .iter()
+        .map(|t| {
+            secinfer_nn::check_tokens(t, model.config.arch.vocab).map_err(err)?;
+            Ok(r.classify(t))
+        })
+        .collect()
+}
+
+/// Token ids of `text` under the model's `words-v1` tokeniser, shaped to `max_len`.
+#[pyfunction]
+fn encode_text(model_dir: &str, text: &str) -> PyResult<Vec<u32>> {
+    let model = secinfer_nn::Model::load(model_dir).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let vocab = model.vocab.as_ref().ok_or_else(|| PyValueError::new_err("the model has no vocabulary"))?;
+    Ok(vocab.encode(text))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(echo_cost, m)?)?;
+    m.add_function(wrap_pyfunction!(eval_fixed_point, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_text, m)?)?;
     Ok(())
 }
