@@ -1,6 +1,7 @@
 //! `secinfer`: two-party private neural-network inference from the command line.
 mod bench;
 mod error;
+mod model_cmd;
 mod pair;
 mod report;
 
@@ -30,6 +31,10 @@ enum Cmd {
         #[command(subcommand)]
         which: bench::BenchCmd,
     },
+    /// Print a model directory's layers, sizes and fixed-point formats.
+    Inspect(model_cmd::InspectArgs),
+    /// Classify an input (for now: the local plaintext fixed-point reference, --plaintext).
+    Infer(model_cmd::InferArgs),
 }
 
 fn main() {
@@ -41,6 +46,8 @@ fn main() {
             out.finish();
             r
         }
+        Cmd::Inspect(a) => model_cmd::inspect(a),
+        Cmd::Infer(a) => model_cmd::infer(a),
     };
     if let Err(e) = result {
         eprintln!("secinfer: error: {e}");
