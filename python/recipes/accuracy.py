@@ -60,6 +60,7 @@ def evaluate(model_dir: Path, formats=("fx20", "fx8"), limit: int | None = None)
         if pf is not None:
             rec[f"{fmt}_agree_float"] = float((p == pf).mean())
         rec[f"{fmt}_overflows"] = m.counters.overflows
+        rec[f"{fmt}_saturated_weights"] = m.counters.saturated_weights
         rec[f"{fmt}_saturated_activations"] = m.counters.saturated_activations
         rec[f"{fmt}_seconds"] = round(time.time() - t, 1)
     return rec

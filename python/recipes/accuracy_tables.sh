@@ -26,7 +26,8 @@ for act in relu tanh; do
     --max-len 30 --epochs 5 --out "$OUT/sms-$act" | tee "$OUT/sms-$act.log"
 done
 
-$PY python/recipes/accuracy.py models/imdb-relu-gru "$OUT"/imdb-tanh-v2k-e32-t100 "$OUT"/imdb-*-t30 "$OUT"/spam-relu "$OUT"/spam-tanh "$OUT"/sms-* \
+$PY python/recipes/accuracy.py models/imdb-relu-gru "$OUT"/imdb-tanh-v2k-e32-t100 "$OUT"/imdb-relu-v10k-e100-t30 \
+  "$OUT"/imdb-tanh-v10k-e100-t30 "$OUT"/spam-relu "$OUT"/spam-tanh "$OUT"/sms-relu "$OUT"/sms-tanh \
   --json "$OUT/classifiers.jsonl" | tee "$OUT/classifiers.log"
 
 for act in relu tanh; do
