@@ -339,3 +339,49 @@ fn truncated_table_stream_gives_typed_error() {
     );
     assert!(matches!(run.client.output, Err(GcError::Truncated { .. })), "offline truncation");
 }
+
+#[test]
+fn frame_source_reads_across_uneven_frames_from_any_offset() {
+    use secinfer_gc::garble::{FrameSource, TableSource};
+    let blocks: Vec<Block> = (0..100u128).map(Block).collect();
+    let sizes = [7usize, 1, 30, 62];
+    let mut frames = Vec::new();
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for s in sizes {
+        starts.push(at as u64);
+        frames.push(blocks[at..at + s].iter().flat_map(|b| b.to_bytes()).collect::<Vec<u8>>());
+        at += s;
+    }
+    for start in [0usize, 3, 7, 8, 9, 37, 38, 99] {
+        let mut src = FrameSource::at(&frames, &starts, start as u64);
+        let mut out = vec![Block::ZERO; 100 - start];
+        src.fill(&mut out).expect("fill");
+        assert_eq!(out, blocks[start..].to_vec(), "start {start}");
+        let mut more = [Block::ZERO; 1];
+        assert!(matches!(src.fill(&mut more), Err(GcError::Truncated { .. })));
+    }
+}
+
+#[test]
+fn invalid_parameters_are_typed_errors() {
+    let relu8 = ActSpec::default_for(Func::Relu, 8);
+    assert!(matches!(share_circuit(ShareDomain::Pow2(12), &relu8), Err(GcError::InvalidArgument(_))));
+    assert!(matches!(share_circuit(ShareDomain::ModP(256), &relu8), Err(GcError::InvalidArgument(_))));
+    // 2^8 > 251: an 8-bit output does not fit a mask mod 251
+    let spec = ActSpec { input: Fixed::new(8, 4), ..relu8 };
+    assert!(matches!(share_circuit(ShareDomain::ModP(251), &spec), Err(GcError::InvalidArgument(_))));
+    let d = delta();
+    let (so, co) = ot_pair(d);
+    let run = simulate(
+        move |ch| {
+            let mut ot = co(ch);
+            evaluate_apply(ch, &mut ot, ShareDomain::Pow2(8), &relu8, &[300])
+        },
+        move |ch| {
+            let mut ot = so(ch);
+            garble_apply(ch, &mut ot, ShareDomain::Pow2(8), &relu8, &[1])
+        },
+    );
+    assert!(matches!(run.client.output, Err(GcError::InvalidArgument(_))), "share ≥ 2^8 refused");
+}
