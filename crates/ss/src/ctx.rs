@@ -47,8 +47,10 @@ pub struct Ctx {
     pub(crate) backend: Backend,
     /// Building-block invocations (batched calls, i.e. per element) by name.
     pub counts: BTreeMap<&'static str, u64>,
-    /// Counting is suspended while a composite block runs its own sub-blocks.
+    /// Nesting depth of the running block.
     depth: u32,
+    /// Print each block's wall time to stderr (env `SECINFER_SS_TRACE=1`; P0 only).
+    trace: bool,
 }
 
 impl Ctx {
@@ -56,13 +58,14 @@ impl Ctx {
     pub fn setup<C: Channel>(party: Party, ch: &mut C) -> Result<Ctx> {
         let mut prg = Prg::new();
         let real = crate::ot_real::RealOt::setup(party, ch, &mut prg)?;
-        Ok(Ctx { party, prg, backend: Backend::Real(Box::new(real)), counts: BTreeMap::new(), depth: 0 })
+        let trace = party.is_p0() && std::env::var_os("SECINFER_SS_TRACE").is_some();
+        Ok(Ctx { party, prg, backend: Backend::Real(Box::new(real)), counts: BTreeMap::new(), depth: 0, trace })
     }
 
     /// Test-only context whose "OT" ships messages in the clear (feature `test-dealer`).
     #[cfg(feature = "test-dealer")]
     pub fn insecure_dealer(party: Party) -> Ctx {
-        Ctx { party, prg: Prg::new(), backend: Backend::Dealer, counts: BTreeMap::new(), depth: 0 }
+        Ctx { party, prg: Prg::new(), backend: Backend::Dealer, counts: BTreeMap::new(), depth: 0, trace: false }
     }
 
     pub fn is_p0(&self) -> bool {
@@ -77,8 +80,12 @@ impl Ctx {
             *self.counts.entry(name).or_insert(0) += 1;
         }
         self.depth += 1;
+        let t0 = if self.trace { Some(std::time::Instant::now()) } else { None };
         let r = f(self);
         self.depth -= 1;
+        if let Some(t0) = t0 {
+            eprintln!("{:indent$}{name}: {:.1} ms", "", t0.elapsed().as_secs_f64() * 1e3, indent = 2 * self.depth as usize);
+        }
         r
     }
     /// Counts of the top-level blocks since the last reset.

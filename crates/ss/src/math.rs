@@ -10,6 +10,9 @@ use secinfer_net::Channel;
 pub const LOCAL_FRAC: u32 = 31;
 /// Largest integer-part width (l − s) the local-factor method takes directly (L = 2^(l−s) ≤ 16).
 pub const MAX_DIRECT_INT_BITS: u32 = 4;
+/// Whether sigmoid/tanh round their output with an exact truncation (a millionaires' run) or the
+/// cheap one (output ⌊·⌋ or ⌊·⌋ + 1 ULP): cheap, as OPAF's error budget (3 ULP) allows.
+pub const FINAL_EXACT: bool = false;
 /// SIRNN's digit size for the exponential's lookup tables.
 pub const SIRNN_DIGIT: u32 = 8;
 
@@ -45,6 +48,21 @@ fn round_down_msb0<C: Channel>(
     to: u32,
     out_bits: u32,
 ) -> Result<Vec<u64>> {
+    round_down_msb0_with(ctx, ch, v, bits, from, to, out_bits, true)
+}
+
+/// As [`round_down_msb0`]; with `exact == false` the carry is dropped (one correlated OT instead
+/// of a millionaires' run): the result is the rounded value or one more.
+fn round_down_msb0_with<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    v: &[u64],
+    bits: u32,
+    from: u32,
+    to: u32,
+    out_bits: u32,
+    exact: bool,
+) -> Result<Vec<u64>> {
     let mb = mask(bits);
     let mo = mask(out_bits);
     if from <= to {
@@ -53,8 +71,11 @@ fn round_down_msb0<C: Channel>(
     }
     let t = from - to;
     let p0 = ctx.is_p0();
-    let b: Vec<u64> = v.iter().map(|a| if p0 { add(*a, 1u64 << (t - 1), mb) } else { a & mb }).collect();
-    let r = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &b, bits, t, true))?;
+    // Exact: round to nearest (bias 2^(t−1), exact floor). Cheap: ⌊x/2^t⌋ or ⌊x/2^t⌋ + 1 (no
+    // bias), so the truncation's error stays below one unit either way.
+    let bias = if exact { 1u64 << (t - 1) } else { 0 };
+    let b: Vec<u64> = v.iter().map(|a| if p0 { add(*a, bias, mb) } else { a & mb }).collect();
+    let r = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &b, bits, t, exact))?;
     if out_bits > bits {
         return ctx.block("zext", |ctx| blocks::zext_msb0_raw(ctx, ch, &r, bits, out_bits));
     }
@@ -290,7 +311,7 @@ fn sigmoid_opaf_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fix
     let rb = f + 2;
     let d: Vec<u64> = e.iter().map(|a| if p0 { add(*a, 1u64 << f, mask(rb)) } else { a & mask(rb) }).collect();
     let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, RecParams::default()))?;
-    let r = round_down_msb0(ctx, ch, &w, rw, fw, out.scale, out.bits)?;
+    let r = round_down_msb0_with(ctx, ch, &w, rw, fw, out.scale, out.bits, FINAL_EXACT)?;
     // σ = r + m·(1 − 2r)
     let mo = mask(out.bits);
     let one = 1u64 << out.scale;

@@ -1,0 +1,88 @@
+//! A peer that sends short, oversized, out-of-range or no data gives a typed error, never a panic.
+#![allow(clippy::unwrap_used)]
+mod common;
+use common::*;
+use secinfer_net::{simulate, Channel};
+use secinfer_ss::math;
+use secinfer_ss::reveal::{reveal, share_input, RevealTo};
+use secinfer_ss::ring::Fixed;
+use secinfer_ss::{Party, SsError};
+
+const INP: Fixed = Fixed { bits: 20, scale: 16 };
+const OUT: Fixed = Fixed { bits: 18, scale: 16 };
+
+/// The honest client runs OPAF's sigmoid; the server sets up and then misbehaves with `bad`.
+fn against(bad: impl Fn(&mut secinfer_net::DynChannel) + Send + Sync) -> SsError {
+    let x = vec![5u64; 64];
+    let r = simulate(
+        |ch| {
+            let mut c = ctx(Party::Client, ch);
+            math::sigmoid_opaf(&mut c, ch, &x, INP, OUT).err()
+        },
+        |ch| {
+            let _s = ctx(Party::Server, ch);
+            bad(ch);
+        },
+    );
+    r.client.output.expect("the client must fail")
+}
+
+#[test]
+fn short_frame_is_an_error() {
+    let e = against(|ch| {
+        let _ = ch.send_pod(&[7u8; 3]);
+        let _ = ch.flush();
+        let _ = ch.recv_frame();
+    });
+    eprintln!("{e}");
+}
+
+#[test]
+fn oversized_frame_is_an_error() {
+    let e = against(|ch| {
+        let _ = ch.send_pod(&vec![0xffu8; 1 << 20]);
+        let _ = ch.flush();
+        let _ = ch.recv_frame();
+    });
+    eprintln!("{e}");
+}
+
+#[test]
+fn silent_peer_is_an_error() {
+    let e = against(|_| {});
+    assert!(matches!(e, SsError::Net(_) | SsError::Ot(_)), "{e}");
+}
+
+#[test]
+fn out_of_range_shares_are_rejected() {
+    let r = simulate(
+        |ch| {
+            let mut c = ctx(Party::Client, ch);
+            let a = reveal(&mut c, ch, &[1, 2, 3], 16, RevealTo::Both).err();
+            let b = share_input(&mut c, ch, Party::Server, None, 3, 16).err();
+            (a, b)
+        },
+        |ch| {
+            let _s = ctx(Party::Server, ch);
+            // a "share" with bits above the 16-bit ring, twice
+            let _ = ch.send_pod(&[1u64 << 40, 0, 0]);
+            let _ = ch.recv_frame();
+            let _ = ch.send_pod(&[u64::MAX, 0, 0]);
+            let _ = ch.flush();
+        },
+    );
+    let (a, b) = r.client.output;
+    assert!(matches!(a, Some(SsError::Malformed(_))), "reveal: {a:?}");
+    assert!(matches!(b, Some(SsError::Malformed(_))), "share_input: {b:?}");
+}
+
+#[test]
+fn bad_arguments_are_typed_errors() {
+    let r = run2(|c, ch| {
+        let e1 = math::exp_opaf(c, ch, &[0], Fixed { bits: 20, scale: 12 }, Fixed { bits: 40, scale: 12 }).err();
+        let e2 = secinfer_ss::blocks::lut(c, ch, &[0], 9, &[0; 512], 8).err();
+        let e3 = secinfer_ss::blocks::mux(c, ch, &[0, 1], &[0], 8).err();
+        [e1, e2, e3].iter().all(|e| matches!(e, Some(SsError::InvalidArgument(_))))
+    });
+    assert!(r.client && r.server);
+}
