@@ -167,6 +167,7 @@ impl KkSender {
     pub fn send_u64<C: Channel>(&mut self, ch: &mut C, n: usize, msgs: &[u64], bits: u32) -> Result<(), OtError> {
         check_n(n)?;
         check_bits(bits)?;
+        #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.85
         if msgs.len() % n != 0 {
             return Err(OtError::arg(format!("{} messages are not a whole number of rows of {n}", msgs.len())));
         }

@@ -56,6 +56,7 @@ pub fn transpose128(a: &mut [u128; 128]) {
 mod tests {
     use super::*;
     #[test]
+    #[allow(clippy::needless_range_loop)]
     fn transpose_matches_naive() {
         let mut prg = crate::Prg::from_seed(crate::Block(3));
         let mut a = [0u128; 128];
