@@ -204,23 +204,56 @@ impl Prg {
     }
 }
 
-/// 256-bit helpers for (x * m) / d rounding with x, d < 2^127 and m < 2^64.
-/// Returns round(x * m / d) as u128 (the result must fit).
-pub(crate) fn mul_div_round(x: u128, m: u64, d: u128) -> u128 {
-    // product = hi * 2^128 + lo
+/// x·m as a 256-bit (hi, lo) pair; x < 2^128, m < 2^64.
+fn mul_wide(x: u128, m: u64) -> (u128, u128) {
     let xl = x as u64 as u128;
     let xh = x >> 64;
-    let p0 = xl * m as u128; // < 2^128
-    let p1 = xh * m as u128; // < 2^127
+    let p0 = xl * m as u128;
+    let p1 = xh * m as u128;
     let lo = p0.wrapping_add(p1 << 64);
-    let carry = if lo < p0 { 1u128 } else { 0 };
-    let hi = (p1 >> 64) + carry;
-    // add d/2 for rounding
-    let half = d / 2;
-    let lo2 = lo.wrapping_add(half);
-    let hi2 = hi + if lo2 < lo { 1 } else { 0 };
-    // long division of (hi2, lo2) by d, bit by bit over the high part.
-    div_256_by_128(hi2, lo2, d)
+    let carry = u128::from(lo < p0);
+    (((p1 >> 64) + carry), lo)
+}
+
+fn add_wide((h, l): (u128, u128), y: u128) -> (u128, u128) {
+    let lo = l.wrapping_add(y);
+    (h + u128::from(lo < l), lo)
+}
+
+fn sub_wide((h, l): (u128, u128), y: u128) -> (u128, u128) {
+    let lo = l.wrapping_sub(y);
+    (h - u128::from(l < y), lo)
+}
+
+/// round(x · m / d) for x, d < 2^127, m < 2^64, when the result is below 2^64: an f64
+/// estimate corrected exactly with 256-bit products (falls back to long division otherwise).
+pub(crate) fn mul_div_round(x: u128, m: u64, d: u128) -> u128 {
+    let num = add_wide(mul_wide(x, m), d / 2);
+    if num.0 == 0 {
+        return num.1 / d;
+    }
+    let est = (x as f64) * (m as f64) / (d as f64);
+    if est < 1.8e19 {
+        let mut v = est as u64;
+        let mut p = mul_wide(d, v);
+        // Bring p = v·d to the largest multiple of d not above num (the estimate is off by
+        // at most a few units).
+        let mut guard = 0;
+        while p > num && guard < 64 {
+            v -= 1;
+            p = sub_wide(p, d);
+            guard += 1;
+        }
+        while add_wide(p, d) <= num && guard < 128 {
+            v += 1;
+            p = add_wide(p, d);
+            guard += 1;
+        }
+        if guard < 128 {
+            return v as u128;
+        }
+    }
+    div_256_by_128(num.0, num.1, d)
 }
 
 fn div_256_by_128(hi: u128, lo: u128, d: u128) -> u128 {
@@ -260,5 +293,15 @@ mod tests {
         assert!((r as f64 - approx).abs() < 2.0);
         assert_eq!(mul_div_round(10, 3, 4), 8); // 7.5 -> 8
         assert_eq!(mul_div_round(9, 1, 4), 2); // 2.25 -> 2
+        // Wide path against the long division, around rounding boundaries.
+        let q: u128 = 4611685476199956481u128 * 4611685290174005249u128;
+        let mut s = 12345u128;
+        for _ in 0..2000 {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) % q;
+            for m in [1032193u64, 1 << 32, 1 << 33, 3] {
+                let num = add_wide(mul_wide(s, m), q / 2);
+                assert_eq!(mul_div_round(s, m, q), div_256_by_128(num.0, num.1, q));
+            }
+        }
     }
 }

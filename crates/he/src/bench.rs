@@ -121,7 +121,8 @@ pub struct KernelReport {
     pub output_cts: usize,
     /// Server: kernel only (ScMult, Perm, Add) — what GALA's speed-ups compare.
     pub server_kernel_s: f64,
-    /// Mean CPU seconds per kernel run (all threads of this process).
+    /// Mean CPU seconds per kernel run (all threads of this process); NaN when the runs took
+    /// too little CPU time in total for the scheduler-tick-granular counter.
     pub server_kernel_cpu_s: f64,
     /// Server: masking, flooding, modulus switching of the outputs.
     pub server_finish_s: f64,
@@ -212,6 +213,7 @@ pub fn he_conv(params: &Params, method: ConvMethod, (h, w, c): (usize, usize, us
     finish(params, &sk, &pk, &ev, outs, flood, kernel_s, counts, run, inputs.len(), |d| plan.extract(d, t), expect)
 }
 
+#[allow(clippy::type_complexity)]
 /// Runs the kernel `reps` times; returns the first run's outputs and counts and the fastest
 /// run's wall time (robust to other load on a shared machine).
 fn timed_kernel<F: Fn() -> Result<Vec<Ciphertext>, HeError>>(ev: &HeEvaluator<'_>, reps: usize, f: F) -> Result<(Vec<Ciphertext>, (f64, f64), OpCounts), HeError> {
@@ -226,7 +228,9 @@ fn timed_kernel<F: Fn() -> Result<Vec<Ciphertext>, HeError>>(ev: &HeEvaluator<'_
         std::hint::black_box(f()?);
         best = best.min(t.elapsed().as_secs_f64());
     }
-    let cpu = (process_cpu_ns() - c1) as f64 * 1e-9 / reps.max(1) as f64;
+    let total = (process_cpu_ns() - c1) as f64 * 1e-9;
+    // Below ~20 ms in total the scheduler-tick granularity makes the figure meaningless.
+    let cpu = if total < 0.02 { f64::NAN } else { total / reps.max(1) as f64 };
     Ok((outs, (best, cpu), counts))
 }
 

@@ -1169,7 +1169,7 @@ impl Params {
             let ratio = qr as f64 / q as f64;
             for k in 0..n {
                 let e1 = prg.uniform_i128(flood) + prg.gaussian(sigma) as i128;
-                let e2 = prg.gaussian(sigma) as i64;
+                let e2 = prg.gaussian(sigma);
                 let mut x0 = add_mod(c0[k], (e1.rem_euclid(q as i128)) as u64, q);
                 if let Some(m) = mask_poly {
                     x0 = sub_mod(x0, crate::arith::mul_shoup(m[k] % self.t(), d, ds, q), q);

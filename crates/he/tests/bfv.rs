@@ -50,6 +50,7 @@ fn simd_encode_decode_round_trip() {
     }
 }
 
+#[allow(clippy::needless_range_loop)]
 fn negacyclic(a: &[u64], b: &[u64], t: u64) -> Vec<u64> {
     let n = a.len();
     let mut r = vec![0u128; n];

@@ -113,7 +113,7 @@ fn record(bench: &str, method: &str, p: &Params, r: &KernelReport, threads: usiz
         .field("sc_mult", r.counts.sc_mult)
         .field("add", r.counts.add)
         .field("server_kernel_s", r.server_kernel_s)
-        .field("server_kernel_cpu_s", r.server_kernel_cpu_s)
+        .field("server_kernel_cpu_s", if r.server_kernel_cpu_s.is_finite() { json!(r.server_kernel_cpu_s) } else { json!(null) })
         .field("server_finish_s", r.server_finish_s)
         .field("client_encrypt_s", r.client_encrypt_s)
         .field("client_decrypt_s", r.client_decrypt_s)
@@ -155,7 +155,7 @@ pub fn run_matvec(a: HeMatvecArgs, out: &mut Reporter) -> Result<(), Error> {
                 if let (Some(gk), Some(gt), Some(gc)) = (gazelle_kernel, gazelle_total, gazelle_cpu) {
                     rec = rec
                         .field("speedup_kernel_vs_gazelle", (gk / r.server_kernel_s * 10.0).round() / 10.0)
-                        .field("speedup_kernel_cpu_vs_gazelle", (gc / r.server_kernel_cpu_s.max(1e-9) * 10.0).round() / 10.0)
+                        .field("speedup_kernel_cpu_vs_gazelle", cpu_ratio(gc, r.server_kernel_cpu_s))
                         .field("speedup_server_vs_gazelle", (gt / total * 10.0).round() / 10.0);
                 }
             }
@@ -164,6 +164,14 @@ pub fn run_matvec(a: HeMatvecArgs, out: &mut Reporter) -> Result<(), Error> {
         out.emit(rec);
     }
     Ok(())
+}
+
+fn cpu_ratio(a: f64, b: f64) -> serde_json::Value {
+    if a.is_finite() && b.is_finite() && b > 0.0 {
+        json!((a / b * 10.0).round() / 10.0)
+    } else {
+        json!(null)
+    }
 }
 
 fn dims(s: &str, what: &str) -> Result<Vec<usize>, Error> {
@@ -199,7 +207,7 @@ pub fn run_conv(a: HeConvArgs, out: &mut Reporter) -> Result<(), Error> {
                 if let (Some(gk), Some(gc)) = (gazelle_kernel, gazelle_cpu) {
                     rec = rec
                         .field("speedup_kernel_vs_gazelle", (gk / r.server_kernel_s * 10.0).round() / 10.0)
-                        .field("speedup_kernel_cpu_vs_gazelle", (gc / r.server_kernel_cpu_s.max(1e-9) * 10.0).round() / 10.0);
+                        .field("speedup_kernel_cpu_vs_gazelle", cpu_ratio(gc, r.server_kernel_cpu_s));
                 }
             }
         }

@@ -278,6 +278,7 @@ pub fn finish_outputs(params: &Params, pk: &PublicKey, outs: &[Ciphertext], floo
     let round_bound = 10.0 * ((1.0 + n * 2.0 / 3.0) / 12.0).sqrt();
     let log_q_out = (log_t + 2.0 + round_bound.log2() + 2.0).ceil() as u32;
     let log_quarter_delta = (params.0.delta as f64).log2() - 2.0;
+    #[allow(clippy::type_complexity)]
     let results: Vec<Result<(Response, Vec<u64>, f64), HeError>> = outs
         .par_iter()
         .map(|ct| {
