@@ -36,6 +36,18 @@ def float_predict(model_dir: Path, x: np.ndarray) -> np.ndarray:
     return predict(load_torch(model_dir), x)
 
 
+def rust_logits(model_dir: Path, x: np.ndarray, fmt: str):
+    try:
+        from secinfer import core
+
+        c = core()
+    except ImportError:
+        return None
+    if not hasattr(c, "eval_fixed_point"):
+        return None
+    return np.array(c.eval_fixed_point(str(model_dir), x.tolist(), fmt), dtype=np.int64)
+
+
 def evaluate(model_dir: Path, formats=("fx20", "fx8"), limit: int | None = None) -> dict:
     config, _ = load_model_dir(model_dir)
     meta = config.get("metadata", {})
@@ -63,6 +75,12 @@ def evaluate(model_dir: Path, formats=("fx20", "fx8"), limit: int | None = None)
         rec[f"{fmt}_saturated_weights"] = m.counters.saturated_weights
         rec[f"{fmt}_saturated_activations"] = m.counters.saturated_activations
         rec[f"{fmt}_seconds"] = round(time.time() - t, 1)
+        rust = rust_logits(model_dir, x, fmt)
+        if rust is not None:
+            # the Rust plaintext fixed-point evaluator (issue 6) through the bindings
+            rec[f"rust_{fmt}_identical_logits"] = float((rust == m.logits(x)).all(axis=1).mean())
+            if pf is not None:
+                rec[f"rust_{fmt}_agree_float"] = float((rust.argmax(axis=1) == pf).mean())
     return rec
 
 

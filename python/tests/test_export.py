@@ -148,3 +148,21 @@ def test_rust_fixed_point_evaluator_matches_reference_and_pytorch(heldout, torch
         assert np.array_equal(got, want), fmt
         if fmt == "fx20":
             assert (got.argmax(axis=1) == torch_predictions).mean() >= 0.99
+
+
+def test_rust_tokeniser_matches_python(heldout):
+    """secinfer._core.encode_text(model_dir, text) -> ids: words-v1 exactly as secinfer.text does it.
+
+    Skipped only while the bindings lack encode_text.
+    """
+    core = secinfer.core()
+    if not hasattr(core, "encode_text"):
+        pytest.skip("secinfer._core has no encode_text yet (issue 6)")
+    ds = datasets.load_imdb()
+    texts = [ds.test.texts[i] for i in datasets.sample_texts(ds.test, 300, seed=2)]
+    texts += ["", "   ", "<BR />x<br>y<br/>z<bR  />", "İstanbul ÉCOLE café naïve", "don't stop!!1",
+              "a" * 5000, "x " * 500, "tab\there\nnewline\r\nend", "日本語 text ß", "<b>bold</b>"]
+    want = encode_for(SHIPPED, texts).tolist()
+    got = [list(core.encode_text(str(SHIPPED), t)) for t in texts]
+    for t, g, w in zip(texts, got, want):
+        assert g == w, t[:80]
