@@ -385,3 +385,48 @@ fn invalid_parameters_are_typed_errors() {
     );
     assert!(matches!(run.client.output, Err(GcError::InvalidArgument(_))), "share ≥ 2^8 refused");
 }
+
+#[test]
+fn two_party_batch_outputs_equal_plaintext_bit_for_bit() {
+    use secinfer_gc::protocol::{evaluate_offline, evaluate_online, garble_offline, garble_online};
+    // garbler: two 8-bit words; evaluator: two 8-bit words; outputs: argmax index, max, product,
+    // and a constant bit
+    let circ = Circuit::build(32, |b, x| {
+        let words: Vec<Vec<Bit<u32>>> = x.chunks(8).map(|c| c.to_vec()).collect();
+        let (i, m) = secinfer_gc::gadgets::argmax(b, &words);
+        let p = secinfer_gc::gadgets::mul_lo(b, &words[0], &words[3]);
+        let mut out = i;
+        out.extend(m);
+        out.extend(p);
+        out.push(Bit::Const(true));
+        out
+    });
+    let n = 37;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(21);
+    let gi: Vec<bool> = (0..n * 16).map(|_| rng.gen()).collect();
+    let ei: Vec<bool> = (0..n * 16).map(|_| rng.gen()).collect();
+    let d = delta();
+    let (so, co) = ot_pair(d);
+    let (c1, c2) = (circ.clone(), circ.clone());
+    let (gi2, ei2) = (gi.clone(), ei.clone());
+    let run = simulate(
+        move |ch| {
+            let mut ot = co(ch);
+            let b = evaluate_offline(ch, &c1, 16, n)?;
+            evaluate_online(ch, &mut ot, &c1, &b, &ei2)
+        },
+        move |ch| {
+            let mut ot = so(ch);
+            let b = garble_offline(ch, &c2, 16, n, d)?;
+            garble_online(ch, &mut ot, &b, &gi2)
+        },
+    );
+    run.server.output.expect("garbler");
+    let got = run.client.output.expect("evaluator");
+    let no = circ.n_outputs();
+    for i in 0..n {
+        let mut ins = gi[i * 16..(i + 1) * 16].to_vec();
+        ins.extend_from_slice(&ei[i * 16..(i + 1) * 16]);
+        assert_eq!(&got[i * no..(i + 1) * no], &circ.eval_plain(&ins)[..], "instance {i}");
+    }
+}
