@@ -106,6 +106,20 @@ pub fn he_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
         }
     });
     push("16 plain rotations", plain16, iters.div_ceil(4));
+    let lazy16 = time(iters.div_ceil(4), || {
+        let h = params.decompose(&ct);
+        let mut acc = params.rotate_hoisted_ext(&h, 1, &keys).ok();
+        for s in 2..=16 {
+            if let (Some(a), Ok(r)) = (acc.as_mut(), params.rotate_hoisted_ext(&h, s, &keys)) {
+                params.ext_add_assign(a, &r);
+            }
+        }
+        std::hint::black_box(acc.map(|a| params.mod_down_ext(a)));
+    });
+    push("16 lazy hoisted rotations summed, 1 mod-down", lazy16, iters.div_ceil(4));
+    push("rotate_hoisted_ext (lazy HstPerm)", time(iters, || {
+        std::hint::black_box(params.rotate_hoisted_ext(&h, 3, &keys).ok());
+    }), iters);
     let flood = if params.num_q() > 1 { Flood::Statistical(40) } else { Flood::BestEffort(40) };
     push("mask+flood+mod-switch (per output ct)", time(iters, || {
         std::hint::black_box(finish_outputs(params, &pk, std::slice::from_ref(&ct), flood).ok());

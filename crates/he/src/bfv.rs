@@ -783,6 +783,14 @@ pub struct Decomposed {
     var: f64,
 }
 
+/// A ciphertext in the extended Q·P basis, encrypting P·m (lazy key switching, see
+/// [`Params::rotate_hoisted_ext`]).
+pub struct ExtCiphertext {
+    c0: Vec<u64>,
+    c1: Vec<u64>,
+    var: f64,
+}
+
 /// A modulus-switched response: coefficients mod 2^log_q, packed tightly on the wire.
 pub struct Response {
     pub(crate) log_q: u32,
@@ -1101,6 +1109,96 @@ impl Params {
             });
         }
         self.automorph_hoisted(h, self.galois_elt_rotate(step), keys)
+    }
+
+    /// Lazy HstPerm: the rotation by `step` of a decomposed ciphertext, left in the Q·P basis
+    /// (scaled by P) without the division by P. Sums of such rotations need a single
+    /// [`Params::mod_down_ext`] at the end ("double hoisting"), so each extra rotation costs only
+    /// the key inner product and a permutation.
+    pub fn rotate_hoisted_ext(&self, h: &Decomposed, step: usize, keys: &GaloisKeys) -> Result<ExtCiphertext, HeError> {
+        let n = self.n();
+        let l = self.l();
+        let mods: Vec<&ModCtx> = self.0.qs.iter().chain(std::iter::once(&self.0.pm)).collect();
+        if step % self.row_len() == 0 {
+            // P·ct in the Q·P basis.
+            let c1 = self.recompose_c1(h);
+            let mut c0 = vec![0u64; (l + 1) * n];
+            let mut e1 = vec![0u64; (l + 1) * n];
+            for (i, md) in self.0.qs.iter().enumerate() {
+                let (q, pq) = (md.q, self.0.p_mod_q[i]);
+                let ps = crate::arith::shoup(pq, q);
+                for k in i * n..(i + 1) * n {
+                    c0[k] = crate::arith::mul_shoup(h.c0[k], pq, ps, q);
+                    e1[k] = crate::arith::mul_shoup(c1[k], pq, ps, q);
+                }
+            }
+            return Ok(ExtCiphertext { c0, c1: e1, var: h.var });
+        }
+        let g = self.galois_elt_rotate(step);
+        let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        let mut acc0 = take_zeroed((l + 1) * n);
+        let mut acc1 = take_zeroed((l + 1) * n);
+        for (j, d) in h.digits.iter().enumerate() {
+            for (k, m) in mods.iter().enumerate() {
+                let r = k * n..(k + 1) * n;
+                m.plan.mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
+                m.plan.mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
+            }
+        }
+        let mut c0 = vec![0u64; (l + 1) * n];
+        let mut c1 = vec![0u64; (l + 1) * n];
+        for (k, m) in mods.iter().enumerate() {
+            let off = k * n;
+            let perm = &key.perms[k];
+            if k < l {
+                let (q, pq) = (m.q, self.0.p_mod_q[k]);
+                let ps = crate::arith::shoup(pq, q);
+                for (idx, &pi) in perm.iter().enumerate() {
+                    let pi = off + pi as usize;
+                    c0[off + idx] = add_mod(acc0[pi], crate::arith::mul_shoup(h.c0[pi], pq, ps, q), q);
+                    c1[off + idx] = acc1[pi];
+                }
+            } else {
+                for (idx, &pi) in perm.iter().enumerate() {
+                    c0[off + idx] = acc0[off + pi as usize];
+                    c1[off + idx] = acc1[off + pi as usize];
+                }
+            }
+        }
+        give_back(acc0);
+        give_back(acc1);
+        Ok(ExtCiphertext {
+            c0,
+            c1,
+            var: h.var,
+        })
+    }
+
+    /// Adds two lazy (Q·P-basis) ciphertexts.
+    pub fn ext_add_assign(&self, a: &mut ExtCiphertext, b: &ExtCiphertext) {
+        let n = self.n();
+        let mods: Vec<&ModCtx> = self.0.qs.iter().chain(std::iter::once(&self.0.pm)).collect();
+        for (k, m) in mods.iter().enumerate() {
+            let r = k * n..(k + 1) * n;
+            for (x, &y) in a.c0[r.clone()].iter_mut().zip(&b.c0[r.clone()]) {
+                *x = add_mod(*x, y, m.q);
+            }
+            for (x, &y) in a.c1[r.clone()].iter_mut().zip(&b.c1[r]) {
+                *x = add_mod(*x, y, m.q);
+            }
+        }
+        a.var += b.var;
+    }
+
+    /// Divides a lazy ciphertext by P: back to an ordinary ciphertext mod Q.
+    pub fn mod_down_ext(&self, mut a: ExtCiphertext) -> Ciphertext {
+        let c0 = self.mod_down(&mut a.c0);
+        let c1 = self.mod_down(&mut a.c1);
+        Ciphertext {
+            c0,
+            c1,
+            var: a.var + self.ks_var(),
+        }
     }
 
     fn recompose_c1(&self, h: &Decomposed) -> Vec<u64> {

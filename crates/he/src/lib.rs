@@ -18,7 +18,7 @@ pub mod kernels;
 pub mod params;
 
 pub use bfv::{
-    Ciphertext, Decomposed, GaloisKeys, Plaintext, PublicKey, Response, SecretKey,
+    Ciphertext, Decomposed, ExtCiphertext, GaloisKeys, Plaintext, PublicKey, Response, SecretKey,
     SeededCiphertext,
 };
 pub use eval::{CountingEvaluator, Evaluator, HeEvaluator, OpCounts, PlainEvaluator};

@@ -328,3 +328,25 @@ fn galois_keys_serialisation() {
     bad[l - 8..].copy_from_slice(&u64::MAX.to_le_bytes());
     assert!(matches!(GaloisKeys::from_bytes(&p, &bad), Err(HeError::OutOfRange { .. })));
 }
+
+#[test]
+fn lazy_hoisted_rotations_sum_equals_plain_sum() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    for name in ["n4096", "n8192"] {
+        let (p, sk) = setup(name);
+        let steps = [0usize, 1, 2, 5, 64, 1000];
+        let keys = sk.rotation_keys(&steps, false);
+        let v = rand_slots(&mut rng, p.n(), p.t());
+        let ct = sk.encrypt(&v).expect("enc");
+        let h = p.decompose(&ct);
+        let mut acc = p.rotate_hoisted_ext(&h, steps[0], &keys).expect("ext");
+        let mut plain = ct.clone();
+        for &s in &steps[1..] {
+            p.ext_add_assign(&mut acc, &p.rotate_hoisted_ext(&h, s, &keys).expect("ext"));
+            plain = p.add(&plain, &p.rotate(&ct, s, &keys).expect("rot"));
+        }
+        let lazy = p.mod_down_ext(acc);
+        assert_eq!(sk.decrypt(&lazy).expect("dec"), sk.decrypt(&plain).expect("dec"), "{name}");
+        assert!(sk.noise_budget(&lazy) > 30.0);
+    }
+}
