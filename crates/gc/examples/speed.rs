@@ -31,9 +31,9 @@ fn main() {
     let d = Block(Prg::new().next_block().0 | 1);
     let reps = 3000;
     // one chunk's tables buffer reused (as the protocol streams them out), garbled `reps` times
-    let mut g = Garbler::<8>::new(d, 1, 0, Prg::from_seed(Block(1))).expect("g");
-    let ins: Vec<[Block; 8]> = (0..c.n_inputs).map(|_| g.input()).collect();
-    g.tables.reserve(c.and_count() as usize * 16);
+    let mut g = Garbler::<16>::new(d, 1, 0, Prg::from_seed(Block(1))).expect("g");
+    let ins: Vec<[Block; 16]> = (0..c.n_inputs).map(|_| g.input()).collect();
+    g.tables.reserve(c.and_count() as usize * 32);
     let t = Instant::now();
     let cpu = cpu_ns();
     for _ in 0..reps {
@@ -42,13 +42,13 @@ fn main() {
     }
     let dt = t.elapsed().as_secs_f64();
     let dc = (cpu_ns() - cpu) / 1e9;
-    let ands = c.and_count() as f64 * 8.0 * reps as f64;
+    let ands = c.and_count() as f64 * 16.0 * reps as f64;
     println!("garble 16-bit tanh share circuit: {} ANDs/circuit ({} XOR), {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", c.and_count(), c.stats().xors, ands / dt / 1e6, ands / dc / 1e6);
     let tables = std::mem::take(&mut g.tables);
     let t = Instant::now();
     let cpu = cpu_ns();
     for _ in 0..reps {
-        let mut e = Evaluator::<8, _>::new(1, 0, SliceSource::new(&tables)).expect("e");
+        let mut e = Evaluator::<16, _>::new(1, 0, SliceSource::new(&tables)).expect("e");
         c.eval(&mut e, &ins);
     }
     let dt = t.elapsed().as_secs_f64();
@@ -56,8 +56,8 @@ fn main() {
     println!("evaluate: {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", ands / dt / 1e6, ands / dc / 1e6);
     // an AND-dominated circuit: 32-bit multiplier
     let m = secinfer_gc::Circuit::build(64, |b, x| secinfer_gc::gadgets::mul_lo(b, &x[..32], &x[32..]));
-    let ins: Vec<[Block; 8]> = (0..64).map(|_| g.input()).collect();
-    g.tables.reserve(m.and_count() as usize * 16);
+    let ins: Vec<[Block; 16]> = (0..64).map(|_| g.input()).collect();
+    g.tables.reserve(m.and_count() as usize * 32);
     let reps = 1000;
     let t = Instant::now();
     let cpu = cpu_ns();
@@ -67,7 +67,7 @@ fn main() {
     }
     let dt = t.elapsed().as_secs_f64();
     let dc = (cpu_ns() - cpu) / 1e9;
-    let ands = m.and_count() as f64 * 8.0 * reps as f64;
+    let ands = m.and_count() as f64 * 16.0 * reps as f64;
     println!("garble 32-bit multiplier: {} ANDs ({} XOR), {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", m.and_count(), m.stats().xors, ands / dt / 1e6, ands / dc / 1e6);
 
     for _ in 0..3 {

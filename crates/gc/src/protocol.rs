@@ -26,7 +26,7 @@ use secinfer_net::Channel;
 use secinfer_ot::{Block, Prg};
 
 /// Circuit copies per hash batch (one wire of the garbler/evaluator backends).
-pub const LANES: usize = 8;
+pub const LANES: usize = 16;
 
 /// The garbler's side of correlated OT: the global Δ and `send_cot`.
 pub trait CotSender {
