@@ -17,6 +17,12 @@ pub enum NnError {
     Vocab(String),
     #[error("input: {0}")]
     Input(String),
+    #[error("protocol: {0}")]
+    Protocol(String),
+    #[error("network: {0}")]
+    Net(String),
+    #[error("{0}")]
+    Crypto(String),
 }
 
 impl NnError {

@@ -9,6 +9,7 @@
 mod error;
 pub mod fixed;
 pub mod model;
+pub mod secure;
 
 pub use error::{NnError, Result};
 pub use fixed::{argmax, check_tokens, ActFormat, Counters, ExactActivations, FixedPointConfig, Format, QuantizedModel, Reference};

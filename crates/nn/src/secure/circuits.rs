@@ -1,0 +1,245 @@
+//! The garbled circuits of the secure GRU: one per step (all H elements batched, one copy per
+//! element) and one for the final dense layer (argmax or logits). Both follow the reference's
+//! fixed-point rules (docs/model-format.md, rule 6) operation for operation, so the secure run
+//! reproduces [`Reference`](crate::Reference) with [`CircuitActivations`] bit for bit.
+//!
+//! Share widths: an accumulator Σ W x (+ b·2^F) is shared mod 2^32 by the HE matvec, but
+//! `lin()` only reads bits F..F+L−1 of it, which depend only on Σ mod 2^(F+L): the circuit
+//! takes the low A = F + L bits of each share, adds them (A−1 ANDs), and drops the low F bits
+//! (free) and the wrap to L bits is free too. The hidden state is shared mod 2^32 (the HE needs
+//! it sign-extended), but the circuit only needs h mod 2^L: it takes L bits of each share.
+use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
+use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
+use secinfer_gc::backend::{Bit, Word};
+use secinfer_gc::gadgets::{add, argmax, constant_word, mul_trunc, relu, saturate, sext, sub};
+use secinfer_gc::{Builder, Circuit};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Width of the shares the HE layer produces and the step circuit outputs.
+pub const SHARE_BITS: usize = 32;
+
+type W = Word<u32>;
+
+fn fixed(f: crate::fixed::Format) -> Fixed {
+    Fixed::new(f.bits, f.frac)
+}
+
+type Key = (Func, u32, u32, u32, u32);
+
+fn circuits() -> &'static Mutex<HashMap<Key, (Arc<Circuit>, i64)>> {
+    static C: OnceLock<Mutex<HashMap<Key, (Arc<Circuit>, i64)>>> = OnceLock::new();
+    C.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The gc crate's stand-alone circuit for `func` from `af.input` to `af.output`, and the
+/// smallest value it outputs over all inputs (cached per process).
+fn act_circuit(func: Func, af: ActFormat) -> (Arc<Circuit>, i64) {
+    let key = (func, af.input.bits, af.input.frac, af.output.bits, af.output.frac);
+    if let Some(c) = circuits().lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return c;
+    }
+    let spec = ActSpec::simple(func, fixed(af.input), fixed(af.output));
+    let c = spec.circuit();
+    // Smallest output over every input (bit-sliced, 64 inputs per evaluation).
+    let nb = af.input.bits as usize;
+    let total = 1u64 << nb;
+    let ob = af.output.bits;
+    let mut min = i64::MAX;
+    let mut base = 0u64;
+    while base < total {
+        let ins: Vec<u64> = (0..nb)
+            .map(|i| (0..64u64).filter(|l| base + l < total && ((base + l) >> i) & 1 == 1).fold(0u64, |a, l| a | (1 << l)))
+            .collect();
+        let outs = c.eval_sliced(&ins);
+        for l in 0..64u64.min(total - base) {
+            let v = outs.iter().enumerate().fold(0u64, |a, (j, w)| a | (((w >> l) & 1) << j));
+            min = min.min(spec.output.decode(v & ((1u64 << ob) - 1)));
+        }
+        base += 64;
+    }
+    let e = (Arc::new(c), min);
+    if let Ok(mut m) = circuits().lock() {
+        m.insert(key, e.clone());
+    }
+    e
+}
+
+/// The activations the garbled circuits compute: the gc crate's fitted sigmoid/tanh circuits
+/// (≤ 1 ULP from the exactly rounded value). The secure run equals
+/// `Reference::new(model, CircuitActivations::default())` bit for bit.
+#[derive(Default)]
+pub struct CircuitActivations {
+    cache: RefCell<HashMap<Key, Arc<Circuit>>>,
+}
+
+impl CircuitActivations {
+    fn eval(&self, func: Func, x: i64, f: ActFormat) -> i64 {
+        let key = (func, f.input.bits, f.input.frac, f.output.bits, f.output.frac);
+        let c = self.cache.borrow().get(&key).cloned();
+        let c = match c {
+            Some(c) => c,
+            None => {
+                let c = act_circuit(func, f).0;
+                self.cache.borrow_mut().insert(key, c.clone());
+                c
+            }
+        };
+        eval_plain(&c, &ActSpec::simple(func, fixed(f.input), fixed(f.output)), x)
+    }
+}
+
+impl SmoothActivations for CircuitActivations {
+    fn sigmoid(&self, x: i64, f: ActFormat) -> i64 {
+        self.eval(Func::Sigmoid, x, f)
+    }
+    fn tanh(&self, x: i64, f: ActFormat) -> i64 {
+        self.eval(Func::Tanh, x, f)
+    }
+}
+
+/// Public shape of the step circuit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepLayout {
+    /// Accumulator share bits A = F + L.
+    pub acc: usize,
+    /// Main format bits L.
+    pub l: usize,
+}
+
+impl StepLayout {
+    pub fn new(fp: &FixedPointConfig) -> Self {
+        StepLayout { acc: (fp.main.bits + fp.main.frac) as usize, l: fp.main.bits as usize }
+    }
+    /// Garbler inputs per element: 6 accumulators, h (L bits), then the output mask (32 bits).
+    pub fn garbler_inputs(&self) -> usize {
+        6 * self.acc + self.l + SHARE_BITS
+    }
+    /// The mask wires (sent before the online phase).
+    pub fn mask_wires(&self) -> std::ops::Range<usize> {
+        6 * self.acc + self.l..self.garbler_inputs()
+    }
+    /// Evaluator inputs per element: 6 accumulators and h.
+    pub fn evaluator_inputs(&self) -> usize {
+        6 * self.acc + self.l
+    }
+}
+
+/// (s + c) mod 2^A, then bits F..F+L−1: `wrap((Σ) ≫ F)` of the reference.
+fn trunc_acc(b: &mut Builder, s: &[Bit<u32>], c: &[Bit<u32>], f: usize, l: usize) -> W {
+    let sum = add(b, s, c);
+    sum[f..f + l].to_vec()
+}
+
+/// Rescale to the activation input format (floor shift: dropped wires) and saturate.
+fn act_input(b: &mut Builder, x: &[Bit<u32>], main_frac: u32, af: ActFormat) -> W {
+    let xa = x[(main_frac - af.input.frac) as usize..].to_vec();
+    saturate(b, &xa, af.input.bits as usize)
+}
+
+/// A smooth activation's output word (bo bits, signed) for main-format input x.
+fn smooth(b: &mut Builder, func: Func, x: &[Bit<u32>], main_frac: u32, af: ActFormat) -> W {
+    let xs = act_input(b, x, main_frac, af);
+    let y = if func == Func::Tanh {
+        activation::tanh(b, &xs, fixed(af.input), fixed(af.output))
+    } else {
+        activation::sigmoid(b, &xs, fixed(af.input), fixed(af.output))
+    };
+    sext(&y, af.output.bits as usize)
+}
+
+/// y (bo bits) ≪ (F − fo), as an L-bit main-format word.
+fn to_main(y: &[Bit<u32>], main_frac: u32, af: ActFormat, l: usize) -> W {
+    let mut v: W = constant_word(0, (main_frac - af.output.frac) as usize);
+    v.extend(y.iter().cloned());
+    sext(&v, l)
+}
+
+/// wrap((g ≪ (F − fo)) · v ≫ F) where g is a gate activation word (bo bits): product bits
+/// F..F+L−1 from a multiplier truncated to F + L bits; when the activation never outputs a
+/// negative value its sign bit is dropped (a constant 0 for every input: checked exhaustively).
+fn gate_mul(b: &mut Builder, g: &[Bit<u32>], g_nonneg: bool, v: &[Bit<u32>], main_frac: u32, af: ActFormat, lay: StepLayout) -> W {
+    let shift = (main_frac - af.output.frac) as usize;
+    let mut gw: W = constant_word(0, shift);
+    if g_nonneg {
+        gw.extend(g[..g.len() - 1].iter().cloned());
+    } else {
+        gw.extend(sext(g, lay.acc - shift));
+    }
+    let p = mul_trunc(b, &sext(v, lay.acc), &gw, lay.acc);
+    let f = main_frac as usize;
+    p[f..f + lay.l].to_vec()
+}
+
+/// The step circuit for one element (one copy per hidden unit).
+///
+/// Inputs: garbler [gi_r, gi_z, gi_n, gh_r, gh_z, gh_n (A bits each), h (L bits), mask (32)],
+/// evaluator [the same without the mask]. Output: sext(h', 32) + mask mod 2^32.
+pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
+    let lay = StepLayout::new(fp);
+    let (a, l) = (lay.acc, lay.l);
+    let f = fp.main.frac as usize;
+    let mf = fp.main.frac;
+    let sf = fp.sigmoid_format();
+    let cf = fp.candidate_format();
+    let (_, sig_min) = act_circuit(Func::Sigmoid, sf);
+    let sig_nonneg = sig_min >= 0;
+    let gi = lay.garbler_inputs();
+    Circuit::build(gi + lay.evaluator_inputs(), |b, ins| {
+        let (g, e) = ins.split_at(gi);
+        let acc = |side: &[Bit<u32>], k: usize| side[k * a..(k + 1) * a].to_vec();
+        let mut t = Vec::with_capacity(6);
+        for k in 0..6 {
+            t.push(trunc_acc(b, &acc(g, k), &acc(e, k), f, l));
+        }
+        let (gir, giz, gin, ghr, ghz, ghn) = (&t[0], &t[1], &t[2], &t[3], &t[4], &t[5]);
+        let h = add(b, &g[6 * a..6 * a + l], &e[6 * a..6 * a + l]);
+        let mask = g[lay.mask_wires()].to_vec();
+        // r, z
+        let ar = add(b, gir, ghr);
+        let r = smooth(b, Func::Sigmoid, &ar, mf, sf);
+        let az = add(b, giz, ghz);
+        let z = smooth(b, Func::Sigmoid, &az, mf, sf);
+        // n = g(gi_n + wrap((r ⊙ gh_n) ≫ F))
+        let rh = gate_mul(b, &r, sig_nonneg, ghn, mf, sf, lay);
+        let an = add(b, gin, &rh);
+        let n = if tanh_candidate {
+            let y = smooth(b, Func::Tanh, &an, mf, cf);
+            to_main(&y, mf, cf, l)
+        } else {
+            let xs = act_input(b, &an, mf, cf);
+            let y = relu(b, &xs);
+            let y = saturate(b, &y, cf.output.bits as usize);
+            to_main(&y, mf, cf, l)
+        };
+        // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F))
+        let d = sub(b, &h, &n);
+        let zd = gate_mul(b, &z, sig_nonneg, &d, mf, sf, lay);
+        let hn = add(b, &n, &zd);
+        add(b, &sext(&hn, SHARE_BITS), &mask)
+    })
+}
+
+/// The final circuit (one copy): garbler [C logit accumulators, A bits each], evaluator the
+/// same. Output: the argmax index (⌈log2 C⌉ bits, lowest index on ties), or with
+/// `reveal_logits` the C logits (L bits each, signed).
+pub fn final_circuit(fp: &FixedPointConfig, classes: usize, reveal_logits: bool) -> Circuit {
+    let lay = StepLayout::new(fp);
+    let (a, l) = (lay.acc, lay.l);
+    let f = fp.main.frac as usize;
+    Circuit::build(2 * classes * a, |b, ins| {
+        let (g, e) = ins.split_at(classes * a);
+        let logits: Vec<W> = (0..classes).map(|k| trunc_acc(b, &g[k * a..(k + 1) * a], &e[k * a..(k + 1) * a], f, l)).collect();
+        if reveal_logits {
+            logits.concat()
+        } else {
+            argmax(b, &logits).0
+        }
+    })
+}
+
+/// Bits of the argmax index the final circuit outputs.
+pub fn index_bits(classes: usize) -> usize {
+    secinfer_gc::gadgets::bit_len(classes.saturating_sub(1) as u64).max(1)
+}

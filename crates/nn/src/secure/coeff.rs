@@ -1,0 +1,163 @@
+//! Coefficient-encoded (Cheetah-style) matrix–vector products over Z_{2^32} on BFV with
+//! t = 2^32 (`n8192-z2k32`): no rotations, no Galois keys.
+//!
+//! The client encrypts x as X(Y) = Σ_j x_j Y^j. A block of k = ⌊n / m⌋ rows of W (m columns)
+//! is the plaintext W_b(Y) = Σ_{i<k} Σ_j W_{bk+i, j} Y^{i·m + m−1−j}. In the product, the
+//! coefficient of Y^{i·m + m−1} is exactly Σ_j W_ij x_j mod 2^32; every other product term lands
+//! at an exponent that is not ≡ m−1 (mod m) or, past n, wraps negacyclically below
+//! k·m + m − 1 − n < m − 1: it never touches a result coefficient.
+//!
+//! The server masks each product with a fresh uniform polynomial r (Enc(W x − r)), floods the
+//! noise (as much as Δ/4 leaves room for: see [`flood_bits`]), and switches the modulus down
+//! (`Params::finish_response`); the client's share is the decrypted coefficient, the server's
+//! the mask's.
+use crate::error::{NnError, Result};
+use rayon::prelude::*;
+use secinfer_he::{Ciphertext, Params, Plaintext, PublicKey, Response, SecretKey};
+
+pub const T_BITS: u32 = 32;
+const T_MASK: u64 = (1u64 << T_BITS) - 1;
+
+fn he(e: secinfer_he::HeError) -> NnError {
+    NnError::Crypto(format!("HE: {e}"))
+}
+
+/// Where the rows of an m-column matrix sit in the plaintexts and results.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    pub rows: usize,
+    pub cols: usize,
+    pub per_block: usize,
+    pub blocks: usize,
+    pub n: usize,
+}
+
+impl Layout {
+    pub fn new(rows: usize, cols: usize, n: usize) -> Result<Layout> {
+        if cols == 0 || rows == 0 || cols > n {
+            return Err(NnError::Input(format!("matrix {rows}×{cols} does not fit ring degree {n}")));
+        }
+        let per_block = n / cols;
+        Ok(Layout { rows, cols, per_block, blocks: rows.div_ceil(per_block), n })
+    }
+    /// The input polynomial of x (values mod 2^32).
+    pub fn input_poly(&self, x: &[u64]) -> Vec<u64> {
+        let mut p = vec![0u64; self.n];
+        p[..x.len()].copy_from_slice(x);
+        p
+    }
+    /// The weight plaintexts (signed weights, row-major).
+    pub fn weight_plaintexts(&self, params: &Params, w: &[i64]) -> Result<Vec<Plaintext>> {
+        (0..self.blocks)
+            .map(|b| {
+                let mut p = vec![0u64; self.n];
+                for i in 0..self.per_block {
+                    let row = b * self.per_block + i;
+                    if row >= self.rows {
+                        break;
+                    }
+                    for j in 0..self.cols {
+                        p[i * self.cols + self.cols - 1 - j] = (w[row * self.cols + j] as u64) & T_MASK;
+                    }
+                }
+                Plaintext::from_coeffs(params, &p).map_err(he)
+            })
+            .collect()
+    }
+    /// Reads the results (one per row) out of the block polynomials.
+    pub fn extract(&self, polys: &[Vec<u64>]) -> Vec<u64> {
+        (0..self.rows).map(|r| polys[r / self.per_block][(r % self.per_block) * self.cols + self.cols - 1] & T_MASK).collect()
+    }
+}
+
+/// log2 of the response modulus: t, 2 bits of slack for the rounding, 10 std of the switch's
+/// rounding noise, 2 bits of margin (as in the he crate's `finish_outputs`).
+pub fn response_bits(params: &Params) -> u32 {
+    let n = params.n() as f64;
+    let round_bound = 10.0 * ((1.0 + n * 2.0 / 3.0) / 12.0).sqrt();
+    (T_BITS as f64 + 2.0 + round_bound.log2() + 2.0).ceil() as u32
+}
+
+/// Flooding noise bits for a product ciphertext: as large as keeps flood + noise ≤ Δ/4; and
+/// the statistical distance exponent reached (flood − log2 n − log2 of 10 std of the noise).
+pub fn flood_bits(params: &Params, ct: &Ciphertext) -> (u32, f64) {
+    let n = params.n() as f64;
+    let sigma = params.set().sigma;
+    let var = 2f64.powf(2.0 * ct.est_noise_log2()) + n * (2.0 / 3.0) * sigma * sigma * 2.0;
+    let log_e = (10.0 * var.sqrt()).log2();
+    let log_delta = params.log2_q() - T_BITS as f64;
+    let bits = (log_delta - 2.0 - 0.1).floor();
+    (bits as u32, bits - n.log2() - log_e)
+}
+
+/// Server: W·Enc(x) − r for each block, flooded and switched. Returns the serialised responses
+/// and the server's share (the masks at the result coefficients, one per row), plus the weakest
+/// statistical-flooding exponent.
+pub fn server_product(params: &Params, pk: &PublicKey, lay: &Layout, pts: &[Plaintext], ct: &Ciphertext) -> Result<(Vec<Vec<u8>>, Vec<u64>, f64)> {
+    let log_q = response_bits(params);
+    let res: Vec<Result<(Vec<u8>, Vec<u64>, f64)>> = pts
+        .par_iter()
+        .map(|pt| {
+            let prod = params.mul_plain(ct, pt);
+            let (fb, stat) = flood_bits(params, &prod);
+            let mut prg = secinfer_ot::Prg::new();
+            let mask: Vec<u64> = (0..params.n()).map(|_| prg.next_block().low_u64() & T_MASK).collect();
+            let r: Response = params.finish_response(&prod, pk, fb, Some(&mask), log_q).map_err(he)?;
+            Ok((r.to_bytes(), mask, stat))
+        })
+        .collect();
+    let mut bytes = Vec::with_capacity(pts.len());
+    let mut masks = Vec::with_capacity(pts.len());
+    let mut stat = f64::INFINITY;
+    for r in res {
+        let (b, m, s) = r?;
+        bytes.push(b);
+        masks.push(m);
+        stat = stat.min(s);
+    }
+    Ok((bytes, lay.extract(&masks), stat))
+}
+
+/// Client: decrypts the block responses into its share (one per row).
+pub fn client_share(sk: &SecretKey, lay: &Layout, responses: &[Vec<u8>]) -> Result<Vec<u64>> {
+    let params = sk.params();
+    let polys: Vec<Result<Vec<u64>>> = responses
+        .par_iter()
+        .map(|b| {
+            let r = Response::from_bytes(params, b).map_err(he)?;
+            sk.decrypt_response_poly(&r).map_err(he)
+        })
+        .collect();
+    let polys = polys.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok(lay.extract(&polys))
+}
+
+/// Wire size of one response.
+pub fn response_len(params: &Params) -> usize {
+    5 + (2 * params.n() * response_bits(params) as usize).div_ceil(8)
+}
+
+/// Wire size of one seeded upload.
+pub fn upload_len(params: &Params) -> usize {
+    4 + 32 + 8 * params.n() * params.set().q.len()
+}
+
+/// W·x + b·2^F mod 2^32 for the server's own share x (plain integers).
+pub fn plain_affine(w: &[i64], x: &[u64], bias: &[i64], frac: u32) -> Vec<u64> {
+    let cols = x.len();
+    w.chunks_exact(cols)
+        .zip(bias)
+        .map(|(row, &b)| {
+            let mut acc = (b as u64).wrapping_shl(frac);
+            for (&wij, &xj) in row.iter().zip(x) {
+                acc = acc.wrapping_add((wij as u64).wrapping_mul(xj));
+            }
+            acc & T_MASK
+        })
+        .collect()
+}
+
+/// x mod 2^32 of signed values.
+pub fn to_ring(x: &[i64]) -> Vec<u64> {
+    x.iter().map(|&v| (v as u64) & T_MASK).collect()
+}

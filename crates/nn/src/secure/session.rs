@@ -1,0 +1,557 @@
+//! One client session of the secure GRU, both roles, over any [`Channel`].
+//!
+//! Setup: handshake (protocol, architecture hash, variant, steps), the client's BFV public key
+//! (for re-randomising responses), base OTs for IKNP (client = receiver, server = sender with
+//! the free-XOR Δ). Offline: the server garbles T step circuits (H copies each) and the final
+//! circuit and streams the tables, plus the labels of its output masks. Online: the client
+//! uploads Enc(x_t) for every t (the input projections of all steps at once), then per step
+//! Enc(h share) → W_hh·h shares → one batched garbled step; finally Enc(h_T) → logit shares →
+//! garbled argmax.
+use super::circuits::{final_circuit, index_bits, step_circuit, StepLayout, SHARE_BITS};
+use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
+use crate::error::{NnError, Result};
+use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
+use crate::model::{Candidate, ModelConfig};
+use secinfer_gc::protocol::{evaluate_offline, evaluate_online, garble_offline, garble_online, GarbledBatch, ReceivedBatch};
+use secinfer_gc::Circuit;
+use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
+use secinfer_net::{Channel, Cost, Phase};
+use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
+use sha2::{Digest, Sha256};
+
+/// Protocol identifier exchanged in the handshake.
+pub const PROTOCOL: &str = "secinfer-gru/1";
+const HE_PARAMS: &str = "n8192-z2k32";
+const MAX_HANDSHAKE: usize = 4096;
+
+/// CryptoGRU's variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// tanh candidate, 20-bit activations.
+    Baseline,
+    /// ReLU candidate, 20-bit activations.
+    Cg1,
+    /// ReLU candidate, 8-bit sigmoid/ReLU (requantised around the GC).
+    Cg2,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Baseline => "baseline",
+            Variant::Cg1 => "cg1",
+            Variant::Cg2 => "cg2",
+        }
+    }
+    pub fn candidate(self) -> Candidate {
+        match self {
+            Variant::Baseline => Candidate::Tanh,
+            _ => Candidate::Relu,
+        }
+    }
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "baseline" => Ok(Variant::Baseline),
+            "cg1" => Ok(Variant::Cg1),
+            "cg2" => Ok(Variant::Cg2),
+            o => Err(format!("unknown variant {o:?} (baseline, cg1, cg2)")),
+        }
+    }
+}
+
+/// The fixed-point configuration a variant runs: the model's `fx20` / `fx8` entry when it has
+/// one, else the exporter's preset. Refuses a variant whose candidate differs from the model's.
+pub fn fp_for_variant(config: &ModelConfig, v: Variant) -> Result<FixedPointConfig> {
+    if config.arch.activation != v.candidate() {
+        return Err(NnError::Input(format!(
+            "variant {} needs a {} candidate activation; this model's is {}",
+            v.name(),
+            v.candidate().name(),
+            config.arch.activation.name()
+        )));
+    }
+    let name = if v == Variant::Cg2 { "fx8" } else { "fx20" };
+    if let Some((_, fp)) = config.variants.iter().find(|(n, _)| n == name) {
+        return check_fp(*fp);
+    }
+    let main = Format { bits: 20, frac: 12 };
+    let fp = match v {
+        Variant::Cg2 => FixedPointConfig {
+            main,
+            sigmoid: Some(ActFormat { input: Format { bits: 8, frac: 4 }, output: Format { bits: 8, frac: 7 } }),
+            candidate: Some(ActFormat { input: Format { bits: 8, frac: 4 }, output: Format { bits: 8, frac: 4 } }),
+        },
+        _ => FixedPointConfig { main, sigmoid: None, candidate: None },
+    };
+    check_fp(fp)
+}
+
+fn check_fp(fp: FixedPointConfig) -> Result<FixedPointConfig> {
+    if fp.main.bits + fp.main.frac > coeff::T_BITS {
+        return Err(NnError::Input(format!(
+            "main format ({}, {}) needs a 2^{} ring; the secure GRU runs over 2^32",
+            fp.main.bits,
+            fp.main.frac,
+            fp.main.bits + fp.main.frac
+        )));
+    }
+    Ok(fp)
+}
+
+fn arch_hash(config: &ModelConfig, fp: &FixedPointConfig, steps: usize) -> String {
+    let a = &config.arch;
+    let s = format!(
+        "{PROTOCOL}|E{}|H{}|C{}|V{}|{}|T{steps}|{:?}|{:?}|{:?}",
+        a.embed_dim,
+        a.hidden,
+        a.classes,
+        a.vocab,
+        a.activation.name(),
+        fp.main,
+        fp.sigmoid_format(),
+        fp.candidate_format()
+    );
+    let d = Sha256::digest(s.as_bytes());
+    d.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+fn net(e: secinfer_net::NetError) -> NnError {
+    NnError::Net(e.to_string())
+}
+fn gc(e: secinfer_gc::GcError) -> NnError {
+    NnError::Crypto(format!("GC: {e}"))
+}
+fn ot(e: secinfer_ot::OtError) -> NnError {
+    NnError::Crypto(format!("OT: {e}"))
+}
+fn he(e: secinfer_he::HeError) -> NnError {
+    NnError::Crypto(format!("HE: {e}"))
+}
+
+/// What one party measured.
+#[derive(Clone, Debug, Default)]
+pub struct SessionReport {
+    pub cost: Cost,
+    /// Bytes (both directions) of garbled-circuit traffic: tables, labels, COTs, base OTs.
+    pub gc_bytes: u64,
+    /// Bytes (both directions) of HE traffic: public key, uploads, responses.
+    pub he_bytes: u64,
+    pub and_gates: u64,
+    pub steps: usize,
+    /// Weakest statistical-flooding exponent of the server's responses (server side only).
+    pub flood_stat_bits: f64,
+}
+
+/// Bytes (both directions) so far on a channel.
+fn bytes<C: Channel>(ch: &C) -> u64 {
+    let c = ch.cost();
+    c.setup.bytes() + c.offline.bytes() + c.online.bytes()
+}
+
+/// Counts a sub-protocol's bytes into one bucket.
+struct Acc {
+    mark: u64,
+}
+impl Acc {
+    fn start<C: Channel>(ch: &C) -> Acc {
+        Acc { mark: bytes(ch) }
+    }
+    fn take<C: Channel>(&mut self, ch: &C) -> u64 {
+        let b = bytes(ch);
+        let d = b - self.mark;
+        self.mark = b;
+        d
+    }
+}
+
+/// The server's prepared model (shared by all sessions).
+pub struct ServerModel {
+    pub q: QuantizedModel,
+    pub variant: Variant,
+    pub fp: FixedPointConfig,
+    pub steps: usize,
+    params: Params,
+    ih: (Layout, Vec<Plaintext>),
+    hh: (Layout, Vec<Plaintext>),
+    fc: (Layout, Vec<Plaintext>),
+    step: Circuit,
+}
+
+impl ServerModel {
+    /// Prepares the weight plaintexts and the step circuit. `q` must be quantised with
+    /// `fp_for_variant(&q.config, variant)`; `steps` is the sequence length T.
+    pub fn new(q: QuantizedModel, variant: Variant, steps: usize) -> Result<ServerModel> {
+        let fp = fp_for_variant(&q.config, variant)?;
+        if fp != q.fp {
+            return Err(NnError::Input("the model is quantised with another fixed-point configuration than the variant's".into()));
+        }
+        let params = Params::by_name(HE_PARAMS).map_err(he)?;
+        let a = &q.config.arch;
+        let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
+        let n = params.n();
+        let ih = Layout::new(3 * h, e, n)?;
+        let hh = Layout::new(3 * h, h, n)?;
+        let fcl = Layout::new(c, h, n)?;
+        let ih = (ih, ih.weight_plaintexts(&params, &q.w_ih)?);
+        let hh = (hh, hh.weight_plaintexts(&params, &q.w_hh)?);
+        let fc = (fcl, fcl.weight_plaintexts(&params, &q.w_fc)?);
+        let step = step_circuit(&fp, a.activation == Candidate::Tanh);
+        Ok(ServerModel { q, variant, fp, steps, params, ih, hh, fc, step })
+    }
+    pub fn and_gates_per_step_element(&self) -> u64 {
+        self.step.and_count()
+    }
+}
+
+/// The client's public view of the model: architecture, formats, quantised embedding table.
+pub struct ClientModel {
+    pub config: ModelConfig,
+    pub variant: Variant,
+    pub fp: FixedPointConfig,
+    /// Quantised embedding table (V × E, main format).
+    pub embed: Vec<i64>,
+    pub steps: usize,
+}
+
+impl ClientModel {
+    pub fn new(config: ModelConfig, embed_f32: &[f32], variant: Variant, steps: usize) -> Result<ClientModel> {
+        let fp = fp_for_variant(&config, variant)?;
+        let embed = embed_f32.iter().map(|&v| fp.main.quantize(v as f64).0).collect();
+        Ok(ClientModel { config, variant, fp, embed, steps })
+    }
+}
+
+/// Client options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientOptions {
+    /// Ask for the logits (main-format integers) instead of only the class.
+    pub reveal_logits: bool,
+}
+
+/// What the client learns.
+#[derive(Clone, Debug)]
+pub struct GruOutcome {
+    pub class: usize,
+    pub logits: Option<Vec<i64>>,
+    pub report: SessionReport,
+}
+
+fn handshake_json(config: &ModelConfig, fp: &FixedPointConfig, v: Variant, steps: usize, reveal: bool) -> serde_json::Value {
+    serde_json::json!({
+        "protocol": PROTOCOL,
+        "arch": arch_hash(config, fp, steps),
+        "variant": v.name(),
+        "steps": steps,
+        "reveal_logits": reveal,
+    })
+}
+
+fn bits_of(out: &mut Vec<bool>, v: u64, w: usize) {
+    out.extend((0..w).map(|i| (v >> i) & 1 == 1));
+}
+
+fn word(bits: &[bool]) -> u64 {
+    bits.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i))
+}
+
+fn sign_extend(v: u64, bits: usize) -> i64 {
+    let sh = 64 - bits;
+    ((v << sh) as i64) >> sh
+}
+
+/// The client's side of one session. `progress(stage, done, total)` reports preparation.
+pub fn client_session<C: Channel>(
+    ch: &mut C,
+    m: &ClientModel,
+    tokens: &[u32],
+    opts: ClientOptions,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<GruOutcome> {
+    let a = &m.config.arch;
+    let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
+    let steps = m.steps;
+    if tokens.len() != steps {
+        return Err(NnError::Input(format!("{} tokens for a {steps}-step model", tokens.len())));
+    }
+    crate::fixed::check_tokens(tokens, a.vocab)?;
+    let mut rep = SessionReport { steps, ..Default::default() };
+    let mut acc = Acc::start(ch);
+    // ---- setup
+    ch.set_phase(Phase::Setup);
+    let hs = handshake_json(&m.config, &m.fp, m.variant, steps, opts.reveal_logits);
+    ch.send_frame(hs.to_string().as_bytes()).map_err(net)?;
+    let reply = ch.recv_frame().map_err(net)?;
+    if reply.len() > MAX_HANDSHAKE {
+        return Err(NnError::Protocol("oversized handshake reply".into()));
+    }
+    let rv: serde_json::Value =
+        serde_json::from_slice(&reply).map_err(|e| NnError::Protocol(format!("handshake reply: {e}")))?;
+    if rv["ok"] != serde_json::Value::Bool(true) {
+        return Err(NnError::Protocol(format!("server refused the session: {}", rv["error"].as_str().unwrap_or("?"))));
+    }
+    progress("keys", 0, 2);
+    let params = Params::by_name(HE_PARAMS).map_err(he)?;
+    let sk = SecretKey::generate(&params);
+    let pk = sk.public_key();
+    ch.send_frame(&pk.to_bytes()).map_err(net)?;
+    rep.he_bytes += acc.take(ch);
+    progress("keys", 1, 2);
+    let mut otr = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+    rep.gc_bytes += acc.take(ch);
+    progress("keys", 2, 2);
+    // ---- offline
+    ch.set_phase(Phase::Offline);
+    let lay = StepLayout::new(&m.fp);
+    let step = step_circuit(&m.fp, a.activation == Candidate::Tanh);
+    let fin = final_circuit(&m.fp, c, opts.reveal_logits);
+    let mut batches: Vec<ReceivedBatch> = Vec::with_capacity(steps);
+    for t in 0..steps {
+        let mut b = evaluate_offline(ch, &step, lay.garbler_inputs(), h).map_err(gc)?;
+        b.recv_inputs_early(ch, lay.mask_wires()).map_err(gc)?;
+        batches.push(b);
+        progress("garbled tables", t as u64 + 1, steps as u64 + 1);
+    }
+    let fin_batch = evaluate_offline(ch, &fin, c * lay.acc, 1).map_err(gc)?;
+    progress("garbled tables", steps as u64 + 1, steps as u64 + 1);
+    rep.gc_bytes += acc.take(ch);
+    rep.and_gates = step.and_count() * (h * steps) as u64 + fin.and_count();
+    // ---- online
+    ch.set_phase(Phase::Online);
+    let n = params.n();
+    let ih = Layout::new(3 * h, e, n)?;
+    let hh = Layout::new(3 * h, h, n)?;
+    let fcl = Layout::new(c, h, n)?;
+    let enc = |x: &[u64]| -> Result<Vec<u8>> { Ok(sk.encrypt_poly_seeded(x).map_err(he)?.to_bytes()) };
+    for &tok in tokens {
+        let x = &m.embed[tok as usize * e..(tok as usize + 1) * e];
+        ch.send_frame(&enc(&ih.input_poly(&to_ring(x)))?).map_err(net)?;
+    }
+    ch.flush().map_err(net)?;
+    let rlen = coeff::response_len(&params);
+    let recv_resp = |ch: &mut C, k: usize| -> Result<Vec<Vec<u8>>> { (0..k).map(|_| ch.recv_bytes(rlen).map_err(net)).collect() };
+    let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let r = recv_resp(ch, ih.blocks)?;
+        gi.push(client_share(&sk, &ih, &r)?);
+    }
+    rep.he_bytes += acc.take(ch);
+    let mut hc = vec![0u64; h];
+    let amask = (1u64 << lay.acc) - 1;
+    for t in 0..steps {
+        let gh = if t == 0 {
+            vec![0u64; 3 * h]
+        } else {
+            ch.send_frame(&enc(&hh.input_poly(&hc))?).map_err(net)?;
+            let r = recv_resp(ch, hh.blocks)?;
+            client_share(&sk, &hh, &r)?
+        };
+        rep.he_bytes += acc.take(ch);
+        let mut bits = Vec::with_capacity(h * lay.evaluator_inputs());
+        for i in 0..h {
+            for k in 0..3 {
+                bits_of(&mut bits, gi[t][k * h + i] & amask, lay.acc);
+            }
+            for k in 0..3 {
+                bits_of(&mut bits, gh[k * h + i] & amask, lay.acc);
+            }
+            bits_of(&mut bits, hc[i], lay.l);
+        }
+        let out = evaluate_online(ch, &mut otr, &step, &batches[t], &bits).map_err(gc)?;
+        hc = out.chunks(SHARE_BITS).map(word).collect();
+        rep.gc_bytes += acc.take(ch);
+    }
+    ch.send_frame(&enc(&fcl.input_poly(&hc))?).map_err(net)?;
+    let r = recv_resp(ch, fcl.blocks)?;
+    let lc = client_share(&sk, &fcl, &r)?;
+    rep.he_bytes += acc.take(ch);
+    let mut bits = Vec::with_capacity(c * lay.acc);
+    for v in &lc {
+        bits_of(&mut bits, v & amask, lay.acc);
+    }
+    let out = evaluate_online(ch, &mut otr, &fin, &fin_batch, &bits).map_err(gc)?;
+    ch.flush().map_err(net)?;
+    rep.gc_bytes += acc.take(ch);
+    rep.cost = ch.cost();
+    let (class, logits) = if opts.reveal_logits {
+        let l: Vec<i64> = out.chunks(lay.l).map(|b| sign_extend(word(b), lay.l)).collect();
+        (crate::fixed::argmax(&l), Some(l))
+    } else {
+        let k = word(&out[..index_bits(c)]) as usize;
+        if k >= c {
+            return Err(NnError::Protocol(format!("decoded class {k} out of range")));
+        }
+        (k, None)
+    };
+    Ok(GruOutcome { class, logits, report: rep })
+}
+
+/// The server's side of one session.
+pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<SessionReport> {
+    let a = &m.q.config.arch;
+    let (h, c) = (a.hidden, a.classes);
+    let steps = m.steps;
+    let f = m.fp.main.frac;
+    let mut rep = SessionReport { steps, flood_stat_bits: f64::INFINITY, ..Default::default() };
+    let mut acc = Acc::start(ch);
+    // ---- setup: handshake
+    ch.set_phase(Phase::Setup);
+    let hello = ch.recv_frame().map_err(net)?;
+    if hello.len() > MAX_HANDSHAKE {
+        return Err(NnError::Protocol("oversized handshake".into()));
+    }
+    let hv: serde_json::Value = serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
+    let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
+    let want = handshake_json(&m.q.config, &m.fp, m.variant, steps, reveal);
+    let mut problem = None;
+    for k in ["protocol", "variant", "steps", "arch"] {
+        if hv[k] != want[k] {
+            problem = Some(format!("{k} mismatch: client {}, server {}", hv[k], want[k]));
+            break;
+        }
+    }
+    if let Some(p) = problem {
+        let _ = ch.send_frame(serde_json::json!({"ok": false, "error": p}).to_string().as_bytes());
+        let _ = ch.flush();
+        return Err(NnError::Protocol(p));
+    }
+    ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes()).map_err(net)?;
+    let params = &m.params;
+    let pk_len = 32 + 8 * params.n() * params.set().q.len();
+    let pk = PublicKey::from_bytes(params, &ch.recv_bytes(pk_len).map_err(net)?).map_err(he)?;
+    rep.he_bytes += acc.take(ch);
+    let mut prg = Prg::new();
+    let delta = Block(prg.next_block().0 | 1);
+    let mut ots = OtExtSender::setup_with_delta(ch, &mut prg, delta).map_err(ot)?;
+    rep.gc_bytes += acc.take(ch);
+    // ---- offline
+    ch.set_phase(Phase::Offline);
+    let lay = StepLayout::new(&m.fp);
+    let fin = final_circuit(&m.fp, c, reveal);
+    let mut batches: Vec<(GarbledBatch, Vec<u64>)> = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let mut b = garble_offline(ch, &m.step, lay.garbler_inputs(), h, delta).map_err(gc)?;
+        let masks: Vec<u64> = (0..h).map(|_| prg.next_block().low_u64() & 0xffff_ffff).collect();
+        let mut bits = Vec::with_capacity(h * SHARE_BITS);
+        for &r in &masks {
+            bits_of(&mut bits, r, SHARE_BITS);
+        }
+        b.send_inputs_early(ch, lay.mask_wires(), &bits).map_err(gc)?;
+        batches.push((b, masks));
+    }
+    let fin_batch = garble_offline(ch, &fin, c * lay.acc, 1, delta).map_err(gc)?;
+    ch.flush().map_err(net)?;
+    rep.gc_bytes += acc.take(ch);
+    rep.and_gates = m.step.and_count() * (h * steps) as u64 + fin.and_count();
+    // ---- online
+    ch.set_phase(Phase::Online);
+    let up = coeff::upload_len(params);
+    let recv_ct = |ch: &mut C| -> Result<secinfer_he::Ciphertext> {
+        let b = ch.recv_bytes(up).map_err(net)?;
+        Ok(SeededCiphertext::from_bytes(params, &b).map_err(he)?.expand(params))
+    };
+    let (ih, ihp) = (&m.ih.0, &m.ih.1);
+    let (hh, hhp) = (&m.hh.0, &m.hh.1);
+    let (fcl, fcp) = (&m.fc.0, &m.fc.1);
+    let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
+    let cts: Vec<secinfer_he::Ciphertext> = (0..steps).map(|_| recv_ct(ch)).collect::<Result<_>>()?;
+    let zero_e = vec![0u64; a.embed_dim];
+    let bias_i = plain_affine(&m.q.w_ih, &zero_e, &m.q.b_ih, f);
+    for ct in &cts {
+        let (resp, share, stat) = server_product(params, &pk, ih, ihp, ct)?;
+        rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
+        for r in &resp {
+            ch.send_frame(r).map_err(net)?;
+        }
+        gi.push(share.iter().zip(&bias_i).map(|(s, b)| s.wrapping_add(*b) & 0xffff_ffff).collect());
+    }
+    ch.flush().map_err(net)?;
+    rep.he_bytes += acc.take(ch);
+    let mut hs = vec![0u64; h];
+    let amask = (1u64 << lay.acc) - 1;
+    for (t, (batch, masks)) in batches.iter().enumerate() {
+        let own = plain_affine(&m.q.w_hh, &hs, &m.q.b_hh, f);
+        let gh: Vec<u64> = if t == 0 {
+            own
+        } else {
+            let ct = recv_ct(ch)?;
+            let (resp, share, stat) = server_product(params, &pk, hh, hhp, &ct)?;
+            rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
+            for r in &resp {
+                ch.send_frame(r).map_err(net)?;
+            }
+            share.iter().zip(&own).map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff).collect()
+        };
+        rep.he_bytes += acc.take(ch);
+        let mut bits = Vec::with_capacity(h * lay.garbler_inputs());
+        for i in 0..h {
+            for k in 0..3 {
+                bits_of(&mut bits, gi[t][k * h + i] & amask, lay.acc);
+            }
+            for k in 0..3 {
+                bits_of(&mut bits, gh[k * h + i] & amask, lay.acc);
+            }
+            bits_of(&mut bits, hs[i], lay.l);
+            bits_of(&mut bits, 0, SHARE_BITS); // mask: sent offline
+        }
+        garble_online(ch, &mut ots, batch, &bits).map_err(gc)?;
+        hs = masks.iter().map(|&r| r.wrapping_neg() & 0xffff_ffff).collect();
+        rep.gc_bytes += acc.take(ch);
+    }
+    let ct = recv_ct(ch)?;
+    let (resp, share, stat) = server_product(params, &pk, fcl, fcp, &ct)?;
+    rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
+    for r in &resp {
+        ch.send_frame(r).map_err(net)?;
+    }
+    let own = plain_affine(&m.q.w_fc, &hs, &m.q.b_fc, f);
+    let ls: Vec<u64> = share.iter().zip(&own).map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff).collect();
+    rep.he_bytes += acc.take(ch);
+    let mut bits = Vec::with_capacity(c * lay.acc);
+    for v in &ls {
+        bits_of(&mut bits, v & amask, lay.acc);
+    }
+    garble_online(ch, &mut ots, &fin_batch, &bits).map_err(gc)?;
+    ch.flush().map_err(net)?;
+    rep.gc_bytes += acc.take(ch);
+    rep.cost = ch.cost();
+    Ok(rep)
+}
+
+/// A random model of the given sizes (for tests and `secinfer bench gru`): weights uniform in
+/// ±2^F/√fan-in·1.5, embeddings in ±2^F, from a public seed; returns the quantised model and
+/// the float embedding table (the client's public part).
+pub fn random_model(e: usize, h: usize, c: usize, steps: usize, variant: Variant, seed: u64) -> Result<(QuantizedModel, Vec<f32>)> {
+    let vocab = 64usize;
+    let act = variant.candidate().name();
+    let json = serde_json::json!({
+        "format": "secinfer-model", "version": 1, "task": "classification",
+        "layers": [
+            {"type": "embedding", "name": "embed", "vocab": vocab, "dim": e},
+            {"type": "gru", "name": "gru", "input": e, "hidden": h, "activation": act},
+            {"type": "dense", "name": "fc", "input": h, "output": c}
+        ],
+        "fixed_point": {"bits": 20, "frac_bits": 12},
+        "vocab": {"file": "vocab.json", "max_len": steps, "pad": 0, "unk": 1},
+        "labels": (0..c).map(|i| format!("class{i}")).collect::<Vec<_>>(),
+    });
+    let config = ModelConfig::parse(&json.to_string())?;
+    let fp = fp_for_variant(&config, variant)?;
+    let mut prg = Prg::from_seed(Block(0x6772_7500_0000_0000_0000_0000_0000_0000 | seed as u128));
+    let mut uni = |n: usize, bound: f64| -> Vec<f32> {
+        (0..n).map(|_| ((prg.next_block().low_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * bound).map(|v| v as f32).collect()
+    };
+    let embed = uni(vocab * e, 1.0);
+    let w_ih = uni(3 * h * e, 1.5 / (e as f64).sqrt());
+    let w_hh = uni(3 * h * h, 1.5 / (h as f64).sqrt());
+    let b_ih = uni(3 * h, 0.5);
+    let b_hh = uni(3 * h, 0.5);
+    let w_fc = uni(c * h, 1.5 / (h as f64).sqrt());
+    let b_fc = uni(c, 0.5);
+    let weights = crate::model::Weights { embed: embed.clone(), w_ih, w_hh, b_ih, b_hh, w_fc, b_fc };
+    let model = crate::model::Model { config, weights, vocab: None };
+    Ok((QuantizedModel::new(&model, fp), embed))
+}
