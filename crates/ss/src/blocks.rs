@@ -9,8 +9,9 @@ use crate::error::{invalid, Result};
 use crate::ring::{check_bits, mask, msb};
 use secinfer_net::Channel;
 
-/// Digit size of the millionaires' protocol (one 1-of-16 OT per digit).
-pub const MILL_DIGIT: u32 = 4;
+/// Digit size of the millionaires' protocol (one 1-of-32 OT per digit; 5 beat 4 and 6 here on
+/// bytes and rounds).
+pub const MILL_DIGIT: u32 = 5;
 
 /// Left shift that yields 0 for shifts of 64 or more (2^64 ≡ 0 in every ring here).
 #[inline]
@@ -54,7 +55,7 @@ pub(crate) fn and_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u8], y: &[u8])
 }
 
 /// Millionaires' comparison (CrypTFlow2): P0 inputs `a`, P1 inputs `b` (each its own `v`, both
-/// below 2^bits); returns XOR shares of [a < b]. Digits of 4 bits, one 1-of-16 OT per digit
+/// below 2^bits); returns XOR shares of [a < b]. Digits of MILL_DIGIT bits, one 1-of-2^MILL_DIGIT OT per digit
 /// giving shares of the digit's lt/eq bits, then a log-depth AND tree.
 pub fn millionaire<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], bits: u32) -> Result<Vec<u8>> {
     check_bits(bits)?;
