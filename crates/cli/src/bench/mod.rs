@@ -5,6 +5,7 @@ use clap::Subcommand;
 
 pub mod he;
 pub mod gc;
+pub mod gru;
 pub mod math;
 pub mod ot;
 
@@ -26,6 +27,8 @@ pub enum BenchCmd {
     HeConv(he::HeConvArgs),
     /// Secret-sharing math (issue 5): OPAF / SIRNN exp, exp_neg, sigmoid, tanh, ReLU on Z_2^l shares.
     Math(math::MathArgs),
+    /// Secure GRU inference (CryptoGRU, issue 6) on a random model: HE matvecs + garbled steps.
+    Gru(gru::GruArgs),
 }
 
 pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
@@ -37,5 +40,6 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::HeMatvec(a) => he::run_matvec(a, out),
         BenchCmd::HeConv(a) => he::run_conv(a, out),
         BenchCmd::Math(a) => math::run(a, out),
+        BenchCmd::Gru(a) => gru::run(a, out),
     }
 }

@@ -1,0 +1,80 @@
+//! `secinfer bench gru`: the secure GRU (CryptoGRU Table 3) on a random model of the given sizes.
+//! The client evaluates, the server garbles; both models come from a public seed so the two
+//! processes of `--net tcp` regenerate them. After metering, the client's class is checked
+//! against the plaintext reference with the circuit's activations.
+use crate::error::Error;
+use crate::pair::{run_pair, NetArgs};
+use crate::report::{BenchRecord, Reporter};
+use clap::Args;
+use secinfer_nn::secure::{client_session, random_model, server_session, CircuitActivations, ClientModel, ClientOptions, ServerModel, Variant};
+use secinfer_nn::{argmax, Reference};
+
+#[derive(Args, Debug)]
+pub struct GruArgs {
+    /// Input (embedding) size E.
+    #[arg(long, default_value_t = 100)]
+    pub input: usize,
+    /// Hidden size H.
+    #[arg(long, default_value_t = 64)]
+    pub hidden: usize,
+    /// Time steps T.
+    #[arg(long, default_value_t = 30)]
+    pub steps: usize,
+    /// Classes of the final dense layer.
+    #[arg(long, default_value_t = 2)]
+    pub classes: usize,
+    /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations).
+    #[arg(long, default_value = "cg2")]
+    pub variant: Variant,
+    /// Seed of the random model and tokens.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
+    if a.input == 0 || a.hidden == 0 || a.steps == 0 || a.classes < 2 || a.input > 4096 || a.hidden > 4096 || a.steps > 4096 {
+        return Err(Error::msg("sizes must be positive (classes ≥ 2) and at most 4096"));
+    }
+    let (q, embed) = random_model(a.input, a.hidden, a.classes, a.steps, a.variant, a.seed)?;
+    let tokens: Vec<u32> = (0..a.steps as u64).map(|i| ((i * 2654435761 + a.seed * 97) % 64) as u32).collect();
+    let cm = ClientModel::new(q.config.clone(), &embed, a.variant, a.steps)?;
+    let mut reference = Reference::new(&q, CircuitActivations::default());
+    let want = argmax(&reference.classify(&tokens));
+    let sm = ServerModel::new(q, a.variant, a.steps)?;
+    let per_elem = sm.and_gates_per_step_element();
+    let toks = tokens.clone();
+    let r = run_pair(
+        &a.net,
+        move |ch| Ok(client_session(ch, &cm, &toks, ClientOptions::default(), &mut |_, _, _| {})?),
+        move |ch| {
+            let rep = server_session(ch, &sm)?;
+            Ok(rep.flood_stat_bits)
+        },
+    )?;
+    if r.client.class != want {
+        return Err(Error::msg(format!("bench gru: secure class {} differs from the reference's {want}", r.client.class)));
+    }
+    let rep = &r.client.report;
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let rec = BenchRecord::from_costs("gru", r.wall_s, &r.client_cost, &r.server_cost)
+        .param("input", a.input)
+        .param("hidden", a.hidden)
+        .param("steps", a.steps)
+        .param("classes", a.classes)
+        .param("variant", a.variant.name())
+        .param("bits", if a.variant == Variant::Cg2 { 8 } else { 20 })
+        .param("net", a.net.net_name())
+        .param("profile", a.net.profile.name)
+        .param("threads", threads);
+    out.emit(
+        rec.field("gc_bytes", rep.gc_bytes)
+            .field("he_bytes", rep.he_bytes)
+            .field("and_gates", rep.and_gates)
+            .field("and_per_element_step", per_elem)
+            .field("flood_stat_bits", (r.server * 10.0).floor() / 10.0)
+            .field("class", r.client.class),
+    );
+    Ok(())
+}
