@@ -78,7 +78,7 @@ const CG2_PRIME: u64 = 1_048_573;
 const SEED: Block = Block(0x5ec1_f3e0_0000_0000_0000_0000_0000_0063);
 
 fn is_prime(n: u64) -> bool {
-    n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0)
+    n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| !n.is_multiple_of(d))
 }
 
 fn prime_above(x: u64) -> u64 {
