@@ -7,11 +7,14 @@
 //! * offline ([`garble_offline`] / [`evaluate_offline`]): the garbler picks fresh zero-labels for
 //!   every input wire of every copy, garbles all copies (rayon, `LANES` copies per hash batch) and
 //!   streams the tables in 64 KiB frames as they are produced, then the output decoding bits
-//!   (the permute bits lsb(W0) of the output wires). The evaluator stores the tables.
-//! * online ([`garble_online`] / [`evaluate_online`]): the garbler sends the active labels of its
-//!   own input bits; the evaluator gets its input labels by correlated OT whose Δ is the free-XOR
-//!   offset (one COT per input bit: it learns m0 ⊕ c·Δ, the garbler sends the correction
-//!   W0 ⊕ m0); the evaluator evaluates and decodes.
+//!   (the permute bits lsb(W0) of the output wires). The evaluator stores the tables as the
+//!   frames they arrived in. Garbler inputs that do not depend on the online input (the output
+//!   masks of [`crate::shares`]) can have their labels sent here too
+//!   ([`GarbledBatch::send_inputs_early`]).
+//! * online ([`garble_online`] / [`evaluate_online`]), two rounds: the evaluator gets its input
+//!   labels by correlated OT whose Δ is the free-XOR offset (one COT per input bit: it learns
+//!   m0 ⊕ c·Δ); the garbler then sends, in one flight, the active labels of its remaining input
+//!   bits and the corrections W0 ⊕ m0; the evaluator evaluates and decodes.
 //!
 //! The garbler keeps only input zero-labels between the phases; the evaluator keeps the tables
 //! (32 bytes per AND gate per copy). For circuits too big to store, [`stream_garble`] /
