@@ -898,7 +898,7 @@ impl Params {
                 *x = add_mod(*x, y, q);
             }
         }
-        a.var += b.var;
+        a.var = corr_sum(a.var, b.var);
     }
 
     pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
@@ -914,7 +914,7 @@ impl Params {
                 *x = sub_mod(*x, y, q);
             }
         }
-        r.var += b.var;
+        r.var = corr_sum(r.var, b.var);
         r
     }
 
@@ -1187,7 +1187,7 @@ impl Params {
                 *x = add_mod(*x, y, m.q);
             }
         }
-        a.var += b.var;
+        a.var = corr_sum(a.var, b.var);
     }
 
     /// Divides a lazy ciphertext by P: back to an ordinary ciphertext mod Q.
@@ -1298,6 +1298,14 @@ impl Params {
             c1: out1,
         })
     }
+}
+
+/// Variance bound of a sum whose terms may be fully correlated (a rotate-and-sum adds a
+/// ciphertext to its own automorphism: coefficients fixed by the automorphisms add coherently),
+/// i.e. standard deviations add.
+fn corr_sum(v1: f64, v2: f64) -> f64 {
+    let s = v1.sqrt() + v2.sqrt();
+    s * s
 }
 
 fn add_signed(x: u128, e: i128, q: u128) -> u128 {

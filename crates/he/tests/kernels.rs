@@ -150,6 +150,17 @@ fn conv_shares_on_plain_backend_many_shapes() {
     }
 }
 
+/// The variance tracker that sizes the flooding must not under-estimate: the measured largest
+/// noise coefficient stays below the 10σ bound used by `finish_outputs`.
+fn check_estimate(p: &Params, sk: &SecretKey, outs: &[Ciphertext], what: &str) {
+    for c in outs {
+        let actual = p.set().log2_delta_half() - sk.noise_budget(c);
+        let bound = c.est_noise_log2() + 10f64.log2();
+        eprintln!("{what}: measured max noise 2^{actual:.1}, estimated std 2^{:.1}, bound 2^{bound:.1}", c.est_noise_log2());
+        assert!(actual <= bound, "{what}: noise 2^{actual:.1} above the flooding bound 2^{bound:.1}");
+    }
+}
+
 /// Full protocol on ciphertexts: client encrypts (seeded), server runs the kernel, masks,
 /// floods, mod-switches; client decrypts; shares sum to the plaintext result.
 fn he_matvec(p: &Params, sk: &SecretKey, pk: &PublicKey, method: MatVecMethod, no: usize, ni: usize, rng: &mut ChaCha8Rng, flood: Flood) -> f64 {
@@ -171,6 +182,7 @@ fn he_matvec(p: &Params, sk: &SecretKey, pk: &PublicKey, method: MatVecMethod, n
         .collect();
     let outs = plan.eval(&ev, &pts, &inputs).expect("eval");
     let budget = outs.iter().map(|c| sk.noise_budget(c)).fold(f64::INFINITY, f64::min);
+    check_estimate(p, sk, &outs, &format!("{method:?} {no}x{ni}"));
     let res = finish_outputs(p, pk, &outs, flood).expect("finish");
     let dec: Vec<Vec<u64>> = res
         .responses
@@ -223,6 +235,7 @@ fn he_conv(p: &Params, sk: &SecretKey, pk: &PublicKey, method: ConvMethod, (h, w
     let inputs: Vec<Ciphertext> = plan.pack_input(&x).expect("pack").iter().map(|v| sk.encrypt(v).expect("enc")).collect();
     let outs = plan.eval(&ev, &pts, &inputs).expect("eval");
     let budget = outs.iter().map(|c| sk.noise_budget(c)).fold(f64::INFINITY, f64::min);
+    check_estimate(p, sk, &outs, &format!("{method:?} conv"));
     let res = finish_outputs(p, pk, &outs, Flood::BestEffort(40)).expect("finish");
     let dec: Vec<Vec<u64>> = res.responses.iter().map(|r| sk.decrypt_response(r).expect("dec")).collect();
     let yc = plan.extract(&dec, t).expect("x");

@@ -251,7 +251,8 @@ pub enum Flood {
     /// Flooding noise giving statistical distance ≤ 2^-s over all n coefficients; error if
     /// the parameter set has no room for it.
     Statistical(u32),
-    /// As much flooding as the noise budget allows, up to 2^-s (reports what was reached).
+    /// As much flooding as the noise budget allows, up to 2^-s (reports what was reached, which
+    /// is negative when the flood is smaller than the kernel-noise bound); never fails.
     BestEffort(u32),
     /// No flooding (still re-randomises c1 with a public-key encryption of zero).
     Off,
@@ -291,10 +292,10 @@ pub fn finish_outputs(params: &Params, pk: &PublicKey, outs: &[Ciphertext], floo
                 Flood::Statistical(s) | Flood::BestEffort(s) => {
                     let want = s as f64 + n.log2() + log_e;
                     let room = log_quarter_delta - 0.1; // flood + kernel ≤ Δ/4
-                    let bits = if want.ceil() <= room { want.ceil() } else { room.floor() };
-                    if bits < log_e {
+                    let bits = if want.ceil() <= room { want.ceil() } else { room.floor().max(0.0) };
+                    if matches!(flood, Flood::Statistical(_)) && bits < log_e {
                         return Err(HeError::NoiseBudget(format!(
-                            "no room for flooding: kernel noise 2^{log_e:.1}, Δ/4 = 2^{log_quarter_delta:.1}"
+                            "no room for flooding: kernel noise bound 2^{log_e:.1}, Δ/4 = 2^{log_quarter_delta:.1}"
                         )));
                     }
                     let stat = bits - n.log2() - log_e;
