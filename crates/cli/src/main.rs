@@ -4,6 +4,7 @@ mod error;
 mod model_cmd;
 mod pair;
 mod report;
+mod serve;
 
 use clap::{Parser, Subcommand};
 use error::Error;
@@ -33,8 +34,12 @@ enum Cmd {
     },
     /// Print a model directory's layers, sizes and fixed-point formats.
     Inspect(model_cmd::InspectArgs),
-    /// Classify an input (for now: the local plaintext fixed-point reference, --plaintext).
+    /// Classify a text privately against a server (or locally with --plaintext).
     Infer(model_cmd::InferArgs),
+    /// Serve a model to many clients (secure GRU inference, one thread per session).
+    Serve(serve::ServeArgs),
+    /// Write the public part of a model (model.json, vocabulary, embedding) for clients.
+    ExportInfo(serve::ExportInfoArgs),
 }
 
 fn main() {
@@ -48,6 +53,8 @@ fn main() {
         }
         Cmd::Inspect(a) => model_cmd::inspect(a),
         Cmd::Infer(a) => model_cmd::infer(a),
+        Cmd::Serve(a) => serve::serve(a),
+        Cmd::ExportInfo(a) => serve::export_info(a),
     };
     if let Err(e) = result {
         eprintln!("secinfer: error: {e}");

@@ -2,8 +2,13 @@
 //! reference from the command line.
 use crate::error::Error;
 use clap::Args;
-use secinfer_nn::{argmax, check_tokens, ExactActivations, Model, QuantizedModel, Reference, Task};
+use secinfer_net::{TcpChannel, TcpOptions};
+use secinfer_nn::info::ModelInfo;
+use secinfer_nn::secure::{client_session, CircuitActivations, ClientModel, ClientOptions, SessionReport, Variant};
+use secinfer_nn::{argmax, check_tokens, ExactActivations, Model, QuantizedModel, Reference, Task, Vocab};
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
@@ -51,46 +56,217 @@ pub struct InferArgs {
     /// Evaluate the plaintext fixed-point reference locally (needs the full model directory).
     #[arg(long)]
     pub plaintext: bool,
-    /// Model directory.
+    /// Full model directory (for --plaintext, or to print the plaintext reference beside the
+    /// secure result with --compare-plaintext).
     #[arg(long)]
-    pub model: PathBuf,
+    pub model: Option<PathBuf>,
+    /// Secure inference against `secinfer serve` at HOST:PORT.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// The model's public information (written by `secinfer export-info`, or a full model
+    /// directory whose secret weights are not read).
+    #[arg(long)]
+    pub model_info: Option<PathBuf>,
     /// Text to classify.
-    #[arg(long, conflicts_with = "tokens")]
+    #[arg(long, conflicts_with_all = ["tokens", "samples"])]
     pub text: Option<String>,
     /// File of whitespace-separated token ids.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "samples")]
     pub tokens: Option<PathBuf>,
-    /// A `fixed_point_variants` entry (e.g. fx20, fx8); the model's default if absent.
+    /// JSON-lines file of {"text": ..., "label": ...} samples: classifies each.
+    #[arg(long)]
+    pub samples: Option<PathBuf>,
+    /// At most this many samples.
+    #[arg(long, default_value_t = usize::MAX)]
+    pub limit: usize,
+    /// A `fixed_point_variants` entry for --plaintext (e.g. fx20, fx8); the default if absent.
     #[arg(long)]
     pub fixed_point: Option<String>,
+    /// Secure variant: baseline, cg1, cg2 (must match the server's).
+    #[arg(long, default_value = "cg2")]
+    pub variant: Variant,
+    /// Ask the server's circuit to reveal the logits to this client (default: only the class).
+    #[arg(long)]
+    pub reveal_logits: bool,
+    /// With --server: also evaluate the plaintext fixed-point reference from --model and print
+    /// it beside the secure prediction.
+    #[arg(long)]
+    pub compare_plaintext: bool,
+}
+
+struct Input {
+    name: String,
+    tokens: Vec<u32>,
+    label: Option<String>,
+}
+
+fn inputs(a: &InferArgs, vocab: Option<&Vocab>, n_vocab: usize) -> Result<Vec<Input>, Error> {
+    let need_vocab = || vocab.ok_or_else(|| Error::msg("the model has no vocabulary; pass --tokens"));
+    let out = match (&a.text, &a.tokens, &a.samples) {
+        (Some(t), _, _) => vec![Input { name: "text".into(), tokens: need_vocab()?.encode(t), label: None }],
+        (None, Some(f), _) => vec![Input {
+            name: f.display().to_string(),
+            tokens: std::fs::read_to_string(f)?
+                .split_whitespace()
+                .map(|s| s.parse::<u32>().map_err(|_| Error::msg(format!("{}: {s:?} is not a token id", f.display()))))
+                .collect::<Result<_, _>>()?,
+            label: None,
+        }],
+        (None, None, Some(f)) => {
+            let v = need_vocab()?;
+            let mut out = Vec::new();
+            for (i, line) in std::fs::read_to_string(f)?.lines().filter(|l| !l.trim().is_empty()).take(a.limit).enumerate() {
+                let j: serde_json::Value = serde_json::from_str(line).map_err(|e| Error::msg(format!("{}: line {}: {e}", f.display(), i + 1)))?;
+                let text = j["text"].as_str().ok_or_else(|| Error::msg(format!("{}: line {} has no \"text\"", f.display(), i + 1)))?;
+                out.push(Input { name: format!("sample {}", i + 1), tokens: v.encode(text), label: j["label"].as_str().map(String::from) });
+            }
+            out
+        }
+        (None, None, None) => return Err(Error::msg("pass --text, --tokens or --samples")),
+    };
+    for i in &out {
+        check_tokens(&i.tokens, n_vocab)?;
+    }
+    Ok(out)
+}
+
+fn label(labels: &[String], k: usize) -> String {
+    labels.get(k).cloned().unwrap_or_else(|| format!("class {k}"))
 }
 
 pub fn infer(a: InferArgs) -> Result<(), Error> {
-    if !a.plaintext {
-        return Err(Error::msg("secure inference against a server is not available yet; use --plaintext for the local fixed-point reference"));
+    if a.plaintext {
+        return infer_plaintext(&a);
     }
-    let m = Model::load(&a.model)?;
-    let tokens: Vec<u32> = match (&a.text, &a.tokens) {
-        (Some(t), _) => m.vocab.as_ref().ok_or_else(|| Error::msg("the model has no vocabulary; pass --tokens"))?.encode(t),
-        (None, Some(f)) => std::fs::read_to_string(f)?
-            .split_whitespace()
-            .map(|s| s.parse::<u32>().map_err(|_| Error::msg(format!("{}: {s:?} is not a token id", f.display()))))
-            .collect::<Result<_, _>>()?,
-        (None, None) => return Err(Error::msg("pass --text or --tokens")),
+    let server = a.server.as_deref().ok_or_else(|| Error::msg("pass --server HOST:PORT (or --plaintext for the local reference)"))?;
+    let info_dir = a.model_info.as_ref().or(a.model.as_ref()).ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
+    let info = ModelInfo::load(info_dir)?;
+    let steps = info.config.vocab.as_ref().map(|v| v.max_len).ok_or_else(|| Error::msg("model.json has no vocab.max_len"))?;
+    let cm = ClientModel::new(info.config.clone(), &info.embed, a.variant, steps)?;
+    let ins = inputs(&a, info.vocab.as_ref(), info.config.arch.vocab)?;
+    let reference = if a.compare_plaintext {
+        let dir = a.model.as_ref().ok_or_else(|| Error::msg("--compare-plaintext needs --model (the full model directory)"))?;
+        let m = Model::load(dir)?;
+        Some(QuantizedModel::new(&m, cm.fp))
+    } else {
+        None
     };
-    check_tokens(&tokens, m.config.arch.vocab)?;
+    let labels = &info.config.labels;
+    let mut rows = Vec::new();
+    for inp in &ins {
+        let mut ch = TcpChannel::connect(server, Duration::from_secs(10), &TcpOptions::default())?;
+        let mut bars = Progress::new();
+        let out = client_session(&mut ch, &cm, &inp.tokens, ClientOptions { reveal_logits: a.reveal_logits }, &mut |s, d, t| bars.update(s, d, t));
+        bars.finish();
+        let out = out?;
+        let mut line = format!("{:<10} secure: {:<10}", inp.name, label(labels, out.class));
+        if let Some(l) = &out.logits {
+            let sc = (1u64 << cm.fp.main.frac) as f64;
+            line += &format!(" logits [{}]", l.iter().map(|v| format!("{:.4}", *v as f64 / sc)).collect::<Vec<_>>().join(", "));
+        }
+        if let Some(q) = &reference {
+            let exact = argmax(&Reference::new(q, ExactActivations).classify(&inp.tokens));
+            let circ = argmax(&Reference::new(q, CircuitActivations::default()).classify(&inp.tokens));
+            line += &format!("  plaintext fixed-point: {:<10}", label(labels, exact));
+            if circ != exact {
+                line += &format!(" (circuit activations: {})", label(labels, circ));
+            }
+            line += if circ == out.class { "  [match]" } else { "  [MISMATCH]" };
+        }
+        if let Some(l) = &inp.label {
+            line += &format!("  true label: {l}");
+        }
+        println!("{line}");
+        rows.push(out.report);
+    }
+    if let Some(rep) = rows.last() {
+        print_report(rep, a.variant.name());
+    }
+    Ok(())
+}
+
+fn print_report(rep: &SessionReport, variant: &str) {
+    let c = &rep.cost;
+    let mb = |b: u64| b as f64 / 1e6;
+    println!("cost of the last session (client's view, variant {variant}, {} steps):", rep.steps);
+    println!("  {:<8} {:>9} {:>14} {:>14} {:>7}", "phase", "time (s)", "client→server", "server→client", "rounds");
+    for (n, p) in [("setup", &c.setup), ("offline", &c.offline), ("online", &c.online)] {
+        println!("  {:<8} {:>9.3} {:>11.2} MB {:>11.2} MB {:>7}", n, p.time_s, mb(p.bytes_sent), mb(p.bytes_received), p.rounds);
+    }
+    let t = c.total();
+    println!("  {:<8} {:>9.3} {:>11.2} MB {:>11.2} MB {:>7}", "total", t.time_s, mb(t.bytes_sent), mb(t.bytes_received), t.rounds);
+    println!("  GC bytes {:.2} MB ({} AND gates), HE bytes {:.2} MB", mb(rep.gc_bytes), rep.and_gates, mb(rep.he_bytes));
+}
+
+/// Progress bars on stderr, only when stderr is a terminal.
+struct Progress {
+    on: bool,
+    stage: String,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress { on: std::io::stderr().is_terminal(), stage: String::new(), bar: None }
+    }
+    fn update(&mut self, stage: &str, done: u64, total: u64) {
+        if !self.on {
+            return;
+        }
+        if stage != self.stage {
+            if let Some(b) = self.bar.take() {
+                b.finish_and_clear();
+            }
+            let b = indicatif::ProgressBar::new(total);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{msg:>16} [{bar:30}] {pos}/{len}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b.set_message(stage.to_string());
+            self.bar = Some(b);
+            self.stage = stage.to_string();
+        }
+        if let Some(b) = &self.bar {
+            b.set_position(done);
+        }
+    }
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
+    let dir = a.model.as_ref().ok_or_else(|| Error::msg("--plaintext needs --model (the full model directory)"))?;
+    let m = Model::load(dir)?;
     if m.config.task != Task::Classification {
         return Err(Error::msg("--plaintext prints classifications; this is a language model"));
     }
+    let ins = inputs(a, m.vocab.as_ref(), m.config.arch.vocab)?;
     let fp = *m.config.fixed_point_named(a.fixed_point.as_deref())?;
     let q = QuantizedModel::new(&m, fp);
-    let mut r = Reference::new(&q, ExactActivations);
-    let logits = r.classify(&tokens);
-    let k = argmax(&logits);
     let scale = (1u64 << fp.main.frac) as f64;
-    println!("class      {} ({})", k, m.config.labels.get(k).map(String::as_str).unwrap_or("?"));
-    let shown: Vec<String> = logits.iter().map(|l| format!("{:.4}", *l as f64 / scale)).collect();
-    println!("logits     [{}]", shown.join(", "));
-    println!("overflows  {}   saturated activations {}", r.counters.overflows, r.counters.saturated_activations);
+    for inp in &ins {
+        let mut r = Reference::new(&q, ExactActivations);
+        let logits = r.classify(&inp.tokens);
+        let k = argmax(&logits);
+        if ins.len() > 1 {
+            println!("{}", inp.name);
+        }
+        println!("class      {} ({})", k, label(&m.config.labels, k));
+        let shown: Vec<String> = logits.iter().map(|l| format!("{:.4}", *l as f64 / scale)).collect();
+        println!("logits     [{}]", shown.join(", "));
+        println!("overflows  {}   saturated activations {}", r.counters.overflows, r.counters.saturated_activations);
+        // What the garbled circuits compute (their sigmoid/tanh are within 1 ULP of exact).
+        let mut rc = Reference::new(&q, CircuitActivations::default());
+        let lc = rc.classify(&inp.tokens);
+        if lc != logits {
+            let shown: Vec<String> = lc.iter().map(|l| format!("{:.4}", *l as f64 / scale)).collect();
+            println!("circuit    class {} ({}), logits [{}] (reference with the garbled circuits' activations)", argmax(&lc), label(&m.config.labels, argmax(&lc)), shown.join(", "));
+        } else {
+            println!("circuit    same logits with the garbled circuits' activations (the secure run's reference)");
+        }
+    }
     Ok(())
 }

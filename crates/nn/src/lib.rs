@@ -8,6 +8,7 @@
 
 mod error;
 pub mod fixed;
+pub mod info;
 pub mod model;
 pub mod secure;
 

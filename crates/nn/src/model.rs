@@ -467,7 +467,7 @@ pub fn words_v1(text: &str) -> Vec<String> {
     out
 }
 
-fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>> {
+pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>> {
     let io = |e| NnError::Io { path: path.display().to_string(), source: e };
     let len = std::fs::metadata(path).map_err(io)?.len();
     if len > max {
@@ -479,7 +479,7 @@ fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(io)
 }
 
-fn read_text(path: &Path) -> Result<String> {
+pub(crate) fn read_text(path: &Path) -> Result<String> {
     let bytes = read_bounded(path, MAX_JSON_BYTES)?;
     String::from_utf8(bytes).map_err(|_| NnError::Io {
         path: path.display().to_string(),
