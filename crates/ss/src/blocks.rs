@@ -63,6 +63,7 @@ pub fn millionaire<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], bits: u32) 
 }
 
 pub(crate) fn millionaire_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], bits: u32) -> Result<Vec<u8>> {
+    check_bits(bits)?;
     let n = v.len();
     if n == 0 {
         return Ok(Vec::new());
@@ -351,6 +352,9 @@ pub(crate) fn trunc_msb0_raw<C: Channel>(
     t: u32,
     exact: bool,
 ) -> Result<Vec<u64>> {
+    if t == 0 || t >= bits || bits > 64 {
+        return Err(invalid("trunc needs 0 < t < bits ≤ 64"));
+    }
     let n = x.len();
     let mb = mask(bits);
     // The cheap variant drops the carry of the low bits (an error of −1); P0 adds 2^t first so
@@ -548,6 +552,9 @@ pub(crate) fn mul_nonuniform_msb0_raw<C: Channel>(
     by: u32,
     bits: u32,
 ) -> Result<Vec<u64>> {
+    check_bits(bx)?;
+    check_bits(by)?;
+    check_bits(bits)?;
     let n = x.len();
     let m = mask(bits);
     let xs: Vec<u64> = x.iter().map(|a| a & mask(bx)).collect();
@@ -755,6 +762,9 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     f: u32,
     p: RecParams,
 ) -> Result<(Vec<u64>, u32, u32)> {
+    if p.k == 0 || p.k > 8 || f < p.k + 1 || bits < f + 2 || f + p.slope_scale + 2 > 62 {
+        return Err(invalid("reciprocal: need 1 ≤ k ≤ 8, k < f, bits ≥ f + 2, f + slope_scale + 2 ≤ 62"));
+    }
     let n = d.len();
     let k = p.k;
     let t = f - k; // bits of Δ

@@ -147,7 +147,7 @@ impl Ctx {
     }
     /// 1-of-n OT (KK13) on `bits`-bit messages, sender side; `msgs` is count × n row-major.
     pub(crate) fn kk_send<C: Channel>(&mut self, ch: &mut C, n: usize, msgs: &[u64], bits: u32) -> Result<()> {
-        if !(2..=256).contains(&n) || msgs.len() % n != 0 {
+        if !(2..=256).contains(&n) || msgs.len() / n * n != msgs.len() {
             return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256 and count·n messages"));
         }
         match &mut self.backend {

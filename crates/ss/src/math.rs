@@ -253,7 +253,8 @@ pub fn exp_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, ou
 
 /// Scale at which the sigmoid pipeline carries e and 1 + e.
 fn sigmoid_inner_scale(in_scale: u32, out_scale: u32) -> u32 {
-    (out_scale + 5).max(in_scale + 4)
+    // at least the reciprocal's index bits plus four bits of Δ
+    (out_scale + 5).max(in_scale + 4).max(RecParams::default().k + 4)
 }
 
 /// OPAF sigmoid: m = msb(x); one multiplexer gives u = x (x < 0) or −x − 2^−s (x ≥ 0), strictly
