@@ -22,7 +22,9 @@ fn main() {
     t("fwd", 2000, || plan.fwd(&mut a));
     t("inv", 2000, || plan.inv(&mut a));
     t("normalize", 2000, || plan.normalize(&mut a));
-    t("mul_accumulate", 2000, || plan.mul_accumulate(&mut acc, &a, &b));
+    t("mul_accumulate", 2000, || {
+        plan.mul_accumulate(&mut acc, &a, &b)
+    });
     t("alloc zero 64KB", 2000, || {
         std::hint::black_box(vec![0u64; 2 * n]);
     });

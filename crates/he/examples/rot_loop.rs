@@ -10,6 +10,9 @@ fn main() -> Result<(), secinfer_he::HeError> {
     for _ in 0..iters {
         std::hint::black_box(p.rotate(&ct, 1, &keys)?);
     }
-    println!("{:.1} us/rotation", start.elapsed().as_secs_f64() * 1e6 / iters as f64);
+    println!(
+        "{:.1} us/rotation",
+        start.elapsed().as_secs_f64() * 1e6 / iters as f64
+    );
     Ok(())
 }

@@ -164,7 +164,11 @@ impl Prg {
     /// Uniform in [0, q) by rejection sampling.
     pub(crate) fn uniform(&mut self, q: u64) -> u64 {
         let bits = 64 - (q - 1).leading_zeros();
-        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         loop {
             let v = self.0.next_u64() & mask;
             if v < q {
@@ -176,7 +180,11 @@ impl Prg {
     pub(crate) fn uniform_i128(&mut self, b: u128) -> i128 {
         let range = 2 * b + 1;
         let bits = 128 - (range - 1).leading_zeros();
-        let mask = if bits == 128 { u128::MAX } else { (1u128 << bits) - 1 };
+        let mask = if bits == 128 {
+            u128::MAX
+        } else {
+            (1u128 << bits) - 1
+        };
         loop {
             let v = (((self.0.next_u64() as u128) << 64) | self.0.next_u64() as u128) & mask;
             if v < range {
@@ -293,11 +301,14 @@ mod tests {
         assert!((r as f64 - approx).abs() < 2.0);
         assert_eq!(mul_div_round(10, 3, 4), 8); // 7.5 -> 8
         assert_eq!(mul_div_round(9, 1, 4), 2); // 2.25 -> 2
-        // Wide path against the long division, around rounding boundaries.
+                                               // Wide path against the long division, around rounding boundaries.
         let q: u128 = 4611685476199956481u128 * 4611685290174005249u128;
         let mut s = 12345u128;
         for _ in 0..2000 {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) % q;
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407)
+                % q;
             for m in [1032193u64, 1 << 32, 1 << 33, 3] {
                 let num = add_wide(mul_wide(s, m), q / 2);
                 assert_eq!(mul_div_round(s, m, q), div_256_by_128(num.0, num.1, q));

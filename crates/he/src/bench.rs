@@ -28,7 +28,11 @@ pub fn process_cpu_ns() -> u64 {
     };
     dir.filter_map(|e| e.ok())
         .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()))
+        .filter_map(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .sum()
 }
 
@@ -61,45 +65,92 @@ pub fn he_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
     let ct = sk.encrypt(&v)?;
     let pt = Plaintext::from_slots(params, &v)?;
     let mut out = Vec::new();
-    let mut push = |op: &'static str, (micros, cpu_micros): (f64, f64), iters: usize| out.push(OpTiming { op, micros, cpu_micros, iters });
+    let mut push = |op: &'static str, (micros, cpu_micros): (f64, f64), iters: usize| {
+        out.push(OpTiming {
+            op,
+            micros,
+            cpu_micros,
+            iters,
+        })
+    };
     let mut x = v.clone();
     let m = params.0.qs[0].q;
     let _ = m;
-    push("ntt_fwd (one prime)", time(iters * 4, || {
-        params.0.qs[0].plan.fwd(&mut x);
-    }), iters * 4);
-    push("encode_simd", time(iters, || {
-        std::hint::black_box(encode_simd(params, &v).ok());
-    }), iters);
-    push("encrypt_seeded", time(iters, || {
-        std::hint::black_box(sk.encrypt_seeded(&v).ok());
-    }), iters);
-    push("decrypt", time(iters, || {
-        std::hint::black_box(sk.decrypt(&ct).ok());
-    }), iters);
-    push("add", time(iters * 10, || {
-        std::hint::black_box(params.add(&ct, &ct));
-    }), iters * 10);
-    push("sc_mult", time(iters * 10, || {
-        std::hint::black_box(params.mul_plain(&ct, &pt));
-    }), iters * 10);
-    push("rotate (Perm)", time(iters, || {
-        std::hint::black_box(params.rotate(&ct, 1, &keys).ok());
-    }), iters);
-    push("decompose (DecPerm)", time(iters, || {
-        std::hint::black_box(params.decompose(&ct));
-    }), iters);
+    push(
+        "ntt_fwd (one prime)",
+        time(iters * 4, || {
+            params.0.qs[0].plan.fwd(&mut x);
+        }),
+        iters * 4,
+    );
+    push(
+        "encode_simd",
+        time(iters, || {
+            std::hint::black_box(encode_simd(params, &v).ok());
+        }),
+        iters,
+    );
+    push(
+        "encrypt_seeded",
+        time(iters, || {
+            std::hint::black_box(sk.encrypt_seeded(&v).ok());
+        }),
+        iters,
+    );
+    push(
+        "decrypt",
+        time(iters, || {
+            std::hint::black_box(sk.decrypt(&ct).ok());
+        }),
+        iters,
+    );
+    push(
+        "add",
+        time(iters * 10, || {
+            std::hint::black_box(params.add(&ct, &ct));
+        }),
+        iters * 10,
+    );
+    push(
+        "sc_mult",
+        time(iters * 10, || {
+            std::hint::black_box(params.mul_plain(&ct, &pt));
+        }),
+        iters * 10,
+    );
+    push(
+        "rotate (Perm)",
+        time(iters, || {
+            std::hint::black_box(params.rotate(&ct, 1, &keys).ok());
+        }),
+        iters,
+    );
+    push(
+        "decompose (DecPerm)",
+        time(iters, || {
+            std::hint::black_box(params.decompose(&ct));
+        }),
+        iters,
+    );
     let h = params.decompose(&ct);
-    push("rotate_hoisted (HstPerm)", time(iters, || {
-        std::hint::black_box(params.rotate_hoisted(&h, 3, &keys).ok());
-    }), iters);
+    push(
+        "rotate_hoisted (HstPerm)",
+        time(iters, || {
+            std::hint::black_box(params.rotate_hoisted(&h, 3, &keys).ok());
+        }),
+        iters,
+    );
     let hoist16 = time(iters.div_ceil(4), || {
         let h = params.decompose(&ct);
         for s in 1..=16 {
             std::hint::black_box(params.rotate_hoisted(&h, s, &keys).ok());
         }
     });
-    push("16 hoisted rotations incl. DecPerm", hoist16, iters.div_ceil(4));
+    push(
+        "16 hoisted rotations incl. DecPerm",
+        hoist16,
+        iters.div_ceil(4),
+    );
     let plain16 = time(iters.div_ceil(4), || {
         for s in 1..=16 {
             std::hint::black_box(params.rotate(&ct, s, &keys).ok());
@@ -116,14 +167,32 @@ pub fn he_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
         }
         std::hint::black_box(acc.map(|a| params.mod_down_ext(a)));
     });
-    push("16 lazy hoisted rotations summed, 1 mod-down", lazy16, iters.div_ceil(4));
-    push("rotate_hoisted_ext (lazy HstPerm)", time(iters, || {
-        std::hint::black_box(params.rotate_hoisted_ext(&h, 3, &keys).ok());
-    }), iters);
-    let flood = if params.num_q() > 1 { Flood::Statistical(40) } else { Flood::BestEffort(40) };
-    push("mask+flood+mod-switch (per output ct)", time(iters, || {
-        std::hint::black_box(finish_outputs(params, &pk, std::slice::from_ref(&ct), flood).ok());
-    }), iters);
+    push(
+        "16 lazy hoisted rotations summed, 1 mod-down",
+        lazy16,
+        iters.div_ceil(4),
+    );
+    push(
+        "rotate_hoisted_ext (lazy HstPerm)",
+        time(iters, || {
+            std::hint::black_box(params.rotate_hoisted_ext(&h, 3, &keys).ok());
+        }),
+        iters,
+    );
+    let flood = if params.num_q() > 1 {
+        Flood::Statistical(40)
+    } else {
+        Flood::BestEffort(40)
+    };
+    push(
+        "mask+flood+mod-switch (per output ct)",
+        time(iters, || {
+            std::hint::black_box(
+                finish_outputs(params, &pk, std::slice::from_ref(&ct), flood).ok(),
+            );
+        }),
+        iters,
+    );
     Ok(out)
 }
 
@@ -171,9 +240,16 @@ struct Run {
     bytes_up: usize,
 }
 
-fn encrypt_inputs(params: &Params, sk: &SecretKey, packed: &[Vec<u64>]) -> Result<(Vec<Ciphertext>, f64, usize), HeError> {
+fn encrypt_inputs(
+    params: &Params,
+    sk: &SecretKey,
+    packed: &[Vec<u64>],
+) -> Result<(Vec<Ciphertext>, f64, usize), HeError> {
     let t0 = Instant::now();
-    let seeded = packed.iter().map(|v| sk.encrypt_seeded(v)).collect::<Result<Vec<_>, _>>()?;
+    let seeded = packed
+        .iter()
+        .map(|v| sk.encrypt_seeded(v))
+        .collect::<Result<Vec<_>, _>>()?;
     let bytes: Vec<Vec<u8>> = seeded.iter().map(|s| s.to_bytes()).collect();
     let enc = t0.elapsed().as_secs_f64();
     let up = bytes.iter().map(|b| b.len()).sum();
@@ -185,30 +261,70 @@ fn encrypt_inputs(params: &Params, sk: &SecretKey, packed: &[Vec<u64>]) -> Resul
 }
 
 /// Runs a matrix–vector product end to end on ciphertexts and checks the shares.
-pub fn he_matvec(params: &Params, method: MatVecMethod, rows: usize, cols: usize, flood: Flood, reps: usize) -> Result<KernelReport, HeError> {
+pub fn he_matvec(
+    params: &Params,
+    method: MatVecMethod,
+    rows: usize,
+    cols: usize,
+    flood: Flood,
+    reps: usize,
+) -> Result<KernelReport, HeError> {
     let t = params.t();
     let sk = SecretKey::generate(params);
     let pk = sk.public_key();
     let plan = MatVecPlan::for_params(method, rows, cols, params)?;
     let t0 = Instant::now();
     let keys = sk.rotation_keys(&plan.rotation_steps(), false);
-    let w: Vec<Vec<u64>> = (0..rows).map(|i| rand_vals(cols, t, i as u64 + 1)).collect();
+    let w: Vec<Vec<u64>> = (0..rows)
+        .map(|i| rand_vals(cols, t, i as u64 + 1))
+        .collect();
     let x = rand_vals(cols, t, 99_999);
     let ev = HeEvaluator::new(params, &keys);
     let pts = plan.prepare(&ev, &w)?;
     let keygen_setup = t0.elapsed().as_secs_f64();
     let (inputs, enc_s, up) = encrypt_inputs(params, &sk, &plan.pack_input(&x)?)?;
-    let run = Run { bytes_keys: keys.upload_bytes() + pk.to_bytes().len(), server_setup_s: keygen_setup, client_encrypt_s: enc_s, bytes_up: up };
+    let run = Run {
+        bytes_keys: keys.upload_bytes() + pk.to_bytes().len(),
+        server_setup_s: keygen_setup,
+        client_encrypt_s: enc_s,
+        bytes_up: up,
+    };
     let (outs, kernel_s, counts) = timed_kernel(&ev, reps, || plan.eval(&ev, &pts, &inputs))?;
     let expect: Vec<u64> = w
         .iter()
-        .map(|r| (r.iter().zip(&x).map(|(&a, &b)| a as u128 * b as u128 % t as u128).sum::<u128>() % t as u128) as u64)
+        .map(|r| {
+            (r.iter()
+                .zip(&x)
+                .map(|(&a, &b)| a as u128 * b as u128 % t as u128)
+                .sum::<u128>()
+                % t as u128) as u64
+        })
         .collect();
-    finish(params, &sk, &pk, &ev, outs, flood, kernel_s, counts, run, inputs.len(), |d| plan.extract(d, t), expect)
+    finish(
+        params,
+        &sk,
+        &pk,
+        &ev,
+        outs,
+        flood,
+        kernel_s,
+        counts,
+        run,
+        inputs.len(),
+        |d| plan.extract(d, t),
+        expect,
+    )
 }
 
 /// Runs a convolution end to end on ciphertexts and checks the shares.
-pub fn he_conv(params: &Params, method: ConvMethod, (h, w, c): (usize, usize, usize), (k, m): (usize, usize), flood: Flood, reps: usize) -> Result<KernelReport, HeError> {
+pub fn he_conv(
+    params: &Params,
+    method: ConvMethod,
+    (h, w, c): (usize, usize, usize),
+    (k, m): (usize, usize),
+    flood: Flood,
+    reps: usize,
+) -> Result<KernelReport, HeError> {
     let t = params.t();
     let sk = SecretKey::generate(params);
     let pk = sk.public_key();
@@ -221,16 +337,38 @@ pub fn he_conv(params: &Params, method: ConvMethod, (h, w, c): (usize, usize, us
     let pts = plan.prepare(&ev, &wts)?;
     let setup = t0.elapsed().as_secs_f64();
     let (inputs, enc_s, up) = encrypt_inputs(params, &sk, &plan.pack_input(&x)?)?;
-    let run = Run { bytes_keys: keys.upload_bytes() + pk.to_bytes().len(), server_setup_s: setup, client_encrypt_s: enc_s, bytes_up: up };
+    let run = Run {
+        bytes_keys: keys.upload_bytes() + pk.to_bytes().len(),
+        server_setup_s: setup,
+        client_encrypt_s: enc_s,
+        bytes_up: up,
+    };
     let (outs, kernel_s, counts) = timed_kernel(&ev, reps, || plan.eval(&ev, &pts, &inputs))?;
     let expect = crate::kernels::conv::reference(h, w, c, m, k, &x, &wts, t);
-    finish(params, &sk, &pk, &ev, outs, flood, kernel_s, counts, run, inputs.len(), |d| plan.extract(d, t), expect)
+    finish(
+        params,
+        &sk,
+        &pk,
+        &ev,
+        outs,
+        flood,
+        kernel_s,
+        counts,
+        run,
+        inputs.len(),
+        |d| plan.extract(d, t),
+        expect,
+    )
 }
 
 #[allow(clippy::type_complexity)]
 /// Runs the kernel `reps` times; returns the first run's outputs and counts and the fastest
 /// run's wall time (robust to other load on a shared machine).
-fn timed_kernel<F: Fn() -> Result<Vec<Ciphertext>, HeError>>(ev: &HeEvaluator<'_>, reps: usize, f: F) -> Result<(Vec<Ciphertext>, (f64, f64), OpCounts), HeError> {
+fn timed_kernel<F: Fn() -> Result<Vec<Ciphertext>, HeError>>(
+    ev: &HeEvaluator<'_>,
+    reps: usize,
+    f: F,
+) -> Result<(Vec<Ciphertext>, (f64, f64), OpCounts), HeError> {
     // schedstat advances at scheduler ticks: CPU time is the mean over all repetitions.
     let c1 = process_cpu_ns();
     let t1 = Instant::now();
@@ -244,7 +382,11 @@ fn timed_kernel<F: Fn() -> Result<Vec<Ciphertext>, HeError>>(ev: &HeEvaluator<'_
     }
     let total = (process_cpu_ns() - c1) as f64 * 1e-9;
     // Below ~20 ms in total the scheduler-tick granularity makes the figure meaningless.
-    let cpu = if total < 0.02 { f64::NAN } else { total / reps.max(1) as f64 };
+    let cpu = if total < 0.02 {
+        f64::NAN
+    } else {
+        total / reps.max(1) as f64
+    };
     Ok((outs, (best, cpu), counts))
 }
 
@@ -264,7 +406,10 @@ fn finish<F: Fn(&[Vec<u64>]) -> Result<Vec<u64>, HeError>>(
 ) -> Result<KernelReport, HeError> {
     let t = params.t();
     let _ = ev;
-    let budget = outs.iter().map(|c| sk.noise_budget(c)).fold(f64::INFINITY, f64::min);
+    let budget = outs
+        .iter()
+        .map(|c| sk.noise_budget(c))
+        .fold(f64::INFINITY, f64::min);
     let t2 = Instant::now();
     let res = finish_outputs(params, pk, &outs, flood)?;
     let finish_s = t2.elapsed().as_secs_f64();
@@ -278,7 +423,11 @@ fn finish<F: Fn(&[Vec<u64>]) -> Result<Vec<u64>, HeError>>(
     let yc = extract(&dec)?;
     let dec_s = t3.elapsed().as_secs_f64();
     let ys = extract(&res.masks)?;
-    let correct = yc.iter().zip(&ys).map(|(&a, &b)| (a + b) % t).eq(expect.iter().copied());
+    let correct = yc
+        .iter()
+        .zip(&ys)
+        .map(|(&a, &b)| (a + b) % t)
+        .eq(expect.iter().copied());
     Ok(KernelReport {
         counts,
         input_cts,

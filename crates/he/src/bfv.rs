@@ -26,7 +26,9 @@ thread_local! {
 pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
     let v = POOL.with(|p| {
         let mut p = p.borrow_mut();
-        p.iter().position(|v| v.capacity() >= len).map(|i| p.swap_remove(i))
+        p.iter()
+            .position(|v| v.capacity() >= len)
+            .map(|i| p.swap_remove(i))
     });
     match v {
         Some(mut v) => {
@@ -150,7 +152,9 @@ impl SecretKey {
         let params = &self.params;
         let a = expand_uniform(params, &seed, params.l(), false);
         let mut prg = Prg::from_os();
-        let e: Vec<i64> = (0..params.n()).map(|_| prg.gaussian(params.0.set.sigma)).collect();
+        let e: Vec<i64> = (0..params.n())
+            .map(|_| prg.gaussian(params.0.set.sigma))
+            .collect();
         let mut b = lift_signed(params, &e);
         sub_product(params, &mut b, &a, self.ntt_q(), params.l());
         PublicKey { seed, b, a }
@@ -208,11 +212,16 @@ fn sub_product(params: &Params, acc: &mut [u64], a: &[u64], s: &[u64], residues:
     let n = params.n();
     let mut tmp = vec![0u64; n];
     for i in 0..residues {
-        let m = if i < params.l() { &params.0.qs[i] } else { &params.0.pm };
+        let m = if i < params.l() {
+            &params.0.qs[i]
+        } else {
+            &params.0.pm
+        };
         let q = m.q;
         let r = i * n..(i + 1) * n;
         tmp.iter_mut().for_each(|v| *v = 0);
-        m.plan.mul_accumulate(&mut tmp, &a[r.clone()], &s[r.clone()]);
+        m.plan
+            .mul_accumulate(&mut tmp, &a[r.clone()], &s[r.clone()]);
         for (x, &y) in acc[r].iter_mut().zip(&tmp) {
             *x = sub_mod(*x, y, q);
         }
@@ -267,7 +276,12 @@ impl GaloisKey {
     fn from_wire(params: &Params, g: usize, wire: Vec<([u8; 32], Vec<u64>)>) -> GaloisKey {
         let n = params.n();
         let l = params.l();
-        let mods: Vec<&ModCtx> = params.0.qs.iter().chain(std::iter::once(&params.0.pm)).collect();
+        let mods: Vec<&ModCtx> = params
+            .0
+            .qs
+            .iter()
+            .chain(std::iter::once(&params.0.pm))
+            .collect();
         let perms: Vec<Vec<u32>> = mods.iter().map(|m| m.galois_perm(g)).collect();
         let mut b_all = Vec::new();
         let mut a_all = Vec::new();
@@ -300,7 +314,12 @@ impl GaloisKey {
         let w = params.0.set.ks_digit_bits;
         let sg = sk.automorph_coeffs(g);
         let mut prg = Prg::from_os();
-        let mods: Vec<&ModCtx> = params.0.qs.iter().chain(std::iter::once(&params.0.pm)).collect();
+        let mods: Vec<&ModCtx> = params
+            .0
+            .qs
+            .iter()
+            .chain(std::iter::once(&params.0.pm))
+            .collect();
         let mut wire = Vec::new();
         for (qi, &dcount) in params.digits_per_prime().iter().enumerate() {
             for j in 0..dcount {
@@ -316,7 +335,11 @@ impl GaloisKey {
                     }
                     if k == qi {
                         // + P · 2^{wj} · σ_g(s) on the q_i residue only (gadget of the RNS digit).
-                        let f = mul_mod(params.0.p_mod_q[qi], pow2_mod(w as u64 * j as u64, m.q), m.q);
+                        let f = mul_mod(
+                            params.0.p_mod_q[qi],
+                            pow2_mod(w as u64 * j as u64, m.q),
+                            m.q,
+                        );
                         for (o, &c) in b[r.clone()].iter_mut().zip(&sg) {
                             *o = add_mod(*o, mul_mod(from_i64(c, m.q), f, m.q), m.q);
                         }
@@ -383,7 +406,10 @@ impl GaloisKeys {
         let mut c = [0u8; 4];
         c.copy_from_slice(&bytes[4..8]);
         let count = u32::from_le_bytes(c) as usize;
-        let expected = count.checked_mul(per_key).and_then(|v| v.checked_add(8)).ok_or(HeError::BadHeader("count".into()))?;
+        let expected = count
+            .checked_mul(per_key)
+            .and_then(|v| v.checked_add(8))
+            .ok_or(HeError::BadHeader("count".into()))?;
         if bytes.len() != expected {
             return Err(HeError::WrongLength {
                 expected,
@@ -594,7 +620,8 @@ impl SecretKey {
             let r = i * n..(i + 1) * n;
             let s = &self.ntt_qp[r.clone()];
             let _ = q;
-            md.plan.mul_accumulate(&mut x[r.clone()], &ct.c1[r.clone()], s);
+            md.plan
+                .mul_accumulate(&mut x[r.clone()], &ct.c1[r.clone()], s);
             md.to_coeff(&mut x[r]);
         }
         (0..n).map(|k| crt(params, &x, k)).collect()
@@ -647,7 +674,10 @@ impl SecretKey {
         // c1·s exactly over the integers via the first Q prime (|c1·s| ≤ n·qr/2 < q0/2).
         let md = &params.0.qs[0];
         let q0 = md.q;
-        let mut c1: Vec<u64> = r.c1.iter().map(|&c| from_i64(center_pow2(c, k), q0)).collect();
+        let mut c1: Vec<u64> =
+            r.c1.iter()
+                .map(|&c| from_i64(center_pow2(c, k), q0))
+                .collect();
         md.to_ntt(&mut c1);
         for (x, &s) in c1.iter_mut().zip(&self.ntt_qp[..n]) {
             *x = mul_mod(*x, s, q0);
@@ -714,7 +744,12 @@ fn write_residues(out: &mut Vec<u8>, v: &[u64]) {
     }
 }
 
-fn read_residues(params: &Params, bytes: &[u8], l: usize, with_p: bool) -> Result<Vec<u64>, HeError> {
+fn read_residues(
+    params: &Params,
+    bytes: &[u8],
+    l: usize,
+    with_p: bool,
+) -> Result<Vec<u64>, HeError> {
     let n = params.n();
     let count = l + usize::from(with_p);
     if bytes.len() != 8 * n * count {
@@ -729,7 +764,11 @@ fn read_residues(params: &Params, bytes: &[u8], l: usize, with_p: bool) -> Resul
         b.copy_from_slice(ch);
         let v = u64::from_le_bytes(b);
         let r = idx / n;
-        let q = if r < l { params.0.qs[r].q } else { params.0.pm.q };
+        let q = if r < l {
+            params.0.qs[r].q
+        } else {
+            params.0.pm.q
+        };
         if v >= q {
             return Err(HeError::OutOfRange {
                 index: idx,
@@ -835,7 +874,9 @@ impl Response {
         let n = params.n();
         let max = max_response_bits(params);
         if log_q == 0 || log_q > max {
-            return Err(HeError::BadHeader(format!("response modulus 2^{log_q} > 2^{max}")));
+            return Err(HeError::BadHeader(format!(
+                "response modulus 2^{log_q} > 2^{max}"
+            )));
         }
         let expected = 5 + (2 * n * log_q as usize).div_ceil(8);
         if bytes.len() != expected {
@@ -866,7 +907,11 @@ impl Response {
             return Err(HeError::BadHeader("non-zero padding bits".into()));
         }
         let c1 = vals.split_off(n);
-        Ok(Response { log_q, c0: vals, c1 })
+        Ok(Response {
+            log_q,
+            c0: vals,
+            c1,
+        })
     }
 }
 
@@ -926,10 +971,17 @@ impl Params {
             let q = md.q;
             let d = self.0.delta_mod_q[i];
             let ds = crate::arith::shoup(d, q);
-            let mut v: Vec<u64> = m.iter().map(|&x| crate::arith::mul_shoup(x, d, ds, q)).collect();
+            let mut v: Vec<u64> = m
+                .iter()
+                .map(|&x| crate::arith::mul_shoup(x, d, ds, q))
+                .collect();
             md.to_ntt(&mut v);
             for (x, &y) in r.c0[i * n..(i + 1) * n].iter_mut().zip(&v) {
-                *x = if negate { sub_mod(*x, y, q) } else { add_mod(*x, y, q) };
+                *x = if negate {
+                    sub_mod(*x, y, q)
+                } else {
+                    add_mod(*x, y, q)
+                };
             }
         }
         r
@@ -942,8 +994,10 @@ impl Params {
         let mut c1 = take_zeroed(a.c1.len());
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.plan.mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
-            md.plan.mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+            md.plan
+                .mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
+            md.plan
+                .mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
         }
         let t = self.t() as f64;
         let nn = n as f64;
@@ -969,7 +1023,12 @@ impl Params {
         let l = self.l();
         let w = self.0.set.ks_digit_bits;
         let mask = (1u64 << w) - 1;
-        let mods: Vec<&ModCtx> = self.0.qs.iter().chain(std::iter::once(&self.0.pm)).collect();
+        let mods: Vec<&ModCtx> = self
+            .0
+            .qs
+            .iter()
+            .chain(std::iter::once(&self.0.pm))
+            .collect();
         let mut digits = Vec::with_capacity(self.ks_digits());
         for (i, &dc) in self.digits_per_prime().iter().enumerate() {
             let mut coef = a.c1[i * n..(i + 1) * n].to_vec();
@@ -1015,18 +1074,30 @@ impl Params {
     }
 
     /// HstPerm: the automorphism X -> X^g applied to a decomposed ciphertext.
-    pub fn automorph_hoisted(&self, h: &Decomposed, g: usize, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
+    pub fn automorph_hoisted(
+        &self,
+        h: &Decomposed,
+        g: usize,
+        keys: &GaloisKeys,
+    ) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
         let n = self.n();
         let l = self.l();
-        let mods: Vec<&ModCtx> = self.0.qs.iter().chain(std::iter::once(&self.0.pm)).collect();
+        let mods: Vec<&ModCtx> = self
+            .0
+            .qs
+            .iter()
+            .chain(std::iter::once(&self.0.pm))
+            .collect();
         let mut acc0 = take_zeroed((l + 1) * n);
         let mut acc1 = take_zeroed((l + 1) * n);
         for (j, d) in h.digits.iter().enumerate() {
             for (k, m) in mods.iter().enumerate() {
                 let r = k * n..(k + 1) * n;
-                m.plan.mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
-                m.plan.mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
+                m.plan
+                    .mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
+                m.plan
+                    .mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
             }
         }
         // Divide by P (mod down), still unpermuted; then apply σ_g as an NTT-slot permutation.
@@ -1086,13 +1157,23 @@ impl Params {
     }
 
     /// Perm: automorphism X -> X^g with key switching (decompose + one hoisted automorphism).
-    pub fn automorph(&self, a: &Ciphertext, g: usize, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
+    pub fn automorph(
+        &self,
+        a: &Ciphertext,
+        g: usize,
+        keys: &GaloisKeys,
+    ) -> Result<Ciphertext, HeError> {
         let h = self.decompose(a);
         self.automorph_hoisted(&h, g, keys)
     }
 
     /// Left rotation of both rows by `step` slots.
-    pub fn rotate(&self, a: &Ciphertext, step: usize, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
+    pub fn rotate(
+        &self,
+        a: &Ciphertext,
+        step: usize,
+        keys: &GaloisKeys,
+    ) -> Result<Ciphertext, HeError> {
         if step % self.row_len() == 0 {
             return Ok(a.clone());
         }
@@ -1100,7 +1181,12 @@ impl Params {
     }
 
     /// Left rotation by `step` of a decomposed ciphertext (HstPerm).
-    pub fn rotate_hoisted(&self, h: &Decomposed, step: usize, keys: &GaloisKeys) -> Result<Ciphertext, HeError> {
+    pub fn rotate_hoisted(
+        &self,
+        h: &Decomposed,
+        step: usize,
+        keys: &GaloisKeys,
+    ) -> Result<Ciphertext, HeError> {
         if step % self.row_len() == 0 {
             return Ok(Ciphertext {
                 c0: h.c0.clone(),
@@ -1115,10 +1201,20 @@ impl Params {
     /// (scaled by P) without the division by P. Sums of such rotations need a single
     /// [`Params::mod_down_ext`] at the end ("double hoisting"), so each extra rotation costs only
     /// the key inner product and a permutation.
-    pub fn rotate_hoisted_ext(&self, h: &Decomposed, step: usize, keys: &GaloisKeys) -> Result<ExtCiphertext, HeError> {
+    pub fn rotate_hoisted_ext(
+        &self,
+        h: &Decomposed,
+        step: usize,
+        keys: &GaloisKeys,
+    ) -> Result<ExtCiphertext, HeError> {
         let n = self.n();
         let l = self.l();
-        let mods: Vec<&ModCtx> = self.0.qs.iter().chain(std::iter::once(&self.0.pm)).collect();
+        let mods: Vec<&ModCtx> = self
+            .0
+            .qs
+            .iter()
+            .chain(std::iter::once(&self.0.pm))
+            .collect();
         if step % self.row_len() == 0 {
             // P·ct in the Q·P basis.
             let c1 = self.recompose_c1(h);
@@ -1132,7 +1228,11 @@ impl Params {
                     e1[k] = crate::arith::mul_shoup(c1[k], pq, ps, q);
                 }
             }
-            return Ok(ExtCiphertext { c0, c1: e1, var: h.var });
+            return Ok(ExtCiphertext {
+                c0,
+                c1: e1,
+                var: h.var,
+            });
         }
         let g = self.galois_elt_rotate(step);
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
@@ -1141,8 +1241,10 @@ impl Params {
         for (j, d) in h.digits.iter().enumerate() {
             for (k, m) in mods.iter().enumerate() {
                 let r = k * n..(k + 1) * n;
-                m.plan.mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
-                m.plan.mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
+                m.plan
+                    .mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
+                m.plan
+                    .mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
             }
         }
         let mut c0 = vec![0u64; (l + 1) * n];
@@ -1155,7 +1257,8 @@ impl Params {
                 let ps = crate::arith::shoup(pq, q);
                 for (idx, &pi) in perm.iter().enumerate() {
                     let pi = off + pi as usize;
-                    c0[off + idx] = add_mod(acc0[pi], crate::arith::mul_shoup(h.c0[pi], pq, ps, q), q);
+                    c0[off + idx] =
+                        add_mod(acc0[pi], crate::arith::mul_shoup(h.c0[pi], pq, ps, q), q);
                     c1[off + idx] = acc1[pi];
                 }
             } else {
@@ -1167,17 +1270,18 @@ impl Params {
         }
         give_back(acc0);
         give_back(acc1);
-        Ok(ExtCiphertext {
-            c0,
-            c1,
-            var: h.var,
-        })
+        Ok(ExtCiphertext { c0, c1, var: h.var })
     }
 
     /// Adds two lazy (Q·P-basis) ciphertexts.
     pub fn ext_add_assign(&self, a: &mut ExtCiphertext, b: &ExtCiphertext) {
         let n = self.n();
-        let mods: Vec<&ModCtx> = self.0.qs.iter().chain(std::iter::once(&self.0.pm)).collect();
+        let mods: Vec<&ModCtx> = self
+            .0
+            .qs
+            .iter()
+            .chain(std::iter::once(&self.0.pm))
+            .collect();
         for (k, m) in mods.iter().enumerate() {
             let r = k * n..(k + 1) * n;
             for (x, &y) in a.c0[r.clone()].iter_mut().zip(&b.c0[r.clone()]) {
@@ -1213,7 +1317,10 @@ impl Params {
             for j in 0..dc {
                 let f = pow2_mod(w * j as u64, q);
                 let d = &h.digits[j0 + j];
-                for (o, &v) in c1[i * n..(i + 1) * n].iter_mut().zip(&d[i * n..(i + 1) * n]) {
+                for (o, &v) in c1[i * n..(i + 1) * n]
+                    .iter_mut()
+                    .zip(&d[i * n..(i + 1) * n])
+                {
                     *o = add_mod(*o, mul_mod(v, f, q), q);
                 }
             }
@@ -1236,7 +1343,9 @@ impl Params {
     ) -> Result<Response, HeError> {
         let n = self.n();
         if log_q_out == 0 || log_q_out > max_response_bits(self) {
-            return Err(HeError::NoiseBudget(format!("response modulus 2^{log_q_out} unsupported")));
+            return Err(HeError::NoiseBudget(format!(
+                "response modulus 2^{log_q_out} unsupported"
+            )));
         }
         let mut prg = Prg::from_os();
         let sigma = self.0.set.sigma;
@@ -1246,12 +1355,18 @@ impl Params {
         let mut c1 = ct.c1.clone();
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.plan.mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
-            md.plan.mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
+            md.plan
+                .mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
+            md.plan
+                .mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
             md.to_coeff(&mut c0[r.clone()]);
             md.to_coeff(&mut c1[r]);
         }
-        let flood = if flood_bits > 0 { 1u128 << flood_bits } else { 0 };
+        let flood = if flood_bits > 0 {
+            1u128 << flood_bits
+        } else {
+            0
+        };
         let qb = self.0.q_big;
         let delta = self.0.delta;
         let t = self.t() as u128;

@@ -53,7 +53,13 @@ impl Counter {
         }
     }
     pub fn reset(&self) {
-        for a in [&self.perm, &self.hst_perm, &self.dec_perm, &self.sc_mult, &self.add] {
+        for a in [
+            &self.perm,
+            &self.hst_perm,
+            &self.dec_perm,
+            &self.sc_mult,
+            &self.add,
+        ] {
             a.store(0, Ordering::Relaxed);
         }
     }

@@ -39,7 +39,11 @@ pub enum HeError {
     #[error("wrong length: expected {expected} bytes/values, got {got}")]
     WrongLength { expected: usize, got: usize },
     #[error("value out of range at index {index}: {value} ≥ modulus {modulus}")]
-    OutOfRange { index: usize, value: u64, modulus: u64 },
+    OutOfRange {
+        index: usize,
+        value: u64,
+        modulus: u64,
+    },
     #[error("bad header: {0}")]
     BadHeader(String),
     #[error("missing Galois key for element {0}")]

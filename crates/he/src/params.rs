@@ -162,7 +162,9 @@ impl ParamSet {
             return bad("digit size must be in 1..=62 bits");
         }
         if (self.sigma - 3.2).abs() > 1e-9 {
-            return bad("sigma must be 3.2 (the error sampler is a centered binomial with σ ≈ 3.24)");
+            return bad(
+                "sigma must be 3.2 (the error sampler is a centered binomial with σ ≈ 3.24)",
+            );
         }
         let max = he_standard_max_log_qp(self.n).ok_or(HeError::InvalidParams(format!(
             "{}: no HE Standard entry for n={}",
@@ -216,7 +218,9 @@ impl ModCtx {
         let mut exp_of_idx = vec![0u32; n];
         let mut idx_of_exp = vec![0u32; two_n];
         for (i, r) in x.iter().enumerate() {
-            let e = *map.get(r).ok_or(HeError::InvalidParams("NTT root map".into()))?;
+            let e = *map
+                .get(r)
+                .ok_or(HeError::InvalidParams("NTT root map".into()))?;
             exp_of_idx[i] = e;
             idx_of_exp[e as usize] = i as u32;
         }

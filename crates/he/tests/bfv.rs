@@ -29,8 +29,14 @@ fn named_sets_validate_and_are_secure() {
     // A set over the HE Standard bound is refused.
     let mut bad = ParamSet::by_name("n4096").expect("set");
     bad.p = secinfer_he::arith::prime_below(61, 8192, &bad.q).expect("prime");
-    assert!(matches!(bad.validate(), Err(HeError::InsecureParams { .. })));
-    assert!(matches!(ParamSet::by_name("n1234"), Err(HeError::UnknownParamSet(_))));
+    assert!(matches!(
+        bad.validate(),
+        Err(HeError::InsecureParams { .. })
+    ));
+    assert!(matches!(
+        ParamSet::by_name("n1234"),
+        Err(HeError::UnknownParamSet(_))
+    ));
 }
 
 #[test]
@@ -45,7 +51,11 @@ fn simd_encode_decode_round_trip() {
         let w = rand_slots(&mut rng, p.n(), p.t());
         let mw = encode_simd(&p, &w).expect("enc");
         let prod = negacyclic(&m, &mw, p.t());
-        let expect: Vec<u64> = v.iter().zip(&w).map(|(&a, &b)| (a as u128 * b as u128 % p.t() as u128) as u64).collect();
+        let expect: Vec<u64> = v
+            .iter()
+            .zip(&w)
+            .map(|(&a, &b)| (a as u128 * b as u128 % p.t() as u128) as u64)
+            .collect();
         assert_eq!(decode_simd(&p, &prod).expect("dec"), expect);
     }
 }
@@ -103,7 +113,11 @@ fn operations_match_plaintext_arithmetic() {
         let cb = sk.encrypt(&b).expect("enc");
         let add: Vec<u64> = a.iter().zip(&b).map(|(&x, &y)| (x + y) % t).collect();
         let sub: Vec<u64> = a.iter().zip(&b).map(|(&x, &y)| (x + t - y) % t).collect();
-        let mul: Vec<u64> = a.iter().zip(&w).map(|(&x, &y)| (x as u128 * y as u128 % t as u128) as u64).collect();
+        let mul: Vec<u64> = a
+            .iter()
+            .zip(&w)
+            .map(|(&x, &y)| (x as u128 * y as u128 % t as u128) as u64)
+            .collect();
         assert_eq!(sk.decrypt(&p.add(&ca, &cb)).expect("dec"), add);
         assert_eq!(sk.decrypt(&p.sub(&ca, &cb)).expect("dec"), sub);
         let pw = Plaintext::from_slots(&p, &w).expect("pt");
@@ -140,12 +154,17 @@ fn rotations_all_steps_and_hoisting() {
         assert!(sk.noise_budget(&r) > 30.0);
     }
     // Row swap.
-    let sw = p.automorph(&ct, p.galois_elt_row_swap(), &keys).expect("swap");
+    let sw = p
+        .automorph(&ct, p.galois_elt_row_swap(), &keys)
+        .expect("swap");
     let mut expect = v[rl..].to_vec();
     expect.extend_from_slice(&v[..rl]);
     assert_eq!(sk.decrypt(&sw).expect("dec"), expect);
     // Missing key is a typed error.
-    assert!(matches!(p.rotate(&ct, 9, &keys), Err(HeError::MissingGaloisKey(_))));
+    assert!(matches!(
+        p.rotate(&ct, 9, &keys),
+        Err(HeError::MissingGaloisKey(_))
+    ));
 }
 
 #[test]
@@ -188,7 +207,11 @@ fn n8192_rotation_and_digit_sizes() {
         let v = rand_slots(&mut rng, p.n(), p.t());
         let ct = sk.encrypt(&v).expect("enc");
         let r = p.rotate(&ct, 77, &keys).expect("rot");
-        assert_eq!(sk.decrypt(&r).expect("dec"), rotate_rows(&v, 77, p.row_len()), "w={w}");
+        assert_eq!(
+            sk.decrypt(&r).expect("dec"),
+            rotate_rows(&v, 77, p.row_len()),
+            "w={w}"
+        );
     }
     let (p, sk) = setup("n8192");
     let keys = sk.rotation_keys(&[1, 4095], false);
@@ -196,7 +219,10 @@ fn n8192_rotation_and_digit_sizes() {
     let ct = sk.encrypt(&v).expect("enc");
     for s in [1, 4095] {
         let r = p.rotate(&ct, s, &keys).expect("rot");
-        assert_eq!(sk.decrypt(&r).expect("dec"), rotate_rows(&v, s, p.row_len()));
+        assert_eq!(
+            sk.decrypt(&r).expect("dec"),
+            rotate_rows(&v, s, p.row_len())
+        );
     }
 }
 
@@ -216,20 +242,35 @@ fn serialisation_round_trip_and_rejection() {
         let ct = Ciphertext::from_bytes(&p, &full).expect("parse");
         assert_eq!(sk.decrypt(&ct).expect("dec"), v);
         // Wrong sizes.
-        assert!(matches!(Ciphertext::from_bytes(&p, &full[..full.len() - 8]), Err(HeError::WrongLength { .. })));
-        assert!(matches!(SeededCiphertext::from_bytes(&p, &bytes[1..]), Err(HeError::WrongLength { .. })));
+        assert!(matches!(
+            Ciphertext::from_bytes(&p, &full[..full.len() - 8]),
+            Err(HeError::WrongLength { .. })
+        ));
+        assert!(matches!(
+            SeededCiphertext::from_bytes(&p, &bytes[1..]),
+            Err(HeError::WrongLength { .. })
+        ));
         // Out-of-range coefficient (≥ q).
         let mut bad = full.clone();
         bad[4..12].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(matches!(Ciphertext::from_bytes(&p, &bad), Err(HeError::OutOfRange { .. })));
+        assert!(matches!(
+            Ciphertext::from_bytes(&p, &bad),
+            Err(HeError::OutOfRange { .. })
+        ));
         let mut bad = bytes.clone();
         let l = bad.len();
         bad[l - 8..].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(matches!(SeededCiphertext::from_bytes(&p, &bad), Err(HeError::OutOfRange { .. })));
+        assert!(matches!(
+            SeededCiphertext::from_bytes(&p, &bad),
+            Err(HeError::OutOfRange { .. })
+        ));
         // Bad header.
         let mut bad = full.clone();
         bad[0] = b'X';
-        assert!(matches!(Ciphertext::from_bytes(&p, &bad), Err(HeError::BadHeader(_))));
+        assert!(matches!(
+            Ciphertext::from_bytes(&p, &bad),
+            Err(HeError::BadHeader(_))
+        ));
         // Ciphertext of another parameter set.
         let other = Params::by_name(if name == "n4096" { "n8192" } else { "n4096" }).expect("p");
         assert!(Ciphertext::from_bytes(&other, &full).is_err());
@@ -239,7 +280,10 @@ fn serialisation_round_trip_and_rejection() {
         assert!(PublicKey::from_bytes(&p, &pkb).is_ok());
         assert!(PublicKey::from_bytes(&p, &pkb[..pkb.len() - 1]).is_err());
         // Plaintext out of range.
-        assert!(matches!(Plaintext::from_slots(&p, &[p.t()]), Err(HeError::OutOfRange { .. })));
+        assert!(matches!(
+            Plaintext::from_slots(&p, &[p.t()]),
+            Err(HeError::OutOfRange { .. })
+        ));
     }
 }
 
@@ -251,12 +295,21 @@ fn response_flooding_mod_switch_and_serialisation() {
     let pk = sk.public_key();
     let v = rand_slots(&mut rng, p.n(), p.t());
     let w = rand_slots(&mut rng, p.n(), p.t());
-    let ct = p.mul_plain(&sk.encrypt(&v).expect("enc"), &Plaintext::from_slots(&p, &w).expect("pt"));
-    let res = finish_outputs(&p, &pk, std::slice::from_ref(&ct), Flood::Statistical(40)).expect("flood fits");
+    let ct = p.mul_plain(
+        &sk.encrypt(&v).expect("enc"),
+        &Plaintext::from_slots(&p, &w).expect("pt"),
+    );
+    let res = finish_outputs(&p, &pk, std::slice::from_ref(&ct), Flood::Statistical(40))
+        .expect("flood fits");
     assert!(res.flood_stat_bits >= 40.0);
     let bytes = res.responses[0].to_bytes();
     let full = ct.to_bytes().len();
-    assert!(bytes.len() * 3 < full, "response {} vs ciphertext {}", bytes.len(), full);
+    assert!(
+        bytes.len() * 3 < full,
+        "response {} vs ciphertext {}",
+        bytes.len(),
+        full
+    );
     let r = Response::from_bytes(&p, &bytes).expect("parse");
     let dec = sk.decrypt_response(&r).expect("dec");
     let t = p.t();
@@ -272,12 +325,21 @@ fn response_flooding_mod_switch_and_serialisation() {
     let (p4, sk4) = setup("n4096");
     let pk4 = sk4.public_key();
     let v4 = rand_slots(&mut rng, p4.n(), p4.t());
-    let ct4 = p4.mul_plain(&sk4.encrypt(&v4).expect("enc"), &Plaintext::from_slots(&p4, &v4).expect("pt"));
+    let ct4 = p4.mul_plain(
+        &sk4.encrypt(&v4).expect("enc"),
+        &Plaintext::from_slots(&p4, &v4).expect("pt"),
+    );
     assert!(matches!(
-        finish_outputs(&p4, &pk4, std::slice::from_ref(&ct4), Flood::Statistical(40)),
+        finish_outputs(
+            &p4,
+            &pk4,
+            std::slice::from_ref(&ct4),
+            Flood::Statistical(40)
+        ),
         Err(HeError::NoiseBudget(_))
     ));
-    let be = finish_outputs(&p4, &pk4, std::slice::from_ref(&ct4), Flood::BestEffort(40)).expect("best effort");
+    let be = finish_outputs(&p4, &pk4, std::slice::from_ref(&ct4), Flood::BestEffort(40))
+        .expect("best effort");
     let dec = sk4.decrypt_response(&be.responses[0]).expect("dec");
     for i in 0..p4.n() {
         let y = (v4[i] as u128 * v4[i] as u128 % p4.t() as u128) as u64;
@@ -318,15 +380,27 @@ fn galois_keys_serialisation() {
     let v = rand_slots(&mut rng, p.n(), p.t());
     let ct = sk.encrypt(&v).expect("enc");
     let r = p.rotate(&ct, 300, &back).expect("rot");
-    assert_eq!(sk.decrypt(&r).expect("dec"), rotate_rows(&v, 300, p.row_len()));
-    assert!(matches!(GaloisKeys::from_bytes(&p, &bytes[..bytes.len() - 8]), Err(HeError::WrongLength { .. })));
+    assert_eq!(
+        sk.decrypt(&r).expect("dec"),
+        rotate_rows(&v, 300, p.row_len())
+    );
+    assert!(matches!(
+        GaloisKeys::from_bytes(&p, &bytes[..bytes.len() - 8]),
+        Err(HeError::WrongLength { .. })
+    ));
     let mut bad = bytes.clone();
     bad[8..16].copy_from_slice(&4u64.to_le_bytes()); // even Galois element
-    assert!(matches!(GaloisKeys::from_bytes(&p, &bad), Err(HeError::BadHeader(_))));
+    assert!(matches!(
+        GaloisKeys::from_bytes(&p, &bad),
+        Err(HeError::BadHeader(_))
+    ));
     let mut bad = bytes.clone();
     let l = bad.len();
     bad[l - 8..].copy_from_slice(&u64::MAX.to_le_bytes());
-    assert!(matches!(GaloisKeys::from_bytes(&p, &bad), Err(HeError::OutOfRange { .. })));
+    assert!(matches!(
+        GaloisKeys::from_bytes(&p, &bad),
+        Err(HeError::OutOfRange { .. })
+    ));
 }
 
 #[test]
@@ -346,7 +420,11 @@ fn lazy_hoisted_rotations_sum_equals_plain_sum() {
             plain = p.add(&plain, &p.rotate(&ct, s, &keys).expect("rot"));
         }
         let lazy = p.mod_down_ext(acc);
-        assert_eq!(sk.decrypt(&lazy).expect("dec"), sk.decrypt(&plain).expect("dec"), "{name}");
+        assert_eq!(
+            sk.decrypt(&lazy).expect("dec"),
+            sk.decrypt(&plain).expect("dec"),
+            "{name}"
+        );
         assert!(sk.noise_budget(&lazy) > 30.0);
     }
 }

@@ -13,7 +13,10 @@ fn rand_vec(rng: &mut ChaCha8Rng, n: usize, t: u64) -> Vec<u64> {
 }
 
 fn runs(default: usize) -> usize {
-    std::env::var("HE_NOISE_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var("HE_NOISE_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[test]
@@ -39,18 +42,36 @@ fn matvec_thousands_of_runs_no_failure() {
             let w: Vec<Vec<u64>> = (0..no).map(|_| rand_vec(&mut rng, ni, t)).collect();
             let x = rand_vec(&mut rng, ni, t);
             let pts = plan.prepare(&ev, &w).expect("prep");
-            let inputs: Vec<Ciphertext> = plan.pack_input(&x).expect("pack").iter().map(|v| sk.encrypt(v).expect("enc")).collect();
+            let inputs: Vec<Ciphertext> = plan
+                .pack_input(&x)
+                .expect("pack")
+                .iter()
+                .map(|v| sk.encrypt(v).expect("enc"))
+                .collect();
             let outs = plan.eval(&ev, &pts, &inputs).expect("eval");
             for o in &outs {
                 min_budget = min_budget.min(sk.noise_budget(o));
             }
             let res = finish_outputs(&p, &pk, &outs, Flood::BestEffort(40)).expect("finish");
-            let dec: Vec<Vec<u64>> = res.responses.iter().map(|r| sk.decrypt_response(r).expect("dec")).collect();
+            let dec: Vec<Vec<u64>> = res
+                .responses
+                .iter()
+                .map(|r| sk.decrypt_response(r).expect("dec"))
+                .collect();
             let yc = plan.extract(&dec, t).expect("x");
             let ys = plan.extract(&res.masks, t).expect("x");
             for (i, row) in w.iter().enumerate() {
-                let y = (row.iter().zip(&x).map(|(&a, &b)| a as u128 * b as u128 % t as u128).sum::<u128>() % t as u128) as u64;
-                assert_eq!((yc[i] + ys[i]) % t, y, "decryption failure: {method:?} {no}x{ni}");
+                let y = (row
+                    .iter()
+                    .zip(&x)
+                    .map(|(&a, &b)| a as u128 * b as u128 % t as u128)
+                    .sum::<u128>()
+                    % t as u128) as u64;
+                assert_eq!(
+                    (yc[i] + ys[i]) % t,
+                    y,
+                    "decryption failure: {method:?} {no}x{ni}"
+                );
             }
             total += 1;
         }
@@ -80,17 +101,30 @@ fn conv_hundreds_of_runs_no_failure() {
             let x = rand_vec(&mut rng, h * w * c, t);
             let wts = rand_vec(&mut rng, m * c * k * k, t);
             let pts = plan.prepare(&ev, &wts).expect("prep");
-            let inputs: Vec<Ciphertext> = plan.pack_input(&x).expect("pack").iter().map(|v| sk.encrypt(v).expect("enc")).collect();
+            let inputs: Vec<Ciphertext> = plan
+                .pack_input(&x)
+                .expect("pack")
+                .iter()
+                .map(|v| sk.encrypt(v).expect("enc"))
+                .collect();
             let outs = plan.eval(&ev, &pts, &inputs).expect("eval");
             for o in &outs {
                 min_budget = min_budget.min(sk.noise_budget(o));
             }
             let res = finish_outputs(&p, &pk, &outs, Flood::BestEffort(40)).expect("finish");
-            let dec: Vec<Vec<u64>> = res.responses.iter().map(|r| sk.decrypt_response(r).expect("dec")).collect();
+            let dec: Vec<Vec<u64>> = res
+                .responses
+                .iter()
+                .map(|r| sk.decrypt_response(r).expect("dec"))
+                .collect();
             let yc = plan.extract(&dec, t).expect("x");
             let ys = plan.extract(&res.masks, t).expect("x");
             let y: Vec<u64> = yc.iter().zip(&ys).map(|(&a, &b)| (a + b) % t).collect();
-            assert_eq!(y, reference(h, w, c, m, k, &x, &wts, t), "decryption failure: {method:?}");
+            assert_eq!(
+                y,
+                reference(h, w, c, m, k, &x, &wts, t),
+                "decryption failure: {method:?}"
+            );
         }
         eprintln!("n4096 {method:?} conv {h}x{w}x{c} k{k} m{m}: {count} runs, no failure, min noise budget left after kernel {min_budget:.1} bits");
         assert!(min_budget > 0.0);

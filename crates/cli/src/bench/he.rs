@@ -16,7 +16,9 @@ fn parse_flood(s: &str) -> Result<Flood, String> {
         "best-effort" => Ok(Flood::BestEffort(40)),
         "statistical" => Ok(Flood::Statistical(40)),
         "off" => Ok(Flood::Off),
-        _ => Err(format!("flood must be best-effort|statistical|off, not {s}")),
+        _ => Err(format!(
+            "flood must be best-effort|statistical|off, not {s}"
+        )),
     }
 }
 
@@ -28,7 +30,11 @@ fn rayon_threads() -> usize {
     std::env::var("RAYON_NUM_THREADS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
 }
 
 #[derive(Args, Debug)]
@@ -113,7 +119,14 @@ fn record(bench: &str, method: &str, p: &Params, r: &KernelReport, threads: usiz
         .field("sc_mult", r.counts.sc_mult)
         .field("add", r.counts.add)
         .field("server_kernel_s", r.server_kernel_s)
-        .field("server_kernel_cpu_s", if r.server_kernel_cpu_s.is_finite() { json!(r.server_kernel_cpu_s) } else { json!(null) })
+        .field(
+            "server_kernel_cpu_s",
+            if r.server_kernel_cpu_s.is_finite() {
+                json!(r.server_kernel_cpu_s)
+            } else {
+                json!(null)
+            },
+        )
         .field("server_finish_s", r.server_finish_s)
         .field("client_encrypt_s", r.client_encrypt_s)
         .field("client_decrypt_s", r.client_decrypt_s)
@@ -121,12 +134,22 @@ fn record(bench: &str, method: &str, p: &Params, r: &KernelReport, threads: usiz
         .field("output_cts", r.output_cts)
         .field("bytes_up", r.bytes_up)
         .field("bytes_down", r.bytes_down)
-        .field("noise_budget_bits", (r.noise_budget_bits * 10.0).round() / 10.0)
+        .field(
+            "noise_budget_bits",
+            (r.noise_budget_bits * 10.0).round() / 10.0,
+        )
         .field("flood_stat_bits", (r.flood_stat_bits * 10.0).round() / 10.0)
         .field("correct", r.correct);
-    rec.phases.insert("setup".into(), json!({"time_s": r.server_setup_s, "bytes": r.bytes_keys}));
-    rec.phases.insert("offline".into(), json!({"time_s": 0.0, "bytes": 0}));
-    rec.phases.insert("online".into(), json!({"time_s": online, "bytes": r.bytes_up + r.bytes_down}));
+    rec.phases.insert(
+        "setup".into(),
+        json!({"time_s": r.server_setup_s, "bytes": r.bytes_keys}),
+    );
+    rec.phases
+        .insert("offline".into(), json!({"time_s": 0.0, "bytes": 0}));
+    rec.phases.insert(
+        "online".into(),
+        json!({"time_s": online, "bytes": r.bytes_up + r.bytes_down}),
+    );
     rec.bytes_total = (r.bytes_keys + r.bytes_up + r.bytes_down) as u64;
     rec.rounds = 1;
     rec
@@ -143,7 +166,9 @@ pub fn run_matvec(a: HeMatvecArgs, out: &mut Reporter) -> Result<(), Error> {
         if !r.correct {
             return Err(Error::msg(format!("{m}: shares do not sum to W·x")));
         }
-        let mut rec = record("he-matvec", m.trim(), &p, &r, threads()).param("rows", a.rows).param("cols", a.cols);
+        let mut rec = record("he-matvec", m.trim(), &p, &r, threads())
+            .param("rows", a.rows)
+            .param("cols", a.cols);
         let total = r.server_kernel_s + r.server_finish_s;
         match method {
             MatVecMethod::Gazelle => {
@@ -152,11 +177,21 @@ pub fn run_matvec(a: HeMatvecArgs, out: &mut Reporter) -> Result<(), Error> {
                 gazelle_total = Some(total);
             }
             MatVecMethod::Gala => {
-                if let (Some(gk), Some(gt), Some(gc)) = (gazelle_kernel, gazelle_total, gazelle_cpu) {
+                if let (Some(gk), Some(gt), Some(gc)) = (gazelle_kernel, gazelle_total, gazelle_cpu)
+                {
                     rec = rec
-                        .field("speedup_kernel_vs_gazelle", (gk / r.server_kernel_s * 10.0).round() / 10.0)
-                        .field("speedup_kernel_cpu_vs_gazelle", cpu_ratio(gc, r.server_kernel_cpu_s))
-                        .field("speedup_server_vs_gazelle", (gt / total * 10.0).round() / 10.0);
+                        .field(
+                            "speedup_kernel_vs_gazelle",
+                            (gk / r.server_kernel_s * 10.0).round() / 10.0,
+                        )
+                        .field(
+                            "speedup_kernel_cpu_vs_gazelle",
+                            cpu_ratio(gc, r.server_kernel_cpu_s),
+                        )
+                        .field(
+                            "speedup_server_vs_gazelle",
+                            (gt / total * 10.0).round() / 10.0,
+                        );
                 }
             }
             MatVecMethod::Naive => {}
@@ -193,11 +228,22 @@ pub fn run_conv(a: HeConvArgs, out: &mut Reporter) -> Result<(), Error> {
     let mut gazelle_cpu = None;
     for m in a.method.split(',') {
         let method: ConvMethod = m.trim().parse()?;
-        let r = secinfer_he::bench::he_conv(&p, method, (i[0], i[1], i[2]), (k[0], k[2]), a.flood, a.reps)?;
+        let r = secinfer_he::bench::he_conv(
+            &p,
+            method,
+            (i[0], i[1], i[2]),
+            (k[0], k[2]),
+            a.flood,
+            a.reps,
+        )?;
         if !r.correct {
-            return Err(Error::msg(format!("{m}: shares do not sum to the convolution")));
+            return Err(Error::msg(format!(
+                "{m}: shares do not sum to the convolution"
+            )));
         }
-        let mut rec = record("he-conv", m.trim(), &p, &r, threads()).param("input", a.input.clone()).param("kernel", a.kernel.clone());
+        let mut rec = record("he-conv", m.trim(), &p, &r, threads())
+            .param("input", a.input.clone())
+            .param("kernel", a.kernel.clone());
         match method {
             ConvMethod::Gazelle => {
                 gazelle_kernel = Some(r.server_kernel_s);
@@ -206,8 +252,14 @@ pub fn run_conv(a: HeConvArgs, out: &mut Reporter) -> Result<(), Error> {
             ConvMethod::Gala => {
                 if let (Some(gk), Some(gc)) = (gazelle_kernel, gazelle_cpu) {
                     rec = rec
-                        .field("speedup_kernel_vs_gazelle", (gk / r.server_kernel_s * 10.0).round() / 10.0)
-                        .field("speedup_kernel_cpu_vs_gazelle", cpu_ratio(gc, r.server_kernel_cpu_s));
+                        .field(
+                            "speedup_kernel_vs_gazelle",
+                            (gk / r.server_kernel_s * 10.0).round() / 10.0,
+                        )
+                        .field(
+                            "speedup_kernel_cpu_vs_gazelle",
+                            cpu_ratio(gc, r.server_kernel_cpu_s),
+                        );
                 }
             }
         }

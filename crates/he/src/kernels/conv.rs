@@ -52,13 +52,31 @@ pub struct ConvPlan {
 }
 
 impl ConvPlan {
-    pub fn new(method: ConvMethod, h: usize, w: usize, c: usize, m: usize, k: usize, row_len: usize, slot_rows: usize) -> Result<Self, HeError> {
-        if h == 0 || w == 0 || c == 0 || m == 0 || k % 2 == 0 || !row_len.is_power_of_two() || slot_rows == 0 {
+    pub fn new(
+        method: ConvMethod,
+        h: usize,
+        w: usize,
+        c: usize,
+        m: usize,
+        k: usize,
+        row_len: usize,
+        slot_rows: usize,
+    ) -> Result<Self, HeError> {
+        if h == 0
+            || w == 0
+            || c == 0
+            || m == 0
+            || k % 2 == 0
+            || !row_len.is_power_of_two()
+            || slot_rows == 0
+        {
             return Err(HeError::Shape(format!("conv {h}x{w}x{c} with {k}x{k}x{m}")));
         }
         let block = (h * w).next_power_of_two();
         if block > row_len {
-            return Err(HeError::Shape(format!("image {h}x{w} exceeds a slot row of {row_len}")));
+            return Err(HeError::Shape(format!(
+                "image {h}x{w} exceeds a slot row of {row_len}"
+            )));
         }
         let cn = row_len / block;
         Ok(ConvPlan {
@@ -114,7 +132,11 @@ impl ConvPlan {
     pub fn pack_input(&self, x: &[u64]) -> Result<Vec<Vec<u64>>, HeError> {
         let hw = self.h * self.w;
         if x.len() != hw * self.c {
-            return Err(HeError::Shape(format!("input has {} values, want {}", x.len(), hw * self.c)));
+            return Err(HeError::Shape(format!(
+                "input has {} values, want {}",
+                x.len(),
+                hw * self.c
+            )));
         }
         Ok((0..self.in_cts)
             .map(|i| {
@@ -137,7 +159,9 @@ impl ConvPlan {
     /// Share extraction from output slot vectors: H×W×M in HWC order.
     pub fn extract(&self, outs: &[Vec<u64>], t: u64) -> Result<Vec<u64>, HeError> {
         if outs.len() != self.out_cts || outs.iter().any(|o| o.len() != self.slots()) {
-            return Err(HeError::Shape("output vectors do not match the plan".into()));
+            return Err(HeError::Shape(
+                "output vectors do not match the plan".into(),
+            ));
         }
         let hw = self.h * self.w;
         let mut y = vec![0u64; hw * self.m];
@@ -166,10 +190,14 @@ impl ConvPlan {
     pub fn prepare<E: Evaluator>(&self, ev: &E, wts: &[u64]) -> Result<Vec<E::Pt>, HeError> {
         let kk = self.k * self.k;
         if wts.len() != self.m * self.c * kk {
-            return Err(HeError::Shape("kernel tensor does not match the plan".into()));
+            return Err(HeError::Shape(
+                "kernel tensor does not match the plan".into(),
+            ));
         }
         if ev.row_len() != self.row_len || ev.rows() != self.slot_rows {
-            return Err(HeError::Shape("evaluator slot layout does not match the plan".into()));
+            return Err(HeError::Shape(
+                "evaluator slot layout does not match the plan".into(),
+            ));
         }
         let offs = self.offsets();
         let total = self.in_cts * self.out_cts * self.cn * kk;
@@ -197,7 +225,8 @@ impl ConvPlan {
                                 return 0;
                             }
                             let in_ch = i * self.cn + j;
-                            let out_ch = (o * self.slot_rows + row) * self.cn + (j + self.cn - d) % self.cn;
+                            let out_ch =
+                                (o * self.slot_rows + row) * self.cn + (j + self.cn - d) % self.cn;
                             if in_ch >= self.c || out_ch >= self.m {
                                 return 0;
                             }
@@ -212,9 +241,17 @@ impl ConvPlan {
     }
 
     /// Hoisted input rotations: one DecPerm and K² − 1 HstPerm per input ciphertext.
-    pub(crate) fn input_rotations<E: Evaluator>(&self, ev: &E, inputs: &[E::Ct]) -> Result<Vec<Vec<E::Ct>>, HeError> {
+    pub(crate) fn input_rotations<E: Evaluator>(
+        &self,
+        ev: &E,
+        inputs: &[E::Ct],
+    ) -> Result<Vec<Vec<E::Ct>>, HeError> {
         if inputs.len() != self.in_cts {
-            return Err(HeError::Shape(format!("{} input ciphertexts, plan wants {}", inputs.len(), self.in_cts)));
+            return Err(HeError::Shape(format!(
+                "{} input ciphertexts, plan wants {}",
+                inputs.len(),
+                self.in_cts
+            )));
         }
         let offs = self.offsets();
         inputs
@@ -233,16 +270,33 @@ impl ConvPlan {
     }
 
     /// One SISO-like convolution: Σ_offsets ScMult(rotated input, weights). K² ScMult, K²−1 Add.
-    pub(crate) fn siso<E: Evaluator>(&self, ev: &E, pts: &[E::Pt], rots: &[E::Ct], i: usize, o: usize, d: usize) -> Result<E::Ct, HeError> {
+    pub(crate) fn siso<E: Evaluator>(
+        &self,
+        ev: &E,
+        pts: &[E::Pt],
+        rots: &[E::Ct],
+        i: usize,
+        o: usize,
+        d: usize,
+    ) -> Result<E::Ct, HeError> {
         let mut acc = None;
         for (e, xr) in rots.iter().enumerate() {
-            acc_add(ev, &mut acc, ev.sc_mult(xr, &pts[self.pt_index(i, o, d, e)]));
+            acc_add(
+                ev,
+                &mut acc,
+                ev.sc_mult(xr, &pts[self.pt_index(i, o, d, e)]),
+            );
         }
         take(acc)
     }
 
     /// Runs the kernel of the plan's method.
-    pub fn eval<E: Evaluator>(&self, ev: &E, pts: &[E::Pt], inputs: &[E::Ct]) -> Result<Vec<E::Ct>, HeError> {
+    pub fn eval<E: Evaluator>(
+        &self,
+        ev: &E,
+        pts: &[E::Pt],
+        inputs: &[E::Ct],
+    ) -> Result<Vec<E::Ct>, HeError> {
         match self.method {
             ConvMethod::Gazelle => super::gazelle::conv(ev, self, pts, inputs),
             ConvMethod::Gala => super::gala::conv(ev, self, pts, inputs),
@@ -251,7 +305,16 @@ impl ConvPlan {
 }
 
 /// Plaintext reference convolution (SAME, stride 1) mod t: HWC input, M×C×K×K weights.
-pub fn reference(h: usize, w: usize, c: usize, m: usize, k: usize, x: &[u64], wts: &[u64], t: u64) -> Vec<u64> {
+pub fn reference(
+    h: usize,
+    w: usize,
+    c: usize,
+    m: usize,
+    k: usize,
+    x: &[u64],
+    wts: &[u64],
+    t: u64,
+) -> Vec<u64> {
     let r = (k / 2) as isize;
     let mut y = vec![0u64; h * w * m];
     for yy in 0..h {

@@ -23,14 +23,22 @@ fn row_weight(plan: &MatVecPlan, w: &[Vec<u64>], gi: usize, c: usize, t: usize, 
     }
 }
 
-pub(crate) fn prepare<E: Evaluator>(ev: &E, plan: &MatVecPlan, w: &[Vec<u64>]) -> Result<Vec<E::Pt>, HeError> {
+pub(crate) fn prepare<E: Evaluator>(
+    ev: &E,
+    plan: &MatVecPlan,
+    w: &[Vec<u64>],
+) -> Result<Vec<E::Pt>, HeError> {
     let slots = plan.row_len * plan.slot_rows;
     let (cc, g) = (plan.col_chunks, plan.g);
     (0..plan.out_cts * cc * g)
         .into_par_iter()
         .map(|idx| {
             let (gi, c, t) = (idx / (cc * g), (idx / g) % cc, idx % g);
-            ev.encode(|| (0..slots).map(|q| row_weight(plan, w, gi, c, t, q)).collect())
+            ev.encode(|| {
+                (0..slots)
+                    .map(|q| row_weight(plan, w, gi, c, t, q))
+                    .collect()
+            })
         })
         .collect()
 }
@@ -38,7 +46,12 @@ pub(crate) fn prepare<E: Evaluator>(ev: &E, plan: &MatVecPlan, w: &[Vec<u64>]) -
 /// GALA row-encoding-share-RaS: per output ciphertext ScMult cc·g, Perm g − 1,
 /// Add g·(cc − 1) + g − 1; no rotation of the input and no ciphertext rotate-and-sum (that
 /// runs on the plaintext shares, see [`MatVecPlan::extract`]).
-pub fn matvec<E: Evaluator>(ev: &E, plan: &MatVecPlan, pts: &[E::Pt], inputs: &[E::Ct]) -> Result<Vec<E::Ct>, HeError> {
+pub fn matvec<E: Evaluator>(
+    ev: &E,
+    plan: &MatVecPlan,
+    pts: &[E::Pt],
+    inputs: &[E::Ct],
+) -> Result<Vec<E::Ct>, HeError> {
     let g = plan.g;
     let cc = plan.col_chunks;
     (0..plan.out_cts)
@@ -70,7 +83,12 @@ pub fn matvec<E: Evaluator>(ev: &E, plan: &MatVecPlan, pts: &[E::Pt], inputs: &[
 
 /// GALA kernel grouping: SISO results of all input ciphertexts that share a diagonal are
 /// added first, then rotated once (first-Add-second-Perm).
-pub fn conv<E: Evaluator>(ev: &E, plan: &ConvPlan, pts: &[E::Pt], inputs: &[E::Ct]) -> Result<Vec<E::Ct>, HeError> {
+pub fn conv<E: Evaluator>(
+    ev: &E,
+    plan: &ConvPlan,
+    pts: &[E::Pt],
+    inputs: &[E::Ct],
+) -> Result<Vec<E::Ct>, HeError> {
     let rots = plan.input_rotations(ev, inputs)?;
     let cn = plan.cn;
     (0..plan.out_cts)

@@ -9,7 +9,14 @@ use crate::eval::Evaluator;
 use crate::HeError;
 
 /// Weight at (output ct gi, chunk c, diagonal t, slot s) of the hybrid encoding.
-fn hybrid_weight(plan: &MatVecPlan, w: &[Vec<u64>], gi: usize, c: usize, t: usize, s: usize) -> u64 {
+fn hybrid_weight(
+    plan: &MatVecPlan,
+    w: &[Vec<u64>],
+    gi: usize,
+    c: usize,
+    t: usize,
+    s: usize,
+) -> u64 {
     let b = plan.block;
     let (u, j) = (s / b, s % b);
     let row = plan.out_row(gi, u, j % plan.g);
@@ -21,21 +28,34 @@ fn hybrid_weight(plan: &MatVecPlan, w: &[Vec<u64>], gi: usize, c: usize, t: usiz
     }
 }
 
-pub(crate) fn prepare<E: Evaluator>(ev: &E, plan: &MatVecPlan, w: &[Vec<u64>]) -> Result<Vec<E::Pt>, HeError> {
+pub(crate) fn prepare<E: Evaluator>(
+    ev: &E,
+    plan: &MatVecPlan,
+    w: &[Vec<u64>],
+) -> Result<Vec<E::Pt>, HeError> {
     let slots = plan.row_len * plan.slot_rows;
     let (cc, g) = (plan.col_chunks, plan.g);
     (0..plan.out_cts * cc * g)
         .into_par_iter()
         .map(|idx| {
             let (gi, c, t) = (idx / (cc * g), (idx / g) % cc, idx % g);
-            ev.encode(|| (0..slots).map(|s| hybrid_weight(plan, w, gi, c, t, s)).collect())
+            ev.encode(|| {
+                (0..slots)
+                    .map(|s| hybrid_weight(plan, w, gi, c, t, s))
+                    .collect()
+            })
         })
         .collect()
 }
 
 /// GAZELLE hybrid: per output ciphertext ScMult cc·g, HstPerm cc·(g − 1) (one DecPerm per
 /// input when g > 1), then log2(B/g) Perm + Add of ciphertext rotate-and-sum.
-pub fn matvec<E: Evaluator>(ev: &E, plan: &MatVecPlan, pts: &[E::Pt], inputs: &[E::Ct]) -> Result<Vec<E::Ct>, HeError> {
+pub fn matvec<E: Evaluator>(
+    ev: &E,
+    plan: &MatVecPlan,
+    pts: &[E::Pt],
+    inputs: &[E::Ct],
+) -> Result<Vec<E::Ct>, HeError> {
     let g = plan.g;
     let cc = plan.col_chunks;
     // Hoisted rotations of each input by 1..g−1.
@@ -75,7 +95,12 @@ pub fn matvec<E: Evaluator>(ev: &E, plan: &MatVecPlan, pts: &[E::Pt], inputs: &[
 
 /// GAZELLE output-rotation MIMO convolution: every (input ct, output ct) block rotates its
 /// c_n − 1 diagonals separately.
-pub fn conv<E: Evaluator>(ev: &E, plan: &ConvPlan, pts: &[E::Pt], inputs: &[E::Ct]) -> Result<Vec<E::Ct>, HeError> {
+pub fn conv<E: Evaluator>(
+    ev: &E,
+    plan: &ConvPlan,
+    pts: &[E::Pt],
+    inputs: &[E::Ct],
+) -> Result<Vec<E::Ct>, HeError> {
     let rots = plan.input_rotations(ev, inputs)?;
     let cn = plan.cn;
     (0..plan.out_cts)

@@ -66,9 +66,17 @@ pub struct MatVecPlan {
 }
 
 impl MatVecPlan {
-    pub fn new(method: MatVecMethod, rows: usize, cols: usize, row_len: usize, slot_rows: usize) -> Result<Self, HeError> {
+    pub fn new(
+        method: MatVecMethod,
+        rows: usize,
+        cols: usize,
+        row_len: usize,
+        slot_rows: usize,
+    ) -> Result<Self, HeError> {
         if rows == 0 || cols == 0 || !row_len.is_power_of_two() || slot_rows == 0 {
-            return Err(HeError::Shape(format!("matvec {rows}x{cols} on {slot_rows}x{row_len} slots")));
+            return Err(HeError::Shape(format!(
+                "matvec {rows}x{cols} on {slot_rows}x{row_len} slots"
+            )));
         }
         let block = cols.next_power_of_two().min(row_len);
         let col_chunks = cols.div_ceil(block);
@@ -97,7 +105,12 @@ impl MatVecPlan {
     }
 
     /// Plan for a BFV parameter set (2 rows of n/2 slots).
-    pub fn for_params(method: MatVecMethod, rows: usize, cols: usize, params: &Params) -> Result<Self, HeError> {
+    pub fn for_params(
+        method: MatVecMethod,
+        rows: usize,
+        cols: usize,
+        params: &Params,
+    ) -> Result<Self, HeError> {
         MatVecPlan::new(method, rows, cols, params.row_len(), 2)
     }
 
@@ -137,7 +150,11 @@ impl MatVecPlan {
     /// Client packing: one slot vector per input ciphertext.
     pub fn pack_input(&self, x: &[u64]) -> Result<Vec<Vec<u64>>, HeError> {
         if x.len() != self.cols {
-            return Err(HeError::Shape(format!("input has {} values, plan wants {}", x.len(), self.cols)));
+            return Err(HeError::Shape(format!(
+                "input has {} values, plan wants {}",
+                x.len(),
+                self.cols
+            )));
         }
         Ok((0..self.col_chunks)
             .map(|c| {
@@ -164,7 +181,9 @@ impl MatVecPlan {
     /// that party's share of W·x: slot extraction, plus GALA's plaintext rotate-and-sum.
     pub fn extract(&self, outs: &[Vec<u64>], t: u64) -> Result<Vec<u64>, HeError> {
         if outs.len() != self.out_cts || outs.iter().any(|o| o.len() != self.slots()) {
-            return Err(HeError::Shape("output vectors do not match the plan".into()));
+            return Err(HeError::Shape(
+                "output vectors do not match the plan".into(),
+            ));
         }
         let mut y = vec![0u64; self.rows];
         match self.method {
@@ -205,10 +224,14 @@ impl MatVecPlan {
     /// Server setup: encodes W (rows × cols, values mod t) into the method's plaintexts.
     pub fn prepare<E: Evaluator>(&self, ev: &E, w: &[Vec<u64>]) -> Result<Vec<E::Pt>, HeError> {
         if w.len() != self.rows || w.iter().any(|r| r.len() != self.cols) {
-            return Err(HeError::Shape("weight matrix does not match the plan".into()));
+            return Err(HeError::Shape(
+                "weight matrix does not match the plan".into(),
+            ));
         }
         if ev.row_len() != self.row_len || ev.rows() != self.slot_rows {
-            return Err(HeError::Shape("evaluator slot layout does not match the plan".into()));
+            return Err(HeError::Shape(
+                "evaluator slot layout does not match the plan".into(),
+            ));
         }
         match self.method {
             MatVecMethod::Naive => naive::prepare(ev, self, w),
@@ -218,9 +241,18 @@ impl MatVecPlan {
     }
 
     /// Runs the kernel (the counted part): returns the output ciphertexts (before masking).
-    pub fn eval<E: Evaluator>(&self, ev: &E, pts: &[E::Pt], inputs: &[E::Ct]) -> Result<Vec<E::Ct>, HeError> {
+    pub fn eval<E: Evaluator>(
+        &self,
+        ev: &E,
+        pts: &[E::Pt],
+        inputs: &[E::Ct],
+    ) -> Result<Vec<E::Ct>, HeError> {
         if inputs.len() != self.col_chunks {
-            return Err(HeError::Shape(format!("{} input ciphertexts, plan wants {}", inputs.len(), self.col_chunks)));
+            return Err(HeError::Shape(format!(
+                "{} input ciphertexts, plan wants {}",
+                inputs.len(),
+                self.col_chunks
+            )));
         }
         match self.method {
             MatVecMethod::Naive => naive::matvec(ev, self, pts, inputs),
@@ -271,7 +303,12 @@ pub struct ServerResult {
 
 /// Masks each output ciphertext with a fresh uniform r (Enc(v − r)), floods, switches to a
 /// small power-of-two modulus. The masks are the server's share (before `plan.extract`).
-pub fn finish_outputs(params: &Params, pk: &PublicKey, outs: &[Ciphertext], flood: Flood) -> Result<ServerResult, HeError> {
+pub fn finish_outputs(
+    params: &Params,
+    pk: &PublicKey,
+    outs: &[Ciphertext],
+    flood: Flood,
+) -> Result<ServerResult, HeError> {
     let n = params.n() as f64;
     let t = params.t();
     let log_t = (t as f64).log2();
@@ -357,9 +394,18 @@ pub fn server_matvec(
 
 /// Client side: decrypts the responses into the client's share of W·x (client share + server
 /// share ≡ W·x mod t).
-pub fn client_matvec_share(sk: &crate::bfv::SecretKey, method: MatVecMethod, rows: usize, cols: usize, responses: &[Response]) -> Result<Vec<u64>, HeError> {
+pub fn client_matvec_share(
+    sk: &crate::bfv::SecretKey,
+    method: MatVecMethod,
+    rows: usize,
+    cols: usize,
+    responses: &[Response],
+) -> Result<Vec<u64>, HeError> {
     let params = sk.params();
     let plan = MatVecPlan::for_params(method, rows, cols, params)?;
-    let dec = responses.iter().map(|r| sk.decrypt_response(r)).collect::<Result<Vec<_>, _>>()?;
+    let dec = responses
+        .iter()
+        .map(|r| sk.decrypt_response(r))
+        .collect::<Result<Vec<_>, _>>()?;
     plan.extract(&dec, params.t())
 }

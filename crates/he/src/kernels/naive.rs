@@ -7,7 +7,11 @@ use super::{acc_add, take, MatVecPlan};
 use crate::eval::Evaluator;
 use crate::HeError;
 
-pub(crate) fn prepare<E: Evaluator>(ev: &E, plan: &MatVecPlan, w: &[Vec<u64>]) -> Result<Vec<E::Pt>, HeError> {
+pub(crate) fn prepare<E: Evaluator>(
+    ev: &E,
+    plan: &MatVecPlan,
+    w: &[Vec<u64>],
+) -> Result<Vec<E::Pt>, HeError> {
     let slots = plan.row_len * plan.slot_rows;
     let b = plan.block;
     (0..plan.rows * plan.col_chunks)
@@ -29,7 +33,12 @@ pub(crate) fn prepare<E: Evaluator>(ev: &E, plan: &MatVecPlan, w: &[Vec<u64>]) -
 }
 
 /// Naive matrix–vector product: ScMult n_o·cc, Perm n_o·log2 B, Add n_o·(cc − 1 + log2 B).
-pub fn matvec<E: Evaluator>(ev: &E, plan: &MatVecPlan, pts: &[E::Pt], inputs: &[E::Ct]) -> Result<Vec<E::Ct>, HeError> {
+pub fn matvec<E: Evaluator>(
+    ev: &E,
+    plan: &MatVecPlan,
+    pts: &[E::Pt],
+    inputs: &[E::Ct],
+) -> Result<Vec<E::Ct>, HeError> {
     (0..plan.rows)
         .into_par_iter()
         .map(|i| {
