@@ -1,0 +1,74 @@
+//! Two real processes over TCP: `secinfer serve` and `secinfer infer --server` on the shipped
+//! IMDB model. A client killed mid-protocol, a client sending garbage, and a client asking for
+//! another variant do not stop the server: the next client is served and its secure prediction
+//! equals the plaintext fixed-point reference's.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+struct Server(Child);
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn infer(addr: &str, extra: &[&str]) -> Command {
+    let model = root().join("models/imdb-relu-gru");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_secinfer"));
+    c.args(["infer", "--server", addr, "--model-info"]).arg(&model);
+    c.args(extra);
+    c
+}
+
+#[test]
+fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
+    let model = root().join("models/imdb-relu-gru");
+    let mut srv = Command::new(env!("CARGO_BIN_EXE_secinfer"))
+        .args(["serve", "--port", "0", "--timeout", "10", "--model"])
+        .arg(&model)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(srv.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let srv = Server(srv);
+    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+
+    // 1. garbage: a frame header announcing more than is sent, then a hang-up.
+    {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(&[200, 0, 0, 0, 1, 2, 3]).unwrap();
+    }
+    // 2. a real client killed mid-protocol (during the offline phase).
+    let mut c = infer(&addr, &["--text", "a dull and silly film"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let _ = c.kill();
+    let _ = c.wait();
+    // 3. a client asking for another variant is refused with a typed protocol error.
+    let out = infer(&addr, &["--text", "fine", "--variant", "cg1"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("protocol") && err.contains("refused"), "{err}");
+    // 4. the next client is served; its secure class equals the plaintext reference's.
+    let samples = model.join("samples.jsonl");
+    let out = infer(&addr, &["--compare-plaintext", "--limit", "1", "--model"])
+        .arg(&model)
+        .arg("--samples")
+        .arg(&samples)
+        .output()
+        .unwrap();
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{so}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(so.contains("[match]") && !so.contains("MISMATCH"), "{so}");
+    assert!(so.contains("GC bytes") && so.contains("HE bytes"), "{so}");
+    drop(srv);
+}
