@@ -169,29 +169,31 @@ fn rotations_all_steps_and_hoisting() {
 
 #[test]
 fn every_rotation_step_permutes_slots() {
-    // All n/2 steps at n4096 on the plaintext side: the automorphism X -> X^{3^k} applied to
-    // the encoded polynomial moves slot j+k to slot j in both rows.
-    let p = Params::by_name("n4096").expect("params");
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let v = rand_slots(&mut rng, p.n(), p.t());
-    let m = encode_simd(&p, &v).expect("enc");
-    let n = p.n();
-    for k in 0..p.row_len() {
-        let g = p.galois_elt_rotate(k);
-        let mut out = vec![0u64; n];
-        for (i, &c) in m.iter().enumerate() {
-            let e = i * g % (2 * n);
-            if e < n {
-                out[e] = c;
-            } else {
-                out[e - n] = (p.t() - c) % p.t();
+    // All n/2 steps of both SIMD sets on the plaintext side: the automorphism X -> X^{3^k}
+    // applied to the encoded polynomial moves slot j+k to slot j in both rows.
+    for name in ["n4096", "n8192"] {
+        let p = Params::by_name(name).expect("params");
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let v = rand_slots(&mut rng, p.n(), p.t());
+        let m = encode_simd(&p, &v).expect("enc");
+        let n = p.n();
+        for k in 0..p.row_len() {
+            let g = p.galois_elt_rotate(k);
+            let mut out = vec![0u64; n];
+            for (i, &c) in m.iter().enumerate() {
+                let e = i * g % (2 * n);
+                if e < n {
+                    out[e] = c;
+                } else {
+                    out[e - n] = (p.t() - c) % p.t();
+                }
             }
-        }
-        let got = decode_simd(&p, &out).expect("dec");
-        for j in [0usize, 1, k, p.row_len() - 1] {
-            let j = j % p.row_len();
-            assert_eq!(got[j], v[(j + k) % p.row_len()], "k={k}");
-            assert_eq!(got[p.row_len() + j], v[p.row_len() + (j + k) % p.row_len()]);
+            let got = decode_simd(&p, &out).expect("dec");
+            for j in [0usize, 1, k, p.row_len() - 1] {
+                let j = j % p.row_len();
+                assert_eq!(got[j], v[(j + k) % p.row_len()], "k={k}");
+                assert_eq!(got[p.row_len() + j], v[p.row_len() + (j + k) % p.row_len()]);
+            }
         }
     }
 }
