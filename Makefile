@@ -13,11 +13,18 @@ BIN := target/release/secinfer
 .PHONY: demo test build venv python rust-test py-test bench-ot clean
 
 demo: build
-	@echo "== secinfer demo: 10M correlated OTs between two processes over loopback TCP =="
-	$(BIN) bench ot --kind cot --count 10000000 --net tcp
-	@echo
-	@echo "== the same over an in-process WAN link (40 ms RTT, 400 Mbit/s) =="
-	$(BIN) bench ot --kind cot --count 10000000 --profile wan
+	@echo "== secinfer demo: private IMDB classification (secure GRU, CryptoGRU CG-2) between two processes =="
+	@echo "-- the client gets only the public part of the model (model.json, vocabulary, embedding table):"
+	$(BIN) export-info --model models/imdb-relu-gru --out target/demo-client-info
+	@rm -f target/demo-server.out; \
+	$(BIN) serve --model models/imdb-relu-gru --port 0 --variant cg2 > target/demo-server.out & SRV=$$!; \
+	trap "kill $$SRV 2>/dev/null" EXIT; \
+	for i in $$(seq 1 100); do grep -q listening target/demo-server.out 2>/dev/null && break; sleep 0.1; done; \
+	cat target/demo-server.out; \
+	ADDR=$$(sed -n 's/^listening on \([^ ]*\).*/\1/p' target/demo-server.out); \
+	echo "-- classifying the shipped reviews privately (secure) beside the plaintext fixed-point reference:"; \
+	$(BIN) infer --server $$ADDR --model-info target/demo-client-info --variant cg2 \
+	  --samples models/imdb-relu-gru/samples.jsonl --compare-plaintext --model models/imdb-relu-gru
 
 build:
 	$(CARGO) build --release -p secinfer-cli
