@@ -106,6 +106,7 @@ def export(model, path: str | os.PathLike, *, vocab: Vocab | None = None, max_le
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     save_file(weights, str(out / "weights.safetensors"), metadata={"format": FORMAT_NAME})
+    os.chmod(out / "weights.safetensors", 0o644)
     if vocab is not None:
         vocab.save(out / "vocab.json")
     with open(out / "model.json", "w", encoding="utf-8") as f:
