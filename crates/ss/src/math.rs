@@ -389,7 +389,7 @@ fn lut_digits<C: Channel>(
 fn exp_neg_sirnn_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32, ft: u32) -> Result<Vec<u64>> {
     let ml = mask(l);
     let y: Vec<u64> = x.iter().map(|a| a.wrapping_neg() & ml).collect();
-    let digits = blocks::digit_decompose(ctx, ch, &y, l, SIRNN_DIGIT)?;
+    let digits = blocks::digit_decompose(ctx, ch, &y, l, SIRNN_DIGIT.min(l))?;
     let rt = ft + 2;
     let tables: Vec<Vec<u64>> = digits
         .iter()
