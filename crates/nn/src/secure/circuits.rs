@@ -10,8 +10,8 @@
 //! it sign-extended), but the circuit only needs h mod 2^L: it takes L bits of each share.
 use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
-use secinfer_gc::backend::{Bit, Word};
-use secinfer_gc::gadgets::{add, argmax, constant_word, mul_trunc, relu, saturate, sext, sub};
+use secinfer_gc::backend::{and, Backend, Bit, Word};
+use secinfer_gc::gadgets::{add, add_full, argmax, constant_word, mul_trunc, relu, saturate, sext, sub, zext};
 use secinfer_gc::{Builder, Circuit};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -28,14 +28,16 @@ fn fixed(f: crate::fixed::Format) -> Fixed {
 
 type Key = (Func, u32, u32, u32, u32);
 
-fn circuits() -> &'static Mutex<HashMap<Key, (Arc<Circuit>, i64)>> {
-    static C: OnceLock<Mutex<HashMap<Key, (Arc<Circuit>, i64)>>> = OnceLock::new();
+type Entry = (Arc<Circuit>, i64, i64);
+
+fn circuits() -> &'static Mutex<HashMap<Key, Entry>> {
+    static C: OnceLock<Mutex<HashMap<Key, Entry>>> = OnceLock::new();
     C.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
 /// The gc crate's stand-alone circuit for `func` from `af.input` to `af.output`, and the
-/// smallest value it outputs over all inputs (cached per process).
-fn act_circuit(func: Func, af: ActFormat) -> (Arc<Circuit>, i64) {
+/// smallest and largest values it outputs over all inputs (cached per process).
+fn act_circuit(func: Func, af: ActFormat) -> Entry {
     let key = (func, af.input.bits, af.input.frac, af.output.bits, af.output.frac);
     if let Some(c) = circuits().lock().ok().and_then(|m| m.get(&key).cloned()) {
         return c;
@@ -47,6 +49,7 @@ fn act_circuit(func: Func, af: ActFormat) -> (Arc<Circuit>, i64) {
     let total = 1u64 << nb;
     let ob = af.output.bits;
     let mut min = i64::MAX;
+    let mut max = i64::MIN;
     let mut base = 0u64;
     while base < total {
         let ins: Vec<u64> = (0..nb)
@@ -55,11 +58,13 @@ fn act_circuit(func: Func, af: ActFormat) -> (Arc<Circuit>, i64) {
         let outs = c.eval_sliced(&ins);
         for l in 0..64u64.min(total - base) {
             let v = outs.iter().enumerate().fold(0u64, |a, (j, w)| a | (((w >> l) & 1) << j));
-            min = min.min(spec.output.decode(v & ((1u64 << ob) - 1)));
+            let y = spec.output.decode(v & ((1u64 << ob) - 1));
+            min = min.min(y);
+            max = max.max(y);
         }
         base += 64;
     }
-    let e = (Arc::new(c), min);
+    let e = (Arc::new(c), min, max);
     if let Ok(mut m) = circuits().lock() {
         m.insert(key, e.clone());
     }
@@ -156,20 +161,58 @@ fn to_main(y: &[Bit<u32>], main_frac: u32, af: ActFormat, l: usize) -> W {
     sext(&v, l)
 }
 
-/// wrap((g ≪ (F − fo)) · v ≫ F) where g is a gate activation word (bo bits): product bits
-/// F..F+L−1 from a multiplier truncated to F + L bits; when the activation never outputs a
-/// negative value its sign bit is dropped (a constant 0 for every input: checked exhaustively).
-fn gate_mul(b: &mut Builder, g: &[Bit<u32>], g_nonneg: bool, v: &[Bit<u32>], main_frac: u32, af: ActFormat, lay: StepLayout) -> W {
+/// wrap((g ≪ (F − fo)) · v ≫ F) where g is a gate activation word (bo bits): bits
+/// F − shift .. F − shift + L − 1 of g·v. When the activation never outputs a negative value
+/// (checked exhaustively) only its low `g_bits` bits (up to its largest output) are used and g·v = g·v_u − (g·sign(v)) ≪ (L−1) with
+/// v_u the low L−1 bits of v: each partial-product row costs L−1 ANDs plus an (L−1)-bit adder
+/// over only the accumulator bits it touches. Otherwise a generic signed product mod 2^(F+L).
+fn gate_mul(b: &mut Builder, g: &[Bit<u32>], g_bits: Option<usize>, v: &[Bit<u32>], main_frac: u32, af: ActFormat, lay: StepLayout) -> W {
     let shift = (main_frac - af.output.frac) as usize;
-    let mut gw: W = constant_word(0, shift);
-    if g_nonneg {
-        gw.extend(g[..g.len() - 1].iter().cloned());
-    } else {
-        gw.extend(sext(g, lay.acc - shift));
-    }
-    let p = mul_trunc(b, &sext(v, lay.acc), &gw, lay.acc);
     let f = main_frac as usize;
-    p[f..f + lay.l].to_vec()
+    let Some(gb) = g_bits.filter(|&k| k < g.len()) else {
+        let mut gw: W = constant_word(0, shift);
+        gw.extend(sext(g, lay.acc - shift));
+        let p = mul_trunc(b, &sext(v, lay.acc), &gw, lay.acc);
+        return p[f..f + lay.l].to_vec();
+    };
+    let lo = f - shift;
+    let w = lo + lay.l;
+    let p = mul_unsigned_signed(b, &g[..gb], v, w);
+    p[lo..w].to_vec()
+}
+
+/// Low `w` bits of g·v for g unsigned and v signed (two's complement, len ≥ 2).
+pub(crate) fn mul_unsigned_signed<B: Backend>(b: &mut B, g: &[Bit<B::Wire>], v: &[Bit<B::Wire>], w: usize) -> Word<B::Wire> {
+    let lv = v.len();
+    let vu = &v[..lv - 1];
+    let sign = v[lv - 1].clone();
+    let mut acc: Word<B::Wire> = constant_word(0, w);
+    for (j, gj) in g.iter().enumerate() {
+        if j >= w {
+            break;
+        }
+        if gj.as_const() == Some(false) {
+            continue;
+        }
+        let width = (lv - 1).min(w - j);
+        let pp: Word<B::Wire> = vu[..width].iter().map(|x| and(b, x, gj)).collect();
+        // Before this row the accumulator is zero at positions ≥ j + lv − 1.
+        let top = j + width;
+        let (s, cout) = add_full(b, &acc[j..top], &pp, Bit::Const(false));
+        acc.splice(j..top, s);
+        if top < w {
+            acc[top] = cout;
+        }
+    }
+    // − (g · sign) ≪ (lv − 1)
+    if lv - 1 < w {
+        let mut corr: Word<B::Wire> = constant_word(0, lv - 1);
+        corr.extend(g.iter().map(|gj| and(b, gj, &sign)));
+        corr.truncate(w);
+        acc = sub(b, &acc, &zext(&corr, w));
+        acc.truncate(w);
+    }
+    acc
 }
 
 /// The step circuit for one element (one copy per hidden unit).
@@ -183,8 +226,9 @@ pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
     let mf = fp.main.frac;
     let sf = fp.sigmoid_format();
     let cf = fp.candidate_format();
-    let (_, sig_min) = act_circuit(Func::Sigmoid, sf);
-    let sig_nonneg = sig_min >= 0;
+    let (_, sig_min, sig_max) = act_circuit(Func::Sigmoid, sf);
+    // Bits the gate value can occupy: all of them, or (never negative) only up to its maximum.
+    let sig_bits = if sig_min >= 0 { Some(64 - (sig_max.max(1) as u64).leading_zeros() as usize) } else { None };
     let gi = lay.garbler_inputs();
     Circuit::build(gi + lay.evaluator_inputs(), |b, ins| {
         let (g, e) = ins.split_at(gi);
@@ -202,7 +246,7 @@ pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
         let az = add(b, giz, ghz);
         let z = smooth(b, Func::Sigmoid, &az, mf, sf);
         // n = g(gi_n + wrap((r ⊙ gh_n) ≫ F))
-        let rh = gate_mul(b, &r, sig_nonneg, ghn, mf, sf, lay);
+        let rh = gate_mul(b, &r, sig_bits, ghn, mf, sf, lay);
         let an = add(b, gin, &rh);
         let n = if tanh_candidate {
             let y = smooth(b, Func::Tanh, &an, mf, cf);
@@ -215,7 +259,7 @@ pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
         };
         // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F))
         let d = sub(b, &h, &n);
-        let zd = gate_mul(b, &z, sig_nonneg, &d, mf, sf, lay);
+        let zd = gate_mul(b, &z, sig_bits, &d, mf, sf, lay);
         let hn = add(b, &n, &zd);
         add(b, &sext(&hn, SHARE_BITS), &mask)
     })
@@ -242,4 +286,31 @@ pub fn final_circuit(fp: &FixedPointConfig, classes: usize, reveal_logits: bool)
 /// Bits of the argmax index the final circuit outputs.
 pub fn index_bits(classes: usize) -> usize {
     secinfer_gc::gadgets::bit_len(classes.saturating_sub(1) as u64).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsigned_by_signed_multiplier_is_exact_mod_2_w() {
+        for (gb, lv, w) in [(5usize, 7usize, 11usize), (4, 6, 14), (5, 7, 8), (3, 8, 12)] {
+        let c = Circuit::build(gb + lv, |b, ins| {
+            let g = ins[..gb].to_vec();
+            let v = ins[gb..].to_vec();
+            mul_unsigned_signed(b, &g, &v, w)
+        });
+        for g in 0..(1u64 << gb) {
+            for v in 0..(1u64 << lv) {
+                let mut bits: Vec<bool> = (0..gb).map(|i| (g >> i) & 1 == 1).collect();
+                bits.extend((0..lv).map(|i| (v >> i) & 1 == 1));
+                let out = c.eval_plain(&bits);
+                let got = out.iter().enumerate().fold(0u64, |a, (i, &x)| a | ((x as u64) << i));
+                let vs = ((v << (64 - lv)) as i64) >> (64 - lv);
+                let want = ((g as i64 * vs) as u64) & ((1 << w) - 1);
+                assert_eq!(got, want, "g {g} v {vs} ({gb}, {lv}, {w})");
+            }
+        }
+        }
+    }
 }

@@ -64,6 +64,14 @@ impl Layout {
             })
             .collect()
     }
+    /// Rows held by block `b`.
+    pub fn rows_in(&self, b: usize) -> usize {
+        self.per_block.min(self.rows - b * self.per_block)
+    }
+    /// Coefficient index of the result of row `i` of a block.
+    pub fn pos(&self, i: usize) -> usize {
+        i * self.cols + self.cols - 1
+    }
     /// Reads the results (one per row) out of the block polynomials.
     pub fn extract(&self, polys: &[Vec<u64>]) -> Vec<u64> {
         (0..self.rows).map(|r| polys[r / self.per_block][(r % self.per_block) * self.cols + self.cols - 1] & T_MASK).collect()
@@ -97,13 +105,14 @@ pub fn server_product(params: &Params, pk: &PublicKey, lay: &Layout, pts: &[Plai
     let log_q = response_bits(params);
     let res: Vec<Result<(Vec<u8>, Vec<u64>, f64)>> = pts
         .par_iter()
-        .map(|pt| {
+        .enumerate()
+        .map(|(b, pt)| {
             let prod = params.mul_plain(ct, pt);
             let (fb, stat) = flood_bits(params, &prod);
             let mut prg = secinfer_ot::Prg::new();
             let mask: Vec<u64> = (0..params.n()).map(|_| prg.next_block().low_u64() & T_MASK).collect();
             let r: Response = params.finish_response(&prod, pk, fb, Some(&mask), log_q).map_err(he)?;
-            Ok((r.to_bytes(), mask, stat))
+            Ok((trim(lay, b, &r.to_bytes(), params.n())?, mask, stat))
         })
         .collect();
     let mut bytes = Vec::with_capacity(pts.len());
@@ -123,8 +132,9 @@ pub fn client_share(sk: &SecretKey, lay: &Layout, responses: &[Vec<u8>]) -> Resu
     let params = sk.params();
     let polys: Vec<Result<Vec<u64>>> = responses
         .par_iter()
-        .map(|b| {
-            let r = Response::from_bytes(params, b).map_err(he)?;
+        .enumerate()
+        .map(|(blk, b)| {
+            let r = Response::from_bytes(params, &untrim(lay, blk, b, params.n())?).map_err(he)?;
             sk.decrypt_response_poly(&r).map_err(he)
         })
         .collect();
@@ -132,9 +142,80 @@ pub fn client_share(sk: &SecretKey, lay: &Layout, responses: &[Vec<u8>]) -> Resu
     Ok(lay.extract(&polys))
 }
 
-/// Wire size of one response.
-pub fn response_len(params: &Params) -> usize {
-    5 + (2 * params.n() * response_bits(params) as usize).div_ceil(8)
+/// Wire size of the trimmed response of block `b`: c0 only at the block's result
+/// coefficients (the client needs no other c0 coefficient), all of c1.
+pub fn response_len(params: &Params, lay: &Layout, b: usize) -> usize {
+    1 + ((lay.rows_in(b) + params.n()) * response_bits(params) as usize).div_ceil(8)
+}
+
+fn pack(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Vec<u8>) {
+    let mut acc: u128 = 0;
+    let mut nb = 0u32;
+    for v in vals {
+        acc |= (v as u128) << nb;
+        nb += bits;
+        while nb >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            nb -= 8;
+        }
+    }
+    if nb > 0 {
+        out.push(acc as u8);
+    }
+}
+
+fn unpack(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>> {
+    if bytes.len() != (count * bits as usize).div_ceil(8) || bits == 0 || bits > 62 {
+        return Err(NnError::Protocol("response of the wrong length".into()));
+    }
+    let mask = (1u128 << bits) - 1;
+    let mut out = Vec::with_capacity(count);
+    let mut acc: u128 = 0;
+    let mut nb = 0u32;
+    let mut it = bytes.iter();
+    for _ in 0..count {
+        while nb < bits {
+            let b = *it.next().ok_or_else(|| NnError::Protocol("short response".into()))?;
+            acc |= (b as u128) << nb;
+            nb += 8;
+        }
+        out.push((acc & mask) as u64);
+        acc >>= bits;
+        nb -= bits;
+    }
+    Ok(out)
+}
+
+/// Server: keeps c0 only at the result coefficients of block `b` (format: log_q byte, then the
+/// kept c0 values and all n c1 values, packed at log_q bits).
+fn trim(lay: &Layout, b: usize, rsp: &[u8], n: usize) -> Result<Vec<u8>> {
+    if rsp.len() < 5 {
+        return Err(NnError::Crypto("HE: short response".into()));
+    }
+    let bits = rsp[3] as u32;
+    let vals = unpack(&rsp[5..], 2 * n, bits)?;
+    let mut out = vec![bits as u8];
+    pack((0..lay.rows_in(b)).map(|i| vals[lay.pos(i)]).chain(vals[n..].iter().copied()), bits, &mut out);
+    Ok(out)
+}
+
+/// Client: rebuilds a full response (zeros at the c0 coefficients the server left out).
+fn untrim(lay: &Layout, b: usize, bytes: &[u8], n: usize) -> Result<Vec<u8>> {
+    let Some((&bits, rest)) = bytes.split_first() else {
+        return Err(NnError::Protocol("empty response".into()));
+    };
+    let k = lay.rows_in(b);
+    let vals = unpack(rest, k + n, bits as u32)?;
+    let mut c0 = vec![0u64; n];
+    for i in 0..k {
+        c0[lay.pos(i)] = vals[i];
+    }
+    let mut out = b"RSP".to_vec();
+    out.push(bits);
+    out.push(0);
+    pack(c0.into_iter().chain(vals[k..].iter().copied()), bits as u32, &mut out);
+    Ok(out)
 }
 
 /// Wire size of one seeded upload.

@@ -331,11 +331,12 @@ pub fn client_session<C: Channel>(
         ch.send_frame(&enc(&ih.input_poly(&to_ring(x)))?).map_err(net)?;
     }
     ch.flush().map_err(net)?;
-    let rlen = coeff::response_len(&params);
-    let recv_resp = |ch: &mut C, k: usize| -> Result<Vec<Vec<u8>>> { (0..k).map(|_| ch.recv_bytes(rlen).map_err(net)).collect() };
+    let recv_resp = |ch: &mut C, lay: &Layout| -> Result<Vec<Vec<u8>>> {
+        (0..lay.blocks).map(|b| ch.recv_bytes(coeff::response_len(&params, lay, b)).map_err(net)).collect()
+    };
     let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
     for _ in 0..steps {
-        let r = recv_resp(ch, ih.blocks)?;
+        let r = recv_resp(ch, &ih)?;
         gi.push(client_share(&sk, &ih, &r)?);
     }
     rep.he_bytes += acc.take(ch);
@@ -346,7 +347,7 @@ pub fn client_session<C: Channel>(
             vec![0u64; 3 * h]
         } else {
             ch.send_frame(&enc(&hh.input_poly(&hc))?).map_err(net)?;
-            let r = recv_resp(ch, hh.blocks)?;
+            let r = recv_resp(ch, &hh)?;
             client_share(&sk, &hh, &r)?
         };
         rep.he_bytes += acc.take(ch);
@@ -365,7 +366,7 @@ pub fn client_session<C: Channel>(
         rep.gc_bytes += acc.take(ch);
     }
     ch.send_frame(&enc(&fcl.input_poly(&hc))?).map_err(net)?;
-    let r = recv_resp(ch, fcl.blocks)?;
+    let r = recv_resp(ch, &fcl)?;
     let lc = client_share(&sk, &fcl, &r)?;
     rep.he_bytes += acc.take(ch);
     let mut bits = Vec::with_capacity(c * lay.acc);
