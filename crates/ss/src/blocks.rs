@@ -773,8 +773,8 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     let mw = mask(rw);
     let mt = mask(t);
     // The carry of the low t bits fixes both the index and Δ's wrap.
-    let c = carry_raw(ctx, ch, d, t)?;
-    let ca = b2a_raw(ctx, ch, &c, rw)?;
+    let c = ctx.block("wrap", |ctx| carry_raw(ctx, ch, d, t))?;
+    let ca = ctx.block("b2a", |ctx| b2a_raw(ctx, ch, &c, rw))?;
     let idx: Vec<u64> = (0..n).map(|i| add(d[i] >> t, ca[i], mask(k))).collect();
     // Tables: segment j covers [1 + j/2^k, 1 + (j+1)/2^k); the line T0 − S·Δ is the secant
     // lowered by half its largest gap to 1/d (equioscillating error).
@@ -800,12 +800,12 @@ pub(crate) fn reciprocal_raw<C: Channel>(
         t0[j] = (off * (fo_t as f64).exp2()).round() as u64 & mask(rt);
         s[j] = ((-slope) * (p.slope_scale as f64).exp2()).round() as u64 & mask(rs);
     }
-    let tabs = lut_raw(ctx, ch, &idx, k, &[&t0, &s], &[rt, rs])?;
-    let slope = zext_msb0_raw(ctx, ch, &tabs[1], rs, rw)?;
+    let tabs = ctx.block("lut", |ctx| lut_raw(ctx, ch, &idx, k, &[&t0, &s], &[rt, rs]))?;
+    let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rw))?;
     // Δ = (d0 mod 2^t) + (d1 mod 2^t) − 2^t·c; S·Δ = S·(Δ0 + Δ1) − 2^t·c·S.
     let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
-    let sd = mul_cross_raw(ctx, ch, &slope, &delta, rw, t)?;
-    let cs = mux_raw(ctx, ch, &c, &slope, rw)?;
+    let sd = ctx.block("mul", |ctx| mul_cross_raw(ctx, ch, &slope, &delta, rw, t))?;
+    let cs = ctx.block("mux", |ctx| mux_raw(ctx, ch, &c, &slope, rw))?;
     let mut w: Vec<u64> = (0..n)
         .map(|i| {
             let prod = sub(sd[i], shl(cs[i], t), mw);
