@@ -40,6 +40,23 @@ pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
     }
 }
 
+/// An empty buffer with capacity ≥ `cap`, recycled when possible (for callers that fill it).
+pub(crate) fn take_empty(cap: usize) -> Vec<u64> {
+    let v = POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        p.iter()
+            .position(|v| v.capacity() >= cap)
+            .map(|i| p.swap_remove(i))
+    });
+    match v {
+        Some(mut v) => {
+            v.clear();
+            v
+        }
+        None => Vec::with_capacity(cap),
+    }
+}
+
 pub(crate) fn give_back(v: Vec<u64>) {
     if v.capacity() == 0 {
         return;
@@ -296,6 +313,14 @@ impl GaloisKey {
                     ap[off + pi as usize] = a[off + i];
                 }
             }
+            // Fold n^{-1} mod P into the P residue: the inverse NTT of the key inner product
+            // mod P (in `mod_down`) then needs no normalisation pass.
+            let pm = &params.0.pm;
+            let ninv = crate::arith::inv_mod(n as u64 % pm.q, pm.q);
+            let ninv_s = crate::arith::shoup(ninv, pm.q);
+            for v in bp[l * n..].iter_mut().chain(ap[l * n..].iter_mut()) {
+                *v = crate::arith::mul_shoup(*v, ninv, ninv_s, pm.q);
+            }
             b_all.push(bp);
             a_all.push(ap);
         }
@@ -448,6 +473,9 @@ pub struct Plaintext {
     pub(crate) ntt: Vec<u64>,
     /// Mean square of the centered coefficients (noise-growth estimate).
     pub(crate) var: f64,
+    /// NTT form mod P, built on first use by a product in the extended Q·P basis
+    /// ([`Params::mul_plain_ext`]).
+    ntt_p: std::sync::OnceLock<Vec<u64>>,
 }
 
 impl Plaintext {
@@ -468,7 +496,25 @@ impl Plaintext {
         Plaintext {
             ntt: lift_signed(params, &c),
             var,
+            ntt_p: std::sync::OnceLock::new(),
         }
+    }
+
+    /// NTT form mod P (coefficients are centered mod t, |c| < t/2 < q_0/2, so the centered
+    /// inverse NTT mod q_0 recovers them exactly).
+    fn ntt_p(&self, params: &Params) -> &[u64] {
+        self.ntt_p.get_or_init(|| {
+            let n = params.n();
+            let q0 = &params.0.qs[0];
+            let pm = &params.0.pm;
+            let mut x = self.ntt[..n].to_vec();
+            q0.to_coeff(&mut x);
+            for v in x.iter_mut() {
+                *v = from_i64(center(*v, q0.q), pm.q);
+            }
+            pm.to_ntt(&mut x);
+            x
+        })
     }
 }
 
@@ -823,11 +869,19 @@ pub struct Decomposed {
 }
 
 /// A ciphertext in the extended Q·P basis, encrypting P·m (lazy key switching, see
-/// [`Params::rotate_hoisted_ext`]).
+/// [`Params::rotate_hoisted_ext`]). Its P residue carries the factor n^{-1} mod P that the
+/// Galois keys fold in (see `mod_down`).
 pub struct ExtCiphertext {
     c0: Vec<u64>,
     c1: Vec<u64>,
     var: f64,
+}
+
+impl Drop for ExtCiphertext {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.c0));
+        give_back(std::mem::take(&mut self.c1));
+    }
 }
 
 /// A modulus-switched response: coefficients mod 2^log_q, packed tightly on the wire.
@@ -999,11 +1053,15 @@ impl Params {
             md.plan
                 .mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
         }
-        let t = self.t() as f64;
-        let nn = n as f64;
-        let qmod_t = (self.0.q_big % self.t() as u128) as f64;
-        let var = a.var * nn * p.var + qmod_t * qmod_t * nn * t * t / 144.0;
+        let var = self.mul_plain_var(a.var, p);
         Ciphertext { c0, c1, var }
+    }
+
+    fn mul_plain_var(&self, var: f64, p: &Plaintext) -> f64 {
+        let t = self.t() as f64;
+        let nn = self.n() as f64;
+        let qmod_t = (self.0.q_big % self.t() as u128) as f64;
+        var * nn * p.var + qmod_t * qmod_t * nn * t * t / 144.0
     }
 
     /// Variance added by one key switch (digits uniform in [0, 2^w), divided by P, plus the
@@ -1017,8 +1075,30 @@ impl Params {
         d * n * (2f64.powf(2.0 * w) / 3.0) * sigma * sigma / (p * p) + (1.0 + n * 2.0 / 3.0) / 12.0
     }
 
+    /// The digit × key-error part of [`Self::ks_var`] (after the division by P), without the
+    /// rounding of the division: what a lazy rotation carries before its deferred mod-down.
+    fn ks_product_var(&self) -> f64 {
+        let n = self.n() as f64;
+        let w = self.0.set.ks_digit_bits as f64;
+        let sigma = self.0.set.sigma;
+        let p = self.0.pm.q as f64;
+        let d = self.ks_digits() as f64;
+        d * n * (2f64.powf(2.0 * w) / 3.0) * sigma * sigma / (p * p)
+    }
+
     /// DecPerm: decompose c1 into base-2^w digits of each RNS residue and NTT them mod Q·P.
     pub fn decompose(&self, a: &Ciphertext) -> Decomposed {
+        let mut c0 = take_zeroed(a.c0.len());
+        c0.copy_from_slice(&a.c0);
+        Decomposed {
+            c0,
+            digits: self.decompose_digits(&a.c1),
+            var: a.var,
+        }
+    }
+
+    /// The key-switching digits of c1 (NTT form mod Q), each (L+1)·n in NTT form mod Q·P.
+    fn decompose_digits(&self, c1: &[u64]) -> Vec<Vec<u64>> {
         let n = self.n();
         let l = self.l();
         let w = self.0.set.ks_digit_bits;
@@ -1030,47 +1110,57 @@ impl Params {
             .chain(std::iter::once(&self.0.pm))
             .collect();
         let mut digits = Vec::with_capacity(self.ks_digits());
+        let mut coef = take_zeroed(n);
         for (i, &dc) in self.digits_per_prime().iter().enumerate() {
-            let mut coef = a.c1[i * n..(i + 1) * n].to_vec();
+            coef.copy_from_slice(&c1[i * n..(i + 1) * n]);
             self.0.qs[i].to_coeff(&mut coef);
             let first = digits.len();
             for j in 0..dc {
                 let sh = w as usize * j;
-                let mut d = take_zeroed((l + 1) * n);
+                // Every slot is written below (or derived from c1), so no zeroing is needed.
+                let mut d = take_empty((l + 1) * n);
                 for (k, m) in mods.iter().enumerate() {
                     // Digit 0 modulo its own prime q_i is derived below from c1 (saves an NTT).
                     if j == 0 && k == i && dc > 1 {
+                        d.extend_from_slice(&c1[i * n..(i + 1) * n]);
                         continue;
                     }
-                    let r = k * n..(k + 1) * n;
-                    for (o, &c) in d[r.clone()].iter_mut().zip(&coef) {
-                        let v = (c >> sh) & mask;
-                        *o = if v >= m.q { v % m.q } else { v };
+                    let start = d.len();
+                    // Digits are < 2^w ≤ 2^62 and every modulus exceeds 2^w only when w is
+                    // small; reduce when needed.
+                    if w < 64 - m.q.leading_zeros() - 1 {
+                        d.extend(coef.iter().map(|&c| (c >> sh) & mask));
+                    } else {
+                        d.extend(coef.iter().map(|&c| {
+                            let v = (c >> sh) & mask;
+                            if v >= m.q {
+                                v % m.q
+                            } else {
+                                v
+                            }
+                        }));
                     }
-                    m.to_ntt(&mut d[r]);
+                    m.to_ntt(&mut d[start..]);
                 }
                 digits.push(d);
             }
             if dc > 1 {
-                // NTT_{q_i}(d_0) = c1 − Σ_{j≥1} 2^{wj} NTT_{q_i}(d_j).
+                // NTT_{q_i}(d_0) = c1 − Σ_{j≥1} 2^{wj} NTT_{q_i}(d_j) (c1 copied in above).
                 let q = self.0.qs[i].q;
                 let r = i * n..(i + 1) * n;
-                let mut d0: Vec<u64> = a.c1[r.clone()].to_vec();
-                for j in 1..dc {
-                    let f = pow2_mod(w as u64 * j as u64, q);
+                let (d0, rest) = digits[first..].split_at_mut(1);
+                let d0 = &mut d0[0][r.clone()];
+                for (j, dj) in rest.iter().enumerate() {
+                    let f = pow2_mod(w as u64 * (j + 1) as u64, q);
                     let fs = crate::arith::shoup(f, q);
-                    for (o, &v) in d0.iter_mut().zip(&digits[first + j][r.clone()]) {
+                    for (o, &v) in d0.iter_mut().zip(&dj[r.clone()]) {
                         *o = sub_mod(*o, crate::arith::mul_shoup(v, f, fs, q), q);
                     }
                 }
-                digits[first][r].copy_from_slice(&d0);
             }
         }
-        Decomposed {
-            c0: a.c0.clone(),
-            digits,
-            var: a.var,
-        }
+        give_back(coef);
+        digits
     }
 
     /// HstPerm: the automorphism X -> X^g applied to a decomposed ciphertext.
@@ -1081,25 +1171,21 @@ impl Params {
         keys: &GaloisKeys,
     ) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        Ok(self.switch_permute(&h.c0, &h.digits, h.var, key))
+    }
+
+    /// Key inner product of the digits, mod-down, then σ_g as an NTT-slot permutation, plus
+    /// σ_g(c0).
+    fn switch_permute(
+        &self,
+        c0_in: &[u64],
+        digits: &[Vec<u64>],
+        var: f64,
+        key: &GaloisKey,
+    ) -> Ciphertext {
         let n = self.n();
         let l = self.l();
-        let mods: Vec<&ModCtx> = self
-            .0
-            .qs
-            .iter()
-            .chain(std::iter::once(&self.0.pm))
-            .collect();
-        let mut acc0 = take_zeroed((l + 1) * n);
-        let mut acc1 = take_zeroed((l + 1) * n);
-        for (j, d) in h.digits.iter().enumerate() {
-            for (k, m) in mods.iter().enumerate() {
-                let r = k * n..(k + 1) * n;
-                m.plan
-                    .mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
-                m.plan
-                    .mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
-            }
-        }
+        let (mut acc0, mut acc1) = self.key_inner_product(digits, key);
         // Divide by P (mod down), still unpermuted; then apply σ_g as an NTT-slot permutation.
         let d0 = self.mod_down(&mut acc0);
         let d1 = self.mod_down(&mut acc1);
@@ -1109,21 +1195,42 @@ impl Params {
             let q = md.q;
             let off = i * n;
             let perm = &key.perms[i];
-            for (idx, &pi) in perm.iter().enumerate() {
-                let pi = off + pi as usize;
-                c0[off + idx] = add_mod(h.c0[pi], d0[pi], q);
-                c1[off + idx] = d1[pi];
+            let (c0o, c1o) = (&mut c0[off..off + n], &mut c1[off..off + n]);
+            let (c0i, d0i, d1i) = (&c0_in[off..off + n], &d0[off..off + n], &d1[off..off + n]);
+            for ((o0, o1), &pi) in c0o.iter_mut().zip(c1o.iter_mut()).zip(perm.iter()) {
+                let pi = pi as usize;
+                *o0 = add_mod(c0i[pi], d0i[pi], q);
+                *o1 = d1i[pi];
             }
         }
         give_back(acc0);
         give_back(acc1);
         give_back(d0);
         give_back(d1);
-        Ok(Ciphertext {
+        Ciphertext {
             c0,
             c1,
-            var: h.var + self.ks_var(),
-        })
+            var: var + self.ks_var(),
+        }
+    }
+
+    /// Σ_j d_j · (b_j, a_j) mod Q·P, in NTT form (unpermuted).
+    fn key_inner_product(&self, digits: &[Vec<u64>], key: &GaloisKey) -> (Vec<u64>, Vec<u64>) {
+        let n = self.n();
+        let l = self.l();
+        let mods = self.0.qs.iter().chain(std::iter::once(&self.0.pm));
+        let mut acc0 = take_zeroed((l + 1) * n);
+        let mut acc1 = take_zeroed((l + 1) * n);
+        for (j, d) in digits.iter().enumerate() {
+            for (k, m) in mods.clone().enumerate() {
+                let r = k * n..(k + 1) * n;
+                m.plan
+                    .mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
+                m.plan
+                    .mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
+            }
+        }
+        (acc0, acc1)
     }
 
     /// (x_Q − [x_P]) · P^{-1} mod each q_i; x is (L+1)·n in NTT form. Returns L·n NTT form.
@@ -1133,7 +1240,10 @@ impl Params {
         let pm = &self.0.pm;
         let p = pm.q;
         let half = p / 2;
-        pm.to_coeff(&mut x[l * n..(l + 1) * n]);
+        // The P residue carries a factor n^{-1} (folded into the Galois keys' P residues, and
+        // zero or linear images of those in every ExtCiphertext), so the unnormalised inverse
+        // NTT yields the coefficients.
+        pm.plan.inv(&mut x[l * n..(l + 1) * n]);
         let (xq, xp) = x.split_at(l * n);
         let xp = &xp[..n];
         let mut out = take_zeroed(l * n);
@@ -1163,8 +1273,13 @@ impl Params {
         g: usize,
         keys: &GaloisKeys,
     ) -> Result<Ciphertext, HeError> {
-        let h = self.decompose(a);
-        self.automorph_hoisted(&h, g, keys)
+        let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        let digits = self.decompose_digits(&a.c1);
+        let r = self.switch_permute(&a.c0, &digits, a.var, key);
+        for d in digits {
+            give_back(d);
+        }
+        Ok(r)
     }
 
     /// Left rotation of both rows by `step` slots.
@@ -1209,12 +1324,6 @@ impl Params {
     ) -> Result<ExtCiphertext, HeError> {
         let n = self.n();
         let l = self.l();
-        let mods: Vec<&ModCtx> = self
-            .0
-            .qs
-            .iter()
-            .chain(std::iter::once(&self.0.pm))
-            .collect();
         if step % self.row_len() == 0 {
             // P·ct in the Q·P basis.
             let c1 = self.recompose_c1(h);
@@ -1236,19 +1345,29 @@ impl Params {
         }
         let g = self.galois_elt_rotate(step);
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
-        let mut acc0 = take_zeroed((l + 1) * n);
-        let mut acc1 = take_zeroed((l + 1) * n);
-        for (j, d) in h.digits.iter().enumerate() {
-            for (k, m) in mods.iter().enumerate() {
-                let r = k * n..(k + 1) * n;
-                m.plan
-                    .mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
-                m.plan
-                    .mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
-            }
-        }
-        let mut c0 = vec![0u64; (l + 1) * n];
-        let mut c1 = vec![0u64; (l + 1) * n];
+        Ok(self.switch_permute_ext(&h.c0, &h.digits, h.var, key))
+    }
+
+    /// Lazy key switch: key inner product and σ_g, P·σ_g(c0) added, no division by P.
+    fn switch_permute_ext(
+        &self,
+        c0_in: &[u64],
+        digits: &[Vec<u64>],
+        var: f64,
+        key: &GaloisKey,
+    ) -> ExtCiphertext {
+        let n = self.n();
+        let l = self.l();
+        let mods: Vec<&ModCtx> = self
+            .0
+            .qs
+            .iter()
+            .chain(std::iter::once(&self.0.pm))
+            .collect();
+        let (acc0, acc1) = self.key_inner_product(digits, key);
+        let h_c0 = c0_in;
+        let mut c0 = take_zeroed((l + 1) * n);
+        let mut c1 = take_zeroed((l + 1) * n);
         for (k, m) in mods.iter().enumerate() {
             let off = k * n;
             let perm = &key.perms[k];
@@ -1258,7 +1377,7 @@ impl Params {
                 for (idx, &pi) in perm.iter().enumerate() {
                     let pi = off + pi as usize;
                     c0[off + idx] =
-                        add_mod(acc0[pi], crate::arith::mul_shoup(h.c0[pi], pq, ps, q), q);
+                        add_mod(acc0[pi], crate::arith::mul_shoup(h_c0[pi], pq, ps, q), q);
                     c1[off + idx] = acc1[pi];
                 }
             } else {
@@ -1270,7 +1389,76 @@ impl Params {
         }
         give_back(acc0);
         give_back(acc1);
-        Ok(ExtCiphertext { c0, c1, var: h.var })
+        ExtCiphertext {
+            c0,
+            c1,
+            var: var + self.ks_product_var(),
+        }
+    }
+
+    /// P·ct in the Q·P basis (the unrotated term of a lazy rotate-and-sum).
+    pub fn lift_ext(&self, a: &Ciphertext) -> ExtCiphertext {
+        let n = self.n();
+        let l = self.l();
+        let mut c0 = take_zeroed((l + 1) * n);
+        let mut c1 = take_zeroed((l + 1) * n);
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let (q, pq) = (md.q, self.0.p_mod_q[i]);
+            let ps = crate::arith::shoup(pq, q);
+            for k in i * n..(i + 1) * n {
+                c0[k] = crate::arith::mul_shoup(a.c0[k], pq, ps, q);
+                c1[k] = crate::arith::mul_shoup(a.c1[k], pq, ps, q);
+            }
+        }
+        ExtCiphertext { c0, c1, var: a.var }
+    }
+
+    /// Lazy Perm: rotation by `step` with key switching but without the division by P.
+    pub fn rotate_ext(
+        &self,
+        a: &Ciphertext,
+        step: usize,
+        keys: &GaloisKeys,
+    ) -> Result<ExtCiphertext, HeError> {
+        if step % self.row_len() == 0 {
+            return Ok(self.lift_ext(a));
+        }
+        let g = self.galois_elt_rotate(step);
+        let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        let digits = self.decompose_digits(&a.c1);
+        let r = self.switch_permute_ext(&a.c0, &digits, a.var, key);
+        for d in digits {
+            give_back(d);
+        }
+        Ok(r)
+    }
+
+    /// Plaintext × lazy ciphertext in the Q·P basis (ScMult before the deferred mod-down: the
+    /// key-switching error is multiplied by the plaintext *before* the division by P, so the
+    /// product carries less noise than ScMult after an eager key switch).
+    pub fn mul_plain_ext(&self, a: &ExtCiphertext, p: &Plaintext) -> ExtCiphertext {
+        let n = self.n();
+        let l = self.l();
+        let mut c0 = take_zeroed(a.c0.len());
+        let mut c1 = take_zeroed(a.c1.len());
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let r = i * n..(i + 1) * n;
+            md.plan
+                .mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
+            md.plan
+                .mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+        }
+        let pp = p.ntt_p(self);
+        let r = l * n..(l + 1) * n;
+        let pm = &self.0.pm;
+        pm.plan
+            .mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], pp);
+        pm.plan.mul_accumulate(&mut c1[r.clone()], &a.c1[r], pp);
+        ExtCiphertext {
+            c0,
+            c1,
+            var: self.mul_plain_var(a.var, p),
+        }
     }
 
     /// Adds two lazy (Q·P-basis) ciphertexts.

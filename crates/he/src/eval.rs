@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::bfv::{Ciphertext, Decomposed, GaloisKeys, Plaintext};
+use crate::bfv::{Ciphertext, Decomposed, ExtCiphertext, GaloisKeys, Plaintext};
 use crate::params::Params;
 use crate::HeError;
 
@@ -97,6 +97,28 @@ pub trait Evaluator: Sync {
         self.add_assign(&mut r, b);
         r
     }
+
+    // Lazy key switching ("double hoisting"): rotations left in the extended Q·P basis, whose
+    // division by P is deferred to one `mod_down_ext` per sum. Counted like their eager
+    // counterparts (a lazy HstPerm is a HstPerm, a lazy ScMult a ScMult).
+
+    /// Ciphertext in the extended basis (BFV: an `ExtCiphertext`; simulations: the same value).
+    type Ext: Send + Sync;
+    /// Number of primes in Q (for the kernels' eager-vs-lazy cost model).
+    fn num_q(&self) -> usize {
+        1
+    }
+    /// P·ct in the extended basis (not counted: no key switching).
+    fn lift_ext(&self, ct: &Self::Ct) -> Self::Ext;
+    /// Lazy HstPerm.
+    fn rotate_hoisted_ext(&self, h: &Self::Hoisted, step: usize) -> Result<Self::Ext, HeError>;
+    /// Lazy Perm (own decomposition, no mod-down).
+    fn rotate_ext(&self, ct: &Self::Ct, step: usize) -> Result<Self::Ext, HeError>;
+    /// ScMult in the extended basis.
+    fn sc_mult_ext(&self, x: &Self::Ext, pt: &Self::Pt) -> Self::Ext;
+    fn ext_add_assign(&self, acc: &mut Self::Ext, b: &Self::Ext);
+    /// The deferred division by P (not counted: it completes the rotations already counted).
+    fn mod_down_ext(&self, x: Self::Ext) -> Self::Ct;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,6 +179,33 @@ impl Evaluator for HeEvaluator<'_> {
     fn rotate_hoisted(&self, h: &Decomposed, step: usize) -> Result<Ciphertext, HeError> {
         Counter::inc(&self.counter.hst_perm);
         self.params.rotate_hoisted(h, step, self.keys)
+    }
+
+    type Ext = ExtCiphertext;
+    fn num_q(&self) -> usize {
+        self.params.num_q()
+    }
+    fn lift_ext(&self, ct: &Ciphertext) -> ExtCiphertext {
+        self.params.lift_ext(ct)
+    }
+    fn rotate_hoisted_ext(&self, h: &Decomposed, step: usize) -> Result<ExtCiphertext, HeError> {
+        Counter::inc(&self.counter.hst_perm);
+        self.params.rotate_hoisted_ext(h, step, self.keys)
+    }
+    fn rotate_ext(&self, ct: &Ciphertext, step: usize) -> Result<ExtCiphertext, HeError> {
+        Counter::inc(&self.counter.perm);
+        self.params.rotate_ext(ct, step, self.keys)
+    }
+    fn sc_mult_ext(&self, x: &ExtCiphertext, pt: &Plaintext) -> ExtCiphertext {
+        Counter::inc(&self.counter.sc_mult);
+        self.params.mul_plain_ext(x, pt)
+    }
+    fn ext_add_assign(&self, acc: &mut ExtCiphertext, b: &ExtCiphertext) {
+        Counter::inc(&self.counter.add);
+        self.params.ext_add_assign(acc, b)
+    }
+    fn mod_down_ext(&self, x: ExtCiphertext) -> Ciphertext {
+        self.params.mod_down_ext(x)
     }
 }
 
@@ -228,6 +277,26 @@ impl Evaluator for PlainEvaluator {
     fn rotate_hoisted(&self, h: &Vec<u64>, step: usize) -> Result<Vec<u64>, HeError> {
         Counter::inc(&self.counter.hst_perm);
         Ok(rotate_rows(h, step, self.row_len))
+    }
+
+    type Ext = Vec<u64>;
+    fn lift_ext(&self, ct: &Vec<u64>) -> Vec<u64> {
+        ct.clone()
+    }
+    fn rotate_hoisted_ext(&self, h: &Vec<u64>, step: usize) -> Result<Vec<u64>, HeError> {
+        self.rotate_hoisted(h, step)
+    }
+    fn rotate_ext(&self, ct: &Vec<u64>, step: usize) -> Result<Vec<u64>, HeError> {
+        self.rotate(ct, step)
+    }
+    fn sc_mult_ext(&self, x: &Vec<u64>, pt: &Vec<u64>) -> Vec<u64> {
+        self.sc_mult(x, pt)
+    }
+    fn ext_add_assign(&self, acc: &mut Vec<u64>, b: &Vec<u64>) {
+        self.add_assign(acc, b)
+    }
+    fn mod_down_ext(&self, x: Vec<u64>) -> Vec<u64> {
+        x
     }
 }
 
@@ -301,4 +370,20 @@ impl Evaluator for CountingEvaluator {
         Counter::inc(&self.counter.hst_perm);
         Ok(())
     }
+
+    type Ext = ();
+    fn lift_ext(&self, _ct: &()) {}
+    fn rotate_hoisted_ext(&self, h: &(), step: usize) -> Result<(), HeError> {
+        self.rotate_hoisted(h, step)
+    }
+    fn rotate_ext(&self, ct: &(), step: usize) -> Result<(), HeError> {
+        self.rotate(ct, step)
+    }
+    fn sc_mult_ext(&self, x: &(), pt: &()) {
+        self.sc_mult(x, pt)
+    }
+    fn ext_add_assign(&self, acc: &mut (), b: &()) {
+        self.add_assign(acc, b)
+    }
+    fn mod_down_ext(&self, _x: ()) {}
 }

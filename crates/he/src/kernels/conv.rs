@@ -9,7 +9,7 @@
 
 use rayon::prelude::*;
 
-use super::{acc_add, take};
+use super::{acc_add, acc_add_ext, take};
 use crate::eval::Evaluator;
 use crate::HeError;
 
@@ -100,7 +100,7 @@ impl ConvPlan {
     }
 
     /// Kernel offsets (dy, dx), the centre first.
-    fn offsets(&self) -> Vec<(isize, isize)> {
+    pub(crate) fn offsets(&self) -> Vec<(isize, isize)> {
         let r = (self.k / 2) as isize;
         let mut v = vec![(0, 0)];
         for dy in -r..=r {
@@ -267,6 +267,56 @@ impl ConvPlan {
                 Ok(v)
             })
             .collect()
+    }
+
+    /// [`Self::input_rotations`] with lazy HstPerms (Q·P basis; the unrotated term lifted).
+    pub(crate) fn input_rotations_ext<E: Evaluator>(
+        &self,
+        ev: &E,
+        inputs: &[E::Ct],
+    ) -> Result<Vec<Vec<E::Ext>>, HeError> {
+        if inputs.len() != self.in_cts {
+            return Err(HeError::Shape(format!(
+                "{} input ciphertexts, plan wants {}",
+                inputs.len(),
+                self.in_cts
+            )));
+        }
+        let offs = self.offsets();
+        inputs
+            .par_iter()
+            .map(|x| {
+                let mut v = vec![ev.lift_ext(x)];
+                if offs.len() > 1 {
+                    let h = ev.decompose(x);
+                    for &o in &offs[1..] {
+                        v.push(ev.rotate_hoisted_ext(&h, self.step(o))?);
+                    }
+                }
+                Ok(v)
+            })
+            .collect()
+    }
+
+    /// [`Self::siso`] in the Q·P basis.
+    pub(crate) fn siso_ext<E: Evaluator>(
+        &self,
+        ev: &E,
+        pts: &[E::Pt],
+        rots: &[E::Ext],
+        i: usize,
+        o: usize,
+        d: usize,
+    ) -> Result<E::Ext, HeError> {
+        let mut acc = None;
+        for (e, xr) in rots.iter().enumerate() {
+            acc_add_ext(
+                ev,
+                &mut acc,
+                ev.sc_mult_ext(xr, &pts[self.pt_index(i, o, d, e)]),
+            );
+        }
+        take(acc)
     }
 
     /// One SISO-like convolution: Σ_offsets ScMult(rotated input, weights). K² ScMult, K²−1 Add.

@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 
 use super::conv::ConvPlan;
-use super::{acc_add, take, MatVecPlan};
+use super::{acc_add, acc_add_ext, lazy_pays, take, MatVecPlan};
 use crate::eval::Evaluator;
 use crate::HeError;
 
@@ -54,6 +54,34 @@ pub fn matvec<E: Evaluator>(
 ) -> Result<Vec<E::Ct>, HeError> {
     let g = plan.g;
     let cc = plan.col_chunks;
+    // With two or more rotations per output, their divisions by P are deferred to one.
+    if g >= 3 {
+        return (0..plan.out_cts)
+            .into_par_iter()
+            .map(|gi| {
+                let parts: Vec<E::Ext> = (0..g)
+                    .into_par_iter()
+                    .map(|t| {
+                        let mut acc = None;
+                        for (c, x) in inputs.iter().enumerate() {
+                            acc_add(ev, &mut acc, ev.sc_mult(x, &pts[(gi * cc + c) * g + t]));
+                        }
+                        let acc = take(acc)?;
+                        if t == 0 {
+                            Ok(ev.lift_ext(&acc))
+                        } else {
+                            ev.rotate_ext(&acc, t)
+                        }
+                    })
+                    .collect::<Result<_, HeError>>()?;
+                let mut out = None;
+                for p in parts {
+                    acc_add_ext(ev, &mut out, p);
+                }
+                Ok(ev.mod_down_ext(take(out)?))
+            })
+            .collect();
+    }
     (0..plan.out_cts)
         .into_par_iter()
         .map(|gi| {
@@ -89,8 +117,64 @@ pub fn conv<E: Evaluator>(
     pts: &[E::Pt],
     inputs: &[E::Ct],
 ) -> Result<Vec<E::Ct>, HeError> {
-    let rots = plan.input_rotations(ev, inputs)?;
     let cn = plan.cn;
+    let k2 = plan.offsets().len();
+    let n_in = inputs.len();
+    // As in GAZELLE's conv: lazy input hoisting when the cost model says so, lazy output
+    // rotations whenever an output sums at least two rotations.
+    let lazy_in = k2 > 1
+        && lazy_pays(
+            ev.num_q(),
+            n_in * (k2 - 1),
+            plan.out_cts,
+            n_in * plan.out_cts * cn * k2,
+        );
+    if lazy_in {
+        let rots = plan.input_rotations_ext(ev, inputs)?;
+        return (0..plan.out_cts)
+            .into_par_iter()
+            .map(|o| {
+                let mut out = None;
+                for d in 0..cn {
+                    let mut grp = None;
+                    for (i, ri) in rots.iter().enumerate() {
+                        acc_add_ext(ev, &mut grp, plan.siso_ext(ev, pts, ri, i, o, d)?);
+                    }
+                    let grp = take(grp)?;
+                    let term = if d > 0 {
+                        ev.rotate_ext(&ev.mod_down_ext(grp), d * plan.block)?
+                    } else {
+                        grp
+                    };
+                    acc_add_ext(ev, &mut out, term);
+                }
+                Ok(ev.mod_down_ext(take(out)?))
+            })
+            .collect();
+    }
+    let rots = plan.input_rotations(ev, inputs)?;
+    if cn >= 3 {
+        return (0..plan.out_cts)
+            .into_par_iter()
+            .map(|o| {
+                let mut out = None;
+                for d in 0..cn {
+                    let mut grp = None;
+                    for (i, ri) in rots.iter().enumerate() {
+                        acc_add(ev, &mut grp, plan.siso(ev, pts, ri, i, o, d)?);
+                    }
+                    let grp = take(grp)?;
+                    let term = if d > 0 {
+                        ev.rotate_ext(&grp, d * plan.block)?
+                    } else {
+                        ev.lift_ext(&grp)
+                    };
+                    acc_add_ext(ev, &mut out, term);
+                }
+                Ok(ev.mod_down_ext(take(out)?))
+            })
+            .collect();
+    }
     (0..plan.out_cts)
         .into_par_iter()
         .map(|o| {

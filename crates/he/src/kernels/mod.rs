@@ -274,6 +274,33 @@ pub(crate) fn take<C>(acc: Option<C>) -> Result<C, HeError> {
     acc.ok_or(HeError::Shape("empty sum".into()))
 }
 
+/// [`acc_add`] in the extended Q·P basis.
+pub(crate) fn acc_add_ext<E: Evaluator>(ev: &E, acc: &mut Option<E::Ext>, x: E::Ext) {
+    match acc {
+        None => *acc = Some(x),
+        Some(a) => ev.ext_add_assign(a, &x),
+    }
+}
+
+/// Cost model for lazy key switching ("double hoisting"), in units of one pointwise
+/// product pass over one prime (an NTT of size n ≈ 3 such passes on AVX2, measured):
+/// a mod-down of a ciphertext is 2 inverse NTTs mod P and 2·L forward NTTs plus a few passes;
+/// a ScMult is 2·L passes, 2·(L + 1) in the Q·P basis.
+/// Eager hoisting does `eager_mod_downs` mod-downs; the lazy variant `lazy_mod_downs`; both
+/// do `sc_mults` ScMults (lazy ones in the larger basis). True when lazy is cheaper.
+pub(crate) fn lazy_pays(
+    l: usize,
+    eager_mod_downs: usize,
+    lazy_mod_downs: usize,
+    sc_mults: usize,
+) -> bool {
+    let l = l as f64;
+    let md = 3.0 * 2.0 * (1.0 + l) + 4.0 * l;
+    let eager = eager_mod_downs as f64 * md + sc_mults as f64 * 2.0 * l;
+    let lazy = lazy_mod_downs as f64 * md + sc_mults as f64 * 2.0 * (l + 1.0);
+    lazy < eager
+}
+
 // ---------------------------------------------------------------------------------------------
 // Masking, flooding and modulus switching of the outputs (server), and decryption (client).
 
