@@ -103,7 +103,8 @@ pub fn flood_bits(params: &Params, ct: &Ciphertext) -> (u32, f64) {
 /// statistical-flooding exponent.
 pub fn server_product(params: &Params, pk: &PublicKey, lay: &Layout, pts: &[Plaintext], ct: &Ciphertext) -> Result<(Vec<Vec<u8>>, Vec<u64>, f64)> {
     let log_q = response_bits(params);
-    let res: Vec<Result<(Vec<u8>, Vec<u64>, f64)>> = pts
+    type Part = (Vec<u8>, Vec<u64>, f64);
+    let res: Vec<Result<Part>> = pts
         .par_iter()
         .enumerate()
         .map(|(b, pt)| {
