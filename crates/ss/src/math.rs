@@ -11,8 +11,19 @@ pub const LOCAL_FRAC: u32 = 31;
 /// Largest integer-part width (l − s) the local-factor method takes directly (L = 2^(l−s) ≤ 16).
 pub const MAX_DIRECT_INT_BITS: u32 = 4;
 /// Whether sigmoid/tanh round their output with an exact truncation (a millionaires' run) or the
-/// cheap one (output ⌊·⌋ or ⌊·⌋ + 1 ULP): cheap, as OPAF's error budget (3 ULP) allows.
-pub const FINAL_EXACT: bool = false;
+/// cheap one (output ⌊·⌋ or ⌊·⌋ + 1 ULP). Exact: it pays for itself by allowing a reciprocal
+/// table half the size at the same max ULP.
+pub const FINAL_EXACT: bool = true;
+
+/// Index bits of the reciprocal's table for an output scale: the segment error h²/8 with
+/// h = 2^−k stays at or below half an output ULP (k ≥ (s_out − 2)/2), between 4 and 8.
+pub fn rec_index_bits(out_scale: u32) -> u32 {
+    (out_scale.saturating_sub(2)).div_ceil(2).clamp(4, 8)
+}
+
+fn rec_params(out_scale: u32) -> RecParams {
+    RecParams { k: rec_index_bits(out_scale), ..RecParams::default() }
+}
 /// SIRNN's digit size for the exponential's lookup tables.
 pub const SIRNN_DIGIT: u32 = 8;
 
@@ -311,7 +322,7 @@ fn sigmoid_opaf_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fix
     let e = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f))?;
     let rb = f + 2;
     let d: Vec<u64> = e.iter().map(|a| if p0 { add(*a, 1u64 << f, mask(rb)) } else { a & mask(rb) }).collect();
-    let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, RecParams::default()))?;
+    let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale)))?;
     let r = round_down_msb0_with(ctx, ch, &w, rw, fw, out.scale, out.bits, FINAL_EXACT)?;
     // σ = r + m·(1 − 2r)
     let mo = mask(out.bits);
@@ -459,7 +470,7 @@ fn sigmoid_sirnn_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fi
     // e can be exactly 1 (x = 0): d = 2 is outside [1, 2); SIRNN clamps e ≤ 1 − 2^−f.
     let d: Vec<u64> = e.iter().map(|a| if p0 { add(*a, 1u64 << f, mask(rb)) } else { a & mask(rb) }).collect();
     let d = clamp_below_two(ctx, ch, &d, rb)?;
-    let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, RecParams::default()))?;
+    let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale)))?;
     // Ring of the product e·r: r's shares shifted by f stay valid mod 2^(rw + f).
     let pr = rw + f;
     let p = ctx.block("mul", |ctx| blocks::mul_nonuniform_msb0_raw(ctx, ch, &e, rb, &w, rw, pr))?;
