@@ -11,7 +11,7 @@
 use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
 use secinfer_gc::backend::{and, Backend, Bit, Word};
-use secinfer_gc::gadgets::{add, add_full, argmax, constant_word, mul_trunc, relu, saturate, sext, sub, zext};
+use secinfer_gc::gadgets::{add, add_cin, add_full, argmax, constant_word, mul_trunc, relu, saturate, sext, sub, zext};
 use secinfer_gc::{Builder, Circuit};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -105,30 +105,66 @@ impl SmoothActivations for CircuitActivations {
 }
 
 /// Public shape of the step circuit.
+///
+/// Per element, each party feeds (same order for both; the server then its output mask):
+/// `[hi_r (L), lo_ir (F), lo_hr (F), hi_z (L), lo_iz (F), lo_hz (F), gi_n (A), gh_n (A), h (L)]`.
+/// For the gates r and z the reference adds two separately truncated accumulators,
+/// wrap((gi ≫ F) + (gh ≫ F)); with shares gi = s_i + c_i, gh = s_h + c_h (mod 2^A) that is
+/// (s_i≫F) + (s_h≫F) + (c_i≫F) + (c_h≫F) + carry(s_i, c_i) + carry(s_h, c_h) mod 2^L, where
+/// carry is the carry out of the low F bits. So each party adds its two high parts locally
+/// (`hi`), and the circuit only needs the low F bits of each share for the carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StepLayout {
     /// Accumulator share bits A = F + L.
     pub acc: usize,
     /// Main format bits L.
     pub l: usize,
+    /// Fraction bits F.
+    pub f: usize,
 }
 
 impl StepLayout {
     pub fn new(fp: &FixedPointConfig) -> Self {
-        StepLayout { acc: (fp.main.bits + fp.main.frac) as usize, l: fp.main.bits as usize }
+        StepLayout { acc: (fp.main.bits + fp.main.frac) as usize, l: fp.main.bits as usize, f: fp.main.frac as usize }
     }
-    /// Garbler inputs per element: 6 accumulators, h (L bits), then the output mask (32 bits).
+    /// Input bits per element of each party (without the server's mask).
+    fn per_party(&self) -> usize {
+        2 * (self.l + 2 * self.f) + 2 * self.acc + self.l
+    }
+    /// Garbler inputs per element: the shares, then the output mask (32 bits).
     pub fn garbler_inputs(&self) -> usize {
-        6 * self.acc + self.l + SHARE_BITS
+        self.per_party() + SHARE_BITS
     }
     /// The mask wires (sent before the online phase).
     pub fn mask_wires(&self) -> std::ops::Range<usize> {
-        6 * self.acc + self.l..self.garbler_inputs()
+        self.per_party()..self.garbler_inputs()
     }
-    /// Evaluator inputs per element: 6 accumulators and h.
+    /// Evaluator inputs per element.
     pub fn evaluator_inputs(&self) -> usize {
-        6 * self.acc + self.l
+        self.per_party()
     }
+    /// Appends one party's input bits for one element: its shares (mod 2^32) of the six
+    /// accumulators [r, z, n] of gi and of gh, and of h.
+    pub fn encode(&self, gi: [u64; 3], gh: [u64; 3], h: u64, out: &mut Vec<bool>) {
+        let mut put = |v: u64, w: usize| out.extend((0..w).map(|i| (v >> i) & 1 == 1));
+        let lo = (1u64 << self.f) - 1;
+        for k in 0..2 {
+            put((gi[k] >> self.f).wrapping_add(gh[k] >> self.f), self.l);
+            put(gi[k] & lo, self.f);
+            put(gh[k] & lo, self.f);
+        }
+        put(gi[2], self.acc);
+        put(gh[2], self.acc);
+        put(h, self.l);
+    }
+}
+
+/// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), lo_i (F), lo_h (F)].
+fn gate_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], f: usize, l: usize) -> W {
+    let (_, ci) = add_full(b, &g[l..l + f], &e[l..l + f], Bit::Const(false));
+    let (_, ch) = add_full(b, &g[l + f..l + 2 * f], &e[l + f..l + 2 * f], Bit::Const(false));
+    let s1 = add_cin(b, &g[..l], &e[..l], ci);
+    add_cin(b, &s1, &constant_word(0, l), ch)
 }
 
 /// (s + c) mod 2^A, then bits F..F+L−1: `wrap((Σ) ≫ F)` of the reference.
@@ -232,18 +268,17 @@ pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
     let gi = lay.garbler_inputs();
     Circuit::build(gi + lay.evaluator_inputs(), |b, ins| {
         let (g, e) = ins.split_at(gi);
-        let acc = |side: &[Bit<u32>], k: usize| side[k * a..(k + 1) * a].to_vec();
-        let mut t = Vec::with_capacity(6);
-        for k in 0..6 {
-            t.push(trunc_acc(b, &acc(g, k), &acc(e, k), f, l));
-        }
-        let (gir, giz, gin, ghr, ghz, ghn) = (&t[0], &t[1], &t[2], &t[3], &t[4], &t[5]);
-        let h = add(b, &g[6 * a..6 * a + l], &e[6 * a..6 * a + l]);
+        let p = l + 2 * f;
+        let ar = gate_sum(b, &g[..p], &e[..p], f, l);
+        let az = gate_sum(b, &g[p..2 * p], &e[p..2 * p], f, l);
+        let o = 2 * p;
+        let gin = trunc_acc(b, &g[o..o + a], &e[o..o + a], f, l);
+        let ghn = trunc_acc(b, &g[o + a..o + 2 * a], &e[o + a..o + 2 * a], f, l);
+        let (gin, ghn) = (&gin, &ghn);
+        let o = o + 2 * a;
+        let h = add(b, &g[o..o + l], &e[o..o + l]);
         let mask = g[lay.mask_wires()].to_vec();
-        // r, z
-        let ar = add(b, gir, ghr);
         let r = smooth(b, Func::Sigmoid, &ar, mf, sf);
-        let az = add(b, giz, ghz);
         let z = smooth(b, Func::Sigmoid, &az, mf, sf);
         // n = g(gi_n + wrap((r ⊙ gh_n) ≫ F))
         let rh = gate_mul(b, &r, sig_bits, ghn, mf, sf, lay);

@@ -353,13 +353,8 @@ pub fn client_session<C: Channel>(
         rep.he_bytes += acc.take(ch);
         let mut bits = Vec::with_capacity(h * lay.evaluator_inputs());
         for i in 0..h {
-            for k in 0..3 {
-                bits_of(&mut bits, gi[t][k * h + i] & amask, lay.acc);
-            }
-            for k in 0..3 {
-                bits_of(&mut bits, gh[k * h + i] & amask, lay.acc);
-            }
-            bits_of(&mut bits, hc[i], lay.l);
+            let (x, y) = (&gi[t], &gh);
+            lay.encode([x[i], x[h + i], x[2 * h + i]], [y[i], y[h + i], y[2 * h + i]], hc[i], &mut bits);
         }
         let out = evaluate_online(ch, &mut otr, &step, &batches[t], &bits).map_err(gc)?;
         hc = out.chunks(SHARE_BITS).map(word).collect();
@@ -489,13 +484,8 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         rep.he_bytes += acc.take(ch);
         let mut bits = Vec::with_capacity(h * lay.garbler_inputs());
         for i in 0..h {
-            for k in 0..3 {
-                bits_of(&mut bits, gi[t][k * h + i] & amask, lay.acc);
-            }
-            for k in 0..3 {
-                bits_of(&mut bits, gh[k * h + i] & amask, lay.acc);
-            }
-            bits_of(&mut bits, hs[i], lay.l);
+            let (x, y) = (&gi[t], &gh);
+            lay.encode([x[i], x[h + i], x[2 * h + i]], [y[i], y[h + i], y[2 * h + i]], hs[i], &mut bits);
             bits_of(&mut bits, 0, SHARE_BITS); // mask: sent offline
         }
         garble_online(ch, &mut ots, batch, &bits).map_err(gc)?;
