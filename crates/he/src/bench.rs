@@ -167,6 +167,16 @@ pub fn he_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
         }
         std::hint::black_box(acc.map(|a| params.mod_down_ext(a)));
     });
+    let lazy1 = time(iters, || {
+        let h = params.decompose(&ct);
+        let acc = params.rotate_hoisted_ext(&h, 1, &keys).ok();
+        std::hint::black_box(acc.map(|a| params.mod_down_ext(a)));
+    });
+    push(
+        "1 lazy hoisted rotation incl. DecPerm, mod-down",
+        lazy1,
+        iters,
+    );
     push(
         "16 lazy hoisted rotations summed, 1 mod-down",
         lazy16,

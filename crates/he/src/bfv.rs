@@ -605,6 +605,9 @@ impl Drop for Decomposed {
         for d in self.digits.drain(..) {
             give_back(d);
         }
+        if let Some(v) = self.c0_p.take() {
+            give_back(v);
+        }
     }
 }
 
@@ -866,6 +869,8 @@ pub struct Decomposed {
     c0: Vec<u64>,
     digits: Vec<Vec<u64>>,
     var: f64,
+    /// P·c0 mod Q, made by the first lazy rotation and shared by the others.
+    c0_p: std::sync::OnceLock<Vec<u64>>,
 }
 
 /// A ciphertext in the extended Q·P basis, encrypting P·m (lazy key switching, see
@@ -1094,6 +1099,7 @@ impl Params {
             c0,
             digits: self.decompose_digits(&a.c1),
             var: a.var,
+            c0_p: std::sync::OnceLock::new(),
         }
     }
 
@@ -1345,13 +1351,32 @@ impl Params {
         }
         let g = self.galois_elt_rotate(step);
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
-        Ok(self.switch_permute_ext(&h.c0, &h.digits, h.var, key))
+        let c0_p = h.c0_p.get_or_init(|| self.times_p(&h.c0));
+        Ok(self.switch_permute_ext(c0_p, &h.digits, h.var, key))
     }
 
-    /// Lazy key switch: key inner product and σ_g, P·σ_g(c0) added, no division by P.
+    /// P·x mod Q for an L·n polynomial.
+    fn times_p(&self, x: &[u64]) -> Vec<u64> {
+        let n = self.n();
+        let mut out = take_zeroed(x.len());
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let (q, pq) = (md.q, self.0.p_mod_q[i]);
+            let ps = crate::arith::shoup(pq, q);
+            for (o, &v) in out[i * n..(i + 1) * n]
+                .iter_mut()
+                .zip(&x[i * n..(i + 1) * n])
+            {
+                *o = crate::arith::mul_shoup(v, pq, ps, q);
+            }
+        }
+        out
+    }
+
+    /// Lazy key switch: key inner product and σ_g, σ_g(P·c0) added (`c0_p` = P·c0 mod Q), no
+    /// division by P.
     fn switch_permute_ext(
         &self,
-        c0_in: &[u64],
+        c0_p: &[u64],
         digits: &[Vec<u64>],
         var: f64,
         key: &GaloisKey,
@@ -1365,19 +1390,16 @@ impl Params {
             .chain(std::iter::once(&self.0.pm))
             .collect();
         let (acc0, acc1) = self.key_inner_product(digits, key);
-        let h_c0 = c0_in;
         let mut c0 = take_zeroed((l + 1) * n);
         let mut c1 = take_zeroed((l + 1) * n);
         for (k, m) in mods.iter().enumerate() {
             let off = k * n;
             let perm = &key.perms[k];
             if k < l {
-                let (q, pq) = (m.q, self.0.p_mod_q[k]);
-                let ps = crate::arith::shoup(pq, q);
+                let q = m.q;
                 for (idx, &pi) in perm.iter().enumerate() {
                     let pi = off + pi as usize;
-                    c0[off + idx] =
-                        add_mod(acc0[pi], crate::arith::mul_shoup(h_c0[pi], pq, ps, q), q);
+                    c0[off + idx] = add_mod(acc0[pi], c0_p[pi], q);
                     c1[off + idx] = acc1[pi];
                 }
             } else {
@@ -1426,7 +1448,9 @@ impl Params {
         let g = self.galois_elt_rotate(step);
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
         let digits = self.decompose_digits(&a.c1);
-        let r = self.switch_permute_ext(&a.c0, &digits, a.var, key);
+        let c0_p = self.times_p(&a.c0);
+        let r = self.switch_permute_ext(&c0_p, &digits, a.var, key);
+        give_back(c0_p);
         for d in digits {
             give_back(d);
         }
