@@ -1,0 +1,48 @@
+//! The client's public model information: export, reload, and rejection of a malformed
+//! embedding file with the tensor named.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+use secinfer_nn::info::{export_info, ModelInfo, EMBEDDING_FILE};
+use secinfer_nn::{Model, NnError};
+use std::path::PathBuf;
+
+fn model_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/imdb-relu-gru")
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("secinfer-info-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn exported_info_has_the_public_parts_and_no_secret_weights() {
+    let out = tempdir("ok");
+    export_info(model_dir(), &out).unwrap();
+    assert!(!out.join("weights.safetensors").exists());
+    let info = ModelInfo::load(&out).unwrap();
+    let m = Model::load(model_dir()).unwrap();
+    assert_eq!(info.embed, m.weights.embed);
+    assert_eq!(info.config.arch.hidden, m.config.arch.hidden);
+    assert!(info.vocab.is_some());
+    // A full model directory is accepted too (only its embedding tensor is read).
+    assert_eq!(ModelInfo::load(model_dir()).unwrap().embed, m.weights.embed);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn embedding_with_wrong_shape_is_rejected_naming_the_tensor() {
+    let out = tempdir("bad");
+    export_info(model_dir(), &out).unwrap();
+    let data = vec![0u8; 4 * 6];
+    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![2, 3], &data).unwrap();
+    std::fs::write(out.join(EMBEDDING_FILE), safetensors::serialize(vec![("embed.weight", view)], &None).unwrap()).unwrap();
+    match ModelInfo::load(&out) {
+        Err(NnError::Tensor { tensor, problem }) => {
+            assert_eq!(tensor, "embed.weight");
+            assert!(problem.contains("shape"), "{problem}");
+        }
+        other => panic!("expected a tensor error, got {:?}", other.err()),
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
