@@ -287,13 +287,21 @@ pub(crate) fn acc_add_ext<E: Evaluator>(ev: &E, acc: &mut Option<E::Ext>, x: E::
 /// a mod-down of a ciphertext is 2 inverse NTTs mod P and 2·L forward NTTs plus a few passes;
 /// a ScMult is 2·L passes, 2·(L + 1) in the Q·P basis.
 /// Eager hoisting does `eager_mod_downs` mod-downs; the lazy variant `lazy_mod_downs`; both
-/// do `sc_mults` ScMults (lazy ones in the larger basis). True when lazy is cheaper.
+/// do `sc_mults` ScMults (lazy ones in the larger basis). True when lazy is cheaper. Only the
+/// input hoisting is chosen this way; lazy *output* rotations (several rotated ciphertexts
+/// summed into one output) always pay and are used whenever an output sums two or more.
 pub(crate) fn lazy_pays(
     l: usize,
     eager_mod_downs: usize,
     lazy_mod_downs: usize,
     sc_mults: usize,
 ) -> bool {
+    // SECINFER_HE_LAZY=always|never overrides the model (tests and measurements of both paths).
+    match std::env::var("SECINFER_HE_LAZY").as_deref() {
+        Ok("always") => return true,
+        Ok("never") => return false,
+        _ => {}
+    }
     let l = l as f64;
     let md = 3.0 * 2.0 * (1.0 + l) + 4.0 * l;
     let eager = eager_mod_downs as f64 * md + sc_mults as f64 * 2.0 * l;
