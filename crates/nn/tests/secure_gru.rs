@@ -33,6 +33,9 @@ fn secure_gru_equals_reference_bit_for_bit_all_variants() {
         run_case(9, 7, 2, 2, v, 2, true);
         run_case(3, 5, 5, 2, v, 3, false);
     }
+    // E = 700: 11 inner products per ciphertext; 13 steps' input projections go 5 + 5 + 3 per
+    // upload (a partial last group).
+    run_case(700, 2, 2, 13, Variant::Cg2, 4, true);
 }
 
 #[test]

@@ -23,6 +23,12 @@ fn he(e: secinfer_he::HeError) -> NnError {
 }
 
 /// Where the rows of an m-column matrix sit in the plaintexts and results.
+///
+/// With `group` = g > 1 one ciphertext carries g input vectors at stride k·m
+/// (X = Σ_u Σ_j x_{u,j} Y^{u·k·m + j}) and the result (u, i) of a block sits at
+/// u·k·m + i·m + m − 1: a product term of input u' and row i' lands at u'·k·m + i'·m + m − 1 +
+/// (j' − j) with |j' − j| < m, which is a result position only when j' = j, u' = u, i' = i;
+/// past n it wraps below m − 1 as long as g·k·m ≤ n. So a block answers g·k inner products.
 #[derive(Clone, Copy, Debug)]
 pub struct Layout {
     pub rows: usize,
@@ -30,20 +36,45 @@ pub struct Layout {
     pub per_block: usize,
     pub blocks: usize,
     pub n: usize,
+    pub group: usize,
 }
 
 impl Layout {
     pub fn new(rows: usize, cols: usize, n: usize) -> Result<Layout> {
-        if cols == 0 || rows == 0 || cols > n {
+        Self::grouped(rows, cols, n, 1)
+    }
+    fn grouped(rows: usize, cols: usize, n: usize, group: usize) -> Result<Layout> {
+        if cols == 0 || rows == 0 || group == 0 || cols * group > n {
             return Err(NnError::Input(format!("matrix {rows}×{cols} does not fit ring degree {n}")));
         }
-        let per_block = n / cols;
-        Ok(Layout { rows, cols, per_block, blocks: rows.div_ceil(per_block), n })
+        let per_block = (n / cols / group).min(rows);
+        Ok(Layout { rows, cols, per_block, blocks: rows.div_ceil(per_block), n, group })
+    }
+    /// The layout for `count` independent inputs (all steps' input projections) with the
+    /// fewest bytes: uploads of `up` bytes per ciphertext and responses of about `resp` bytes
+    /// per block.
+    pub fn batched(rows: usize, cols: usize, n: usize, count: usize, up: usize, resp: usize) -> Result<Layout> {
+        let mut best = Self::new(rows, cols, n)?;
+        let cost = |l: &Layout| count.div_ceil(l.group) * (up + l.blocks * resp);
+        for g in 2..=count.min(n / cols) {
+            let l = Self::grouped(rows, cols, n, g)?;
+            if cost(&l) < cost(&best) {
+                best = l;
+            }
+        }
+        Ok(best)
     }
     /// The input polynomial of x (values mod 2^32).
     pub fn input_poly(&self, x: &[u64]) -> Vec<u64> {
+        self.input_poly_group(&[x])
+    }
+    /// The input polynomial of up to `group` vectors.
+    pub fn input_poly_group(&self, xs: &[&[u64]]) -> Vec<u64> {
         let mut p = vec![0u64; self.n];
-        p[..x.len()].copy_from_slice(x);
+        for (u, x) in xs.iter().enumerate().take(self.group) {
+            let o = u * self.per_block * self.cols;
+            p[o..o + x.len()].copy_from_slice(x);
+        }
         p
     }
     /// The weight plaintexts (signed weights, row-major).
@@ -68,13 +99,20 @@ impl Layout {
     pub fn rows_in(&self, b: usize) -> usize {
         self.per_block.min(self.rows - b * self.per_block)
     }
-    /// Coefficient index of the result of row `i` of a block.
-    pub fn pos(&self, i: usize) -> usize {
-        i * self.cols + self.cols - 1
+    /// Coefficient index of the result of input `u`, row `i` of a block.
+    pub fn pos(&self, u: usize, i: usize) -> usize {
+        (u * self.per_block + i) * self.cols + self.cols - 1
     }
-    /// Reads the results (one per row) out of the block polynomials.
+    /// The result coefficients of block `b`, input-major.
+    pub fn positions(&self, b: usize) -> Vec<usize> {
+        (0..self.group).flat_map(|u| (0..self.rows_in(b)).map(move |i| self.pos(u, i))).collect()
+    }
+    /// Reads the results out of the block polynomials: `group × rows`, input-major.
     pub fn extract(&self, polys: &[Vec<u64>]) -> Vec<u64> {
-        (0..self.rows).map(|r| polys[r / self.per_block][(r % self.per_block) * self.cols + self.cols - 1] & T_MASK).collect()
+        (0..self.group)
+            .flat_map(|u| (0..self.rows).map(move |r| (u, r)))
+            .map(|(u, r)| polys[r / self.per_block][self.pos(u, r % self.per_block)] & T_MASK)
+            .collect()
     }
 }
 
@@ -146,7 +184,7 @@ pub fn client_share(sk: &SecretKey, lay: &Layout, responses: &[Vec<u8>]) -> Resu
 /// Wire size of the trimmed response of block `b`: c0 only at the block's result
 /// coefficients (the client needs no other c0 coefficient), all of c1.
 pub fn response_len(params: &Params, lay: &Layout, b: usize) -> usize {
-    1 + ((lay.rows_in(b) + params.n()) * response_bits(params) as usize).div_ceil(8)
+    1 + ((lay.group * lay.rows_in(b) + params.n()) * response_bits(params) as usize).div_ceil(8)
 }
 
 fn pack(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Vec<u8>) {
@@ -197,7 +235,7 @@ fn trim(lay: &Layout, b: usize, rsp: &[u8], n: usize) -> Result<Vec<u8>> {
     let bits = rsp[3] as u32;
     let vals = unpack(&rsp[5..], 2 * n, bits)?;
     let mut out = vec![bits as u8];
-    pack((0..lay.rows_in(b)).map(|i| vals[lay.pos(i)]).chain(vals[n..].iter().copied()), bits, &mut out);
+    pack(lay.positions(b).into_iter().map(|p| vals[p]).chain(vals[n..].iter().copied()), bits, &mut out);
     Ok(out)
 }
 
@@ -206,11 +244,12 @@ fn untrim(lay: &Layout, b: usize, bytes: &[u8], n: usize) -> Result<Vec<u8>> {
     let Some((&bits, rest)) = bytes.split_first() else {
         return Err(NnError::Protocol("empty response".into()));
     };
-    let k = lay.rows_in(b);
+    let pos = lay.positions(b);
+    let k = pos.len();
     let vals = unpack(rest, k + n, bits as u32)?;
     let mut c0 = vec![0u64; n];
-    for i in 0..k {
-        c0[lay.pos(i)] = vals[i];
+    for (i, &p) in pos.iter().enumerate() {
+        c0[p] = vals[i];
     }
     let mut out = b"RSP".to_vec();
     out.push(bits);
@@ -242,4 +281,27 @@ pub fn plain_affine(w: &[i64], x: &[u64], bias: &[i64], frac: u32) -> Vec<u64> {
 /// x mod 2^32 of signed values.
 pub fn to_ring(x: &[i64]) -> Vec<u64> {
     x.iter().map(|&v| (v as u64) & T_MASK).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Layout;
+
+    #[test]
+    fn batched_layout_groups_inputs_when_it_saves_bytes() {
+        let (up, resp) = (131_108, 45_100);
+        // The secure_gru test's E = 700 case: 11 products per block, 5 inputs per upload.
+        let l = Layout::batched(6, 700, 8192, 13, up, resp).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((l.group, l.per_block, l.blocks), (5, 2, 3));
+        assert!(l.group * l.per_block * l.cols <= l.n);
+        // GRU(100, 64, 30): 72 responses and 3 uploads instead of 90 and 30.
+        let l = Layout::batched(192, 100, 8192, 30, up, resp).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(30usize.div_ceil(l.group) * l.blocks, 72);
+        // Within a block the result positions are distinct and inside the ring.
+        let mut p = l.positions(0);
+        let k = p.len();
+        p.sort_unstable();
+        p.dedup();
+        assert!(p.len() == k && p.iter().all(|&x| x < l.n));
+    }
 }

@@ -168,6 +168,13 @@ impl Acc {
     }
 }
 
+/// The input projections' layout: all T inputs are known at once, so several share a ciphertext
+/// when that saves bytes.
+fn input_layout(params: &Params, rows: usize, cols: usize, steps: usize) -> Result<Layout> {
+    let probe = Layout::new(rows, cols, params.n())?;
+    Layout::batched(rows, cols, params.n(), steps, coeff::upload_len(params), coeff::response_len(params, &probe, 0))
+}
+
 /// The server's prepared model (shared by all sessions).
 pub struct ServerModel {
     pub q: QuantizedModel,
@@ -193,7 +200,7 @@ impl ServerModel {
         let a = &q.config.arch;
         let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
         let n = params.n();
-        let ih = Layout::new(3 * h, e, n)?;
+        let ih = input_layout(&params, 3 * h, e, steps)?;
         let hh = Layout::new(3 * h, h, n)?;
         let fcl = Layout::new(c, h, n)?;
         let ih = (ih, ih.weight_plaintexts(&params, &q.w_ih)?);
@@ -322,22 +329,24 @@ pub fn client_session<C: Channel>(
     // ---- online
     ch.set_phase(Phase::Online);
     let n = params.n();
-    let ih = Layout::new(3 * h, e, n)?;
+    let ih = input_layout(&params, 3 * h, e, steps)?;
     let hh = Layout::new(3 * h, h, n)?;
     let fcl = Layout::new(c, h, n)?;
     let enc = |x: &[u64]| -> Result<Vec<u8>> { Ok(sk.encrypt_poly_seeded(x).map_err(he)?.to_bytes()) };
-    for &tok in tokens {
-        let x = &m.embed[tok as usize * e..(tok as usize + 1) * e];
-        ch.send_frame(&enc(&ih.input_poly(&to_ring(x)))?).map_err(net)?;
+    for chunk in tokens.chunks(ih.group) {
+        let xs: Vec<Vec<u64>> = chunk.iter().map(|&tok| to_ring(&m.embed[tok as usize * e..(tok as usize + 1) * e])).collect();
+        let refs: Vec<&[u64]> = xs.iter().map(|x| x.as_slice()).collect();
+        ch.send_frame(&enc(&ih.input_poly_group(&refs))?).map_err(net)?;
     }
     ch.flush().map_err(net)?;
     let recv_resp = |ch: &mut C, lay: &Layout| -> Result<Vec<Vec<u8>>> {
         (0..lay.blocks).map(|b| ch.recv_bytes(coeff::response_len(&params, lay, b)).map_err(net)).collect()
     };
     let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
-    for _ in 0..steps {
+    for chunk in tokens.chunks(ih.group) {
         let r = recv_resp(ch, &ih)?;
-        gi.push(client_share(&sk, &ih, &r)?);
+        let sh = client_share(&sk, &ih, &r)?;
+        gi.extend(sh.chunks(3 * h).take(chunk.len()).map(|v| v.to_vec()));
     }
     rep.he_bytes += acc.take(ch);
     let mut hc = vec![0u64; h];
@@ -453,7 +462,8 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let (hh, hhp) = (&m.hh.0, &m.hh.1);
     let (fcl, fcp) = (&m.fc.0, &m.fc.1);
     let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
-    let cts: Vec<secinfer_he::Ciphertext> = (0..steps).map(|_| recv_ct(ch)).collect::<Result<_>>()?;
+    let groups = steps.div_ceil(ih.group);
+    let cts: Vec<secinfer_he::Ciphertext> = (0..groups).map(|_| recv_ct(ch)).collect::<Result<_>>()?;
     let zero_e = vec![0u64; a.embed_dim];
     let bias_i = plain_affine(&m.q.w_ih, &zero_e, &m.q.b_ih, f);
     for ct in &cts {
@@ -462,7 +472,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         for r in &resp {
             ch.send_frame(r).map_err(net)?;
         }
-        gi.push(share.iter().zip(&bias_i).map(|(s, b)| s.wrapping_add(*b) & 0xffff_ffff).collect());
+        for sh in share.chunks(3 * h) {
+            if gi.len() < steps {
+                gi.push(sh.iter().zip(&bias_i).map(|(s, b)| s.wrapping_add(*b) & 0xffff_ffff).collect());
+            }
+        }
     }
     ch.flush().map_err(net)?;
     rep.he_bytes += acc.take(ch);
