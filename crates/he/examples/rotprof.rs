@@ -6,28 +6,30 @@ fn main() {
     let name = a.get(1).map(|s| s.as_str()).unwrap_or("n4096");
     let iters: usize = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(2000);
     let op = a.get(3).map(|s| s.as_str()).unwrap_or("rotate");
-    let params = Params::by_name(name).unwrap();
+    let params = Params::by_name(name).expect("rotprof");
     let sk = SecretKey::generate(&params);
     let keys = sk.rotation_keys(&[1, 2, 3], false);
     let v: Vec<u64> = (0..params.n() as u64).map(|i| i % params.t()).collect();
-    let ct = sk.encrypt(&v).unwrap();
+    let ct = sk.encrypt(&v).expect("rotprof");
     let h = params.decompose(&ct);
     let t0 = std::time::Instant::now();
     let c0 = secinfer_he::bench::process_cpu_ns();
     for _ in 0..iters {
         match op {
-            "rotate" => drop(std::hint::black_box(params.rotate(&ct, 1, &keys).unwrap())),
+            "rotate" => drop(std::hint::black_box(
+                params.rotate(&ct, 1, &keys).expect("rotprof"),
+            )),
             "hoisted" => drop(std::hint::black_box(
-                params.rotate_hoisted(&h, 1, &keys).unwrap(),
+                params.rotate_hoisted(&h, 1, &keys).expect("rotprof"),
             )),
             "decompose" => drop(std::hint::black_box(params.decompose(&ct))),
             _ => panic!("op"),
         }
     }
     let cpu = (secinfer_he::bench::process_cpu_ns() - c0) as f64 * 1e-3 / iters as f64;
-    let r = params.rotate(&ct, 1, &keys).unwrap();
+    let r = params.rotate(&ct, 1, &keys).expect("rotprof");
     let want = secinfer_he::eval::rotate_rows(&v, 1, params.row_len());
-    assert_eq!(sk.decrypt(&r).unwrap(), want);
+    assert_eq!(sk.decrypt(&r).expect("rotprof"), want);
     eprintln!(
         "{op}: {:.1} µs wall, {cpu:.1} µs CPU",
         t0.elapsed().as_secs_f64() * 1e6 / iters as f64
