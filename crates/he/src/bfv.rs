@@ -1066,7 +1066,12 @@ impl Params {
         let t = self.t() as f64;
         let nn = self.n() as f64;
         let qmod_t = (self.0.q_big % self.t() as u128) as f64;
-        var * nn * p.var + qmod_t * qmod_t * nn * t * t / 144.0
+        // The second term is the (Q mod t)·⌊m·p/t⌋ error of BFV's Δ rounding: with m uniform
+        // mod t its variance is (Q mod t)²·n·E[p²]/12. For SIMD plaintexts E[p²] ≈ t²/12; for
+        // coefficient-encoded small weights it is far smaller, which is what lets responses
+        // carry 40-bit statistical flooding.
+        let _ = t;
+        var * nn * p.var + qmod_t * qmod_t * nn * p.var / 12.0
     }
 
     /// Variance added by one key switch (digits uniform in [0, 2^w), divided by P, plus the

@@ -118,6 +118,9 @@ impl Layout {
 
 /// log2 of the response modulus: t, 2 bits of slack for the rounding, 10 std of the switch's
 /// rounding noise, 2 bits of margin (as in the he crate's `finish_outputs`).
+/// The statistical-distance exponent every response's flooding must reach (DESIGN.md §2).
+pub const MIN_FLOOD_STAT_BITS: f64 = 40.0;
+
 pub fn response_bits(params: &Params) -> u32 {
     let n = params.n() as f64;
     let round_bound = 10.0 * ((1.0 + n * 2.0 / 3.0) / 12.0).sqrt();
@@ -162,6 +165,14 @@ pub fn server_product(params: &Params, pk: &PublicKey, lay: &Layout, pts: &[Plai
         bytes.push(b);
         masks.push(m);
         stat = stat.min(s);
+    }
+    // DESIGN.md §2: a response whose noise is not flooded to ≥ 40-bit statistical distance
+    // could leak the weights; refuse to send it rather than report it afterwards.
+    if stat < MIN_FLOOD_STAT_BITS {
+        return Err(NnError::Crypto(format!(
+            "noise flooding reaches only 2^-{stat:.1} statistical distance (need 2^-{MIN_FLOOD_STAT_BITS}); \
+             the model's weights are too large for this parameter set"
+        )));
     }
     Ok((bytes, lay.extract(&masks), stat))
 }
