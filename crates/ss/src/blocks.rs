@@ -352,6 +352,26 @@ pub(crate) fn trunc_msb0_raw<C: Channel>(
     t: u32,
     exact: bool,
 ) -> Result<Vec<u64>> {
+    trunc_msb0_carry_raw(ctx, ch, x, bits, t, exact, t)
+}
+
+/// As [`trunc_msb0_raw`]; when `exact`, the carry of the low t bits is taken from their top
+/// `carry_bits` bits only (a millionaires' run on carry_bits instead of t bits). Dropping the
+/// carry of the t − carry_bits lowest bits makes the result ⌊(x − ε)/2^t⌋ with
+/// 0 ≤ ε < 2^(t − carry_bits): off by −1 only when x mod 2^t < 2^(t − carry_bits), i.e. an
+/// error below 2^(−carry_bits) of the output unit on top of the floor.
+pub(crate) fn trunc_msb0_carry_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    t: u32,
+    exact: bool,
+    carry_bits: u32,
+) -> Result<Vec<u64>> {
+    if exact && carry_bits == 0 {
+        return Err(invalid("trunc: carry_bits must be ≥ 1"));
+    }
     if t == 0 || t >= bits || bits > 64 {
         return Err(invalid("trunc needs 0 < t < bits ≤ 64"));
     }
@@ -368,7 +388,14 @@ pub(crate) fn trunc_msb0_raw<C: Channel>(
     };
     let mut deltas: Vec<u64> = x.iter().map(|a| msb(*a, bits) as u64).collect();
     if exact {
-        let c = carry_raw(ctx, ch, x, t)?;
+        // Carry of the low t bits, or (carry_bits < t) of their top carry_bits bits only.
+        let c = if carry_bits >= t {
+            carry_raw(ctx, ch, x, t)?
+        } else {
+            let a = t - carry_bits;
+            let hi: Vec<u64> = x.iter().map(|v| (v & mask(t)) >> a).collect();
+            carry_raw(ctx, ch, &hi, carry_bits)?
+        };
         deltas.extend(c.iter().map(|b| *b as u64));
     }
     let choices: Vec<bool> = deltas.iter().map(|b| *b == 1).collect();

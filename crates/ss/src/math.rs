@@ -14,6 +14,10 @@ pub const MAX_DIRECT_INT_BITS: u32 = 4;
 /// cheap one (output ⌊·⌋ or ⌊·⌋ + 1 ULP). Exact: it pays for itself by allowing a reciprocal
 /// table half the size at the same max ULP.
 pub const FINAL_EXACT: bool = true;
+/// Bits of the dropped part whose carry the final rounding computes (two millionaires' digits):
+/// round-to-nearest within 0.5 + 2^−10 output units instead of 0.5 (two digits, one AND level
+/// instead of four digits and two levels for an 18-bit carry; 5 bits would break SIRNN's 1.0).
+pub const ROUND_CARRY_BITS: u32 = 2 * blocks::MILL_DIGIT;
 
 /// Index bits of the reciprocal's table for an output scale: the segment error h²/8 with
 /// h = 2^−k stays at or below half an output ULP (k ≥ (s_out − 2)/2), between 4 and 8.
@@ -86,7 +90,10 @@ fn round_down_msb0_with<C: Channel>(
     // bias), so the truncation's error stays below one unit either way.
     let bias = if exact { 1u64 << (t - 1) } else { 0 };
     let b: Vec<u64> = v.iter().map(|a| if p0 { add(*a, bias, mb) } else { a & mb }).collect();
-    let r = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &b, bits, t, exact))?;
+    // Exact: the carry comes from the top ROUND_CARRY_BITS of the dropped bits only, which adds
+    // at most 2^−ROUND_CARRY_BITS of an output unit to the rounding error.
+    let cb = t.min(ROUND_CARRY_BITS);
+    let r = ctx.block("trunc", |ctx| blocks::trunc_msb0_carry_raw(ctx, ch, &b, bits, t, exact, cb))?;
     if out_bits > bits {
         return ctx.block("zext", |ctx| blocks::zext_msb0_raw(ctx, ch, &r, bits, out_bits));
     }
@@ -107,7 +114,10 @@ fn round_down_msb0_with<C: Channel>(
 fn exp_neg_direct<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32, fo: u32) -> Result<Vec<u64>> {
     let n = x.len();
     let big_l = ((l as f64) - (s as f64)).exp2();
-    let fscale = (LOCAL_FRAC as f64).exp2();
+    // Local factors at LOCAL_FRAC bits: after the multiplexer's factor e^(L/2) their
+    // rounding errors grow by 2^lc, so fewer bits would not hold the output's accuracy.
+    let lf = LOCAL_FRAC;
+    let fscale = (lf as f64).exp2();
     let mine_m: Vec<u8> = x.iter().map(|a| msb(*a, l)).collect();
     let a: Vec<u64> = x
         .iter()
@@ -118,15 +128,19 @@ fn exp_neg_direct<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u
             ((g - shift).exp() * fscale).round() as u64
         })
         .collect();
-    let p = ctx.block("mul_private", |ctx| blocks::mul_private_raw(ctx, ch, &a, LOCAL_FRAC + 1, 64))?;
-    // p = a0·a1 at scale 62, below 2^62.
+    let p = ctx.block("mul_private", |ctx| blocks::mul_private_raw(ctx, ch, &a, lf + 1, 64))?;
+    // p = a0·a1 at scale 2·lf, at most 2^(2·lf).
     let c = (big_l / 2.0).exp();
     let lc = (c.log2().ceil() as u32).max(1);
     // Budget: p' (scale f1) times (C − 1) (scale fc, < 2^lc) stays below 2^62. The truncation
     // error 2^(lc − f1) and the constant's error 2^(−fc − 1 − lc) are balanced.
     let fc = (60u32.saturating_sub(3 * lc) / 2).max(1);
     let f1 = 61 - lc - fc;
-    let pt = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &p, 64, 62 - f1, false))?;
+    let pt = if 2 * lf > f1 {
+        ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &p, 64, 2 * lf - f1, false))?
+    } else {
+        p.iter().map(|v| v << (f1 - 2 * lf)).collect()
+    };
     let cm1 = ((c - 1.0) * (fc as f64).exp2()).round() as u64;
     let scaled: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(cm1)).collect();
     let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &mine_m, &scaled, 64))?;
