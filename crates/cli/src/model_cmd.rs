@@ -2,13 +2,11 @@
 //! reference from the command line.
 use crate::error::Error;
 use clap::Args;
-use secinfer_net::{TcpChannel, TcpOptions};
-use secinfer_nn::info::ModelInfo;
-use secinfer_nn::secure::{client_session, CircuitActivations, ClientModel, ClientOptions, SessionReport, Variant};
+use secinfer_nn::runtime::Client;
+use secinfer_nn::secure::{CircuitActivations, ClientOptions, SessionReport, Variant};
 use secinfer_nn::{argmax, check_tokens, ExactActivations, Model, QuantizedModel, Reference, Task, Vocab};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
@@ -140,10 +138,9 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     }
     let server = a.server.as_deref().ok_or_else(|| Error::msg("pass --server HOST:PORT (or --plaintext for the local reference)"))?;
     let info_dir = a.model_info.as_ref().or(a.model.as_ref()).ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
-    let info = ModelInfo::load(info_dir)?;
-    let steps = info.config.vocab.as_ref().map(|v| v.max_len).ok_or_else(|| Error::msg("model.json has no vocab.max_len"))?;
-    let cm = ClientModel::new(info.config.clone(), &info.embed, a.variant, steps)?;
-    let ins = inputs(&a, info.vocab.as_ref(), info.config.arch.vocab)?;
+    let client = Client::load(info_dir, a.variant)?;
+    let cm = client.model();
+    let ins = inputs(&a, client.vocab(), cm.config.arch.vocab)?;
     let reference = if a.compare_plaintext {
         let dir = a.model.as_ref().ok_or_else(|| Error::msg("--compare-plaintext needs --model (the full model directory)"))?;
         let m = Model::load(dir)?;
@@ -151,12 +148,11 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     } else {
         None
     };
-    let labels = &info.config.labels;
+    let labels = &cm.config.labels;
     let mut rows = Vec::new();
     for inp in &ins {
-        let mut ch = TcpChannel::connect(server, Duration::from_secs(10), &TcpOptions::default())?;
         let mut bars = Progress::new();
-        let out = client_session(&mut ch, &cm, &inp.tokens, ClientOptions { reveal_logits: a.reveal_logits }, &mut |s, d, t| bars.update(s, d, t));
+        let out = client.infer(server, &inp.tokens, ClientOptions { reveal_logits: a.reveal_logits }, &mut |s, d, t| bars.update(s, d, t));
         bars.finish();
         let out = out?;
         let mut line = format!("{:<10} secure: {:<10}", inp.name, label(labels, out.class));

@@ -3,14 +3,11 @@
 //! keeps accepting. `secinfer export-info` writes the public part a client needs.
 use crate::error::Error;
 use clap::Args;
-use secinfer_net::{TcpChannel, TcpOptions};
-use secinfer_nn::secure::{fp_for_variant, server_session, ServerModel, Variant};
-use secinfer_nn::{Model, QuantizedModel};
+use secinfer_nn::runtime::{Server, SessionEnd};
+use secinfer_nn::secure::Variant;
 use std::io::Write;
 use std::net::TcpListener;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,53 +31,26 @@ pub struct ServeArgs {
 }
 
 pub fn serve(a: ServeArgs) -> Result<(), Error> {
-    let m = Model::load(&a.model)?;
-    let fp = fp_for_variant(&m.config, a.variant)?;
-    let steps = m.config.vocab.as_ref().map(|v| v.max_len).ok_or_else(|| Error::msg("the model has no vocab.max_len (sequence length)"))?;
-    let q = QuantizedModel::new(&m, fp);
-    let sm = Arc::new(ServerModel::new(q, a.variant, steps)?);
+    let server = Server::load(&a.model, a.variant)?;
     let listener = TcpListener::bind((a.host.as_str(), a.port))?;
     let addr = listener.local_addr()?;
-    println!("listening on {addr} (model {}, variant {}, {steps} steps)", a.model.display(), a.variant.name());
+    println!("listening on {addr} (model {}, variant {}, {} steps)", a.model.display(), a.variant.name(), server.steps());
     std::io::stdout().flush()?;
-    let opts = TcpOptions { read_timeout: Some(Duration::from_secs(a.timeout.max(1))), ..TcpOptions::default() };
-    let counter = Arc::new(AtomicU64::new(0));
-    for stream in listener.incoming() {
-        let stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("serve: accept failed: {e}");
-                continue;
-            }
-        };
-        let id = counter.fetch_add(1, Ordering::Relaxed) + 1;
-        let peer = stream.peer_addr().map(|p| p.to_string()).unwrap_or_else(|_| "?".into());
-        let sm = sm.clone();
-        let opts = opts.clone();
-        let spawned = std::thread::Builder::new().name(format!("session-{id}")).spawn(move || {
-            let r = catch_unwind(AssertUnwindSafe(|| -> Result<_, Error> {
-                let mut ch = TcpChannel::new(stream, &opts)?;
-                Ok(server_session(&mut ch, &sm)?)
-            }));
-            match r {
-                Ok(Ok(rep)) => {
-                    let c = &rep.cost;
-                    eprintln!(
-                        "session {id} ({peer}): done: {:.3} s, {:.2} MB (GC {:.2} MB, HE {:.2} MB)",
-                        c.setup.time_s + c.offline.time_s + c.online.time_s,
-                        (c.setup.bytes() + c.offline.bytes() + c.online.bytes()) as f64 / 1e6,
-                        rep.gc_bytes as f64 / 1e6,
-                        rep.he_bytes as f64 / 1e6
-                    );
-                }
-                Ok(Err(e)) => eprintln!("session {id} ({peer}): failed: {e}"),
-                Err(_) => eprintln!("session {id} ({peer}): panicked (caught; server continues)"),
-            }
-        });
-        if let Err(e) = spawned {
-            eprintln!("serve: cannot start a session thread: {e}");
+    let log: Arc<dyn Fn(u64, &str, SessionEnd) + Send + Sync> = Arc::new(|id, peer, end| match end {
+        SessionEnd::Done(rep) => {
+            let c = &rep.cost;
+            eprintln!(
+                "session {id} ({peer}): done: {:.3} s, {:.2} MB (GC {:.2} MB, HE {:.2} MB)",
+                c.setup.time_s + c.offline.time_s + c.online.time_s,
+                (c.setup.bytes() + c.offline.bytes() + c.online.bytes()) as f64 / 1e6,
+                rep.gc_bytes as f64 / 1e6,
+                rep.he_bytes as f64 / 1e6
+            );
         }
-    }
+        SessionEnd::Failed(e) => eprintln!("session {id} ({peer}): failed: {e}"),
+        SessionEnd::Panicked => eprintln!("session {id} ({peer}): panicked (caught; server continues)"),
+    });
+    server.serve(&listener, Duration::from_secs(a.timeout), None, log)?;
     Ok(())
 }
 

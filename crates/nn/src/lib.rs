@@ -10,6 +10,7 @@ mod error;
 pub mod fixed;
 pub mod info;
 pub mod model;
+pub mod runtime;
 pub mod secure;
 
 pub use error::{NnError, Result};
