@@ -5,14 +5,16 @@ No protocol logic lives here.  Python only reads the public model description
 on the client side, and hands everything to ``secinfer._core``.  Until the core
 exposes ``Server``/``Client`` these raise ``NotImplementedError`` naming issue 6.
 
-Expected core API (the Rust side implements it):
+Core API (``secinfer-nn``'s runtime, bound in ``crates/py``):
 
-* ``_core.Server(model_dir: str, fixed_point: str | None)`` with
-  ``.serve(port: int, host: str, once: bool) -> None``;
-* ``_core.Client(host: str, port: int, model_info_json: str, fixed_point: str | None)``
-  with ``.infer(tokens: list[int]) -> dict`` returning at least
-  ``{"logits": [...], "cost": {...}}`` (cost as in DESIGN.md section 4: per phase time,
-  bytes each way, messages, rounds).
+* ``_core.Server(model_dir: str, variant: str)`` with
+  ``.serve(port, host, sessions=None, on_listen=None)``;
+* ``_core.Client(host, port, model_info_dir: str, variant: str)`` with
+  ``.infer(tokens, reveal_logits=False) -> dict``: ``prediction``, ``logits`` (or None),
+  ``cost`` (per phase: time, bytes each way, messages, rounds), ``gc_bytes``, ``he_bytes``.
+
+``variant`` is CryptoGRU's: ``baseline`` (tanh, 20-bit), ``cg1`` (ReLU, 20-bit), ``cg2``
+(ReLU, 8-bit activations).
 """
 
 from __future__ import annotations
@@ -39,18 +41,22 @@ def _core_attr(name: str):
 class Server:
     """Holds a model directory (weights stay in the Rust process) and serves secure inference."""
 
-    def __init__(self, model_dir: str | Path, fixed_point: str | None = None):
+    def __init__(self, model_dir: str | Path, variant: str = "cg2"):
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "model.json").is_file():
             raise FileNotFoundError(f"{self.model_dir}: no model.json (see docs/model-format.md)")
-        self.fixed_point = fixed_point
+        self.variant = variant
         self._inner = None
 
-    def serve(self, port: int, host: str = "127.0.0.1", once: bool = False) -> None:
-        """Block serving clients on ``host:port`` (``once``: return after one client)."""
+    def serve(self, port: int, host: str = "127.0.0.1", sessions: int | None = None,
+              on_listen=None) -> None:
+        """Block serving clients on ``host:port``; return after ``sessions`` sessions if given.
+
+        ``port=0`` picks a free port; ``on_listen(address)`` receives the bound address.
+        """
         if self._inner is None:
-            self._inner = _core_attr("Server")(str(self.model_dir), self.fixed_point)
-        self._inner.serve(int(port), host, bool(once))
+            self._inner = _core_attr("Server")(str(self.model_dir), self.variant)
+        self._inner.serve(int(port), host, sessions, on_listen)
 
 
 class Client:
@@ -62,13 +68,15 @@ class Client:
     """
 
     def __init__(self, host: str, port: int, model_info: ModelInfo, vocab: Vocab | None = None,
-                 fixed_point: str | None = None):
-        self.host, self.port, self.fixed_point = host, int(port), fixed_point
+                 variant: str = "cg2"):
+        self.host, self.port, self.variant = host, int(port), variant
+        self.info_dir = None
         if isinstance(model_info, Mapping):
             self.info = dict(model_info)
             self.vocab = vocab
         else:
             d = Path(model_info)
+            self.info_dir = d
             self.info = json.loads((d / "model.json").read_text(encoding="utf-8"))
             voc = self.info.get("vocab")
             self.vocab = vocab or (Vocab.load(d / voc["file"]) if voc else None)
@@ -88,17 +96,20 @@ class Client:
             return ids
         return pad_truncate(ids, max_len, voc.get("padding", "pre"), voc.get("truncation", "pre"))
 
-    def infer(self, text_or_tokens: str | Sequence[int]) -> dict:
-        """Run one secure inference; returns ``{"prediction", "label", "logits", "cost", ...}``."""
+    def infer(self, text_or_tokens: str | Sequence[int], reveal_logits: bool = False) -> dict:
+        """Run one secure inference; returns ``{"prediction", "label", "logits", "cost", ...}``.
+
+        The secure run needs the public embedding table, so ``model_info`` must be a directory
+        (``secinfer export-info`` writes one).
+        """
         ids = self.tokens(text_or_tokens)
         if self._inner is None:
-            self._inner = _core_attr("Client")(self.host, self.port, json.dumps(self.info),
-                                                self.fixed_point)
-        res = dict(self._inner.infer(ids))
-        logits = res.get("logits")
-        if logits is not None and "prediction" not in res and self.info.get("task") == "classification":
-            res["prediction"] = max(range(len(logits)), key=lambda i: (logits[i], -i))
+            if self.info_dir is None:
+                raise ValueError("secure inference needs model_info as a directory holding the "
+                                 "public embedding table (see `secinfer export-info`)")
+            self._inner = _core_attr("Client")(self.host, self.port, str(self.info_dir), self.variant)
+        res = dict(self._inner.infer(ids, reveal_logits))
         labels = self.info.get("labels")
-        if labels and "prediction" in res and "label" not in res:
+        if labels and "label" not in res:
             res["label"] = labels[res["prediction"]]
         return res

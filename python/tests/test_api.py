@@ -33,8 +33,40 @@ def test_server_needs_a_model_dir(tmp_path):
         secinfer.Server(tmp_path)
 
 
-def test_secure_calls_wait_for_the_core():
-    if hasattr(secinfer.core(), "Client"):
-        pytest.skip("the core has a Client: covered by the runtime's own tests")
-    with pytest.raises(NotImplementedError, match="issue 6"):
-        secinfer.Client("127.0.0.1", 1, SHIPPED).infer("a fine film")
+def test_secure_inference_between_python_server_and_client_matches_reference():
+    """A real two-party run through the bindings: a Server thread on loopback serving one
+    session, a Client classifying a shipped review; the class equals the reference's."""
+    import threading
+
+    core = secinfer.core()
+    sample = json.loads((SHIPPED / "samples.jsonl").read_text().splitlines()[0])
+    server = secinfer.Server(SHIPPED, variant="cg2")
+    bound = []
+    ready = threading.Event()
+
+    def listening(addr):
+        bound.append(addr)
+        ready.set()
+
+    t = threading.Thread(target=server.serve, kwargs=dict(port=0, sessions=1, on_listen=listening))
+    t.start()
+    assert ready.wait(60), "server did not start"
+    host, port = bound[0].rsplit(":", 1)
+    client = secinfer.Client(host, int(port), SHIPPED, variant="cg2")
+    res = client.infer(sample["text"], reveal_logits=True)
+    t.join(60)
+    assert not t.is_alive(), "server did not return after its one session"
+    ids = client.tokens(sample["text"])
+    ref = core.eval_fixed_point(str(SHIPPED), [ids], "fx8")[0]
+    assert res["prediction"] == max(range(len(ref)), key=lambda i: (ref[i], -i))
+    assert res["label"] in ("negative", "positive")
+    assert len(res["logits"]) == 2
+    online = res["cost"]["online"]
+    assert online["bytes_sent"] > 0 and online["bytes_received"] > 0 and online["rounds"] > 0
+    assert res["gc_bytes"] > 0 and res["he_bytes"] > 0
+
+
+def test_secure_inference_needs_an_info_directory():
+    info = json.loads((SHIPPED / "model.json").read_text())
+    with pytest.raises(ValueError, match="directory"):
+        secinfer.Client("127.0.0.1", 1, info).infer([5, 6, 7])

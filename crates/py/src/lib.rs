@@ -88,11 +88,107 @@ fn encode_text(model_dir: &str, text: &str) -> PyResult<Vec<u32>> {
     Ok(vocab.encode(text))
 }
 
+fn variant_of(name: &str) -> PyResult<secinfer_nn::secure::Variant> {
+    name.parse().map_err(|e: String| PyValueError::new_err(e))
+}
+
+fn nn_err(e: secinfer_nn::NnError) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
+/// The model owner's side: holds the prepared model (weights never leave Rust).
+#[pyclass(module = "secinfer._core")]
+struct Server {
+    inner: std::sync::Arc<secinfer_nn::runtime::Server>,
+}
+
+#[pymethods]
+impl Server {
+    #[new]
+    #[pyo3(signature = (model_dir, variant="cg2"))]
+    fn new(py: Python<'_>, model_dir: &str, variant: &str) -> PyResult<Self> {
+        let v = variant_of(variant)?;
+        let inner = py.allow_threads(|| secinfer_nn::runtime::Server::load(model_dir, v)).map_err(nn_err)?;
+        Ok(Server { inner: std::sync::Arc::new(inner) })
+    }
+
+    /// Serves clients on host:port (port 0 picks one; `on_listen(addr)` is called with the bound
+    /// address). With `sessions` set, returns after that many sessions; otherwise serves forever.
+    #[pyo3(signature = (port, host="127.0.0.1", sessions=None, on_listen=None, timeout_s=60))]
+    fn serve(
+        &self,
+        py: Python<'_>,
+        port: u16,
+        host: &str,
+        sessions: Option<u64>,
+        on_listen: Option<PyObject>,
+        timeout_s: u64,
+    ) -> PyResult<()> {
+        let listener = std::net::TcpListener::bind((host, port)).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let addr = listener.local_addr().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        if let Some(cb) = on_listen {
+            cb.call1(py, (addr.to_string(),))?;
+        }
+        let inner = self.inner.clone();
+        let log: std::sync::Arc<dyn Fn(u64, &str, secinfer_nn::runtime::SessionEnd) + Send + Sync> =
+            std::sync::Arc::new(|id, peer, end| {
+                if let secinfer_nn::runtime::SessionEnd::Failed(e) = end {
+                    eprintln!("secinfer: session {id} ({peer}) failed: {e}");
+                }
+            });
+        py.allow_threads(move || inner.serve(&listener, std::time::Duration::from_secs(timeout_s), sessions, log))
+            .map_err(nn_err)
+    }
+}
+
+/// The client's side: public model info only (model.json, vocabulary, embedding table).
+#[pyclass(module = "secinfer._core")]
+struct Client {
+    inner: secinfer_nn::runtime::Client,
+    server: String,
+}
+
+#[pymethods]
+impl Client {
+    #[new]
+    #[pyo3(signature = (host, port, model_info_dir, variant="cg2"))]
+    fn new(host: &str, port: u16, model_info_dir: &str, variant: &str) -> PyResult<Self> {
+        let inner = secinfer_nn::runtime::Client::load(model_info_dir, variant_of(variant)?).map_err(nn_err)?;
+        Ok(Client { inner, server: format!("{host}:{port}") })
+    }
+
+    /// Token ids for `text` under the model's tokeniser.
+    fn encode(&self, text: &str) -> PyResult<Vec<u32>> {
+        self.inner.encode(text).map_err(nn_err)
+    }
+
+    /// One secure inference: {"prediction", "logits" (if revealed), "cost", "gc_bytes",
+    /// "he_bytes", "and_gates", "steps"}.
+    #[pyo3(signature = (tokens, reveal_logits=false))]
+    fn infer<'py>(&self, py: Python<'py>, tokens: Vec<u32>, reveal_logits: bool) -> PyResult<Bound<'py, PyDict>> {
+        let opts = secinfer_nn::secure::ClientOptions { reveal_logits };
+        let out = py
+            .allow_threads(|| self.inner.infer(&self.server, &tokens, opts, &mut |_, _, _| {}))
+            .map_err(nn_err)?;
+        let d = PyDict::new_bound(py);
+        d.set_item("prediction", out.class)?;
+        d.set_item("logits", out.logits)?;
+        d.set_item("cost", cost_to_dict(py, &out.report.cost)?)?;
+        d.set_item("gc_bytes", out.report.gc_bytes)?;
+        d.set_item("he_bytes", out.report.he_bytes)?;
+        d.set_item("and_gates", out.report.and_gates)?;
+        d.set_item("steps", out.report.steps)?;
+        Ok(d)
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(echo_cost, m)?)?;
     m.add_function(wrap_pyfunction!(eval_fixed_point, m)?)?;
     m.add_function(wrap_pyfunction!(encode_text, m)?)?;
+    m.add_class::<Server>()?;
+    m.add_class::<Client>()?;
     Ok(())
 }
