@@ -3,7 +3,7 @@
 //! keeps accepting. `secinfer export-info` writes the public part a client needs.
 use crate::error::Error;
 use clap::Args;
-use secinfer_nn::runtime::{Server, SessionEnd};
+use secinfer_nn::runtime::{Server, SessionEnd, SessionLog};
 use secinfer_nn::secure::Variant;
 use std::io::Write;
 use std::net::TcpListener;
@@ -36,7 +36,7 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     let addr = listener.local_addr()?;
     println!("listening on {addr} (model {}, variant {}, {} steps)", a.model.display(), a.variant.name(), server.steps());
     std::io::stdout().flush()?;
-    let log: Arc<dyn Fn(u64, &str, SessionEnd) + Send + Sync> = Arc::new(|id, peer, end| match end {
+    let log: SessionLog = Arc::new(|id, peer, end| match end {
         SessionEnd::Done(rep) => {
             let c = &rep.cost;
             eprintln!(

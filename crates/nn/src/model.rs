@@ -407,7 +407,7 @@ pub fn shape_tokens(mut ids: Vec<u32>, cfg: &VocabConfig) -> Vec<u32> {
             out
         }
         Side::Post => {
-            ids.extend(std::iter::repeat(cfg.pad).take(pad));
+            ids.extend(std::iter::repeat_n(cfg.pad, pad));
             ids
         }
     }

@@ -34,6 +34,9 @@ pub enum SessionEnd {
     Panicked,
 }
 
+/// Called once per ended session with its id, the peer's address and how it ended.
+pub type SessionLog = Arc<dyn Fn(u64, &str, SessionEnd) + Send + Sync>;
+
 /// The model owner's side.
 pub struct Server {
     model: Arc<ServerModel>,
@@ -64,7 +67,7 @@ impl Server {
         listener: &TcpListener,
         timeout: Duration,
         max_sessions: Option<u64>,
-        log: Arc<dyn Fn(u64, &str, SessionEnd) + Send + Sync>,
+        log: SessionLog,
     ) -> Result<()> {
         let opts = TcpOptions { read_timeout: Some(timeout.max(Duration::from_secs(1))), ..TcpOptions::default() };
         let counter = AtomicU64::new(0);

@@ -1,5 +1,6 @@
 //! `secinfer._core`: the Rust core as a Python module. Python stays a thin face: no protocol
 //! logic lives on that side, only argument conversion and the dicts users read.
+#![allow(clippy::useless_conversion, reason = "pyo3 0.22's #[pyfunction] expansion converts PyErr into itself")]
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -130,7 +131,7 @@ impl Server {
             cb.call1(py, (addr.to_string(),))?;
         }
         let inner = self.inner.clone();
-        let log: std::sync::Arc<dyn Fn(u64, &str, secinfer_nn::runtime::SessionEnd) + Send + Sync> =
+        let log: secinfer_nn::runtime::SessionLog =
             std::sync::Arc::new(|id, peer, end| {
                 if let secinfer_nn::runtime::SessionEnd::Failed(e) = end {
                     eprintln!("secinfer: session {id} ({peer}) failed: {e}");
