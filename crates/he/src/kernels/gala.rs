@@ -28,19 +28,7 @@ pub(crate) fn prepare<E: Evaluator>(
     plan: &MatVecPlan,
     w: &[Vec<u64>],
 ) -> Result<Vec<E::Pt>, HeError> {
-    let slots = plan.row_len * plan.slot_rows;
-    let (cc, g) = (plan.col_chunks, plan.g);
-    (0..plan.out_cts * cc * g)
-        .into_par_iter()
-        .map(|idx| {
-            let (gi, c, t) = (idx / (cc * g), (idx / g) % cc, idx % g);
-            ev.encode(|| {
-                (0..slots)
-                    .map(|q| row_weight(plan, w, gi, c, t, q))
-                    .collect()
-            })
-        })
-        .collect()
+    super::prepare_diagonals(ev, plan, w, row_weight)
 }
 
 /// GALA row-encoding-share-RaS: per output ciphertext ScMult cc·g, Perm g − 1,

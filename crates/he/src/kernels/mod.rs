@@ -263,6 +263,26 @@ impl MatVecPlan {
 }
 
 /// Sums products into an optional accumulator.
+/// Encodes the plaintexts of a diagonal-style kernel (GAZELLE's hybrid diagonals, GALA's row
+/// encoding): `out_cts × col_chunks × g` plaintexts, slot `q` of plaintext (gi, c, t) holding
+/// `weight(plan, w, gi, c, t, q)`. The kernels differ only in that layout function.
+pub(crate) fn prepare_diagonals<E: Evaluator>(
+    ev: &E,
+    plan: &MatVecPlan,
+    w: &[Vec<u64>],
+    weight: fn(&MatVecPlan, &[Vec<u64>], usize, usize, usize, usize) -> u64,
+) -> Result<Vec<E::Pt>, HeError> {
+    let slots = plan.row_len * plan.slot_rows;
+    let (cc, g) = (plan.col_chunks, plan.g);
+    (0..plan.out_cts * cc * g)
+        .into_par_iter()
+        .map(|idx| {
+            let (gi, c, t) = (idx / (cc * g), (idx / g) % cc, idx % g);
+            ev.encode(|| (0..slots).map(|q| weight(plan, w, gi, c, t, q)).collect())
+        })
+        .collect()
+}
+
 pub(crate) fn acc_add<E: Evaluator>(ev: &E, acc: &mut Option<E::Ct>, x: E::Ct) {
     match acc {
         None => *acc = Some(x),
