@@ -263,6 +263,9 @@ impl MatVecPlan {
 }
 
 /// Sums products into an optional accumulator.
+/// Slot value of plaintext (output ct gi, column chunk c, diagonal t) at slot q.
+pub(crate) type WeightLayout = fn(&MatVecPlan, &[Vec<u64>], usize, usize, usize, usize) -> u64;
+
 /// Encodes the plaintexts of a diagonal-style kernel (GAZELLE's hybrid diagonals, GALA's row
 /// encoding): `out_cts × col_chunks × g` plaintexts, slot `q` of plaintext (gi, c, t) holding
 /// `weight(plan, w, gi, c, t, q)`. The kernels differ only in that layout function.
@@ -270,7 +273,7 @@ pub(crate) fn prepare_diagonals<E: Evaluator>(
     ev: &E,
     plan: &MatVecPlan,
     w: &[Vec<u64>],
-    weight: fn(&MatVecPlan, &[Vec<u64>], usize, usize, usize, usize) -> u64,
+    weight: WeightLayout,
 ) -> Result<Vec<E::Pt>, HeError> {
     let slots = plan.row_len * plan.slot_rows;
     let (cc, g) = (plan.col_chunks, plan.g);
