@@ -4,7 +4,9 @@ use crate::error::Error;
 use clap::Args;
 use secinfer_nn::runtime::Client;
 use secinfer_nn::secure::{CircuitActivations, ClientOptions, SessionReport, Variant};
-use secinfer_nn::{argmax, check_tokens, ExactActivations, Model, QuantizedModel, Reference, Task, Vocab};
+use secinfer_nn::{
+    argmax, check_tokens, ExactActivations, Model, QuantizedModel, Reference, Task, Vocab,
+};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -21,10 +23,24 @@ pub fn inspect(a: InspectArgs) -> Result<(), Error> {
     println!("model      {}", a.model.display());
     println!("task       {:?}", c.task);
     println!("layers");
-    println!("  {:<10} embedding  vocab {} × dim {}   (public: applied by the client)", ar.embed_name, ar.vocab, ar.embed_dim);
-    println!("  {:<10} gru        input {} → hidden {}, candidate {}", ar.gru_name, ar.embed_dim, ar.hidden, ar.activation.name());
-    println!("  {:<10} dense      {} → {}", ar.fc_name, ar.hidden, ar.classes);
-    let params = ar.vocab * ar.embed_dim + 3 * ar.hidden * (ar.embed_dim + ar.hidden + 2) + ar.classes * (ar.hidden + 1);
+    println!(
+        "  {:<10} embedding  vocab {} × dim {}   (public: applied by the client)",
+        ar.embed_name, ar.vocab, ar.embed_dim
+    );
+    println!(
+        "  {:<10} gru        input {} → hidden {}, candidate {}",
+        ar.gru_name,
+        ar.embed_dim,
+        ar.hidden,
+        ar.activation.name()
+    );
+    println!(
+        "  {:<10} dense      {} → {}",
+        ar.fc_name, ar.hidden, ar.classes
+    );
+    let params = ar.vocab * ar.embed_dim
+        + 3 * ar.hidden * (ar.embed_dim + ar.hidden + 2)
+        + ar.classes * (ar.hidden + 1);
     println!("parameters {params}");
     let show = |name: &str, fp: &secinfer_nn::FixedPointConfig| {
         let s = fp.sigmoid_format();
@@ -41,7 +57,10 @@ pub fn inspect(a: InspectArgs) -> Result<(), Error> {
         show(n, fp);
     }
     if let Some(v) = &c.vocab {
-        println!("input      {} tokens (words-v1, padding {:?}, truncation {:?})", v.max_len, v.padding, v.truncation);
+        println!(
+            "input      {} tokens (words-v1, padding {:?}, truncation {:?})",
+            v.max_len, v.padding, v.truncation
+        );
     }
     if !c.labels.is_empty() {
         println!("labels     {}", c.labels.join(", "));
@@ -99,24 +118,45 @@ struct Input {
 }
 
 fn inputs(a: &InferArgs, vocab: Option<&Vocab>, n_vocab: usize) -> Result<Vec<Input>, Error> {
-    let need_vocab = || vocab.ok_or_else(|| Error::msg("the model has no vocabulary; pass --tokens"));
+    let need_vocab =
+        || vocab.ok_or_else(|| Error::msg("the model has no vocabulary; pass --tokens"));
     let out = match (&a.text, &a.tokens, &a.samples) {
-        (Some(t), _, _) => vec![Input { name: "text".into(), tokens: need_vocab()?.encode(t), label: None }],
+        (Some(t), _, _) => vec![Input {
+            name: "text".into(),
+            tokens: need_vocab()?.encode(t),
+            label: None,
+        }],
         (None, Some(f), _) => vec![Input {
             name: f.display().to_string(),
             tokens: std::fs::read_to_string(f)?
                 .split_whitespace()
-                .map(|s| s.parse::<u32>().map_err(|_| Error::msg(format!("{}: {s:?} is not a token id", f.display()))))
+                .map(|s| {
+                    s.parse::<u32>().map_err(|_| {
+                        Error::msg(format!("{}: {s:?} is not a token id", f.display()))
+                    })
+                })
                 .collect::<Result<_, _>>()?,
             label: None,
         }],
         (None, None, Some(f)) => {
             let v = need_vocab()?;
             let mut out = Vec::new();
-            for (i, line) in std::fs::read_to_string(f)?.lines().filter(|l| !l.trim().is_empty()).take(a.limit).enumerate() {
-                let j: serde_json::Value = serde_json::from_str(line).map_err(|e| Error::msg(format!("{}: line {}: {e}", f.display(), i + 1)))?;
-                let text = j["text"].as_str().ok_or_else(|| Error::msg(format!("{}: line {} has no \"text\"", f.display(), i + 1)))?;
-                out.push(Input { name: format!("sample {}", i + 1), tokens: v.encode(text), label: j["label"].as_str().map(String::from) });
+            for (i, line) in std::fs::read_to_string(f)?
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .take(a.limit)
+                .enumerate()
+            {
+                let j: serde_json::Value = serde_json::from_str(line)
+                    .map_err(|e| Error::msg(format!("{}: line {}: {e}", f.display(), i + 1)))?;
+                let text = j["text"].as_str().ok_or_else(|| {
+                    Error::msg(format!("{}: line {} has no \"text\"", f.display(), i + 1))
+                })?;
+                out.push(Input {
+                    name: format!("sample {}", i + 1),
+                    tokens: v.encode(text),
+                    label: j["label"].as_str().map(String::from),
+                });
             }
             out
         }
@@ -129,20 +169,31 @@ fn inputs(a: &InferArgs, vocab: Option<&Vocab>, n_vocab: usize) -> Result<Vec<In
 }
 
 fn label(labels: &[String], k: usize) -> String {
-    labels.get(k).cloned().unwrap_or_else(|| format!("class {k}"))
+    labels
+        .get(k)
+        .cloned()
+        .unwrap_or_else(|| format!("class {k}"))
 }
 
 pub fn infer(a: InferArgs) -> Result<(), Error> {
     if a.plaintext {
         return infer_plaintext(&a);
     }
-    let server = a.server.as_deref().ok_or_else(|| Error::msg("pass --server HOST:PORT (or --plaintext for the local reference)"))?;
-    let info_dir = a.model_info.as_ref().or(a.model.as_ref()).ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
+    let server = a.server.as_deref().ok_or_else(|| {
+        Error::msg("pass --server HOST:PORT (or --plaintext for the local reference)")
+    })?;
+    let info_dir = a
+        .model_info
+        .as_ref()
+        .or(a.model.as_ref())
+        .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
     let client = Client::load(info_dir, a.variant)?;
     let cm = client.model();
     let ins = inputs(&a, client.vocab(), cm.config.arch.vocab)?;
     let reference = if a.compare_plaintext {
-        let dir = a.model.as_ref().ok_or_else(|| Error::msg("--compare-plaintext needs --model (the full model directory)"))?;
+        let dir = a.model.as_ref().ok_or_else(|| {
+            Error::msg("--compare-plaintext needs --model (the full model directory)")
+        })?;
         let m = Model::load(dir)?;
         Some(QuantizedModel::new(&m, cm.fp))
     } else {
@@ -152,22 +203,40 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     let mut rows = Vec::new();
     for inp in &ins {
         let mut bars = Progress::new();
-        let out = client.infer(server, &inp.tokens, ClientOptions { reveal_logits: a.reveal_logits }, &mut |s, d, t| bars.update(s, d, t));
+        let out = client.infer(
+            server,
+            &inp.tokens,
+            ClientOptions {
+                reveal_logits: a.reveal_logits,
+            },
+            &mut |s, d, t| bars.update(s, d, t),
+        );
         bars.finish();
         let out = out?;
         let mut line = format!("{:<10} secure: {:<10}", inp.name, label(labels, out.class));
         if let Some(l) = &out.logits {
             let sc = (1u64 << cm.fp.main.frac) as f64;
-            line += &format!(" logits [{}]", l.iter().map(|v| format!("{:.4}", *v as f64 / sc)).collect::<Vec<_>>().join(", "));
+            line += &format!(
+                " logits [{}]",
+                l.iter()
+                    .map(|v| format!("{:.4}", *v as f64 / sc))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
         if let Some(q) = &reference {
             let exact = argmax(&Reference::new(q, ExactActivations).classify(&inp.tokens));
-            let circ = argmax(&Reference::new(q, CircuitActivations::default()).classify(&inp.tokens));
+            let circ =
+                argmax(&Reference::new(q, CircuitActivations::default()).classify(&inp.tokens));
             line += &format!("  plaintext fixed-point: {:<10}", label(labels, exact));
             if circ != exact {
                 line += &format!(" (circuit activations: {})", label(labels, circ));
             }
-            line += if circ == out.class { "  [match]" } else { "  [MISMATCH]" };
+            line += if circ == out.class {
+                "  [match]"
+            } else {
+                "  [MISMATCH]"
+            };
         }
         if let Some(l) = &inp.label {
             line += &format!("  true label: {l}");
@@ -184,14 +253,43 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
 fn print_report(rep: &SessionReport, variant: &str) {
     let c = &rep.cost;
     let mb = |b: u64| b as f64 / 1e6;
-    println!("cost of the last session (client's view, variant {variant}, {} steps):", rep.steps);
-    println!("  {:<8} {:>9} {:>14} {:>14} {:>7}", "phase", "time (s)", "client→server", "server→client", "rounds");
-    for (n, p) in [("setup", &c.setup), ("offline", &c.offline), ("online", &c.online)] {
-        println!("  {:<8} {:>9.3} {:>11.2} MB {:>11.2} MB {:>7}", n, p.time_s, mb(p.bytes_sent), mb(p.bytes_received), p.rounds);
+    println!(
+        "cost of the last session (client's view, variant {variant}, {} steps):",
+        rep.steps
+    );
+    println!(
+        "  {:<8} {:>9} {:>14} {:>14} {:>7}",
+        "phase", "time (s)", "client→server", "server→client", "rounds"
+    );
+    for (n, p) in [
+        ("setup", &c.setup),
+        ("offline", &c.offline),
+        ("online", &c.online),
+    ] {
+        println!(
+            "  {:<8} {:>9.3} {:>11.2} MB {:>11.2} MB {:>7}",
+            n,
+            p.time_s,
+            mb(p.bytes_sent),
+            mb(p.bytes_received),
+            p.rounds
+        );
     }
     let t = c.total();
-    println!("  {:<8} {:>9.3} {:>11.2} MB {:>11.2} MB {:>7}", "total", t.time_s, mb(t.bytes_sent), mb(t.bytes_received), t.rounds);
-    println!("  GC bytes {:.2} MB ({} AND gates), HE bytes {:.2} MB", mb(rep.gc_bytes), rep.and_gates, mb(rep.he_bytes));
+    println!(
+        "  {:<8} {:>9.3} {:>11.2} MB {:>11.2} MB {:>7}",
+        "total",
+        t.time_s,
+        mb(t.bytes_sent),
+        mb(t.bytes_received),
+        t.rounds
+    );
+    println!(
+        "  GC bytes {:.2} MB ({} AND gates), HE bytes {:.2} MB",
+        mb(rep.gc_bytes),
+        rep.and_gates,
+        mb(rep.he_bytes)
+    );
 }
 
 /// Progress bars on stderr, only when stderr is a terminal.
@@ -203,7 +301,11 @@ struct Progress {
 
 impl Progress {
     fn new() -> Self {
-        Progress { on: std::io::stderr().is_terminal(), stage: String::new(), bar: None }
+        Progress {
+            on: std::io::stderr().is_terminal(),
+            stage: String::new(),
+            bar: None,
+        }
     }
     fn update(&mut self, stage: &str, done: u64, total: u64) {
         if !self.on {
@@ -234,10 +336,15 @@ impl Progress {
 }
 
 fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
-    let dir = a.model.as_ref().ok_or_else(|| Error::msg("--plaintext needs --model (the full model directory)"))?;
+    let dir = a
+        .model
+        .as_ref()
+        .ok_or_else(|| Error::msg("--plaintext needs --model (the full model directory)"))?;
     let m = Model::load(dir)?;
     if m.config.task != Task::Classification {
-        return Err(Error::msg("--plaintext prints classifications; this is a language model"));
+        return Err(Error::msg(
+            "--plaintext prints classifications; this is a language model",
+        ));
     }
     let ins = inputs(a, m.vocab.as_ref(), m.config.arch.vocab)?;
     let fp = *m.config.fixed_point_named(a.fixed_point.as_deref())?;
@@ -251,14 +358,23 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
             println!("{}", inp.name);
         }
         println!("class      {} ({})", k, label(&m.config.labels, k));
-        let shown: Vec<String> = logits.iter().map(|l| format!("{:.4}", *l as f64 / scale)).collect();
+        let shown: Vec<String> = logits
+            .iter()
+            .map(|l| format!("{:.4}", *l as f64 / scale))
+            .collect();
         println!("logits     [{}]", shown.join(", "));
-        println!("overflows  {}   saturated activations {}", r.counters.overflows, r.counters.saturated_activations);
+        println!(
+            "overflows  {}   saturated activations {}",
+            r.counters.overflows, r.counters.saturated_activations
+        );
         // What the garbled circuits compute (their sigmoid/tanh are within 1 ULP of exact).
         let mut rc = Reference::new(&q, CircuitActivations::default());
         let lc = rc.classify(&inp.tokens);
         if lc != logits {
-            let shown: Vec<String> = lc.iter().map(|l| format!("{:.4}", *l as f64 / scale)).collect();
+            let shown: Vec<String> = lc
+                .iter()
+                .map(|l| format!("{:.4}", *l as f64 / scale))
+                .collect();
             println!("circuit    class {} ({}), logits [{}] (reference with the garbled circuits' activations)", argmax(&lc), label(&m.config.labels, argmax(&lc)), shown.join(", "));
         } else {
             println!("circuit    same logits with the garbled circuits' activations (the secure run's reference)");

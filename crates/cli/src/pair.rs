@@ -66,7 +66,11 @@ struct PeerReport<B> {
 }
 
 /// Runs `client` here and `server` in a thread or peer process, per `net`.
-pub fn run_pair<A, B, FA, FB>(net: &NetArgs, client: FA, server: FB) -> Result<PairOutcome<A, B>, Error>
+pub fn run_pair<A, B, FA, FB>(
+    net: &NetArgs,
+    client: FA,
+    server: FB,
+) -> Result<PairOutcome<A, B>, Error>
 where
     A: Send,
     B: Send + Serialize + DeserializeOwned,
@@ -111,7 +115,13 @@ where
     if !status.success() {
         return Err(Error::msg(format!("peer process exited with {status}")));
     }
-    Ok(PairOutcome { client: client_out, server: report.output, client_cost, server_cost: report.cost, wall_s })
+    Ok(PairOutcome {
+        client: client_out,
+        server: report.output,
+        client_cost,
+        server_cost: report.cost,
+        wall_s,
+    })
 }
 
 fn accept_with_deadline(
@@ -163,7 +173,11 @@ where
     B: Serialize,
     FB: FnOnce(&mut DynChannel) -> Result<B, Error>,
 {
-    let mut ch: DynChannel = Box::new(TcpChannel::connect(addr, Duration::from_secs(30), &TcpOptions::default())?);
+    let mut ch: DynChannel = Box::new(TcpChannel::connect(
+        addr,
+        Duration::from_secs(30),
+        &TcpOptions::default(),
+    )?);
     let out = server(&mut ch)?;
     ch.flush()?;
     let cost = ch.cost();

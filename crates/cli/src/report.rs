@@ -96,7 +96,10 @@ pub struct Reporter {
 
 impl Reporter {
     pub fn new(json: bool) -> Self {
-        Reporter { json, rows: Vec::new() }
+        Reporter {
+            json,
+            rows: Vec::new(),
+        }
     }
 
     pub fn emit(&mut self, r: BenchRecord) {
@@ -123,7 +126,14 @@ impl Reporter {
                 push(k.clone(), &mut cols);
             }
         }
-        for c in ["time_s", "setup_s", "offline_s", "online_s", "bytes_total", "rounds"] {
+        for c in [
+            "time_s",
+            "setup_s",
+            "offline_s",
+            "online_s",
+            "bytes_total",
+            "rounds",
+        ] {
             push(c.into(), &mut cols);
         }
         for r in &self.rows {
@@ -137,21 +147,55 @@ impl Reporter {
                 "time_s" => json!(r.time_s),
                 "bytes_total" => json!(r.bytes_total),
                 "rounds" => json!(r.rounds),
-                "setup_s" | "offline_s" | "online_s" => {
-                    r.phases.get(c.trim_end_matches("_s")).and_then(|p| p.get("time_s")).cloned().unwrap_or(Value::Null)
-                }
-                _ => r.params.get(c).or_else(|| r.extra.get(c)).cloned().unwrap_or(Value::Null),
+                "setup_s" | "offline_s" | "online_s" => r
+                    .phases
+                    .get(c.trim_end_matches("_s"))
+                    .and_then(|p| p.get("time_s"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                _ => r
+                    .params
+                    .get(c)
+                    .or_else(|| r.extra.get(c))
+                    .cloned()
+                    .unwrap_or(Value::Null),
             };
             fmt_value(&v)
         };
-        let table: Vec<Vec<String>> = self.rows.iter().map(|r| cols.iter().map(|c| cell(r, c)).collect()).collect();
-        let widths: Vec<usize> =
-            cols.iter().enumerate().map(|(i, c)| table.iter().map(|row| row[i].len()).max().unwrap_or(0).max(c.len())).collect();
+        let table: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| cols.iter().map(|c| cell(r, c)).collect())
+            .collect();
+        let widths: Vec<usize> = cols
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                table
+                    .iter()
+                    .map(|row| row[i].len())
+                    .max()
+                    .unwrap_or(0)
+                    .max(c.len())
+            })
+            .collect();
         let line = |cells: &[String]| {
-            cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect::<Vec<_>>().join("  ")
+            cells
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:>w$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
         };
         println!("{}", line(&cols));
-        println!("{}", widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
+        println!(
+            "{}",
+            widths
+                .iter()
+                .map(|w| "-".repeat(*w))
+                .collect::<Vec<_>>()
+                .join("  ")
+        );
         for row in &table {
             println!("{}", line(row));
         }

@@ -34,7 +34,12 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     let server = Server::load(&a.model, a.variant)?;
     let listener = TcpListener::bind((a.host.as_str(), a.port))?;
     let addr = listener.local_addr()?;
-    println!("listening on {addr} (model {}, variant {}, {} steps)", a.model.display(), a.variant.name(), server.steps());
+    println!(
+        "listening on {addr} (model {}, variant {}, {} steps)",
+        a.model.display(),
+        a.variant.name(),
+        server.steps()
+    );
     std::io::stdout().flush()?;
     let log: SessionLog = Arc::new(|id, peer, end| match end {
         SessionEnd::Done(rep) => {
@@ -48,7 +53,9 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
             );
         }
         SessionEnd::Failed(e) => eprintln!("session {id} ({peer}): failed: {e}"),
-        SessionEnd::Panicked => eprintln!("session {id} ({peer}): panicked (caught; server continues)"),
+        SessionEnd::Panicked => {
+            eprintln!("session {id} ({peer}): panicked (caught; server continues)")
+        }
     });
     server.serve(&listener, Duration::from_secs(a.timeout), None, log)?;
     Ok(())
@@ -66,6 +73,9 @@ pub struct ExportInfoArgs {
 
 pub fn export_info(a: ExportInfoArgs) -> Result<(), Error> {
     secinfer_nn::info::export_info(&a.model, &a.out)?;
-    println!("wrote model.json, vocabulary and embedding.safetensors to {}", a.out.display());
+    println!(
+        "wrote model.json, vocabulary and embedding.safetensors to {}",
+        a.out.display()
+    );
     Ok(())
 }

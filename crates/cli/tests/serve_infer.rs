@@ -23,7 +23,8 @@ impl Drop for Server {
 fn infer(addr: &str, extra: &[&str]) -> Command {
     let model = root().join("models/imdb-relu-gru");
     let mut c = Command::new(env!("CARGO_BIN_EXE_secinfer"));
-    c.args(["infer", "--server", addr, "--model-info"]).arg(&model);
+    c.args(["infer", "--server", addr, "--model-info"])
+        .arg(&model);
     c.args(extra);
     c
 }
@@ -39,7 +40,9 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(srv.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(srv.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let srv = Server(srv);
     let addr = line.split_whitespace().nth(2).unwrap().to_string();
 
@@ -49,12 +52,18 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
         s.write_all(&[200, 0, 0, 0, 1, 2, 3]).unwrap();
     }
     // 2. a real client killed mid-protocol (during the offline phase).
-    let mut c = infer(&addr, &["--text", "a dull and silly film"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut c = infer(&addr, &["--text", "a dull and silly film"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(400));
     let _ = c.kill();
     let _ = c.wait();
     // 3. a client asking for another variant is refused with a typed protocol error.
-    let out = infer(&addr, &["--text", "fine", "--variant", "cg1"]).output().unwrap();
+    let out = infer(&addr, &["--text", "fine", "--variant", "cg1"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("protocol") && err.contains("refused"), "{err}");
@@ -67,7 +76,11 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
         .output()
         .unwrap();
     let so = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{so}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{so}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(so.contains("[match]") && !so.contains("MISMATCH"), "{so}");
     assert!(so.contains("GC bytes") && so.contains("HE bytes"), "{so}");
     drop(srv);

@@ -3,8 +3,15 @@
 use secinfer_gc::activation::{max_ulp_error, pwl_params, ActSpec, Func};
 
 fn main() {
-    let widths: Vec<u32> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let widths = if widths.is_empty() { vec![8, 12, 16] } else { widths };
+    let widths: Vec<u32> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let widths = if widths.is_empty() {
+        vec![8, 12, 16]
+    } else {
+        widths
+    };
     for bits in widths {
         for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
             let t = std::time::Instant::now();
@@ -21,7 +28,15 @@ fn main() {
             };
             println!(
                 "{:8} {:2} bits: ands {:6} depth {:3}  max_ulp {} over {} ({}), build {:.2}s {}",
-                f.name(), bits, st.ands, st.and_depth, ulp, n, if ex { "exhaustive" } else { "sampled" }, t_build, extra
+                f.name(),
+                bits,
+                st.ands,
+                st.and_depth,
+                ulp,
+                n,
+                if ex { "exhaustive" } else { "sampled" },
+                t_build,
+                extra
             );
         }
     }

@@ -5,7 +5,10 @@ use secinfer_net::simulate;
 use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
 use std::time::Instant;
 fn main() {
-    let reps: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20);
+    let reps: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(20);
     let n = 16384;
     let domain = ShareDomain::Pow2(8);
     let spec = ActSpec::default_for(Func::Relu, 8);
@@ -32,5 +35,10 @@ fn main() {
     );
     let mut t = run.client.output;
     t.sort_by(|a, b| a.total_cmp(b));
-    println!("offline+online per repetition (ms): min {:.1} median {:.1} max {:.1}", t[0], t[t.len() / 2], t[t.len() - 1]);
+    println!(
+        "offline+online per repetition (ms): min {:.1} median {:.1} max {:.1}",
+        t[0],
+        t[t.len() / 2],
+        t[t.len() - 1]
+    );
 }

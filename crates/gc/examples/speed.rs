@@ -11,7 +11,11 @@ use std::time::Instant;
 fn cpu_ns() -> f64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+        })
         .unwrap_or(f64::NAN)
 }
 
@@ -19,7 +23,10 @@ fn cpu_ns() -> f64 {
 fn process_cpu_s() -> f64 {
     let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let rest = s.rsplit(')').next().unwrap_or("");
-    let f: Vec<f64> = rest.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
     // fields after the command: state(0, not numeric, skipped by parse)... utime is the 14th field
     // field, i.e. index 10 among the numeric fields after `state`.
     (f.get(10).copied().unwrap_or(0.0) + f.get(11).copied().unwrap_or(0.0)) / 100.0
@@ -53,9 +60,15 @@ fn main() {
     }
     let dt = t.elapsed().as_secs_f64();
     let dc = (cpu_ns() - cpu) / 1e9;
-    println!("evaluate: {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", ands / dt / 1e6, ands / dc / 1e6);
+    println!(
+        "evaluate: {:.1} M AND/s wall, {:.1} M AND/s per CPU-second",
+        ands / dt / 1e6,
+        ands / dc / 1e6
+    );
     // an AND-dominated circuit: 32-bit multiplier
-    let m = secinfer_gc::Circuit::build(64, |b, x| secinfer_gc::gadgets::mul_lo(b, &x[..32], &x[32..]));
+    let m = secinfer_gc::Circuit::build(64, |b, x| {
+        secinfer_gc::gadgets::mul_lo(b, &x[..32], &x[32..])
+    });
     let ins: Vec<[Block; 16]> = (0..64).map(|_| g.input()).collect();
     g.tables.reserve(m.and_count() as usize * 32);
     let reps = 1000;
@@ -101,7 +114,13 @@ fn main() {
             rayon::current_num_threads()
         );
         let sc = run.server.cost;
-        println!("   client offline {:.1} ms online {:.1} ms | server offline {:.1} ms online {:.1} ms", cc.offline.time_s * 1e3, cc.online.time_s * 1e3, sc.offline.time_s * 1e3, sc.online.time_s * 1e3);
+        println!(
+            "   client offline {:.1} ms online {:.1} ms | server offline {:.1} ms online {:.1} ms",
+            cc.offline.time_s * 1e3,
+            cc.online.time_s * 1e3,
+            sc.offline.time_s * 1e3,
+            sc.online.time_s * 1e3
+        );
     }
 
     // CPU cost of offline + online for 16384 8-bit ReLUs: 10 repetitions after one OT setup.

@@ -12,7 +12,12 @@ use std::time::Instant;
 
 struct Mac(usize);
 impl CircuitFn for Mac {
-    fn run<B: Backend>(&self, b: &mut B, g: &[Bit<B::Wire>], e: &[Bit<B::Wire>]) -> Vec<Bit<B::Wire>> {
+    fn run<B: Backend>(
+        &self,
+        b: &mut B,
+        g: &[Bit<B::Wire>],
+        e: &[Bit<B::Wire>],
+    ) -> Vec<Bit<B::Wire>> {
         let mut acc = g.to_vec();
         for _ in 0..self.0 {
             let p = mul_lo(b, &acc, e);
@@ -25,13 +30,20 @@ impl CircuitFn for Mac {
 fn peak_rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
         .unwrap_or(f64::NAN)
         / 1024.0
 }
 
 fn main() {
-    let rounds: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000);
     let (x, y) = (0x1234_5678u32, 0x9abc_def1u32);
     let gi: Vec<bool> = (0..32).map(|i| (x >> i) & 1 == 1).collect();
     let ei: Vec<bool> = (0..32).map(|i| (y >> i) & 1 == 1).collect();
@@ -52,7 +64,12 @@ fn main() {
         },
     );
     let dt = t.elapsed().as_secs_f64();
-    let got = run.client.output.iter().enumerate().fold(0u32, |a, (i, &b)| a | ((b as u32) << i));
+    let got = run
+        .client
+        .output
+        .iter()
+        .enumerate()
+        .fold(0u32, |a, (i, &b)| a | ((b as u32) << i));
     let mut acc = x;
     for _ in 0..rounds {
         acc = acc.wrapping_mul(y).wrapping_add(x);

@@ -21,7 +21,9 @@
 use crate::backend::{not, Backend, Bit, Word};
 use crate::circuit::Circuit;
 use crate::counter::Counter;
-use crate::gadgets::{add, constant_word, lut, mul_unsigned, relu as relu_gadget, saturate, sext, shr_round, zext};
+use crate::gadgets::{
+    add, constant_word, lut, mul_unsigned, relu as relu_gadget, saturate, sext, shr_round, zext,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -65,7 +67,9 @@ impl Fixed {
     }
     fn check(&self) -> Result<(), crate::GcError> {
         if self.bits < 2 || self.bits > 40 || self.frac > 40 {
-            return Err(crate::GcError::invalid(format!("unsupported fixed-point format {self:?}")));
+            return Err(crate::GcError::invalid(format!(
+                "unsupported fixed-point format {self:?}"
+            )));
         }
         Ok(())
     }
@@ -121,7 +125,9 @@ impl std::str::FromStr for Func {
             "relu" => Ok(Func::Relu),
             "sigmoid" => Ok(Func::Sigmoid),
             "tanh" => Ok(Func::Tanh),
-            o => Err(format!("unknown function {o:?} (relu, sigmoid, tanh, identity)")),
+            o => Err(format!(
+                "unknown function {o:?} (relu, sigmoid, tanh, identity)"
+            )),
         }
     }
 }
@@ -167,7 +173,13 @@ pub fn tanh<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed) -
 }
 
 /// `func` from `inp` to `out`.
-pub fn apply<B: Backend>(b: &mut B, func: Func, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed) -> Wd<B> {
+pub fn apply<B: Backend>(
+    b: &mut B,
+    func: Func,
+    x: &[Bit<B::Wire>],
+    inp: Fixed,
+    out: Fixed,
+) -> Wd<B> {
     match func {
         Func::Identity => requantize(b, x, inp, out),
         Func::Relu => relu(b, x, inp, out),
@@ -190,7 +202,13 @@ pub struct ActSpec {
 impl ActSpec {
     /// f from `inp` straight to `out`.
     pub fn simple(func: Func, inp: Fixed, out: Fixed) -> Self {
-        ActSpec { func, input: inp, act_in: inp, act_out: out, output: out }
+        ActSpec {
+            func,
+            input: inp,
+            act_in: inp,
+            act_out: out,
+            output: out,
+        }
     }
     /// The default formats used by the benchmarks at width `bits`: input (bits, bits−4) (range
     /// ±8); output (bits, bits−4) for ReLU/identity and (bits, bits−2) for sigmoid/tanh.
@@ -207,7 +225,9 @@ impl ActSpec {
             f.check()?;
         }
         if matches!(self.func, Func::Sigmoid | Func::Tanh) && self.act_in.bits > 22 {
-            return Err(crate::GcError::invalid("sigmoid/tanh tables are fitted for inputs of at most 22 bits"));
+            return Err(crate::GcError::invalid(
+                "sigmoid/tanh tables are fitted for inputs of at most 22 bits",
+            ));
         }
         Ok(())
     }
@@ -219,7 +239,11 @@ impl ActSpec {
     }
     /// Applies the spec to a signed word of `input.bits` bits.
     pub fn apply<B: Backend>(&self, b: &mut B, x: &[Bit<B::Wire>]) -> Wd<B> {
-        let a = if self.input == self.act_in { sext(x, self.input.bits as usize) } else { requantize(b, x, self.input, self.act_in) };
+        let a = if self.input == self.act_in {
+            sext(x, self.input.bits as usize)
+        } else {
+            requantize(b, x, self.input, self.act_in)
+        };
         let y = apply(b, self.func, &a, self.act_in, self.act_out);
         if self.act_out == self.output {
             sext(&y, self.output.bits as usize)
@@ -238,7 +262,11 @@ pub fn eval_plain(c: &Circuit, spec: &ActSpec, x: i64) -> i64 {
     let v = spec.input.encode(x);
     let bits: Vec<bool> = (0..spec.input.bits).map(|i| (v >> i) & 1 == 1).collect();
     let out = c.eval_plain(&bits);
-    spec.output.decode(out.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i)))
+    spec.output.decode(
+        out.iter()
+            .enumerate()
+            .fold(0u64, |a, (i, &b)| a | ((b as u64) << i)),
+    )
 }
 
 /// Parameters of a fitted piecewise-linear table.
@@ -261,18 +289,30 @@ pub struct PwlParams {
 fn bits_signed(vals: impl Iterator<Item = i64>) -> usize {
     let mut w = 1;
     for v in vals {
-        let need = if v >= 0 { 65 - v.leading_zeros() as usize } else { 65 - (!v).leading_zeros() as usize };
+        let need = if v >= 0 {
+            65 - v.leading_zeros() as usize
+        } else {
+            65 - (!v).leading_zeros() as usize
+        };
         w = w.max(need);
     }
     w
 }
 
 fn bits_unsigned(vals: impl Iterator<Item = u64>) -> usize {
-    vals.map(|v| 64 - v.leading_zeros() as usize).max().unwrap_or(0)
+    vals.map(|v| 64 - v.leading_zeros() as usize)
+        .max()
+        .unwrap_or(0)
 }
 
 /// y = ⌊(A[hi] + B[hi]·lo) / 2^sh⌋ on `out.bits` bits.
-pub fn pwl_apply<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed, p: &PwlParams) -> Wd<B> {
+pub fn pwl_apply<B: Backend>(
+    b: &mut B,
+    x: &[Bit<B::Wire>],
+    inp: Fixed,
+    out: Fixed,
+    p: &PwlParams,
+) -> Wd<B> {
     if p.sym {
         return pwl_apply_sym(b, x, inp, out, p);
     }
@@ -284,12 +324,23 @@ pub fn pwl_apply<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fix
     let hi = u[n - k..].to_vec();
     let aw = bits_signed(p.a.iter().copied());
     let bw = bits_unsigned(p.b.iter().copied());
-    let table: Vec<u64> = p.a.iter().zip(&p.b).map(|(&a, &bb)| ((a as u64) & mask(aw as u32)) | (bb << aw)).collect();
+    let table: Vec<u64> =
+        p.a.iter()
+            .zip(&p.b)
+            .map(|(&a, &bb)| ((a as u64) & mask(aw as u32)) | (bb << aw))
+            .collect();
     let t = lut(b, &hi, &table, aw + bw);
     let a = t[..aw].to_vec();
     let bv = t[aw..].to_vec();
-    let prod = if lo.is_empty() || bw == 0 { Vec::new() } else { mul_unsigned(b, &bv, &lo) };
-    let w = aw.max(prod.len() + 1).max(p.sh as usize + out.bits as usize) + 1;
+    let prod = if lo.is_empty() || bw == 0 {
+        Vec::new()
+    } else {
+        mul_unsigned(b, &bv, &lo)
+    };
+    let w = aw
+        .max(prod.len() + 1)
+        .max(p.sh as usize + out.bits as usize)
+        + 1;
     let s = add(b, &sext(&a, w), &zext(&prod, w));
     s[p.sh as usize..p.sh as usize + out.bits as usize].to_vec()
 }
@@ -305,22 +356,44 @@ pub fn pwl_apply<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fix
 /// ```
 /// The table covers n−1 input bits instead of n (half the lookup-table ANDs) for an
 /// incrementer on `lo`, one more multiplier row and a conditional negation.
-fn pwl_apply_sym<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed, p: &PwlParams) -> Wd<B> {
+fn pwl_apply_sym<B: Backend>(
+    b: &mut B,
+    x: &[Bit<B::Wire>],
+    inp: Fixed,
+    out: Fixed,
+    p: &PwlParams,
+) -> Wd<B> {
     let n = inp.bits as usize;
     let k = p.k as usize;
     let x = sext(x, n);
     let s = x[n - 1].clone();
-    let m: Vec<_> = x[..n - 1].iter().map(|v| crate::backend::xor(b, v, &s)).collect();
+    let m: Vec<_> = x[..n - 1]
+        .iter()
+        .map(|v| crate::backend::xor(b, v, &s))
+        .collect();
     let lo = m[..n - 1 - k].to_vec();
     let hi = m[n - 1 - k..].to_vec();
     let aw = bits_signed(p.a.iter().copied());
     let bw = bits_unsigned(p.b.iter().copied());
-    let table: Vec<u64> = p.a.iter().zip(&p.b).map(|(&a, &bb)| ((a as u64) & mask(aw as u32)) | (bb << aw)).collect();
+    let table: Vec<u64> =
+        p.a.iter()
+            .zip(&p.b)
+            .map(|(&a, &bb)| ((a as u64) & mask(aw as u32)) | (bb << aw))
+            .collect();
     let t = lut(b, &hi, &table, aw + bw);
     let a = t[..aw].to_vec();
     let bv = t[aw..].to_vec();
-    let lo1 = crate::gadgets::add_cin(b, &zext(&lo, lo.len() + 1), &constant_word(0, lo.len() + 1), s.clone());
-    let prod = if bw == 0 { Vec::new() } else { mul_unsigned(b, &bv, &lo1) };
+    let lo1 = crate::gadgets::add_cin(
+        b,
+        &zext(&lo, lo.len() + 1),
+        &constant_word(0, lo.len() + 1),
+        s.clone(),
+    );
+    let prod = if bw == 0 {
+        Vec::new()
+    } else {
+        mul_unsigned(b, &bv, &lo1)
+    };
     let ob = out.bits as usize;
     let w = aw.max(prod.len() + 1).max(p.sh as usize + ob) + 1;
     let sum = add(b, &sext(&a, w), &zext(&prod, w));
@@ -334,7 +407,16 @@ fn pwl_apply_sym<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fix
     crate::gadgets::add_cin(b, &gx, &c, s)
 }
 
-fn fit(targets: &[i64], n: u32, k: u32, sh: u32, tol: i64, omin: i64, omax: i64, sym: bool) -> Option<PwlParams> {
+fn fit(
+    targets: &[i64],
+    n: u32,
+    k: u32,
+    sh: u32,
+    tol: i64,
+    omin: i64,
+    omax: i64,
+    sym: bool,
+) -> Option<PwlParams> {
     let s = 1usize << (n - k);
     let pts = s + sym as usize;
     let mut a_v = Vec::with_capacity(1 << k);
@@ -381,7 +463,15 @@ fn fit(targets: &[i64], n: u32, k: u32, sh: u32, tol: i64, omin: i64, omax: i64,
         a_v.push(a);
         b_v.push(bb);
     }
-    Some(PwlParams { k, sh, tol, a: a_v, b: b_v, sym, func_offset: 0 })
+    Some(PwlParams {
+        k,
+        sh,
+        tol,
+        a: a_v,
+        b: b_v,
+        sym,
+        func_offset: 0,
+    })
 }
 
 type FitKey = (Func, Fixed, Fixed);
@@ -390,7 +480,11 @@ type FitKey = (Func, Fixed, Fixed);
 pub fn pwl_params(func: Func, inp: Fixed, out: Fixed) -> Arc<PwlParams> {
     static CACHE: OnceLock<Mutex<HashMap<FitKey, Arc<PwlParams>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(p) = cache.lock().ok().and_then(|c| c.get(&(func, inp, out)).cloned()) {
+    if let Some(p) = cache
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&(func, inp, out)).cloned())
+    {
         return p;
     }
     let p = Arc::new(search_pwl(func, inp, out));
@@ -403,7 +497,9 @@ pub fn pwl_params(func: Func, inp: Fixed, out: Fixed) -> Arc<PwlParams> {
 fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
     let n = inp.bits;
     let half = 1i64 << (n - 1);
-    let targets: Vec<i64> = (0..(1i64 << n)).map(|u| reference(func, inp, out, u - half)).collect();
+    let targets: Vec<i64> = (0..(1i64 << n))
+        .map(|u| reference(func, inp, out, u - half))
+        .collect();
     let (omin, omax) = (out.min_int(), out.max_int());
     // Symmetric variant: targets f(m) for m = 0..=2^(n−1) (the last point is |min|).
     let sym_offset: Option<u32> = match func {
@@ -411,13 +507,17 @@ fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
         Func::Sigmoid if out.frac + 1 < out.bits => Some(out.frac),
         _ => None,
     };
-    let sym_targets: Vec<i64> = (0..=half).map(|m| out.quantize(func.eval(m as f64 / (1u64 << inp.frac) as f64))).collect();
+    let sym_targets: Vec<i64> = (0..=half)
+        .map(|m| out.quantize(func.eval(m as f64 / (1u64 << inp.frac) as f64)))
+        .collect();
     // Symmetry holds for the rounded outputs only if no saturation breaks it: the unclamped
     // rounded values and their mirror images must all be representable.
     let sym_offset = sym_offset.filter(|&off| {
         let c = if off == 0 { 0 } else { 1i64 << off };
         (0..=half).all(|m| {
-            let raw = (func.eval(m as f64 / (1u64 << inp.frac) as f64) * (1u64 << out.frac) as f64 + 0.5).floor() as i64;
+            let raw = (func.eval(m as f64 / (1u64 << inp.frac) as f64) * (1u64 << out.frac) as f64
+                + 0.5)
+                .floor() as i64;
             (omin..=omax).contains(&raw) && (omin..=omax).contains(&(c - raw))
         })
     });
@@ -428,12 +528,17 @@ fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
             let kmax = (n - 2).min(12);
             for k in kmin..=kmax {
                 for sh in 0..=10u32 {
-                    let Some(mut p) = fit(&sym_targets, n - 1, k, sh, tol, omin, omax, true) else { continue };
+                    let Some(mut p) = fit(&sym_targets, n - 1, k, sh, tol, omin, omax, true) else {
+                        continue;
+                    };
                     p.func_offset = off;
                     let mut c = Counter::new();
                     let x: Vec<Bit<u32>> = (0..n).map(|_| Bit::Wire(0)).collect();
                     pwl_apply(&mut c, &x, inp, out, &p);
-                    if best.as_ref().is_none_or(|(a, d, _)| (c.ands, c.max_depth) < (*a, *d)) {
+                    if best
+                        .as_ref()
+                        .is_none_or(|(a, d, _)| (c.ands, c.max_depth) < (*a, *d))
+                    {
                         best = Some((c.ands, c.max_depth, p));
                     }
                 }
@@ -446,7 +551,9 @@ fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
                 if k == n && sh > 0 {
                     continue;
                 }
-                let Some(p) = fit(&targets, n, k, sh, tol, omin, omax, false) else { continue };
+                let Some(p) = fit(&targets, n, k, sh, tol, omin, omax, false) else {
+                    continue;
+                };
                 let mut c = Counter::new();
                 let x: Vec<Bit<u32>> = (0..n).map(|_| Bit::Wire(0)).collect();
                 pwl_apply(&mut c, &x, inp, out, &p);
@@ -464,8 +571,15 @@ fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
         }
     }
     // Last resort: the exact full table (always fits).
-    fit(&targets, n, n, 0, 0, omin, omax, false)
-        .unwrap_or(PwlParams { k: n, sh: 0, tol: 0, a: targets, b: vec![0; 1 << n], sym: false, func_offset: 0 })
+    fit(&targets, n, n, 0, 0, omin, omax, false).unwrap_or(PwlParams {
+        k: n,
+        sh: 0,
+        tol: 0,
+        a: targets,
+        b: vec![0; 1 << n],
+        sym: false,
+        func_offset: 0,
+    })
 }
 
 /// Maximum |circuit − reference| in ULPs of the output format over all inputs (exhaustive when
@@ -493,11 +607,19 @@ pub fn max_ulp_error(spec: &ActSpec) -> (u64, u64, bool) {
             };
         }
         let ins: Vec<u64> = (0..n as usize)
-            .map(|i| xs.iter().enumerate().take(lanes).fold(0u64, |acc, (j, x)| acc | (((x >> i) & 1) << j)))
+            .map(|i| {
+                xs.iter()
+                    .enumerate()
+                    .take(lanes)
+                    .fold(0u64, |acc, (j, x)| acc | (((x >> i) & 1) << j))
+            })
             .collect();
         let outs = c.eval_sliced(&ins);
         for (j, x) in xs.iter().enumerate().take(lanes) {
-            let y = outs.iter().enumerate().fold(0u64, |acc, (i, o)| acc | (((o >> j) & 1) << i));
+            let y = outs
+                .iter()
+                .enumerate()
+                .fold(0u64, |acc, (i, o)| acc | (((o >> j) & 1) << i));
             let got = spec.output.decode(y);
             let want = spec.reference(spec.input.decode(*x));
             worst = worst.max(got.abs_diff(want));

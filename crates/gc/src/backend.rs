@@ -81,7 +81,12 @@ pub fn or<B: Backend>(b: &mut B, x: &Bit<B::Wire>, y: &Bit<B::Wire>) -> Bit<B::W
 
 /// s ? y : x (one AND).
 #[inline]
-pub fn mux<B: Backend>(b: &mut B, s: &Bit<B::Wire>, x: &Bit<B::Wire>, y: &Bit<B::Wire>) -> Bit<B::Wire> {
+pub fn mux<B: Backend>(
+    b: &mut B,
+    s: &Bit<B::Wire>,
+    x: &Bit<B::Wire>,
+    y: &Bit<B::Wire>,
+) -> Bit<B::Wire> {
     if let (Bit::Const(u), Bit::Const(v)) = (x, y) {
         return match (u, v) {
             (false, false) => Bit::Const(false),

@@ -22,7 +22,10 @@ pub struct Builder {
 
 impl Builder {
     pub fn new(n_inputs: usize) -> Self {
-        Builder { n_inputs: n_inputs as u32, gates: Vec::new() }
+        Builder {
+            n_inputs: n_inputs as u32,
+            gates: Vec::new(),
+        }
     }
     /// The input wires as bits.
     pub fn inputs(&self) -> Vec<Bit<u32>> {
@@ -84,7 +87,10 @@ pub struct Stats {
 
 impl Circuit {
     /// Records `f` applied to `n_inputs` fresh input wires.
-    pub fn build(n_inputs: usize, f: impl FnOnce(&mut Builder, &[Bit<u32>]) -> Vec<Bit<u32>>) -> Circuit {
+    pub fn build(
+        n_inputs: usize,
+        f: impl FnOnce(&mut Builder, &[Bit<u32>]) -> Vec<Bit<u32>>,
+    ) -> Circuit {
         let mut b = Builder::new(n_inputs);
         let ins = b.inputs();
         let outs = f(&mut b, &ins);
@@ -235,7 +241,15 @@ impl Circuit {
                 Bit::Const(v) => Bit::Const(*v),
             })
             .collect();
-        Circuit { n_inputs, gates, outputs, ands, sched, out_slots, n_slots: n_slots as usize }
+        Circuit {
+            n_inputs,
+            gates,
+            outputs,
+            ands,
+            sched,
+            out_slots,
+            n_slots: n_slots as usize,
+        }
     }
 
     /// Wire slots a replay needs (the most wires live at once, plus inputs).
@@ -305,6 +319,11 @@ impl Circuit {
         let mut c = Counter::new();
         let ins = vec![0u32; self.n_inputs];
         self.eval(&mut c, &ins);
-        Stats { ands: c.ands, xors: c.xors, nots: c.nots, and_depth: c.max_depth }
+        Stats {
+            ands: c.ands,
+            xors: c.xors,
+            nots: c.nots,
+            and_depth: c.max_depth,
+        }
     }
 }

@@ -8,23 +8,34 @@ type W<B> = <B as Backend>::Wire;
 
 /// The low `w` bits of `v` as constants.
 pub fn constant_word<X>(v: u64, w: usize) -> Vec<Bit<X>> {
-    (0..w).map(|i| Bit::Const(i < 64 && (v >> i) & 1 == 1)).collect()
+    (0..w)
+        .map(|i| Bit::Const(i < 64 && (v >> i) & 1 == 1))
+        .collect()
 }
 
 /// Zero-extends (or truncates) to `w` bits.
 pub fn zext<X: Clone>(x: &[Bit<X>], w: usize) -> Vec<Bit<X>> {
-    (0..w).map(|i| x.get(i).cloned().unwrap_or(Bit::Const(false))).collect()
+    (0..w)
+        .map(|i| x.get(i).cloned().unwrap_or(Bit::Const(false)))
+        .collect()
 }
 
 /// Sign-extends (or truncates) to `w` bits.
 pub fn sext<X: Clone>(x: &[Bit<X>], w: usize) -> Vec<Bit<X>> {
     let s = x.last().cloned().unwrap_or(Bit::Const(false));
-    (0..w).map(|i| x.get(i).cloned().unwrap_or_else(|| s.clone())).collect()
+    (0..w)
+        .map(|i| x.get(i).cloned().unwrap_or_else(|| s.clone()))
+        .collect()
 }
 
 /// x + y + cin over `max(len)` bits (shorter operand zero-extended); returns (sum, carry out).
 /// One AND per bit.
-pub fn add_full<B: Backend>(b: &mut B, x: &[Bit<W<B>>], y: &[Bit<W<B>>], cin: Bit<W<B>>) -> (Word<W<B>>, Bit<W<B>>) {
+pub fn add_full<B: Backend>(
+    b: &mut B,
+    x: &[Bit<W<B>>],
+    y: &[Bit<W<B>>],
+    cin: Bit<W<B>>,
+) -> (Word<W<B>>, Bit<W<B>>) {
     let w = x.len().max(y.len());
     let (x, y) = (zext(x, w), zext(y, w));
     let mut c = cin;
@@ -45,7 +56,12 @@ pub fn add<B: Backend>(b: &mut B, x: &[Bit<W<B>>], y: &[Bit<W<B>>]) -> Word<W<B>
 }
 
 /// x + y + cin mod 2^w.
-pub fn add_cin<B: Backend>(b: &mut B, x: &[Bit<W<B>>], y: &[Bit<W<B>>], cin: Bit<W<B>>) -> Word<W<B>> {
+pub fn add_cin<B: Backend>(
+    b: &mut B,
+    x: &[Bit<W<B>>],
+    y: &[Bit<W<B>>],
+    cin: Bit<W<B>>,
+) -> Word<W<B>> {
     let w = x.len().max(y.len());
     if w == 0 {
         return Vec::new();
@@ -59,7 +75,11 @@ pub fn add_cin<B: Backend>(b: &mut B, x: &[Bit<W<B>>], y: &[Bit<W<B>>], cin: Bit
 }
 
 /// x − y over `max(len)` bits; returns (difference mod 2^w, borrow = [x < y] as unsigned).
-pub fn sub_full<B: Backend>(b: &mut B, x: &[Bit<W<B>>], y: &[Bit<W<B>>]) -> (Word<W<B>>, Bit<W<B>>) {
+pub fn sub_full<B: Backend>(
+    b: &mut B,
+    x: &[Bit<W<B>>],
+    y: &[Bit<W<B>>],
+) -> (Word<W<B>>, Bit<W<B>>) {
     let w = x.len().max(y.len());
     let ny: Vec<_> = zext(y, w).iter().map(|v| not(b, v)).collect();
     let (d, c) = add_full(b, &zext(x, w), &ny, Bit::Const(true));
@@ -119,7 +139,12 @@ pub fn lt_signed<B: Backend>(b: &mut B, x: &[Bit<W<B>>], y: &[Bit<W<B>>]) -> Bit
 }
 
 /// Bitwise s ? y : x (one AND per bit).
-pub fn mux_word<B: Backend>(b: &mut B, s: &Bit<W<B>>, x: &[Bit<W<B>>], y: &[Bit<W<B>>]) -> Word<W<B>> {
+pub fn mux_word<B: Backend>(
+    b: &mut B,
+    s: &Bit<W<B>>,
+    x: &[Bit<W<B>>],
+    y: &[Bit<W<B>>],
+) -> Word<W<B>> {
     let w = x.len().max(y.len());
     let (x, y) = (zext(x, w), zext(y, w));
     (0..w).map(|i| mux(b, s, &x[i], &y[i])).collect()
@@ -203,7 +228,9 @@ pub fn relu<B: Backend>(b: &mut B, x: &[Bit<W<B>>]) -> Word<W<B>> {
 
 /// |x| for a signed word (the most negative value maps to itself read as unsigned).
 pub fn abs<B: Backend>(b: &mut B, x: &[Bit<W<B>>]) -> Word<W<B>> {
-    let Some(s) = x.last().cloned() else { return Vec::new() };
+    let Some(s) = x.last().cloned() else {
+        return Vec::new();
+    };
     let f: Vec<_> = x.iter().map(|v| xor(b, v, &s)).collect();
     add_cin(b, &f, &constant_word(0, x.len()), s)
 }
@@ -251,8 +278,11 @@ pub fn argmax<B: Backend>(b: &mut B, xs: &[Word<W<B>>]) -> (Word<W<B>>, Word<W<B
     let n = xs.len();
     let ib = bit_len(n.saturating_sub(1) as u64).max(1);
     type Cand<X> = (Word<X>, Word<X>);
-    let mut cur: Vec<Cand<W<B>>> =
-        xs.iter().enumerate().map(|(i, x)| (constant_word(i as u64, ib), x.clone())).collect();
+    let mut cur: Vec<Cand<W<B>>> = xs
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (constant_word(i as u64, ib), x.clone()))
+        .collect();
     while cur.len() > 1 {
         let mut next = Vec::with_capacity(cur.len().div_ceil(2));
         let mut it = cur.into_iter();
@@ -269,7 +299,8 @@ pub fn argmax<B: Backend>(b: &mut B, xs: &[Word<W<B>>]) -> (Word<W<B>>, Word<W<B
         }
         cur = next;
     }
-    cur.pop().unwrap_or_else(|| (constant_word(0, ib), Vec::new()))
+    cur.pop()
+        .unwrap_or_else(|| (constant_word(0, ib), Vec::new()))
 }
 
 /// Table lookup: bit j of the output is bit j of `table[index(sel)]` (sel little-endian,
@@ -304,7 +335,12 @@ pub fn lut<B: Backend>(b: &mut B, sel: &[Bit<W<B>>], table: &[u64], out_bits: us
     out
 }
 
-fn monomial<B: Backend>(b: &mut B, sel: &[Bit<W<B>>], m: usize, memo: &mut HashMap<usize, Bit<W<B>>>) -> Bit<W<B>> {
+fn monomial<B: Backend>(
+    b: &mut B,
+    sel: &[Bit<W<B>>],
+    m: usize,
+    memo: &mut HashMap<usize, Bit<W<B>>>,
+) -> Bit<W<B>> {
     if let Some(v) = memo.get(&m) {
         return v.clone();
     }

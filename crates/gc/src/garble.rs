@@ -37,7 +37,9 @@ impl Default for TccrHash {
 
 impl TccrHash {
     pub fn new() -> Self {
-        TccrHash { aes: AesCipher::new(Block(FIXED_KEY)) }
+        TccrHash {
+            aes: AesCipher::new(Block(FIXED_KEY)),
+        }
     }
     /// xs[i] ← H(t[i], xs[i]), with caller scratch `px` (at least `xs.len()` blocks).
     #[inline]
@@ -128,12 +130,20 @@ impl<const L: usize> Garbler<L, Buffer> {
 
 impl<const L: usize, S: TableSink> Garbler<L, S> {
     /// A garbler that hands tables to `sink` every [`FRAME_BLOCKS`] blocks (streaming).
-    pub fn with_sink(delta: Block, nonce: u64, first_instance: u32, prg: Prg, sink: Option<S>) -> Result<Self, GcError> {
+    pub fn with_sink(
+        delta: Block,
+        nonce: u64,
+        first_instance: u32,
+        prg: Prg,
+        sink: Option<S>,
+    ) -> Result<Self, GcError> {
         if !delta.lsb() {
             return Err(GcError::invalid("free-XOR offset needs lsb(Δ) = 1"));
         }
         if L == 0 || L > MAX_LANES {
-            return Err(GcError::invalid(format!("lane count {L} not in 1..={MAX_LANES}")));
+            return Err(GcError::invalid(format!(
+                "lane count {L} not in 1..={MAX_LANES}"
+            )));
         }
         let last = first_instance as u64 + L as u64;
         if last > u32::MAX as u64 {
@@ -247,7 +257,9 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
     fn and(&mut self, a: &[Block; L], b: &[Block; L]) -> [Block; L] {
         let j = self.gate;
         if j >= (1 << 31) {
-            self.err.get_or_insert(GcError::invalid("more than 2^31 AND gates in one circuit copy"));
+            self.err.get_or_insert(GcError::invalid(
+                "more than 2^31 AND gates in one circuit copy",
+            ));
         }
         self.gate = j.wrapping_add(1);
         let d = self.delta;
@@ -265,7 +277,8 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
             t[2 * L + l] = tw1;
             t[3 * L + l] = tw1;
         }
-        self.hash.hash_with(&t[..4 * L], &mut x[..4 * L], &mut px[..4 * L]);
+        self.hash
+            .hash_with(&t[..4 * L], &mut x[..4 * L], &mut px[..4 * L]);
         let x = &self.x;
         let mut out = [Block::ZERO; L];
         self.tables.reserve(2 * L);
@@ -312,7 +325,10 @@ impl TableSource for SliceSource<'_> {
     fn fill(&mut self, out: &mut [Block]) -> Result<(), GcError> {
         let end = self.pos + out.len();
         if end > self.data.len() {
-            return Err(GcError::Truncated { expected: end as u64, got: self.data.len() as u64 });
+            return Err(GcError::Truncated {
+                expected: end as u64,
+                got: self.data.len() as u64,
+            });
         }
         out.copy_from_slice(&self.data[self.pos..end]);
         self.pos = end;
@@ -340,7 +356,10 @@ impl TableSource for FrameSource<'_> {
         let mut k = 0;
         while k < out.len() {
             let Some(f) = self.frames.get(self.fi) else {
-                return Err(GcError::Truncated { expected: out.len() as u64, got: k as u64 });
+                return Err(GcError::Truncated {
+                    expected: out.len() as u64,
+                    got: k as u64,
+                });
             };
             if self.pos >= f.len() {
                 self.fi += 1;
@@ -348,7 +367,10 @@ impl TableSource for FrameSource<'_> {
                 continue;
             }
             let take = (out.len() - k).min((f.len() - self.pos) / 16);
-            for (o, b) in out[k..k + take].iter_mut().zip(f[self.pos..self.pos + take * 16].chunks_exact(16)) {
+            for (o, b) in out[k..k + take]
+                .iter_mut()
+                .zip(f[self.pos..self.pos + take * 16].chunks_exact(16))
+            {
                 let mut a = [0u8; 16];
                 a.copy_from_slice(b);
                 *o = Block::from_bytes(a);
@@ -369,7 +391,12 @@ pub struct ChannelSource<'a, C: Channel> {
 }
 impl<'a, C: Channel> ChannelSource<'a, C> {
     pub fn new(ch: &'a mut C) -> Self {
-        ChannelSource { ch, frame: Vec::new(), pos: 0, got: 0 }
+        ChannelSource {
+            ch,
+            frame: Vec::new(),
+            pos: 0,
+            got: 0,
+        }
     }
 }
 impl<C: Channel> TableSource for ChannelSource<'_, C> {
@@ -380,7 +407,10 @@ impl<C: Channel> TableSource for ChannelSource<'_, C> {
                 let f: Vec<Block> = match self.ch.recv_pod_upto(FRAME_BLOCKS) {
                     Ok(f) => f,
                     Err(secinfer_net::NetError::Closed) => {
-                        return Err(GcError::Truncated { expected: self.got + (out.len() - k) as u64, got: self.got })
+                        return Err(GcError::Truncated {
+                            expected: self.got + (out.len() - k) as u64,
+                            got: self.got,
+                        })
                     }
                     Err(e) => return Err(e.into()),
                 };
@@ -416,7 +446,9 @@ pub struct Evaluator<const L: usize, Src: TableSource> {
 impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
     pub fn new(nonce: u64, first_instance: u32, src: Src) -> Result<Self, GcError> {
         if L == 0 || L > MAX_LANES {
-            return Err(GcError::invalid(format!("lane count {L} not in 1..={MAX_LANES}")));
+            return Err(GcError::invalid(format!(
+                "lane count {L} not in 1..={MAX_LANES}"
+            )));
         }
         if first_instance as u64 + L as u64 > u32::MAX as u64 {
             return Err(GcError::invalid("too many circuit copies in one session"));
@@ -501,7 +533,8 @@ impl<const L: usize, Src: TableSource> Backend for Evaluator<L, Src> {
             t[l] = Block(self.bases[l] | t0);
             t[L + l] = Block(self.bases[l] | (t0 + 1));
         }
-        self.hash.hash_with(&t[..2 * L], &mut x[..2 * L], &mut px[..2 * L]);
+        self.hash
+            .hash_with(&t[..2 * L], &mut x[..2 * L], &mut px[..2 * L]);
         let mut out = [Block::ZERO; L];
         for l in 0..L {
             let (tg, te) = (tab[2 * l], tab[2 * l + 1]);

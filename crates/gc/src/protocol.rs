@@ -40,7 +40,8 @@ pub trait CotSender {
 
 /// The evaluator's side of correlated OT.
 pub trait CotReceiver {
-    fn recv_cot<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, GcError>;
+    fn recv_cot<C: Channel>(&mut self, ch: &mut C, choices: &[bool])
+        -> Result<Vec<Block>, GcError>;
 }
 
 impl CotSender for secinfer_ot::OtExtSender {
@@ -53,8 +54,13 @@ impl CotSender for secinfer_ot::OtExtSender {
 }
 
 impl CotReceiver for secinfer_ot::OtExtReceiver {
-    fn recv_cot<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, GcError> {
-        secinfer_ot::OtExtReceiver::recv_cot(self, ch, choices).map_err(|e| GcError::Ot(e.to_string()))
+    fn recv_cot<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>, GcError> {
+        secinfer_ot::OtExtReceiver::recv_cot(self, ch, choices)
+            .map_err(|e| GcError::Ot(e.to_string()))
     }
 }
 
@@ -64,7 +70,10 @@ fn chunks(n: usize) -> usize {
 
 /// Output wires that are real wires (constants need no decoding).
 fn wire_outputs(c: &Circuit) -> usize {
-    c.outputs.iter().filter(|o| matches!(o, Bit::Wire(_))).count()
+    c.outputs
+        .iter()
+        .filter(|o| matches!(o, Bit::Wire(_)))
+        .count()
 }
 
 /// Chunks per rayon task and tasks per wave: tasks reuse one garbler/evaluator across their
@@ -121,13 +130,20 @@ impl GarbledBatch {
     /// inside `0..g_in`) for every copy: for garbler inputs that do not depend on the online
     /// input, such as fresh output masks. `bits` is `n × wires.len()`, instance-major. The
     /// online phase then sends only the other garbler wires.
-    pub fn send_inputs_early<C: Channel>(&mut self, ch: &mut C, wires: std::ops::Range<usize>, bits: &[bool]) -> Result<(), GcError> {
+    pub fn send_inputs_early<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        wires: std::ops::Range<usize>,
+        bits: &[bool],
+    ) -> Result<(), GcError> {
         let k = wires.len();
         if wires.end > self.g_in || bits.len() != self.n * k || !self.early.is_empty() {
             return Err(GcError::invalid("early garbler inputs"));
         }
         let d = self.delta;
-        let lab: Vec<Block> = (0..self.n * k).map(|j| self.zero(j / k, wires.start + j % k) ^ d.and_bit(bits[j])).collect();
+        let lab: Vec<Block> = (0..self.n * k)
+            .map(|j| self.zero(j / k, wires.start + j % k) ^ d.and_bit(bits[j]))
+            .collect();
         ch.send_pod(&lab)?;
         self.early = wires;
         Ok(())
@@ -150,7 +166,13 @@ pub fn unpack_bits(bytes: &[u8], n: usize) -> Vec<bool> {
 
 /// Offline: garbles `n` copies of `circ` under `delta` (lsb must be 1) and streams the tables and
 /// output decoding bits to the evaluator.
-pub fn garble_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: usize, delta: Block) -> Result<GarbledBatch, GcError> {
+pub fn garble_offline<C: Channel>(
+    ch: &mut C,
+    circ: &Circuit,
+    g_in: usize,
+    n: usize,
+    delta: Block,
+) -> Result<GarbledBatch, GcError> {
     check_shape(circ, g_in, n)?;
     if !delta.lsb() {
         return Err(GcError::invalid("free-XOR offset needs lsb(Δ) = 1"));
@@ -167,14 +189,18 @@ pub fn garble_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: us
     let mut t0 = 0;
     while t0 < nch {
         let t1 = (t0 + per_task * wave).min(nch);
-        let tasks: Vec<(usize, usize, Block)> =
-            (t0..t1).step_by(per_task).map(|c| (c, (c + per_task).min(t1), prg.next_block())).collect();
+        let tasks: Vec<(usize, usize, Block)> = (t0..t1)
+            .step_by(per_task)
+            .map(|c| (c, (c + per_task).min(t1), prg.next_block()))
+            .collect();
         type TaskOut = (Vec<Block>, Vec<Block>, Vec<bool>);
         let results: Vec<Result<TaskOut, GcError>> = tasks
             .into_par_iter()
             .map(|(c0, c1, seed)| {
-                let mut g = Garbler::<LANES>::new(delta, nonce, (c0 * LANES) as u32, Prg::from_seed(seed))?;
-                g.tables.reserve_exact((c1 - c0) * circ.and_count() as usize * 2 * LANES);
+                let mut g =
+                    Garbler::<LANES>::new(delta, nonce, (c0 * LANES) as u32, Prg::from_seed(seed))?;
+                g.tables
+                    .reserve_exact((c1 - c0) * circ.and_count() as usize * 2 * LANES);
                 let mut flat = Vec::with_capacity((c1 - c0) * n_in * LANES);
                 let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
                 for c in c0..c1 {
@@ -209,7 +235,14 @@ pub fn garble_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: us
     decode.truncate(n * wo);
     ch.send_pod(&pack_bits(&decode))?;
     ch.flush()?;
-    Ok(GarbledBatch { delta, g_in, e_in, n, labels, early: 0..0 })
+    Ok(GarbledBatch {
+        delta,
+        g_in,
+        e_in,
+        n,
+        labels,
+        early: 0..0,
+    })
 }
 
 /// The evaluator's state between the phases: the tables and decoding bits.
@@ -227,7 +260,11 @@ pub struct ReceivedBatch {
 
 impl ReceivedBatch {
     /// Receives the labels the garbler sent with [`GarbledBatch::send_inputs_early`].
-    pub fn recv_inputs_early<C: Channel>(&mut self, ch: &mut C, wires: std::ops::Range<usize>) -> Result<(), GcError> {
+    pub fn recv_inputs_early<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        wires: std::ops::Range<usize>,
+    ) -> Result<(), GcError> {
         if wires.end > self.g_in || !self.early.is_empty() {
             return Err(GcError::invalid("early garbler inputs"));
         }
@@ -258,7 +295,12 @@ impl ReceivedBatch {
 
 /// Offline: receives the nonce, exactly the expected number of table blocks, and the decoding
 /// bits. A short stream gives [`GcError::Truncated`]; an oversized one [`GcError::Malformed`].
-pub fn evaluate_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: usize) -> Result<ReceivedBatch, GcError> {
+pub fn evaluate_offline<C: Channel>(
+    ch: &mut C,
+    circ: &Circuit,
+    g_in: usize,
+    n: usize,
+) -> Result<ReceivedBatch, GcError> {
     check_shape(circ, g_in, n)?;
     let nonce = ch.recv_pod::<u64>(1)?[0];
     let expected = (chunks(n) as u64)
@@ -270,12 +312,21 @@ pub fn evaluate_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: 
     while got < expected {
         let f = match ch.recv_frame() {
             Ok(f) => f,
-            Err(secinfer_net::NetError::Closed) => return Err(GcError::Truncated { expected, got }),
+            Err(secinfer_net::NetError::Closed) => {
+                return Err(GcError::Truncated { expected, got })
+            }
             Err(e) => return Err(e.into()),
         };
         let blocks = (f.len() / 16) as u64;
-        if f.is_empty() || f.len() % 16 != 0 || f.len() > FRAME_BLOCKS * 16 || got + blocks > expected {
-            return Err(GcError::Malformed(format!("table frame of {} bytes after {got} of {expected} blocks", f.len())));
+        if f.is_empty()
+            || f.len() % 16 != 0
+            || f.len() > FRAME_BLOCKS * 16
+            || got + blocks > expected
+        {
+            return Err(GcError::Malformed(format!(
+                "table frame of {} bytes after {got} of {expected} blocks",
+                f.len()
+            )));
         }
         starts.push(got);
         got += blocks;
@@ -284,23 +335,46 @@ pub fn evaluate_offline<C: Channel>(ch: &mut C, circ: &Circuit, g_in: usize, n: 
     let nd = n * wire_outputs(circ);
     let bytes = match ch.recv_pod::<u8>(nd.div_ceil(8)) {
         Ok(b) => b,
-        Err(secinfer_net::NetError::Closed) => return Err(GcError::Truncated { expected, got: expected }),
+        Err(secinfer_net::NetError::Closed) => {
+            return Err(GcError::Truncated {
+                expected,
+                got: expected,
+            })
+        }
         Err(e) => return Err(e.into()),
     };
-    Ok(ReceivedBatch { nonce, g_in, n, frames, starts, decode: unpack_bits(&bytes, nd), early: 0..0, early_labels: Vec::new() })
+    Ok(ReceivedBatch {
+        nonce,
+        g_in,
+        n,
+        frames,
+        starts,
+        decode: unpack_bits(&bytes, nd),
+        early: 0..0,
+        early_labels: Vec::new(),
+    })
 }
 
 /// Online, garbler: sends the labels of its inputs (`n × g_in` bits, instance-major) and the COT
 /// corrections for the evaluator's inputs.
-pub fn garble_online<C: Channel, S: CotSender>(ch: &mut C, ot: &mut S, batch: &GarbledBatch, g_inputs: &[bool]) -> Result<(), GcError> {
+pub fn garble_online<C: Channel, S: CotSender>(
+    ch: &mut C,
+    ot: &mut S,
+    batch: &GarbledBatch,
+    g_inputs: &[bool],
+) -> Result<(), GcError> {
     if g_inputs.len() != batch.n * batch.g_in {
         return Err(GcError::invalid("garbler input count"));
     }
     if ot.delta() != batch.delta {
-        return Err(GcError::invalid("the COT Δ must be the free-XOR offset of the garbled batch"));
+        return Err(GcError::invalid(
+            "the COT Δ must be the free-XOR offset of the garbled batch",
+        ));
     }
     let d = batch.delta;
-    let late: Vec<usize> = (0..batch.g_in).filter(|w| !batch.early.contains(w)).collect();
+    let late: Vec<usize> = (0..batch.g_in)
+        .filter(|w| !batch.early.contains(w))
+        .collect();
     let mut mine: Vec<Block> = Vec::with_capacity(batch.n * late.len());
     for i in 0..batch.n {
         for &w in &late {
@@ -315,7 +389,9 @@ pub fn garble_online<C: Channel, S: CotSender>(ch: &mut C, ot: &mut S, batch: &G
         if m0.len() != ne {
             return Err(GcError::Ot("COT returned the wrong count".into()));
         }
-        (0..ne).map(|k| batch.zero(k / batch.e_in, batch.g_in + k % batch.e_in) ^ m0[k]).collect()
+        (0..ne)
+            .map(|k| batch.zero(k / batch.e_in, batch.g_in + k % batch.e_in) ^ m0[k])
+            .collect()
     } else {
         Vec::new()
     };
@@ -343,9 +419,17 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
     if e_inputs.len() != n * e_in {
         return Err(GcError::invalid("evaluator input count"));
     }
-    let mc = if n * e_in > 0 { ot.recv_cot(ch, e_inputs)? } else { Vec::new() };
+    let mc = if n * e_in > 0 {
+        ot.recv_cot(ch, e_inputs)?
+    } else {
+        Vec::new()
+    };
     let late: Vec<usize> = (0..g_in).filter(|w| !batch.early.contains(w)).collect();
-    let late_labels: Vec<Block> = if n * late.len() > 0 { ch.recv_pod(n * late.len())? } else { Vec::new() };
+    let late_labels: Vec<Block> = if n * late.len() > 0 {
+        ch.recv_pod(n * late.len())?
+    } else {
+        Vec::new()
+    };
     let ek = batch.early.len();
     let mut g_labels = vec![Block::ZERO; n * g_in];
     for i in 0..n {
@@ -386,10 +470,18 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
                 for l in 0..LANES {
                     let i = c * LANES + l;
                     for w in 0..g_in {
-                        ins[w][l] = if i < n { g_labels[i * g_in + w] } else { Block::ZERO };
+                        ins[w][l] = if i < n {
+                            g_labels[i * g_in + w]
+                        } else {
+                            Block::ZERO
+                        };
                     }
                     for w in 0..e_in {
-                        ins[g_in + w][l] = if i < n { e_labels[i * e_in + w] } else { Block::ZERO };
+                        ins[g_in + w][l] = if i < n {
+                            e_labels[i * e_in + w]
+                        } else {
+                            Block::ZERO
+                        };
                     }
                 }
                 let outs = circ.eval(&mut ev, &ins);
@@ -424,12 +516,26 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
 
 /// A circuit generated on the fly (not recorded), for [`stream_garble`]/[`stream_evaluate`].
 pub trait CircuitFn: Sync {
-    fn run<B: Backend>(&self, b: &mut B, g: &[Bit<B::Wire>], e: &[Bit<B::Wire>]) -> Vec<Bit<B::Wire>>;
+    fn run<B: Backend>(
+        &self,
+        b: &mut B,
+        g: &[Bit<B::Wire>],
+        e: &[Bit<B::Wire>],
+    ) -> Vec<Bit<B::Wire>>;
 }
 
 impl CircuitFn for (Circuit, usize) {
-    fn run<B: Backend>(&self, b: &mut B, g: &[Bit<B::Wire>], e: &[Bit<B::Wire>]) -> Vec<Bit<B::Wire>> {
-        let ins: Vec<B::Wire> = g.iter().chain(e).map(|x| crate::backend::materialize(b, x)).collect();
+    fn run<B: Backend>(
+        &self,
+        b: &mut B,
+        g: &[Bit<B::Wire>],
+        e: &[Bit<B::Wire>],
+    ) -> Vec<Bit<B::Wire>> {
+        let ins: Vec<B::Wire> = g
+            .iter()
+            .chain(e)
+            .map(|x| crate::backend::materialize(b, x))
+            .collect();
         self.0.eval(b, &ins)
     }
 }
@@ -437,14 +543,24 @@ impl CircuitFn for (Circuit, usize) {
 /// Streaming garbler for one large circuit: input labels first, then the tables are garbled and
 /// sent in 64 KiB frames as they are produced (memory is bounded by the wires the circuit holds,
 /// not by its size), then the output decoding bits.
-pub fn stream_garble<C: Channel, S: CotSender, F: CircuitFn>(ch: &mut C, ot: &mut S, f: &F, g_inputs: &[bool], e_in: usize) -> Result<(), GcError> {
+pub fn stream_garble<C: Channel, S: CotSender, F: CircuitFn>(
+    ch: &mut C,
+    ot: &mut S,
+    f: &F,
+    g_inputs: &[bool],
+    e_in: usize,
+) -> Result<(), GcError> {
     let delta = ot.delta();
     let mut prg = Prg::new();
     let nonce = prg.next_block().low_u64();
     ch.send_pod(&[nonce])?;
     let gz: Vec<Block> = prg.blocks(g_inputs.len());
     let ez: Vec<Block> = prg.blocks(e_in);
-    let mine: Vec<Block> = gz.iter().zip(g_inputs).map(|(z, &b)| *z ^ delta.and_bit(b)).collect();
+    let mine: Vec<Block> = gz
+        .iter()
+        .zip(g_inputs)
+        .map(|(z, &b)| *z ^ delta.and_bit(b))
+        .collect();
     if !mine.is_empty() {
         ch.send_pod(&mine)?;
     }
@@ -457,12 +573,26 @@ pub fn stream_garble<C: Channel, S: CotSender, F: CircuitFn>(ch: &mut C, ot: &mu
         ch.send_pod(&corr)?;
     }
     let decode = {
-        let mut g = Garbler::<1, ChannelSink<'_, C>>::with_sink(delta, nonce, 0, Prg::from_seed(prg.next_block()), Some(ChannelSink(ch)))?;
+        let mut g = Garbler::<1, ChannelSink<'_, C>>::with_sink(
+            delta,
+            nonce,
+            0,
+            Prg::from_seed(prg.next_block()),
+            Some(ChannelSink(ch)),
+        )?;
         let gw: Vec<Bit<[Block; 1]>> = wires(&gz.iter().map(|z| [*z]).collect::<Vec<_>>());
         let ew: Vec<Bit<[Block; 1]>> = wires(&ez.iter().map(|z| [*z]).collect::<Vec<_>>());
         let outs = f.run(&mut g, &gw, &ew);
         g.finish()?;
-        outs.iter().filter_map(|o| if let Bit::Wire(w) = o { Some(w[0].lsb()) } else { None }).collect::<Vec<bool>>()
+        outs.iter()
+            .filter_map(|o| {
+                if let Bit::Wire(w) = o {
+                    Some(w[0].lsb())
+                } else {
+                    None
+                }
+            })
+            .collect::<Vec<bool>>()
     };
     // An empty frame ends the table stream, then the decoding bits.
     ch.send_pod::<u8>(&[])?;
@@ -472,9 +602,19 @@ pub fn stream_garble<C: Channel, S: CotSender, F: CircuitFn>(ch: &mut C, ot: &mu
 }
 
 /// Streaming evaluator matching [`stream_garble`].
-pub fn stream_evaluate<C: Channel, R: CotReceiver, F: CircuitFn>(ch: &mut C, ot: &mut R, f: &F, g_in: usize, e_inputs: &[bool]) -> Result<Vec<bool>, GcError> {
+pub fn stream_evaluate<C: Channel, R: CotReceiver, F: CircuitFn>(
+    ch: &mut C,
+    ot: &mut R,
+    f: &F,
+    g_in: usize,
+    e_inputs: &[bool],
+) -> Result<Vec<bool>, GcError> {
     let nonce = ch.recv_pod::<u64>(1)?[0];
-    let g_labels: Vec<Block> = if g_in > 0 { ch.recv_pod(g_in)? } else { Vec::new() };
+    let g_labels: Vec<Block> = if g_in > 0 {
+        ch.recv_pod(g_in)?
+    } else {
+        Vec::new()
+    };
     let e_labels: Vec<Block> = if !e_inputs.is_empty() {
         let mc = ot.recv_cot(ch, e_inputs)?;
         let corr: Vec<Block> = ch.recv_pod(e_inputs.len())?;

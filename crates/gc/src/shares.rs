@@ -20,7 +20,10 @@ use crate::activation::{mask, ActSpec};
 use crate::backend::{not, Word};
 use crate::circuit::Circuit;
 use crate::gadgets::{add, bit_len, constant_word, mod_add, sext, sub, zext};
-use crate::protocol::{evaluate_offline, evaluate_online, garble_offline, garble_online, CotReceiver, CotSender, GarbledBatch, ReceivedBatch};
+use crate::protocol::{
+    evaluate_offline, evaluate_online, garble_offline, garble_online, CotReceiver, CotSender,
+    GarbledBatch, ReceivedBatch,
+};
 use crate::GcError;
 use secinfer_net::{Channel, Phase};
 use secinfer_ot::{Block, Prg};
@@ -81,10 +84,14 @@ impl ShareDomain {
         match *self {
             ShareDomain::ModP(p) => {
                 if p < 3 || p % 2 == 0 || p >= 1 << 62 {
-                    return Err(GcError::invalid(format!("modulus {p} must be an odd prime below 2^62")));
+                    return Err(GcError::invalid(format!(
+                        "modulus {p} must be an odd prime below 2^62"
+                    )));
                 }
                 if (1u64 << spec.output.bits) > p {
-                    return Err(GcError::invalid("output format too wide for the modulus (need 2^bits ≤ p)"));
+                    return Err(GcError::invalid(
+                        "output format too wide for the modulus (need 2^bits ≤ p)",
+                    ));
                 }
             }
             ShareDomain::Pow2(l) => {
@@ -97,7 +104,10 @@ impl ShareDomain {
             }
         }
         if spec.input.bits as usize != w {
-            return Err(GcError::invalid(format!("input format has {} bits, shares have {w}", spec.input.bits)));
+            return Err(GcError::invalid(format!(
+                "input format has {} bits, shares have {w}",
+                spec.input.bits
+            )));
         }
         Ok(())
     }
@@ -144,7 +154,13 @@ pub struct ShareGarbler {
 
 impl ShareGarbler {
     /// Offline: garbles `n` copies and streams the tables (charged to [`Phase::Offline`]).
-    pub fn offline<C: Channel>(ch: &mut C, delta: Block, domain: ShareDomain, spec: &ActSpec, n: usize) -> Result<Self, GcError> {
+    pub fn offline<C: Channel>(
+        ch: &mut C,
+        delta: Block,
+        domain: ShareDomain,
+        spec: &ActSpec,
+        n: usize,
+    ) -> Result<Self, GcError> {
         ch.set_phase(Phase::Offline);
         let circ = share_circuit(domain, spec)?;
         let w = domain.width();
@@ -170,7 +186,12 @@ impl ShareGarbler {
         }
         batch.send_inputs_early(ch, w..2 * w, &bits)?;
         ch.flush()?;
-        Ok(ShareGarbler { domain, batch, masks, and_per_value: circ.and_count() })
+        Ok(ShareGarbler {
+            domain,
+            batch,
+            masks,
+            and_per_value: circ.and_count(),
+        })
     }
 
     pub fn and_gates_per_value(&self) -> u64 {
@@ -178,11 +199,19 @@ impl ShareGarbler {
     }
 
     /// Online: feeds the server's shares; returns its new shares (−r).
-    pub fn online<C: Channel, S: CotSender>(self, ch: &mut C, ot: &mut S, server_shares: &[u64]) -> Result<Vec<u64>, GcError> {
+    pub fn online<C: Channel, S: CotSender>(
+        self,
+        ch: &mut C,
+        ot: &mut S,
+        server_shares: &[u64],
+    ) -> Result<Vec<u64>, GcError> {
         ch.set_phase(Phase::Online);
         let n = self.masks.len();
         if server_shares.len() != n {
-            return Err(GcError::invalid(format!("{} shares for a batch of {n}", server_shares.len())));
+            return Err(GcError::invalid(format!(
+                "{} shares for a batch of {n}",
+                server_shares.len()
+            )));
         }
         let w = self.domain.width();
         let m = self.domain.modulus();
@@ -200,7 +229,11 @@ impl ShareGarbler {
             push_bits(&mut bits, 0, w);
         }
         garble_online(ch, ot, &self.batch, &bits)?;
-        Ok(self.masks.iter().map(|&r| self.domain.embed(-(r as i64))).collect())
+        Ok(self
+            .masks
+            .iter()
+            .map(|&r| self.domain.embed(-(r as i64)))
+            .collect())
     }
 }
 
@@ -214,13 +247,23 @@ pub struct ShareEvaluator {
 
 impl ShareEvaluator {
     /// Offline: receives the tables of `n` copies (charged to [`Phase::Offline`]).
-    pub fn offline<C: Channel>(ch: &mut C, domain: ShareDomain, spec: &ActSpec, n: usize) -> Result<Self, GcError> {
+    pub fn offline<C: Channel>(
+        ch: &mut C,
+        domain: ShareDomain,
+        spec: &ActSpec,
+        n: usize,
+    ) -> Result<Self, GcError> {
         ch.set_phase(Phase::Offline);
         let circ = share_circuit(domain, spec)?;
         let w = domain.width();
         let mut batch = evaluate_offline(ch, &circ, 2 * w, n)?;
         batch.recv_inputs_early(ch, w..2 * w)?;
-        Ok(ShareEvaluator { domain, circ, batch, n })
+        Ok(ShareEvaluator {
+            domain,
+            circ,
+            batch,
+            n,
+        })
     }
 
     /// Test hook: corrupts one stored table bit.
@@ -229,10 +272,19 @@ impl ShareEvaluator {
     }
 
     /// Online: returns the client's new shares y = f(x) + r.
-    pub fn online<C: Channel, R: CotReceiver>(self, ch: &mut C, ot: &mut R, client_shares: &[u64]) -> Result<Vec<u64>, GcError> {
+    pub fn online<C: Channel, R: CotReceiver>(
+        self,
+        ch: &mut C,
+        ot: &mut R,
+        client_shares: &[u64],
+    ) -> Result<Vec<u64>, GcError> {
         ch.set_phase(Phase::Online);
         if client_shares.len() != self.n {
-            return Err(GcError::invalid(format!("{} shares for a batch of {}", client_shares.len(), self.n)));
+            return Err(GcError::invalid(format!(
+                "{} shares for a batch of {}",
+                client_shares.len(),
+                self.n
+            )));
         }
         let w = self.domain.width();
         let m = self.domain.modulus();
@@ -244,19 +296,38 @@ impl ShareEvaluator {
             push_bits(&mut bits, c, w);
         }
         let out = evaluate_online(ch, ot, &self.circ, &self.batch, &bits)?;
-        Ok(out.chunks(w).map(|o| o.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i))).collect())
+        Ok(out
+            .chunks(w)
+            .map(|o| {
+                o.iter()
+                    .enumerate()
+                    .fold(0u64, |a, (i, &b)| a | ((b as u64) << i))
+            })
+            .collect())
     }
 }
 
 /// Server side of one batched activation: offline garbling then online inputs. Returns the
 /// server's new shares (−r mod the modulus).
-pub fn garble_apply<C: Channel, S: CotSender>(ch: &mut C, ot: &mut S, domain: ShareDomain, spec: &ActSpec, server_shares: &[u64]) -> Result<Vec<u64>, GcError> {
+pub fn garble_apply<C: Channel, S: CotSender>(
+    ch: &mut C,
+    ot: &mut S,
+    domain: ShareDomain,
+    spec: &ActSpec,
+    server_shares: &[u64],
+) -> Result<Vec<u64>, GcError> {
     let g = ShareGarbler::offline(ch, ot.delta(), domain, spec, server_shares.len())?;
     g.online(ch, ot, server_shares)
 }
 
 /// Client side of one batched activation. Returns the client's new shares (f(x) + r).
-pub fn evaluate_apply<C: Channel, R: CotReceiver>(ch: &mut C, ot: &mut R, domain: ShareDomain, spec: &ActSpec, client_shares: &[u64]) -> Result<Vec<u64>, GcError> {
+pub fn evaluate_apply<C: Channel, R: CotReceiver>(
+    ch: &mut C,
+    ot: &mut R,
+    domain: ShareDomain,
+    spec: &ActSpec,
+    client_shares: &[u64],
+) -> Result<Vec<u64>, GcError> {
     let e = ShareEvaluator::offline(ch, domain, spec, client_shares.len())?;
     e.online(ch, ot, client_shares)
 }

@@ -29,11 +29,19 @@ fn other_formats_fit_too() {
 
 #[test]
 fn requantization_rounds_and_saturates_exactly() {
-    for (i, o) in [(Fixed::new(12, 8), Fixed::new(8, 4)), (Fixed::new(8, 4), Fixed::new(12, 8)), (Fixed::new(10, 2), Fixed::new(6, 3))] {
+    for (i, o) in [
+        (Fixed::new(12, 8), Fixed::new(8, 4)),
+        (Fixed::new(8, 4), Fixed::new(12, 8)),
+        (Fixed::new(10, 2), Fixed::new(6, 3)),
+    ] {
         let spec = ActSpec::simple(Func::Identity, i, o);
         let c = spec.circuit();
         for x in i.min_int()..=i.max_int() {
-            assert_eq!(eval_plain(&c, &spec, x), reference(Func::Identity, i, o, x), "{i:?}→{o:?} x={x}");
+            assert_eq!(
+                eval_plain(&c, &spec, x),
+                reference(Func::Identity, i, o, x),
+                "{i:?}→{o:?} x={x}"
+            );
         }
     }
 }
@@ -41,7 +49,13 @@ fn requantization_rounds_and_saturates_exactly() {
 #[test]
 fn cg2_pipeline_matches_stagewise_reference() {
     // 20-bit input → 8-bit sigmoid → 20-bit output: sampled every 7th input.
-    let spec = ActSpec { func: Func::Relu, input: Fixed::new(20, 12), act_in: Fixed::new(8, 4), act_out: Fixed::new(8, 4), output: Fixed::new(20, 12) };
+    let spec = ActSpec {
+        func: Func::Relu,
+        input: Fixed::new(20, 12),
+        act_in: Fixed::new(8, 4),
+        act_out: Fixed::new(8, 4),
+        output: Fixed::new(20, 12),
+    };
     let c = spec.circuit();
     for x in (spec.input.min_int()..=spec.input.max_int()).step_by(7) {
         assert_eq!(eval_plain(&c, &spec, x), spec.reference(x), "x={x}");

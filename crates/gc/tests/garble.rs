@@ -5,7 +5,10 @@ use secinfer_gc::activation::{ActSpec, Fixed, Func};
 use secinfer_gc::backend::Bit;
 use secinfer_gc::garble::{Evaluator, Garbler, SliceSource, TccrHash};
 use secinfer_gc::protocol::{stream_evaluate, stream_garble, CircuitFn};
-use secinfer_gc::shares::{evaluate_apply, expected, garble_apply, share_circuit, ShareDomain, ShareEvaluator, ShareGarbler};
+use secinfer_gc::shares::{
+    evaluate_apply, expected, garble_apply, share_circuit, ShareDomain, ShareEvaluator,
+    ShareGarbler,
+};
 use secinfer_gc::{Circuit, GcError};
 use secinfer_net::{simulate, Channel, Meter};
 use secinfer_ot::{fixed_key_aes, Block, OtExtReceiver, OtExtSender, Prg};
@@ -39,9 +42,14 @@ fn local_roundtrip(c: &Circuit, seed: u64) {
     let outs0 = c.eval(&mut g, &zeros);
     g.finish().expect("garble");
     let tables = std::mem::take(&mut g.tables);
-    let vals: Vec<[bool; L]> = (0..c.n_inputs).map(|_| std::array::from_fn(|_| rng.gen())).collect();
-    let active: Vec<[Block; L]> =
-        zeros.iter().zip(&vals).map(|(z, v)| std::array::from_fn(|l| z[l] ^ d.and_bit(v[l]))).collect();
+    let vals: Vec<[bool; L]> = (0..c.n_inputs)
+        .map(|_| std::array::from_fn(|_| rng.gen()))
+        .collect();
+    let active: Vec<[Block; L]> = zeros
+        .iter()
+        .zip(&vals)
+        .map(|(z, v)| std::array::from_fn(|l| z[l] ^ d.and_bit(v[l])))
+        .collect();
     let mut ev = Evaluator::<L, _>::new(9, 0, SliceSource::new(&tables)).expect("evaluator");
     let outs1 = c.eval(&mut ev, &active);
     ev.finish().expect("evaluate");
@@ -70,11 +78,25 @@ fn garbled_activation_circuits_equal_plaintext_bit_for_bit() {
         }
     }
     let p = 1_048_573;
-    let cg2 = ActSpec { func: Func::Sigmoid, input: Fixed::new(20, 12), act_in: Fixed::new(8, 4), act_out: Fixed::new(8, 6), output: Fixed::new(19, 12) };
-    local_roundtrip(&share_circuit(ShareDomain::ModP(p), &cg2).expect("circuit"), 1);
+    let cg2 = ActSpec {
+        func: Func::Sigmoid,
+        input: Fixed::new(20, 12),
+        act_in: Fixed::new(8, 4),
+        act_out: Fixed::new(8, 6),
+        output: Fixed::new(19, 12),
+    };
+    local_roundtrip(
+        &share_circuit(ShareDomain::ModP(p), &cg2).expect("circuit"),
+        1,
+    );
 }
 
-fn ot_pair(d: Block) -> (impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtSender, impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtReceiver) {
+fn ot_pair(
+    d: Block,
+) -> (
+    impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtSender,
+    impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtReceiver,
+) {
     (
         move |ch| OtExtSender::setup_with_delta(ch, &mut Prg::new(), d).expect("ot setup"),
         |ch| OtExtReceiver::setup(ch, &mut Prg::new()).expect("ot setup"),
@@ -115,19 +137,33 @@ fn two_party_case(domain: ShareDomain, spec: ActSpec, xs: &[i64]) {
     let act = spec.circuit();
     for i in 0..xs.len() {
         let y = domain.add(c_new[i], s_new[i]);
-        assert_eq!(y, expected(domain, &spec, &act, ss[i], cs[i]), "{domain:?} {spec:?} x={}", xs[i]);
+        assert_eq!(
+            y,
+            expected(domain, &spec, &act, ss[i], cs[i]),
+            "{domain:?} {spec:?} x={}",
+            xs[i]
+        );
         // and the plaintext circuit gives the same with the server's mask removed
         let yv = domain.lift(y);
-        let f = spec.func.eval(spec.input.to_f64(domain.lift(domain.add(ss[i], cs[i]))));
+        let f = spec
+            .func
+            .eval(spec.input.to_f64(domain.lift(domain.add(ss[i], cs[i]))));
         let ulp = 1.0 / (1u64 << spec.output.frac) as f64;
         let bound = match spec.func {
             Func::Relu | Func::Identity => 0.5 * ulp,
             _ => 1.5 * ulp,
         };
         if spec.input == spec.act_in && spec.act_out == spec.output {
-            let sat = (spec.output.min_int() as f64 * ulp, spec.output.max_int() as f64 * ulp);
+            let sat = (
+                spec.output.min_int() as f64 * ulp,
+                spec.output.max_int() as f64 * ulp,
+            );
             let fc = f.clamp(sat.0, sat.1);
-            assert!((spec.output.to_f64(yv) - fc).abs() <= bound + 1e-12, "error vs f64 at x={}", xs[i]);
+            assert!(
+                (spec.output.to_f64(yv) - fc).abs() <= bound + 1e-12,
+                "error vs f64 at x={}",
+                xs[i]
+            );
         }
         assert!(s_new[i] as u128 <= domain.modulus());
     }
@@ -149,8 +185,16 @@ fn sample_inputs(bits: u32, exhaustive: bool) -> Vec<i64> {
 #[test]
 fn shares_in_shares_out_pow2_all_functions() {
     for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
-        two_party_case(ShareDomain::Pow2(8), ActSpec::default_for(f, 8), &sample_inputs(8, true));
-        two_party_case(ShareDomain::Pow2(16), ActSpec::default_for(f, 16), &sample_inputs(16, false));
+        two_party_case(
+            ShareDomain::Pow2(8),
+            ActSpec::default_for(f, 8),
+            &sample_inputs(8, true),
+        );
+        two_party_case(
+            ShareDomain::Pow2(16),
+            ActSpec::default_for(f, 16),
+            &sample_inputs(16, false),
+        );
     }
 }
 
@@ -159,14 +203,26 @@ fn shares_in_shares_out_mod_p() {
     // a 9-bit prime: every 9-bit lifted value, 8-bit outputs
     let p = 257;
     for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
-        let spec = ActSpec { func: f, input: Fixed::new(9, 4), act_in: Fixed::new(8, 4), act_out: ActSpec::default_for(f, 8).output, output: ActSpec::default_for(f, 8).output };
+        let spec = ActSpec {
+            func: f,
+            input: Fixed::new(9, 4),
+            act_in: Fixed::new(8, 4),
+            act_out: ActSpec::default_for(f, 8).output,
+            output: ActSpec::default_for(f, 8).output,
+        };
         let xs: Vec<i64> = (-128..=128).collect();
         two_party_case(ShareDomain::ModP(p), spec, &xs);
     }
     // CG-2: 20-bit prime shares → 8-bit sigmoid / ReLU → back to 19 bits
     let p = 1_048_573;
     for f in [Func::Relu, Func::Sigmoid] {
-        let spec = ActSpec { func: f, input: Fixed::new(20, 12), act_in: Fixed::new(8, 4), act_out: ActSpec::default_for(f, 8).output, output: Fixed::new(19, 12) };
+        let spec = ActSpec {
+            func: f,
+            input: Fixed::new(20, 12),
+            act_in: Fixed::new(8, 4),
+            act_out: ActSpec::default_for(f, 8).output,
+            output: Fixed::new(19, 12),
+        };
         let mut xs = sample_inputs(20, false);
         xs.retain(|&x| x.unsigned_abs() <= (p - 1) / 2);
         two_party_case(ShareDomain::ModP(p), spec, &xs);
@@ -197,11 +253,16 @@ fn corrupted_table_gives_wrong_result_not_panic() {
             g.online(ch, &mut ot, &ss)
         },
     );
-    let c_new = run.client.output.expect("a corrupted table is not detectable: the result is wrong");
+    let c_new = run
+        .client
+        .output
+        .expect("a corrupted table is not detectable: the result is wrong");
     let s_new = run.server.output.expect("server");
     let (ss, cs) = random_shares(domain, &xs, 1);
     let act = spec.circuit();
-    let wrong = (0..n).filter(|&i| domain.add(c_new[i], s_new[i]) != expected(domain, &spec, &act, ss[i], cs[i])).count();
+    let wrong = (0..n)
+        .filter(|&i| domain.add(c_new[i], s_new[i]) != expected(domain, &spec, &act, ss[i], cs[i]))
+        .count();
     assert!(wrong > 0, "corruption must change some output");
 }
 
@@ -240,7 +301,12 @@ impl<C: Channel> Channel for Flip<C> {
 
 struct AddTree;
 impl CircuitFn for AddTree {
-    fn run<B: secinfer_gc::Backend>(&self, b: &mut B, g: &[Bit<B::Wire>], e: &[Bit<B::Wire>]) -> Vec<Bit<B::Wire>> {
+    fn run<B: secinfer_gc::Backend>(
+        &self,
+        b: &mut B,
+        g: &[Bit<B::Wire>],
+        e: &[Bit<B::Wire>],
+    ) -> Vec<Bit<B::Wire>> {
         let mut acc = secinfer_gc::gadgets::mul_lo(b, &g[..16], &e[..16]);
         for _ in 0..40 {
             acc = secinfer_gc::gadgets::mul_lo(b, &acc, &e[..16]);
@@ -249,7 +315,10 @@ impl CircuitFn for AddTree {
     }
 }
 
-fn stream_case(flip_frame: Option<usize>, truncate: bool) -> (Result<Vec<bool>, GcError>, u64, u64) {
+fn stream_case(
+    flip_frame: Option<usize>,
+    truncate: bool,
+) -> (Result<Vec<bool>, GcError>, u64, u64) {
     let d = delta();
     let (so, co) = ot_pair(d);
     let (x, y) = (0x1234u64, 0x0f0fu64);
@@ -260,7 +329,11 @@ fn stream_case(flip_frame: Option<usize>, truncate: bool) -> (Result<Vec<bool>, 
             let mut ot = co(ch);
             match flip_frame {
                 Some(t) => {
-                    let mut fl = Flip { inner: ch, seen: 0, target: t };
+                    let mut fl = Flip {
+                        inner: ch,
+                        seen: 0,
+                        target: t,
+                    };
                     stream_evaluate(&mut fl, &mut ot, &AddTree, 16, &ei)
                 }
                 None => stream_evaluate(ch, &mut ot, &AddTree, 16, &ei),
@@ -293,7 +366,10 @@ fn stream_case(flip_frame: Option<usize>, truncate: bool) -> (Result<Vec<bool>, 
 fn streamed_circuit_matches_plaintext() {
     let (r, want, _) = stream_case(None, false);
     let bits = r.expect("stream");
-    let got = bits.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
+    let got = bits
+        .iter()
+        .enumerate()
+        .fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
     assert_eq!(got, want);
 }
 
@@ -307,7 +383,10 @@ fn corrupted_label_or_table_from_peer_gives_error_or_wrong_result() {
         let (r, _, _) = stream_case(Some(t), false);
         match r {
             Ok(bits) => {
-                let got = bits.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
+                let got = bits
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |a, (i, &b)| a | ((b as u64) << i));
                 if got != want {
                     wrong_or_err += 1;
                 }
@@ -337,7 +416,10 @@ fn truncated_table_stream_gives_typed_error() {
             let _ = ch.flush();
         },
     );
-    assert!(matches!(run.client.output, Err(GcError::Truncated { .. })), "offline truncation");
+    assert!(
+        matches!(run.client.output, Err(GcError::Truncated { .. })),
+        "offline truncation"
+    );
 }
 
 #[test]
@@ -350,7 +432,12 @@ fn frame_source_reads_across_uneven_frames_from_any_offset() {
     let mut at = 0;
     for s in sizes {
         starts.push(at as u64);
-        frames.push(blocks[at..at + s].iter().flat_map(|b| b.to_bytes()).collect::<Vec<u8>>());
+        frames.push(
+            blocks[at..at + s]
+                .iter()
+                .flat_map(|b| b.to_bytes())
+                .collect::<Vec<u8>>(),
+        );
         at += s;
     }
     for start in [0usize, 3, 7, 8, 9, 37, 38, 99] {
@@ -359,18 +446,33 @@ fn frame_source_reads_across_uneven_frames_from_any_offset() {
         src.fill(&mut out).expect("fill");
         assert_eq!(out, blocks[start..].to_vec(), "start {start}");
         let mut more = [Block::ZERO; 1];
-        assert!(matches!(src.fill(&mut more), Err(GcError::Truncated { .. })));
+        assert!(matches!(
+            src.fill(&mut more),
+            Err(GcError::Truncated { .. })
+        ));
     }
 }
 
 #[test]
 fn invalid_parameters_are_typed_errors() {
     let relu8 = ActSpec::default_for(Func::Relu, 8);
-    assert!(matches!(share_circuit(ShareDomain::Pow2(12), &relu8), Err(GcError::InvalidArgument(_))));
-    assert!(matches!(share_circuit(ShareDomain::ModP(256), &relu8), Err(GcError::InvalidArgument(_))));
+    assert!(matches!(
+        share_circuit(ShareDomain::Pow2(12), &relu8),
+        Err(GcError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        share_circuit(ShareDomain::ModP(256), &relu8),
+        Err(GcError::InvalidArgument(_))
+    ));
     // 2^8 > 251: an 8-bit output does not fit a mask mod 251
-    let spec = ActSpec { input: Fixed::new(8, 4), ..relu8 };
-    assert!(matches!(share_circuit(ShareDomain::ModP(251), &spec), Err(GcError::InvalidArgument(_))));
+    let spec = ActSpec {
+        input: Fixed::new(8, 4),
+        ..relu8
+    };
+    assert!(matches!(
+        share_circuit(ShareDomain::ModP(251), &spec),
+        Err(GcError::InvalidArgument(_))
+    ));
     let d = delta();
     let (so, co) = ot_pair(d);
     let run = simulate(
@@ -383,7 +485,10 @@ fn invalid_parameters_are_typed_errors() {
             garble_apply(ch, &mut ot, ShareDomain::Pow2(8), &relu8, &[1])
         },
     );
-    assert!(matches!(run.client.output, Err(GcError::InvalidArgument(_))), "share ≥ 2^8 refused");
+    assert!(
+        matches!(run.client.output, Err(GcError::InvalidArgument(_))),
+        "share ≥ 2^8 refused"
+    );
 }
 
 #[test]
@@ -427,6 +532,10 @@ fn two_party_batch_outputs_equal_plaintext_bit_for_bit() {
     for i in 0..n {
         let mut ins = gi[i * 16..(i + 1) * 16].to_vec();
         ins.extend_from_slice(&ei[i * 16..(i + 1) * 16]);
-        assert_eq!(&got[i * no..(i + 1) * no], &circ.eval_plain(&ins)[..], "instance {i}");
+        assert_eq!(
+            &got[i * no..(i + 1) * no],
+            &circ.eval_plain(&ins)[..],
+            "instance {i}"
+        );
     }
 }

@@ -48,15 +48,25 @@ pub trait Channel: Send {
     where
         Self: Sized,
     {
-        let expected = count
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or(NetError::FrameTooLarge { len: usize::MAX, max: self.max_frame() })?;
+        let expected =
+            count
+                .checked_mul(std::mem::size_of::<T>())
+                .ok_or(NetError::FrameTooLarge {
+                    len: usize::MAX,
+                    max: self.max_frame(),
+                })?;
         if expected > self.max_frame() {
-            return Err(NetError::FrameTooLarge { len: expected, max: self.max_frame() });
+            return Err(NetError::FrameTooLarge {
+                len: expected,
+                max: self.max_frame(),
+            });
         }
         let bytes = self.recv_frame()?;
         if bytes.len() != expected {
-            return Err(NetError::UnexpectedLength { expected, got: bytes.len() });
+            return Err(NetError::UnexpectedLength {
+                expected,
+                got: bytes.len(),
+            });
         }
         let mut out = vec![T::zeroed(); count];
         bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&bytes);

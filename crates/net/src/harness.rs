@@ -91,19 +91,29 @@ where
         let ch = scope.spawn(move || {
             let out = client(&mut c);
             let _ = c.flush();
-            PartyRun { output: out, cost: c.cost() }
+            PartyRun {
+                output: out,
+                cost: c.cost(),
+            }
         });
         let sh = scope.spawn(move || {
             let out = server(&mut s);
             let _ = s.flush();
-            PartyRun { output: out, cost: s.cost() }
+            PartyRun {
+                output: out,
+                cost: s.cost(),
+            }
         });
         (ch.join(), sh.join())
     });
     let wall_s = start.elapsed().as_secs_f64();
     let client = cr.unwrap_or_else(|p| std::panic::resume_unwind(p));
     let server = sr.unwrap_or_else(|p| std::panic::resume_unwind(p));
-    Ok(TwoPartyRun { client, server, wall_s })
+    Ok(TwoPartyRun {
+        client,
+        server,
+        wall_s,
+    })
 }
 
 /// Shorthand for the common test case: in-memory, unshaped.

@@ -19,7 +19,9 @@ mod tcp;
 
 pub use channel::{Channel, DEFAULT_MAX_FRAME};
 pub use error::{NetError, Result};
-pub use harness::{channel_pair, run_two_party, simulate, DynChannel, PartyRun, Transport, TwoPartyRun};
+pub use harness::{
+    channel_pair, run_two_party, simulate, DynChannel, PartyRun, Transport, TwoPartyRun,
+};
 pub use mem::{mem_pair, mem_pair_with, MemChannel};
 pub use meter::{Cost, Meter, Phase, PhaseCost};
 pub use shape::{shape_pair, Profile, Shaped};

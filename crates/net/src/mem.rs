@@ -26,15 +26,30 @@ pub fn mem_pair() -> (MemChannel, MemChannel) {
 pub fn mem_pair_with(max_frame: usize, timeout: Option<Duration>) -> (MemChannel, MemChannel) {
     let (tx_a, rx_b) = sync_channel(QUEUE_FRAMES);
     let (tx_b, rx_a) = sync_channel(QUEUE_FRAMES);
-    let a = MemChannel { tx: tx_a, rx: rx_a, meter: Meter::default(), max_frame, timeout };
-    let b = MemChannel { tx: tx_b, rx: rx_b, meter: Meter::default(), max_frame, timeout };
+    let a = MemChannel {
+        tx: tx_a,
+        rx: rx_a,
+        meter: Meter::default(),
+        max_frame,
+        timeout,
+    };
+    let b = MemChannel {
+        tx: tx_b,
+        rx: rx_b,
+        meter: Meter::default(),
+        max_frame,
+        timeout,
+    };
     (a, b)
 }
 
 impl Channel for MemChannel {
     fn send_frame(&mut self, frame: &[u8]) -> Result<()> {
         if frame.len() > self.max_frame {
-            return Err(NetError::FrameTooLarge { len: frame.len(), max: self.max_frame });
+            return Err(NetError::FrameTooLarge {
+                len: frame.len(),
+                max: self.max_frame,
+            });
         }
         let v = frame.to_vec();
         match self.tx.try_send(v) {
@@ -55,7 +70,10 @@ impl Channel for MemChannel {
             })?,
         };
         if v.len() > self.max_frame {
-            return Err(NetError::FrameTooLarge { len: v.len(), max: self.max_frame });
+            return Err(NetError::FrameTooLarge {
+                len: v.len(),
+                max: self.max_frame,
+            });
         }
         self.meter.record_recv(v.len());
         Ok(v)

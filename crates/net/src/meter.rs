@@ -112,7 +112,12 @@ pub struct Meter {
 
 impl Default for Meter {
     fn default() -> Self {
-        Meter { cost: Cost::default(), phase: Phase::Setup, phase_started: Instant::now(), last: None }
+        Meter {
+            cost: Cost::default(),
+            phase: Phase::Setup,
+            phase_started: Instant::now(),
+            last: None,
+        }
     }
 }
 

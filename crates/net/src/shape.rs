@@ -22,13 +22,23 @@ pub struct Profile {
 
 impl Profile {
     /// No shaping at all.
-    pub const NONE: Profile = Profile { name: "none", one_way: Duration::ZERO, bits_per_second: None };
+    pub const NONE: Profile = Profile {
+        name: "none",
+        one_way: Duration::ZERO,
+        bits_per_second: None,
+    };
     /// 0.3 ms round trip, 3 Gbit/s.
-    pub const LAN: Profile =
-        Profile { name: "lan", one_way: Duration::from_micros(150), bits_per_second: Some(3e9) };
+    pub const LAN: Profile = Profile {
+        name: "lan",
+        one_way: Duration::from_micros(150),
+        bits_per_second: Some(3e9),
+    };
     /// 40 ms round trip, 400 Mbit/s.
-    pub const WAN: Profile =
-        Profile { name: "wan", one_way: Duration::from_millis(20), bits_per_second: Some(400e6) };
+    pub const WAN: Profile = Profile {
+        name: "wan",
+        one_way: Duration::from_millis(20),
+        bits_per_second: Some(400e6),
+    };
 
     pub fn is_none(&self) -> bool {
         self.one_way.is_zero() && self.bits_per_second.is_none()
@@ -42,7 +52,9 @@ impl FromStr for Profile {
             "none" => Ok(Profile::NONE),
             "lan" => Ok(Profile::LAN),
             "wan" => Ok(Profile::WAN),
-            other => Err(format!("unknown network profile {other:?} (expected none, lan or wan)")),
+            other => Err(format!(
+                "unknown network profile {other:?} (expected none, lan or wan)"
+            )),
         }
     }
 }
@@ -58,7 +70,13 @@ pub struct Shaped<C> {
 
 impl<C: Channel> Shaped<C> {
     pub fn new(inner: C, profile: Profile, epoch: Instant) -> Self {
-        Shaped { inner, profile, epoch, link_free_at: Duration::ZERO, meter: Meter::default() }
+        Shaped {
+            inner,
+            profile,
+            epoch,
+            link_free_at: Duration::ZERO,
+            meter: Meter::default(),
+        }
     }
     pub fn into_inner(self) -> C {
         self.inner
@@ -68,7 +86,10 @@ impl<C: Channel> Shaped<C> {
 /// Wraps both ends of an in-process pair with the same profile and clock.
 pub fn shape_pair<C: Channel>(a: C, b: C, profile: Profile) -> (Shaped<C>, Shaped<C>) {
     let epoch = Instant::now();
-    (Shaped::new(a, profile, epoch), Shaped::new(b, profile, epoch))
+    (
+        Shaped::new(a, profile, epoch),
+        Shaped::new(b, profile, epoch),
+    )
 }
 
 fn wait_until(t: Instant) {
@@ -108,7 +129,9 @@ impl<C: Channel> Channel for Shaped<C> {
     fn recv_frame(&mut self) -> Result<Vec<u8>> {
         let mut buf = self.inner.recv_frame()?;
         if buf.len() < 8 {
-            return Err(NetError::malformed("shaped frame shorter than its 8-byte header"));
+            return Err(NetError::malformed(
+                "shaped frame shorter than its 8-byte header",
+            ));
         }
         let mut t = [0u8; 8];
         t.copy_from_slice(&buf[..8]);

@@ -19,7 +19,10 @@ pub struct TcpOptions {
 
 impl Default for TcpOptions {
     fn default() -> Self {
-        TcpOptions { max_frame: DEFAULT_MAX_FRAME, read_timeout: Some(Duration::from_secs(300)) }
+        TcpOptions {
+            max_frame: DEFAULT_MAX_FRAME,
+            read_timeout: Some(Duration::from_secs(300)),
+        }
     }
 }
 
@@ -39,7 +42,13 @@ impl TcpChannel {
         stream.set_read_timeout(opts.read_timeout)?;
         let reader = BufReader::with_capacity(BUF_BYTES, stream.try_clone()?);
         let writer = BufWriter::with_capacity(BUF_BYTES, stream);
-        Ok(TcpChannel { reader, writer, meter: Meter::default(), max_frame: opts.max_frame, pending: false })
+        Ok(TcpChannel {
+            reader,
+            writer,
+            meter: Meter::default(),
+            max_frame: opts.max_frame,
+            pending: false,
+        })
     }
 
     /// Connects to `addr`, retrying until `wait` has passed (the peer may still be starting).
@@ -75,7 +84,9 @@ impl TcpChannel {
 
 fn map_read_err(e: std::io::Error) -> NetError {
     match e.kind() {
-        ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => NetError::Closed,
+        ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => {
+            NetError::Closed
+        }
         ErrorKind::WouldBlock | ErrorKind::TimedOut => NetError::Timeout,
         _ => NetError::Io(e),
     }
@@ -83,7 +94,9 @@ fn map_read_err(e: std::io::Error) -> NetError {
 
 fn map_write_err(e: std::io::Error) -> NetError {
     match e.kind() {
-        ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => NetError::Closed,
+        ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => {
+            NetError::Closed
+        }
         _ => NetError::Io(e),
     }
 }
@@ -91,9 +104,14 @@ fn map_write_err(e: std::io::Error) -> NetError {
 impl Channel for TcpChannel {
     fn send_frame(&mut self, frame: &[u8]) -> Result<()> {
         if frame.len() > self.max_frame || frame.len() > u32::MAX as usize {
-            return Err(NetError::FrameTooLarge { len: frame.len(), max: self.max_frame });
+            return Err(NetError::FrameTooLarge {
+                len: frame.len(),
+                max: self.max_frame,
+            });
         }
-        self.writer.write_all(&(frame.len() as u32).to_le_bytes()).map_err(map_write_err)?;
+        self.writer
+            .write_all(&(frame.len() as u32).to_le_bytes())
+            .map_err(map_write_err)?;
         self.writer.write_all(frame).map_err(map_write_err)?;
         self.pending = true;
         self.meter.record_send(frame.len());
@@ -106,7 +124,10 @@ impl Channel for TcpChannel {
         self.reader.read_exact(&mut len).map_err(map_read_err)?;
         let len = u32::from_le_bytes(len) as usize;
         if len > self.max_frame {
-            return Err(NetError::FrameTooLarge { len, max: self.max_frame });
+            return Err(NetError::FrameTooLarge {
+                len,
+                max: self.max_frame,
+            });
         }
         let mut buf = vec![0u8; len];
         self.reader.read_exact(&mut buf).map_err(map_read_err)?;
@@ -138,5 +159,8 @@ pub fn tcp_loopback_pair(opts: &TcpOptions) -> Result<(TcpChannel, TcpChannel)> 
     let addr = listener.local_addr()?;
     let client = TcpStream::connect(addr)?;
     let (server, _) = listener.accept()?;
-    Ok((TcpChannel::new(client, opts)?, TcpChannel::new(server, opts)?))
+    Ok((
+        TcpChannel::new(client, opts)?,
+        TcpChannel::new(server, opts)?,
+    ))
 }

@@ -1,8 +1,11 @@
 //! Channel behaviour: the harness over every transport, exact metering, shaping, hostile peers.
-#![allow(clippy::unwrap_used, reason = "test helpers: a panic is the failure report")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a panic is the failure report"
+)]
 use secinfer_net::{
-    channel_pair, mem_pair, mem_pair_with, run_two_party, simulate, Channel, NetError, Phase, Profile, TcpChannel,
-    TcpOptions, Transport,
+    channel_pair, mem_pair, mem_pair_with, run_two_party, simulate, Channel, NetError, Phase,
+    Profile, TcpChannel, TcpOptions, Transport,
 };
 use std::io::Write;
 use std::net::TcpListener;
@@ -80,9 +83,19 @@ fn metering_counts_exact_bytes_messages_and_rounds() {
     assert_eq!((c.setup.bytes_sent, c.setup.bytes_received), (60, 11));
     assert_eq!((c.setup.messages_sent, c.setup.messages_received), (3, 2));
     assert_eq!(c.setup.rounds, 2, "send run then receive run");
-    assert_eq!((c.online.bytes_sent, c.online.bytes_received, c.online.rounds), (7, 8, 2));
+    assert_eq!(
+        (
+            c.online.bytes_sent,
+            c.online.bytes_received,
+            c.online.rounds
+        ),
+        (7, 8, 2)
+    );
     let s = run.server.cost;
-    assert_eq!((s.setup.bytes_sent, s.setup.bytes_received, s.setup.rounds), (11, 60, 2));
+    assert_eq!(
+        (s.setup.bytes_sent, s.setup.bytes_received, s.setup.rounds),
+        (11, 60, 2)
+    );
     assert_eq!(c.total().bytes(), 86);
     assert_eq!(c.offline, Default::default());
 }
@@ -111,7 +124,12 @@ fn wan_round_trips_take_at_least_the_latency() {
     .unwrap();
     // 2k one-way trips of 20 ms each.
     let min = Profile::WAN.one_way * (2 * k);
-    assert!(run.client.output >= min, "{:?} < {:?}", run.client.output, min);
+    assert!(
+        run.client.output >= min,
+        "{:?} < {:?}",
+        run.client.output,
+        min
+    );
     assert_eq!(run.client.cost.total().rounds, 2 * k as u64);
 }
 
@@ -133,7 +151,11 @@ fn bandwidth_limits_large_transfers() {
         },
     )
     .unwrap();
-    assert!(run.client.output >= Duration::from_millis(80 + 40), "{:?}", run.client.output);
+    assert!(
+        run.client.output >= Duration::from_millis(80 + 40),
+        "{:?}",
+        run.client.output
+    );
 }
 
 #[test]
@@ -141,19 +163,31 @@ fn typed_receive_rejects_wrong_lengths() {
     let (mut a, mut b) = mem_pair();
     a.send_u64s(&[1, 2, 3]).unwrap();
     match b.recv_u64s(4) {
-        Err(NetError::UnexpectedLength { expected: 32, got: 24 }) => {}
+        Err(NetError::UnexpectedLength {
+            expected: 32,
+            got: 24,
+        }) => {}
         other => panic!("expected UnexpectedLength, got {other:?}"),
     }
     a.send_frame(&[1, 2, 3]).unwrap();
-    assert!(matches!(b.recv_pod_upto::<u64>(10), Err(NetError::Malformed(_))));
+    assert!(matches!(
+        b.recv_pod_upto::<u64>(10),
+        Err(NetError::Malformed(_))
+    ));
     // A typed receive larger than the frame limit fails before waiting for data.
-    assert!(matches!(b.recv_u64s(usize::MAX / 4), Err(NetError::FrameTooLarge { .. })));
+    assert!(matches!(
+        b.recv_u64s(usize::MAX / 4),
+        Err(NetError::FrameTooLarge { .. })
+    ));
 }
 
 #[test]
 fn frame_limit_is_enforced_on_both_sides() {
     let (mut a, mut b) = mem_pair_with(16, Some(Duration::from_millis(200)));
-    assert!(matches!(a.send_frame(&[0u8; 17]), Err(NetError::FrameTooLarge { len: 17, max: 16 })));
+    assert!(matches!(
+        a.send_frame(&[0u8; 17]),
+        Err(NetError::FrameTooLarge { len: 17, max: 16 })
+    ));
     assert!(matches!(b.recv_frame(), Err(NetError::Timeout)));
     drop(a);
     assert!(matches!(b.recv_frame(), Err(NetError::Closed)));
@@ -168,7 +202,10 @@ fn hostile_peer(bytes: Vec<u8>) -> (TcpChannel, std::thread::JoinHandle<()>) {
         let _ = s.write_all(&bytes);
         // Hang up right after: the victim must report, not hang or panic.
     });
-    let opts = TcpOptions { max_frame: 1 << 20, read_timeout: Some(Duration::from_secs(5)) };
+    let opts = TcpOptions {
+        max_frame: 1 << 20,
+        read_timeout: Some(Duration::from_secs(5)),
+    };
     let ch = TcpChannel::connect(addr, Duration::from_secs(5), &opts).unwrap();
     (ch, h)
 }
@@ -176,7 +213,10 @@ fn hostile_peer(bytes: Vec<u8>) -> (TcpChannel, std::thread::JoinHandle<()>) {
 #[test]
 fn hostile_tcp_peer_oversized_length_prefix() {
     let (mut ch, h) = hostile_peer(u32::MAX.to_le_bytes().to_vec());
-    assert!(matches!(ch.recv_frame(), Err(NetError::FrameTooLarge { .. })));
+    assert!(matches!(
+        ch.recv_frame(),
+        Err(NetError::FrameTooLarge { .. })
+    ));
     h.join().unwrap();
 }
 
@@ -194,14 +234,23 @@ fn hostile_tcp_peer_garbage_for_typed_receive() {
     let mut bytes = 13u32.to_le_bytes().to_vec();
     bytes.extend_from_slice(b"not u64 data!");
     let (mut ch, h) = hostile_peer(bytes);
-    assert!(matches!(ch.recv_u64s(2), Err(NetError::UnexpectedLength { expected: 16, got: 13 })));
+    assert!(matches!(
+        ch.recv_u64s(2),
+        Err(NetError::UnexpectedLength {
+            expected: 16,
+            got: 13
+        })
+    ));
     h.join().unwrap();
 }
 
 #[test]
 fn hostile_shaped_frame_without_header() {
     let (a, b) = mem_pair();
-    let (mut a_raw, b) = (a, secinfer_net::Shaped::new(b, Profile::LAN, Instant::now()));
+    let (mut a_raw, b) = (
+        a,
+        secinfer_net::Shaped::new(b, Profile::LAN, Instant::now()),
+    );
     let mut b = b;
     a_raw.send_frame(&[1, 2, 3]).unwrap();
     assert!(matches!(b.recv_frame(), Err(NetError::Malformed(_))));

@@ -4,9 +4,15 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum NnError {
     #[error("{path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{file}: invalid JSON: {source}")]
-    Json { file: String, source: serde_json::Error },
+    Json {
+        file: String,
+        source: serde_json::Error,
+    },
     #[error("model.json: {0}")]
     Config(String),
     #[error("weights.safetensors: tensor `{tensor}`: {problem}")]
@@ -30,7 +36,10 @@ impl NnError {
         NnError::Config(m.into())
     }
     pub(crate) fn tensor(t: &str, p: impl Into<String>) -> Self {
-        NnError::Tensor { tensor: t.to_string(), problem: p.into() }
+        NnError::Tensor {
+            tensor: t.to_string(),
+            problem: p.into(),
+        }
     }
 }
 

@@ -51,10 +51,16 @@ pub struct FixedPointConfig {
 
 impl FixedPointConfig {
     pub fn sigmoid_format(&self) -> ActFormat {
-        self.sigmoid.unwrap_or(ActFormat { input: self.main, output: self.main })
+        self.sigmoid.unwrap_or(ActFormat {
+            input: self.main,
+            output: self.main,
+        })
     }
     pub fn candidate_format(&self) -> ActFormat {
-        self.candidate.unwrap_or(ActFormat { input: self.main, output: self.main })
+        self.candidate.unwrap_or(ActFormat {
+            input: self.main,
+            output: self.main,
+        })
     }
 }
 
@@ -154,7 +160,14 @@ pub struct Reference<'m, A> {
 
 impl<'m, A: SmoothActivations> Reference<'m, A> {
     pub fn new(model: &'m QuantizedModel, acts: A) -> Self {
-        Reference { model, acts, counters: Counters { saturated_weights: model.saturated_weights, ..Default::default() } }
+        Reference {
+            model,
+            acts,
+            counters: Counters {
+                saturated_weights: model.saturated_weights,
+                ..Default::default()
+            },
+        }
     }
 
     fn main(&self) -> Format {
@@ -254,7 +267,10 @@ impl<'m, A: SmoothActivations> Reference<'m, A> {
     /// Classification logits: the dense layer on the last state.
     pub fn classify(&mut self, tokens: &[u32]) -> Vec<i64> {
         let states = self.run_gru(tokens);
-        let last = states.last().cloned().unwrap_or_else(|| vec![0; self.model.hidden()]);
+        let last = states
+            .last()
+            .cloned()
+            .unwrap_or_else(|| vec![0; self.model.hidden()]);
         self.dense(&last)
     }
 
@@ -279,7 +295,10 @@ pub fn argmax(v: &[i64]) -> usize {
 /// Checks token ids against the vocabulary size.
 pub fn check_tokens(tokens: &[u32], vocab: usize) -> crate::error::Result<()> {
     match tokens.iter().position(|t| *t as usize >= vocab) {
-        Some(i) => Err(crate::error::NnError::Input(format!("token {} at position {i} is not below the vocabulary size {vocab}", tokens[i]))),
+        Some(i) => Err(crate::error::NnError::Input(format!(
+            "token {} at position {i} is not below the vocabulary size {vocab}",
+            tokens[i]
+        ))),
         None => Ok(()),
     }
 }

@@ -19,15 +19,28 @@ pub struct ModelInfo {
 }
 
 fn embed_tensor(bytes: &[u8], name: &str, v: usize, e: usize, file: &str) -> Result<Vec<f32>> {
-    let st = safetensors::SafeTensors::deserialize(bytes).map_err(|er| NnError::Weights(format!("{file}: {er}")))?;
-    let t = st.tensor(name).map_err(|_| NnError::tensor(name, format!("missing from {file}")))?;
+    let st = safetensors::SafeTensors::deserialize(bytes)
+        .map_err(|er| NnError::Weights(format!("{file}: {er}")))?;
+    let t = st
+        .tensor(name)
+        .map_err(|_| NnError::tensor(name, format!("missing from {file}")))?;
     if t.dtype() != safetensors::Dtype::F32 {
-        return Err(NnError::tensor(name, format!("dtype {:?}, expected F32", t.dtype())));
+        return Err(NnError::tensor(
+            name,
+            format!("dtype {:?}, expected F32", t.dtype()),
+        ));
     }
     if t.shape() != [v, e] {
-        return Err(NnError::tensor(name, format!("shape {:?}, expected {:?}", t.shape(), [v, e])));
+        return Err(NnError::tensor(
+            name,
+            format!("shape {:?}, expected {:?}", t.shape(), [v, e]),
+        ));
     }
-    let vals: Vec<f32> = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let vals: Vec<f32> = t
+        .data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     if let Some(i) = vals.iter().position(|x| !x.is_finite()) {
         return Err(NnError::tensor(name, format!("element {i} is not finite")));
     }
@@ -39,18 +52,32 @@ impl ModelInfo {
         let dir = dir.as_ref();
         let config = ModelConfig::parse(&read_text(&dir.join("model.json"))?)?;
         let vocab = match &config.vocab {
-            Some(vc) => Some(Vocab::parse(&read_text(&dir.join(&vc.file))?, vc, config.arch.vocab)?),
+            Some(vc) => Some(Vocab::parse(
+                &read_text(&dir.join(&vc.file))?,
+                vc,
+                config.arch.vocab,
+            )?),
             None => None,
         };
         let a = &config.arch;
         let name = format!("{}.weight", a.embed_name);
         let (file, bytes) = if dir.join(EMBEDDING_FILE).exists() {
-            (EMBEDDING_FILE, read_bounded(&dir.join(EMBEDDING_FILE), MAX_EMBED_BYTES)?)
+            (
+                EMBEDDING_FILE,
+                read_bounded(&dir.join(EMBEDDING_FILE), MAX_EMBED_BYTES)?,
+            )
         } else {
-            ("weights.safetensors", read_bounded(&dir.join("weights.safetensors"), 2 << 30)?)
+            (
+                "weights.safetensors",
+                read_bounded(&dir.join("weights.safetensors"), 2 << 30)?,
+            )
         };
         let embed = embed_tensor(&bytes, &name, a.vocab, a.embed_dim, file)?;
-        Ok(ModelInfo { config, vocab, embed })
+        Ok(ModelInfo {
+            config,
+            vocab,
+            embed,
+        })
     }
 }
 
@@ -59,15 +86,24 @@ impl ModelInfo {
 pub fn export_info(model: impl AsRef<Path>, out: impl AsRef<Path>) -> Result<()> {
     let (model, out) = (model.as_ref(), out.as_ref());
     let info = ModelInfo::load(model)?;
-    let io = |p: &Path, e: std::io::Error| NnError::Io { path: p.display().to_string(), source: e };
+    let io = |p: &Path, e: std::io::Error| NnError::Io {
+        path: p.display().to_string(),
+        source: e,
+    };
     std::fs::create_dir_all(out).map_err(|e| io(out, e))?;
-    for f in std::iter::once("model.json".to_string()).chain(info.config.vocab.as_ref().map(|v| v.file.clone())) {
+    for f in std::iter::once("model.json".to_string())
+        .chain(info.config.vocab.as_ref().map(|v| v.file.clone()))
+    {
         std::fs::copy(model.join(&f), out.join(&f)).map_err(|e| io(&model.join(&f), e))?;
     }
     let a = &info.config.arch;
     let data: Vec<u8> = info.embed.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![a.vocab, a.embed_dim], &data)
-        .map_err(|e| NnError::Weights(e.to_string()))?;
+    let view = safetensors::tensor::TensorView::new(
+        safetensors::Dtype::F32,
+        vec![a.vocab, a.embed_dim],
+        &data,
+    )
+    .map_err(|e| NnError::Weights(e.to_string()))?;
     let bytes = safetensors::serialize(vec![(format!("{}.weight", a.embed_name), view)], &None)
         .map_err(|e| NnError::Weights(e.to_string()))?;
     let p = out.join(EMBEDDING_FILE);

@@ -14,5 +14,8 @@ pub mod runtime;
 pub mod secure;
 
 pub use error::{NnError, Result};
-pub use fixed::{argmax, check_tokens, ActFormat, Counters, ExactActivations, FixedPointConfig, Format, QuantizedModel, Reference};
+pub use fixed::{
+    argmax, check_tokens, ActFormat, Counters, ExactActivations, FixedPointConfig, Format,
+    QuantizedModel, Reference,
+};
 pub use model::{words_v1, Architecture, Candidate, Model, ModelConfig, Task, Vocab, Weights};

@@ -78,11 +78,13 @@ pub struct ModelConfig {
 }
 
 fn obj<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>> {
-    v.as_object().ok_or_else(|| NnError::config(format!("{what} must be an object")))
+    v.as_object()
+        .ok_or_else(|| NnError::config(format!("{what} must be an object")))
 }
 
 fn get<'a>(m: &'a Map<String, Value>, key: &str, what: &str) -> Result<&'a Value> {
-    m.get(key).ok_or_else(|| NnError::config(format!("{what}.{key} is missing")))
+    m.get(key)
+        .ok_or_else(|| NnError::config(format!("{what}.{key} is missing")))
 }
 
 fn uint(m: &Map<String, Value>, key: &str, what: &str, lo: u64, hi: u64) -> Result<u64> {
@@ -90,19 +92,25 @@ fn uint(m: &Map<String, Value>, key: &str, what: &str, lo: u64, hi: u64) -> Resu
         .as_u64()
         .ok_or_else(|| NnError::config(format!("{what}.{key} must be a non-negative integer")))?;
     if v < lo || v > hi {
-        return Err(NnError::config(format!("{what}.{key} = {v} is outside [{lo}, {hi}]")));
+        return Err(NnError::config(format!(
+            "{what}.{key} = {v} is outside [{lo}, {hi}]"
+        )));
     }
     Ok(v)
 }
 
 fn string<'a>(m: &'a Map<String, Value>, key: &str, what: &str) -> Result<&'a str> {
-    get(m, key, what)?.as_str().ok_or_else(|| NnError::config(format!("{what}.{key} must be a string")))
+    get(m, key, what)?
+        .as_str()
+        .ok_or_else(|| NnError::config(format!("{what}.{key} must be a string")))
 }
 
 fn layer_name(m: &Map<String, Value>, what: &str) -> Result<String> {
     let n = string(m, "name", what)?;
     if n.is_empty() || n.contains('.') {
-        return Err(NnError::config(format!("{what}.name {n:?} must be non-empty and contain no '.'")));
+        return Err(NnError::config(format!(
+            "{what}.name {n:?} must be non-empty and contain no '.'"
+        )));
     }
     Ok(n.to_string())
 }
@@ -118,7 +126,11 @@ fn parse_format(v: &Value, what: &str) -> Result<Format> {
 pub fn parse_fixed_point(v: &Value, what: &str, activation: Candidate) -> Result<FixedPointConfig> {
     let main = parse_format(v, what)?;
     let m = obj(v, what)?;
-    let mut cfg = FixedPointConfig { main, sigmoid: None, candidate: None };
+    let mut cfg = FixedPointConfig {
+        main,
+        sigmoid: None,
+        candidate: None,
+    };
     if let Some(acts) = m.get("activations") {
         for (key, a) in obj(acts, &format!("{what}.activations"))? {
             let w = format!("{what}.activations.{key}");
@@ -136,13 +148,17 @@ pub fn parse_fixed_point(v: &Value, what: &str, activation: Candidate) -> Result
                 }
             }
             if af.output.bits - af.output.frac > main.bits - main.frac {
-                return Err(NnError::config(format!("{w}.output has more integer bits than the main format")));
+                return Err(NnError::config(format!(
+                    "{w}.output has more integer bits than the main format"
+                )));
             }
             match key.as_str() {
                 "sigmoid" => cfg.sigmoid = Some(af),
                 "candidate" => {
                     if activation == Candidate::Relu && af.input.frac != af.output.frac {
-                        return Err(NnError::config(format!("{w}: relu needs equal input and output frac_bits")));
+                        return Err(NnError::config(format!(
+                            "{w}: relu needs equal input and output frac_bits"
+                        )));
                     }
                     cfg.candidate = Some(af)
                 }
@@ -162,70 +178,114 @@ fn side(m: &Map<String, Value>, key: &str, what: &str) -> Result<Side> {
         None => Ok(Side::Pre),
         Some(Value::String(s)) if s == "pre" => Ok(Side::Pre),
         Some(Value::String(s)) if s == "post" => Ok(Side::Post),
-        Some(other) => Err(NnError::config(format!("{what}.{key} = {other} (expected \"pre\" or \"post\")"))),
+        Some(other) => Err(NnError::config(format!(
+            "{what}.{key} = {other} (expected \"pre\" or \"post\")"
+        ))),
     }
 }
 
 impl ModelConfig {
     /// Parses `model.json` text.
     pub fn parse(text: &str) -> Result<ModelConfig> {
-        let v: Value =
-            serde_json::from_str(text).map_err(|e| NnError::Json { file: "model.json".into(), source: e })?;
+        let v: Value = serde_json::from_str(text).map_err(|e| NnError::Json {
+            file: "model.json".into(),
+            source: e,
+        })?;
         let m = obj(&v, "model.json")?;
         if string(m, "format", "model")? != "secinfer-model" {
             return Err(NnError::config("format must be \"secinfer-model\""));
         }
         let version = get(m, "version", "model")?;
         if version.as_u64() != Some(1) {
-            return Err(NnError::config(format!("version {version} is not supported (this reader knows 1)")));
+            return Err(NnError::config(format!(
+                "version {version} is not supported (this reader knows 1)"
+            )));
         }
         let task = match string(m, "task", "model")? {
             "classification" => Task::Classification,
             "language-model" => Task::LanguageModel,
-            other => return Err(NnError::config(format!("task {other:?} (expected classification or language-model)"))),
+            other => {
+                return Err(NnError::config(format!(
+                    "task {other:?} (expected classification or language-model)"
+                )))
+            }
         };
         let layers = get(m, "layers", "model")?
             .as_array()
             .ok_or_else(|| NnError::config("layers must be an array"))?;
-        let types: Vec<&str> = layers.iter().map(|l| l.get("type").and_then(Value::as_str).unwrap_or("?")).collect();
+        let types: Vec<&str> = layers
+            .iter()
+            .map(|l| l.get("type").and_then(Value::as_str).unwrap_or("?"))
+            .collect();
         if types != ["embedding", "gru", "dense"] {
             return Err(NnError::config(format!(
                 "layers must be [embedding, gru, dense] in this order, found {types:?}"
             )));
         }
-        let (le, lg, ld) = (obj(&layers[0], "layers[0]")?, obj(&layers[1], "layers[1]")?, obj(&layers[2], "layers[2]")?);
+        let (le, lg, ld) = (
+            obj(&layers[0], "layers[0]")?,
+            obj(&layers[1], "layers[1]")?,
+            obj(&layers[2], "layers[2]")?,
+        );
         let vocab = uint(le, "vocab", "embedding", 2, 1 << 20)? as usize;
         let embed_dim = uint(le, "dim", "embedding", 1, 4096)? as usize;
         let gru_input = uint(lg, "input", "gru", 1, 4096)? as usize;
         if gru_input != embed_dim {
-            return Err(NnError::config(format!("gru.input = {gru_input} must equal embedding.dim = {embed_dim}")));
+            return Err(NnError::config(format!(
+                "gru.input = {gru_input} must equal embedding.dim = {embed_dim}"
+            )));
         }
         let hidden = uint(lg, "hidden", "gru", 1, 4096)? as usize;
         let activation = match string(lg, "activation", "gru")? {
             "tanh" => Candidate::Tanh,
             "relu" => Candidate::Relu,
-            other => return Err(NnError::config(format!("gru.activation {other:?} (expected tanh or relu)"))),
+            other => {
+                return Err(NnError::config(format!(
+                    "gru.activation {other:?} (expected tanh or relu)"
+                )))
+            }
         };
         let dense_input = uint(ld, "input", "dense", 1, 4096)? as usize;
         if dense_input != hidden {
-            return Err(NnError::config(format!("dense.input = {dense_input} must equal gru.hidden = {hidden}")));
+            return Err(NnError::config(format!(
+                "dense.input = {dense_input} must equal gru.hidden = {hidden}"
+            )));
         }
         let classes = uint(ld, "output", "dense", 1, 1 << 20)? as usize;
         if task == Task::LanguageModel && classes != vocab {
-            return Err(NnError::config("a language model's dense.output must equal embedding.vocab"));
+            return Err(NnError::config(
+                "a language model's dense.output must equal embedding.vocab",
+            ));
         }
-        let names = [layer_name(le, "embedding")?, layer_name(lg, "gru")?, layer_name(ld, "dense")?];
+        let names = [
+            layer_name(le, "embedding")?,
+            layer_name(lg, "gru")?,
+            layer_name(ld, "dense")?,
+        ];
         if names[0] == names[1] || names[1] == names[2] || names[0] == names[2] {
             return Err(NnError::config("layer names must be distinct"));
         }
         let [embed_name, gru_name, fc_name] = names;
-        let arch = Architecture { embed_name, vocab, embed_dim, gru_name, hidden, activation, fc_name, classes };
+        let arch = Architecture {
+            embed_name,
+            vocab,
+            embed_dim,
+            gru_name,
+            hidden,
+            activation,
+            fc_name,
+            classes,
+        };
 
-        let fixed_point = parse_fixed_point(get(m, "fixed_point", "model")?, "fixed_point", activation)?;
+        let fixed_point =
+            parse_fixed_point(get(m, "fixed_point", "model")?, "fixed_point", activation)?;
         let mut variants = Vec::new();
         if let Some(vs) = m.get("fixed_point_variants") {
             for (name, fv) in obj(vs, "fixed_point_variants")? {
-                variants.push((name.clone(), parse_fixed_point(fv, &format!("fixed_point_variants.{name}"), activation)?));
+                variants.push((
+                    name.clone(),
+                    parse_fixed_point(fv, &format!("fixed_point_variants.{name}"), activation)?,
+                ));
             }
         }
 
@@ -234,12 +294,20 @@ impl ModelConfig {
             Some(vv) => {
                 let vm = obj(vv, "vocab")?;
                 let file = string(vm, "file", "vocab")?.to_string();
-                if file.is_empty() || file.contains('/') || file.contains('\\') || file.starts_with('.') {
-                    return Err(NnError::config(format!("vocab.file {file:?} must be a plain file name")));
+                if file.is_empty()
+                    || file.contains('/')
+                    || file.contains('\\')
+                    || file.starts_with('.')
+                {
+                    return Err(NnError::config(format!(
+                        "vocab.file {file:?} must be a plain file name"
+                    )));
                 }
                 if let Some(t) = vm.get("tokenizer") {
                     if t.as_str() != Some("words-v1") {
-                        return Err(NnError::config(format!("vocab.tokenizer {t} (this reader knows words-v1)")));
+                        return Err(NnError::config(format!(
+                            "vocab.tokenizer {t} (this reader knows words-v1)"
+                        )));
                     }
                 }
                 let max_len = uint(vm, "max_len", "vocab", 1, 4096)? as usize;
@@ -256,32 +324,57 @@ impl ModelConfig {
             }
         };
         if task == Task::Classification && vocab_cfg.is_none() {
-            return Err(NnError::config("a classification model needs a vocab section"));
+            return Err(NnError::config(
+                "a classification model needs a vocab section",
+            ));
         }
         let labels = match m.get("labels") {
-            None if task == Task::Classification => return Err(NnError::config("a classification model needs labels")),
+            None if task == Task::Classification => {
+                return Err(NnError::config("a classification model needs labels"))
+            }
             None => Vec::new(),
             Some(l) => l
                 .as_array()
                 .ok_or_else(|| NnError::config("labels must be an array of strings"))?
                 .iter()
-                .map(|s| s.as_str().map(str::to_string).ok_or_else(|| NnError::config("labels must be strings")))
+                .map(|s| {
+                    s.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| NnError::config("labels must be strings"))
+                })
                 .collect::<Result<Vec<_>>>()?,
         };
         if task == Task::Classification && labels.len() != classes {
-            return Err(NnError::config(format!("{} labels for {classes} classes", labels.len())));
+            return Err(NnError::config(format!(
+                "{} labels for {classes} classes",
+                labels.len()
+            )));
         }
-        Ok(ModelConfig { task, arch, fixed_point, variants, vocab: vocab_cfg, labels })
+        Ok(ModelConfig {
+            task,
+            arch,
+            fixed_point,
+            variants,
+            vocab: vocab_cfg,
+            labels,
+        })
     }
 
     /// The fixed-point configuration named `name` (a variant), or the default for `None`.
     pub fn fixed_point_named(&self, name: Option<&str>) -> Result<&FixedPointConfig> {
         match name {
             None => Ok(&self.fixed_point),
-            Some(n) => self.variants.iter().find(|(k, _)| k == n).map(|(_, c)| c).ok_or_else(|| {
-                let known: Vec<&str> = self.variants.iter().map(|(k, _)| k.as_str()).collect();
-                NnError::config(format!("no fixed_point_variants entry {n:?} (known: {known:?})"))
-            }),
+            Some(n) => self
+                .variants
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, c)| c)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = self.variants.iter().map(|(k, _)| k.as_str()).collect();
+                    NnError::config(format!(
+                        "no fixed_point_variants entry {n:?} (known: {known:?})"
+                    ))
+                }),
         }
     }
 }
@@ -301,7 +394,8 @@ impl Weights {
     /// Parses and validates a safetensors buffer against `arch`: exact names, dtype F32, shapes,
     /// finiteness, and no extra tensors.
     pub fn parse(bytes: &[u8], arch: &Architecture) -> Result<Weights> {
-        let st = safetensors::SafeTensors::deserialize(bytes).map_err(|e| NnError::Weights(e.to_string()))?;
+        let st = safetensors::SafeTensors::deserialize(bytes)
+            .map_err(|e| NnError::Weights(e.to_string()))?;
         let (v, e, h, c) = (arch.vocab, arch.embed_dim, arch.hidden, arch.classes);
         let expected: Vec<(String, Vec<usize>)> = vec![
             (format!("{}.weight", arch.embed_name), vec![v, e]),
@@ -314,21 +408,34 @@ impl Weights {
         ];
         for name in st.names() {
             if !expected.iter().any(|(n, _)| n == name) {
-                return Err(NnError::tensor(name, "unexpected tensor (version 1 has exactly seven)"));
+                return Err(NnError::tensor(
+                    name,
+                    "unexpected tensor (version 1 has exactly seven)",
+                ));
             }
         }
         let mut out = Vec::with_capacity(7);
         for (name, shape) in &expected {
-            let t = st.tensor(name).map_err(|_| NnError::tensor(name, "missing"))?;
+            let t = st
+                .tensor(name)
+                .map_err(|_| NnError::tensor(name, "missing"))?;
             if t.dtype() != safetensors::Dtype::F32 {
-                return Err(NnError::tensor(name, format!("dtype {:?}, expected F32", t.dtype())));
+                return Err(NnError::tensor(
+                    name,
+                    format!("dtype {:?}, expected F32", t.dtype()),
+                ));
             }
             if t.shape() != shape.as_slice() {
-                return Err(NnError::tensor(name, format!("shape {:?}, expected {:?}", t.shape(), shape)));
+                return Err(NnError::tensor(
+                    name,
+                    format!("shape {:?}, expected {:?}", t.shape(), shape),
+                ));
             }
             let data = t.data();
-            let vals: Vec<f32> =
-                data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            let vals: Vec<f32> = data
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
             if let Some(i) = vals.iter().position(|x| !x.is_finite()) {
                 return Err(NnError::tensor(name, format!("element {i} is not finite")));
             }
@@ -358,31 +465,49 @@ pub struct Vocab {
 
 impl Vocab {
     pub fn parse(text: &str, config: &VocabConfig, vocab_size: usize) -> Result<Vocab> {
-        let v: Value = serde_json::from_str(text).map_err(|e| NnError::Json { file: config.file.clone(), source: e })?;
+        let v: Value = serde_json::from_str(text).map_err(|e| NnError::Json {
+            file: config.file.clone(),
+            source: e,
+        })?;
         let tokens = v
             .get("tokens")
             .and_then(Value::as_array)
             .ok_or_else(|| NnError::Vocab("vocab.json needs a \"tokens\" array".into()))?;
         if tokens.len() != vocab_size {
-            return Err(NnError::Vocab(format!("{} tokens, but embedding.vocab = {vocab_size}", tokens.len())));
+            return Err(NnError::Vocab(format!(
+                "{} tokens, but embedding.vocab = {vocab_size}",
+                tokens.len()
+            )));
         }
         let mut ids = std::collections::HashMap::with_capacity(tokens.len());
         for (i, t) in tokens.iter().enumerate() {
-            let s = t.as_str().ok_or_else(|| NnError::Vocab(format!("token {i} is not a string")))?;
+            let s = t
+                .as_str()
+                .ok_or_else(|| NnError::Vocab(format!("token {i} is not a string")))?;
             if ids.insert(s.to_string(), i as u32).is_some() {
                 return Err(NnError::Vocab(format!("duplicate token {s:?}")));
             }
         }
-        if tokens.first().and_then(Value::as_str) != Some("<pad>") || tokens.get(1).and_then(Value::as_str) != Some("<unk>") {
-            return Err(NnError::Vocab("tokens[0] must be \"<pad>\" and tokens[1] \"<unk>\"".into()));
+        if tokens.first().and_then(Value::as_str) != Some("<pad>")
+            || tokens.get(1).and_then(Value::as_str) != Some("<unk>")
+        {
+            return Err(NnError::Vocab(
+                "tokens[0] must be \"<pad>\" and tokens[1] \"<unk>\"".into(),
+            ));
         }
-        Ok(Vocab { config: config.clone(), ids, size: tokens.len() })
+        Ok(Vocab {
+            config: config.clone(),
+            ids,
+            size: tokens.len(),
+        })
     }
 
     /// Tokenises `text` with `words-v1` and shapes it to exactly `max_len` ids.
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        let ids: Vec<u32> =
-            words_v1(text).iter().map(|w| self.ids.get(w.as_str()).copied().unwrap_or(self.config.unk)).collect();
+        let ids: Vec<u32> = words_v1(text)
+            .iter()
+            .map(|w| self.ids.get(w.as_str()).copied().unwrap_or(self.config.unk))
+            .collect();
         shape_tokens(ids, &self.config)
     }
 }
@@ -421,7 +546,9 @@ fn py_space(c: char) -> bool {
 /// Length in bytes of a `<br\s*/?>` match (case-insensitive) at the start of `s`, if any.
 fn br_tag(s: &str) -> Option<usize> {
     let mut it = s.char_indices();
-    let ok = |c: Option<(usize, char)>, want: char| c.is_some_and(|(_, ch)| ch.eq_ignore_ascii_case(&want));
+    let ok = |c: Option<(usize, char)>, want: char| {
+        c.is_some_and(|(_, ch)| ch.eq_ignore_ascii_case(&want))
+    };
     if !(ok(it.next(), '<') && ok(it.next(), 'b') && ok(it.next(), 'r')) {
         return None;
     }
@@ -468,12 +595,18 @@ pub fn words_v1(text: &str) -> Vec<String> {
 }
 
 pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>> {
-    let io = |e| NnError::Io { path: path.display().to_string(), source: e };
+    let io = |e| NnError::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
     let len = std::fs::metadata(path).map_err(io)?.len();
     if len > max {
         return Err(NnError::Io {
             path: path.display().to_string(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{len} bytes exceeds {max}")),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{len} bytes exceeds {max}"),
+            ),
         });
     }
     std::fs::read(path).map_err(io)
@@ -498,11 +631,22 @@ impl Model {
     pub fn load(dir: impl AsRef<Path>) -> Result<Model> {
         let dir = dir.as_ref();
         let config = ModelConfig::parse(&read_text(&dir.join("model.json"))?)?;
-        let weights = Weights::parse(&read_bounded(&dir.join("weights.safetensors"), MAX_WEIGHTS_BYTES)?, &config.arch)?;
+        let weights = Weights::parse(
+            &read_bounded(&dir.join("weights.safetensors"), MAX_WEIGHTS_BYTES)?,
+            &config.arch,
+        )?;
         let vocab = match &config.vocab {
-            Some(vc) => Some(Vocab::parse(&read_text(&dir.join(&vc.file))?, vc, config.arch.vocab)?),
+            Some(vc) => Some(Vocab::parse(
+                &read_text(&dir.join(&vc.file))?,
+                vc,
+                config.arch.vocab,
+            )?),
             None => None,
         };
-        Ok(Model { config, weights, vocab })
+        Ok(Model {
+            config,
+            weights,
+            vocab,
+        })
     }
 }

@@ -5,7 +5,10 @@
 use crate::error::{NnError, Result};
 use crate::info::ModelInfo;
 use crate::model::{Model, Vocab};
-use crate::secure::{client_session, fp_for_variant, server_session, ClientModel, ClientOptions, GruOutcome, ServerModel, SessionReport, Variant};
+use crate::secure::{
+    client_session, fp_for_variant, server_session, ClientModel, ClientOptions, GruOutcome,
+    ServerModel, SessionReport, Variant,
+};
 use crate::{check_tokens, QuantizedModel};
 use secinfer_net::{TcpChannel, TcpOptions};
 use std::net::TcpListener;
@@ -20,11 +23,9 @@ fn net(e: secinfer_net::NetError) -> NnError {
 }
 
 fn steps_of(config: &crate::ModelConfig) -> Result<usize> {
-    config
-        .vocab
-        .as_ref()
-        .map(|v| v.max_len)
-        .ok_or_else(|| NnError::Input("model.json has no vocab.max_len (the sequence length)".into()))
+    config.vocab.as_ref().map(|v| v.max_len).ok_or_else(|| {
+        NnError::Input("model.json has no vocab.max_len (the sequence length)".into())
+    })
 }
 
 /// How one session ended, as the server logs it.
@@ -49,7 +50,9 @@ impl Server {
         let fp = fp_for_variant(&m.config, variant)?;
         let steps = steps_of(&m.config)?;
         let q = QuantizedModel::new(&m, fp);
-        Ok(Server { model: Arc::new(ServerModel::new(q, variant, steps)?) })
+        Ok(Server {
+            model: Arc::new(ServerModel::new(q, variant, steps)?),
+        })
     }
 
     pub fn steps(&self) -> usize {
@@ -69,7 +72,10 @@ impl Server {
         max_sessions: Option<u64>,
         log: SessionLog,
     ) -> Result<()> {
-        let opts = TcpOptions { read_timeout: Some(timeout.max(Duration::from_secs(1))), ..TcpOptions::default() };
+        let opts = TcpOptions {
+            read_timeout: Some(timeout.max(Duration::from_secs(1))),
+            ..TcpOptions::default()
+        };
         let counter = AtomicU64::new(0);
         let mut handles = Vec::new();
         for stream in listener.incoming() {
@@ -79,23 +85,32 @@ impl Server {
                 Err(_) => continue,
             };
             let id = counter.fetch_add(1, Ordering::Relaxed) + 1;
-            let peer = stream.peer_addr().map(|p| p.to_string()).unwrap_or_else(|_| "?".into());
+            let peer = stream
+                .peer_addr()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|_| "?".into());
             let (model, opts, session_log) = (self.model.clone(), opts.clone(), log.clone());
-            let spawned = std::thread::Builder::new().name(format!("session-{id}")).spawn(move || {
-                let r = catch_unwind(AssertUnwindSafe(|| -> Result<SessionReport> {
-                    let mut ch = TcpChannel::new(stream, &opts).map_err(net)?;
-                    server_session(&mut ch, &model)
-                }));
-                let end = match r {
-                    Ok(Ok(rep)) => SessionEnd::Done(rep),
-                    Ok(Err(e)) => SessionEnd::Failed(e),
-                    Err(_) => SessionEnd::Panicked,
-                };
-                session_log(id, &peer, end);
-            });
+            let spawned = std::thread::Builder::new()
+                .name(format!("session-{id}"))
+                .spawn(move || {
+                    let r = catch_unwind(AssertUnwindSafe(|| -> Result<SessionReport> {
+                        let mut ch = TcpChannel::new(stream, &opts).map_err(net)?;
+                        server_session(&mut ch, &model)
+                    }));
+                    let end = match r {
+                        Ok(Ok(rep)) => SessionEnd::Done(rep),
+                        Ok(Err(e)) => SessionEnd::Failed(e),
+                        Err(_) => SessionEnd::Panicked,
+                    };
+                    session_log(id, &peer, end);
+                });
             match spawned {
                 Ok(h) => handles.push(h),
-                Err(e) => log(id, "?", SessionEnd::Failed(NnError::Net(format!("cannot start a session thread: {e}")))),
+                Err(e) => log(
+                    id,
+                    "?",
+                    SessionEnd::Failed(NnError::Net(format!("cannot start a session thread: {e}"))),
+                ),
             }
             if max_sessions.is_some_and(|m| id >= m) {
                 break;
@@ -123,7 +138,10 @@ impl Client {
         let info = ModelInfo::load(info_dir)?;
         let steps = steps_of(&info.config)?;
         let model = ClientModel::new(info.config.clone(), &info.embed, variant, steps)?;
-        Ok(Client { model, vocab: info.vocab })
+        Ok(Client {
+            model,
+            vocab: info.vocab,
+        })
     }
 
     pub fn model(&self) -> &ClientModel {
@@ -136,7 +154,11 @@ impl Client {
 
     /// Token ids of `text` (words-v1, shaped to the model's length).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
-        Ok(self.vocab.as_ref().ok_or_else(|| NnError::Input("the model info has no vocabulary".into()))?.encode(text))
+        Ok(self
+            .vocab
+            .as_ref()
+            .ok_or_else(|| NnError::Input("the model info has no vocabulary".into()))?
+            .encode(text))
     }
 
     /// Runs one secure inference against `server` ("host:port").
@@ -148,7 +170,8 @@ impl Client {
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Result<GruOutcome> {
         check_tokens(tokens, self.model.config.arch.vocab)?;
-        let mut ch = TcpChannel::connect(server, Duration::from_secs(10), &TcpOptions::default()).map_err(net)?;
+        let mut ch = TcpChannel::connect(server, Duration::from_secs(10), &TcpOptions::default())
+            .map_err(net)?;
         client_session(&mut ch, &self.model, tokens, opts, progress)
     }
 }

@@ -35,8 +35,13 @@ fn embedding_with_wrong_shape_is_rejected_naming_the_tensor() {
     let out = tempdir("bad");
     export_info(model_dir(), &out).unwrap();
     let data = vec![0u8; 4 * 6];
-    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![2, 3], &data).unwrap();
-    std::fs::write(out.join(EMBEDDING_FILE), safetensors::serialize(vec![("embed.weight", view)], &None).unwrap()).unwrap();
+    let view =
+        safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![2, 3], &data).unwrap();
+    std::fs::write(
+        out.join(EMBEDDING_FILE),
+        safetensors::serialize(vec![("embed.weight", view)], &None).unwrap(),
+    )
+    .unwrap();
     match ModelInfo::load(&out) {
         Err(NnError::Tensor { tensor, problem }) => {
             assert_eq!(tensor, "embed.weight");

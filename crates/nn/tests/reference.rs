@@ -1,7 +1,9 @@
 //! The Rust reference against the Python reference's conformance vectors, the tokeniser against
 //! the shipped samples, and the validation of broken model directories.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
-use secinfer_nn::{words_v1, ExactActivations, Model, ModelConfig, NnError, QuantizedModel, Reference};
+use secinfer_nn::{
+    words_v1, ExactActivations, Model, ModelConfig, NnError, QuantizedModel, Reference,
+};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -10,11 +12,25 @@ fn model_dir() -> PathBuf {
 }
 
 fn vectors() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(model_dir().join("fixedpoint-vectors.json")).unwrap()).unwrap()
+    serde_json::from_str(
+        &std::fs::read_to_string(model_dir().join("fixedpoint-vectors.json")).unwrap(),
+    )
+    .unwrap()
 }
 
 fn tokens_of(v: &Value) -> Vec<Vec<u32>> {
-    v["tokens"].as_array().unwrap().iter().map(|r| r.as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect()).collect()
+    v["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_u64().unwrap() as u32)
+                .collect()
+        })
+        .collect()
 }
 
 #[test]
@@ -30,7 +46,12 @@ fn rust_reference_equals_python_reference_on_shipped_vectors() {
         let mut r = Reference::new(&q, ExactActivations);
         for (i, toks) in tokens.iter().enumerate() {
             let logits = r.classify(toks);
-            let want: Vec<i64> = expected[i].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+            let want: Vec<i64> = expected[i]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_i64().unwrap())
+                .collect();
             assert_eq!(logits, want, "preset {preset}, sample {i}");
         }
         let want_overflows = v["overflows"][preset].as_u64().unwrap();
@@ -43,7 +64,15 @@ fn tokenizer_reproduces_the_vectors_tokens_from_the_sample_texts() {
     let model = Model::load(model_dir()).unwrap();
     let vocab = model.vocab.as_ref().unwrap();
     let samples = std::fs::read_to_string(model_dir().join("samples.jsonl")).unwrap();
-    let texts: Vec<String> = samples.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["text"].as_str().unwrap().to_string()).collect();
+    let texts: Vec<String> = samples
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
     let expected = tokens_of(&vectors());
     assert_eq!(texts.len(), expected.len());
     for (t, e) in texts.iter().zip(&expected) {
@@ -53,8 +82,14 @@ fn tokenizer_reproduces_the_vectors_tokens_from_the_sample_texts() {
 
 #[test]
 fn words_v1_follows_the_spec_example() {
-    assert_eq!(words_v1("I didn't LIKE it.<br />Ten/10, café!"), ["i", "didn", "t", "like", "it", "ten", "10", "caf"]);
-    assert_eq!(words_v1("a<BR>b<br/>c<br \t />d<bx>"), ["a", "b", "c", "d", "bx"]);
+    assert_eq!(
+        words_v1("I didn't LIKE it.<br />Ten/10, café!"),
+        ["i", "didn", "t", "like", "it", "ten", "10", "caf"]
+    );
+    assert_eq!(
+        words_v1("a<BR>b<br/>c<br \t />d<bx>"),
+        ["a", "b", "c", "d", "bx"]
+    );
     assert_eq!(words_v1("<br"), ["br"]);
     assert!(words_v1("").is_empty());
 }
@@ -109,7 +144,11 @@ fn weights_with_wrong_shape_name_the_tensor() {
     v["layers"][1]["hidden"] = 63.into();
     v["layers"][2]["input"] = 63.into();
     std::fs::write(dir.join("model.json"), v.to_string()).unwrap();
-    std::fs::copy(model_dir().join("weights.safetensors"), dir.join("weights.safetensors")).unwrap();
+    std::fs::copy(
+        model_dir().join("weights.safetensors"),
+        dir.join("weights.safetensors"),
+    )
+    .unwrap();
     match Model::load(&dir) {
         Err(NnError::Tensor { tensor, problem }) => {
             assert_eq!(tensor, "gru.weight_ih");
@@ -118,7 +157,11 @@ fn weights_with_wrong_shape_name_the_tensor() {
         Err(e) => panic!("wrong error: {e}"),
         Ok(_) => panic!("a 63-wide GRU must not load 64-wide weights"),
     }
-    std::fs::write(dir.join("weights.safetensors"), b"\xff\xff\xff\xff\xff\xff\xff\x7fgarbage").unwrap();
+    std::fs::write(
+        dir.join("weights.safetensors"),
+        b"\xff\xff\xff\xff\xff\xff\xff\x7fgarbage",
+    )
+    .unwrap();
     assert!(matches!(Model::load(&dir), Err(NnError::Weights(_))));
     std::fs::remove_dir_all(&dir).unwrap();
 }

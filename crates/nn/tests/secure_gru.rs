@@ -2,27 +2,50 @@
 //! weights and inputs, for several sizes and all three CryptoGRU variants (in-memory channel).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use secinfer_net::simulate;
-use secinfer_nn::secure::{client_session, random_model, server_session, ClientModel, ClientOptions, CircuitActivations, ServerModel, Variant};
+use secinfer_nn::secure::{
+    client_session, random_model, server_session, CircuitActivations, ClientModel, ClientOptions,
+    ServerModel, Variant,
+};
 use secinfer_nn::{argmax, NnError, Reference};
 
 fn run_case(e: usize, h: usize, c: usize, steps: usize, v: Variant, seed: u64, reveal: bool) {
     let (q, embed) = random_model(e, h, c, steps, v, seed).unwrap();
-    let tokens: Vec<u32> = (0..steps as u32).map(|i| (i * 7 + seed as u32 * 13) % 64).collect();
+    let tokens: Vec<u32> = (0..steps as u32)
+        .map(|i| (i * 7 + seed as u32 * 13) % 64)
+        .collect();
     let mut r = Reference::new(&q, CircuitActivations::default());
     let want = r.classify(&tokens);
     let cm = ClientModel::new(q.config.clone(), &embed, v, steps).unwrap();
     let sm = ServerModel::new(q, v, steps).unwrap();
     let toks = tokens.clone();
     let run = simulate(
-        move |ch| client_session(ch, &cm, &toks, ClientOptions { reveal_logits: reveal }, &mut |_, _, _| {}),
+        move |ch| {
+            client_session(
+                ch,
+                &cm,
+                &toks,
+                ClientOptions {
+                    reveal_logits: reveal,
+                },
+                &mut |_, _, _| {},
+            )
+        },
         move |ch| server_session(ch, &sm),
     );
     let out = run.client.output.unwrap();
     run.server.output.unwrap();
     if reveal {
-        assert_eq!(out.logits.as_deref(), Some(&want[..]), "{v:?} E{e} H{h} C{c} T{steps} seed {seed}");
+        assert_eq!(
+            out.logits.as_deref(),
+            Some(&want[..]),
+            "{v:?} E{e} H{h} C{c} T{steps} seed {seed}"
+        );
     }
-    assert_eq!(out.class, argmax(&want), "{v:?} E{e} H{h} C{c} T{steps} seed {seed}");
+    assert_eq!(
+        out.class,
+        argmax(&want),
+        "{v:?} E{e} H{h} C{c} T{steps} seed {seed}"
+    );
     assert!(out.report.gc_bytes > 0 && out.report.he_bytes > 0);
 }
 
@@ -45,7 +68,15 @@ fn mismatched_client_is_refused_with_a_typed_error() {
     let cm = ClientModel::new(q.config.clone(), &embed, Variant::Cg2, 3).unwrap();
     let sm = ServerModel::new(q, Variant::Cg2, 2).unwrap();
     let run = simulate(
-        move |ch| client_session(ch, &cm, &[1, 2, 3], ClientOptions::default(), &mut |_, _, _| {}),
+        move |ch| {
+            client_session(
+                ch,
+                &cm,
+                &[1, 2, 3],
+                ClientOptions::default(),
+                &mut |_, _, _| {},
+            )
+        },
         move |ch| server_session(ch, &sm),
     );
     assert!(matches!(run.client.output, Err(NnError::Protocol(_))));

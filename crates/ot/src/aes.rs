@@ -80,7 +80,12 @@ impl Prg {
 
     /// A PRG expanding `seed` (deterministic: for protocol-derived seeds and tests).
     pub fn from_seed(seed: Block) -> Self {
-        Prg { cipher: AesCipher::new(seed), counter: 0, buf: [Block::ZERO; BATCH], used: BATCH }
+        Prg {
+            cipher: AesCipher::new(seed),
+            counter: 0,
+            buf: [Block::ZERO; BATCH],
+            used: BATCH,
+        }
     }
 
     /// Fills `out` with pseudorandom blocks (bulk path: no per-block buffering).

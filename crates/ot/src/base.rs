@@ -39,9 +39,9 @@ fn key(a: &[u8; 32], i: usize, b: &[u8; 32], p: &RistrettoPoint) -> Block {
 fn decode(bytes: &[u8], what: &str) -> Result<RistrettoPoint, OtError> {
     let c = CompressedRistretto::from_slice(bytes)
         .map_err(|_| OtError::malformed(format!("{what}: not 32 bytes")))?;
-    let p = c
-        .decompress()
-        .ok_or_else(|| OtError::malformed(format!("{what}: not a canonical Ristretto255 encoding")))?;
+    let p = c.decompress().ok_or_else(|| {
+        OtError::malformed(format!("{what}: not a canonical Ristretto255 encoding"))
+    })?;
     if p == RistrettoPoint::identity() {
         return Err(OtError::malformed(format!("{what}: the identity point")));
     }
@@ -49,9 +49,15 @@ fn decode(bytes: &[u8], what: &str) -> Result<RistrettoPoint, OtError> {
 }
 
 /// Sender of `n` base OTs: returns the key pairs `(k0_i, k1_i)`.
-pub fn base_ot_send<C: Channel>(ch: &mut C, n: usize, prg: &mut Prg) -> Result<Vec<[Block; 2]>, OtError> {
+pub fn base_ot_send<C: Channel>(
+    ch: &mut C,
+    n: usize,
+    prg: &mut Prg,
+) -> Result<Vec<[Block; 2]>, OtError> {
     if n > MAX_BASE_OTS {
-        return Err(OtError::arg(format!("{n} base OTs exceed the limit of {MAX_BASE_OTS}")));
+        return Err(OtError::arg(format!(
+            "{n} base OTs exceed the limit of {MAX_BASE_OTS}"
+        )));
     }
     let a = Scalar::random(prg);
     let big_a = RistrettoPoint::mul_base(&a);
@@ -67,16 +73,25 @@ pub fn base_ot_send<C: Channel>(ch: &mut C, n: usize, prg: &mut Prg) -> Result<V
             let ab = a * b;
             let mut eb = [0u8; 32];
             eb.copy_from_slice(enc);
-            Ok([key(&a_bytes, i, &eb, &ab), key(&a_bytes, i, &eb, &(ab - aa))])
+            Ok([
+                key(&a_bytes, i, &eb, &ab),
+                key(&a_bytes, i, &eb, &(ab - aa)),
+            ])
         })
         .collect()
 }
 
 /// Receiver of `choices.len()` base OTs: returns `k_{c_i}`.
-pub fn base_ot_receive<C: Channel>(ch: &mut C, choices: &[bool], prg: &mut Prg) -> Result<Vec<Block>, OtError> {
+pub fn base_ot_receive<C: Channel>(
+    ch: &mut C,
+    choices: &[bool],
+    prg: &mut Prg,
+) -> Result<Vec<Block>, OtError> {
     let n = choices.len();
     if n > MAX_BASE_OTS {
-        return Err(OtError::arg(format!("{n} base OTs exceed the limit of {MAX_BASE_OTS}")));
+        return Err(OtError::arg(format!(
+            "{n} base OTs exceed the limit of {MAX_BASE_OTS}"
+        )));
     }
     let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(prg)).collect();
     let a_frame = ch.recv_pod::<u8>(32)?;

@@ -94,27 +94,29 @@ const GATHER: usize = 4;
 /// Transposes `w` groups of 128 columns (`cols[col·nb + b]`) into rows: row `r` of the chunk is
 /// `rows[r·w .. r·w + w]`. `rows` holds only the real rows (the last 128-block may be partial).
 fn cols_to_rows(cols: &[Block], nb: usize, w: usize, rows: &mut [Block]) {
-    rows.par_chunks_mut(GATHER * 128 * w).enumerate().for_each(|(t, out)| {
-        let b0 = t * GATHER;
-        let nblk = out.len().div_ceil(128 * w);
-        let mut a = [[[0u64; 2]; 128]; GATHER];
-        for g in 0..w {
-            for i in 0..128 {
-                let col = &cols[(g * 128 + i) * nb + b0..(g * 128 + i) * nb + b0 + nblk];
-                for (ak, c) in a.iter_mut().zip(col) {
-                    ak[i] = [c.0 as u64, (c.0 >> 64) as u64];
+    rows.par_chunks_mut(GATHER * 128 * w)
+        .enumerate()
+        .for_each(|(t, out)| {
+            let b0 = t * GATHER;
+            let nblk = out.len().div_ceil(128 * w);
+            let mut a = [[[0u64; 2]; 128]; GATHER];
+            for g in 0..w {
+                for i in 0..128 {
+                    let col = &cols[(g * 128 + i) * nb + b0..(g * 128 + i) * nb + b0 + nblk];
+                    for (ak, c) in a.iter_mut().zip(col) {
+                        ak[i] = [c.0 as u64, (c.0 >> 64) as u64];
+                    }
+                }
+                for (k, ak) in a.iter_mut().enumerate().take(nblk) {
+                    transpose128_lanes(ak);
+                    let o = &mut out[k * 128 * w..];
+                    let nrows = (o.len() / w).min(128);
+                    for (r, x) in ak.iter().enumerate().take(nrows) {
+                        o[r * w + g] = Block(x[0] as u128 | (x[1] as u128) << 64);
+                    }
                 }
             }
-            for (k, ak) in a.iter_mut().enumerate().take(nblk) {
-                transpose128_lanes(ak);
-                let o = &mut out[k * 128 * w..];
-                let nrows = (o.len() / w).min(128);
-                for (r, x) in ak.iter().enumerate().take(nrows) {
-                    o[r * w + g] = Block(x[0] as u128 | (x[1] as u128) << 64);
-                }
-            }
-        }
-    });
+        });
 }
 
 /// The receiving side of the extension (it knows both seeds of every column).
@@ -178,7 +180,11 @@ impl ExtReceiver {
                 .for_each(|(i, ((t, u), (g0, g1)))| {
                     g0.fill_blocks(t);
                     g1.fill_blocks(u);
-                    let c = if shared { &code[..nb] } else { &code[i * nb..(i + 1) * nb] };
+                    let c = if shared {
+                        &code[..nb]
+                    } else {
+                        &code[i * nb..(i + 1) * nb]
+                    };
                     for ((u, t), c) in u.iter_mut().zip(t.iter()).zip(c) {
                         *u ^= *t ^ *c;
                     }
@@ -241,7 +247,11 @@ impl ExtSender {
             let expected = ncols * nb * 16;
             let u = ch.recv_frame()?;
             if u.len() != expected {
-                return Err(NetError::UnexpectedLength { expected, got: u.len() }.into());
+                return Err(NetError::UnexpectedLength {
+                    expected,
+                    got: u.len(),
+                }
+                .into());
             }
             self.q_cols.resize(ncols * nb, Block::ZERO);
             self.q_cols[..ncols * nb]

@@ -34,7 +34,9 @@ const HASH_TASK: usize = 2048;
 /// Marks an instance unusable after a failed call (its PRGs may be out of step with the peer's).
 fn guarded<T>(poisoned: &mut bool, f: impl FnOnce() -> Result<T, OtError>) -> Result<T, OtError> {
     if *poisoned {
-        return Err(OtError::arg("this OT extension instance failed earlier and is out of step with its peer"));
+        return Err(OtError::arg(
+            "this OT extension instance failed earlier and is out of step with its peer",
+        ));
     }
     let r = f();
     if r.is_err() {
@@ -54,14 +56,17 @@ fn advance(counter: &mut u64, n: usize) -> Result<u64, OtError> {
 
 /// `out[2j] = H(idx_j, q_j)`, `out[2j+1] = H(idx_j, q_j ⊕ Δ)` for `idx_j = first + j`.
 fn hash_pairs(q: &[Block], delta: Block, first: u64, out: &mut [Block]) {
-    out.par_chunks_mut(2 * HASH_TASK).zip(q.par_chunks(HASH_TASK)).enumerate().for_each(|(c, (o, q))| {
-        for (pair, q) in o.chunks_exact_mut(2).zip(q) {
-            pair[0] = *q;
-            pair[1] = *q ^ delta;
-        }
-        let base = first.wrapping_add((c * HASH_TASK) as u64);
-        tccr_inplace(o, |k| tweak(DOMAIN_IKNP, base.wrapping_add((k / 2) as u64)));
-    });
+    out.par_chunks_mut(2 * HASH_TASK)
+        .zip(q.par_chunks(HASH_TASK))
+        .enumerate()
+        .for_each(|(c, (o, q))| {
+            for (pair, q) in o.chunks_exact_mut(2).zip(q) {
+                pair[0] = *q;
+                pair[1] = *q ^ delta;
+            }
+            let base = first.wrapping_add((c * HASH_TASK) as u64);
+            tccr_inplace(o, |k| tweak(DOMAIN_IKNP, base.wrapping_add((k / 2) as u64)));
+        });
 }
 
 /// `xs[j] = H(first + j, xs[j])`.
@@ -89,13 +94,22 @@ impl OtExtSender {
 
     /// Runs the base OTs with a caller-chosen `Δ` (garbling needs `lsb(Δ) = 1`). `Δ = 0` is
     /// refused: it would hand the receiver both messages.
-    pub fn setup_with_delta<C: Channel>(ch: &mut C, prg: &mut Prg, delta: Block) -> Result<Self, OtError> {
+    pub fn setup_with_delta<C: Channel>(
+        ch: &mut C,
+        prg: &mut Prg,
+        delta: Block,
+    ) -> Result<Self, OtError> {
         if delta == Block::ZERO {
             return Err(OtError::arg("Δ must be non-zero"));
         }
         let s: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
         let keys = base_ot_receive(ch, &s, prg)?;
-        Ok(OtExtSender { delta, ext: ExtSender::new(&keys, &s), counter: 0, poisoned: false })
+        Ok(OtExtSender {
+            delta,
+            ext: ExtSender::new(&keys, &s),
+            counter: 0,
+            poisoned: false,
+        })
     }
 
     /// The global correlation `Δ`.
@@ -104,7 +118,11 @@ impl OtExtSender {
     }
 
     /// Correlated OT into a caller's buffer: `out[j] = m0_j`; the receiver gets `m0_j ⊕ c_j·Δ`.
-    pub fn send_cot_into<C: Channel>(&mut self, ch: &mut C, out: &mut [Block]) -> Result<(), OtError> {
+    pub fn send_cot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [Block],
+    ) -> Result<(), OtError> {
         let ext = &mut self.ext;
         let counter = &mut self.counter;
         guarded(&mut self.poisoned, || {
@@ -121,14 +139,22 @@ impl OtExtSender {
     }
 
     /// Random OT: returns `(k0_j, k1_j)`; the receiver gets `k_{c_j}`.
-    pub fn send_rot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<[Block; 2]>, OtError> {
+    pub fn send_rot<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+    ) -> Result<Vec<[Block; 2]>, OtError> {
         let mut out = vec![[Block::ZERO; 2]; n];
         self.send_rot_into(ch, &mut out)?;
         Ok(out)
     }
 
     /// Random OT into a caller's buffer (`out.len()` OTs; no allocation per call).
-    pub fn send_rot_into<C: Channel>(&mut self, ch: &mut C, out: &mut [[Block; 2]]) -> Result<(), OtError> {
+    pub fn send_rot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [[Block; 2]],
+    ) -> Result<(), OtError> {
         let n = out.len();
         let delta = self.delta;
         let ext = &mut self.ext;
@@ -137,7 +163,12 @@ impl OtExtSender {
             let first = advance(counter, n)?;
             let flat: &mut [Block] = bytemuck::cast_slice_mut(out);
             ext.run(ch, n, None, |start, rows| {
-                hash_pairs(rows, delta, first.wrapping_add(start as u64), &mut flat[2 * start..2 * (start + rows.len())]);
+                hash_pairs(
+                    rows,
+                    delta,
+                    first.wrapping_add(start as u64),
+                    &mut flat[2 * start..2 * (start + rows.len())],
+                );
                 Ok(())
             })
         })
@@ -145,7 +176,11 @@ impl OtExtSender {
 
     /// Runs the extension and keeps every `q_j` (the chosen flavours answer after reading all of
     /// `u`). Returns the first OT index.
-    fn extend_all<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(u64, Vec<Block>), OtError> {
+    fn extend_all<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+    ) -> Result<(u64, Vec<Block>), OtError> {
         let first = advance(&mut self.counter, n)?;
         let mut q = vec![Block::ZERO; n];
         self.ext.run(ch, n, Some(&mut q), |_, _| Ok(()))?;
@@ -153,13 +188,21 @@ impl OtExtSender {
     }
 
     /// Chosen-message OT on 128-bit messages: the receiver learns `msgs[j][c_j]`.
-    pub fn send_chosen<C: Channel>(&mut self, ch: &mut C, msgs: &[[Block; 2]]) -> Result<(), OtError> {
+    pub fn send_chosen<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        msgs: &[[Block; 2]],
+    ) -> Result<(), OtError> {
         let delta = self.delta;
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (first, q) = self.extend_all(ch, msgs.len())?;
             let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
-            for (c, (qc, mc)) in q.chunks(CHUNK_ROWS).zip(msgs.chunks(CHUNK_ROWS)).enumerate() {
+            for (c, (qc, mc)) in q
+                .chunks(CHUNK_ROWS)
+                .zip(msgs.chunks(CHUNK_ROWS))
+                .enumerate()
+            {
                 let y = &mut y[..2 * qc.len()];
                 hash_pairs(qc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
                 let mflat: &[Block] = bytemuck::cast_slice(mc);
@@ -176,11 +219,18 @@ impl OtExtSender {
     }
 
     /// Chosen-message OT on `bits`-bit messages (each `< 2^bits`), packed to `bits` on the wire.
-    pub fn send_chosen_u64<C: Channel>(&mut self, ch: &mut C, msgs: &[[u64; 2]], bits: u32) -> Result<(), OtError> {
+    pub fn send_chosen_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        msgs: &[[u64; 2]],
+        bits: u32,
+    ) -> Result<(), OtError> {
         check_bits(bits)?;
         let mk = mask(bits);
         if msgs.iter().any(|m| m[0] & !mk != 0 || m[1] & !mk != 0) {
-            return Err(OtError::arg(format!("a message does not fit in {bits} bits")));
+            return Err(OtError::arg(format!(
+                "a message does not fit in {bits} bits"
+            )));
         }
         let delta = self.delta;
         let mut poisoned = self.poisoned;
@@ -188,12 +238,20 @@ impl OtExtSender {
             let (first, q) = self.extend_all(ch, msgs.len())?;
             let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
             let mut frame = Vec::new();
-            for (c, (qc, mc)) in q.chunks(CHUNK_ROWS).zip(msgs.chunks(CHUNK_ROWS)).enumerate() {
+            for (c, (qc, mc)) in q
+                .chunks(CHUNK_ROWS)
+                .zip(msgs.chunks(CHUNK_ROWS))
+                .enumerate()
+            {
                 let y = &mut y[..2 * qc.len()];
                 hash_pairs(qc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
                 let mflat: &[u64] = bytemuck::cast_slice(mc);
                 frame.clear();
-                pack_into(y.iter().zip(mflat).map(|(h, m)| (h.low_u64() ^ m) & mk), bits, &mut frame);
+                pack_into(
+                    y.iter().zip(mflat).map(|(h, m)| (h.low_u64() ^ m) & mk),
+                    bits,
+                    &mut frame,
+                );
                 ch.send_pod::<u8>(&frame)?;
             }
             ch.flush()?;
@@ -206,7 +264,12 @@ impl OtExtSender {
     /// Additively correlated OT over `Z_{2^bits}`: returns `x_j` (uniform); the receiver gets
     /// `x_j + c_j·deltas[j] mod 2^bits` (deltas are reduced mod `2^bits`). The sender sends
     /// `y_j = x_j + delta_j − H(q_j ⊕ Δ)` with `x_j = H(q_j)`, one packed `bits`-bit word per OT.
-    pub fn send_correlated_u64<C: Channel>(&mut self, ch: &mut C, deltas: &[u64], bits: u32) -> Result<Vec<u64>, OtError> {
+    pub fn send_correlated_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
         check_bits(bits)?;
         let mk = mask(bits);
         let delta = self.delta;
@@ -216,8 +279,11 @@ impl OtExtSender {
             let mut xs = vec![0u64; deltas.len()];
             let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
             let mut frame = Vec::new();
-            for (c, ((qc, dc), xc)) in
-                q.chunks(CHUNK_ROWS).zip(deltas.chunks(CHUNK_ROWS)).zip(xs.chunks_mut(CHUNK_ROWS)).enumerate()
+            for (c, ((qc, dc), xc)) in q
+                .chunks(CHUNK_ROWS)
+                .zip(deltas.chunks(CHUNK_ROWS))
+                .zip(xs.chunks_mut(CHUNK_ROWS))
+                .enumerate()
             {
                 let y = &mut y[..2 * qc.len()];
                 hash_pairs(qc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
@@ -226,9 +292,10 @@ impl OtExtSender {
                 }
                 frame.clear();
                 pack_into(
-                    xc.iter().zip(dc).zip(y.chunks_exact(2)).map(|((x, d), h)| {
-                        x.wrapping_add(*d).wrapping_sub(h[1].low_u64()) & mk
-                    }),
+                    xc.iter()
+                        .zip(dc)
+                        .zip(y.chunks_exact(2))
+                        .map(|((x, d), h)| x.wrapping_add(*d).wrapping_sub(h[1].low_u64()) & mk),
                     bits,
                     &mut frame,
                 );
@@ -253,11 +320,20 @@ impl OtExtReceiver {
     /// Runs the 128 base OTs as base-OT sender.
     pub fn setup<C: Channel>(ch: &mut C, prg: &mut Prg) -> Result<Self, OtError> {
         let keys = base_ot_send(ch, 128, prg)?;
-        Ok(OtExtReceiver { ext: ExtReceiver::new(&keys), counter: 0, poisoned: false })
+        Ok(OtExtReceiver {
+            ext: ExtReceiver::new(&keys),
+            counter: 0,
+            poisoned: false,
+        })
     }
 
     /// Correlated OT into a caller's buffer: `out[j] = m0_j ⊕ c_j·Δ`.
-    pub fn recv_cot_into<C: Channel>(&mut self, ch: &mut C, choices: &[bool], out: &mut [Block]) -> Result<(), OtError> {
+    pub fn recv_cot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<(), OtError> {
         if out.len() != choices.len() {
             return Err(OtError::arg("recv_cot_into: one output block per choice"));
         }
@@ -281,20 +357,33 @@ impl OtExtReceiver {
     }
 
     /// Correlated OT: returns `m0_j ⊕ (c_j · Δ)`.
-    pub fn recv_cot<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, OtError> {
+    pub fn recv_cot<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>, OtError> {
         let mut out = vec![Block::ZERO; choices.len()];
         self.recv_cot_into(ch, choices, &mut out)?;
         Ok(out)
     }
 
     /// Runs the extension on `choices` and returns the first index and `H(idx_j, t_j)`.
-    fn extend_hashed<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<(u64, Vec<Block>), OtError> {
+    fn extend_hashed<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<(u64, Vec<Block>), OtError> {
         let mut out = vec![Block::ZERO; choices.len()];
         let first = self.extend_hashed_into(ch, choices, &mut out)?;
         Ok((first, out))
     }
 
-    fn extend_hashed_into<C: Channel>(&mut self, ch: &mut C, choices: &[bool], out: &mut [Block]) -> Result<u64, OtError> {
+    fn extend_hashed_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<u64, OtError> {
         let first = advance(&mut self.counter, choices.len())?;
         self.ext.run(
             ch,
@@ -315,25 +404,40 @@ impl OtExtReceiver {
     }
 
     /// Random OT: returns `k_{c_j}`.
-    pub fn recv_rot<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, OtError> {
+    pub fn recv_rot<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>, OtError> {
         let mut out = vec![Block::ZERO; choices.len()];
         self.recv_rot_into(ch, choices, &mut out)?;
         Ok(out)
     }
 
     /// Random OT into a caller's buffer (one block per choice; no allocation per call).
-    pub fn recv_rot_into<C: Channel>(&mut self, ch: &mut C, choices: &[bool], out: &mut [Block]) -> Result<(), OtError> {
+    pub fn recv_rot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<(), OtError> {
         if out.len() != choices.len() {
             return Err(OtError::arg("recv_rot_into: one output block per choice"));
         }
         let mut poisoned = self.poisoned;
-        let r = guarded(&mut poisoned, || self.extend_hashed_into(ch, choices, out).map(|_| ()));
+        let r = guarded(&mut poisoned, || {
+            self.extend_hashed_into(ch, choices, out).map(|_| ())
+        });
         self.poisoned = poisoned;
         r
     }
 
     /// Chosen-message OT on 128-bit messages: returns `msgs[j][c_j]`.
-    pub fn recv_chosen<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, OtError> {
+    pub fn recv_chosen<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>, OtError> {
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (_, mut out) = self.extend_hashed(ch, choices)?;
@@ -351,7 +455,12 @@ impl OtExtReceiver {
     }
 
     /// Chosen-message OT on `bits`-bit messages: returns `msgs[j][c_j]`.
-    pub fn recv_chosen_u64<C: Channel>(&mut self, ch: &mut C, choices: &[bool], bits: u32) -> Result<Vec<u64>, OtError> {
+    pub fn recv_chosen_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
         check_bits(bits)?;
         let mk = mask(bits);
         let mut poisoned = self.poisoned;
@@ -376,7 +485,12 @@ impl OtExtReceiver {
     }
 
     /// Additively correlated OT over `Z_{2^bits}`: returns `x_j + c_j·delta_j mod 2^bits`.
-    pub fn recv_correlated_u64<C: Channel>(&mut self, ch: &mut C, choices: &[bool], bits: u32) -> Result<Vec<u64>, OtError> {
+    pub fn recv_correlated_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
         check_bits(bits)?;
         let mk = mask(bits);
         let mut poisoned = self.poisoned;

@@ -47,13 +47,17 @@ fn check_n(n: usize) -> Result<(), OtError> {
     if (2..=256).contains(&n) {
         Ok(())
     } else {
-        Err(OtError::arg(format!("1-of-N OT needs 2 ≤ N ≤ 256, got {n}")))
+        Err(OtError::arg(format!(
+            "1-of-N OT needs 2 ≤ N ≤ 256, got {n}"
+        )))
     }
 }
 
 /// Rows per frame of masked messages: deterministic in `(n, bits)` so both sides agree.
 fn frame_rows(n: usize, bits: u32) -> usize {
-    (FRAME_BYTES * 8 / (n * bits as usize)).min(MAX_FRAME_KEYS / n).max(1)
+    (FRAME_BYTES * 8 / (n * bits as usize))
+        .min(MAX_FRAME_KEYS / n)
+        .max(1)
 }
 
 /// Rows whose candidate keys are hashed in one batch (one rayon task).
@@ -63,33 +67,50 @@ const KEY_TASK_ROWS: usize = 32;
 /// `q` holds two blocks per row and `n = offs.len()`.
 fn candidate_keys(q: &[Block], first: u64, offs: &[(Block, Block)], out: &mut [Block]) {
     let n = offs.len();
-    out.par_chunks_mut(n * KEY_TASK_ROWS).zip(q.par_chunks(2 * KEY_TASK_ROWS)).enumerate().for_each_init(
-        || (vec![Block::ZERO; 2 * n * KEY_TASK_ROWS], vec![Block::ZERO; 2 * n * KEY_TASK_ROWS]),
-        |(buf, tw), (t, (o, q))| {
-            let rows = q.len() / 2;
-            let (buf, tw) = (&mut buf[..2 * n * rows], &mut tw[..2 * n * rows]);
-            let base = first.wrapping_add((t * KEY_TASK_ROWS) as u64);
-            for (r, ((b, tw), q)) in buf.chunks_exact_mut(2 * n).zip(tw.chunks_exact_mut(2 * n)).zip(q.chunks_exact(2)).enumerate() {
-                let idx = base.wrapping_add(r as u64);
-                let (tlo, thi) = (tweak(DOMAIN_KK_LO, idx), tweak(DOMAIN_KK_HI, idx));
-                for ((pair, tp), (lo, hi)) in b.chunks_exact_mut(2).zip(tw.chunks_exact_mut(2)).zip(offs) {
-                    pair[0] = q[0] ^ *lo;
-                    pair[1] = q[1] ^ *hi;
-                    tp[0] = tlo;
-                    tp[1] = thi;
+    out.par_chunks_mut(n * KEY_TASK_ROWS)
+        .zip(q.par_chunks(2 * KEY_TASK_ROWS))
+        .enumerate()
+        .for_each_init(
+            || {
+                (
+                    vec![Block::ZERO; 2 * n * KEY_TASK_ROWS],
+                    vec![Block::ZERO; 2 * n * KEY_TASK_ROWS],
+                )
+            },
+            |(buf, tw), (t, (o, q))| {
+                let rows = q.len() / 2;
+                let (buf, tw) = (&mut buf[..2 * n * rows], &mut tw[..2 * n * rows]);
+                let base = first.wrapping_add((t * KEY_TASK_ROWS) as u64);
+                for (r, ((b, tw), q)) in buf
+                    .chunks_exact_mut(2 * n)
+                    .zip(tw.chunks_exact_mut(2 * n))
+                    .zip(q.chunks_exact(2))
+                    .enumerate()
+                {
+                    let idx = base.wrapping_add(r as u64);
+                    let (tlo, thi) = (tweak(DOMAIN_KK_LO, idx), tweak(DOMAIN_KK_HI, idx));
+                    for ((pair, tp), (lo, hi)) in
+                        b.chunks_exact_mut(2).zip(tw.chunks_exact_mut(2)).zip(offs)
+                    {
+                        pair[0] = q[0] ^ *lo;
+                        pair[1] = q[1] ^ *hi;
+                        tp[0] = tlo;
+                        tp[1] = thi;
+                    }
                 }
-            }
-            tccr_tweaked(buf, tw);
-            for (o, pair) in o.iter_mut().zip(buf.chunks_exact(2)) {
-                *o = pair[0] ^ pair[1];
-            }
-        },
-    );
+                tccr_tweaked(buf, tw);
+                for (o, pair) in o.iter_mut().zip(buf.chunks_exact(2)) {
+                    *o = pair[0] ^ pair[1];
+                }
+            },
+        );
 }
 
 fn guarded<T>(poisoned: &mut bool, f: impl FnOnce() -> Result<T, OtError>) -> Result<T, OtError> {
     if *poisoned {
-        return Err(OtError::arg("this KK13 instance failed earlier and is out of step with its peer"));
+        return Err(OtError::arg(
+            "this KK13 instance failed earlier and is out of step with its peer",
+        ));
     }
     let r = f();
     if r.is_err() {
@@ -120,10 +141,21 @@ impl KkSender {
     pub fn setup<C: Channel>(ch: &mut C, prg: &mut Prg) -> Result<Self, OtError> {
         let s = (prg.next_block(), prg.next_block());
         let bits: Vec<bool> = (0..256)
-            .map(|i| if i < 128 { (s.0 .0 >> i) & 1 == 1 } else { (s.1 .0 >> (i - 128)) & 1 == 1 })
+            .map(|i| {
+                if i < 128 {
+                    (s.0 .0 >> i) & 1 == 1
+                } else {
+                    (s.1 .0 >> (i - 128)) & 1 == 1
+                }
+            })
             .collect();
         let keys = base_ot_receive(ch, &bits, prg)?;
-        Ok(KkSender { s, ext: ExtSender::new(&keys, &bits), counter: 0, poisoned: false })
+        Ok(KkSender {
+            s,
+            ext: ExtSender::new(&keys, &bits),
+            counter: 0,
+            poisoned: false,
+        })
     }
 
     fn offsets(&self, n: usize) -> Vec<(Block, Block)> {
@@ -135,7 +167,11 @@ impl KkSender {
             .collect()
     }
 
-    fn extend_all<C: Channel>(&mut self, ch: &mut C, count: usize) -> Result<(u64, Vec<Block>), OtError> {
+    fn extend_all<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        count: usize,
+    ) -> Result<(u64, Vec<Block>), OtError> {
         let first = advance(&mut self.counter, count)?;
         let mut q = vec![Block::ZERO; 2 * count];
         self.ext.run(ch, count, Some(&mut q), |_, _| Ok(()))?;
@@ -144,9 +180,16 @@ impl KkSender {
 
     /// Random 1-of-N: returns `count × n` keys, row-major; the receiver gets key `choices[j]` of
     /// row `j`.
-    pub fn send_random<C: Channel>(&mut self, ch: &mut C, n: usize, count: usize) -> Result<Vec<Block>, OtError> {
+    pub fn send_random<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+    ) -> Result<Vec<Block>, OtError> {
         check_n(n)?;
-        let total = count.checked_mul(n).ok_or_else(|| OtError::arg("count × N overflows"))?;
+        let total = count
+            .checked_mul(n)
+            .ok_or_else(|| OtError::arg("count × N overflows"))?;
         let offs = self.offsets(n);
         let mut out = vec![Block::ZERO; total];
         let ext = &mut self.ext;
@@ -155,7 +198,12 @@ impl KkSender {
             let first = advance(counter, count)?;
             ext.run(ch, count, None, |start, rows| {
                 let len = rows.len() / 2;
-                candidate_keys(rows, first.wrapping_add(start as u64), &offs, &mut out[start * n..(start + len) * n]);
+                candidate_keys(
+                    rows,
+                    first.wrapping_add(start as u64),
+                    &offs,
+                    &mut out[start * n..(start + len) * n],
+                );
                 Ok(())
             })
         })?;
@@ -164,16 +212,27 @@ impl KkSender {
 
     /// Chosen 1-of-N on `bits`-bit values: `msgs` is `count × n`, row-major, each `< 2^bits`;
     /// the receiver learns `msgs[j·n + choices[j]]`.
-    pub fn send_u64<C: Channel>(&mut self, ch: &mut C, n: usize, msgs: &[u64], bits: u32) -> Result<(), OtError> {
+    pub fn send_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        msgs: &[u64],
+        bits: u32,
+    ) -> Result<(), OtError> {
         check_n(n)?;
         check_bits(bits)?;
         #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.85
         if msgs.len() % n != 0 {
-            return Err(OtError::arg(format!("{} messages are not a whole number of rows of {n}", msgs.len())));
+            return Err(OtError::arg(format!(
+                "{} messages are not a whole number of rows of {n}",
+                msgs.len()
+            )));
         }
         let mk = mask(bits);
         if msgs.iter().any(|m| m & !mk != 0) {
-            return Err(OtError::arg(format!("a message does not fit in {bits} bits")));
+            return Err(OtError::arg(format!(
+                "a message does not fit in {bits} bits"
+            )));
         }
         let count = msgs.len() / n;
         let offs = self.offsets(n);
@@ -183,12 +242,20 @@ impl KkSender {
             let (first, q) = self.extend_all(ch, count)?;
             let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
             let mut frame = Vec::new();
-            for (f, (qf, mf)) in q.chunks(2 * rows_per_frame).zip(msgs.chunks(rows_per_frame * n)).enumerate() {
+            for (f, (qf, mf)) in q
+                .chunks(2 * rows_per_frame)
+                .zip(msgs.chunks(rows_per_frame * n))
+                .enumerate()
+            {
                 let base = first.wrapping_add((f * rows_per_frame) as u64);
                 let keys = &mut keys[..mf.len()];
                 candidate_keys(qf, base, &offs, keys);
                 frame.clear();
-                pack_into(keys.iter().zip(mf).map(|(k, m)| (k.low_u64() ^ m) & mk), bits, &mut frame);
+                pack_into(
+                    keys.iter().zip(mf).map(|(k, m)| (k.low_u64() ^ m) & mk),
+                    bits,
+                    &mut frame,
+                );
                 ch.send_pod::<u8>(&frame)?;
             }
             ch.flush()?;
@@ -210,11 +277,19 @@ impl KkReceiver {
     /// Runs 256 base OTs as base-OT sender.
     pub fn setup<C: Channel>(ch: &mut C, prg: &mut Prg) -> Result<Self, OtError> {
         let keys = base_ot_send(ch, KK_CODE_BITS, prg)?;
-        Ok(KkReceiver { ext: ExtReceiver::new(&keys), counter: 0, poisoned: false })
+        Ok(KkReceiver {
+            ext: ExtReceiver::new(&keys),
+            counter: 0,
+            poisoned: false,
+        })
     }
 
     /// Runs the extension and returns `H_j(t_j)` per row.
-    fn extend_hashed<C: Channel>(&mut self, ch: &mut C, choices: &[u8]) -> Result<Vec<Block>, OtError> {
+    fn extend_hashed<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[u8],
+    ) -> Result<Vec<Block>, OtError> {
         let first = advance(&mut self.counter, choices.len())?;
         let mut out = vec![Block::ZERO; choices.len()];
         self.ext.run(
@@ -242,13 +317,25 @@ impl KkReceiver {
             },
             |start, rows| {
                 // Hash the chunk's rows in place, then fold each row's two halves.
-                rows.par_chunks_mut(2 * 1024).enumerate().for_each(|(c, h)| {
-                    let base = first.wrapping_add((start + c * 1024) as u64);
-                    tccr_inplace(h, |k| {
-                        tweak(if k % 2 == 0 { DOMAIN_KK_LO } else { DOMAIN_KK_HI }, base.wrapping_add((k / 2) as u64))
+                rows.par_chunks_mut(2 * 1024)
+                    .enumerate()
+                    .for_each(|(c, h)| {
+                        let base = first.wrapping_add((start + c * 1024) as u64);
+                        tccr_inplace(h, |k| {
+                            tweak(
+                                if k % 2 == 0 {
+                                    DOMAIN_KK_LO
+                                } else {
+                                    DOMAIN_KK_HI
+                                },
+                                base.wrapping_add((k / 2) as u64),
+                            )
+                        });
                     });
-                });
-                for (o, pair) in out[start..start + rows.len() / 2].iter_mut().zip(rows.chunks_exact(2)) {
+                for (o, pair) in out[start..start + rows.len() / 2]
+                    .iter_mut()
+                    .zip(rows.chunks_exact(2))
+                {
                     *o = pair[0] ^ pair[1];
                 }
                 Ok(())
@@ -267,7 +354,12 @@ impl KkReceiver {
     }
 
     /// Random 1-of-N: returns key `choices[j]` of row `j`.
-    pub fn recv_random<C: Channel>(&mut self, ch: &mut C, n: usize, choices: &[u8]) -> Result<Vec<Block>, OtError> {
+    pub fn recv_random<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        choices: &[u8],
+    ) -> Result<Vec<Block>, OtError> {
         Self::check_choices(n, choices)?;
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || self.extend_hashed(ch, choices));
@@ -276,7 +368,13 @@ impl KkReceiver {
     }
 
     /// Chosen 1-of-N on `bits`-bit values: returns `msgs[j·n + choices[j]]`.
-    pub fn recv_u64<C: Channel>(&mut self, ch: &mut C, n: usize, choices: &[u8], bits: u32) -> Result<Vec<u64>, OtError> {
+    pub fn recv_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        choices: &[u8],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
         Self::check_choices(n, choices)?;
         check_bits(bits)?;
         let mk = mask(bits);
@@ -286,7 +384,10 @@ impl KkReceiver {
             let hashed = self.extend_hashed(ch, choices)?;
             let mut out: Vec<u64> = hashed.iter().map(|h| h.low_u64() & mk).collect();
             drop(hashed);
-            for (oc, cc) in out.chunks_mut(rows_per_frame).zip(choices.chunks(rows_per_frame)) {
+            for (oc, cc) in out
+                .chunks_mut(rows_per_frame)
+                .zip(choices.chunks(rows_per_frame))
+            {
                 let frame = ch.recv_pod::<u8>(packed_len(oc.len() * n, bits))?;
                 let mut up = Unpacker::new(&frame, bits);
                 for (o, &w) in oc.iter_mut().zip(cc) {

@@ -56,7 +56,14 @@ pub(crate) struct Unpacker<'a> {
 
 impl<'a> Unpacker<'a> {
     pub(crate) fn new(bytes: &'a [u8], bits: u32) -> Self {
-        Unpacker { bytes, pos: 0, acc: 0, nacc: 0, bits, mask: mask(bits) }
+        Unpacker {
+            bytes,
+            pos: 0,
+            acc: 0,
+            nacc: 0,
+            bits,
+            mask: mask(bits),
+        }
     }
     /// The next value; zero past the end (callers check the frame length first).
     #[inline]
@@ -91,7 +98,9 @@ mod tests {
         let mut prg = crate::Prg::from_seed(crate::Block(7));
         for bits in 1..=64u32 {
             for n in [0usize, 1, 7, 64, 333] {
-                let vals: Vec<u64> = (0..n).map(|_| rand_core::RngCore::next_u64(&mut prg) & mask(bits)).collect();
+                let vals: Vec<u64> = (0..n)
+                    .map(|_| rand_core::RngCore::next_u64(&mut prg) & mask(bits))
+                    .collect();
                 let mut buf = Vec::new();
                 pack_into(vals.iter().copied(), bits, &mut buf);
                 assert_eq!(buf.len(), packed_len(n, bits));

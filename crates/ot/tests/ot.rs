@@ -45,17 +45,28 @@ fn cot_correlation_holds_for_every_pair() {
         move |ch| {
             let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).expect("setup");
             ch.set_phase(Phase::Offline);
-            b2.iter().map(|c| r.recv_cot(ch, c).expect("recv_cot")).collect::<Vec<_>>()
+            b2.iter()
+                .map(|c| r.recv_cot(ch, c).expect("recv_cot"))
+                .collect::<Vec<_>>()
         },
         move |ch| {
             let mut s = OtExtSender::setup_with_delta(ch, &mut Prg::new(), delta).expect("setup");
             ch.set_phase(Phase::Offline);
             assert_eq!(s.delta(), delta);
-            SIZES.iter().map(|&n| s.send_cot(ch, n).expect("send_cot")).collect::<Vec<_>>()
+            SIZES
+                .iter()
+                .map(|&n| s.send_cot(ch, n).expect("send_cot"))
+                .collect::<Vec<_>>()
         },
     );
     let mut all = std::collections::HashSet::new();
-    for ((t, q), c) in run.client.output.iter().zip(&run.server.output).zip(&batches) {
+    for ((t, q), c) in run
+        .client
+        .output
+        .iter()
+        .zip(&run.server.output)
+        .zip(&batches)
+    {
         assert_eq!(t.len(), c.len());
         assert_eq!(q.len(), c.len());
         for j in 0..c.len() {
@@ -66,7 +77,10 @@ fn cot_correlation_holds_for_every_pair() {
     // The sender's m0 are pseudorandom: no repeats across the calls.
     assert_eq!(all.len(), SIZES.iter().sum::<usize>());
     // IKNP's 128 bits per OT, plus the padding of each call's last 128-row block.
-    let total = SIZES.iter().map(|n| n.div_ceil(128) * 128 * 16).sum::<usize>() as u64;
+    let total = SIZES
+        .iter()
+        .map(|n| n.div_ceil(128) * 128 * 16)
+        .sum::<usize>() as u64;
     assert_eq!(run.client.cost.offline.bytes_sent, total);
     assert_eq!(run.client.cost.setup.bytes_sent, 32);
     assert_eq!(run.server.cost.setup.bytes_sent, 32 * 128);
@@ -81,21 +95,35 @@ fn rot_receiver_gets_chosen_key_and_pair_keys_differ() {
         move |ch| {
             let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).expect("setup");
             ch.set_phase(Phase::Offline);
-            b2.iter().map(|c| r.recv_rot(ch, c).expect("recv_rot")).collect::<Vec<_>>()
+            b2.iter()
+                .map(|c| r.recv_rot(ch, c).expect("recv_rot"))
+                .collect::<Vec<_>>()
         },
         move |ch| {
             let mut s = OtExtSender::setup(ch, &mut Prg::new()).expect("setup");
             ch.set_phase(Phase::Offline);
-            SIZES.iter().map(|&n| s.send_rot(ch, n).expect("send_rot")).collect::<Vec<_>>()
+            SIZES
+                .iter()
+                .map(|&n| s.send_rot(ch, n).expect("send_rot"))
+                .collect::<Vec<_>>()
         },
     );
     let mut seen = std::collections::HashSet::new();
-    for ((got, keys), c) in run.client.output.iter().zip(&run.server.output).zip(&batches) {
+    for ((got, keys), c) in run
+        .client
+        .output
+        .iter()
+        .zip(&run.server.output)
+        .zip(&batches)
+    {
         for j in 0..c.len() {
             assert_eq!(got[j], keys[j][c[j] as usize], "ROT {j}");
             assert_ne!(keys[j][0], keys[j][1], "ROT {j}: equal keys");
             // The keys are hashed: k1 ⊕ k0 is not the global Δ.
-            assert!(seen.insert(keys[j][0] ^ keys[j][1]), "ROT {j}: key difference repeats");
+            assert!(
+                seen.insert(keys[j][0] ^ keys[j][1]),
+                "ROT {j}: key difference repeats"
+            );
         }
     }
 }
@@ -105,13 +133,18 @@ fn chosen_block_ot_delivers_chosen_messages() {
     let mut prg = Prg::from_seed(Block(4));
     let n = CHUNK_ROWS + 77;
     let choices = bits_of(&mut prg, n);
-    let msgs: Vec<[Block; 2]> = (0..n).map(|_| [prg.next_block(), prg.next_block()]).collect();
+    let msgs: Vec<[Block; 2]> = (0..n)
+        .map(|_| [prg.next_block(), prg.next_block()])
+        .collect();
     let (c2, m2) = (choices.clone(), msgs.clone());
     let run = simulate(
         move |ch| {
             let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).expect("setup");
             ch.set_phase(Phase::Offline);
-            (r.recv_chosen(ch, &c2[..5]).expect("first"), r.recv_chosen(ch, &c2).expect("second"))
+            (
+                r.recv_chosen(ch, &c2[..5]).expect("first"),
+                r.recv_chosen(ch, &c2).expect("second"),
+            )
         },
         move |ch| {
             let mut s = OtExtSender::setup(ch, &mut Prg::new()).expect("setup");
@@ -139,7 +172,14 @@ fn chosen_u64_ot_delivers_chosen_messages_at_every_width() {
         .iter()
         .map(|&b| {
             let m = if b == 64 { u64::MAX } else { (1 << b) - 1 };
-            (0..n).map(|_| [prg.next_block().low_u64() & m, prg.next_block().low_u64() & m]).collect()
+            (0..n)
+                .map(|_| {
+                    [
+                        prg.next_block().low_u64() & m,
+                        prg.next_block().low_u64() & m,
+                    ]
+                })
+                .collect()
         })
         .collect();
     let (c2, m2) = (choices.clone(), msgs.clone());
@@ -147,7 +187,10 @@ fn chosen_u64_ot_delivers_chosen_messages_at_every_width() {
         move |ch| {
             let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).expect("setup");
             ch.set_phase(Phase::Offline);
-            widths.iter().map(|&b| r.recv_chosen_u64(ch, &c2, b).expect("recv")).collect::<Vec<_>>()
+            widths
+                .iter()
+                .map(|&b| r.recv_chosen_u64(ch, &c2, b).expect("recv"))
+                .collect::<Vec<_>>()
         },
         move |ch| {
             let mut s = OtExtSender::setup(ch, &mut Prg::new()).expect("setup");
@@ -164,7 +207,10 @@ fn chosen_u64_ot_delivers_chosen_messages_at_every_width() {
         }
     }
     // Packed on the wire: per call 2·n·bits bits back (plus nothing else from the sender).
-    let back: u64 = widths.iter().map(|&b| (2 * n as u64 * b as u64).div_ceil(8)).sum();
+    let back: u64 = widths
+        .iter()
+        .map(|&b| (2 * n as u64 * b as u64).div_ceil(8))
+        .sum();
     assert_eq!(run.server.cost.offline.bytes_sent, back);
 }
 
@@ -188,7 +234,11 @@ fn correlated_u64_ot_is_additively_correlated() {
                 s.send_correlated_u64(ch, &d2, bits).expect("send")
             },
         );
-        let m = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let m = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         let (got, xs) = (&run.client.output, &run.server.output);
         for j in 0..n {
             assert!(xs[j] <= m && got[j] <= m);
@@ -197,7 +247,10 @@ fn correlated_u64_ot_is_additively_correlated() {
         }
         // x is not constant (it is a hash output).
         assert!(xs.iter().any(|&x| x != xs[0]));
-        assert_eq!(run.server.cost.offline.bytes_sent, (n as u64 * bits as u64).div_ceil(8));
+        assert_eq!(
+            run.server.cost.offline.bytes_sent,
+            (n as u64 * bits as u64).div_ceil(8)
+        );
     }
 }
 
@@ -240,9 +293,15 @@ fn kk13_chosen_u64_delivers_chosen_messages() {
     let mut prg = Prg::from_seed(Block(8));
     for (n, bits) in [(2usize, 1u32), (16, 8), (256, 64), (5, 13)] {
         let count = 900;
-        let m = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let m = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         let choices: Vec<u8> = (0..count).map(|_| prg.below(n as u64) as u8).collect();
-        let msgs: Vec<u64> = (0..count * n).map(|_| prg.next_block().low_u64() & m).collect();
+        let msgs: Vec<u64> = (0..count * n)
+            .map(|_| prg.next_block().low_u64() & m)
+            .collect();
         let (c2, m2) = (choices.clone(), msgs.clone());
         let run = simulate(
             move |ch| {
@@ -257,9 +316,16 @@ fn kk13_chosen_u64_delivers_chosen_messages() {
             },
         );
         for j in 0..count {
-            assert_eq!(run.client.output[j], msgs[j * n + choices[j] as usize], "1-of-{n} {bits}-bit OT {j}");
+            assert_eq!(
+                run.client.output[j],
+                msgs[j * n + choices[j] as usize],
+                "1-of-{n} {bits}-bit OT {j}"
+            );
         }
-        assert_eq!(run.server.cost.offline.bytes_sent, ((count * n) as u64 * bits as u64).div_ceil(8));
+        assert_eq!(
+            run.server.cost.offline.bytes_sent,
+            ((count * n) as u64 * bits as u64).div_ceil(8)
+        );
     }
 }
 
@@ -306,7 +372,10 @@ fn base_ot_rejects_noncanonical_identity_and_short_points() {
         if bad.len() == 32 {
             assert!(is_malformed(&r), "A = {:?}: {:?}", &bad[..4], r.err());
         } else {
-            assert!(matches!(r, Err(OtError::Net(NetError::UnexpectedLength { .. }))));
+            assert!(matches!(
+                r,
+                Err(OtError::Net(NetError::UnexpectedLength { .. }))
+            ));
         }
     }
     // The sender gets one invalid B among valid ones.
@@ -329,14 +398,18 @@ fn base_ot_rejects_noncanonical_identity_and_short_points() {
         },
         |ch| base_ot_send(ch, 2, &mut Prg::new()),
     );
-    assert!(matches!(run.server.output, Err(OtError::Net(NetError::UnexpectedLength { .. }))));
+    assert!(matches!(
+        run.server.output,
+        Err(OtError::Net(NetError::UnexpectedLength { .. }))
+    ));
 }
 
 /// A valid encoding: the Ristretto basepoint.
 fn curve25519_valid_point() -> [u8; 32] {
     [
-        0xe2, 0xf2, 0xae, 0x0a, 0x6a, 0xbc, 0x4e, 0x71, 0xa8, 0x84, 0xa9, 0x61, 0xc5, 0x00, 0x51, 0x5f, 0x58, 0xe3,
-        0x0b, 0x6a, 0xa5, 0x82, 0xdd, 0x8d, 0xb6, 0xa6, 0x59, 0x45, 0xe0, 0x8d, 0x2d, 0x76,
+        0xe2, 0xf2, 0xae, 0x0a, 0x6a, 0xbc, 0x4e, 0x71, 0xa8, 0x84, 0xa9, 0x61, 0xc5, 0x00, 0x51,
+        0x5f, 0x58, 0xe3, 0x0b, 0x6a, 0xa5, 0x82, 0xdd, 0x8d, 0xb6, 0xa6, 0x59, 0x45, 0xe0, 0x8d,
+        0x2d, 0x76,
     ]
 }
 
@@ -344,7 +417,11 @@ fn curve25519_valid_point() -> [u8; 32] {
 /// for hostile extension traffic.
 #[test]
 fn extension_sender_survives_truncated_oversized_and_missing_u() {
-    for (name, frame_len) in [("truncated", 16 * 128 - 1), ("oversized", 16 * 128 * 2), ("empty", 0)] {
+    for (name, frame_len) in [
+        ("truncated", 16 * 128 - 1),
+        ("oversized", 16 * 128 * 2),
+        ("empty", 0),
+    ] {
         let run = simulate(
             move |ch| {
                 let _keys = base_ot_send(ch, 128, &mut Prg::new()).expect("base");
@@ -361,7 +438,10 @@ fn extension_sender_survives_truncated_oversized_and_missing_u() {
         );
         let (r, again) = run.server.output;
         assert!(is_net(&r), "{name}: {:?}", r.err());
-        assert!(matches!(again, Err(OtError::InvalidArgument(_))), "{name}: not poisoned");
+        assert!(
+            matches!(again, Err(OtError::InvalidArgument(_))),
+            "{name}: not poisoned"
+        );
     }
     // The peer hangs up mid-stream (after the first of two chunks).
     let run = simulate(
@@ -376,7 +456,10 @@ fn extension_sender_survives_truncated_oversized_and_missing_u() {
             s.send_cot(ch, CHUNK_ROWS + 1).map(|_| ())
         },
     );
-    assert!(matches!(run.server.output, Err(OtError::Net(NetError::Closed))));
+    assert!(matches!(
+        run.server.output,
+        Err(OtError::Net(NetError::Closed))
+    ));
 }
 
 #[test]
@@ -395,7 +478,11 @@ fn extension_receiver_survives_bad_answers() {
                 ch.send_pod::<u8>(&vec![7u8; frame_len]).expect("send");
             },
         );
-        assert!(is_net(&run.client.output), "len {frame_len}: {:?}", run.client.output.err());
+        assert!(
+            is_net(&run.client.output),
+            "len {frame_len}: {:?}",
+            run.client.output.err()
+        );
     }
     // Packed answers of a wrong length for u64 OT, correlated OT and KK13.
     let run = simulate(
@@ -457,12 +544,25 @@ fn bad_arguments_are_typed_errors_and_do_not_poison() {
             let mut k = KkSender::setup(ch, &mut Prg::new()).expect("setup");
             ch.set_phase(Phase::Offline);
             let errs = vec![
-                matches!(s.send_chosen_u64(ch, &[[256, 0]], 8), Err(OtError::InvalidArgument(_))),
-                matches!(k.send_u64(ch, 16, &[0; 17], 8), Err(OtError::InvalidArgument(_))),
-                matches!(k.send_u64(ch, 2, &[0, 2], 1), Err(OtError::InvalidArgument(_))),
+                matches!(
+                    s.send_chosen_u64(ch, &[[256, 0]], 8),
+                    Err(OtError::InvalidArgument(_))
+                ),
+                matches!(
+                    k.send_u64(ch, 16, &[0; 17], 8),
+                    Err(OtError::InvalidArgument(_))
+                ),
+                matches!(
+                    k.send_u64(ch, 2, &[0, 2], 1),
+                    Err(OtError::InvalidArgument(_))
+                ),
                 matches!(k.send_random(ch, 300, 1), Err(OtError::InvalidArgument(_))),
                 matches!(
-                    OtExtSender::setup_with_delta(&mut secinfer_net::mem_pair().0, &mut Prg::new(), Block::ZERO),
+                    OtExtSender::setup_with_delta(
+                        &mut secinfer_net::mem_pair().0,
+                        &mut Prg::new(),
+                        Block::ZERO
+                    ),
                     Err(OtError::InvalidArgument(_))
                 ),
             ];
@@ -494,7 +594,10 @@ fn against_raw_tcp<T: Send>(
             // Hang up: the honest side must see an error, not wait forever.
         });
         let (stream, _) = listener.accept().expect("accept");
-        let opts = secinfer_net::TcpOptions { read_timeout: Some(std::time::Duration::from_secs(20)), ..Default::default() };
+        let opts = secinfer_net::TcpOptions {
+            read_timeout: Some(std::time::Duration::from_secs(20)),
+            ..Default::default()
+        };
         let mut ch = secinfer_net::TcpChannel::new(stream, &opts).expect("channel");
         let out = honest(&mut ch);
         h.join().expect("hostile thread");
@@ -510,7 +613,11 @@ fn hostile_tcp_peer_oversized_prefix_truncated_frame_and_garbage_point() {
         |raw| raw.write_all(&u32::MAX.to_le_bytes()).expect("write"),
         |ch| OtExtSender::setup(ch, &mut Prg::new()).map(|_| ()),
     );
-    assert!(matches!(r, Err(OtError::Net(NetError::FrameTooLarge { .. }))), "{:?}", r.err());
+    assert!(
+        matches!(r, Err(OtError::Net(NetError::FrameTooLarge { .. }))),
+        "{:?}",
+        r.err()
+    );
     // A frame announcing 32 bytes that stops after 10.
     let r = against_raw_tcp(
         |raw| {
@@ -537,14 +644,20 @@ fn garbage_u_of_the_right_length_is_survived() {
     let run = simulate(
         |ch| {
             let _keys = base_ot_send(ch, 128, &mut Prg::new()).expect("base");
-            ch.send_pod::<u8>(&vec![0x5au8; 16 * 128 * 2]).expect("send");
+            ch.send_pod::<u8>(&vec![0x5au8; 16 * 128 * 2])
+                .expect("send");
         },
         |ch| {
             let mut s = OtExtSender::setup(ch, &mut Prg::new()).expect("setup");
             s.send_cot(ch, 200).map(|q| q.len())
         },
     );
-    assert_eq!(run.server.output.expect("garbage of the right length decodes"), 200);
+    assert_eq!(
+        run.server
+            .output
+            .expect("garbage of the right length decodes"),
+        200
+    );
 }
 
 #[test]
@@ -553,7 +666,9 @@ fn kk13_crosses_chunk_boundaries_in_step() {
     let mut prg = Prg::from_seed(Block(12));
     let count = CHUNK_ROWS + 129;
     let choices: Vec<u8> = (0..count).map(|_| prg.below(3) as u8).collect();
-    let msgs: Vec<u64> = (0..3 * count).map(|_| prg.next_block().low_u64() & 0xfff).collect();
+    let msgs: Vec<u64> = (0..3 * count)
+        .map(|_| prg.next_block().low_u64() & 0xfff)
+        .collect();
     let (c2, m2) = (choices.clone(), msgs.clone());
     let run = simulate(
         move |ch| {

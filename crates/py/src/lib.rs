@@ -1,6 +1,9 @@
 //! `secinfer._core`: the Rust core as a Python module. Python stays a thin face: no protocol
 //! logic lives on that side, only argument conversion and the dicts users read.
-#![allow(clippy::useless_conversion, reason = "pyo3 0.22's #[pyfunction] expansion converts PyErr into itself")]
+#![allow(
+    clippy::useless_conversion,
+    reason = "pyo3 0.22's #[pyfunction] expansion converts PyErr into itself"
+)]
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -33,7 +36,12 @@ fn version() -> &'static str {
 /// A smoke test that the bindings reach the real channel layer.
 #[pyfunction]
 #[pyo3(signature = (n, net="mem", profile="none"))]
-fn echo_cost<'py>(py: Python<'py>, n: usize, net: &str, profile: &str) -> PyResult<Bound<'py, PyDict>> {
+fn echo_cost<'py>(
+    py: Python<'py>,
+    n: usize,
+    net: &str,
+    profile: &str,
+) -> PyResult<Bound<'py, PyDict>> {
     let transport: Transport = net.parse().map_err(PyValueError::new_err)?;
     let profile: Profile = profile.parse().map_err(PyValueError::new_err)?;
     let data: Vec<u64> = (0..n as u64).collect();
@@ -53,8 +61,13 @@ fn echo_cost<'py>(py: Python<'py>, n: usize, net: &str, profile: &str) -> PyResu
             )
         })
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    let echoed = run.client.output.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    run.server.output.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let echoed = run
+        .client
+        .output
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    run.server
+        .output
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     if echoed.iter().enumerate().any(|(i, v)| *v != i as u64) {
         return Err(PyRuntimeError::new_err("echo returned different data"));
     }
@@ -66,7 +79,11 @@ fn echo_cost<'py>(py: Python<'py>, n: usize, net: &str, profile: &str) -> PyResu
 /// `None` selects the model's default format.
 #[pyfunction]
 #[pyo3(signature = (model_dir, tokens, fixed_point=None))]
-fn eval_fixed_point(model_dir: &str, tokens: Vec<Vec<u32>>, fixed_point: Option<&str>) -> PyResult<Vec<Vec<i64>>> {
+fn eval_fixed_point(
+    model_dir: &str,
+    tokens: Vec<Vec<u32>>,
+    fixed_point: Option<&str>,
+) -> PyResult<Vec<Vec<i64>>> {
     let err = |e: secinfer_nn::NnError| PyValueError::new_err(e.to_string());
     let model = secinfer_nn::Model::load(model_dir).map_err(err)?;
     let fp = *model.config.fixed_point_named(fixed_point).map_err(err)?;
@@ -84,8 +101,12 @@ fn eval_fixed_point(model_dir: &str, tokens: Vec<Vec<u32>>, fixed_point: Option<
 /// Token ids of `text` under the model's `words-v1` tokeniser, shaped to `max_len`.
 #[pyfunction]
 fn encode_text(model_dir: &str, text: &str) -> PyResult<Vec<u32>> {
-    let model = secinfer_nn::Model::load(model_dir).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let vocab = model.vocab.as_ref().ok_or_else(|| PyValueError::new_err("the model has no vocabulary"))?;
+    let model =
+        secinfer_nn::Model::load(model_dir).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let vocab = model
+        .vocab
+        .as_ref()
+        .ok_or_else(|| PyValueError::new_err("the model has no vocabulary"))?;
     Ok(vocab.encode(text))
 }
 
@@ -109,8 +130,12 @@ impl Server {
     #[pyo3(signature = (model_dir, variant="cg2"))]
     fn new(py: Python<'_>, model_dir: &str, variant: &str) -> PyResult<Self> {
         let v = variant_of(variant)?;
-        let inner = py.allow_threads(|| secinfer_nn::runtime::Server::load(model_dir, v)).map_err(nn_err)?;
-        Ok(Server { inner: std::sync::Arc::new(inner) })
+        let inner = py
+            .allow_threads(|| secinfer_nn::runtime::Server::load(model_dir, v))
+            .map_err(nn_err)?;
+        Ok(Server {
+            inner: std::sync::Arc::new(inner),
+        })
     }
 
     /// Serves clients on host:port (port 0 picks one; `on_listen(addr)` is called with the bound
@@ -125,20 +150,29 @@ impl Server {
         on_listen: Option<PyObject>,
         timeout_s: u64,
     ) -> PyResult<()> {
-        let listener = std::net::TcpListener::bind((host, port)).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-        let addr = listener.local_addr().map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let listener = std::net::TcpListener::bind((host, port))
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         if let Some(cb) = on_listen {
             cb.call1(py, (addr.to_string(),))?;
         }
         let inner = self.inner.clone();
-        let log: secinfer_nn::runtime::SessionLog =
-            std::sync::Arc::new(|id, peer, end| {
-                if let secinfer_nn::runtime::SessionEnd::Failed(e) = end {
-                    eprintln!("secinfer: session {id} ({peer}) failed: {e}");
-                }
-            });
-        py.allow_threads(move || inner.serve(&listener, std::time::Duration::from_secs(timeout_s), sessions, log))
-            .map_err(nn_err)
+        let log: secinfer_nn::runtime::SessionLog = std::sync::Arc::new(|id, peer, end| {
+            if let secinfer_nn::runtime::SessionEnd::Failed(e) = end {
+                eprintln!("secinfer: session {id} ({peer}) failed: {e}");
+            }
+        });
+        py.allow_threads(move || {
+            inner.serve(
+                &listener,
+                std::time::Duration::from_secs(timeout_s),
+                sessions,
+                log,
+            )
+        })
+        .map_err(nn_err)
     }
 }
 
@@ -154,8 +188,12 @@ impl Client {
     #[new]
     #[pyo3(signature = (host, port, model_info_dir, variant="cg2"))]
     fn new(host: &str, port: u16, model_info_dir: &str, variant: &str) -> PyResult<Self> {
-        let inner = secinfer_nn::runtime::Client::load(model_info_dir, variant_of(variant)?).map_err(nn_err)?;
-        Ok(Client { inner, server: format!("{host}:{port}") })
+        let inner = secinfer_nn::runtime::Client::load(model_info_dir, variant_of(variant)?)
+            .map_err(nn_err)?;
+        Ok(Client {
+            inner,
+            server: format!("{host}:{port}"),
+        })
     }
 
     /// Token ids for `text` under the model's tokeniser.
@@ -166,10 +204,18 @@ impl Client {
     /// One secure inference: {"prediction", "logits" (if revealed), "cost", "gc_bytes",
     /// "he_bytes", "and_gates", "steps"}.
     #[pyo3(signature = (tokens, reveal_logits=false))]
-    fn infer<'py>(&self, py: Python<'py>, tokens: Vec<u32>, reveal_logits: bool) -> PyResult<Bound<'py, PyDict>> {
+    fn infer<'py>(
+        &self,
+        py: Python<'py>,
+        tokens: Vec<u32>,
+        reveal_logits: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let opts = secinfer_nn::secure::ClientOptions { reveal_logits };
         let out = py
-            .allow_threads(|| self.inner.infer(&self.server, &tokens, opts, &mut |_, _, _| {}))
+            .allow_threads(|| {
+                self.inner
+                    .infer(&self.server, &tokens, opts, &mut |_, _, _| {})
+            })
             .map_err(nn_err)?;
         let d = PyDict::new_bound(py);
         d.set_item("prediction", out.class)?;

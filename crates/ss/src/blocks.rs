@@ -47,11 +47,20 @@ pub fn and<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u8], y: &[u8]) -> Result<
     ctx.block("and", |ctx| and_raw(ctx, ch, x, y))
 }
 
-pub(crate) fn and_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u8], y: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn and_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u8],
+    y: &[u8],
+) -> Result<Vec<u8>> {
     let deltas: Vec<u64> = x.iter().map(|b| (*b & 1) as u64).collect();
     let choices: Vec<bool> = y.iter().map(|b| *b & 1 == 1).collect();
     let cross = ctx.cross_both(ch, &deltas, &choices, 1)?;
-    Ok(x.iter().zip(y).zip(&cross).map(|((a, b), c)| (a & b & 1) ^ (*c as u8 & 1)).collect())
+    Ok(x.iter()
+        .zip(y)
+        .zip(&cross)
+        .map(|((a, b), c)| (a & b & 1) ^ (*c as u8 & 1))
+        .collect())
 }
 
 /// Millionaires' comparison (CrypTFlow2): P0 inputs `a`, P1 inputs `b` (each its own `v`, both
@@ -62,7 +71,12 @@ pub fn millionaire<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], bits: u32) 
     ctx.block("millionaire", |ctx| millionaire_raw(ctx, ch, v, bits))
 }
 
-pub(crate) fn millionaire_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], bits: u32) -> Result<Vec<u8>> {
+pub(crate) fn millionaire_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    v: &[u64],
+    bits: u32,
+) -> Result<Vec<u8>> {
     check_bits(bits)?;
     let n = v.len();
     if n == 0 {
@@ -95,7 +109,8 @@ pub(crate) fn millionaire_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], 
         let mut choices = vec![0u8; q * n];
         for j in 0..q {
             for i in 0..n {
-                choices[j * n + i] = (((v[i] & m) >> (MILL_DIGIT as usize * j)) & (nd as u64 - 1)) as u8;
+                choices[j * n + i] =
+                    (((v[i] & m) >> (MILL_DIGIT as usize * j)) & (nd as u64 - 1)) as u8;
             }
         }
         let got = ctx.kk_recv(ch, nd, &choices, 2)?;
@@ -156,14 +171,28 @@ pub fn carry<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Res
     ctx.block("wrap", |ctx| carry_raw(ctx, ch, x, bits))
 }
 
-pub(crate) fn carry_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<Vec<u8>> {
+pub(crate) fn carry_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+) -> Result<Vec<u8>> {
     let m = mask(bits);
-    let v: Vec<u64> = if ctx.is_p0() { x.iter().map(|a| m - (a & m)).collect() } else { x.iter().map(|a| a & m).collect() };
+    let v: Vec<u64> = if ctx.is_p0() {
+        x.iter().map(|a| m - (a & m)).collect()
+    } else {
+        x.iter().map(|a| a & m).collect()
+    };
     millionaire_raw(ctx, ch, &v, bits)
 }
 
 /// Carries at several widths in one millionaires' run (inputs zero-padded to the widest).
-pub(crate) fn carries_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], widths: &[u32]) -> Result<Vec<Vec<u8>>> {
+pub(crate) fn carries_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    widths: &[u32],
+) -> Result<Vec<Vec<u8>>> {
     if x.is_empty() {
         return Ok(vec![Vec::new(); widths.len()]);
     }
@@ -176,7 +205,10 @@ pub(crate) fn carries_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], widt
         }
     }
     let r = millionaire_raw(ctx, ch, &v, wmax)?;
-    Ok(r.chunks(x.len().max(1)).map(|c| c.to_vec()).take(widths.len()).collect())
+    Ok(r.chunks(x.len().max(1))
+        .map(|c| c.to_vec())
+        .take(widths.len())
+        .collect())
 }
 
 /// Wrap of the whole ring: [x0 + x1 ≥ 2^bits].
@@ -190,14 +222,28 @@ pub fn msb_share<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) ->
     ctx.block("msb", |ctx| msb_raw(ctx, ch, x, bits))
 }
 
-pub(crate) fn msb_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<Vec<u8>> {
-    let c = if bits > 1 { carry_raw(ctx, ch, x, bits - 1)? } else { vec![0; x.len()] };
+pub(crate) fn msb_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+) -> Result<Vec<u8>> {
+    let c = if bits > 1 {
+        carry_raw(ctx, ch, x, bits - 1)?
+    } else {
+        vec![0; x.len()]
+    };
     Ok(x.iter().zip(&c).map(|(a, c)| msb(*a, bits) ^ c).collect())
 }
 
 /// MSB and wrap together: one millionaires' on bits − 1 and one AND round.
 /// wrap = m0·m1 ⊕ c·(m0 ⊕ m1) with c the carry of the low bits.
-pub fn msb_and_wrap<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Result<(Vec<u8>, Vec<u8>)> {
+pub fn msb_and_wrap<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+) -> Result<(Vec<u8>, Vec<u8>)> {
     check_bits(bits)?;
     if bits < 2 {
         return Err(invalid("msb_and_wrap needs at least 2 bits"));
@@ -226,29 +272,62 @@ pub fn b2a<C: Channel>(ctx: &mut Ctx, ch: &mut C, b: &[u8], bits: u32) -> Result
     ctx.block("b2a", |ctx| b2a_raw(ctx, ch, b, bits))
 }
 
-pub(crate) fn b2a_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, b: &[u8], bits: u32) -> Result<Vec<u64>> {
+pub(crate) fn b2a_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    b: &[u8],
+    bits: u32,
+) -> Result<Vec<u64>> {
     let m = mask(bits);
     let d: Vec<u64> = b.iter().map(|x| (*x & 1) as u64).collect();
     let c: Vec<bool> = b.iter().map(|x| *x & 1 == 1).collect();
     let prod = ctx.cross_from_p0(ch, &d, &c, bits)?;
-    Ok(d.iter().zip(&prod).map(|(x, p)| sub(*x, p.wrapping_mul(2), m)).collect())
+    Ok(d.iter()
+        .zip(&prod)
+        .map(|(x, p)| sub(*x, p.wrapping_mul(2), m))
+        .collect())
 }
 
 /// Multiplexer: shares of c·v for a shared bit c and shared v, two correlated OTs.
-pub fn mux<C: Channel>(ctx: &mut Ctx, ch: &mut C, c: &[u8], v: &[u64], bits: u32) -> Result<Vec<u64>> {
+pub fn mux<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    c: &[u8],
+    v: &[u64],
+    bits: u32,
+) -> Result<Vec<u64>> {
     check_bits(bits)?;
     same_len(c.len(), v.len())?;
     ctx.block("mux", |ctx| mux_raw(ctx, ch, c, v, bits))
 }
 
-pub(crate) fn mux_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, c: &[u8], v: &[u64], bits: u32) -> Result<Vec<u64>> {
+pub(crate) fn mux_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    c: &[u8],
+    v: &[u64],
+    bits: u32,
+) -> Result<Vec<u64>> {
     let m = mask(bits);
     // (c0 ⊕ c1)·v_i = c_i·v_i + c_{1−i}·(1 − 2c_i)·v_i
-    let deltas: Vec<u64> =
-        c.iter().zip(v).map(|(b, x)| if *b & 1 == 1 { x.wrapping_neg() & m } else { x & m }).collect();
+    let deltas: Vec<u64> = c
+        .iter()
+        .zip(v)
+        .map(|(b, x)| {
+            if *b & 1 == 1 {
+                x.wrapping_neg() & m
+            } else {
+                x & m
+            }
+        })
+        .collect();
     let choices: Vec<bool> = c.iter().map(|b| *b & 1 == 1).collect();
     let cross = ctx.cross_both(ch, &deltas, &choices, bits)?;
-    Ok(c.iter().zip(v).zip(&cross).map(|((b, x), y)| add(if *b & 1 == 1 { *x } else { 0 }, *y, m)).collect())
+    Ok(c.iter()
+        .zip(v)
+        .zip(&cross)
+        .map(|((b, x), y)| add(if *b & 1 == 1 { *x } else { 0 }, *y, m))
+        .collect())
 }
 
 /// ReLU on a signed value: x·(1 − msb(x)).
@@ -263,7 +342,13 @@ pub fn relu<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32) -> Resu
 }
 
 /// Zero extension Z_{2^from} → Z_{2^to} of an unsigned value: x0 + x1 − 2^from·wrap.
-pub fn zext<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+pub fn zext<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    from: u32,
+    to: u32,
+) -> Result<Vec<u64>> {
     check_bits(from)?;
     check_bits(to)?;
     if to < from {
@@ -273,53 +358,101 @@ pub fn zext<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], from: u32, to: u32
         let w = carry_raw(ctx, ch, x, from)?;
         let wa = b2a_raw(ctx, ch, &w, to)?;
         let (mf, mt) = (mask(from), mask(to));
-        Ok(x.iter().zip(&wa).map(|(a, w)| sub(a & mf, shl(*w, from), mt)).collect())
+        Ok(x.iter()
+            .zip(&wa)
+            .map(|(a, w)| sub(a & mf, shl(*w, from), mt))
+            .collect())
     })
 }
 
 /// Signed extension: bias by 2^(from−1), zero-extend, unbias.
-pub fn sext<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+pub fn sext<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    from: u32,
+    to: u32,
+) -> Result<Vec<u64>> {
     let p0 = ctx.is_p0();
     let mf = mask(from);
     let bias = 1u64 << (from - 1);
-    let y: Vec<u64> = x.iter().map(|a| if p0 { add(*a, bias, mf) } else { a & mf }).collect();
+    let y: Vec<u64> = x
+        .iter()
+        .map(|a| if p0 { add(*a, bias, mf) } else { a & mf })
+        .collect();
     let z = ctx.block("sext", |ctx| {
         let w = carry_raw(ctx, ch, &y, from)?;
         let wa = b2a_raw(ctx, ch, &w, to)?;
         let mt = mask(to);
-        Ok(y.iter().zip(&wa).map(|(a, w)| sub(*a, shl(*w, from), mt)).collect::<Vec<u64>>())
+        Ok(y.iter()
+            .zip(&wa)
+            .map(|(a, w)| sub(*a, shl(*w, from), mt))
+            .collect::<Vec<u64>>())
     })?;
     let mt = mask(to);
-    Ok(z.into_iter().map(|a| if p0 { sub(a, bias, mt) } else { a }).collect())
+    Ok(z.into_iter()
+        .map(|a| if p0 { sub(a, bias, mt) } else { a })
+        .collect())
 }
 
 /// Arithmetic shares (mod 2^to) of wrap(x) for x whose MSB is known to be 0:
 /// wrap = m0 ∨ m1 = m0 + m1 − m0·m1 (one correlated OT, SIRNN's MSB-to-wrap).
-pub(crate) fn wrap_msb0_arith<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, to: u32) -> Result<Vec<u64>> {
+pub(crate) fn wrap_msb0_arith<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    to: u32,
+) -> Result<Vec<u64>> {
     let mine: Vec<u64> = x.iter().map(|a| msb(*a, bits) as u64).collect();
     let ch_bits: Vec<bool> = mine.iter().map(|b| *b == 1).collect();
     let prod = ctx.cross_from_p0(ch, &mine, &ch_bits, to)?;
     let mt = mask(to);
-    Ok(mine.iter().zip(&prod).map(|(a, p)| sub(*a, *p, mt)).collect())
+    Ok(mine
+        .iter()
+        .zip(&prod)
+        .map(|(a, p)| sub(*a, *p, mt))
+        .collect())
 }
 
 /// Zero extension of a value whose MSB is known to be 0 (one correlated OT per element).
-pub fn zext_msb0<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+pub fn zext_msb0<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    from: u32,
+    to: u32,
+) -> Result<Vec<u64>> {
     check_bits(from)?;
     check_bits(to)?;
     ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, x, from, to))
 }
 
-pub(crate) fn zext_msb0_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+pub(crate) fn zext_msb0_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    from: u32,
+    to: u32,
+) -> Result<Vec<u64>> {
     let w = wrap_msb0_arith(ctx, ch, x, from, to)?;
     let (mf, mt) = (mask(from), mask(to));
-    Ok(x.iter().zip(&w).map(|(a, w)| sub(a & mf, shl(*w, from), mt)).collect())
+    Ok(x.iter()
+        .zip(&w)
+        .map(|(a, w)| sub(a & mf, shl(*w, from), mt))
+        .collect())
 }
 
 // ============================================================================ truncation
 
 /// Truncate-reduce: ⌊x / 2^t⌋ of an unsigned x ∈ Z_{2^bits}, output in Z_{2^(bits−t)} (exact).
-pub fn trunc_reduce<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, t: u32) -> Result<Vec<u64>> {
+pub fn trunc_reduce<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    t: u32,
+) -> Result<Vec<u64>> {
     check_bits(bits)?;
     if t == 0 || t >= bits {
         return Err(invalid("trunc_reduce needs 0 < t < bits"));
@@ -329,14 +462,24 @@ pub fn trunc_reduce<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32,
         let ob = bits - t;
         let ca = b2a_raw(ctx, ch, &c, ob)?;
         let (mb, mo) = (mask(bits), mask(ob));
-        Ok(x.iter().zip(&ca).map(|(a, c)| add((a & mb) >> t, *c, mo)).collect())
+        Ok(x.iter()
+            .zip(&ca)
+            .map(|(a, c)| add((a & mb) >> t, *c, mo))
+            .collect())
     })
 }
 
 /// Truncation in the same ring of a value whose MSB is known to be 0 (x < 2^(bits−1) − 2^t):
 /// ⌊x / 2^t⌋ exactly when `exact` (one millionaires' on t bits), otherwise ⌊x / 2^t⌋ or one
 /// more (one correlated OT).
-pub fn trunc_msb0<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, t: u32, exact: bool) -> Result<Vec<u64>> {
+pub fn trunc_msb0<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    t: u32,
+    exact: bool,
+) -> Result<Vec<u64>> {
     check_bits(bits)?;
     if t == 0 || t >= bits {
         return Err(invalid("trunc needs 0 < t < bits"));
@@ -425,9 +568,13 @@ pub fn trunc_signed_small<C: Channel>(
 ) -> Result<Vec<u64>> {
     check_bits(bits)?;
     if bits < 3 || t == 0 || t >= bits - 1 {
-        return Err(invalid("trunc_signed_small needs bits ≥ 3 and 0 < t < bits − 1"));
+        return Err(invalid(
+            "trunc_signed_small needs bits ≥ 3 and 0 < t < bits − 1",
+        ));
     }
-    ctx.block("trunc", |ctx| trunc_signed_small_raw(ctx, ch, x, bits, t, exact))
+    ctx.block("trunc", |ctx| {
+        trunc_signed_small_raw(ctx, ch, x, bits, t, exact)
+    })
 }
 
 pub(crate) fn trunc_signed_small_raw<C: Channel>(
@@ -441,14 +588,25 @@ pub(crate) fn trunc_signed_small_raw<C: Channel>(
     let p0 = ctx.is_p0();
     let mb = mask(bits);
     let bias = 1u64 << (bits - 2);
-    let y: Vec<u64> = x.iter().map(|a| if p0 { add(*a, bias, mb) } else { a & mb }).collect();
+    let y: Vec<u64> = x
+        .iter()
+        .map(|a| if p0 { add(*a, bias, mb) } else { a & mb })
+        .collect();
     let z = trunc_msb0_raw(ctx, ch, &y, bits, t, exact)?;
-    Ok(z.into_iter().map(|a| if p0 { sub(a, bias >> t, mb) } else { a }).collect())
+    Ok(z.into_iter()
+        .map(|a| if p0 { sub(a, bias >> t, mb) } else { a })
+        .collect())
 }
 
 /// Arithmetic right shift by t of any signed x ∈ Z_{2^bits}, exact (floor): carry of the low t
 /// bits and wrap of the biased value in one millionaires' run, then B2A.
-pub fn ars<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, t: u32) -> Result<Vec<u64>> {
+pub fn ars<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    t: u32,
+) -> Result<Vec<u64>> {
     check_bits(bits)?;
     if t == 0 || t >= bits {
         return Err(invalid("ars needs 0 < t < bits"));
@@ -458,7 +616,10 @@ pub fn ars<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, t: u32) 
         let p0 = ctx.is_p0();
         let mb = mask(bits);
         let bias = 1u64 << (bits - 1);
-        let y: Vec<u64> = x.iter().map(|a| if p0 { add(*a, bias, mb) } else { a & mb }).collect();
+        let y: Vec<u64> = x
+            .iter()
+            .map(|a| if p0 { add(*a, bias, mb) } else { a & mb })
+            .collect();
         let cs = carries_raw(ctx, ch, &y, &[t, bits])?;
         let mut b = cs[0].clone();
         b.extend_from_slice(&cs[1]);
@@ -480,13 +641,27 @@ pub fn ars<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, t: u32) 
 
 /// Product of two private values: P0 holds a (any ring element), P1 holds b < 2^b_bits.
 /// Returns shares of a·b mod 2^bits: b_bits correlated OTs, P1 choosing by the bits of b.
-pub fn mul_private<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], b_bits: u32, bits: u32) -> Result<Vec<u64>> {
+pub fn mul_private<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    v: &[u64],
+    b_bits: u32,
+    bits: u32,
+) -> Result<Vec<u64>> {
     check_bits(bits)?;
     check_bits(b_bits)?;
-    ctx.block("mul_private", |ctx| mul_private_raw(ctx, ch, v, b_bits, bits))
+    ctx.block("mul_private", |ctx| {
+        mul_private_raw(ctx, ch, v, b_bits, bits)
+    })
 }
 
-pub(crate) fn mul_private_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], b_bits: u32, bits: u32) -> Result<Vec<u64>> {
+pub(crate) fn mul_private_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    v: &[u64],
+    b_bits: u32,
+    bits: u32,
+) -> Result<Vec<u64>> {
     let n = v.len();
     let k = b_bits as usize;
     let m = mask(bits);
@@ -508,12 +683,21 @@ pub(crate) fn mul_private_raw<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], 
         }
     }
     let r = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
-    Ok(r.chunks(k.max(1)).map(|c| c.iter().fold(0u64, |s, x| add(s, *x, m))).take(n).collect())
+    Ok(r.chunks(k.max(1))
+        .map(|c| c.iter().fold(0u64, |s, x| add(s, *x, m)))
+        .take(n)
+        .collect())
 }
 
 /// Product of two shared values in one ring: x0y0 + x1y1 locally, both cross terms by
 /// correlated OT choosing on the bits of y's shares (`y_bits` = bits of the y shares).
-pub fn mul_shared<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], y: &[u64], bits: u32) -> Result<Vec<u64>> {
+pub fn mul_shared<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    y: &[u64],
+    bits: u32,
+) -> Result<Vec<u64>> {
     check_bits(bits)?;
     same_len(x.len(), y.len())?;
     ctx.block("mul", |ctx| mul_cross_raw(ctx, ch, x, y, bits, bits))
@@ -543,7 +727,9 @@ pub(crate) fn mul_cross_raw<C: Channel>(
     let r = ctx.cross_both(ch, &deltas, &choices, bits)?;
     Ok((0..n)
         .map(|i| {
-            let s = r[i * k..(i + 1) * k].iter().fold(0u64, |s, v| add(s, *v, m));
+            let s = r[i * k..(i + 1) * k]
+                .iter()
+                .fold(0u64, |s, v| add(s, *v, m));
             add(s, x[i].wrapping_mul(y[i] & my), m)
         })
         .collect())
@@ -567,7 +753,9 @@ pub fn mul_nonuniform_msb0<C: Channel>(
     if bits > bx + by {
         return Err(invalid("mul_nonuniform: output ring wider than bx + by"));
     }
-    ctx.block("mul", |ctx| mul_nonuniform_msb0_raw(ctx, ch, x, bx, y, by, bits))
+    ctx.block("mul", |ctx| {
+        mul_nonuniform_msb0_raw(ctx, ch, x, bx, y, by, bits)
+    })
 }
 
 pub(crate) fn mul_nonuniform_msb0_raw<C: Channel>(
@@ -623,12 +811,21 @@ pub(crate) fn mul_nonuniform_msb0_raw<C: Channel>(
 
 /// Lookup table: `idx` shared mod 2^k (k ≤ 8), public `table` of 2^k entries; returns shares
 /// of table[idx] mod 2^bits. One 1-of-2^k OT per element (P0 rotates the table by its share).
-pub fn lut<C: Channel>(ctx: &mut Ctx, ch: &mut C, idx: &[u64], k: u32, table: &[u64], bits: u32) -> Result<Vec<u64>> {
+pub fn lut<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    idx: &[u64],
+    k: u32,
+    table: &[u64],
+    bits: u32,
+) -> Result<Vec<u64>> {
     check_bits(bits)?;
     if !(1..=8).contains(&k) || table.len() != 1usize << k {
         return Err(invalid("lut: table needs 2^k entries with 1 ≤ k ≤ 8"));
     }
-    ctx.block("lut", |ctx| lut_raw(ctx, ch, idx, k, &[table], &[bits]).map(|mut v| v.remove(0)))
+    ctx.block("lut", |ctx| {
+        lut_raw(ctx, ch, idx, k, &[table], &[bits]).map(|mut v| v.remove(0))
+    })
 }
 
 /// Several tables read at one index in one 1-of-N batch: entries packed side by side in one
@@ -649,7 +846,11 @@ pub(crate) fn lut_raw<C: Channel>(
     }
     let packed = total <= 64;
     let rows = if packed { 1 } else { tables.len() };
-    let wire_bits = if packed { total } else { bits.iter().copied().max().unwrap_or(1) };
+    let wire_bits = if packed {
+        total
+    } else {
+        bits.iter().copied().max().unwrap_or(1)
+    };
     let km = mask(k);
     if ctx.is_p0() {
         let rs: Vec<Vec<u64>> = bits.iter().map(|b| ctx.rand_u64s(n, *b)).collect();
@@ -716,7 +917,11 @@ pub fn digit_decompose<C: Channel>(
         let q = bits.div_ceil(d);
         let xs: Vec<u64> = x.iter().map(|a| a & mask(bits)).collect();
         let widths: Vec<u32> = (1..q).map(|k| k * d).collect();
-        let carries = if widths.is_empty() { Vec::new() } else { carries_raw(ctx, ch, &xs, &widths)? };
+        let carries = if widths.is_empty() {
+            Vec::new()
+        } else {
+            carries_raw(ctx, ch, &xs, &widths)?
+        };
         let flat: Vec<u8> = carries.iter().flatten().copied().collect();
         let ca = b2a_raw(ctx, ch, &flat, d)?;
         let mut out = Vec::with_capacity(q as usize);
@@ -758,7 +963,12 @@ pub struct RecParams {
 
 impl Default for RecParams {
     fn default() -> Self {
-        RecParams { k: 8, slope_scale: 12, newton: 0, offset_extra: 2 }
+        RecParams {
+            k: 8,
+            slope_scale: 12,
+            newton: 0,
+            offset_extra: 2,
+        }
     }
 }
 
@@ -776,7 +986,9 @@ pub fn reciprocal<C: Channel>(
 ) -> Result<(Vec<u64>, u32, u32)> {
     check_bits(bits)?;
     if f < p.k + 1 || bits < f + 2 || p.k == 0 || p.k > 8 || f + p.slope_scale + 2 > 62 {
-        return Err(invalid("reciprocal: need k < f, bits ≥ f + 2, f + slope_scale + 2 ≤ 62"));
+        return Err(invalid(
+            "reciprocal: need k < f, bits ≥ f + 2, f + slope_scale + 2 ≤ 62",
+        ));
     }
     ctx.block("rec", |ctx| reciprocal_raw(ctx, ch, d, bits, f, p))
 }
@@ -790,7 +1002,9 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     p: RecParams,
 ) -> Result<(Vec<u64>, u32, u32)> {
     if p.k == 0 || p.k > 8 || f < p.k + 1 || bits < f + 2 || f + p.slope_scale + 2 > 62 {
-        return Err(invalid("reciprocal: need 1 ≤ k ≤ 8, k < f, bits ≥ f + 2, f + slope_scale + 2 ≤ 62"));
+        return Err(invalid(
+            "reciprocal: need 1 ≤ k ≤ 8, k < f, bits ≥ f + 2, f + slope_scale + 2 ≤ 62",
+        ));
     }
     let n = d.len();
     let k = p.k;
@@ -820,14 +1034,16 @@ pub(crate) fn reciprocal_raw<C: Channel>(
         let a = 1.0 + j as f64 * h;
         let b = a + h;
         let slope = (1.0 / b - 1.0 / a) / h; // negative
-        // tangent point where f' = slope: −1/x² = slope
+                                             // tangent point where f' = slope: −1/x² = slope
         let xt = (-1.0 / slope).sqrt();
         let gap = 1.0 / a + slope * (xt - a) - 1.0 / xt; // secant above the curve
         let off = 1.0 / a - gap / 2.0;
         t0[j] = (off * (fo_t as f64).exp2()).round() as u64 & mask(rt);
         s[j] = ((-slope) * (p.slope_scale as f64).exp2()).round() as u64 & mask(rs);
     }
-    let tabs = ctx.block("lut", |ctx| lut_raw(ctx, ch, &idx, k, &[&t0, &s], &[rt, rs]))?;
+    let tabs = ctx.block("lut", |ctx| {
+        lut_raw(ctx, ch, &idx, k, &[&t0, &s], &[rt, rs])
+    })?;
     let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rw))?;
     // Δ = (d0 mod 2^t) + (d1 mod 2^t) − 2^t·c; S·Δ = S·(Δ0 + Δ1) − 2^t·c·S.
     let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
@@ -866,7 +1082,13 @@ fn newton_step<C: Channel>(
     // e = 1 − d·w (tiny, signed) at scale f + fw; bring to scale fw.
     let e: Vec<u64> = prod
         .iter()
-        .map(|p| if ctx.is_p0() { sub(1u64 << (f + fw), *p, mp) } else { p.wrapping_neg() & mp })
+        .map(|p| {
+            if ctx.is_p0() {
+                sub(1u64 << (f + fw), *p, mp)
+            } else {
+                p.wrapping_neg() & mp
+            }
+        })
         .collect();
     let e = trunc_signed_small_raw(ctx, ch, &e, rp, f, false)?;
     // w·e at scale 2fw in ring rp (|w·e| small), then back to fw.

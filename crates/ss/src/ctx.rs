@@ -1,8 +1,8 @@
 //! Per-party protocol state: the party's role, its PRG, its OT-extension endpoints (paired
 //! crosswise with the peer's), and the counter of building-block invocations.
-use crate::error::{invalid, Result};
 #[cfg(feature = "test-dealer")]
 use crate::error::SsError;
+use crate::error::{invalid, Result};
 use crate::ring::mask;
 use rand_core::RngCore;
 use secinfer_net::Channel;
@@ -59,13 +59,27 @@ impl Ctx {
         let mut prg = Prg::new();
         let real = crate::ot_real::RealOt::setup(party, ch, &mut prg)?;
         let trace = party.is_p0() && std::env::var_os("SECINFER_SS_TRACE").is_some();
-        Ok(Ctx { party, prg, backend: Backend::Real(Box::new(real)), counts: BTreeMap::new(), depth: 0, trace })
+        Ok(Ctx {
+            party,
+            prg,
+            backend: Backend::Real(Box::new(real)),
+            counts: BTreeMap::new(),
+            depth: 0,
+            trace,
+        })
     }
 
     /// Test-only context whose "OT" ships messages in the clear (feature `test-dealer`).
     #[cfg(feature = "test-dealer")]
     pub fn insecure_dealer(party: Party) -> Ctx {
-        Ctx { party, prg: Prg::new(), backend: Backend::Dealer, counts: BTreeMap::new(), depth: 0, trace: false }
+        Ctx {
+            party,
+            prg: Prg::new(),
+            backend: Backend::Dealer,
+            counts: BTreeMap::new(),
+            depth: 0,
+            trace: false,
+        }
     }
 
     pub fn is_p0(&self) -> bool {
@@ -75,16 +89,29 @@ impl Ctx {
     /// Runs `f` as one invocation of the named building block. Invocations are counted at the
     /// outermost level and one level below it (a math function and the blocks it calls
     /// directly, as in OPAF's Table VI); deeper sub-blocks are not counted.
-    pub(crate) fn block<T>(&mut self, name: &'static str, f: impl FnOnce(&mut Ctx) -> Result<T>) -> Result<T> {
+    pub(crate) fn block<T>(
+        &mut self,
+        name: &'static str,
+        f: impl FnOnce(&mut Ctx) -> Result<T>,
+    ) -> Result<T> {
         if self.depth <= 1 {
             *self.counts.entry(name).or_insert(0) += 1;
         }
         self.depth += 1;
-        let t0 = if self.trace { Some(std::time::Instant::now()) } else { None };
+        let t0 = if self.trace {
+            Some(std::time::Instant::now())
+        } else {
+            None
+        };
         let r = f(self);
         self.depth -= 1;
         if let Some(t0) = t0 {
-            eprintln!("{:indent$}{name}: {:.1} ms", "", t0.elapsed().as_secs_f64() * 1e3, indent = 2 * self.depth as usize);
+            eprintln!(
+                "{:indent$}{name}: {:.1} ms",
+                "",
+                t0.elapsed().as_secs_f64() * 1e3,
+                indent = 2 * self.depth as usize
+            );
         }
         r
     }
@@ -114,7 +141,12 @@ impl Ctx {
     // ------------------------------------------------------------------ raw OT calls
 
     /// Additively correlated OT, sender side: returns x_j; the receiver gets x_j + c_j·δ_j.
-    pub(crate) fn cot_send<C: Channel>(&mut self, ch: &mut C, deltas: &[u64], bits: u32) -> Result<Vec<u64>> {
+    pub(crate) fn cot_send<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.cot_send(ch, deltas, bits),
             #[cfg(feature = "test-dealer")]
@@ -131,7 +163,12 @@ impl Ctx {
             }
         }
     }
-    pub(crate) fn cot_recv<C: Channel>(&mut self, ch: &mut C, choices: &[bool], bits: u32) -> Result<Vec<u64>> {
+    pub(crate) fn cot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.cot_recv(ch, choices, bits),
             #[cfg(feature = "test-dealer")]
@@ -141,12 +178,22 @@ impl Ctx {
                 if msg.iter().any(|v| v & !m != 0) {
                     return Err(SsError::Malformed("dealer value out of range".into()));
                 }
-                Ok(choices.iter().enumerate().map(|(j, c)| msg[2 * j + *c as usize]).collect())
+                Ok(choices
+                    .iter()
+                    .enumerate()
+                    .map(|(j, c)| msg[2 * j + *c as usize])
+                    .collect())
             }
         }
     }
     /// 1-of-n OT (KK13) on `bits`-bit messages, sender side; `msgs` is count × n row-major.
-    pub(crate) fn kk_send<C: Channel>(&mut self, ch: &mut C, n: usize, msgs: &[u64], bits: u32) -> Result<()> {
+    pub(crate) fn kk_send<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        msgs: &[u64],
+        bits: u32,
+    ) -> Result<()> {
         if !(2..=256).contains(&n) || msgs.len() / n * n != msgs.len() {
             return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256 and count·n messages"));
         }
@@ -160,7 +207,13 @@ impl Ctx {
             }
         }
     }
-    pub(crate) fn kk_recv<C: Channel>(&mut self, ch: &mut C, n: usize, choices: &[u8], bits: u32) -> Result<Vec<u64>> {
+    pub(crate) fn kk_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        choices: &[u8],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         if !(2..=256).contains(&n) || choices.iter().any(|c| *c as usize >= n) {
             return Err(invalid("1-of-n OT choice out of range"));
         }
@@ -173,7 +226,11 @@ impl Ctx {
                 if msg.iter().any(|v| v & !m != 0) {
                     return Err(SsError::Malformed("dealer value out of range".into()));
                 }
-                Ok(choices.iter().enumerate().map(|(j, c)| msg[j * n + *c as usize]).collect())
+                Ok(choices
+                    .iter()
+                    .enumerate()
+                    .map(|(j, c)| msg[j * n + *c as usize])
+                    .collect())
             }
         }
     }
@@ -227,6 +284,9 @@ impl Ctx {
         let a = self.cross_from_p0(ch, deltas, choices, bits)?;
         let b = self.cross_from_p1(ch, deltas, choices, bits)?;
         let m = mask(bits);
-        Ok(a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y) & m).collect())
+        Ok(a.iter()
+            .zip(&b)
+            .map(|(x, y)| x.wrapping_add(*y) & m)
+            .collect())
     }
 }

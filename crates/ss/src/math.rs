@@ -26,7 +26,10 @@ pub fn rec_index_bits(out_scale: u32) -> u32 {
 }
 
 fn rec_params(out_scale: u32) -> RecParams {
-    RecParams { k: rec_index_bits(out_scale), ..RecParams::default() }
+    RecParams {
+        k: rec_index_bits(out_scale),
+        ..RecParams::default()
+    }
 }
 /// SIRNN's digit size for the exponential's lookup tables.
 pub const SIRNN_DIGIT: u32 = 8;
@@ -89,13 +92,20 @@ fn round_down_msb0_with<C: Channel>(
     // Exact: round to nearest (bias 2^(t−1), exact floor). Cheap: ⌊x/2^t⌋ or ⌊x/2^t⌋ + 1 (no
     // bias), so the truncation's error stays below one unit either way.
     let bias = if exact { 1u64 << (t - 1) } else { 0 };
-    let b: Vec<u64> = v.iter().map(|a| if p0 { add(*a, bias, mb) } else { a & mb }).collect();
+    let b: Vec<u64> = v
+        .iter()
+        .map(|a| if p0 { add(*a, bias, mb) } else { a & mb })
+        .collect();
     // Exact: the carry comes from the top ROUND_CARRY_BITS of the dropped bits only, which adds
     // at most 2^−ROUND_CARRY_BITS of an output unit to the rounding error.
     let cb = t.min(ROUND_CARRY_BITS);
-    let r = ctx.block("trunc", |ctx| blocks::trunc_msb0_carry_raw(ctx, ch, &b, bits, t, exact, cb))?;
+    let r = ctx.block("trunc", |ctx| {
+        blocks::trunc_msb0_carry_raw(ctx, ch, &b, bits, t, exact, cb)
+    })?;
     if out_bits > bits {
-        return ctx.block("zext", |ctx| blocks::zext_msb0_raw(ctx, ch, &r, bits, out_bits));
+        return ctx.block("zext", |ctx| {
+            blocks::zext_msb0_raw(ctx, ch, &r, bits, out_bits)
+        });
     }
     Ok(r.into_iter().map(|a| a & mo).collect())
 }
@@ -111,7 +121,14 @@ fn round_down_msb0_with<C: Channel>(
 /// then a0·a1 = e^x when m0 = m1 and e^{x − L/2} when m0 ≠ m1. One private×private product,
 /// one cheap truncation, one multiplexer on z = m0 ⊕ m1 (whose shares are the parties' own
 /// msbs) multiplying by e^{L/2}: no millionaires' at all.
-fn exp_neg_direct<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32, fo: u32) -> Result<Vec<u64>> {
+fn exp_neg_direct<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    l: u32,
+    s: u32,
+    fo: u32,
+) -> Result<Vec<u64>> {
     let n = x.len();
     let big_l = ((l as f64) - (s as f64)).exp2();
     // Local factors at LOCAL_FRAC bits: after the multiplexer's factor e^(L/2) their
@@ -128,7 +145,9 @@ fn exp_neg_direct<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u
             ((g - shift).exp() * fscale).round() as u64
         })
         .collect();
-    let p = ctx.block("mul_private", |ctx| blocks::mul_private_raw(ctx, ch, &a, lf + 1, 64))?;
+    let p = ctx.block("mul_private", |ctx| {
+        blocks::mul_private_raw(ctx, ch, &a, lf + 1, 64)
+    })?;
     // p = a0·a1 at scale 2·lf, at most 2^(2·lf).
     let c = (big_l / 2.0).exp();
     let lc = (c.log2().ceil() as u32).max(1);
@@ -137,7 +156,9 @@ fn exp_neg_direct<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u
     let fc = (60u32.saturating_sub(3 * lc) / 2).max(1);
     let f1 = 61 - lc - fc;
     let pt = if 2 * lf > f1 {
-        ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &p, 64, 2 * lf - f1, false))?
+        ctx.block("trunc", |ctx| {
+            blocks::trunc_msb0_raw(ctx, ch, &p, 64, 2 * lf - f1, false)
+        })?
     } else {
         p.iter().map(|v| v << (f1 - 2 * lf)).collect()
     };
@@ -148,7 +169,9 @@ fn exp_neg_direct<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u
     // v at scale f1 + fc; bring to fo (cheap truncation: this is an intermediate).
     let from = f1 + fc;
     if from > fo {
-        ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &v, 64, from - fo, false))
+        ctx.block("trunc", |ctx| {
+            blocks::trunc_msb0_raw(ctx, ch, &v, 64, from - fo, false)
+        })
     } else {
         Ok(v.into_iter().map(|a| a << (fo - from)).collect())
     }
@@ -158,7 +181,14 @@ fn exp_neg_direct<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u
 /// split at p = s + 3 bits (one carry): the low part gives z = −y_lo − 2^−s ∈ [−8, 0), done by
 /// the local-factor method; the high part indexes SIRNN's lookup table of e^{−8·y_hi}·e^{2^−s};
 /// one product joins them. Shares mod 2^64 (MSB 0) at scale `fo`.
-fn exp_neg_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32, fo: u32) -> Result<Vec<u64>> {
+fn exp_neg_core<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    l: u32,
+    s: u32,
+    fo: u32,
+) -> Result<Vec<u64>> {
     let int_bits = l.saturating_sub(s);
     if int_bits <= MAX_DIRECT_INT_BITS {
         return exp_neg_direct(ctx, ch, x, l, s, fo);
@@ -166,7 +196,9 @@ fn exp_neg_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32
     let p = s + MAX_DIRECT_INT_BITS - 1;
     let hi_bits = l - p;
     if hi_bits > 8 {
-        return Err(invalid("exp_neg: at most 11 integer bits (a 2^8-entry table for the high part)"));
+        return Err(invalid(
+            "exp_neg: at most 11 integer bits (a 2^8-entry table for the high part)",
+        ));
     }
     let n = x.len();
     let p0 = ctx.is_p0();
@@ -187,7 +219,9 @@ fn exp_neg_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32
             }
         })
         .collect();
-    let hi: Vec<u64> = (0..n).map(|i| add(y[i] >> p, ca[i], mask(hi_bits))).collect();
+    let hi: Vec<u64> = (0..n)
+        .map(|i| add(y[i] >> p, ca[i], mask(hi_bits)))
+        .collect();
     let fe = (fo + 4).min(28);
     let re = fe + 2;
     let nudge = (-(s as f64)).exp2().exp();
@@ -197,12 +231,18 @@ fn exp_neg_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32
             (v * (fe as f64).exp2()).round() as u64
         })
         .collect();
-    let th = ctx.block("lut", |ctx| blocks::lut_raw(ctx, ch, &hi, hi_bits, &[&table], &[re]))?;
+    let th = ctx.block("lut", |ctx| {
+        blocks::lut_raw(ctx, ch, &hi, hi_bits, &[&table], &[re])
+    })?;
     let elo = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
     let elo: Vec<u64> = elo.iter().map(|a| a & mask(re)).collect();
-    let prod = ctx.block("mul", |ctx| blocks::mul_nonuniform_msb0_raw(ctx, ch, &elo, re, &th[0], re, 2 * re))?;
+    let prod = ctx.block("mul", |ctx| {
+        blocks::mul_nonuniform_msb0_raw(ctx, ch, &elo, re, &th[0], re, 2 * re)
+    })?;
     // prod at scale 2fe in Z_{2^(2re)} → scale fo, then widen to 64 bits.
-    let t = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &prod, 2 * re, 2 * fe - fo, false))?;
+    let t = ctx.block("trunc", |ctx| {
+        blocks::trunc_msb0_raw(ctx, ch, &prod, 2 * re, 2 * fe - fo, false)
+    })?;
     if 2 * re < 64 {
         ctx.block("zext", |ctx| blocks::zext_msb0_raw(ctx, ch, &t, 2 * re, 64))
     } else {
@@ -211,7 +251,13 @@ fn exp_neg_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32
 }
 
 /// OPAF exp on negative inputs: x < 0 at `inp`, e^x at `out` (out.bits ≥ out.scale + 2).
-pub fn exp_neg_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
+pub fn exp_neg_opaf<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
     ctx.block("exp_neg", |ctx| {
         let fo = out.scale + 6;
@@ -222,7 +268,13 @@ pub fn exp_neg_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed
 
 /// OPAF exp for any input in the ring with l − s ≤ 4 (|x| < 8): msb(x) and the parties' own
 /// msbs select the correction e^{0, L/2, L} by two multiplexers. out.bits must hold e^{L/2}.
-pub fn exp_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
+pub fn exp_opaf<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
     let (l, s) = (inp.bits, inp.scale);
     if l.saturating_sub(s) > MAX_DIRECT_INT_BITS {
         return Err(invalid("exp_opaf takes at most 4 integer bits (|x| < 8)"));
@@ -249,7 +301,9 @@ pub fn exp_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, ou
                 ((g - shift).exp() * fscale).round() as u64
             })
             .collect();
-        let p = ctx.block("mul_private", |ctx| blocks::mul_private_raw(ctx, ch, &a, LOCAL_FRAC + 1, 64))?;
+        let p = ctx.block("mul_private", |ctx| {
+            blocks::mul_private_raw(ctx, ch, &a, LOCAL_FRAC + 1, 64)
+        })?;
         // Correction C^(z + 2w), C = e^{L/2}, in two multiplexer stages so each multiplies by
         // at most C (the constants keep enough fractional bits): stage 1 by C when z ∨ w,
         // stage 2 by C again when w.
@@ -257,7 +311,9 @@ pub fn exp_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, ou
         let lc = (c.log2().ceil() as u32).max(1);
         let fc = (60u32.saturating_sub(3 * lc) / 2).max(1);
         let f1 = 61 - lc - fc;
-        let pt = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &p, 64, 62 - f1, false))?;
+        let pt = ctx.block("trunc", |ctx| {
+            blocks::trunc_msb0_raw(ctx, ch, &p, 64, 62 - f1, false)
+        })?;
         let c1 = ((c - 1.0) * (fc as f64).exp2()).round() as u64;
         let zw: Vec<u8> = (0..n).map(|i| mine_m[i] ^ w[i]).collect(); // z ⊕ w = z ∨ w (exclusive)
         let vals: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(c1)).collect();
@@ -266,11 +322,15 @@ pub fn exp_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, ou
         // v1 ≤ e^{L/2} at scale f1 + fc; stage 2 at scale g with g + fc2 + lc ≤ 61.
         let fc2 = (60 - lc) / 2;
         let g = 61 - lc - fc2;
-        let v1 = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &v1, 64, f1 + fc - g, false))?;
+        let v1 = ctx.block("trunc", |ctx| {
+            blocks::trunc_msb0_raw(ctx, ch, &v1, 64, f1 + fc - g, false)
+        })?;
         let c2 = ((c - 1.0) * (fc2 as f64).exp2()).round() as u64;
         let vals2: Vec<u64> = v1.iter().map(|v| v.wrapping_mul(c2)).collect();
         let sel2 = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &w, &vals2, 64))?;
-        let v: Vec<u64> = (0..n).map(|i| (v1[i] << fc2).wrapping_add(sel2[i])).collect();
+        let v: Vec<u64> = (0..n)
+            .map(|i| (v1[i] << fc2).wrapping_add(sel2[i]))
+            .collect();
         let (f1, fc) = (g, fc2);
         round_down_msb0(ctx, ch, &v, 64, f1 + fc, out.scale, out.bits)
     })
@@ -279,31 +339,56 @@ pub fn exp_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, ou
 /// Scale at which the sigmoid pipeline carries e and 1 + e.
 fn sigmoid_inner_scale(in_scale: u32, out_scale: u32) -> u32 {
     // at least the reciprocal's index bits plus four bits of Δ
-    (out_scale + 5).max(in_scale + 4).max(RecParams::default().k + 4)
+    (out_scale + 5)
+        .max(in_scale + 4)
+        .max(RecParams::default().k + 4)
 }
 
 /// OPAF sigmoid: m = msb(x); one multiplexer gives u = x (x < 0) or −x − 2^−s (x ≥ 0), strictly
 /// negative; e = exp_neg(u); r = 1/(1 + e) on (1, 2) with no range search; σ = r + m·(1 − 2r).
-pub fn sigmoid_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
+pub fn sigmoid_opaf<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
     ctx.block("sigmoid", |ctx| sigmoid_opaf_inner(ctx, ch, x, inp, out))
 }
 
-fn sigmoid_opaf_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
+fn sigmoid_opaf_inner<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
     let (l0, s0) = (inp.bits, inp.scale);
     let p0 = ctx.is_p0();
     // The nudge is one ULP of the input; when the output is finer than the input, first carry
     // j more fractional bits so the nudge stays below the output's ULP. The sign-extension to
     // l + j bits shares the msb's millionaires' run: with y = x + 2^(l−1), msb(x) = ¬msb(y) and
     // x = y − 2^l·wrap(y) − 2^(l−1), and msb and wrap of y come from one carry.
-    let j = (out.scale + 2).saturating_sub(s0).min(62u32.saturating_sub(l0));
+    let j = (out.scale + 2)
+        .saturating_sub(s0)
+        .min(62u32.saturating_sub(l0));
     let (x, m, l, s) = if j == 0 {
         let m = ctx.block("msb", |ctx| blocks::msb_raw(ctx, ch, x, l0))?;
         (x.to_vec(), m, l0, s0)
     } else {
         let l = l0 + j;
         let half = 1u64 << (l0 - 1);
-        let y: Vec<u64> = x.iter().map(|a| if p0 { add(*a, half, mask(l0)) } else { a & mask(l0) }).collect();
+        let y: Vec<u64> = x
+            .iter()
+            .map(|a| {
+                if p0 {
+                    add(*a, half, mask(l0))
+                } else {
+                    a & mask(l0)
+                }
+            })
+            .collect();
         let (my, wy) = blocks::msb_and_wrap(ctx, ch, &y, l0)?;
         let m: Vec<u8> = my.iter().map(|b| if p0 { b ^ 1 } else { *b }).collect();
         let wa = ctx.block("b2a", |ctx| blocks::b2a_raw(ctx, ch, &wy, l))?;
@@ -322,44 +407,98 @@ fn sigmoid_opaf_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fix
     let x = &x[..];
     let ml = mask(l);
     // u = (−x − 1) + m·(2x + 1)
-    let two_x1: Vec<u64> = x.iter().map(|a| if p0 { add(a << 1, 1, ml) } else { (a << 1) & ml }).collect();
+    let two_x1: Vec<u64> = x
+        .iter()
+        .map(|a| {
+            if p0 {
+                add(a << 1, 1, ml)
+            } else {
+                (a << 1) & ml
+            }
+        })
+        .collect();
     let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &m, &two_x1, l))?;
     let u: Vec<u64> = x
         .iter()
         .zip(&sel)
         .map(|(a, s)| {
-            let neg = if p0 { sub(a.wrapping_neg(), 1, ml) } else { a.wrapping_neg() & ml };
+            let neg = if p0 {
+                sub(a.wrapping_neg(), 1, ml)
+            } else {
+                a.wrapping_neg() & ml
+            };
             add(neg, *s, ml)
         })
         .collect();
     let f = sigmoid_inner_scale(s, out.scale);
     let e = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f))?;
     let rb = f + 2;
-    let d: Vec<u64> = e.iter().map(|a| if p0 { add(*a, 1u64 << f, mask(rb)) } else { a & mask(rb) }).collect();
-    let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale)))?;
+    let d: Vec<u64> = e
+        .iter()
+        .map(|a| {
+            if p0 {
+                add(*a, 1u64 << f, mask(rb))
+            } else {
+                a & mask(rb)
+            }
+        })
+        .collect();
+    let (w, rw, fw) = ctx.block("rec", |ctx| {
+        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale))
+    })?;
     let r = round_down_msb0_with(ctx, ch, &w, rw, fw, out.scale, out.bits, FINAL_EXACT)?;
     // σ = r + m·(1 − 2r)
     let mo = mask(out.bits);
     let one = 1u64 << out.scale;
-    let v: Vec<u64> = r.iter().map(|a| if p0 { sub(one, a << 1, mo) } else { (a << 1).wrapping_neg() & mo }).collect();
+    let v: Vec<u64> = r
+        .iter()
+        .map(|a| {
+            if p0 {
+                sub(one, a << 1, mo)
+            } else {
+                (a << 1).wrapping_neg() & mo
+            }
+        })
+        .collect();
     let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &m, &v, out.bits))?;
     Ok(r.iter().zip(&sel).map(|(a, b)| add(*a, *b, mo)).collect())
 }
 
 /// OPAF tanh = 2·sigmoid(2x) − 1: 2x at scale s is x read at scale s − 1, and 2σ at scale s_out
 /// is σ at scale s_out + 1, so one sigmoid and a local subtraction.
-pub fn tanh_opaf<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
+pub fn tanh_opaf<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
     if inp.scale == 0 {
         return Err(invalid("tanh needs input scale ≥ 1"));
     }
     ctx.block("tanh", |ctx| {
-        let si = Fixed { bits: inp.bits, scale: inp.scale - 1 };
-        let so = Fixed { bits: out.bits.max(out.scale + 3), scale: out.scale + 1 };
+        let si = Fixed {
+            bits: inp.bits,
+            scale: inp.scale - 1,
+        };
+        let so = Fixed {
+            bits: out.bits.max(out.scale + 3),
+            scale: out.scale + 1,
+        };
         let sig = sigmoid_opaf_inner(ctx, ch, x, si, so)?;
         let p0 = ctx.is_p0();
         let mo = mask(out.bits);
-        Ok(sig.iter().map(|a| if p0 { sub(*a, 1u64 << out.scale, mo) } else { a & mo }).collect())
+        Ok(sig
+            .iter()
+            .map(|a| {
+                if p0 {
+                    sub(*a, 1u64 << out.scale, mo)
+                } else {
+                    a & mo
+                }
+            })
+            .collect())
     })
 }
 
@@ -411,7 +550,14 @@ fn lut_digits<C: Channel>(
 /// SIRNN exp for x ≤ 0: digits of −x (8 bits each) index tables of e^{−digit·2^{8k}/2^s}, and
 /// the per-digit factors are multiplied in a tree (non-uniform products + truncations).
 /// Shares of e^x at scale `ft` in Z_{2^(ft+2)}.
-fn exp_neg_sirnn_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, s: u32, ft: u32) -> Result<Vec<u64>> {
+fn exp_neg_sirnn_core<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    l: u32,
+    s: u32,
+    ft: u32,
+) -> Result<Vec<u64>> {
     let ml = mask(l);
     let y: Vec<u64> = x.iter().map(|a| a.wrapping_neg() & ml).collect();
     let digits = blocks::digit_decompose(ctx, ch, &y, l, SIRNN_DIGIT.min(l))?;
@@ -438,9 +584,16 @@ fn exp_neg_sirnn_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, 
             xa.extend_from_slice(&factors[2 * p]);
             ya.extend_from_slice(&factors[2 * p + 1]);
         }
-        let prod = ctx.block("mul", |ctx| blocks::mul_nonuniform_msb0_raw(ctx, ch, &xa, rt, &ya, rt, 2 * rt))?;
-        let tr = ctx.block("trunc", |ctx| blocks::trunc_msb0_raw(ctx, ch, &prod, 2 * rt, ft, false))?;
-        let mut next: Vec<Vec<u64>> = tr.chunks(n.max(1)).map(|c| c.iter().map(|a| a & mask(rt)).collect()).collect();
+        let prod = ctx.block("mul", |ctx| {
+            blocks::mul_nonuniform_msb0_raw(ctx, ch, &xa, rt, &ya, rt, 2 * rt)
+        })?;
+        let tr = ctx.block("trunc", |ctx| {
+            blocks::trunc_msb0_raw(ctx, ch, &prod, 2 * rt, ft, false)
+        })?;
+        let mut next: Vec<Vec<u64>> = tr
+            .chunks(n.max(1))
+            .map(|c| c.iter().map(|a| a & mask(rt)).collect())
+            .collect();
         next.truncate(pairs);
         if factors.len() % 2 == 1 {
             if let Some(last) = factors.pop() {
@@ -453,7 +606,13 @@ fn exp_neg_sirnn_core<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], l: u32, 
 }
 
 /// SIRNN's exponential for x ≤ 0 (digit lookup tables).
-pub fn exp_neg_sirnn<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
+pub fn exp_neg_sirnn<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
     ctx.block("exp_neg", |ctx| {
         let ft = out.scale + 4;
@@ -464,12 +623,24 @@ pub fn exp_neg_sirnn<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixe
 
 /// SIRNN sigmoid: m = msb(x); −|x| by a multiplexer; e = exp(−|x|) by digit tables;
 /// r = 1/(1 + e); p = e·r; σ = m ? p : r by a second multiplexer.
-pub fn sigmoid_sirnn<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
+pub fn sigmoid_sirnn<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
     ctx.block("sigmoid", |ctx| sigmoid_sirnn_inner(ctx, ch, x, inp, out))
 }
 
-fn sigmoid_sirnn_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
+fn sigmoid_sirnn_inner<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
     let (l, s) = (inp.bits, inp.scale);
     let ml = mask(l);
     let p0 = ctx.is_p0();
@@ -477,31 +648,59 @@ fn sigmoid_sirnn_inner<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fi
     // −|x| = −x + m·2x
     let two_x: Vec<u64> = x.iter().map(|a| (a << 1) & ml).collect();
     let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &m, &two_x, l))?;
-    let nabs: Vec<u64> = x.iter().zip(&sel).map(|(a, b)| add(a.wrapping_neg(), *b, ml)).collect();
+    let nabs: Vec<u64> = x
+        .iter()
+        .zip(&sel)
+        .map(|(a, b)| add(a.wrapping_neg(), *b, ml))
+        .collect();
     let f = sigmoid_inner_scale(s, out.scale);
     let e = ctx.block("exp_neg", |ctx| exp_neg_sirnn_core(ctx, ch, &nabs, l, s, f))?;
     let rb = f + 2;
     // e can be exactly 1 (x = 0): d = 2 is outside [1, 2); SIRNN clamps e ≤ 1 − 2^−f.
-    let d: Vec<u64> = e.iter().map(|a| if p0 { add(*a, 1u64 << f, mask(rb)) } else { a & mask(rb) }).collect();
+    let d: Vec<u64> = e
+        .iter()
+        .map(|a| {
+            if p0 {
+                add(*a, 1u64 << f, mask(rb))
+            } else {
+                a & mask(rb)
+            }
+        })
+        .collect();
     let d = clamp_below_two(ctx, ch, &d, rb)?;
-    let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale)))?;
+    let (w, rw, fw) = ctx.block("rec", |ctx| {
+        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale))
+    })?;
     // Ring of the product e·r: r's shares shifted by f stay valid mod 2^(rw + f).
     let pr = rw + f;
-    let p = ctx.block("mul", |ctx| blocks::mul_nonuniform_msb0_raw(ctx, ch, &e, rb, &w, rw, pr))?;
+    let p = ctx.block("mul", |ctx| {
+        blocks::mul_nonuniform_msb0_raw(ctx, ch, &e, rb, &w, rw, pr)
+    })?;
     // p at scale f + fw; r at fw → both to the output scale, then σ = r + m·(p − r).
-    let mut both = w.iter().map(|a| a & mask(pr)).map(|a| a << f).collect::<Vec<u64>>();
+    let mut both = w
+        .iter()
+        .map(|a| a & mask(pr))
+        .map(|a| a << f)
+        .collect::<Vec<u64>>();
     both.extend_from_slice(&p);
     let rounded = round_down_msb0(ctx, ch, &both, pr, f + fw, out.scale, out.bits)?;
     let n = x.len();
     let mo = mask(out.bits);
-    let diff: Vec<u64> = (0..n).map(|i| sub(rounded[n + i], rounded[i], mo)).collect();
+    let diff: Vec<u64> = (0..n)
+        .map(|i| sub(rounded[n + i], rounded[i], mo))
+        .collect();
     let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &m, &diff, out.bits))?;
     Ok((0..n).map(|i| add(rounded[i], sel[i], mo)).collect())
 }
 
 /// d ∈ [1, 2] at scale f → min(d, 2 − 2^−f): only d = 2 exactly (e = 1) needs the clamp; it is
 /// detected as bit f+1 of d (a carry on f + 1 bits) and corrected by a multiplexer.
-fn clamp_below_two<C: Channel>(ctx: &mut Ctx, ch: &mut C, d: &[u64], bits: u32) -> Result<Vec<u64>> {
+fn clamp_below_two<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    d: &[u64],
+    bits: u32,
+) -> Result<Vec<u64>> {
     // d ≥ 2^{f+1}  ⟺  msb of d in Z_{2^{f+2}} (d < 2^{f+2})
     let ge = ctx.block("msb", |ctx| blocks::msb_raw(ctx, ch, d, bits))?;
     let ones: Vec<u64> = vec![1; d.len()];
@@ -511,18 +710,39 @@ fn clamp_below_two<C: Channel>(ctx: &mut Ctx, ch: &mut C, d: &[u64], bits: u32) 
 }
 
 /// SIRNN-style tanh as 2·sigmoid(2x) − 1 on the SIRNN sigmoid.
-pub fn tanh_sirnn<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], inp: Fixed, out: Fixed) -> Result<Vec<u64>> {
+pub fn tanh_sirnn<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
     if inp.scale == 0 {
         return Err(invalid("tanh needs input scale ≥ 1"));
     }
     ctx.block("tanh", |ctx| {
-        let si = Fixed { bits: inp.bits, scale: inp.scale - 1 };
-        let so = Fixed { bits: out.bits.max(out.scale + 3), scale: out.scale + 1 };
+        let si = Fixed {
+            bits: inp.bits,
+            scale: inp.scale - 1,
+        };
+        let so = Fixed {
+            bits: out.bits.max(out.scale + 3),
+            scale: out.scale + 1,
+        };
         let sig = sigmoid_sirnn_inner(ctx, ch, x, si, so)?;
         let p0 = ctx.is_p0();
         let mo = mask(out.bits);
-        Ok(sig.iter().map(|a| if p0 { sub(*a, 1u64 << out.scale, mo) } else { a & mo }).collect())
+        Ok(sig
+            .iter()
+            .map(|a| {
+                if p0 {
+                    sub(*a, 1u64 << out.scale, mo)
+                } else {
+                    a & mo
+                }
+            })
+            .collect())
     })
 }
 
@@ -562,9 +782,36 @@ impl Impl {
 pub fn default_formats(f: crate::ulp::MathFn) -> (Fixed, Fixed) {
     use crate::ulp::MathFn::*;
     match f {
-        Exp => (Fixed { bits: 14, scale: 10 }, Fixed { bits: 24, scale: 10 }),
-        ExpNeg | Sigmoid | Tanh => (Fixed { bits: 20, scale: 16 }, Fixed { bits: 18, scale: 16 }),
-        Relu => (Fixed { bits: 20, scale: 16 }, Fixed { bits: 20, scale: 16 }),
+        Exp => (
+            Fixed {
+                bits: 14,
+                scale: 10,
+            },
+            Fixed {
+                bits: 24,
+                scale: 10,
+            },
+        ),
+        ExpNeg | Sigmoid | Tanh => (
+            Fixed {
+                bits: 20,
+                scale: 16,
+            },
+            Fixed {
+                bits: 18,
+                scale: 16,
+            },
+        ),
+        Relu => (
+            Fixed {
+                bits: 20,
+                scale: 16,
+            },
+            Fixed {
+                bits: 20,
+                scale: 16,
+            },
+        ),
     }
 }
 
@@ -581,7 +828,9 @@ pub fn evaluate<C: Channel>(
     use crate::ulp::MathFn::*;
     match (f, imp) {
         (Exp, Impl::Opaf) => exp_opaf(ctx, ch, x, inp, out),
-        (Exp, Impl::Sirnn) => Err(invalid("SIRNN has no exponential for general inputs (only x ≤ 0)")),
+        (Exp, Impl::Sirnn) => Err(invalid(
+            "SIRNN has no exponential for general inputs (only x ≤ 0)",
+        )),
         (ExpNeg, Impl::Opaf) => exp_neg_opaf(ctx, ch, x, inp, out),
         (ExpNeg, Impl::Sirnn) => exp_neg_sirnn(ctx, ch, x, inp, out),
         (Sigmoid, Impl::Opaf) => sigmoid_opaf(ctx, ch, x, inp, out),

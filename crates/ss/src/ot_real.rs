@@ -26,30 +26,64 @@ impl RealOt {
             let sender = OtExtSender::setup(ch, prg)?;
             let receiver = OtExtReceiver::setup(ch, prg)?;
             let kk = KkSender::setup(ch, prg)?;
-            Ok(RealOt { sender, receiver, kk_s: Some(kk), kk_r: None })
+            Ok(RealOt {
+                sender,
+                receiver,
+                kk_s: Some(kk),
+                kk_r: None,
+            })
         } else {
             let receiver = OtExtReceiver::setup(ch, prg)?;
             let sender = OtExtSender::setup(ch, prg)?;
             let kk = KkReceiver::setup(ch, prg)?;
-            Ok(RealOt { sender, receiver, kk_s: None, kk_r: Some(kk) })
+            Ok(RealOt {
+                sender,
+                receiver,
+                kk_s: None,
+                kk_r: Some(kk),
+            })
         }
     }
-    pub(crate) fn cot_send<C: Channel>(&mut self, ch: &mut C, deltas: &[u64], bits: u32) -> Result<Vec<u64>> {
+    pub(crate) fn cot_send<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         Ok(self.sender.send_correlated_u64(ch, deltas, bits)?)
     }
-    pub(crate) fn cot_recv<C: Channel>(&mut self, ch: &mut C, choices: &[bool], bits: u32) -> Result<Vec<u64>> {
+    pub(crate) fn cot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         Ok(self.receiver.recv_correlated_u64(ch, choices, bits)?)
     }
-    pub(crate) fn kk_send<C: Channel>(&mut self, ch: &mut C, n: usize, msgs: &[u64], bits: u32) -> Result<()> {
+    pub(crate) fn kk_send<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        msgs: &[u64],
+        bits: u32,
+    ) -> Result<()> {
         match &mut self.kk_s {
             Some(k) => Ok(k.send_u64(ch, n, msgs, bits)?),
             None => Err(SsError::InvalidArgument("only P0 sends 1-of-N OTs".into())),
         }
     }
-    pub(crate) fn kk_recv<C: Channel>(&mut self, ch: &mut C, n: usize, choices: &[u8], bits: u32) -> Result<Vec<u64>> {
+    pub(crate) fn kk_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        choices: &[u8],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         match &mut self.kk_r {
             Some(k) => Ok(k.recv_u64(ch, n, choices, bits)?),
-            None => Err(SsError::InvalidArgument("only P1 receives 1-of-N OTs".into())),
+            None => Err(SsError::InvalidArgument(
+                "only P1 receives 1-of-N OTs".into(),
+            )),
         }
     }
 }

@@ -14,13 +14,21 @@ pub enum RevealTo {
 fn check_range(v: &[u64], bits: u32) -> Result<()> {
     let m = mask(bits);
     if v.iter().any(|x| x & !m != 0) {
-        return Err(SsError::Malformed(format!("peer share exceeds {bits} bits")));
+        return Err(SsError::Malformed(format!(
+            "peer share exceeds {bits} bits"
+        )));
     }
     Ok(())
 }
 
 /// Reveals shares mod 2^bits. Returns `Some(values)` to each party that learns them.
-pub fn reveal<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, to: RevealTo) -> Result<Option<Vec<u64>>> {
+pub fn reveal<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    bits: u32,
+    to: RevealTo,
+) -> Result<Option<Vec<u64>>> {
     check_bits(bits)?;
     let m = mask(bits);
     let mine: Vec<u64> = x.iter().map(|a| a & m).collect();
@@ -50,7 +58,12 @@ pub fn reveal<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u64], bits: u32, to: R
         None => Ok(None),
         Some(o) => {
             check_range(&o, bits)?;
-            Ok(Some(mine.iter().zip(&o).map(|(a, b)| a.wrapping_add(*b) & m).collect()))
+            Ok(Some(
+                mine.iter()
+                    .zip(&o)
+                    .map(|(a, b)| a.wrapping_add(*b) & m)
+                    .collect(),
+            ))
         }
     }
 }
@@ -68,14 +81,20 @@ pub fn share_input<C: Channel>(
     check_bits(bits)?;
     let m = mask(bits);
     if ctx.party == owner {
-        let x = x.ok_or_else(|| SsError::InvalidArgument("the owner must pass its input".into()))?;
+        let x =
+            x.ok_or_else(|| SsError::InvalidArgument("the owner must pass its input".into()))?;
         if x.len() != n {
-            return Err(SsError::InvalidArgument("input length differs from n".into()));
+            return Err(SsError::InvalidArgument(
+                "input length differs from n".into(),
+            ));
         }
         let r = ctx.rand_u64s(n, bits);
         ch.send_pod(&r)?;
         ch.flush()?;
-        Ok(x.iter().zip(&r).map(|(a, b)| a.wrapping_sub(*b) & m).collect())
+        Ok(x.iter()
+            .zip(&r)
+            .map(|(a, b)| a.wrapping_sub(*b) & m)
+            .collect())
     } else {
         let r: Vec<u64> = ch.recv_pod(n)?;
         check_range(&r, bits)?;

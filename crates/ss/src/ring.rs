@@ -65,7 +65,9 @@ impl Fixed {
     pub fn new(bits: u32, scale: u32) -> Result<Self> {
         check_bits(bits)?;
         if scale >= bits && bits < 64 {
-            return Err(invalid(format!("scale {scale} must be below the bitwidth {bits}")));
+            return Err(invalid(format!(
+                "scale {scale} must be below the bitwidth {bits}"
+            )));
         }
         Ok(Fixed { bits, scale })
     }
@@ -84,7 +86,11 @@ pub struct Share {
 impl Share {
     pub fn new(v: Vec<u64>, bits: u32, scale: u32) -> Self {
         let m = mask(bits);
-        Share { bits, scale, v: v.into_iter().map(|x| x & m).collect() }
+        Share {
+            bits,
+            scale,
+            v: v.into_iter().map(|x| x & m).collect(),
+        }
     }
     pub fn len(&self) -> usize {
         self.v.len()
@@ -93,7 +99,10 @@ impl Share {
         self.v.is_empty()
     }
     pub fn fixed(&self) -> Fixed {
-        Fixed { bits: self.bits, scale: self.scale }
+        Fixed {
+            bits: self.bits,
+            scale: self.scale,
+        }
     }
     fn same(&self, o: &Share) -> Result<()> {
         if self.bits != o.bits || self.scale != o.scale || self.v.len() != o.v.len() {
@@ -105,20 +114,33 @@ impl Share {
     pub fn add(&self, o: &Share) -> Result<Share> {
         self.same(o)?;
         let m = mask(self.bits);
-        let v = self.v.iter().zip(&o.v).map(|(a, b)| a.wrapping_add(*b) & m).collect();
+        let v = self
+            .v
+            .iter()
+            .zip(&o.v)
+            .map(|(a, b)| a.wrapping_add(*b) & m)
+            .collect();
         Ok(Share { v, ..*self })
     }
     /// Local subtraction.
     pub fn sub(&self, o: &Share) -> Result<Share> {
         self.same(o)?;
         let m = mask(self.bits);
-        let v = self.v.iter().zip(&o.v).map(|(a, b)| a.wrapping_sub(*b) & m).collect();
+        let v = self
+            .v
+            .iter()
+            .zip(&o.v)
+            .map(|(a, b)| a.wrapping_sub(*b) & m)
+            .collect();
         Ok(Share { v, ..*self })
     }
     /// Local negation.
     pub fn neg(&self) -> Share {
         let m = mask(self.bits);
-        Share { v: self.v.iter().map(|a| a.wrapping_neg() & m).collect(), ..*self }
+        Share {
+            v: self.v.iter().map(|a| a.wrapping_neg() & m).collect(),
+            ..*self
+        }
     }
     /// Adds a public ring constant (only party P0 adds it, so the sum gains it once).
     pub fn add_const(&self, c: u64, is_p0: bool) -> Share {
@@ -126,18 +148,26 @@ impl Share {
         if !is_p0 {
             return self.clone();
         }
-        Share { v: self.v.iter().map(|a| a.wrapping_add(c) & m).collect(), ..*self }
+        Share {
+            v: self.v.iter().map(|a| a.wrapping_add(c) & m).collect(),
+            ..*self
+        }
     }
     /// Multiplies by a public integer (no rescaling).
     pub fn mul_const(&self, c: u64) -> Share {
         let m = mask(self.bits);
-        Share { v: self.v.iter().map(|a| a.wrapping_mul(c) & m).collect(), ..*self }
+        Share {
+            v: self.v.iter().map(|a| a.wrapping_mul(c) & m).collect(),
+            ..*self
+        }
     }
     /// Reduces to a smaller ring (free: the low bits of shares share the low bits).
     pub fn reduce(&self, bits: u32) -> Result<Share> {
         check_bits(bits)?;
         if bits > self.bits {
-            return Err(invalid("reduce cannot widen a ring; use an extension protocol"));
+            return Err(invalid(
+                "reduce cannot widen a ring; use an extension protocol",
+            ));
         }
         Ok(Share::new(self.v.clone(), bits, self.scale))
     }
@@ -149,6 +179,10 @@ pub fn share_local(x: &[u64], bits: u32, prg: &mut secinfer_ot::Prg) -> (Vec<u64
     use rand_core::RngCore;
     let m = mask(bits);
     let r: Vec<u64> = (0..x.len()).map(|_| prg.next_u64() & m).collect();
-    let x0 = x.iter().zip(&r).map(|(a, b)| a.wrapping_sub(*b) & m).collect();
+    let x0 = x
+        .iter()
+        .zip(&r)
+        .map(|(a, b)| a.wrapping_sub(*b) & m)
+        .collect();
     (x0, r)
 }

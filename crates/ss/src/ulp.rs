@@ -79,7 +79,11 @@ pub fn ulp_stats(f: MathFn, xs: &[u64], inp: Fixed, outs: &[u64], outf: Fixed) -
         }
     }
     st.count = xs.len().min(outs.len());
-    st.mean = if st.count > 0 { sum / st.count as f64 } else { 0.0 };
+    st.mean = if st.count > 0 {
+        sum / st.count as f64
+    } else {
+        0.0
+    };
     st
 }
 
@@ -87,7 +91,11 @@ pub fn ulp_stats(f: MathFn, xs: &[u64], inp: Fixed, outs: &[u64], outf: Fixed) -
 /// otherwise `n` evenly spaced points over it (deterministic, covers min, max and 0's neighbours).
 pub fn inputs(f: MathFn, inp: Fixed, n: usize) -> Vec<u64> {
     let lo: i64 = -(1i64 << (inp.bits - 1));
-    let hi: i64 = if f == MathFn::ExpNeg { -1 } else { (1i64 << (inp.bits - 1)) - 1 };
+    let hi: i64 = if f == MathFn::ExpNeg {
+        -1
+    } else {
+        (1i64 << (inp.bits - 1)) - 1
+    };
     let size = (hi - lo + 1) as u128;
     let m = crate::ring::mask(inp.bits);
     if n as u128 >= size {
@@ -95,7 +103,11 @@ pub fn inputs(f: MathFn, inp: Fixed, n: usize) -> Vec<u64> {
     }
     (0..n)
         .map(|i| {
-            let v = if n == 1 { lo } else { lo + ((size - 1) * i as u128 / (n as u128 - 1)) as i64 };
+            let v = if n == 1 {
+                lo
+            } else {
+                lo + ((size - 1) * i as u128 / (n as u128 - 1)) as i64
+            };
             (v as u64) & m
         })
         .collect()

@@ -10,7 +10,15 @@ fn values(bits: u32, rng: &mut Rng, n_random: usize) -> Vec<u64> {
         return (0..(1u64 << bits)).collect();
     }
     let m = mask(bits);
-    let mut v = vec![0, 1, m, m - 1, 1 << (bits - 1), (1 << (bits - 1)) - 1, (1 << (bits - 1)) + 1];
+    let mut v = vec![
+        0,
+        1,
+        m,
+        m - 1,
+        1 << (bits - 1),
+        (1 << (bits - 1)) - 1,
+        (1 << (bits - 1)) + 1,
+    ];
     v.extend((0..n_random).map(|_| rng.bits(bits)));
     v
 }
@@ -28,7 +36,11 @@ fn split_edges(x: &[u64], bits: u32, rng: &mut Rng) -> (Vec<u64>, Vec<u64>) {
             _ => rng.bits(bits),
         })
         .collect();
-    let s = x.iter().zip(&c).map(|(a, b)| a.wrapping_sub(*b) & m).collect();
+    let s = x
+        .iter()
+        .zip(&c)
+        .map(|(a, b)| a.wrapping_sub(*b) & m)
+        .collect();
     (s, c)
 }
 
@@ -61,7 +73,13 @@ fn millionaire_exhaustive_8_and_random_wide() {
         });
         let got = xor_shares(&r.client, &r.server);
         for i in 0..a.len() {
-            assert_eq!(got[i], (a[i] < b[i]) as u8, "bits {bits}: {} < {}", a[i], b[i]);
+            assert_eq!(
+                got[i],
+                (a[i] < b[i]) as u8,
+                "bits {bits}: {} < {}",
+                a[i],
+                b[i]
+            );
         }
     }
 }
@@ -77,10 +95,22 @@ fn and_b2a_mux() {
     let xs = xor_shares(&x, &xc);
     let ys = xor_shares(&y, &yc);
     for bits in [1u32, 8, 37, 64] {
-        let v: Vec<u64> = (0..n).map(|i| if i < 4 { [0, 1, mask(bits), 1 << (bits - 1)][i] } else { rng.bits(bits) }).collect();
+        let v: Vec<u64> = (0..n)
+            .map(|i| {
+                if i < 4 {
+                    [0, 1, mask(bits), 1 << (bits - 1)][i]
+                } else {
+                    rng.bits(bits)
+                }
+            })
+            .collect();
         let (vs, vc) = split(&v, bits, &mut rng);
         let r = run2(|ctx, ch| {
-            let (xm, ym, vm) = if ctx.is_p0() { (&xs, &ys, &vs) } else { (&xc, &yc, &vc) };
+            let (xm, ym, vm) = if ctx.is_p0() {
+                (&xs, &ys, &vs)
+            } else {
+                (&xc, &yc, &vc)
+            };
             let z = blocks::and(ctx, ch, xm, ym).unwrap();
             let a = blocks::b2a(ctx, ch, xm, bits).unwrap();
             let mx = blocks::mux(ctx, ch, xm, vm, bits).unwrap();
@@ -149,9 +179,18 @@ fn extensions_and_truncations() {
         let a = add_shares(&r.client.3, &r.server.3, bits);
         for i in 0..x.len() {
             assert_eq!(z[i], x[i], "zext {bits}->{to}");
-            assert_eq!(s[i], (to_signed(x[i], bits) as u64) & mask(to), "sext {bits}->{to} x {}", x[i]);
+            assert_eq!(
+                s[i],
+                (to_signed(x[i], bits) as u64) & mask(to),
+                "sext {bits}->{to} x {}",
+                x[i]
+            );
             assert_eq!(tr[i], x[i] >> t, "trunc_reduce {bits} by {t}");
-            assert_eq!(a[i], ((to_signed(x[i], bits) >> t) as u64) & mask(bits), "ars {bits} by {t}");
+            assert_eq!(
+                a[i],
+                ((to_signed(x[i], bits) >> t) as u64) & mask(bits),
+                "ars {bits} by {t}"
+            );
         }
     }
 }
@@ -161,7 +200,11 @@ fn known_msb_extension_and_truncation() {
     let mut rng = Rng(9);
     for bits in [10u32, 12, 24, 64] {
         // MSB 0 values
-        let x: Vec<u64> = values(bits, &mut rng, 3000).into_iter().map(|v| v & mask(bits - 1)).filter(|v| *v < (1 << (bits - 1)) - 8).collect();
+        let x: Vec<u64> = values(bits, &mut rng, 3000)
+            .into_iter()
+            .map(|v| v & mask(bits - 1))
+            .filter(|v| *v < (1 << (bits - 1)) - 8)
+            .collect();
         let (xs, xc) = split_edges(&x, bits, &mut rng);
         let t = 3u32;
         let to = (bits + 7).min(64);
@@ -176,8 +219,19 @@ fn known_msb_extension_and_truncation() {
         let e = add_shares(&r.client.1, &r.server.1, bits);
         let a = add_shares(&r.client.2, &r.server.2, bits);
         for i in 0..x.len() {
-            assert_eq!(z[i], x[i], "zext_msb0 {bits}->{to} x {} shares {} {}", x[i], xs[i], xc[i]);
-            assert_eq!(e[i], x[i] >> t, "exact trunc bits {bits} x {} shares {} {}", x[i], xs[i], xc[i]);
+            assert_eq!(
+                z[i], x[i],
+                "zext_msb0 {bits}->{to} x {} shares {} {}",
+                x[i], xs[i], xc[i]
+            );
+            assert_eq!(
+                e[i],
+                x[i] >> t,
+                "exact trunc bits {bits} x {} shares {} {}",
+                x[i],
+                xs[i],
+                xc[i]
+            );
             let fl = x[i] >> t;
             assert!(a[i] == fl || a[i] == fl + 1, "approx trunc {bits}");
         }
@@ -189,8 +243,24 @@ fn products() {
     let mut rng = Rng(13);
     let n = 2000;
     for bits in [8u32, 16, 37, 64] {
-        let x: Vec<u64> = (0..n).map(|i| if i < 3 { [0, 1, mask(bits)][i] } else { rng.bits(bits) }).collect();
-        let y: Vec<u64> = (0..n).map(|i| if i < 3 { [mask(bits), 0, mask(bits)][i] } else { rng.bits(bits) }).collect();
+        let x: Vec<u64> = (0..n)
+            .map(|i| {
+                if i < 3 {
+                    [0, 1, mask(bits)][i]
+                } else {
+                    rng.bits(bits)
+                }
+            })
+            .collect();
+        let y: Vec<u64> = (0..n)
+            .map(|i| {
+                if i < 3 {
+                    [mask(bits), 0, mask(bits)][i]
+                } else {
+                    rng.bits(bits)
+                }
+            })
+            .collect();
         let (xs, xc) = split(&x, bits, &mut rng);
         let (ys, yc) = split(&y, bits, &mut rng);
         let r = run2(|ctx, ch| {
@@ -211,8 +281,24 @@ fn products() {
     }
     // non-uniform: x ∈ Z_2^bx, y ∈ Z_2^by with MSB 0, product in Z_2^(bx+by)
     for (bx, by) in [(8u32, 12u32), (20, 30), (31, 33)] {
-        let x: Vec<u64> = (0..n).map(|i| if i == 0 { mask(bx - 1) } else { rng.bits(bx - 1) }).collect();
-        let y: Vec<u64> = (0..n).map(|i| if i == 0 { mask(by - 1) } else { rng.bits(by - 1) }).collect();
+        let x: Vec<u64> = (0..n)
+            .map(|i| {
+                if i == 0 {
+                    mask(bx - 1)
+                } else {
+                    rng.bits(bx - 1)
+                }
+            })
+            .collect();
+        let y: Vec<u64> = (0..n)
+            .map(|i| {
+                if i == 0 {
+                    mask(by - 1)
+                } else {
+                    rng.bits(by - 1)
+                }
+            })
+            .collect();
         let (xs, xc) = split_edges(&x, bx, &mut rng);
         let (ys, yc) = split_edges(&y, by, &mut rng);
         let out = bx + by;
@@ -222,7 +308,11 @@ fn products() {
         });
         let p = add_shares(&r.client, &r.server, out);
         for i in 0..n {
-            assert_eq!(p[i], (x[i] as u128 * y[i] as u128) as u64 & mask(out), "nonuniform {bx}x{by}");
+            assert_eq!(
+                p[i],
+                (x[i] as u128 * y[i] as u128) as u64 & mask(out),
+                "nonuniform {bx}x{by}"
+            );
         }
     }
 }
@@ -256,9 +346,15 @@ fn lut_digits_reciprocal() {
     // reciprocal on [1, 2): exhaustive over 2^12 inputs at scale 12... and random at scale 20
     for f in [12u32, 20] {
         let bits = f + 2;
-        let d: Vec<u64> = if f == 12 { (0..(1u64 << f)).map(|v| v + (1 << f)).collect() } else { (0..3000).map(|_| rng.bits(f) + (1 << f)).collect() };
+        let d: Vec<u64> = if f == 12 {
+            (0..(1u64 << f)).map(|v| v + (1 << f)).collect()
+        } else {
+            (0..3000).map(|_| rng.bits(f) + (1 << f)).collect()
+        };
         let (ds, dc) = split_edges(&d, bits, &mut rng);
-        let r = run2(|ctx, ch| blocks::reciprocal(ctx, ch, mine(ctx, &ds, &dc), bits, f, Default::default()).unwrap());
+        let r = run2(|ctx, ch| {
+            blocks::reciprocal(ctx, ch, mine(ctx, &ds, &dc), bits, f, Default::default()).unwrap()
+        });
         let (rw, fw) = (r.client.1, r.client.2);
         let w = add_shares(&r.client.0, &r.server.0, rw);
         let mut maxerr: f64 = 0.0;
@@ -269,7 +365,10 @@ fn lut_digits_reciprocal() {
         }
         // segment error ≤ 2^-19.x plus the offset table's quantisation at scale f + 2
         let bound = 2f64.powi(-18) + 2f64.powi(-(f as i32) - 2);
-        assert!(maxerr < bound, "reciprocal max abs error {maxerr:e} at f {f} (bound {bound:e})");
+        assert!(
+            maxerr < bound,
+            "reciprocal max abs error {maxerr:e} at f {f} (bound {bound:e})"
+        );
     }
 }
 

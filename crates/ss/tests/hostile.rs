@@ -8,8 +8,14 @@ use secinfer_ss::reveal::{reveal, share_input, RevealTo};
 use secinfer_ss::ring::Fixed;
 use secinfer_ss::{Party, SsError};
 
-const INP: Fixed = Fixed { bits: 20, scale: 16 };
-const OUT: Fixed = Fixed { bits: 18, scale: 16 };
+const INP: Fixed = Fixed {
+    bits: 20,
+    scale: 16,
+};
+const OUT: Fixed = Fixed {
+    bits: 18,
+    scale: 16,
+};
 
 /// The honest client runs OPAF's sigmoid; the server sets up and then misbehaves with `bad`.
 fn against(bad: impl Fn(&mut secinfer_net::DynChannel) + Send + Sync) -> SsError {
@@ -73,16 +79,34 @@ fn out_of_range_shares_are_rejected() {
     );
     let (a, b) = r.client.output;
     assert!(matches!(a, Some(SsError::Malformed(_))), "reveal: {a:?}");
-    assert!(matches!(b, Some(SsError::Malformed(_))), "share_input: {b:?}");
+    assert!(
+        matches!(b, Some(SsError::Malformed(_))),
+        "share_input: {b:?}"
+    );
 }
 
 #[test]
 fn bad_arguments_are_typed_errors() {
     let r = run2(|c, ch| {
-        let e1 = math::exp_opaf(c, ch, &[0], Fixed { bits: 20, scale: 12 }, Fixed { bits: 40, scale: 12 }).err();
+        let e1 = math::exp_opaf(
+            c,
+            ch,
+            &[0],
+            Fixed {
+                bits: 20,
+                scale: 12,
+            },
+            Fixed {
+                bits: 40,
+                scale: 12,
+            },
+        )
+        .err();
         let e2 = secinfer_ss::blocks::lut(c, ch, &[0], 9, &[0; 512], 8).err();
         let e3 = secinfer_ss::blocks::mux(c, ch, &[0, 1], &[0], 8).err();
-        [e1, e2, e3].iter().all(|e| matches!(e, Some(SsError::InvalidArgument(_))))
+        [e1, e2, e3]
+            .iter()
+            .all(|e| matches!(e, Some(SsError::InvalidArgument(_))))
     });
     assert!(r.client && r.server);
 }

@@ -24,13 +24,24 @@ fn run_fn(f: MathFn, imp: Impl, inp: Fixed, out: Fixed, n: usize) -> Run {
     let outs = add_shares(&r.client.0, &r.server.0, out.bits);
     let ulp = ulp_stats(f, &xs, inp, &outs, out);
     let c = r.client_cost.online;
-    Run { ulp, counts: r.client.1, rounds: c.rounds, bytes: c.bytes_sent + c.bytes_received }
+    Run {
+        ulp,
+        counts: r.client.1,
+        rounds: c.rounds,
+        bytes: c.bytes_sent + c.bytes_received,
+    }
 }
 
 fn report(name: &str, r: &Run) {
     eprintln!(
         "{name}: max_ulp {:.3} (at {:#x}) mean {:.4} n {} rounds {} bytes/item {:.0} blocks {:?}",
-        r.ulp.max, r.ulp.argmax, r.ulp.mean, r.ulp.count, r.rounds, r.bytes as f64 / r.ulp.count as f64, r.counts
+        r.ulp.max,
+        r.ulp.argmax,
+        r.ulp.mean,
+        r.ulp.count,
+        r.rounds,
+        r.bytes as f64 / r.ulp.count as f64,
+        r.counts
     );
 }
 
@@ -39,8 +50,14 @@ const EXHAUSTIVE_16: usize = 1 << 16;
 #[test]
 fn opaf_sigmoid_exhaustive_16bit() {
     // all 2^16 inputs at 16 bits, scale 12 (|x| < 8), output 14 bits at scale 12
-    let inp = Fixed { bits: 16, scale: 12 };
-    let out = Fixed { bits: 14, scale: 12 };
+    let inp = Fixed {
+        bits: 16,
+        scale: 12,
+    };
+    let out = Fixed {
+        bits: 14,
+        scale: 12,
+    };
     let r = run_fn(MathFn::Sigmoid, Impl::Opaf, inp, out, EXHAUSTIVE_16);
     report("opaf sigmoid 16/12", &r);
     assert_eq!(r.ulp.count, 1 << 16);
@@ -80,9 +97,27 @@ fn ulp_bounds_all_functions() {
     let mut fails = Vec::new();
     for (f, imp, inp, out, n, bound) in cases() {
         let r = run_fn(f, imp, inp, out, n);
-        report(&format!("{} {} {}/{}->{}/{}", imp.name(), f.name(), inp.bits, inp.scale, out.bits, out.scale), &r);
+        report(
+            &format!(
+                "{} {} {}/{}->{}/{}",
+                imp.name(),
+                f.name(),
+                inp.bits,
+                inp.scale,
+                out.bits,
+                out.scale
+            ),
+            &r,
+        );
         if r.ulp.max > bound {
-            fails.push(format!("{} {} {:?}: {} > {}", imp.name(), f.name(), inp, r.ulp.max, bound));
+            fails.push(format!(
+                "{} {} {:?}: {} > {}",
+                imp.name(),
+                f.name(),
+                inp,
+                r.ulp.max,
+                bound
+            ));
         }
     }
     assert!(fails.is_empty(), "{fails:?}");
@@ -92,22 +127,45 @@ fn ulp_bounds_all_functions() {
 /// OPAF's exp_neg fewer than SIRNN's digit-table exp.
 #[test]
 fn block_counts_opaf_below_sirnn() {
-    let total = |m: &BTreeMap<&'static str, u64>, top: &str| m.iter().filter(|(k, _)| **k != top).map(|(_, v)| *v).sum::<u64>();
-    for (f, top) in [(MathFn::Sigmoid, "sigmoid"), (MathFn::Tanh, "tanh"), (MathFn::ExpNeg, "exp_neg")] {
+    let total = |m: &BTreeMap<&'static str, u64>, top: &str| {
+        m.iter()
+            .filter(|(k, _)| **k != top)
+            .map(|(_, v)| *v)
+            .sum::<u64>()
+    };
+    for (f, top) in [
+        (MathFn::Sigmoid, "sigmoid"),
+        (MathFn::Tanh, "tanh"),
+        (MathFn::ExpNeg, "exp_neg"),
+    ] {
         let (inp, out) = math::default_formats(f);
         let o = run_fn(f, Impl::Opaf, inp, out, 64);
         let s = run_fn(f, Impl::Sirnn, inp, out, 64);
         let (oc, sc) = (total(&o.counts, top), total(&s.counts, top));
-        eprintln!("{top}: opaf {oc} blocks {:?}, sirnn {sc} blocks {:?}", o.counts, s.counts);
+        eprintln!(
+            "{top}: opaf {oc} blocks {:?}, sirnn {sc} blocks {:?}",
+            o.counts, s.counts
+        );
         assert!(oc < sc, "{top}: OPAF {oc} blocks vs SIRNN {sc}");
-        assert!(o.rounds < s.rounds || f == MathFn::Tanh, "{top}: OPAF rounds {} vs SIRNN {}", o.rounds, s.rounds);
+        assert!(
+            o.rounds < s.rounds || f == MathFn::Tanh,
+            "{top}: OPAF rounds {} vs SIRNN {}",
+            o.rounds,
+            s.rounds
+        );
     }
 }
 
 /// Rounds are the same for 1 and for 1000 elements, for every function and implementation.
 #[test]
 fn rounds_independent_of_n() {
-    for f in [MathFn::ExpNeg, MathFn::Sigmoid, MathFn::Tanh, MathFn::Exp, MathFn::Relu] {
+    for f in [
+        MathFn::ExpNeg,
+        MathFn::Sigmoid,
+        MathFn::Tanh,
+        MathFn::Exp,
+        MathFn::Relu,
+    ] {
         for imp in [Impl::Opaf, Impl::Sirnn] {
             if f == MathFn::Exp && imp == Impl::Sirnn {
                 continue;
@@ -128,7 +186,11 @@ fn small_formats_never_panic() {
         for f in [MathFn::Exp, MathFn::ExpNeg, MathFn::Sigmoid, MathFn::Tanh] {
             for imp in [Impl::Opaf, Impl::Sirnn] {
                 let inp = fx(s + 4, s);
-                let out = if f == MathFn::Exp { fx(s + 14, s) } else { fx(s + 2, s) };
+                let out = if f == MathFn::Exp {
+                    fx(s + 14, s)
+                } else {
+                    fx(s + 2, s)
+                };
                 let xs = inputs(f, inp, 16);
                 let ok = run2(|ctx, ch| math::evaluate(ctx, ch, f, imp, &xs, inp, out).is_ok());
                 assert_eq!(ok.client, ok.server);

@@ -15,8 +15,24 @@ fn local_ops_and_reveal() {
         let xr = &x;
         let r = run2(|ctx, ch| {
             // the client owns x, the server owns y
-            let xs = share_input(ctx, ch, Party::Client, Some(xr).filter(|_| !ctx.is_p0()).map(|v| &v[..]), 6, bits).unwrap();
-            let ys = share_input(ctx, ch, Party::Server, Some(&y).filter(|_| ctx.is_p0()).map(|v| &v[..]), 6, bits).unwrap();
+            let xs = share_input(
+                ctx,
+                ch,
+                Party::Client,
+                Some(xr).filter(|_| !ctx.is_p0()).map(|v| &v[..]),
+                6,
+                bits,
+            )
+            .unwrap();
+            let ys = share_input(
+                ctx,
+                ch,
+                Party::Server,
+                Some(&y).filter(|_| ctx.is_p0()).map(|v| &v[..]),
+                6,
+                bits,
+            )
+            .unwrap();
             let a = Share::new(xs, bits, 0);
             let b = Share::new(ys, bits, 0);
             let p0 = ctx.is_p0();
@@ -32,7 +48,10 @@ fn local_ops_and_reveal() {
             assert_eq!(r.server.0.as_ref().unwrap()[i], want_sum);
             assert_eq!(r.server.1.as_ref().unwrap()[i], y[i].wrapping_sub(x[i]) & m);
         }
-        assert!(r.client.1.is_none(), "the client must not learn a server-only reveal");
+        assert!(
+            r.client.1.is_none(),
+            "the client must not learn a server-only reveal"
+        );
     }
     // fixed-point encode/decode round trip, signed
     for v in [-8.0, -1.5, -0.0001, 0.0, 0.25, 7.99] {

@@ -78,7 +78,10 @@ const CG2_PRIME: u64 = 1_048_573;
 const SEED: Block = Block(0x5ec1_f3e0_0000_0000_0000_0000_0000_0063);
 
 fn is_prime(n: u64) -> bool {
-    n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| !n.is_multiple_of(d))
+    n >= 2
+        && (2..)
+            .take_while(|d| d * d <= n)
+            .all(|d| !n.is_multiple_of(d))
 }
 
 fn prime_above(x: u64) -> u64 {
@@ -92,12 +95,25 @@ fn case(func: Func, bits: u32, domain: DomainArg) -> (ShareDomain, ActSpec) {
         DomainArg::Pow2 => (ShareDomain::Pow2(bits), act),
         DomainArg::Modp => {
             let p = prime_above(1 << bits);
-            (ShareDomain::ModP(p), ActSpec { input: Fixed::new(bits + 1, act.input.frac), ..act })
+            (
+                ShareDomain::ModP(p),
+                ActSpec {
+                    input: Fixed::new(bits + 1, act.input.frac),
+                    ..act
+                },
+            )
         }
         DomainArg::Cg2 => {
             let inp = Fixed::new(20, act.input.frac + 12);
             let out = Fixed::new(19, act.act_out.frac + 12);
-            (ShareDomain::ModP(CG2_PRIME), ActSpec { input: inp, output: out, ..act })
+            (
+                ShareDomain::ModP(CG2_PRIME),
+                ActSpec {
+                    input: inp,
+                    output: out,
+                    ..act
+                },
+            )
         }
     }
 }
@@ -122,10 +138,19 @@ pub fn run_gates(args: GatesArgs, out: &mut Reporter) -> Result<(), Error> {
             let t = Instant::now();
             let act = ActSpec::default_for(func, bits);
             let (ulp, checked, exhaustive) = max_ulp_error(&act);
-            let mut variants: Vec<(&str, Option<ShareDomain>, ActSpec)> = vec![("activation only", None, act)];
+            let mut variants: Vec<(&str, Option<ShareDomain>, ActSpec)> =
+                vec![("activation only", None, act)];
             for d in [DomainArg::Pow2, DomainArg::Modp] {
                 let (dom, spec) = case(func, bits, d);
-                variants.push((if d == DomainArg::Pow2 { "shares mod 2^bits" } else { "shares mod p" }, Some(dom), spec));
+                variants.push((
+                    if d == DomainArg::Pow2 {
+                        "shares mod 2^bits"
+                    } else {
+                        "shares mod p"
+                    },
+                    Some(dom),
+                    spec,
+                ));
             }
             if bits == 8 && func != Func::Tanh {
                 let (dom, spec) = case(func, bits, DomainArg::Cg2);
@@ -142,7 +167,10 @@ pub fn run_gates(args: GatesArgs, out: &mut Reporter) -> Result<(), Error> {
                     .param("bits", bits)
                     .param("variant", name)
                     .param("in_fmt", format!("({},{})", act.input.bits, act.input.frac))
-                    .param("out_fmt", format!("({},{})", act.output.bits, act.output.frac));
+                    .param(
+                        "out_fmt",
+                        format!("({},{})", act.output.bits, act.output.frac),
+                    );
                 if let Some(ShareDomain::ModP(p)) = dom {
                     rec = rec.param("p", p);
                 }
@@ -208,12 +236,16 @@ pub fn run_gc(args: GcArgs, out: &mut Reporter) -> Result<(), Error> {
         let x = domain.lift(domain.add(ss[i], cs[i]));
         let want = domain.embed(eval_plain(&act, &spec, x));
         if domain.add(r.client[i], r.server[i]) != want {
-            return Err(Error::msg(format!("bench gc: value {i} reconstructs wrongly")));
+            return Err(Error::msg(format!(
+                "bench gc: value {i} reconstructs wrongly"
+            )));
         }
     }
     let (ulp, _, _) = max_ulp_error(&ActSpec::simple(func, spec.act_in, spec.act_out));
     let st = circ.stats();
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let ands = st.ands * n as u64;
     let rec = BenchRecord::from_costs("gc", r.wall_s, &r.client_cost, &r.server_cost)
         .param("fn", func.name())
@@ -224,7 +256,11 @@ pub fn run_gc(args: GcArgs, out: &mut Reporter) -> Result<(), Error> {
         .param("profile", args.net.profile.name)
         .param("threads", threads);
     let offline_bytes = r.client_cost.offline.bytes();
-    let end_to_end = r.client_cost.offline.time_s.max(r.server_cost.offline.time_s)
+    let end_to_end = r
+        .client_cost
+        .offline
+        .time_s
+        .max(r.server_cost.offline.time_s)
         + r.client_cost.online.time_s.max(r.server_cost.online.time_s);
     out.emit(
         rec.field("and_gates", ands)

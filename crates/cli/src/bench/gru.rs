@@ -6,7 +6,10 @@ use crate::error::Error;
 use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::Args;
-use secinfer_nn::secure::{client_session, random_model, server_session, CircuitActivations, ClientModel, ClientOptions, ServerModel, Variant};
+use secinfer_nn::secure::{
+    client_session, random_model, server_session, CircuitActivations, ClientModel, ClientOptions,
+    ServerModel, Variant,
+};
 use secinfer_nn::{argmax, Reference};
 
 #[derive(Args, Debug)]
@@ -34,11 +37,22 @@ pub struct GruArgs {
 }
 
 pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
-    if a.input == 0 || a.hidden == 0 || a.steps == 0 || a.classes < 2 || a.input > 4096 || a.hidden > 4096 || a.steps > 4096 {
-        return Err(Error::msg("sizes must be positive (classes ≥ 2) and at most 4096"));
+    if a.input == 0
+        || a.hidden == 0
+        || a.steps == 0
+        || a.classes < 2
+        || a.input > 4096
+        || a.hidden > 4096
+        || a.steps > 4096
+    {
+        return Err(Error::msg(
+            "sizes must be positive (classes ≥ 2) and at most 4096",
+        ));
     }
     let (q, embed) = random_model(a.input, a.hidden, a.classes, a.steps, a.variant, a.seed)?;
-    let tokens: Vec<u32> = (0..a.steps as u64).map(|i| ((i * 2654435761 + a.seed * 97) % 64) as u32).collect();
+    let tokens: Vec<u32> = (0..a.steps as u64)
+        .map(|i| ((i * 2654435761 + a.seed * 97) % 64) as u32)
+        .collect();
     let cm = ClientModel::new(q.config.clone(), &embed, a.variant, a.steps)?;
     let mut reference = Reference::new(&q, CircuitActivations::default());
     let want = argmax(&reference.classify(&tokens));
@@ -47,17 +61,30 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
     let toks = tokens.clone();
     let r = run_pair(
         &a.net,
-        move |ch| Ok(client_session(ch, &cm, &toks, ClientOptions::default(), &mut |_, _, _| {})?),
+        move |ch| {
+            Ok(client_session(
+                ch,
+                &cm,
+                &toks,
+                ClientOptions::default(),
+                &mut |_, _, _| {},
+            )?)
+        },
         move |ch| {
             let rep = server_session(ch, &sm)?;
             Ok(rep.flood_stat_bits)
         },
     )?;
     if r.client.class != want {
-        return Err(Error::msg(format!("bench gru: secure class {} differs from the reference's {want}", r.client.class)));
+        return Err(Error::msg(format!(
+            "bench gru: secure class {} differs from the reference's {want}",
+            r.client.class
+        )));
     }
     let rep = &r.client.report;
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let rec = BenchRecord::from_costs("gru", r.wall_s, &r.client_cost, &r.server_cost)
         .param("input", a.input)
         .param("hidden", a.hidden)

@@ -66,11 +66,20 @@ struct ClientOut {
 
 fn formats(f: MathFn, a: &MathArgs) -> (Fixed, Fixed) {
     let (di, dout) = math::default_formats(f);
-    let inp = Fixed { bits: a.bits.unwrap_or(di.bits), scale: a.scale.unwrap_or(di.scale) };
+    let inp = Fixed {
+        bits: a.bits.unwrap_or(di.bits),
+        scale: a.scale.unwrap_or(di.scale),
+    };
     let out = if f == MathFn::Relu {
-        Fixed { bits: a.out_bits.unwrap_or(inp.bits), scale: a.out_scale.unwrap_or(inp.scale) }
+        Fixed {
+            bits: a.out_bits.unwrap_or(inp.bits),
+            scale: a.out_scale.unwrap_or(inp.scale),
+        }
     } else {
-        Fixed { bits: a.out_bits.unwrap_or(dout.bits), scale: a.out_scale.unwrap_or(dout.scale) }
+        Fixed {
+            bits: a.out_bits.unwrap_or(dout.bits),
+            scale: a.out_scale.unwrap_or(dout.scale),
+        }
     };
     (inp, out)
 }
@@ -88,7 +97,18 @@ fn party(
     let mut ctx = Ctx::setup(party, ch)?;
     let setup_s = t0.elapsed().as_secs_f64();
     // Input sharing (not part of the measured function).
-    let mine = share_input(&mut ctx, ch, Party::Client, if party == Party::Client { Some(xs) } else { None }, xs.len(), inp.bits)?;
+    let mine = share_input(
+        &mut ctx,
+        ch,
+        Party::Client,
+        if party == Party::Client {
+            Some(xs)
+        } else {
+            None
+        },
+        xs.len(),
+        inp.bits,
+    )?;
     ch.set_phase(Phase::Online);
     let t1 = Instant::now();
     let y = math::evaluate(&mut ctx, ch, f, imp, &mine, inp, out)?;
@@ -97,13 +117,33 @@ fn party(
     let cost = ch.cost();
     // Output to the client (after the measurement).
     let revealed = reveal(&mut ctx, ch, &y, out.bits, RevealTo::Only(Party::Client))?;
-    let blocks = ctx.counts.iter().map(|(k, v)| (k.to_string(), Value::from(*v))).collect();
-    let report = PartyReport { setup_s, online_s, online_rounds: cost.online.rounds };
-    Ok(ClientOut { report, cost, outputs: revealed.unwrap_or_default(), blocks })
+    let blocks = ctx
+        .counts
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::from(*v)))
+        .collect();
+    let report = PartyReport {
+        setup_s,
+        online_s,
+        online_rounds: cost.online.rounds,
+    };
+    Ok(ClientOut {
+        report,
+        cost,
+        outputs: revealed.unwrap_or_default(),
+        blocks,
+    })
 }
 
 /// One measured run; returns the record.
-fn measure(f: MathFn, imp: Impl, inp: Fixed, out: Fixed, n: usize, net: &NetArgs) -> Result<BenchRecord, Error> {
+fn measure(
+    f: MathFn,
+    imp: Impl,
+    inp: Fixed,
+    out: Fixed,
+    n: usize,
+    net: &NetArgs,
+) -> Result<BenchRecord, Error> {
     let xs = inputs(f, inp, n);
     let xs_ref = &xs;
     let r = run_pair(
@@ -128,7 +168,9 @@ fn measure(f: MathFn, imp: Impl, inp: Fixed, out: Fixed, n: usize, net: &NetArgs
     client_cost.online.time_s = c.report.online_s;
     let online_s = c.report.online_s.max(s.online_s);
     let setup_s = c.report.setup_s.max(s.setup_s);
-    let threads = std::thread::available_parallelism().map(|v| v.get()).unwrap_or(1);
+    let threads = std::thread::available_parallelism()
+        .map(|v| v.get())
+        .unwrap_or(1);
     let mut rec = BenchRecord::from_costs("math", setup_s + online_s, &client_cost, &server_cost)
         .param("fn", f.name())
         .param("impl", imp.name())
@@ -157,7 +199,8 @@ pub fn run(args: MathArgs, out: &mut Reporter) -> Result<(), Error> {
     if args.ulp_table {
         return ulp_table(imp, &args, out);
     }
-    let f = MathFn::parse(&args.func).ok_or_else(|| Error::msg("--fn must be exp, exp_neg, sigmoid, tanh or relu"))?;
+    let f = MathFn::parse(&args.func)
+        .ok_or_else(|| Error::msg("--fn must be exp, exp_neg, sigmoid, tanh or relu"))?;
     if args.n == 0 {
         return Err(Error::msg("--n must be positive"));
     }
@@ -176,11 +219,26 @@ fn ulp_table(imp: Impl, args: &MathArgs, out: &mut Reporter) -> Result<(), Error
         if f == MathFn::Exp && imp == Impl::Sirnn {
             continue;
         }
-        let mut rec = BenchRecord::local("math_ulp_table", 0.0).param("fn", f.name()).param("impl", imp.name());
+        let mut rec = BenchRecord::local("math_ulp_table", 0.0)
+            .param("fn", f.name())
+            .param("impl", imp.name());
         let t0 = Instant::now();
         for s in 1..=16u32 {
-            let inp = Fixed { bits: s + 4, scale: s };
-            let outf = if f == MathFn::Exp { Fixed { bits: s + 14, scale: s } } else { Fixed { bits: s + 2, scale: s } };
+            let inp = Fixed {
+                bits: s + 4,
+                scale: s,
+            };
+            let outf = if f == MathFn::Exp {
+                Fixed {
+                    bits: s + 14,
+                    scale: s,
+                }
+            } else {
+                Fixed {
+                    bits: s + 2,
+                    scale: s,
+                }
+            };
             let v = match measure(f, imp, inp, outf, n, &args.net) {
                 Ok(r) => r.extra.get("max_ulp").cloned().unwrap_or(Value::Null),
                 Err(_) => Value::Null,

@@ -3,9 +3,9 @@ use crate::error::Error;
 use crate::report::Reporter;
 use clap::Subcommand;
 
-pub mod he;
 pub mod gc;
 pub mod gru;
+pub mod he;
 pub mod math;
 pub mod ot;
 

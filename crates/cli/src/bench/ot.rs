@@ -92,18 +92,34 @@ fn inputs(kind: OtKind, count: usize) -> Inputs {
     let choices = prg.bits(n);
     let (mut msgs, mut kk_choices, mut kk_msgs) = (Vec::new(), Vec::new(), Vec::new());
     match kind {
-        OtKind::Chosen => msgs = (0..n).map(|_| [prg.next_block(), prg.next_block()]).collect(),
+        OtKind::Chosen => {
+            msgs = (0..n)
+                .map(|_| [prg.next_block(), prg.next_block()])
+                .collect()
+        }
         OtKind::Kk => {
             kk_choices = (0..n).map(|_| prg.below(KK_N as u64) as u8).collect();
-            kk_msgs = (0..n * KK_N).map(|_| prg.next_block().low_u64() & ((1 << KK_BITS) - 1)).collect();
+            kk_msgs = (0..n * KK_N)
+                .map(|_| prg.next_block().low_u64() & ((1 << KK_BITS) - 1))
+                .collect();
         }
         _ => {}
     }
-    Inputs { choices, kk_choices, msgs, kk_msgs }
+    Inputs {
+        choices,
+        kk_choices,
+        msgs,
+        kk_msgs,
+    }
 }
 
 /// The client (receiver): returns its sample of every batch.
-fn client(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Result<Vec<[u64; 2]>, Error> {
+fn client(
+    kind: OtKind,
+    count: usize,
+    inp: &Inputs,
+    ch: &mut DynChannel,
+) -> Result<Vec<[u64; 2]>, Error> {
     let mut prg = Prg::new();
     let mut sample = Vec::new();
     match kind {
@@ -130,7 +146,9 @@ fn client(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Resu
                         r.recv_rot_into(ch, c, &mut buf[..n])?;
                         sample.extend(buf.iter().take(SAMPLE).map(|&b| split(b)));
                     }
-                    _ => sample.extend(r.recv_chosen(ch, c)?.iter().take(SAMPLE).map(|&b| split(b))),
+                    _ => {
+                        sample.extend(r.recv_chosen(ch, c)?.iter().take(SAMPLE).map(|&b| split(b)))
+                    }
                 }
             }
         }
@@ -139,7 +157,12 @@ fn client(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Resu
 }
 
 /// The server (sender): returns what the client's sample must equal (COT: `[Δ, q_j...]`).
-fn server(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Result<Vec<[u64; 2]>, Error> {
+fn server(
+    kind: OtKind,
+    count: usize,
+    inp: &Inputs,
+    ch: &mut DynChannel,
+) -> Result<Vec<[u64; 2]>, Error> {
     let mut prg = Prg::new();
     let mut sample = Vec::new();
     match kind {
@@ -155,7 +178,14 @@ fn server(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Resu
             ch.set_phase(Phase::Offline);
             sample.push(split(s.delta()));
             let mut buf = vec![Block::ZERO; batch(kind).min(count)];
-            let mut pairs = vec![[Block::ZERO; 2]; if let OtKind::Rot = kind { batch(kind).min(count) } else { 0 }];
+            let mut pairs = vec![
+                [Block::ZERO; 2];
+                if let OtKind::Rot = kind {
+                    batch(kind).min(count)
+                } else {
+                    0
+                }
+            ];
             for n in batches(kind, count) {
                 match kind {
                     OtKind::Cot => {
@@ -164,7 +194,12 @@ fn server(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Resu
                     }
                     OtKind::Rot => {
                         s.send_rot_into(ch, &mut pairs[..n])?;
-                        sample.extend(pairs.iter().take(SAMPLE).flat_map(|k| [split(k[0]), split(k[1])]));
+                        sample.extend(
+                            pairs
+                                .iter()
+                                .take(SAMPLE)
+                                .flat_map(|k| [split(k[0]), split(k[1])]),
+                        );
                     }
                     _ => s.send_chosen(ch, &inp.msgs[..n])?,
                 }
@@ -175,12 +210,20 @@ fn server(kind: OtKind, count: usize, inp: &Inputs, ch: &mut DynChannel) -> Resu
 }
 
 /// Checks the client's sample against the server's (or the public messages).
-fn check(kind: OtKind, count: usize, inp: &Inputs, got: &[[u64; 2]], sent: &[[u64; 2]]) -> Result<(), Error> {
+fn check(
+    kind: OtKind,
+    count: usize,
+    inp: &Inputs,
+    got: &[[u64; 2]],
+    sent: &[[u64; 2]],
+) -> Result<(), Error> {
     let join = |v: [u64; 2]| Block(v[0] as u128 | (v[1] as u128) << 64);
     let mut k = 0;
     for n in batches(kind, count) {
         for j in 0..SAMPLE.min(n) {
-            let g = *got.get(k).ok_or_else(|| Error::msg("client sample too short"))?;
+            let g = *got
+                .get(k)
+                .ok_or_else(|| Error::msg("client sample too short"))?;
             let c = inp.choices[j];
             let ok = match kind {
                 OtKind::Cot => {
@@ -192,7 +235,10 @@ fn check(kind: OtKind, count: usize, inp: &Inputs, got: &[[u64; 2]], sent: &[[u6
                 OtKind::Kk => g[0] == inp.kk_msgs[j * KK_N + inp.kk_choices[j] as usize],
             };
             if !ok {
-                return Err(Error::msg(format!("bench ot {}: OT {j} of a batch is wrong", kind.name())));
+                return Err(Error::msg(format!(
+                    "bench ot {}: OT {j} of a batch is wrong",
+                    kind.name()
+                )));
             }
             k += 1;
         }
@@ -206,9 +252,15 @@ pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
         return Err(Error::msg("--count must be positive"));
     }
     let inp = inputs(kind, count);
-    let r = run_pair(&args.net, |ch| client(kind, count, &inp, ch), |ch| server(kind, count, &inp, ch))?;
+    let r = run_pair(
+        &args.net,
+        |ch| client(kind, count, &inp, ch),
+        |ch| server(kind, count, &inp, ch),
+    )?;
     check(kind, count, &inp, &r.client, &r.server)?;
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let mut rec = BenchRecord::from_costs("ot", r.wall_s, &r.client_cost, &r.server_cost)
         .param("kind", kind.name())
         .param("net", args.net.net_name())
@@ -218,7 +270,11 @@ pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
     if let OtKind::Kk = kind {
         rec = rec.param("n", KK_N).param("bits", KK_BITS);
     }
-    let offline_s = r.client_cost.offline.time_s.max(r.server_cost.offline.time_s);
+    let offline_s = r
+        .client_cost
+        .offline
+        .time_s
+        .max(r.server_cost.offline.time_s);
     let bytes_total = rec.bytes_total;
     let rec = rec
         .field("count", count)

@@ -11,7 +11,9 @@
 use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
 use secinfer_gc::backend::{and, Backend, Bit, Word};
-use secinfer_gc::gadgets::{add, add_cin, add_full, argmax, constant_word, mul_trunc, relu, saturate, sext, sub, zext};
+use secinfer_gc::gadgets::{
+    add, add_cin, add_full, argmax, constant_word, mul_trunc, relu, saturate, sext, sub, zext,
+};
 use secinfer_gc::{Builder, Circuit};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -38,7 +40,13 @@ fn circuits() -> &'static Mutex<HashMap<Key, Entry>> {
 /// The gc crate's stand-alone circuit for `func` from `af.input` to `af.output`, and the
 /// smallest and largest values it outputs over all inputs (cached per process).
 fn act_circuit(func: Func, af: ActFormat) -> Entry {
-    let key = (func, af.input.bits, af.input.frac, af.output.bits, af.output.frac);
+    let key = (
+        func,
+        af.input.bits,
+        af.input.frac,
+        af.output.bits,
+        af.output.frac,
+    );
     if let Some(c) = circuits().lock().ok().and_then(|m| m.get(&key).cloned()) {
         return c;
     }
@@ -53,11 +61,18 @@ fn act_circuit(func: Func, af: ActFormat) -> Entry {
     let mut base = 0u64;
     while base < total {
         let ins: Vec<u64> = (0..nb)
-            .map(|i| (0..64u64).filter(|l| base + l < total && ((base + l) >> i) & 1 == 1).fold(0u64, |a, l| a | (1 << l)))
+            .map(|i| {
+                (0..64u64)
+                    .filter(|l| base + l < total && ((base + l) >> i) & 1 == 1)
+                    .fold(0u64, |a, l| a | (1 << l))
+            })
             .collect();
         let outs = c.eval_sliced(&ins);
         for l in 0..64u64.min(total - base) {
-            let v = outs.iter().enumerate().fold(0u64, |a, (j, w)| a | (((w >> l) & 1) << j));
+            let v = outs
+                .iter()
+                .enumerate()
+                .fold(0u64, |a, (j, w)| a | (((w >> l) & 1) << j));
             let y = spec.output.decode(v & ((1u64 << ob) - 1));
             min = min.min(y);
             max = max.max(y);
@@ -81,7 +96,13 @@ pub struct CircuitActivations {
 
 impl CircuitActivations {
     fn eval(&self, func: Func, x: i64, f: ActFormat) -> i64 {
-        let key = (func, f.input.bits, f.input.frac, f.output.bits, f.output.frac);
+        let key = (
+            func,
+            f.input.bits,
+            f.input.frac,
+            f.output.bits,
+            f.output.frac,
+        );
         let c = self.cache.borrow().get(&key).cloned();
         let c = match c {
             Some(c) => c,
@@ -91,7 +112,11 @@ impl CircuitActivations {
                 c
             }
         };
-        eval_plain(&c, &ActSpec::simple(func, fixed(f.input), fixed(f.output)), x)
+        eval_plain(
+            &c,
+            &ActSpec::simple(func, fixed(f.input), fixed(f.output)),
+            x,
+        )
     }
 }
 
@@ -125,7 +150,11 @@ pub struct StepLayout {
 
 impl StepLayout {
     pub fn new(fp: &FixedPointConfig) -> Self {
-        StepLayout { acc: (fp.main.bits + fp.main.frac) as usize, l: fp.main.bits as usize, f: fp.main.frac as usize }
+        StepLayout {
+            acc: (fp.main.bits + fp.main.frac) as usize,
+            l: fp.main.bits as usize,
+            f: fp.main.frac as usize,
+        }
     }
     /// Input bits per element of each party (without the server's mask).
     fn per_party(&self) -> usize {
@@ -162,7 +191,12 @@ impl StepLayout {
 /// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), lo_i (F), lo_h (F)].
 fn gate_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], f: usize, l: usize) -> W {
     let (_, ci) = add_full(b, &g[l..l + f], &e[l..l + f], Bit::Const(false));
-    let (_, ch) = add_full(b, &g[l + f..l + 2 * f], &e[l + f..l + 2 * f], Bit::Const(false));
+    let (_, ch) = add_full(
+        b,
+        &g[l + f..l + 2 * f],
+        &e[l + f..l + 2 * f],
+        Bit::Const(false),
+    );
     let s1 = add_cin(b, &g[..l], &e[..l], ci);
     add_cin(b, &s1, &constant_word(0, l), ch)
 }
@@ -202,7 +236,15 @@ fn to_main(y: &[Bit<u32>], main_frac: u32, af: ActFormat, l: usize) -> W {
 /// (checked exhaustively) only its low `g_bits` bits (up to its largest output) are used and g·v = g·v_u − (g·sign(v)) ≪ (L−1) with
 /// v_u the low L−1 bits of v: each partial-product row costs L−1 ANDs plus an (L−1)-bit adder
 /// over only the accumulator bits it touches. Otherwise a generic signed product mod 2^(F+L).
-fn gate_mul(b: &mut Builder, g: &[Bit<u32>], g_bits: Option<usize>, v: &[Bit<u32>], main_frac: u32, af: ActFormat, lay: StepLayout) -> W {
+fn gate_mul(
+    b: &mut Builder,
+    g: &[Bit<u32>],
+    g_bits: Option<usize>,
+    v: &[Bit<u32>],
+    main_frac: u32,
+    af: ActFormat,
+    lay: StepLayout,
+) -> W {
     let shift = (main_frac - af.output.frac) as usize;
     let f = main_frac as usize;
     let Some(gb) = g_bits.filter(|&k| k < g.len()) else {
@@ -218,7 +260,12 @@ fn gate_mul(b: &mut Builder, g: &[Bit<u32>], g_bits: Option<usize>, v: &[Bit<u32
 }
 
 /// Low `w` bits of g·v for g unsigned and v signed (two's complement, len ≥ 2).
-pub(crate) fn mul_unsigned_signed<B: Backend>(b: &mut B, g: &[Bit<B::Wire>], v: &[Bit<B::Wire>], w: usize) -> Word<B::Wire> {
+pub(crate) fn mul_unsigned_signed<B: Backend>(
+    b: &mut B,
+    g: &[Bit<B::Wire>],
+    v: &[Bit<B::Wire>],
+    w: usize,
+) -> Word<B::Wire> {
     let lv = v.len();
     let vu = &v[..lv - 1];
     let sign = v[lv - 1].clone();
@@ -264,7 +311,11 @@ pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
     let cf = fp.candidate_format();
     let (_, sig_min, sig_max) = act_circuit(Func::Sigmoid, sf);
     // Bits the gate value can occupy: all of them, or (never negative) only up to its maximum.
-    let sig_bits = if sig_min >= 0 { Some(64 - (sig_max.max(1) as u64).leading_zeros() as usize) } else { None };
+    let sig_bits = if sig_min >= 0 {
+        Some(64 - (sig_max.max(1) as u64).leading_zeros() as usize)
+    } else {
+        None
+    };
     let gi = lay.garbler_inputs();
     Circuit::build(gi + lay.evaluator_inputs(), |b, ins| {
         let (g, e) = ins.split_at(gi);
@@ -309,7 +360,9 @@ pub fn final_circuit(fp: &FixedPointConfig, classes: usize, reveal_logits: bool)
     let f = fp.main.frac as usize;
     Circuit::build(2 * classes * a, |b, ins| {
         let (g, e) = ins.split_at(classes * a);
-        let logits: Vec<W> = (0..classes).map(|k| trunc_acc(b, &g[k * a..(k + 1) * a], &e[k * a..(k + 1) * a], f, l)).collect();
+        let logits: Vec<W> = (0..classes)
+            .map(|k| trunc_acc(b, &g[k * a..(k + 1) * a], &e[k * a..(k + 1) * a], f, l))
+            .collect();
         if reveal_logits {
             logits.concat()
         } else {
@@ -330,22 +383,25 @@ mod tests {
     #[test]
     fn unsigned_by_signed_multiplier_is_exact_mod_2_w() {
         for (gb, lv, w) in [(5usize, 7usize, 11usize), (4, 6, 14), (5, 7, 8), (3, 8, 12)] {
-        let c = Circuit::build(gb + lv, |b, ins| {
-            let g = ins[..gb].to_vec();
-            let v = ins[gb..].to_vec();
-            mul_unsigned_signed(b, &g, &v, w)
-        });
-        for g in 0..(1u64 << gb) {
-            for v in 0..(1u64 << lv) {
-                let mut bits: Vec<bool> = (0..gb).map(|i| (g >> i) & 1 == 1).collect();
-                bits.extend((0..lv).map(|i| (v >> i) & 1 == 1));
-                let out = c.eval_plain(&bits);
-                let got = out.iter().enumerate().fold(0u64, |a, (i, &x)| a | ((x as u64) << i));
-                let vs = ((v << (64 - lv)) as i64) >> (64 - lv);
-                let want = ((g as i64 * vs) as u64) & ((1 << w) - 1);
-                assert_eq!(got, want, "g {g} v {vs} ({gb}, {lv}, {w})");
+            let c = Circuit::build(gb + lv, |b, ins| {
+                let g = ins[..gb].to_vec();
+                let v = ins[gb..].to_vec();
+                mul_unsigned_signed(b, &g, &v, w)
+            });
+            for g in 0..(1u64 << gb) {
+                for v in 0..(1u64 << lv) {
+                    let mut bits: Vec<bool> = (0..gb).map(|i| (g >> i) & 1 == 1).collect();
+                    bits.extend((0..lv).map(|i| (v >> i) & 1 == 1));
+                    let out = c.eval_plain(&bits);
+                    let got = out
+                        .iter()
+                        .enumerate()
+                        .fold(0u64, |a, (i, &x)| a | ((x as u64) << i));
+                    let vs = ((v << (64 - lv)) as i64) >> (64 - lv);
+                    let want = ((g as i64 * vs) as u64) & ((1 << w) - 1);
+                    assert_eq!(got, want, "g {g} v {vs} ({gb}, {lv}, {w})");
+                }
             }
-        }
         }
     }
 }

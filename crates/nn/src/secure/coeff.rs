@@ -45,15 +45,31 @@ impl Layout {
     }
     fn grouped(rows: usize, cols: usize, n: usize, group: usize) -> Result<Layout> {
         if cols == 0 || rows == 0 || group == 0 || cols * group > n {
-            return Err(NnError::Input(format!("matrix {rows}×{cols} does not fit ring degree {n}")));
+            return Err(NnError::Input(format!(
+                "matrix {rows}×{cols} does not fit ring degree {n}"
+            )));
         }
         let per_block = (n / cols / group).min(rows);
-        Ok(Layout { rows, cols, per_block, blocks: rows.div_ceil(per_block), n, group })
+        Ok(Layout {
+            rows,
+            cols,
+            per_block,
+            blocks: rows.div_ceil(per_block),
+            n,
+            group,
+        })
     }
     /// The layout for `count` independent inputs (all steps' input projections) with the
     /// fewest bytes: uploads of `up` bytes per ciphertext and responses of about `resp` bytes
     /// per block.
-    pub fn batched(rows: usize, cols: usize, n: usize, count: usize, up: usize, resp: usize) -> Result<Layout> {
+    pub fn batched(
+        rows: usize,
+        cols: usize,
+        n: usize,
+        count: usize,
+        up: usize,
+        resp: usize,
+    ) -> Result<Layout> {
         let mut best = Self::new(rows, cols, n)?;
         let cost = |l: &Layout| count.div_ceil(l.group) * (up + l.blocks * resp);
         for g in 2..=count.min(n / cols) {
@@ -88,7 +104,8 @@ impl Layout {
                         break;
                     }
                     for j in 0..self.cols {
-                        p[i * self.cols + self.cols - 1 - j] = (w[row * self.cols + j] as u64) & T_MASK;
+                        p[i * self.cols + self.cols - 1 - j] =
+                            (w[row * self.cols + j] as u64) & T_MASK;
                     }
                 }
                 Plaintext::from_coeffs(params, &p).map_err(he)
@@ -105,7 +122,9 @@ impl Layout {
     }
     /// The result coefficients of block `b`, input-major.
     pub fn positions(&self, b: usize) -> Vec<usize> {
-        (0..self.group).flat_map(|u| (0..self.rows_in(b)).map(move |i| self.pos(u, i))).collect()
+        (0..self.group)
+            .flat_map(|u| (0..self.rows_in(b)).map(move |i| self.pos(u, i)))
+            .collect()
     }
     /// Reads the results out of the block polynomials: `group × rows`, input-major.
     pub fn extract(&self, polys: &[Vec<u64>]) -> Vec<u64> {
@@ -142,7 +161,13 @@ pub fn flood_bits(params: &Params, ct: &Ciphertext) -> (u32, f64) {
 /// Server: W·Enc(x) − r for each block, flooded and switched. Returns the serialised responses
 /// and the server's share (the masks at the result coefficients, one per row), plus the weakest
 /// statistical-flooding exponent.
-pub fn server_product(params: &Params, pk: &PublicKey, lay: &Layout, pts: &[Plaintext], ct: &Ciphertext) -> Result<(Vec<Vec<u8>>, Vec<u64>, f64)> {
+pub fn server_product(
+    params: &Params,
+    pk: &PublicKey,
+    lay: &Layout,
+    pts: &[Plaintext],
+    ct: &Ciphertext,
+) -> Result<(Vec<Vec<u8>>, Vec<u64>, f64)> {
     let log_q = response_bits(params);
     type Part = (Vec<u8>, Vec<u64>, f64);
     let res: Vec<Result<Part>> = pts
@@ -152,8 +177,12 @@ pub fn server_product(params: &Params, pk: &PublicKey, lay: &Layout, pts: &[Plai
             let prod = params.mul_plain(ct, pt);
             let (fb, stat) = flood_bits(params, &prod);
             let mut prg = secinfer_ot::Prg::new();
-            let mask: Vec<u64> = (0..params.n()).map(|_| prg.next_block().low_u64() & T_MASK).collect();
-            let r: Response = params.finish_response(&prod, pk, fb, Some(&mask), log_q).map_err(he)?;
+            let mask: Vec<u64> = (0..params.n())
+                .map(|_| prg.next_block().low_u64() & T_MASK)
+                .collect();
+            let r: Response = params
+                .finish_response(&prod, pk, fb, Some(&mask), log_q)
+                .map_err(he)?;
             Ok((trim(lay, b, &r.to_bytes(), params.n())?, mask, stat))
         })
         .collect();
@@ -226,7 +255,9 @@ fn unpack(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>> {
     let mut it = bytes.iter();
     for _ in 0..count {
         while nb < bits {
-            let b = *it.next().ok_or_else(|| NnError::Protocol("short response".into()))?;
+            let b = *it
+                .next()
+                .ok_or_else(|| NnError::Protocol("short response".into()))?;
             acc |= (b as u128) << nb;
             nb += 8;
         }
@@ -246,7 +277,14 @@ fn trim(lay: &Layout, b: usize, rsp: &[u8], n: usize) -> Result<Vec<u8>> {
     let bits = rsp[3] as u32;
     let vals = unpack(&rsp[5..], 2 * n, bits)?;
     let mut out = vec![bits as u8];
-    pack(lay.positions(b).into_iter().map(|p| vals[p]).chain(vals[n..].iter().copied()), bits, &mut out);
+    pack(
+        lay.positions(b)
+            .into_iter()
+            .map(|p| vals[p])
+            .chain(vals[n..].iter().copied()),
+        bits,
+        &mut out,
+    );
     Ok(out)
 }
 
@@ -265,7 +303,11 @@ fn untrim(lay: &Layout, b: usize, bytes: &[u8], n: usize) -> Result<Vec<u8>> {
     let mut out = b"RSP".to_vec();
     out.push(bits);
     out.push(0);
-    pack(c0.into_iter().chain(vals[k..].iter().copied()), bits as u32, &mut out);
+    pack(
+        c0.into_iter().chain(vals[k..].iter().copied()),
+        bits as u32,
+        &mut out,
+    );
     Ok(out)
 }
 

@@ -7,6 +7,6 @@ pub mod session;
 
 pub use circuits::CircuitActivations;
 pub use session::{
-    client_session, fp_for_variant, random_model, server_session, ClientModel, ClientOptions, GruOutcome, ServerModel,
-    SessionReport, Variant, PROTOCOL,
+    client_session, fp_for_variant, random_model, server_session, ClientModel, ClientOptions,
+    GruOutcome, ServerModel, SessionReport, Variant, PROTOCOL,
 };

@@ -12,7 +12,9 @@ use super::coeff::{self, client_share, plain_affine, server_product, to_ring, La
 use crate::error::{NnError, Result};
 use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
 use crate::model::{Candidate, ModelConfig};
-use secinfer_gc::protocol::{evaluate_offline, evaluate_online, garble_offline, garble_online, GarbledBatch, ReceivedBatch};
+use secinfer_gc::protocol::{
+    evaluate_offline, evaluate_online, garble_offline, garble_online, GarbledBatch, ReceivedBatch,
+};
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
 use secinfer_net::{Channel, Cost, Phase};
@@ -82,10 +84,20 @@ pub fn fp_for_variant(config: &ModelConfig, v: Variant) -> Result<FixedPointConf
     let fp = match v {
         Variant::Cg2 => FixedPointConfig {
             main,
-            sigmoid: Some(ActFormat { input: Format { bits: 8, frac: 4 }, output: Format { bits: 8, frac: 7 } }),
-            candidate: Some(ActFormat { input: Format { bits: 8, frac: 4 }, output: Format { bits: 8, frac: 4 } }),
+            sigmoid: Some(ActFormat {
+                input: Format { bits: 8, frac: 4 },
+                output: Format { bits: 8, frac: 7 },
+            }),
+            candidate: Some(ActFormat {
+                input: Format { bits: 8, frac: 4 },
+                output: Format { bits: 8, frac: 4 },
+            }),
         },
-        _ => FixedPointConfig { main, sigmoid: None, candidate: None },
+        _ => FixedPointConfig {
+            main,
+            sigmoid: None,
+            candidate: None,
+        },
     };
     check_fp(fp)
 }
@@ -172,7 +184,14 @@ impl Acc {
 /// when that saves bytes.
 fn input_layout(params: &Params, rows: usize, cols: usize, steps: usize) -> Result<Layout> {
     let probe = Layout::new(rows, cols, params.n())?;
-    Layout::batched(rows, cols, params.n(), steps, coeff::upload_len(params), coeff::response_len(params, &probe, 0))
+    Layout::batched(
+        rows,
+        cols,
+        params.n(),
+        steps,
+        coeff::upload_len(params),
+        coeff::response_len(params, &probe, 0),
+    )
 }
 
 /// The server's prepared model (shared by all sessions).
@@ -194,7 +213,10 @@ impl ServerModel {
     pub fn new(q: QuantizedModel, variant: Variant, steps: usize) -> Result<ServerModel> {
         let fp = fp_for_variant(&q.config, variant)?;
         if fp != q.fp {
-            return Err(NnError::Input("the model is quantised with another fixed-point configuration than the variant's".into()));
+            return Err(NnError::Input(
+                "the model is quantised with another fixed-point configuration than the variant's"
+                    .into(),
+            ));
         }
         let params = Params::by_name(HE_PARAMS).map_err(he)?;
         let a = &q.config.arch;
@@ -207,7 +229,17 @@ impl ServerModel {
         let hh = (hh, hh.weight_plaintexts(&params, &q.w_hh)?);
         let fc = (fcl, fcl.weight_plaintexts(&params, &q.w_fc)?);
         let step = step_circuit(&fp, a.activation == Candidate::Tanh);
-        Ok(ServerModel { q, variant, fp, steps, params, ih, hh, fc, step })
+        Ok(ServerModel {
+            q,
+            variant,
+            fp,
+            steps,
+            params,
+            ih,
+            hh,
+            fc,
+            step,
+        })
     }
     pub fn and_gates_per_step_element(&self) -> u64 {
         self.step.and_count()
@@ -225,10 +257,24 @@ pub struct ClientModel {
 }
 
 impl ClientModel {
-    pub fn new(config: ModelConfig, embed_f32: &[f32], variant: Variant, steps: usize) -> Result<ClientModel> {
+    pub fn new(
+        config: ModelConfig,
+        embed_f32: &[f32],
+        variant: Variant,
+        steps: usize,
+    ) -> Result<ClientModel> {
         let fp = fp_for_variant(&config, variant)?;
-        let embed = embed_f32.iter().map(|&v| fp.main.quantize(v as f64).0).collect();
-        Ok(ClientModel { config, variant, fp, embed, steps })
+        let embed = embed_f32
+            .iter()
+            .map(|&v| fp.main.quantize(v as f64).0)
+            .collect();
+        Ok(ClientModel {
+            config,
+            variant,
+            fp,
+            embed,
+            steps,
+        })
     }
 }
 
@@ -247,7 +293,13 @@ pub struct GruOutcome {
     pub report: SessionReport,
 }
 
-fn handshake_json(config: &ModelConfig, fp: &FixedPointConfig, v: Variant, steps: usize, reveal: bool) -> serde_json::Value {
+fn handshake_json(
+    config: &ModelConfig,
+    fp: &FixedPointConfig,
+    v: Variant,
+    steps: usize,
+    reveal: bool,
+) -> serde_json::Value {
     serde_json::json!({
         "protocol": PROTOCOL,
         "arch": arch_hash(config, fp, steps),
@@ -262,7 +314,9 @@ fn bits_of(out: &mut Vec<bool>, v: u64, w: usize) {
 }
 
 fn word(bits: &[bool]) -> u64 {
-    bits.iter().enumerate().fold(0u64, |a, (i, &b)| a | ((b as u64) << i))
+    bits.iter()
+        .enumerate()
+        .fold(0u64, |a, (i, &b)| a | ((b as u64) << i))
 }
 
 fn sign_extend(v: u64, bits: usize) -> i64 {
@@ -282,10 +336,16 @@ pub fn client_session<C: Channel>(
     let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
     let steps = m.steps;
     if tokens.len() != steps {
-        return Err(NnError::Input(format!("{} tokens for a {steps}-step model", tokens.len())));
+        return Err(NnError::Input(format!(
+            "{} tokens for a {steps}-step model",
+            tokens.len()
+        )));
     }
     crate::fixed::check_tokens(tokens, a.vocab)?;
-    let mut rep = SessionReport { steps, ..Default::default() };
+    let mut rep = SessionReport {
+        steps,
+        ..Default::default()
+    };
     let mut acc = Acc::start(ch);
     // ---- setup
     ch.set_phase(Phase::Setup);
@@ -295,10 +355,13 @@ pub fn client_session<C: Channel>(
     if reply.len() > MAX_HANDSHAKE {
         return Err(NnError::Protocol("oversized handshake reply".into()));
     }
-    let rv: serde_json::Value =
-        serde_json::from_slice(&reply).map_err(|e| NnError::Protocol(format!("handshake reply: {e}")))?;
+    let rv: serde_json::Value = serde_json::from_slice(&reply)
+        .map_err(|e| NnError::Protocol(format!("handshake reply: {e}")))?;
     if rv["ok"] != serde_json::Value::Bool(true) {
-        return Err(NnError::Protocol(format!("server refused the session: {}", rv["error"].as_str().unwrap_or("?"))));
+        return Err(NnError::Protocol(format!(
+            "server refused the session: {}",
+            rv["error"].as_str().unwrap_or("?")
+        )));
     }
     progress("keys", 0, 2);
     let params = Params::by_name(HE_PARAMS).map_err(he)?;
@@ -332,15 +395,25 @@ pub fn client_session<C: Channel>(
     let ih = input_layout(&params, 3 * h, e, steps)?;
     let hh = Layout::new(3 * h, h, n)?;
     let fcl = Layout::new(c, h, n)?;
-    let enc = |x: &[u64]| -> Result<Vec<u8>> { Ok(sk.encrypt_poly_seeded(x).map_err(he)?.to_bytes()) };
+    let enc =
+        |x: &[u64]| -> Result<Vec<u8>> { Ok(sk.encrypt_poly_seeded(x).map_err(he)?.to_bytes()) };
     for chunk in tokens.chunks(ih.group) {
-        let xs: Vec<Vec<u64>> = chunk.iter().map(|&tok| to_ring(&m.embed[tok as usize * e..(tok as usize + 1) * e])).collect();
+        let xs: Vec<Vec<u64>> = chunk
+            .iter()
+            .map(|&tok| to_ring(&m.embed[tok as usize * e..(tok as usize + 1) * e]))
+            .collect();
         let refs: Vec<&[u64]> = xs.iter().map(|x| x.as_slice()).collect();
-        ch.send_frame(&enc(&ih.input_poly_group(&refs))?).map_err(net)?;
+        ch.send_frame(&enc(&ih.input_poly_group(&refs))?)
+            .map_err(net)?;
     }
     ch.flush().map_err(net)?;
     let recv_resp = |ch: &mut C, lay: &Layout| -> Result<Vec<Vec<u8>>> {
-        (0..lay.blocks).map(|b| ch.recv_bytes(coeff::response_len(&params, lay, b)).map_err(net)).collect()
+        (0..lay.blocks)
+            .map(|b| {
+                ch.recv_bytes(coeff::response_len(&params, lay, b))
+                    .map_err(net)
+            })
+            .collect()
     };
     let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
     for chunk in tokens.chunks(ih.group) {
@@ -363,7 +436,12 @@ pub fn client_session<C: Channel>(
         let mut bits = Vec::with_capacity(h * lay.evaluator_inputs());
         for i in 0..h {
             let (x, y) = (&gi[t], &gh);
-            lay.encode([x[i], x[h + i], x[2 * h + i]], [y[i], y[h + i], y[2 * h + i]], hc[i], &mut bits);
+            lay.encode(
+                [x[i], x[h + i], x[2 * h + i]],
+                [y[i], y[h + i], y[2 * h + i]],
+                hc[i],
+                &mut bits,
+            );
         }
         let out = evaluate_online(ch, &mut otr, &step, &batches[t], &bits).map_err(gc)?;
         hc = out.chunks(SHARE_BITS).map(word).collect();
@@ -382,7 +460,10 @@ pub fn client_session<C: Channel>(
     rep.gc_bytes += acc.take(ch);
     rep.cost = ch.cost();
     let (class, logits) = if opts.reveal_logits {
-        let l: Vec<i64> = out.chunks(lay.l).map(|b| sign_extend(word(b), lay.l)).collect();
+        let l: Vec<i64> = out
+            .chunks(lay.l)
+            .map(|b| sign_extend(word(b), lay.l))
+            .collect();
         (crate::fixed::argmax(&l), Some(l))
     } else {
         let k = word(&out[..index_bits(c)]) as usize;
@@ -391,7 +472,11 @@ pub fn client_session<C: Channel>(
         }
         (k, None)
     };
-    Ok(GruOutcome { class, logits, report: rep })
+    Ok(GruOutcome {
+        class,
+        logits,
+        report: rep,
+    })
 }
 
 /// The server's side of one session.
@@ -400,7 +485,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let (h, c) = (a.hidden, a.classes);
     let steps = m.steps;
     let f = m.fp.main.frac;
-    let mut rep = SessionReport { steps, flood_stat_bits: f64::INFINITY, ..Default::default() };
+    let mut rep = SessionReport {
+        steps,
+        flood_stat_bits: f64::INFINITY,
+        ..Default::default()
+    };
     let mut acc = Acc::start(ch);
     // ---- setup: handshake
     ch.set_phase(Phase::Setup);
@@ -408,22 +497,31 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     if hello.len() > MAX_HANDSHAKE {
         return Err(NnError::Protocol("oversized handshake".into()));
     }
-    let hv: serde_json::Value = serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
+    let hv: serde_json::Value =
+        serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
     let want = handshake_json(&m.q.config, &m.fp, m.variant, steps, reveal);
     let mut problem = None;
     for k in ["protocol", "variant", "steps", "arch"] {
         if hv[k] != want[k] {
-            problem = Some(format!("{k} mismatch: client {}, server {}", hv[k], want[k]));
+            problem = Some(format!(
+                "{k} mismatch: client {}, server {}",
+                hv[k], want[k]
+            ));
             break;
         }
     }
     if let Some(p) = problem {
-        let _ = ch.send_frame(serde_json::json!({"ok": false, "error": p}).to_string().as_bytes());
+        let _ = ch.send_frame(
+            serde_json::json!({"ok": false, "error": p})
+                .to_string()
+                .as_bytes(),
+        );
         let _ = ch.flush();
         return Err(NnError::Protocol(p));
     }
-    ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes()).map_err(net)?;
+    ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
+        .map_err(net)?;
     let params = &m.params;
     let pk_len = 32 + 8 * params.n() * params.set().q.len();
     let pk = PublicKey::from_bytes(params, &ch.recv_bytes(pk_len).map_err(net)?).map_err(he)?;
@@ -439,12 +537,15 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let mut batches: Vec<(GarbledBatch, Vec<u64>)> = Vec::with_capacity(steps);
     for _ in 0..steps {
         let mut b = garble_offline(ch, &m.step, lay.garbler_inputs(), h, delta).map_err(gc)?;
-        let masks: Vec<u64> = (0..h).map(|_| prg.next_block().low_u64() & 0xffff_ffff).collect();
+        let masks: Vec<u64> = (0..h)
+            .map(|_| prg.next_block().low_u64() & 0xffff_ffff)
+            .collect();
         let mut bits = Vec::with_capacity(h * SHARE_BITS);
         for &r in &masks {
             bits_of(&mut bits, r, SHARE_BITS);
         }
-        b.send_inputs_early(ch, lay.mask_wires(), &bits).map_err(gc)?;
+        b.send_inputs_early(ch, lay.mask_wires(), &bits)
+            .map_err(gc)?;
         batches.push((b, masks));
     }
     let fin_batch = garble_offline(ch, &fin, c * lay.acc, 1, delta).map_err(gc)?;
@@ -456,14 +557,17 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let up = coeff::upload_len(params);
     let recv_ct = |ch: &mut C| -> Result<secinfer_he::Ciphertext> {
         let b = ch.recv_bytes(up).map_err(net)?;
-        Ok(SeededCiphertext::from_bytes(params, &b).map_err(he)?.expand(params))
+        Ok(SeededCiphertext::from_bytes(params, &b)
+            .map_err(he)?
+            .expand(params))
     };
     let (ih, ihp) = (&m.ih.0, &m.ih.1);
     let (hh, hhp) = (&m.hh.0, &m.hh.1);
     let (fcl, fcp) = (&m.fc.0, &m.fc.1);
     let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
     let groups = steps.div_ceil(ih.group);
-    let cts: Vec<secinfer_he::Ciphertext> = (0..groups).map(|_| recv_ct(ch)).collect::<Result<_>>()?;
+    let cts: Vec<secinfer_he::Ciphertext> =
+        (0..groups).map(|_| recv_ct(ch)).collect::<Result<_>>()?;
     let zero_e = vec![0u64; a.embed_dim];
     let bias_i = plain_affine(&m.q.w_ih, &zero_e, &m.q.b_ih, f);
     for ct in &cts {
@@ -474,7 +578,12 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         }
         for sh in share.chunks(3 * h) {
             if gi.len() < steps {
-                gi.push(sh.iter().zip(&bias_i).map(|(s, b)| s.wrapping_add(*b) & 0xffff_ffff).collect());
+                gi.push(
+                    sh.iter()
+                        .zip(&bias_i)
+                        .map(|(s, b)| s.wrapping_add(*b) & 0xffff_ffff)
+                        .collect(),
+                );
             }
         }
     }
@@ -493,17 +602,29 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             for r in &resp {
                 ch.send_frame(r).map_err(net)?;
             }
-            share.iter().zip(&own).map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff).collect()
+            share
+                .iter()
+                .zip(&own)
+                .map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff)
+                .collect()
         };
         rep.he_bytes += acc.take(ch);
         let mut bits = Vec::with_capacity(h * lay.garbler_inputs());
         for i in 0..h {
             let (x, y) = (&gi[t], &gh);
-            lay.encode([x[i], x[h + i], x[2 * h + i]], [y[i], y[h + i], y[2 * h + i]], hs[i], &mut bits);
+            lay.encode(
+                [x[i], x[h + i], x[2 * h + i]],
+                [y[i], y[h + i], y[2 * h + i]],
+                hs[i],
+                &mut bits,
+            );
             bits_of(&mut bits, 0, SHARE_BITS); // mask: sent offline
         }
         garble_online(ch, &mut ots, batch, &bits).map_err(gc)?;
-        hs = masks.iter().map(|&r| r.wrapping_neg() & 0xffff_ffff).collect();
+        hs = masks
+            .iter()
+            .map(|&r| r.wrapping_neg() & 0xffff_ffff)
+            .collect();
         rep.gc_bytes += acc.take(ch);
     }
     let ct = recv_ct(ch)?;
@@ -513,7 +634,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         ch.send_frame(r).map_err(net)?;
     }
     let own = plain_affine(&m.q.w_fc, &hs, &m.q.b_fc, f);
-    let ls: Vec<u64> = share.iter().zip(&own).map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff).collect();
+    let ls: Vec<u64> = share
+        .iter()
+        .zip(&own)
+        .map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff)
+        .collect();
     rep.he_bytes += acc.take(ch);
     let mut bits = Vec::with_capacity(c * lay.acc);
     for v in &ls {
@@ -529,7 +654,14 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
 /// A random model of the given sizes (for tests and `secinfer bench gru`): weights uniform in
 /// ±2^F/√fan-in·1.5, embeddings in ±2^F, from a public seed; returns the quantised model and
 /// the float embedding table (the client's public part).
-pub fn random_model(e: usize, h: usize, c: usize, steps: usize, variant: Variant, seed: u64) -> Result<(QuantizedModel, Vec<f32>)> {
+pub fn random_model(
+    e: usize,
+    h: usize,
+    c: usize,
+    steps: usize,
+    variant: Variant,
+    seed: u64,
+) -> Result<(QuantizedModel, Vec<f32>)> {
     let vocab = 64usize;
     let act = variant.candidate().name();
     let json = serde_json::json!({
@@ -545,9 +677,17 @@ pub fn random_model(e: usize, h: usize, c: usize, steps: usize, variant: Variant
     });
     let config = ModelConfig::parse(&json.to_string())?;
     let fp = fp_for_variant(&config, variant)?;
-    let mut prg = Prg::from_seed(Block(0x6772_7500_0000_0000_0000_0000_0000_0000 | seed as u128));
+    let mut prg = Prg::from_seed(Block(
+        0x6772_7500_0000_0000_0000_0000_0000_0000 | seed as u128,
+    ));
     let mut uni = |n: usize, bound: f64| -> Vec<f32> {
-        (0..n).map(|_| ((prg.next_block().low_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * bound).map(|v| v as f32).collect()
+        (0..n)
+            .map(|_| {
+                ((prg.next_block().low_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0)
+                    * bound
+            })
+            .map(|v| v as f32)
+            .collect()
     };
     let embed = uni(vocab * e, 1.0);
     let w_ih = uni(3 * h * e, 1.5 / (e as f64).sqrt());
@@ -556,7 +696,19 @@ pub fn random_model(e: usize, h: usize, c: usize, steps: usize, variant: Variant
     let b_hh = uni(3 * h, 0.5);
     let w_fc = uni(c * h, 1.5 / (h as f64).sqrt());
     let b_fc = uni(c, 0.5);
-    let weights = crate::model::Weights { embed: embed.clone(), w_ih, w_hh, b_ih, b_hh, w_fc, b_fc };
-    let model = crate::model::Model { config, weights, vocab: None };
+    let weights = crate::model::Weights {
+        embed: embed.clone(),
+        w_ih,
+        w_hh,
+        b_ih,
+        b_hh,
+        w_fc,
+        b_fc,
+    };
+    let model = crate::model::Model {
+        config,
+        weights,
+        vocab: None,
+    };
     Ok((QuantizedModel::new(&model, fp), embed))
 }

@@ -39,7 +39,12 @@ pub fn run2<T: Send>(f: impl Fn(&mut Ctx, &mut DynChannel) -> T + Sync) -> Both<
             fr(&mut c, ch)
         },
     );
-    Both { client: r.client.output, server: r.server.output, client_cost: r.client.cost, server_cost: r.server.cost }
+    Both {
+        client: r.client.output,
+        server: r.server.output,
+        client_cost: r.client.cost,
+        server_cost: r.server.cost,
+    }
 }
 
 /// Deterministic xorshift for test inputs.
@@ -62,7 +67,11 @@ impl Rng {
 pub fn split(x: &[u64], bits: u32, rng: &mut Rng) -> (Vec<u64>, Vec<u64>) {
     let m = mask(bits);
     let c: Vec<u64> = x.iter().map(|_| rng.bits(bits)).collect();
-    let s = x.iter().zip(&c).map(|(a, b)| a.wrapping_sub(*b) & m).collect();
+    let s = x
+        .iter()
+        .zip(&c)
+        .map(|(a, b)| a.wrapping_sub(*b) & m)
+        .collect();
     (s, c)
 }
 
@@ -76,7 +85,10 @@ pub fn mine<'a, T>(ctx: &Ctx, server: &'a [T], client: &'a [T]) -> &'a [T] {
 
 pub fn add_shares(a: &[u64], b: &[u64], bits: u32) -> Vec<u64> {
     let m = mask(bits);
-    a.iter().zip(b).map(|(x, y)| x.wrapping_add(*y) & m).collect()
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.wrapping_add(*y) & m)
+        .collect()
 }
 pub fn xor_shares(a: &[u8], b: &[u8]) -> Vec<u8> {
     a.iter().zip(b).map(|(x, y)| x ^ y).collect()
