@@ -337,6 +337,20 @@ pub fn exp_opaf<C: Channel>(
 }
 
 /// Scale at which the sigmoid pipeline carries e and 1 + e.
+/// Shares of 1 + e in the ring of `rb` bits at scale `f` (party 0 adds the public 1): the
+/// reciprocal's input in both sigmoids.
+fn one_plus(e: &[u64], p0: bool, f: u32, rb: u32) -> Vec<u64> {
+    e.iter()
+        .map(|a| {
+            if p0 {
+                add(*a, 1u64 << f, mask(rb))
+            } else {
+                a & mask(rb)
+            }
+        })
+        .collect()
+}
+
 fn sigmoid_inner_scale(in_scale: u32, out_scale: u32) -> u32 {
     // at least the reciprocal's index bits plus four bits of Δ
     (out_scale + 5)
@@ -433,16 +447,7 @@ fn sigmoid_opaf_inner<C: Channel>(
     let f = sigmoid_inner_scale(s, out.scale);
     let e = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f))?;
     let rb = f + 2;
-    let d: Vec<u64> = e
-        .iter()
-        .map(|a| {
-            if p0 {
-                add(*a, 1u64 << f, mask(rb))
-            } else {
-                a & mask(rb)
-            }
-        })
-        .collect();
+    let d = one_plus(&e, p0, f, rb);
     let (w, rw, fw) = ctx.block("rec", |ctx| {
         blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale))
     })?;
@@ -657,16 +662,7 @@ fn sigmoid_sirnn_inner<C: Channel>(
     let e = ctx.block("exp_neg", |ctx| exp_neg_sirnn_core(ctx, ch, &nabs, l, s, f))?;
     let rb = f + 2;
     // e can be exactly 1 (x = 0): d = 2 is outside [1, 2); SIRNN clamps e ≤ 1 − 2^−f.
-    let d: Vec<u64> = e
-        .iter()
-        .map(|a| {
-            if p0 {
-                add(*a, 1u64 << f, mask(rb))
-            } else {
-                a & mask(rb)
-            }
-        })
-        .collect();
+    let d = one_plus(&e, p0, f, rb);
     let d = clamp_below_two(ctx, ch, &d, rb)?;
     let (w, rw, fw) = ctx.block("rec", |ctx| {
         blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale))
