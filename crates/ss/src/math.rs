@@ -469,14 +469,18 @@ fn sigmoid_opaf_inner<C: Channel>(
     Ok(r.iter().zip(&sel).map(|(a, b)| add(*a, *b, mo)).collect())
 }
 
-/// OPAF tanh = 2·sigmoid(2x) − 1: 2x at scale s is x read at scale s − 1, and 2σ at scale s_out
-/// is σ at scale s_out + 1, so one sigmoid and a local subtraction.
-pub fn tanh_opaf<C: Channel>(
+/// A sigmoid protocol on raw shares: (ctx, channel, x, input format, output format).
+type SigmoidProtocol<C> = fn(&mut Ctx, &mut C, &[u64], Fixed, Fixed) -> Result<Vec<u64>>;
+
+/// tanh = 2·sigmoid(2x) − 1 on a given sigmoid protocol: 2x at scale s is x read at scale
+/// s − 1, and 2σ at scale s_out is σ at scale s_out + 1, so one sigmoid and a local subtraction.
+fn tanh_via_sigmoid<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
     x: &[u64],
     inp: Fixed,
     out: Fixed,
+    sigmoid: SigmoidProtocol<C>,
 ) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
     if inp.scale == 0 {
@@ -491,7 +495,7 @@ pub fn tanh_opaf<C: Channel>(
             bits: out.bits.max(out.scale + 3),
             scale: out.scale + 1,
         };
-        let sig = sigmoid_opaf_inner(ctx, ch, x, si, so)?;
+        let sig = sigmoid(ctx, ch, x, si, so)?;
         let p0 = ctx.is_p0();
         let mo = mask(out.bits);
         Ok(sig
@@ -505,6 +509,17 @@ pub fn tanh_opaf<C: Channel>(
             })
             .collect())
     })
+}
+
+/// OPAF tanh = 2·sigmoid(2x) − 1 on OPAF's sigmoid.
+pub fn tanh_opaf<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
+    tanh_via_sigmoid(ctx, ch, x, inp, out, sigmoid_opaf_inner)
 }
 
 // ============================================================================ SIRNN baselines
@@ -713,33 +728,7 @@ pub fn tanh_sirnn<C: Channel>(
     inp: Fixed,
     out: Fixed,
 ) -> Result<Vec<u64>> {
-    check_io(inp, out, 2)?;
-    if inp.scale == 0 {
-        return Err(invalid("tanh needs input scale ≥ 1"));
-    }
-    ctx.block("tanh", |ctx| {
-        let si = Fixed {
-            bits: inp.bits,
-            scale: inp.scale - 1,
-        };
-        let so = Fixed {
-            bits: out.bits.max(out.scale + 3),
-            scale: out.scale + 1,
-        };
-        let sig = sigmoid_sirnn_inner(ctx, ch, x, si, so)?;
-        let p0 = ctx.is_p0();
-        let mo = mask(out.bits);
-        Ok(sig
-            .iter()
-            .map(|a| {
-                if p0 {
-                    sub(*a, 1u64 << out.scale, mo)
-                } else {
-                    a & mo
-                }
-            })
-            .collect())
-    })
+    tanh_via_sigmoid(ctx, ch, x, inp, out, sigmoid_sirnn_inner)
 }
 
 /// ReLU (SIRNN's: msb + multiplexer), output in the input ring.
