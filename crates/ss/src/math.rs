@@ -134,27 +134,10 @@ fn exp_neg_direct<C: Channel>(
     // Local factors at LOCAL_FRAC bits: after the multiplexer's factor e^(L/2) their
     // rounding errors grow by 2^lc, so fewer bits would not hold the output's accuracy.
     let lf = LOCAL_FRAC;
-    let fscale = (lf as f64).exp2();
     let mine_m: Vec<u8> = x.iter().map(|a| msb(*a, l)).collect();
-    let a: Vec<u64> = x
-        .iter()
-        .zip(&mine_m)
-        .map(|(v, m)| {
-            let g = to_signed(*v, l) as f64 / (s as f64).exp2();
-            let shift = if *m == 0 { big_l / 2.0 } else { 0.0 };
-            ((g - shift).exp() * fscale).round() as u64
-        })
-        .collect();
-    let p = ctx.block("mul_private", |ctx| {
-        blocks::mul_private_raw(ctx, ch, &a, lf + 1, 64)
-    })?;
     // p = a0·a1 at scale 2·lf, at most 2^(2·lf).
-    let c = (big_l / 2.0).exp();
-    let lc = (c.log2().ceil() as u32).max(1);
-    // Budget: p' (scale f1) times (C − 1) (scale fc, < 2^lc) stays below 2^62. The truncation
-    // error 2^(lc − f1) and the constant's error 2^(−fc − 1 − lc) are balanced.
-    let fc = (60u32.saturating_sub(3 * lc) / 2).max(1);
-    let f1 = 61 - lc - fc;
+    let p = opaf_local_product(ctx, ch, x, &mine_m, l, s, big_l)?;
+    let (c, _, fc, f1) = correction_scales(big_l);
     let pt = if 2 * lf > f1 {
         ctx.block("trunc", |ctx| {
             blocks::trunc_msb0_raw(ctx, ch, &p, 64, 2 * lf - f1, false)
@@ -181,6 +164,44 @@ fn exp_neg_direct<C: Channel>(
 /// split at p = s + 3 bits (one carry): the low part gives z = −y_lo − 2^−s ∈ [−8, 0), done by
 /// the local-factor method; the high part indexes SIRNN's lookup table of e^{−8·y_hi}·e^{2^−s};
 /// one product joins them. Shares mod 2^64 (MSB 0) at scale `fo`.
+/// OPAF's local step (DESIGN.md §5): each party turns its own share X_i into the factor
+/// e^{X_i/2^s}, pre-scaled by e^{−L/2} when its top bit is clear so it stays in range, fixed at
+/// LOCAL_FRAC fractional bits; one private×private product gives shares of a0·a1 at scale
+/// 2·LOCAL_FRAC.
+fn opaf_local_product<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    mine_m: &[u8],
+    l: u32,
+    s: u32,
+    big_l: f64,
+) -> Result<Vec<u64>> {
+    let fscale = (LOCAL_FRAC as f64).exp2();
+    let a: Vec<u64> = x
+        .iter()
+        .zip(mine_m)
+        .map(|(v, m)| {
+            let g = to_signed(*v, l) as f64 / (s as f64).exp2();
+            let shift = if *m == 0 { big_l / 2.0 } else { 0.0 };
+            ((g - shift).exp() * fscale).round() as u64
+        })
+        .collect();
+    ctx.block("mul_private", |ctx| {
+        blocks::mul_private_raw(ctx, ch, &a, LOCAL_FRAC + 1, 64)
+    })
+}
+
+/// The correction constant C = e^{L/2} and its fixed-point budget: (C, lc = ⌈log2 C⌉, fc, f1).
+/// The product p' (scale f1) times (C − 1) (scale fc, < 2^lc) stays below 2^62; the truncation
+/// error 2^(lc − f1) and the constant's error 2^(−fc − 1 − lc) are balanced.
+fn correction_scales(big_l: f64) -> (f64, u32, u32, u32) {
+    let c = (big_l / 2.0).exp();
+    let lc = (c.log2().ceil() as u32).max(1);
+    let fc = (60u32.saturating_sub(3 * lc) / 2).max(1);
+    (c, lc, fc, 61 - lc - fc)
+}
+
 fn exp_neg_core<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -291,26 +312,11 @@ pub fn exp_opaf<C: Channel>(
         let nz: Vec<u8> = mine_m.iter().map(|b| if p0 { b ^ 1 } else { *b }).collect();
         let nm: Vec<u8> = m.iter().map(|b| if p0 { b ^ 1 } else { *b }).collect();
         let w = ctx.block("and", |ctx| blocks::and_raw(ctx, ch, &nz, &nm))?;
-        let fscale = (LOCAL_FRAC as f64).exp2();
-        let a: Vec<u64> = x
-            .iter()
-            .zip(&mine_m)
-            .map(|(v, mi)| {
-                let g = to_signed(*v, l) as f64 / (s as f64).exp2();
-                let shift = if *mi == 0 { big_l / 2.0 } else { 0.0 };
-                ((g - shift).exp() * fscale).round() as u64
-            })
-            .collect();
-        let p = ctx.block("mul_private", |ctx| {
-            blocks::mul_private_raw(ctx, ch, &a, LOCAL_FRAC + 1, 64)
-        })?;
+        let p = opaf_local_product(ctx, ch, x, &mine_m, l, s, big_l)?;
         // Correction C^(z + 2w), C = e^{L/2}, in two multiplexer stages so each multiplies by
         // at most C (the constants keep enough fractional bits): stage 1 by C when z ∨ w,
         // stage 2 by C again when w.
-        let c = (big_l / 2.0).exp();
-        let lc = (c.log2().ceil() as u32).max(1);
-        let fc = (60u32.saturating_sub(3 * lc) / 2).max(1);
-        let f1 = 61 - lc - fc;
+        let (c, lc, fc, f1) = correction_scales(big_l);
         let pt = ctx.block("trunc", |ctx| {
             blocks::trunc_msb0_raw(ctx, ch, &p, 64, 62 - f1, false)
         })?;
