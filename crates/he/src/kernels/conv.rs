@@ -246,27 +246,12 @@ impl ConvPlan {
         ev: &E,
         inputs: &[E::Ct],
     ) -> Result<Vec<Vec<E::Ct>>, HeError> {
-        if inputs.len() != self.in_cts {
-            return Err(HeError::Shape(format!(
-                "{} input ciphertexts, plan wants {}",
-                inputs.len(),
-                self.in_cts
-            )));
-        }
-        let offs = self.offsets();
-        inputs
-            .par_iter()
-            .map(|x| {
-                let mut v = vec![x.clone()];
-                if offs.len() > 1 {
-                    let h = ev.decompose(x);
-                    for &o in &offs[1..] {
-                        v.push(ev.rotate_hoisted(&h, self.step(o))?);
-                    }
-                }
-                Ok(v)
-            })
-            .collect()
+        self.hoisted_rotations(
+            inputs,
+            |x| x.clone(),
+            |h, st| ev.rotate_hoisted(h, st),
+            |x| ev.decompose(x),
+        )
     }
 
     /// [`Self::input_rotations`] with lazy HstPerms (Q·P basis; the unrotated term lifted).
@@ -275,6 +260,23 @@ impl ConvPlan {
         ev: &E,
         inputs: &[E::Ct],
     ) -> Result<Vec<Vec<E::Ext>>, HeError> {
+        self.hoisted_rotations(
+            inputs,
+            |x| ev.lift_ext(x),
+            |h, st| ev.rotate_hoisted_ext(h, st),
+            |x| ev.decompose(x),
+        )
+    }
+
+    /// Per input ciphertext: `unrotated(x)`, then one decomposition shared by the rotations to
+    /// every other kernel offset. The eager and lazy forms differ only in the two closures.
+    fn hoisted_rotations<Ct: Sync, H, T: Send>(
+        &self,
+        inputs: &[Ct],
+        unrotated: impl Fn(&Ct) -> T + Sync,
+        rotate: impl Fn(&H, usize) -> Result<T, HeError> + Sync,
+        decompose: impl Fn(&Ct) -> H + Sync,
+    ) -> Result<Vec<Vec<T>>, HeError> {
         if inputs.len() != self.in_cts {
             return Err(HeError::Shape(format!(
                 "{} input ciphertexts, plan wants {}",
@@ -286,11 +288,11 @@ impl ConvPlan {
         inputs
             .par_iter()
             .map(|x| {
-                let mut v = vec![ev.lift_ext(x)];
+                let mut v = vec![unrotated(x)];
                 if offs.len() > 1 {
-                    let h = ev.decompose(x);
+                    let h = decompose(x);
                     for &o in &offs[1..] {
-                        v.push(ev.rotate_hoisted_ext(&h, self.step(o))?);
+                        v.push(rotate(&h, self.step(o))?);
                     }
                 }
                 Ok(v)
