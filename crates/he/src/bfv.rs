@@ -991,35 +991,30 @@ impl Params {
     }
 
     pub fn add_assign(&self, a: &mut Ciphertext, b: &Ciphertext) {
+        self.combine_assign(a, b, add_mod);
+    }
+
+    pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
+        let mut r = a.clone();
+        self.combine_assign(&mut r, b, sub_mod);
+        r
+    }
+
+    /// `a ← op(a, b)` coefficient-wise in every residue of both components (add or sub mod q);
+    /// the noise variances add as if correlated.
+    fn combine_assign(&self, a: &mut Ciphertext, b: &Ciphertext, op: fn(u64, u64, u64) -> u64) {
         let n = self.n();
         for (i, md) in self.0.qs.iter().enumerate() {
             let q = md.q;
             let r = i * n..(i + 1) * n;
             for (x, &y) in a.c0[r.clone()].iter_mut().zip(&b.c0[r.clone()]) {
-                *x = add_mod(*x, y, q);
+                *x = op(*x, y, q);
             }
             for (x, &y) in a.c1[r.clone()].iter_mut().zip(&b.c1[r.clone()]) {
-                *x = add_mod(*x, y, q);
+                *x = op(*x, y, q);
             }
         }
         a.var = corr_sum(a.var, b.var);
-    }
-
-    pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
-        let n = self.n();
-        let mut r = a.clone();
-        for (i, md) in self.0.qs.iter().enumerate() {
-            let q = md.q;
-            let rg = i * n..(i + 1) * n;
-            for (x, &y) in r.c0[rg.clone()].iter_mut().zip(&b.c0[rg.clone()]) {
-                *x = sub_mod(*x, y, q);
-            }
-            for (x, &y) in r.c1[rg.clone()].iter_mut().zip(&b.c1[rg.clone()]) {
-                *x = sub_mod(*x, y, q);
-            }
-        }
-        r.var = corr_sum(r.var, b.var);
-        r
     }
 
     /// Adds Δ·m for a plaintext polynomial m (mod t) given in coefficient form.
