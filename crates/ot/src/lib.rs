@@ -34,6 +34,7 @@ mod ext;
 mod iknp;
 mod kk;
 mod pack;
+mod pool;
 pub mod transpose;
 
 pub use crate::aes::{fixed_key_aes, AesCipher, FixedKeyAes, Prg};
@@ -43,3 +44,4 @@ pub use error::OtError;
 pub use ext::CHUNK_ROWS;
 pub use iknp::{OtExtReceiver, OtExtSender};
 pub use kk::{KkReceiver, KkSender, KK_CODE_BITS};
+pub use pool::{CotSource, PooledOtReceiver, PooledOtSender, DERAND_FRAME_OTS};
