@@ -46,6 +46,7 @@ use crate::aes::Prg;
 use crate::block::Block;
 use crate::error::OtError;
 use crate::ext::{pack_choices, tccr_inplace, tccr_tweaked, tweak, CHUNK_ROWS};
+use crate::ferret::{FerretCotReceiver, FerretCotSender, FerretParams};
 use crate::iknp::{OtExtReceiver, OtExtSender};
 use crate::pack::{check_bits, mask, pack_into, packed_len, Unpacker};
 use rayon::prelude::*;
@@ -73,8 +74,12 @@ const N_FRAME_KEYS: usize = 1 << 16;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CotSource {
-    /// IKNP/ALSZ extension: 16 bytes per COT from receiver to sender.
+    /// IKNP/ALSZ extension: 16 bytes per COT from receiver to sender, any batch size.
     Iknp,
+    /// Ferret silent COT (after IKNP bootstrapping): `t·(2h + 1)` blocks sender → receiver per
+    /// iteration of `params.per_iteration()` COTs (0.44 bits per COT for `FerretParams::B13`);
+    /// the pool grows by whole iterations.
+    Ferret(FerretParams),
 }
 
 /// `⌈log2 n⌉` for the 1-of-N range, or an argument error.
@@ -234,11 +239,13 @@ fn recv_derand<C: Channel>(ch: &mut C, k: &mut [Block], delta: Block) -> Result<
 /// What fills the sender's pool.
 enum SenderFiller {
     Iknp(OtExtSender),
+    Ferret(FerretCotSender),
 }
 
 /// What fills the receiver's pool.
 enum ReceiverFiller {
     Iknp(OtExtReceiver),
+    Ferret(FerretCotReceiver),
 }
 
 /// The pooled-OT sender: holds `Δ` and the pooled `K_j`. Not `Debug` (secret state).
@@ -269,11 +276,48 @@ impl PooledOtSender {
         )?))
     }
 
+    /// Base OTs for the chosen filler with a random `Δ` (Ferret also makes its first reserve
+    /// here: the setup phase). Pairs with [`PooledOtReceiver::setup_with_source`].
+    pub fn setup_with_source<C: Channel>(
+        ch: &mut C,
+        prg: &mut Prg,
+        source: CotSource,
+    ) -> Result<Self, OtError> {
+        match source {
+            CotSource::Iknp => Self::setup(ch, prg),
+            CotSource::Ferret(p) => Ok(Self::from_ferret(FerretCotSender::setup(ch, prg, p)?)),
+        }
+    }
+
+    /// As [`setup_with_source`](Self::setup_with_source) with a caller-chosen non-zero `Δ`.
+    pub fn setup_with_source_and_delta<C: Channel>(
+        ch: &mut C,
+        prg: &mut Prg,
+        source: CotSource,
+        delta: Block,
+    ) -> Result<Self, OtError> {
+        match source {
+            CotSource::Iknp => Self::setup_with_delta(ch, prg, delta),
+            CotSource::Ferret(p) => Ok(Self::from_ferret(FerretCotSender::setup_with_delta(
+                ch, prg, p, delta,
+            )?)),
+        }
+    }
+
+    /// Wraps a bootstrapped Ferret sender (its `Δ` becomes the pool's).
+    pub fn from_ferret(f: FerretCotSender) -> Self {
+        Self::with_filler(f.delta(), SenderFiller::Ferret(f))
+    }
+
     /// Wraps an IKNP sender that is already set up (its `Δ` becomes the pool's).
     pub fn from_iknp(ext: OtExtSender) -> Self {
+        Self::with_filler(ext.delta(), SenderFiller::Iknp(ext))
+    }
+
+    fn with_filler(delta: Block, filler: SenderFiller) -> Self {
         PooledOtSender {
-            delta: ext.delta(),
-            filler: SenderFiller::Iknp(ext),
+            delta,
+            filler,
             pool: Vec::new(),
             pos: 0,
             consumed: 0,
@@ -288,8 +332,9 @@ impl PooledOtSender {
 
     /// The filler protocol.
     pub fn source(&self) -> CotSource {
-        match self.filler {
+        match &self.filler {
             SenderFiller::Iknp(_) => CotSource::Iknp,
+            SenderFiller::Ferret(f) => CotSource::Ferret(f.params()),
         }
     }
 
@@ -304,7 +349,8 @@ impl PooledOtSender {
         self.consumed
     }
 
-    /// Offline phase: adds `n` random COTs to the pool (pairs with the receiver's `fill(n)`).
+    /// Offline phase: adds at least `n` random COTs to the pool (exactly `n` with IKNP, whole
+    /// iterations of `per_iteration()` with Ferret); pairs with the receiver's `fill(n)`.
     pub fn fill<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
         self.run(ch, |s, ch| s.fill_inner(ch, n))
     }
@@ -318,6 +364,12 @@ impl PooledOtSender {
             SenderFiller::Iknp(ext) => {
                 self.pool.resize(start + n, Block::ZERO);
                 ext.send_cot_into(ch, &mut self.pool[start..])
+            }
+            SenderFiller::Ferret(f) => {
+                while self.pool.len() < start + n {
+                    f.extend(ch, &mut self.pool)?;
+                }
+                Ok(())
             }
         }
     }
@@ -600,10 +652,36 @@ impl PooledOtReceiver {
         Ok(Self::from_iknp(ext, prg))
     }
 
+    /// Base OTs for the chosen filler (Ferret also makes its first reserve here). Pairs with
+    /// [`PooledOtSender::setup_with_source`] and `setup_with_source_and_delta`.
+    pub fn setup_with_source<C: Channel>(
+        ch: &mut C,
+        prg: &mut Prg,
+        source: CotSource,
+    ) -> Result<Self, OtError> {
+        match source {
+            CotSource::Iknp => Self::setup(ch, prg),
+            CotSource::Ferret(p) => {
+                let f = FerretCotReceiver::setup(ch, prg, p)?;
+                Ok(Self::from_ferret(f, prg))
+            }
+        }
+    }
+
+    /// Wraps a bootstrapped Ferret receiver (`prg` is unused by Ferret's pool bits, which come
+    /// from the protocol, but seeds any later needs the same way as `from_iknp`).
+    pub fn from_ferret(f: FerretCotReceiver, prg: &mut Prg) -> Self {
+        Self::with_filler(ReceiverFiller::Ferret(f), prg)
+    }
+
     /// Wraps an IKNP receiver that is already set up; `prg` seeds the pool's choice bits.
     pub fn from_iknp(ext: OtExtReceiver, prg: &mut Prg) -> Self {
+        Self::with_filler(ReceiverFiller::Iknp(ext), prg)
+    }
+
+    fn with_filler(filler: ReceiverFiller, prg: &mut Prg) -> Self {
         PooledOtReceiver {
-            filler: ReceiverFiller::Iknp(ext),
+            filler,
             prg: Prg::from_seed(prg.next_block()),
             bits: Vec::new(),
             keys: Vec::new(),
@@ -615,8 +693,9 @@ impl PooledOtReceiver {
 
     /// The filler protocol.
     pub fn source(&self) -> CotSource {
-        match self.filler {
+        match &self.filler {
             ReceiverFiller::Iknp(_) => CotSource::Iknp,
+            ReceiverFiller::Ferret(f) => CotSource::Ferret(f.params()),
         }
     }
 
@@ -630,7 +709,8 @@ impl PooledOtReceiver {
         self.consumed
     }
 
-    /// Offline phase: adds `n` random COTs to the pool (pairs with the sender's `fill(n)`).
+    /// Offline phase: adds at least `n` random COTs to the pool (exactly `n` with IKNP, whole
+    /// iterations with Ferret); pairs with the sender's `fill(n)`.
     pub fn fill<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
         self.run(ch, |s, ch| s.fill_inner(ch, n))
     }
@@ -646,6 +726,12 @@ impl PooledOtReceiver {
                 self.keys.resize(start + n, Block::ZERO);
                 ext.recv_cot_into(ch, &r, &mut self.keys[start..])?;
                 self.bits.extend_from_slice(&r);
+                Ok(())
+            }
+            ReceiverFiller::Ferret(f) => {
+                while self.keys.len() < start + n {
+                    f.extend(ch, &mut self.keys, &mut self.bits)?;
+                }
                 Ok(())
             }
         }
