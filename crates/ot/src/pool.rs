@@ -33,7 +33,8 @@
 //! receiver instead of KK13's 32 bytes.
 //!
 //! Pool exhaustion is never an error: a call that needs more COTs than the pool holds first
-//! refills exactly the deficit (in the channel's current phase, so it shows up in the online
+//! refills the deficit — exactly with IKNP, by whole iterations with Ferret — (in the channel's
+//! current phase, so it shows up in the online
 //! bytes — size the offline [`fill`](PooledOtSender::fill) with a dry run and
 //! [`consumed`](PooledOtSender::consumed)). Both parties see the same pool size and the same
 //! call sizes, so they refill at the same moment without a message.

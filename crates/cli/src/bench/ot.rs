@@ -391,7 +391,13 @@ pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
         .param("net", args.net.net_name())
         .param("profile", args.net.profile.name)
         .param("threads", threads)
-        .param("batch", batch(kind).min(count));
+        .param(
+            "batch",
+            match kind {
+                OtKind::Ferret => ferret.per_iteration(),
+                _ => batch(kind).min(count),
+            },
+        );
     if let OtKind::Kk | OtKind::PoolKk = kind {
         rec = rec.param("n", KK_N).param("bits", KK_BITS);
     }
