@@ -7,7 +7,7 @@
 //! The positions are public: AES under a fixed public key of the counter `3i, 3i+1, 3i+2` gives
 //! twelve 32-bit words for row `i`; the first ten are mapped to `[0, k)` by `⌊w·k / 2^32⌋` (a
 //! public code, so the tiny non-uniformity of the map is harmless). Rows are processed in tasks
-//! of [`LPN_TASK`]: the positions of a task are generated in one pipelined AES call, then the
+//! of `LPN_TASK` rows: the positions of a task are generated in one pipelined AES call, then the
 //! ten gathers per row run from the `k`-vector (16·k bytes: 7 MiB for `ferret_b13`, which sits in
 //! L3 — the loads are random, so the task batching mainly keeps the AES pipeline full).
 use crate::aes::AesCipher;
