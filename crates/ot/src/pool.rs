@@ -367,6 +367,12 @@ impl PooledOtSender {
                 ext.send_cot_into(ch, &mut self.pool[start..])
             }
             SenderFiller::Ferret(f) => {
+                // Reserve the final size once: growing a 10^7-block vector by doubling would
+                // copy it several times.
+                let p = f.params();
+                let iters = n.div_ceil(p.per_iteration());
+                self.pool
+                    .reserve(iters * p.per_iteration() + p.main.reserve());
                 while self.pool.len() < start + n {
                     f.extend(ch, &mut self.pool)?;
                 }
@@ -730,6 +736,12 @@ impl PooledOtReceiver {
                 Ok(())
             }
             ReceiverFiller::Ferret(f) => {
+                let p = f.params();
+                let iters = n.div_ceil(p.per_iteration());
+                self.keys
+                    .reserve(iters * p.per_iteration() + p.main.reserve());
+                self.bits
+                    .reserve(iters * p.per_iteration() + p.main.reserve());
                 while self.keys.len() < start + n {
                     f.extend(ch, &mut self.keys, &mut self.bits)?;
                 }

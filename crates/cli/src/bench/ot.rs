@@ -13,8 +13,8 @@ use crate::report::{BenchRecord, Reporter};
 use clap::{Args, ValueEnum};
 use secinfer_net::{Channel, DynChannel, Phase};
 use secinfer_ot::{
-    Block, FerretCotReceiver, FerretCotSender, FerretParams, KkReceiver, KkSender, OtExtReceiver,
-    OtExtSender, PooledOtReceiver, PooledOtSender, Prg,
+    Block, CotSource, FerretCotReceiver, FerretCotSender, FerretParams, KkReceiver, KkSender,
+    OtExtReceiver, OtExtSender, PooledOtReceiver, PooledOtSender, Prg,
 };
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -35,6 +35,13 @@ pub enum OtKind {
     PoolKk,
     /// Pooled correlated OT: IKNP fills the pool offline, the online phase sends 1 bit per OT.
     PoolCot,
+}
+
+/// The pool filler of the pooled kinds.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PoolSource {
+    Iknp,
+    Ferret,
 }
 
 /// Published Ferret parameter sets (emp-ot's constants).
@@ -84,7 +91,10 @@ pub struct OtArgs {
     /// Which OT.
     #[arg(long, value_enum, default_value_t = OtKind::Cot)]
     pub kind: OtKind,
-    /// Ferret parameter set (`--kind ferret`).
+    /// What fills the pool of `--kind pool-cot|pool-kk`.
+    #[arg(long, value_enum, default_value_t = PoolSource::Iknp)]
+    pub pool_source: PoolSource,
+    /// Ferret parameter set (`--kind ferret`, `--pool-source ferret`).
     #[arg(long, value_enum, default_value_t = FerretSet::B13)]
     pub ferret_params: FerretSet,
     #[command(flatten)]
@@ -164,6 +174,7 @@ fn inputs(kind: OtKind, count: usize) -> Inputs {
 fn client(
     kind: OtKind,
     ferret: FerretParams,
+    source: CotSource,
     count: usize,
     inp: &Inputs,
     ch: &mut DynChannel,
@@ -187,7 +198,7 @@ fn client(
             }
         }
         OtKind::PoolKk | OtKind::PoolCot => {
-            let mut r = PooledOtReceiver::setup(ch, &mut prg)?;
+            let mut r = PooledOtReceiver::setup_with_source(ch, &mut prg, source)?;
             ch.set_phase(Phase::Offline);
             let per = if let OtKind::PoolKk = kind { 4 } else { 1 };
             r.fill(ch, count * per)?;
@@ -239,6 +250,7 @@ fn client(
 fn server(
     kind: OtKind,
     ferret: FerretParams,
+    source: CotSource,
     count: usize,
     inp: &Inputs,
     ch: &mut DynChannel,
@@ -259,7 +271,7 @@ fn server(
             }
         }
         OtKind::PoolKk | OtKind::PoolCot => {
-            let mut s = PooledOtSender::setup(ch, &mut prg)?;
+            let mut s = PooledOtSender::setup_with_source(ch, &mut prg, source)?;
             ch.set_phase(Phase::Offline);
             sample.push(split(s.delta()));
             let per = if let OtKind::PoolKk = kind { 4 } else { 1 };
@@ -373,14 +385,18 @@ fn check(
 pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
     let (kind, count) = (args.kind, args.count);
     let ferret = args.ferret_params.params();
+    let source = match args.pool_source {
+        PoolSource::Iknp => CotSource::Iknp,
+        PoolSource::Ferret => CotSource::Ferret(ferret),
+    };
     if count == 0 {
         return Err(Error::msg("--count must be positive"));
     }
     let inp = inputs(kind, count);
     let r = run_pair(
         &args.net,
-        |ch| client(kind, ferret, count, &inp, ch),
-        |ch| server(kind, ferret, count, &inp, ch),
+        |ch| client(kind, ferret, source, count, &inp, ch),
+        |ch| server(kind, ferret, source, count, &inp, ch),
     )?;
     check(kind, count, &inp, &r.client, &r.server)?;
     let threads = std::thread::available_parallelism()
@@ -400,6 +416,15 @@ pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
         );
     if let OtKind::Kk | OtKind::PoolKk = kind {
         rec = rec.param("n", KK_N).param("bits", KK_BITS);
+    }
+    if let OtKind::PoolKk | OtKind::PoolCot = kind {
+        rec = rec.param(
+            "pool_source",
+            match args.pool_source {
+                PoolSource::Iknp => "iknp",
+                PoolSource::Ferret => "ferret",
+            },
+        );
     }
     // Ferret makes whole iterations: the figures are per COT actually made.
     let count = match kind {
