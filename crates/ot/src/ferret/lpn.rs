@@ -4,9 +4,9 @@
 //! correlation (`z ⊕ y = (e ⊕ A·r)·Δ`), and under LPN with regular noise `e ⊕ A·r` is
 //! pseudorandom.
 //!
-//! The positions are public: AES under a fixed public key of the counter `3i, 3i+1, 3i+2` gives
-//! twelve 32-bit words for row `i`; the first ten are mapped to `[0, k)` by `⌊w·k / 2^32⌋` (a
-//! public code, so the tiny non-uniformity of the map is harmless). Rows are processed in tasks
+//! The positions are public: AES-CTR under a fixed public key is read as a stream of 32-bit words,
+//! ten per row (words `10i … 10i + 9` for row `i`), each mapped to `[0, k)` by `⌊w·k / 2^32⌋` (a
+//! public code, so the ≤ k/2^32 relative non-uniformity of the map is harmless). Rows are processed in tasks
 //! of `LPN_TASK` rows: the positions of a task are generated in one pipelined AES call, then the
 //! ten gathers per row run from the `k`-vector (16·k bytes: 7 MiB for `ferret_b13`, which sits in
 //! L3 — the loads are random, so the task batching mainly keeps the AES pipeline full).
@@ -27,16 +27,18 @@ fn code_cipher() -> &'static AesCipher {
     C.get_or_init(|| AesCipher::new(Block(LPN_KEY)))
 }
 
-/// The positions of rows `first..first + rows`, `LPN_D` each (`k < 2^32`).
+/// The positions of rows `first..first + rows`, `LPN_D` each (`k < 2^32`): word `LPN_D·i + d`
+/// of the AES-CTR stream is position `d` of row `i` (2.5 blocks per row, none wasted).
 fn positions(first: usize, rows: usize, k: usize, buf: &mut Vec<Block>, pos: &mut Vec<u32>) {
-    buf.resize(3 * rows, Block::ZERO);
-    code_cipher().ctr_fill(3 * first as u128, buf);
+    let w0 = LPN_D * first;
+    let skip = w0 % 4;
+    let nb = (skip + LPN_D * rows).div_ceil(4);
+    buf.resize(nb, Block::ZERO);
+    code_cipher().ctr_fill((w0 / 4) as u128, buf);
     pos.resize(LPN_D * rows, 0);
     let words: &[u32] = bytemuck::cast_slice(&buf[..]);
-    for (p, w) in pos.chunks_exact_mut(LPN_D).zip(words.chunks_exact(12)) {
-        for (p, &w) in p.iter_mut().zip(w) {
-            *p = ((w as u64 * k as u64) >> 32) as u32;
-        }
+    for (p, &w) in pos.iter_mut().zip(&words[skip..]) {
+        *p = ((w as u64 * k as u64) >> 32) as u32;
     }
 }
 
