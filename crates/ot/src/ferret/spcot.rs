@@ -26,7 +26,7 @@ fn ggm_prg() -> &'static [AesCipher; 2] {
 }
 
 /// Parents expanded per batch (one pipelined AES call per key).
-const BATCH: usize = 32;
+const BATCH: usize = 128;
 
 /// Expands level `l − 1` (`buf[..np]`) into level `l` (`buf[..2·np]`) in place, from the end
 /// backwards: children `[2a, 2b)` of parents `[a, b)` never land on a parent not yet read
