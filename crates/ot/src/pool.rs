@@ -22,22 +22,22 @@
 //!
 //! The inner hash breaks the Δ-correlation (without it, `S_x ⊕ S_y` would be a multiple of `Δ`
 //! set by the parity of `x ⊕ y`). The outer hash, tweaked by `(j, x)`, is needed too: the bare
-//! sum `S_x` is *linear* in the per-bit keys, so a receiver of chosen messages `m_x ⊕ S_x` could
-//! XOR four of them along a face of the cube (`S_{01} ⊕ S_{10} ⊕ S_{11} = S_{00}` ⊕ known terms for
-//! choice `00`) and learn the XOR of three messages it must not see. With the outer hash each
-//! `K_x` (`x ≠ choice`) is a hash of a value that includes at least one inner output the receiver
-//! cannot compute (128 bits of entropy), under a tweak used once — the random-oracle argument of
-//! Naor–Pinkas's PRF-per-bit construction, with the tweakable hash in place of `m` PRF keys. The
-//! sender builds the `N` sums by prefix XOR (`S_x = S_{x & (x−1)} ⊕ D_{tz(x)}`), so it hashes
-//! `2m + N` times per OT (KK13 hashes `2N` half-rows), and the wire carries `m` bits from the
-//! receiver instead of KK13's 32 bytes.
+//! sum `S_x` is *linear* in the per-bit keys — `S_{00} ⊕ S_{01} ⊕ S_{10} ⊕ S_{11} = 0` — so a
+//! receiver with choice `00` who gets `m_x ⊕ S_x` for every `x` would learn
+//! `m_{01} ⊕ m_{10} ⊕ m_{11}`. With the outer hash each `K_x` (`x ≠ choice`) is a hash of a value
+//! that includes at least one inner output the receiver cannot compute (128 bits of entropy),
+//! under a tweak used once — the random-oracle argument of Naor–Pinkas's PRF-per-bit
+//! construction, with the tweakable hash in place of `m` PRF keys. The sender builds the `N` sums
+//! by prefix XOR (`S_x = S_{x & (x−1)} ⊕ D_{tz(x)}`), so it hashes `2m + N` times per OT (KK13
+//! hashes `2N` half-rows), and the wire carries `m` bits from the receiver instead of KK13's 32
+//! bytes.
 //!
 //! Pool exhaustion is never an error: a call that needs more COTs than the pool holds first
-//! refills the deficit — exactly with IKNP, by whole iterations with Ferret — (in the channel's
-//! current phase, so it shows up in the online
-//! bytes — size the offline [`fill`](PooledOtSender::fill) with a dry run and
-//! [`consumed`](PooledOtSender::consumed)). Both parties see the same pool size and the same
-//! call sizes, so they refill at the same moment without a message.
+//! refills the deficit (exactly with IKNP, by whole iterations with Ferret) in the channel's
+//! current phase, so it shows up in the online bytes; size the offline
+//! [`fill`](PooledOtSender::fill) with a dry run and [`consumed`](PooledOtSender::consumed). Both
+//! parties see the same pool size and the same call sizes, so they refill at the same moment
+//! without a message.
 //!
 //! Messages: the derandomisation bits go in frames of [`DERAND_FRAME_OTS`] bits; chosen and
 //! additive calls answer only after reading all of them (two rounds per call, never blocking on
@@ -65,8 +65,8 @@ const DOMAIN_N_INNER: u64 = 0x1c4e_5200_0000_0002;
 const DOMAIN_N_OUTER: u64 = 0x1c4e_5300_0000_0000;
 /// Rows hashed per rayon task.
 const HASH_TASK: usize = 2048;
-/// 1-of-N rows per rayon task.
-const N_TASK_ROWS: usize = 32;
+/// 1-of-N rows per rayon task (and per batched hash call).
+const N_TASK_ROWS: usize = 64;
 /// Target size of one frame of 1-of-N payloads, and the cap on keys per frame (scratch bound).
 const N_FRAME_BYTES: usize = 4 << 20;
 const N_FRAME_KEYS: usize = 1 << 16;
@@ -124,68 +124,87 @@ fn outer_tweak(idx: u64, x: usize) -> Block {
 }
 
 /// Sender's 1-of-N keys: `kp` holds `m` derandomised COT keys per row, `first` is the global
-/// index of `kp[0]`; `out[r·n + x] = K_x` of row `r`.
+/// index of `kp[0]`; `out[r·n + x] = K_x` of row `r`. Each task hashes its rows' `2m` inner and
+/// `n` outer values in one batch each (short per-row AES calls would leave the pipeline idle).
 fn n_keys_sender(kp: &[Block], delta: Block, first: u64, m: usize, n: usize, out: &mut [Block]) {
     out.par_chunks_mut(n * N_TASK_ROWS)
         .zip(kp.par_chunks(m * N_TASK_ROWS))
         .enumerate()
-        .for_each(|(t, (o, k))| {
-            let mut inner = [Block::ZERO; 16];
-            let mut itw = [Block::ZERO; 16];
-            let mut otw = [Block::ZERO; 256];
-            for (r, (orow, krow)) in o.chunks_exact_mut(n).zip(k.chunks_exact(m)).enumerate() {
-                let idx0 = first.wrapping_add(((t * N_TASK_ROWS + r) * m) as u64);
-                for (i, &ki) in krow.iter().enumerate() {
-                    inner[2 * i] = ki;
-                    inner[2 * i + 1] = ki ^ delta;
-                    let tw = tweak(DOMAIN_N_INNER, idx0.wrapping_add(i as u64));
-                    itw[2 * i] = tw;
-                    itw[2 * i + 1] = tw;
+        .for_each_init(
+            || {
+                (
+                    vec![Block::ZERO; 2 * m * N_TASK_ROWS],
+                    vec![Block::ZERO; (2 * m).max(n) * N_TASK_ROWS],
+                )
+            },
+            |(inner, tws), (t, (o, k))| {
+                let rows = k.len() / m;
+                let base = first.wrapping_add((t * N_TASK_ROWS * m) as u64);
+                let (inner, itw) = (&mut inner[..2 * m * rows], &mut tws[..2 * m * rows]);
+                for (i, ((pair, tp), &ki)) in inner
+                    .chunks_exact_mut(2)
+                    .zip(itw.chunks_exact_mut(2))
+                    .zip(k)
+                    .enumerate()
+                {
+                    pair[0] = ki;
+                    pair[1] = ki ^ delta;
+                    let tw = tweak(DOMAIN_N_INNER, base.wrapping_add(i as u64));
+                    tp[0] = tw;
+                    tp[1] = tw;
                 }
-                tccr_tweaked(&mut inner[..2 * m], &itw[..2 * m]);
+                tccr_tweaked(inner, itw);
                 // Prefix XOR over the cube: S_0 = ⊕ h_i^0, then flip one bit's key at a time.
-                orow[0] = inner[..2 * m]
-                    .iter()
-                    .step_by(2)
-                    .fold(Block::ZERO, |a, b| a ^ *b);
-                for x in 1..n {
-                    let b = x.trailing_zeros() as usize;
-                    orow[x] = orow[x & (x - 1)] ^ inner[2 * b] ^ inner[2 * b + 1];
+                for (orow, h) in o.chunks_exact_mut(n).zip(inner.chunks_exact(2 * m)) {
+                    orow[0] = h.iter().step_by(2).fold(Block::ZERO, |a, b| a ^ *b);
+                    for x in 1..n {
+                        let b = x.trailing_zeros() as usize;
+                        orow[x] = orow[x & (x - 1)] ^ h[2 * b] ^ h[2 * b + 1];
+                    }
                 }
-                for (x, tw) in otw[..n].iter_mut().enumerate() {
-                    *tw = outer_tweak(idx0, x);
+                let otw = &mut tws[..n * rows];
+                for (r, tr) in otw.chunks_exact_mut(n).enumerate() {
+                    let idx0 = base.wrapping_add((r * m) as u64);
+                    for (x, tw) in tr.iter_mut().enumerate() {
+                        *tw = outer_tweak(idx0, x);
+                    }
                 }
-                tccr_tweaked(orow, &otw[..n]);
-            }
-        });
+                tccr_tweaked(o, otw);
+            },
+        );
 }
 
 /// Receiver's 1-of-N keys: `mk` holds `m` COT values per row (`K'_i ⊕ b_i·Δ`), `out[r]` gets
-/// `K_{choice_r}`.
+/// `K_{choice_r}` (inner and outer hashes batched per task, as for the sender).
 fn n_keys_receiver(mk: &[Block], choices: &[u8], first: u64, m: usize, out: &mut [Block]) {
     out.par_chunks_mut(N_TASK_ROWS)
         .zip(mk.par_chunks(m * N_TASK_ROWS))
         .zip(choices.par_chunks(N_TASK_ROWS))
         .enumerate()
-        .for_each(|(t, ((o, k), c))| {
-            let mut inner = [Block::ZERO; 8];
-            let mut itw = [Block::ZERO; 8];
-            for (r, ((o, krow), &x)) in o.iter_mut().zip(k.chunks_exact(m)).zip(c).enumerate() {
-                let idx0 = first.wrapping_add(((t * N_TASK_ROWS + r) * m) as u64);
-                inner[..m].copy_from_slice(krow);
-                for (i, tw) in itw[..m].iter_mut().enumerate() {
-                    *tw = tweak(DOMAIN_N_INNER, idx0.wrapping_add(i as u64));
+        .for_each_init(
+            || {
+                (
+                    vec![Block::ZERO; m * N_TASK_ROWS],
+                    vec![Block::ZERO; m * N_TASK_ROWS],
+                )
+            },
+            |(inner, itw), (t, ((o, k), c))| {
+                let base = first.wrapping_add((t * N_TASK_ROWS * m) as u64);
+                let (inner, itw) = (&mut inner[..k.len()], &mut itw[..k.len()]);
+                inner.copy_from_slice(k);
+                for (i, tw) in itw.iter_mut().enumerate() {
+                    *tw = tweak(DOMAIN_N_INNER, base.wrapping_add(i as u64));
                 }
-                tccr_tweaked(&mut inner[..m], &itw[..m]);
-                let s = inner[..m].iter().fold(Block::ZERO, |a, b| a ^ *b);
-                *o = fixed_tccr(outer_tweak(idx0, x as usize), s);
-            }
-        });
-}
-
-#[inline]
-fn fixed_tccr(tw: Block, x: Block) -> Block {
-    crate::aes::fixed_key_aes().tccr(tw, x)
+                tccr_tweaked(inner, itw);
+                for (r, ((o, h), &x)) in o.iter_mut().zip(inner.chunks_exact(m)).zip(c).enumerate()
+                {
+                    *o = h.iter().fold(Block::ZERO, |a, b| a ^ *b);
+                    itw[r] = outer_tweak(base.wrapping_add((r * m) as u64), x as usize);
+                }
+                let rows = o.len();
+                tccr_tweaked(o, &itw[..rows]);
+            },
+        );
 }
 
 /// Rows per frame of 1-of-N payloads: deterministic in `(n, bits)` so both sides agree.
