@@ -281,6 +281,10 @@ impl FerretCotSender {
     ) -> Result<usize, OtError> {
         let h = p.log_bin as usize;
         debug_assert_eq!(self.reserve.len(), p.reserve());
+        if self.iter >= 1 << 32 {
+            // The tweaks hold 32 bits of iteration number; 2^32 iterations are ~4·10^16 COTs.
+            return Err(OtError::arg("Ferret iteration counter exhausted"));
+        }
         let start = out.len();
         out.resize(start + p.n(), Block::ZERO);
         let seeds = self.prg.blocks(p.t);
@@ -396,6 +400,10 @@ impl FerretCotReceiver {
     ) -> Result<usize, OtError> {
         let h = p.log_bin as usize;
         debug_assert_eq!(self.reserve.len(), p.reserve());
+        if self.iter >= 1 << 32 {
+            // The tweaks hold 32 bits of iteration number; 2^32 iterations are ~4·10^16 COTs.
+            return Err(OtError::arg("Ferret iteration counter exhausted"));
+        }
         // The frame length is fixed by the public parameters: checked before allocation.
         let msg = ch.recv_pod::<Block>(p.t * mpcot::msg_blocks_per_tree(h))?;
         let start = out.len();
