@@ -1,7 +1,7 @@
 //! `ferret::lpn` — the primal-LPN expansion with a local linear code: output `i` is
 //! `y_i = v_i ⊕ ⊕_{d<D} x_{pos(i, d)}` for the `k`-vector `x` of reserved COTs, `D = 10`
-//! positions per row (Ferret §5, the code emp-ot uses). Applied to both parties' COTs it keeps the
-//! correlation (`z ⊕ y = (e ⊕ A·r)·Δ`), and under LPN with regular noise `e ⊕ A·r` is
+//! positions per row (Ferret's local linear code, as in emp-ot). Applied to both parties' COTs it
+//! keeps the correlation (`z ⊕ y = (e ⊕ A·r)·Δ`), and under LPN with regular noise `e ⊕ A·r` is
 //! pseudorandom.
 //!
 //! The positions are public: AES-CTR under a fixed public key is read as a stream of 32-bit words,

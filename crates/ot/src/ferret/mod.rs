@@ -22,11 +22,13 @@
 //! **Security.** Semi-honest only: there is no SPCOT consistency check, which Ferret adds for
 //! malicious security; secinfer's threat model is semi-honest (`docs/threat-model.md`). The LPN
 //! parameter sets are emp-ot's published `ferret_b11/b12/b13` constants (emp-ot
-//! `emp-ot/ferret/constants.h`), which emp-ot and the Ferret paper state as 128-bit
-//! computationally secure for primal LPN with regular noise and a `d = 10` local linear code
-//! (bit security assessed with the attacks of Ferret §6 / Boyle et al.'s estimator: Gaussian
-//! elimination, low-weight parity check, ISD, and the regular-noise reduction); the statistical
-//! part (GGM, hashes) is at κ = 128.
+//! `emp-ot/ferret/constants.h`, by the Ferret authors; b13 is emp-ot's default), offered there as
+//! the 128-bit-security sets for primal LPN with regular noise and a `d = 10` local linear code;
+//! their bit security rests on the Ferret paper's analysis (Gaussian elimination, low-weight
+//! parity check and ISD attacks, with the regular-noise adjustment). We did not re-derive the
+//! estimates; only these three sets are claimed secure, and [`FerretParams::check`] checks shape
+//! only. The GGM PRG, the level-sum OTs (`tccr`, unique tweak per iteration and COT) and the
+//! seeds are at κ = 128.
 pub mod lpn;
 pub mod mpcot;
 pub mod spcot;

@@ -1,5 +1,5 @@
 //! `ferret::mpcot` — multi-point COT with *regular* noise: `t` independent SPCOTs, one per bin of
-//! `2^h` positions, so the noise vector `e` has exactly one 1 per bin (Ferret §4, regular-LPN
+//! `2^h` positions, so the noise vector `e` has exactly one 1 per bin (Ferret's regular-LPN
 //! variant). Semi-honest: no consistency check (the malicious version's check is what Ferret adds
 //! for active security; our threat model is semi-honest, docs/threat-model.md).
 //!

@@ -1,4 +1,4 @@
-//! `ferret::spcot` — single-point COT from one GGM tree (Ferret §3, after Schoppmann et al.'s
+//! `ferret::spcot` — single-point COT from one GGM tree (as in Ferret, after Schoppmann et al.'s
 //! puncturable PRF), semi-honest.
 //!
 //! The sender expands a random seed into a tree of depth `h` with the length-doubling PRG
