@@ -448,3 +448,28 @@ fn pool_bits_are_balanced_and_from_iknp_wrappers() {
         "{ones} ones of {n}"
     );
 }
+
+#[test]
+fn zero_length_calls_consume_and_send_nothing() {
+    let run = pooled(
+        4,
+        |r, ch| {
+            let a = r.recv_random(ch, 16, &[]).expect("random").len();
+            let b = r.recv_u64(ch, 256, &[], 8).expect("u64").len();
+            let c = r.recv_chosen_u64(ch, &[], 7).expect("chosen").len();
+            let d = r.recv_correlated_u64(ch, &[], 64).expect("add").len();
+            (a + b + c + d, r.consumed(), r.available())
+        },
+        |s, ch| {
+            let a = s.send_random(ch, 16, 0).expect("random").len();
+            s.send_u64(ch, 256, &[], 8).expect("u64");
+            s.send_chosen_u64(ch, &[], 7).expect("chosen");
+            let d = s.send_correlated_u64(ch, &[], 64).expect("add").len();
+            (a + d, s.consumed(), s.available())
+        },
+    );
+    assert_eq!(run.client.output, (0, 0, 4));
+    assert_eq!(run.server.output, (0, 0, 4));
+    assert_eq!(run.client.cost.phase(Phase::Online).bytes_sent, 0);
+    assert_eq!(run.server.cost.phase(Phase::Online).bytes_sent, 0);
+}
