@@ -400,9 +400,14 @@ impl PooledOtSender {
         }
     }
 
-    /// Takes `n` pooled COTs (refilling the deficit first), applies the derandomisation bits
-    /// read from the peer and returns `(global index of the first, K'_j)`.
-    fn derand<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(u64, Vec<Block>), OtError> {
+    /// Takes `n` pooled COTs (refilling the deficit first) and applies the derandomisation bits
+    /// read from the peer in place (they are consumed anyway); returns the global index of the
+    /// first and where the `K'_j = K_j ⊕ d_j·Δ` lie in the pool.
+    fn derand<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
         if self.available() < n {
             let deficit = n - self.available();
             self.fill_inner(ch, deficit)?;
@@ -411,10 +416,10 @@ impl PooledOtSender {
         self.consumed = first
             .checked_add(n as u64)
             .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
-        let mut k = self.pool[self.pos..self.pos + n].to_vec();
+        let range = self.pos..self.pos + n;
         self.pos += n;
-        recv_derand(ch, &mut k, self.delta)?;
-        Ok((first, k))
+        recv_derand(ch, &mut self.pool[range.clone()], self.delta)?;
+        Ok((first, range))
     }
 
     fn run<C: Channel, T>(
@@ -441,15 +446,18 @@ impl PooledOtSender {
         out: &mut [Block],
     ) -> Result<(), OtError> {
         self.run(ch, |s, ch| {
-            let (_, k) = s.derand(ch, out.len())?;
-            out.copy_from_slice(&k);
+            let (_, r) = s.derand(ch, out.len())?;
+            out.copy_from_slice(&s.pool[r]);
             Ok(())
         })
     }
 
     /// Correlated OT: returns `m0_j`; the receiver gets `m0_j ⊕ (c_j · Δ)`.
     pub fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, OtError> {
-        self.run(ch, |s, ch| Ok(s.derand(ch, n)?.1))
+        self.run(ch, |s, ch| {
+            let (_, r) = s.derand(ch, n)?;
+            Ok(s.pool[r].to_vec())
+        })
     }
 
     /// Random OT into a caller's buffer: `(k0_j, k1_j)`; the receiver gets `k_{c_j}`.
@@ -459,8 +467,9 @@ impl PooledOtSender {
         out: &mut [[Block; 2]],
     ) -> Result<(), OtError> {
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, out.len())?;
-            hash_pairs(&k, s.delta, first, bytemuck::cast_slice_mut(out));
+            let (first, r) = s.derand(ch, out.len())?;
+            let k = &s.pool[r];
+            hash_pairs(k, s.delta, first, bytemuck::cast_slice_mut(out));
             Ok(())
         })
     }
@@ -483,7 +492,8 @@ impl PooledOtSender {
         msgs: &[[Block; 2]],
     ) -> Result<(), OtError> {
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, msgs.len())?;
+            let (first, r) = s.derand(ch, msgs.len())?;
+            let k = &s.pool[r];
             let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
             for (c, (kc, mc)) in k
                 .chunks(CHUNK_ROWS)
@@ -518,7 +528,8 @@ impl PooledOtSender {
             )));
         }
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, msgs.len())?;
+            let (first, r) = s.derand(ch, msgs.len())?;
+            let k = &s.pool[r];
             let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
             let mut frame = Vec::new();
             for (c, (kc, mc)) in k
@@ -553,7 +564,8 @@ impl PooledOtSender {
         check_bits(bits)?;
         let mk = mask(bits);
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, deltas.len())?;
+            let (first, r) = s.derand(ch, deltas.len())?;
+            let k = &s.pool[r];
             let mut xs = vec![0u64; deltas.len()];
             let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
             let mut frame = Vec::new();
@@ -600,9 +612,10 @@ impl PooledOtSender {
             .checked_mul(m)
             .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, cots)?;
+            let (first, r) = s.derand(ch, cots)?;
+            let k = &s.pool[r];
             let mut out = vec![Block::ZERO; total];
-            n_keys_sender(&k, s.delta, first, m, n, &mut out);
+            n_keys_sender(k, s.delta, first, m, n, &mut out);
             Ok(out)
         })
     }
@@ -634,7 +647,8 @@ impl PooledOtSender {
         let count = msgs.len() / n;
         let rows_per_frame = n_frame_rows(n, bits);
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, count * m)?;
+            let (first, r) = s.derand(ch, count * m)?;
+            let k = &s.pool[r];
             let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
             let mut frame = Vec::new();
             for (f, (kf, mf)) in k
@@ -786,17 +800,15 @@ impl PooledOtReceiver {
         r
     }
 
-    /// Takes `choices.len()` pooled COTs (refilling the deficit first), sends the
-    /// derandomisation bits and writes `M_j = K'_j ⊕ c_j·Δ` to `out`; returns the global index
-    /// of the first.
-    fn derand<C: Channel>(
+    /// Takes `choices.len()` pooled COTs (refilling the deficit first) and sends the
+    /// derandomisation bits; returns the global index of the first and where the
+    /// `M_j = K'_j ⊕ c_j·Δ` lie in the pool.
+    fn derand_range<C: Channel>(
         &mut self,
         ch: &mut C,
         choices: &[bool],
-        out: &mut [Block],
-    ) -> Result<u64, OtError> {
+    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
         let n = choices.len();
-        debug_assert_eq!(out.len(), n);
         if self.available() < n {
             let deficit = n - self.available();
             self.fill_inner(ch, deficit)?;
@@ -805,11 +817,22 @@ impl PooledOtReceiver {
         self.consumed = first
             .checked_add(n as u64)
             .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
-        let (p, q) = (self.pos, self.pos + n);
-        self.pos = q;
-        send_derand(ch, choices, &self.bits[p..q])?;
+        let range = self.pos..self.pos + n;
+        self.pos += n;
+        send_derand(ch, choices, &self.bits[range.clone()])?;
         ch.flush()?;
-        out.copy_from_slice(&self.keys[p..q]);
+        Ok((first, range))
+    }
+
+    /// [`derand_range`](Self::derand_range), copying the `M_j` to `out`.
+    fn derand<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<u64, OtError> {
+        let (first, range) = self.derand_range(ch, choices)?;
+        out.copy_from_slice(&self.keys[range]);
         Ok(first)
     }
 
@@ -969,10 +992,9 @@ impl PooledOtReceiver {
             .iter()
             .flat_map(|&w| (0..m).map(move |i| (w >> i) & 1 == 1))
             .collect();
-        let mut mk = vec![Block::ZERO; bits.len()];
-        let first = self.derand(ch, &bits, &mut mk)?;
+        let (first, range) = self.derand_range(ch, &bits)?;
         let mut out = vec![Block::ZERO; choices.len()];
-        n_keys_receiver(&mk, choices, first, m, &mut out);
+        n_keys_receiver(&self.keys[range], choices, first, m, &mut out);
         Ok(out)
     }
 

@@ -202,6 +202,10 @@ fn client(
             ch.set_phase(Phase::Offline);
             let per = if let OtKind::PoolKk = kind { 4 } else { 1 };
             r.fill(ch, count * per)?;
+            // Barrier: the sender finishes its fill first and would otherwise charge its wait
+            // for the receiver's fill to the online phase.
+            ch.send_pod::<u8>(&[1])?;
+            ch.flush()?;
             ch.set_phase(Phase::Online);
             for n in batches(kind, count) {
                 if let OtKind::PoolKk = kind {
@@ -276,6 +280,7 @@ fn server(
             sample.push(split(s.delta()));
             let per = if let OtKind::PoolKk = kind { 4 } else { 1 };
             s.fill(ch, count * per)?;
+            ch.recv_pod::<u8>(1)?;
             ch.set_phase(Phase::Online);
             for n in batches(kind, count) {
                 if let OtKind::PoolKk = kind {
