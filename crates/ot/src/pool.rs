@@ -375,6 +375,13 @@ impl PooledOtSender {
         self.run(ch, |s, ch| s.fill_inner(ch, n))
     }
 
+    /// Offline phase: tops the pool up to at least `n` unused COTs (fills the deficit, if any);
+    /// pairs with the receiver's `reserve(n)`.
+    pub fn reserve<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        let deficit = n.saturating_sub(self.available());
+        self.run(ch, |s, ch| s.fill_inner(ch, deficit))
+    }
+
     fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
         // Drop the used prefix first so the pool never grows past what is unused plus `n`.
         self.pool.drain(..self.pos);
@@ -753,6 +760,13 @@ impl PooledOtReceiver {
     /// iterations with Ferret); pairs with the sender's `fill(n)`.
     pub fn fill<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
         self.run(ch, |s, ch| s.fill_inner(ch, n))
+    }
+
+    /// Offline phase: tops the pool up to at least `n` unused COTs; pairs with the sender's
+    /// `reserve(n)`.
+    pub fn reserve<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        let deficit = n.saturating_sub(self.available());
+        self.run(ch, |s, ch| s.fill_inner(ch, deficit))
     }
 
     fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {

@@ -270,22 +270,28 @@ fn exhausted_pool_refills_in_the_current_phase() {
         10,
         move |r, ch| {
             let t = r.recv_cot(ch, &c2).expect("cot");
+            // `reserve` tops up to 64 (fills 64, the pool being empty), then finds enough.
+            r.reserve(ch, 64).expect("reserve");
+            r.reserve(ch, 10).expect("reserve");
             (t, r.available())
         },
         move |s, ch| {
             let q = s.send_cot(ch, 5000).expect("cot");
+            s.reserve(ch, 64).expect("reserve");
+            s.reserve(ch, 10).expect("reserve");
             (q, s.available(), s.consumed())
         },
     );
     let (t, ra) = run.client.output;
     let (q, sa, used) = run.server.output;
-    assert_eq!((ra, sa, used), (0, 0, 5000));
+    assert_eq!((ra, sa, used), (64, 64, 5000));
     for j in 0..5000 {
         assert_eq!(t[j], q[j] ^ DELTA.and_bit(c[j]));
     }
-    // The 4990-COT refill (16 B each, padded to 128 rows) is charged to the online phase.
+    // The 4990-COT refill (16 B each, padded to 128 rows) and the 64-COT top-up are charged to
+    // the current (online) phase.
     let online = run.client.cost.phase(Phase::Online).bytes_sent;
-    assert_eq!(online, 4992 * 16 + 5000 / 8);
+    assert_eq!(online, 4992 * 16 + 5000 / 8 + 128 * 16);
 }
 
 fn is_invalid<T>(r: &Result<T, OtError>) -> bool {
