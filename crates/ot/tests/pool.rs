@@ -479,3 +479,42 @@ fn zero_length_calls_consume_and_send_nothing() {
     assert_eq!(run.client.cost.phase(Phase::Online).bytes_sent, 0);
     assert_eq!(run.server.cost.phase(Phase::Online).bytes_sent, 0);
 }
+
+/// Online-only timing of pooled 1-of-16 (8-bit) against a filled pool:
+/// `cargo test --release -p secinfer-ot --test pool online_timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn online_timing() {
+    let count = 1 << 20;
+    let reps = 3;
+    let mut prg = Prg::from_seed(Block(41));
+    let choices: Vec<u8> = (0..count).map(|_| prg.below(16) as u8).collect();
+    let msgs: Vec<u64> = (0..count * 16)
+        .map(|_| prg.next_block().low_u64() & 0xff)
+        .collect();
+    let run = pooled(
+        4 * count * reps,
+        move |r, ch| {
+            (0..reps)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    r.recv_u64(ch, 16, &choices, 8).expect("u64");
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        },
+        move |s, ch| {
+            (0..reps)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    s.send_u64(ch, 16, &msgs, 8).expect("u64");
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        },
+    );
+    eprintln!(
+        "pooled 1-of-16, 2^20 OTs online: receiver {:.3} s, sender {:.3} s",
+        run.client.output, run.server.output
+    );
+}
