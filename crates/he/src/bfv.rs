@@ -284,11 +284,41 @@ struct GaloisKey {
     /// product needs no per-digit permutation.
     b: Vec<Vec<u64>>,
     a: Vec<Vec<u64>>,
+    /// The same digits as u32 residues for the 32-bit key switch (`ks32`); when that path
+    /// is on, `b` and `a` above stay empty (every switch runs on these).
+    b32: Vec<Vec<u32>>,
+    a32: Vec<Vec<u32>>,
+    /// Shoup constants ⌊k·2^32 / m⌋ of every residue of `b32` / `a32`.
+    b32s: Vec<Vec<u32>>,
+    a32s: Vec<Vec<u32>>,
     /// What travels: per digit the seed of `a` and the unpermuted `b`.
     wire: Vec<([u8; 32], Vec<u64>)>,
 }
 
+/// A Galois key's 32-bit residues for a chosen set of digits: (b, a, b Shoup, a Shoup).
+type Key32<'k> = (
+    Vec<&'k [u32]>,
+    Vec<&'k [u32]>,
+    Vec<&'k [u32]>,
+    Vec<&'k [u32]>,
+);
+
 impl GaloisKey {
+    /// The 32-bit key residues of the digits `idx` (all digits when `None`).
+    fn key32(&self, idx: Option<&[usize]>) -> Key32<'_> {
+        let all: Vec<usize> = (0..self.b32.len()).collect();
+        let idx = idx.unwrap_or(&all);
+        fn pick<'a>(v: &'a [Vec<u32>], idx: &[usize]) -> Vec<&'a [u32]> {
+            idx.iter().map(|&i| v[i].as_slice()).collect()
+        }
+        (
+            pick(&self.b32, idx),
+            pick(&self.a32, idx),
+            pick(&self.b32s, idx),
+            pick(&self.a32s, idx),
+        )
+    }
+
     /// Rebuilds the server-side form (expanded, pre-permuted) from seeds and b.
     fn from_wire(params: &Params, g: usize, wire: Vec<([u8; 32], Vec<u64>)>) -> GaloisKey {
         let n = params.n();
@@ -324,10 +354,36 @@ impl GaloisKey {
             b_all.push(bp);
             a_all.push(ap);
         }
+        let (mut b32, mut a32, mut b32s, mut a32s) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        if params.0.ks32.is_some() {
+            // Every residue is below 2^31 here, so the narrowing is exact.
+            let narrow = |v: &[u64]| -> (Vec<u32>, Vec<u32>) {
+                let x: Vec<u32> = v.iter().map(|&e| e as u32).collect();
+                let xs = x
+                    .iter()
+                    .enumerate()
+                    .map(|(idx, &e)| crate::ks32::shoup32(e, mods[idx / n].q as u32))
+                    .collect();
+                (x, xs)
+            };
+            for (bp, ap) in b_all.drain(..).zip(a_all.drain(..)) {
+                let (x, xs) = narrow(&bp);
+                b32.push(x);
+                b32s.push(xs);
+                let (x, xs) = narrow(&ap);
+                a32.push(x);
+                a32s.push(xs);
+            }
+        }
         GaloisKey {
             perms,
             b: b_all,
             a: a_all,
+            b32,
+            a32,
+            b32s,
+            a32s,
             wire,
         }
     }
@@ -605,6 +661,9 @@ impl Drop for Decomposed {
         for d in self.digits.drain(..) {
             give_back(d);
         }
+        for d in self.digits32.drain(..) {
+            crate::ks32::give32(d);
+        }
         if let Some(v) = self.c0_p.take() {
             give_back(v);
         }
@@ -720,23 +779,27 @@ impl SecretKey {
         let n = params.n();
         let k = r.log_q;
         let qr = 1u64 << k;
-        // c1·s exactly over the integers via the first Q prime (|c1·s| ≤ n·qr/2 < q0/2).
-        let md = &params.0.qs[0];
-        let q0 = md.q;
-        let mut c1: Vec<u64> =
-            r.c1.iter()
-                .map(|&c| from_i64(center_pow2(c, k), q0))
-                .collect();
-        md.to_ntt(&mut c1);
-        for (x, &s) in c1.iter_mut().zip(&self.ntt_qp[..n]) {
-            *x = mul_mod(*x, s, q0);
+        // c1·s exactly over the integers, computed mod Q (|c1·s| ≤ n·qr/2 < Q/2 by
+        // `max_response_bits`) and CRT-combined when Q has two primes.
+        let mut c1 = vec![0u64; n * params.l()];
+        for (i, md) in params.0.qs.iter().enumerate() {
+            let q = md.q;
+            let ci = &mut c1[i * n..(i + 1) * n];
+            for (o, &c) in ci.iter_mut().zip(&r.c1) {
+                *o = from_i64(center_pow2(c, k), q);
+            }
+            md.to_ntt(ci);
+            for (x, &s) in ci.iter_mut().zip(&self.ntt_qp[i * n..(i + 1) * n]) {
+                *x = mul_mod(*x, s, q);
+            }
+            md.to_coeff(ci);
         }
-        md.to_coeff(&mut c1);
+        let qb = params.0.q_big;
         let t = params.t();
         Ok((0..n)
             .map(|i| {
-                let prod = center(c1[i], q0);
-                let x = (r.c0[i] as i128 + prod as i128).rem_euclid(qr as i128) as u128;
+                let prod = center_big(crt(params, &c1, i), qb);
+                let x = (r.c0[i] as i128 + prod).rem_euclid(qr as i128) as u128;
                 (crate::arith::mul_div_round(x, t, qr as u128) % t as u128) as u64
             })
             .collect())
@@ -868,6 +931,8 @@ impl Ciphertext {
 pub struct Decomposed {
     c0: Vec<u64>,
     digits: Vec<Vec<u64>>,
+    /// The digits as u32 residues when the 32-bit key switch is on (`digits` is then empty).
+    digits32: Vec<Vec<u32>>,
     var: f64,
     /// P·c0 mod Q, made by the first lazy rotation and shared by the others.
     c0_p: std::sync::OnceLock<Vec<u64>>,
@@ -976,8 +1041,10 @@ impl Response {
 
 /// Largest response modulus exponent the client's exact decryption supports.
 pub fn max_response_bits(params: &Params) -> u32 {
-    let q0 = params.0.qs[0].q as f64;
-    (q0.log2() - (params.n() as f64).log2() - 2.0).floor() as u32
+    // |c1·s| ≤ n·2^k/2 must stay below Q/2 for the exact product in `decrypt_response_poly`;
+    // 62 bits is the most `switch_u64` and the packing handle.
+    let log_q = params.log2_q();
+    ((log_q - (params.n() as f64).log2() - 2.0).floor() as u32).min(62)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1080,6 +1147,28 @@ impl Params {
         d * n * (2f64.powf(2.0 * w) / 3.0) * sigma * sigma / (p * p) + (1.0 + n * 2.0 / 3.0) / 12.0
     }
 
+    /// Variance added by a plain 32-bit key switch, whose digits are whole limbs taken
+    /// centered (uniform in (−q_i/2, q_i/2]: E[d²] = q_i²/12), plus the rounding of the
+    /// division by P.
+    fn ks_var_limbs(&self) -> f64 {
+        self.ks_product_var_limbs() + (1.0 + self.n() as f64 * 2.0 / 3.0) / 12.0
+    }
+
+    /// The digit × key-error part of [`Self::ks_var_limbs`].
+    fn ks_product_var_limbs(&self) -> f64 {
+        let n = self.n() as f64;
+        let sigma = self.0.set.sigma;
+        let p = self.0.pm.q as f64;
+        let dsq: f64 = self
+            .0
+            .set
+            .q
+            .iter()
+            .map(|&q| (q as f64) * (q as f64) / 12.0)
+            .sum();
+        n * dsq * sigma * sigma / (p * p)
+    }
+
     /// The digit × key-error part of [`Self::ks_var`] (after the division by P), without the
     /// rounding of the division: what a lazy rotation carries before its deferred mod-down.
     fn ks_product_var(&self) -> f64 {
@@ -1095,12 +1184,32 @@ impl Params {
     pub fn decompose(&self, a: &Ciphertext) -> Decomposed {
         let mut c0 = take_zeroed(a.c0.len());
         c0.copy_from_slice(&a.c0);
+        let (digits, digits32) = if self.0.ks32.is_some() {
+            (Vec::new(), crate::ks32::decompose(self, &a.c1, false))
+        } else {
+            (self.decompose_digits(&a.c1), Vec::new())
+        };
         Decomposed {
             c0,
-            digits: self.decompose_digits(&a.c1),
+            digits,
+            digits32,
             var: a.var,
             c0_p: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Indices of the keys of each limb's lowest digit (gadget P on q_i): with a whole
+    /// centered limb as the digit, these are the keys a plain 32-bit rotation needs.
+    fn limb_key_indices(&self) -> Vec<usize> {
+        let mut at = 0;
+        self.digits_per_prime()
+            .iter()
+            .map(|&d| {
+                let i = at;
+                at += d;
+                i
+            })
+            .collect()
     }
 
     /// The key-switching digits of c1 (NTT form mod Q), each (L+1)·n in NTT form mod Q·P.
@@ -1177,6 +1286,24 @@ impl Params {
         keys: &GaloisKeys,
     ) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        if self.0.ks32.is_some() {
+            let (kb, ka, kbs, kas) = key.key32(None);
+            let (c0, c1) = crate::ks32::switch_permute(
+                self,
+                &h.c0,
+                &h.digits32,
+                &kb,
+                &ka,
+                &kbs,
+                &kas,
+                &key.perms,
+            );
+            return Ok(Ciphertext {
+                c0,
+                c1,
+                var: h.var + self.ks_var(),
+            });
+        }
         Ok(self.switch_permute(&h.c0, &h.digits, h.var, key))
     }
 
@@ -1249,7 +1376,7 @@ impl Params {
         // The P residue carries a factor n^{-1} (folded into the Galois keys' P residues, and
         // zero or linear images of those in every ExtCiphertext), so the unnormalised inverse
         // NTT yields the coefficients.
-        pm.plan.inv(&mut x[l * n..(l + 1) * n]);
+        pm.inv_raw(&mut x[l * n..(l + 1) * n]);
         let (xq, xp) = x.split_at(l * n);
         let xp = &xp[..n];
         let mut out = take_zeroed(l * n);
@@ -1280,6 +1407,20 @@ impl Params {
         keys: &GaloisKeys,
     ) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        if self.0.ks32.is_some() {
+            let digits = crate::ks32::decompose(self, &a.c1, true);
+            let (kb, ka, kbs, kas) = key.key32(Some(&self.limb_key_indices()));
+            let (c0, c1) =
+                crate::ks32::switch_permute(self, &a.c0, &digits, &kb, &ka, &kbs, &kas, &key.perms);
+            for d in digits {
+                crate::ks32::give32(d);
+            }
+            return Ok(Ciphertext {
+                c0,
+                c1,
+                var: a.var + self.ks_var_limbs(),
+            });
+        }
         let digits = self.decompose_digits(&a.c1);
         let r = self.switch_permute(&a.c0, &digits, a.var, key);
         for d in digits {
@@ -1352,6 +1493,24 @@ impl Params {
         let g = self.galois_elt_rotate(step);
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
         let c0_p = h.c0_p.get_or_init(|| self.times_p(&h.c0));
+        if self.0.ks32.is_some() {
+            let (kb, ka, kbs, kas) = key.key32(None);
+            let (c0, c1) = crate::ks32::switch_permute_ext(
+                self,
+                c0_p,
+                &h.digits32,
+                &kb,
+                &ka,
+                &kbs,
+                &kas,
+                &key.perms,
+            );
+            return Ok(ExtCiphertext {
+                c0,
+                c1,
+                var: h.var + self.ks_product_var(),
+            });
+        }
         Ok(self.switch_permute_ext(c0_p, &h.digits, h.var, key))
     }
 
@@ -1447,6 +1606,23 @@ impl Params {
         }
         let g = self.galois_elt_rotate(step);
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        if self.0.ks32.is_some() {
+            let digits = crate::ks32::decompose(self, &a.c1, true);
+            let (kb, ka, kbs, kas) = key.key32(Some(&self.limb_key_indices()));
+            let c0_p = self.times_p(&a.c0);
+            let (c0, c1) = crate::ks32::switch_permute_ext(
+                self, &c0_p, &digits, &kb, &ka, &kbs, &kas, &key.perms,
+            );
+            give_back(c0_p);
+            for d in digits {
+                crate::ks32::give32(d);
+            }
+            return Ok(ExtCiphertext {
+                c0,
+                c1,
+                var: a.var + self.ks_product_var_limbs(),
+            });
+        }
         let digits = self.decompose_digits(&a.c1);
         let c0_p = self.times_p(&a.c0);
         let r = self.switch_permute_ext(&c0_p, &digits, a.var, key);
@@ -1518,6 +1694,9 @@ impl Params {
     }
 
     fn recompose_c1(&self, h: &Decomposed) -> Vec<u64> {
+        if self.0.ks32.is_some() {
+            return crate::ks32::recompose(self, &h.digits32);
+        }
         // Σ_j 2^{wj} d_j over the Q residues (NTT form is linear).
         let n = self.n();
         let l = self.l();
@@ -1585,21 +1764,23 @@ impl Params {
         let mut out0 = Vec::with_capacity(n);
         let mut out1 = Vec::with_capacity(n);
         let qr = 1u128 << log_q_out;
-        if self.l() == 1 {
-            // Single prime: everything in u64 with Shoup products and an f64-estimated,
-            // exactly corrected rounding division.
-            let q = self.0.qs[0].q;
-            let d = self.0.delta_mod_q[0];
+        if qb < (1u128 << 62) {
+            // Q below 2^62 (one prime, or two 31-bit primes CRT-combined per coefficient):
+            // everything in u64 with Shoup products and an f64-estimated, exactly corrected
+            // rounding division.
+            let q = qb as u64;
+            let d = delta as u64;
             let ds = crate::arith::shoup(d, q);
             let ratio = qr as f64 / q as f64;
             for k in 0..n {
                 let e1 = prg.uniform_i128(flood) + prg.gaussian(sigma) as i128;
                 let e2 = prg.gaussian(sigma);
-                let mut x0 = add_mod(c0[k], (e1.rem_euclid(q as i128)) as u64, q);
+                let (y0, y1) = (crt(self, &c0, k) as u64, crt(self, &c1, k) as u64);
+                let mut x0 = add_mod(y0, (e1.rem_euclid(q as i128)) as u64, q);
                 if let Some(m) = mask_poly {
                     x0 = sub_mod(x0, crate::arith::mul_shoup(m[k] % self.t(), d, ds, q), q);
                 }
-                let x1 = add_mod(c1[k], from_i64(e2, q), q);
+                let x1 = add_mod(y1, from_i64(e2, q), q);
                 out0.push(switch_u64(x0, q, log_q_out, ratio));
                 out1.push(switch_u64(x1, q, log_q_out, ratio));
             }
