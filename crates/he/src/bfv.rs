@@ -237,8 +237,7 @@ fn sub_product(params: &Params, acc: &mut [u64], a: &[u64], s: &[u64], residues:
         let q = m.q;
         let r = i * n..(i + 1) * n;
         tmp.iter_mut().for_each(|v| *v = 0);
-        m.plan
-            .mul_accumulate(&mut tmp, &a[r.clone()], &s[r.clone()]);
+        m.mul_accumulate(&mut tmp, &a[r.clone()], &s[r.clone()]);
         for (x, &y) in acc[r].iter_mut().zip(&tmp) {
             *x = sub_mod(*x, y, q);
         }
@@ -728,8 +727,7 @@ impl SecretKey {
             let r = i * n..(i + 1) * n;
             let s = &self.ntt_qp[r.clone()];
             let _ = q;
-            md.plan
-                .mul_accumulate(&mut x[r.clone()], &ct.c1[r.clone()], s);
+            md.mul_accumulate(&mut x[r.clone()], &ct.c1[r.clone()], s);
             md.to_coeff(&mut x[r]);
         }
         (0..n).map(|k| crt(params, &x, k)).collect()
@@ -1058,28 +1056,29 @@ impl Params {
     }
 
     pub fn add_assign(&self, a: &mut Ciphertext, b: &Ciphertext) {
-        self.combine_assign(a, b, add_mod);
+        self.combine_assign(a, b, false);
     }
 
     pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
         let mut r = a.clone();
-        self.combine_assign(&mut r, b, sub_mod);
+        self.combine_assign(&mut r, b, true);
         r
     }
 
     /// `a ← op(a, b)` coefficient-wise in every residue of both components (add or sub mod q);
     /// the noise variances add as if correlated.
-    fn combine_assign(&self, a: &mut Ciphertext, b: &Ciphertext, op: fn(u64, u64, u64) -> u64) {
+    fn combine_assign(&self, a: &mut Ciphertext, b: &Ciphertext, sub: bool) {
         let n = self.n();
+        let op = if sub {
+            crate::ks32::sub_assign_mod
+        } else {
+            crate::ks32::add_assign_mod
+        };
         for (i, md) in self.0.qs.iter().enumerate() {
             let q = md.q;
             let r = i * n..(i + 1) * n;
-            for (x, &y) in a.c0[r.clone()].iter_mut().zip(&b.c0[r.clone()]) {
-                *x = op(*x, y, q);
-            }
-            for (x, &y) in a.c1[r.clone()].iter_mut().zip(&b.c1[r.clone()]) {
-                *x = op(*x, y, q);
-            }
+            op(&mut a.c0[r.clone()], &b.c0[r.clone()], q);
+            op(&mut a.c1[r.clone()], &b.c1[r.clone()], q);
         }
         a.var = corr_sum(a.var, b.var);
     }
@@ -1115,10 +1114,8 @@ impl Params {
         let mut c1 = take_zeroed(a.c1.len());
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.plan
-                .mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
-            md.plan
-                .mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+            md.mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
+            md.mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
         }
         let var = self.mul_plain_var(a.var, p);
         Ciphertext { c0, c1, var }
@@ -1357,10 +1354,8 @@ impl Params {
         for (j, d) in digits.iter().enumerate() {
             for (k, m) in mods.clone().enumerate() {
                 let r = k * n..(k + 1) * n;
-                m.plan
-                    .mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
-                m.plan
-                    .mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
+                m.mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
+                m.mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
             }
         }
         (acc0, acc1)
@@ -1643,17 +1638,14 @@ impl Params {
         let mut c1 = take_zeroed(a.c1.len());
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.plan
-                .mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
-            md.plan
-                .mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+            md.mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
+            md.mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
         }
         let pp = p.ntt_p(self);
         let r = l * n..(l + 1) * n;
         let pm = &self.0.pm;
-        pm.plan
-            .mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], pp);
-        pm.plan.mul_accumulate(&mut c1[r.clone()], &a.c1[r], pp);
+        pm.mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], pp);
+        pm.mul_accumulate(&mut c1[r.clone()], &a.c1[r], pp);
         ExtCiphertext {
             c0,
             c1,
@@ -1672,12 +1664,8 @@ impl Params {
             .collect();
         for (k, m) in mods.iter().enumerate() {
             let r = k * n..(k + 1) * n;
-            for (x, &y) in a.c0[r.clone()].iter_mut().zip(&b.c0[r.clone()]) {
-                *x = add_mod(*x, y, m.q);
-            }
-            for (x, &y) in a.c1[r.clone()].iter_mut().zip(&b.c1[r]) {
-                *x = add_mod(*x, y, m.q);
-            }
+            crate::ks32::add_assign_mod(&mut a.c0[r.clone()], &b.c0[r.clone()], m.q);
+            crate::ks32::add_assign_mod(&mut a.c1[r.clone()], &b.c1[r], m.q);
         }
         a.var = corr_sum(a.var, b.var);
     }
@@ -1746,10 +1734,8 @@ impl Params {
         let mut c1 = ct.c1.clone();
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.plan
-                .mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
-            md.plan
-                .mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
+            md.mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
+            md.mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
             md.to_coeff(&mut c0[r.clone()]);
             md.to_coeff(&mut c1[r]);
         }

@@ -66,9 +66,9 @@ pub(crate) fn give32(v: Vec<u32>) {
 /// element-wise loops then vectorise 8 lanes wide: this crate is built for baseline x86-64,
 /// where they would not), and the same body as plain code otherwise.
 macro_rules! avx2_dispatch {
-    ($(#[$m:meta])* fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         $(#[$m])*
-        fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) {
             #[inline(always)]
             fn body($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
@@ -165,6 +165,48 @@ avx2_dispatch! {
             let x = mul_shoup32(v, w, ws, q);
             let s = o.wrapping_sub(x);
             *o = s.min(s.wrapping_add(q));
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// acc ← acc + a·b mod q on u64-stored residues, q in (2^30, 2^31), mu = ⌊2^62/q⌋.
+    /// Barrett with 32×32-bit products only (one `vpmuludq` each under AVX2): x = a·b < 2^62,
+    /// y = ⌊x/2^31⌋ < 2^31, q̂ = ⌊y·mu/2^31⌋ ∈ [⌊x/q⌋ − 3, ⌊x/q⌋] (y and mu each lose < 1 and
+    /// q > 2^30), so r = x − q̂·q < 4q and two conditional subtractions finish it.
+    pub(crate) fn mul_acc_small(acc: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
+        for ((o, &x), &y) in acc.iter_mut().zip(a).zip(b) {
+            let x = (x as u32 as u64) * (y as u32 as u64);
+            let qh = (((x >> 31) as u32 as u64) * (mu as u32 as u64)) >> 31;
+            let mut r = x.wrapping_sub((qh as u32 as u64) * q);
+            if r >= 2 * q {
+                r -= 2 * q;
+            }
+            if r >= q {
+                r -= q;
+            }
+            let s = *o + r;
+            *o = if s >= q { s - q } else { s };
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// a ← a + b mod q (u64 residues, q < 2^63).
+    pub(crate) fn add_assign_mod(a: &mut [u64], b: &[u64], q: u64) {
+        for (x, &y) in a.iter_mut().zip(b) {
+            let s = *x + y;
+            *x = if s >= q { s - q } else { s };
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// a ← a − b mod q (u64 residues, q < 2^63).
+    pub(crate) fn sub_assign_mod(a: &mut [u64], b: &[u64], q: u64) {
+        for (x, &y) in a.iter_mut().zip(b) {
+            let d = x.wrapping_sub(y);
+            *x = if *x >= y { d } else { d.wrapping_add(q) };
         }
     }
 }
