@@ -174,7 +174,12 @@ impl SecretKey {
             .collect();
         let mut b = lift_signed(params, &e);
         sub_product(params, &mut b, &a, self.ntt_q(), params.l());
-        PublicKey { seed, b, a }
+        PublicKey {
+            seed,
+            b,
+            a,
+            rb: params.residue_bytes(),
+        }
     }
 
     /// Galois keys for the given Galois elements (see [`Params::galois_elt_rotate`]).
@@ -250,18 +255,20 @@ pub struct PublicKey {
     seed: [u8; 32],
     b: Vec<u64>,
     a: Vec<u64>,
+    /// Bytes per residue on the wire ([`Params::residue_bytes`]).
+    rb: usize,
 }
 
 impl PublicKey {
     /// Serialises as seed ‖ b (the uniform half travels as its seed).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(32 + 8 * self.b.len());
+        let mut out = Vec::with_capacity(32 + self.rb * self.b.len());
         out.extend_from_slice(&self.seed);
-        write_residues(&mut out, &self.b);
+        write_residues(&mut out, &self.b, self.rb);
         out
     }
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<PublicKey, HeError> {
-        let len = 32 + 8 * params.n() * params.l();
+        let len = 32 + params.residue_bytes() * params.n() * params.l();
         if bytes.len() != len {
             return Err(HeError::WrongLength {
                 expected: len,
@@ -272,7 +279,12 @@ impl PublicKey {
         seed.copy_from_slice(&bytes[..32]);
         let b = read_residues(params, &bytes[32..], params.l(), false)?;
         let a = expand_uniform(params, &seed, params.l(), false);
-        Ok(PublicKey { seed, b, a })
+        Ok(PublicKey {
+            seed,
+            b,
+            a,
+            rb: params.residue_bytes(),
+        })
     }
 }
 
@@ -454,7 +466,8 @@ impl GaloisKeys {
     pub fn upload_bytes(&self) -> usize {
         let n = self.params.n();
         let l = self.params.l();
-        8 + self.keys.len() * (8 + self.params.ks_digits() * (32 + 8 * n * (l + 1)))
+        let rb = self.params.residue_bytes();
+        8 + self.keys.len() * (8 + self.params.ks_digits() * (32 + rb * n * (l + 1)))
     }
 
     /// Wire form: "GKS1", count, then per key g and per digit seed ‖ b (a is re-expanded).
@@ -467,7 +480,7 @@ impl GaloisKeys {
             out.extend_from_slice(&(g as u64).to_le_bytes());
             for (seed, b) in &k.wire {
                 out.extend_from_slice(seed);
-                write_residues(&mut out, b);
+                write_residues(&mut out, b, self.params.residue_bytes());
             }
         }
         out
@@ -478,7 +491,7 @@ impl GaloisKeys {
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<GaloisKeys, HeError> {
         let n = params.n();
         let l = params.l();
-        let digit_len = 32 + 8 * n * (l + 1);
+        let digit_len = 32 + params.residue_bytes() * n * (l + 1);
         let per_key = 8 + params.ks_digits() * digit_len;
         if bytes.len() < 8 || &bytes[..4] != b"GKS1" {
             return Err(HeError::BadHeader("expected GKS1".into()));
@@ -673,6 +686,8 @@ impl Drop for Decomposed {
 pub struct SeededCiphertext {
     seed: [u8; 32],
     c0: Vec<u64>,
+    /// Bytes per residue on the wire ([`Params::residue_bytes`]).
+    rb: usize,
 }
 
 impl SecretKey {
@@ -698,7 +713,11 @@ impl SecretKey {
             md.to_ntt(&mut c0[r]);
         }
         sub_product(params, &mut c0, &a, self.ntt_q(), params.l());
-        Ok(SeededCiphertext { seed, c0 })
+        Ok(SeededCiphertext {
+            seed,
+            c0,
+            rb: params.residue_bytes(),
+        })
     }
 
     /// Encrypts SIMD slot values (mod t).
@@ -824,14 +843,14 @@ impl SeededCiphertext {
         }
     }
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4 + 32 + 8 * self.c0.len());
+        let mut out = Vec::with_capacity(4 + 32 + self.rb * self.c0.len());
         out.extend_from_slice(b"SCT1");
         out.extend_from_slice(&self.seed);
-        write_residues(&mut out, &self.c0);
+        write_residues(&mut out, &self.c0, self.rb);
         out
     }
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<SeededCiphertext, HeError> {
-        let len = 4 + 32 + 8 * params.n() * params.l();
+        let len = 4 + 32 + params.residue_bytes() * params.n() * params.l();
         if bytes.len() != len {
             return Err(HeError::WrongLength {
                 expected: len,
@@ -844,13 +863,18 @@ impl SeededCiphertext {
         let mut seed = [0u8; 32];
         seed.copy_from_slice(&bytes[4..36]);
         let c0 = read_residues(params, &bytes[36..], params.l(), false)?;
-        Ok(SeededCiphertext { seed, c0 })
+        Ok(SeededCiphertext {
+            seed,
+            c0,
+            rb: params.residue_bytes(),
+        })
     }
 }
 
-fn write_residues(out: &mut Vec<u8>, v: &[u64]) {
+/// Residues as `rb`-byte little-endian words (4 when every modulus is below 2^32, else 8).
+fn write_residues(out: &mut Vec<u8>, v: &[u64], rb: usize) {
     for &x in v {
-        out.extend_from_slice(&x.to_le_bytes());
+        out.extend_from_slice(&x.to_le_bytes()[..rb]);
     }
 }
 
@@ -860,18 +884,28 @@ fn read_residues(
     l: usize,
     with_p: bool,
 ) -> Result<Vec<u64>, HeError> {
+    read_residues_w(params, bytes, l, with_p, params.residue_bytes())
+}
+
+fn read_residues_w(
+    params: &Params,
+    bytes: &[u8],
+    l: usize,
+    with_p: bool,
+    rb: usize,
+) -> Result<Vec<u64>, HeError> {
     let n = params.n();
     let count = l + usize::from(with_p);
-    if bytes.len() != 8 * n * count {
+    if bytes.len() != rb * n * count {
         return Err(HeError::WrongLength {
-            expected: 8 * n * count,
+            expected: rb * n * count,
             got: bytes.len(),
         });
     }
     let mut out = Vec::with_capacity(n * count);
-    for (idx, ch) in bytes.chunks_exact(8).enumerate() {
+    for (idx, ch) in bytes.chunks_exact(rb).enumerate() {
         let mut b = [0u8; 8];
-        b.copy_from_slice(ch);
+        b[..rb].copy_from_slice(ch);
         let v = u64::from_le_bytes(b);
         let r = idx / n;
         let q = if r < l {
@@ -895,8 +929,8 @@ impl Ciphertext {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(4 + 16 * self.c0.len());
         out.extend_from_slice(b"CTX1");
-        write_residues(&mut out, &self.c0);
-        write_residues(&mut out, &self.c1);
+        write_residues(&mut out, &self.c0, 8);
+        write_residues(&mut out, &self.c1, 8);
         out
     }
     /// Parses a full ciphertext, checking the length and that every residue is < its prime.
@@ -911,8 +945,8 @@ impl Ciphertext {
         if &bytes[..4] != b"CTX1" {
             return Err(HeError::BadHeader("expected CTX1".into()));
         }
-        let c0 = read_residues(params, &bytes[4..4 + half], params.l(), false)?;
-        let c1 = read_residues(params, &bytes[4 + half..], params.l(), false)?;
+        let c0 = read_residues_w(params, &bytes[4..4 + half], params.l(), false, 8)?;
+        let c1 = read_residues_w(params, &bytes[4 + half..], params.l(), false, 8)?;
         Ok(Ciphertext {
             c0,
             c1,

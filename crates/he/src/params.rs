@@ -505,6 +505,17 @@ impl Params {
     pub(crate) fn l(&self) -> usize {
         self.0.set.q.len()
     }
+    /// Bytes per RNS residue in the compact wire forms (`SeededCiphertext`, `PublicKey`,
+    /// `GaloisKeys`): 4 when every modulus is below 2^32 (`n4096`), else 8. The full
+    /// `Ciphertext::to_bytes` form always uses 8.
+    pub fn residue_bytes(&self) -> usize {
+        let all = self.0.set.q.iter().chain(std::iter::once(&self.0.set.p));
+        if all.into_iter().all(|&m| m < (1u64 << 32)) {
+            4
+        } else {
+            8
+        }
+    }
     /// Number of key-switching digits.
     pub fn ks_digits(&self) -> usize {
         self.digits_per_prime().iter().sum()

@@ -529,15 +529,36 @@ fn serialisation_rejects_each_modulus_at_its_bound() {
     }
     let keys = sk.rotation_keys(&[1], false);
     let bytes = keys.to_bytes();
+    // Compact residues: 4 bytes each at n4096 (every modulus < 2^32).
+    let rb = p.residue_bytes();
+    assert_eq!(rb, 4);
     // Header (8), Galois element (8), first digit's seed (32), then (L+1)·n residues: the P
     // block is the last n of them.
-    let at = 8 + 8 + 32 + 8 * set.q.len() * n;
+    let at = 8 + 8 + 32 + rb * (set.q.len() * n + 5);
     let mut bad = bytes.clone();
-    bad[at..at + 8].copy_from_slice(&set.p.to_le_bytes());
+    bad[at..at + rb].copy_from_slice(&set.p.to_le_bytes()[..rb]);
     assert!(matches!(
         GaloisKeys::from_bytes(&p, &bad),
         Err(HeError::OutOfRange { modulus, .. }) if modulus == set.p
     ));
-    bad[at..at + 8].copy_from_slice(&(set.p - 1).to_le_bytes());
+    bad[at..at + rb].copy_from_slice(&(set.p - 1).to_le_bytes()[..rb]);
     assert!(GaloisKeys::from_bytes(&p, &bad).is_ok());
+    // The same for a seeded upload's second limb and the public key's first.
+    let sct = sk.encrypt_seeded(&v).expect("enc").to_bytes();
+    assert_eq!(sct.len(), 4 + 32 + rb * n * set.q.len());
+    let at = 4 + 32 + rb * (n + 3);
+    let mut bad = sct.clone();
+    bad[at..at + rb].copy_from_slice(&set.q[1].to_le_bytes()[..rb]);
+    assert!(matches!(
+        SeededCiphertext::from_bytes(&p, &bad),
+        Err(HeError::OutOfRange { modulus, .. }) if modulus == set.q[1]
+    ));
+    let pk = sk.public_key().to_bytes();
+    let mut bad = pk.clone();
+    bad[32..32 + rb].copy_from_slice(&set.q[0].to_le_bytes()[..rb]);
+    assert!(matches!(
+        PublicKey::from_bytes(&p, &bad),
+        Err(HeError::OutOfRange { modulus, .. }) if modulus == set.q[0]
+    ));
+    assert!(PublicKey::from_bytes(&p, &pk).is_ok());
 }
