@@ -251,7 +251,7 @@ impl Ks32 {
             return None;
         }
         // Base-2^w digits must stay below every modulus (w ≤ 30) unless each limb is one digit.
-        if digits_per_prime.iter().any(|&d| d == 0)
+        if digits_per_prime.contains(&0)
             || (digits_per_prime.iter().any(|&d| d > 1) && w > 30)
         {
             return None;
