@@ -251,9 +251,7 @@ impl Ks32 {
             return None;
         }
         // Base-2^w digits must stay below every modulus (w ≤ 30) unless each limb is one digit.
-        if digits_per_prime.contains(&0)
-            || (digits_per_prime.iter().any(|&d| d > 1) && w > 30)
-        {
+        if digits_per_prime.contains(&0) || (digits_per_prime.iter().any(|&d| d > 1) && w > 30) {
             return None;
         }
         let mut m: Vec<u32> = q.iter().map(|&v| v as u32).collect();
@@ -443,15 +441,40 @@ fn inner(params: &Params, digits: &[Vec<u32>], key: &[&[u32]], key_s: &[&[u32]])
 }
 
 /// Appends σ_g(a) (+ σ_g(add) mod q) to `out`: the automorphism as a gather of NTT slots
-/// (out[j] = a[perm[j]]). Appending instead of writing into a zeroed buffer saves a memset.
+/// (out[j] = a[perm[j]]). `a.len()` = `perm.len()` = n, a power of two.
 fn gather(out: &mut Vec<u64>, a: &[u32], add: Option<&[u64]>, perm: &[u32], q: u32) {
+    let start = out.len();
+    out.resize(start + perm.len(), 0);
+    let o = &mut out[start..];
     match add {
-        Some(c) => out.extend(perm.iter().map(|&pj| {
-            let pj = pj as usize;
+        Some(c) => gather_add(o, a, c, perm, q),
+        None => gather_plain(o, a, perm),
+    }
+}
+
+avx2_dispatch! {
+    /// o[j] = a[perm[j]]. Indices are masked by n − 1 (a no-op: perm holds indices < n) so
+    /// the compiler can drop the bounds checks and use vector gathers.
+    fn gather_plain(o: &mut [u64], a: &[u32], perm: &[u32]) {
+        let mask = a.len() - 1;
+        let a = &a[..=mask];
+        for (oi, &pj) in o.iter_mut().zip(perm) {
+            *oi = a[pj as usize & mask] as u64;
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// o[j] = a[perm[j]] + c[perm[j]] mod q (indices masked as in `gather_plain`).
+    fn gather_add(o: &mut [u64], a: &[u32], c: &[u64], perm: &[u32], q: u32) {
+        let mask = a.len() - 1;
+        let a = &a[..=mask];
+        let c = &c[..=mask];
+        for (oi, &pj) in o.iter_mut().zip(perm) {
+            let pj = pj as usize & mask;
             let s = a[pj] + c[pj] as u32;
-            s.min(s.wrapping_sub(q)) as u64
-        })),
-        None => out.extend(perm.iter().map(|&pj| a[pj as usize] as u64)),
+            *oi = s.min(s.wrapping_sub(q)) as u64;
+        }
     }
 }
 
