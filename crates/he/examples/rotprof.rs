@@ -23,6 +23,9 @@ fn main() {
                 params.rotate_hoisted(&h, 1, &keys).expect("rotprof"),
             )),
             "decompose" => drop(std::hint::black_box(params.decompose(&ct))),
+            "lazy" => drop(std::hint::black_box(
+                params.rotate_hoisted_ext(&h, 1, &keys).expect("rotprof"),
+            )),
             _ => panic!("op"),
         }
     }

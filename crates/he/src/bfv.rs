@@ -57,6 +57,28 @@ pub(crate) fn take_empty(cap: usize) -> Vec<u64> {
     }
 }
 
+/// A buffer of `len` words whose contents are unspecified (stale values of a recycled buffer):
+/// for callers that overwrite every word, so steady state pays no memset.
+pub(crate) fn take_dirty(len: usize) -> Vec<u64> {
+    let v = POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        p.iter()
+            .position(|v| v.capacity() >= len)
+            .map(|i| p.swap_remove(i))
+    });
+    match v {
+        Some(mut v) => {
+            if v.len() >= len {
+                v.truncate(len);
+            } else {
+                v.resize(len, 0);
+            }
+            v
+        }
+        None => vec![0u64; len],
+    }
+}
+
 pub(crate) fn give_back(v: Vec<u64>) {
     if v.capacity() == 0 {
         return;

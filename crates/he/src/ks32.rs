@@ -442,10 +442,7 @@ fn inner(params: &Params, digits: &[Vec<u32>], key: &[&[u32]], key_s: &[&[u32]])
 
 /// Appends σ_g(a) (+ σ_g(add) mod q) to `out`: the automorphism as a gather of NTT slots
 /// (out[j] = a[perm[j]]). `a.len()` = `perm.len()` = n, a power of two.
-fn gather(out: &mut Vec<u64>, a: &[u32], add: Option<&[u64]>, perm: &[u32], q: u32) {
-    let start = out.len();
-    out.resize(start + perm.len(), 0);
-    let o = &mut out[start..];
+fn gather(o: &mut [u64], a: &[u32], add: Option<&[u64]>, perm: &[u32], q: u32) {
     match add {
         Some(c) => gather_add(o, a, c, perm, q),
         None => gather_plain(o, a, perm),
@@ -479,8 +476,8 @@ avx2_dispatch! {
 }
 
 /// One output component of an eager key switch: the key inner product, divided by P, then
-/// σ_g as a slot permutation (`perms` per Q prime), plus σ_g(c0) when given. Appends L·n
-/// residues to `out`.
+/// σ_g as a slot permutation (`perms` per Q prime), plus σ_g(c0) when given. Writes all L·n
+/// residues of `out`.
 fn finish_component(
     params: &Params,
     digits: &[Vec<u32>],
@@ -488,7 +485,7 @@ fn finish_component(
     key_s: &[&[u32]],
     perms: &[Vec<u32>],
     c0: Option<&[u64]>,
-    out: &mut Vec<u64>,
+    out: &mut [u64],
 ) {
     let n = params.n();
     let l = params.l();
@@ -508,7 +505,8 @@ fn finish_component(
         // (x_Q − [x]_P)·P^{-1}, element-wise before the permutation (this loop vectorises,
         // the gather below does not).
         sub_scale(ai, &lp, w, ws, qi);
-        gather(out, ai, c0.map(|c| &c[i * n..(i + 1) * n]), &perms[i], qi);
+        let o = &mut out[i * n..(i + 1) * n];
+        gather(o, ai, c0.map(|c| &c[i * n..(i + 1) * n]), &perms[i], qi);
     }
     give32(lp);
     give32(acc);
@@ -527,8 +525,9 @@ pub(crate) fn switch_permute(
 ) -> (Vec<u64>, Vec<u64>) {
     let n = params.n();
     let l = params.l();
-    let mut o0 = crate::bfv::take_empty(l * n);
-    let mut o1 = crate::bfv::take_empty(l * n);
+    // Every word of both outputs is written by the gathers: no zeroing.
+    let mut o0 = crate::bfv::take_dirty(l * n);
+    let mut o1 = crate::bfv::take_dirty(l * n);
     join(
         || finish_component(params, digits, key_b, key_bs, perms, Some(c0), &mut o0),
         || finish_component(params, digits, key_a, key_as, perms, None, &mut o1),
@@ -553,11 +552,11 @@ pub(crate) fn switch_permute_ext(
     let m = &ks(params).m;
     let one = |key: &[&[u32]], key_s: &[&[u32]], add: Option<&[u64]>| -> Vec<u64> {
         let acc = inner(params, digits, key, key_s);
-        let mut out = crate::bfv::take_empty((l + 1) * n);
+        let mut out = crate::bfv::take_dirty((l + 1) * n);
         for (k, &mk) in m.iter().enumerate() {
             let r = k * n..(k + 1) * n;
             let add = add.filter(|_| k < l).map(|c| &c[r.clone()]);
-            gather(&mut out, &acc[r], add, &perms[k], mk);
+            gather(&mut out[r.clone()], &acc[r], add, &perms[k], mk);
         }
         give32(acc);
         out
