@@ -1166,12 +1166,13 @@ impl Params {
     /// Plaintext × ciphertext (ScMult).
     pub fn mul_plain(&self, a: &Ciphertext, p: &Plaintext) -> Ciphertext {
         let n = self.n();
-        let mut c0 = take_zeroed(a.c0.len());
-        let mut c1 = take_zeroed(a.c1.len());
+        // Every word is written by `mul_into`: no zeroing.
+        let mut c0 = take_dirty(a.c0.len());
+        let mut c1 = take_dirty(a.c1.len());
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
-            md.mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+            md.mul_into(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
+            md.mul_into(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
         }
         let var = self.mul_plain_var(a.var, p);
         Ciphertext { c0, c1, var }
@@ -1690,18 +1691,19 @@ impl Params {
     pub fn mul_plain_ext(&self, a: &ExtCiphertext, p: &Plaintext) -> ExtCiphertext {
         let n = self.n();
         let l = self.l();
-        let mut c0 = take_zeroed(a.c0.len());
-        let mut c1 = take_zeroed(a.c1.len());
+        // Every word is written by `mul_into`: no zeroing.
+        let mut c0 = take_dirty(a.c0.len());
+        let mut c1 = take_dirty(a.c1.len());
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
-            md.mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+            md.mul_into(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
+            md.mul_into(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
         }
         let pp = p.ntt_p(self);
         let r = l * n..(l + 1) * n;
         let pm = &self.0.pm;
-        pm.mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], pp);
-        pm.mul_accumulate(&mut c1[r.clone()], &a.c1[r], pp);
+        pm.mul_into(&mut c0[r.clone()], &a.c0[r.clone()], pp);
+        pm.mul_into(&mut c1[r.clone()], &a.c1[r], pp);
         ExtCiphertext {
             c0,
             c1,

@@ -211,6 +211,21 @@ avx2_dispatch! {
     }
 }
 
+avx2_dispatch! {
+    /// out ← a·b mod q on u64-stored residues (the Barrett product of `mul_acc_small`).
+    pub(crate) fn mul_small(out: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            let x = (x as u32 as u64) * (y as u32 as u64);
+            let qh = (((x >> 31) as u32 as u64) * (mu as u32 as u64)) >> 31;
+            let mut r = x.wrapping_sub((qh as u32 as u64) * q);
+            if r >= 2 * q {
+                r -= 2 * q;
+            }
+            *o = if r >= q { r - q } else { r };
+        }
+    }
+}
+
 /// `rayon::join` when the pool has more than one thread; otherwise both halves inline. (A
 /// join from outside a one-thread pool would hand the work to that thread and sleep on it:
 /// two context switches, ≈ 10–20 µs, a fifth of a rotation.)

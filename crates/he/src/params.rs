@@ -371,6 +371,16 @@ impl ModCtx {
         }
     }
 
+    /// out ← a ∘ b (overwrites every word of `out`).
+    pub(crate) fn mul_into(&self, out: &mut [u64], a: &[u64], b: &[u64]) {
+        if self.plan32.is_some() {
+            crate::ks32::mul_small(out, a, b, self.q, barrett_mu(self.q));
+        } else {
+            out.iter_mut().for_each(|v| *v = 0);
+            self.plan.mul_accumulate(out, a, b);
+        }
+    }
+
     pub(crate) fn to_coeff(&self, a: &mut [u64]) {
         match &self.plan32 {
             Some(p) => Self::via32(a, |x| {
