@@ -1,5 +1,5 @@
 //! Profiling loop for one key-switched rotation (perf record --call-graph).
-//! `cargo run --release -p secinfer-he --example rotprof -- [n4096] [iters] [op]`
+//! `cargo run --release -p secinfer-he --example rotprof -- [n4096] [iters] [rotate|hoisted|lazy|decompose]`
 use secinfer_he::{Params, SecretKey};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
