@@ -1,15 +1,17 @@
 //! Key switching on 32-bit RNS limbs (the `n4096` set: Q = q0·q1 and P, all primes in
-//! (2^30, 2^31)).
+//! (2^30, 2^31)), with every transform on tfhe-ntt's 32-bit plans.
 //!
-//! The digits are the RNS limbs of c1 (one digit per Q prime, taken *centered* in
-//! (−q_i/2, q_i/2], which halves their magnitude and so the key-switching noise), and every
-//! transform runs on tfhe-ntt's 32-bit plans. One rotation is then 12 NTTs of 4096 points:
+//! Two decompositions of c1 share one key set (keys for base-2^w digits of each limb):
 //!
-//! * decomposition: per Q limb one inverse NTT (the digit's own limb *is* c1's limb in NTT
-//!   form, so it needs no transform) and one forward NTT to each of the L other moduli
-//!   (2 + 4 at L = 2);
-//! * mod-down of both components: one inverse NTT mod P and one forward NTT per Q prime
-//!   (2 × (1 + 2)).
+//! * a plain rotation takes each limb of c1 as one digit, *centered* in (−q_i/2, q_i/2]
+//!   (which halves its magnitude and so the key-switching noise), with the keys of the
+//!   weight-2^0 digits. That is 12 NTTs of 4096 points: per Q limb one inverse NTT (the
+//!   digit's own limb *is* c1's limb in NTT form, so it needs no transform) and one forward NTT
+//!   to each of the L other moduli (2 + 4 at L = 2); then the division by P of both components,
+//!   one inverse NTT mod P and one forward NTT per Q prime (2 × (1 + 2));
+//! * hoisting takes the base-2^w digits of each limb (w = 16 at `n4096`: 4 digits), whose
+//!   key-switching error is negligible next to the rounding of the division by P — needed
+//!   where a plaintext multiplies the rotated ciphertext.
 //!
 //! Because all moduli lie in (2^30, 2^31), lifting a centered residue from one modulus to
 //! another needs no reduction: v ≤ q/2 < 2^30 < q' stays as is, and v > q/2 maps to
