@@ -14,6 +14,10 @@ fn t<F: FnMut()>(name: &str, iters: usize, mut f: F) {
     println!("{name:40} {best:8.2} us");
 }
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("join") {
+        join_check();
+        return;
+    }
     let n = 4096usize;
     for bits in [30u32, 31, 32] {
         let q = secinfer_he::arith::prime_below(bits, 2 * n as u64, &[]).expect("q");
@@ -40,5 +44,51 @@ fn main() {
             p32.mul_accumulate(&mut acc, &a, &b)
         });
         t(&format!("p64 fwd {bits}"), 2000, || p64.fwd(&mut a64));
+    }
+}
+
+/// Two-thread check: `RAYON_NUM_THREADS=2 ... --example ntt32 join` times `rayon::join` of
+/// two independent work items against running them one after the other (inside the pool).
+fn join_check() {
+    let n = 4096usize;
+    let q = secinfer_he::arith::prime_below(31, 2 * n as u64, &[]).expect("q") as u32;
+    let p = tfhe_ntt::prime32::Plan::try_new(n, q).expect("plan");
+    let mut a: Vec<u32> = (0..n as u32).map(|i| i % q).collect();
+    let mut b = a.clone();
+    for k in [1usize, 4, 8] {
+        rayon::join(
+            || {
+                t(&format!("{k}+{k} NTTs sequential"), 500, || {
+                    for _ in 0..k {
+                        p.fwd(&mut a);
+                    }
+                    for _ in 0..k {
+                        p.fwd(&mut b);
+                    }
+                })
+            },
+            || (),
+        );
+        let (pa, pb) = (&p, &p);
+        let (ra, rb) = (&mut a, &mut b);
+        rayon::join(
+            || {
+                t(&format!("{k}+{k} NTTs under rayon::join"), 500, || {
+                    rayon::join(
+                        || {
+                            for _ in 0..k {
+                                pa.fwd(ra);
+                            }
+                        },
+                        || {
+                            for _ in 0..k {
+                                pb.fwd(rb);
+                            }
+                        },
+                    );
+                })
+            },
+            || (),
+        );
     }
 }
