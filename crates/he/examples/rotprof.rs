@@ -1,5 +1,5 @@
 //! Profiling loop for one key-switched rotation (perf record --call-graph).
-//! `cargo run --release -p secinfer-he --example rotprof -- [n4096] [iters] [op]`
+//! `cargo run --release -p secinfer-he --example rotprof -- [n4096] [iters] [rotate|hoisted|lazy|decompose]`
 use secinfer_he::{Params, SecretKey};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -23,6 +23,9 @@ fn main() {
                 params.rotate_hoisted(&h, 1, &keys).expect("rotprof"),
             )),
             "decompose" => drop(std::hint::black_box(params.decompose(&ct))),
+            "lazy" => drop(std::hint::black_box(
+                params.rotate_hoisted_ext(&h, 1, &keys).expect("rotprof"),
+            )),
             _ => panic!("op"),
         }
     }

@@ -57,6 +57,28 @@ pub(crate) fn take_empty(cap: usize) -> Vec<u64> {
     }
 }
 
+/// A buffer of `len` words whose contents are unspecified (stale values of a recycled buffer):
+/// for callers that overwrite every word, so steady state pays no memset.
+pub(crate) fn take_dirty(len: usize) -> Vec<u64> {
+    let v = POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        p.iter()
+            .position(|v| v.capacity() >= len)
+            .map(|i| p.swap_remove(i))
+    });
+    match v {
+        Some(mut v) => {
+            if v.len() >= len {
+                v.truncate(len);
+            } else {
+                v.resize(len, 0);
+            }
+            v
+        }
+        None => vec![0u64; len],
+    }
+}
+
 pub(crate) fn give_back(v: Vec<u64>) {
     if v.capacity() == 0 {
         return;
@@ -174,7 +196,12 @@ impl SecretKey {
             .collect();
         let mut b = lift_signed(params, &e);
         sub_product(params, &mut b, &a, self.ntt_q(), params.l());
-        PublicKey { seed, b, a }
+        PublicKey {
+            seed,
+            b,
+            a,
+            rb: params.residue_bytes(),
+        }
     }
 
     /// Galois keys for the given Galois elements (see [`Params::galois_elt_rotate`]).
@@ -237,8 +264,7 @@ fn sub_product(params: &Params, acc: &mut [u64], a: &[u64], s: &[u64], residues:
         let q = m.q;
         let r = i * n..(i + 1) * n;
         tmp.iter_mut().for_each(|v| *v = 0);
-        m.plan
-            .mul_accumulate(&mut tmp, &a[r.clone()], &s[r.clone()]);
+        m.mul_accumulate(&mut tmp, &a[r.clone()], &s[r.clone()]);
         for (x, &y) in acc[r].iter_mut().zip(&tmp) {
             *x = sub_mod(*x, y, q);
         }
@@ -251,18 +277,20 @@ pub struct PublicKey {
     seed: [u8; 32],
     b: Vec<u64>,
     a: Vec<u64>,
+    /// Bytes per residue on the wire ([`Params::residue_bytes`]).
+    rb: usize,
 }
 
 impl PublicKey {
     /// Serialises as seed ‖ b (the uniform half travels as its seed).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(32 + 8 * self.b.len());
+        let mut out = Vec::with_capacity(32 + self.rb * self.b.len());
         out.extend_from_slice(&self.seed);
-        write_residues(&mut out, &self.b);
+        write_residues(&mut out, &self.b, self.rb);
         out
     }
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<PublicKey, HeError> {
-        let len = 32 + 8 * params.n() * params.l();
+        let len = 32 + params.residue_bytes() * params.n() * params.l();
         if bytes.len() != len {
             return Err(HeError::WrongLength {
                 expected: len,
@@ -273,7 +301,12 @@ impl PublicKey {
         seed.copy_from_slice(&bytes[..32]);
         let b = read_residues(params, &bytes[32..], params.l(), false)?;
         let a = expand_uniform(params, &seed, params.l(), false);
-        Ok(PublicKey { seed, b, a })
+        Ok(PublicKey {
+            seed,
+            b,
+            a,
+            rb: params.residue_bytes(),
+        })
     }
 }
 
@@ -284,11 +317,41 @@ struct GaloisKey {
     /// product needs no per-digit permutation.
     b: Vec<Vec<u64>>,
     a: Vec<Vec<u64>>,
+    /// The same digits as u32 residues for the 32-bit key switch (`ks32`); when that path
+    /// is on, `b` and `a` above stay empty (every switch runs on these).
+    b32: Vec<Vec<u32>>,
+    a32: Vec<Vec<u32>>,
+    /// Shoup constants ⌊k·2^32 / m⌋ of every residue of `b32` / `a32`.
+    b32s: Vec<Vec<u32>>,
+    a32s: Vec<Vec<u32>>,
     /// What travels: per digit the seed of `a` and the unpermuted `b`.
     wire: Vec<([u8; 32], Vec<u64>)>,
 }
 
+/// A Galois key's 32-bit residues for a chosen set of digits: (b, a, b Shoup, a Shoup).
+type Key32<'k> = (
+    Vec<&'k [u32]>,
+    Vec<&'k [u32]>,
+    Vec<&'k [u32]>,
+    Vec<&'k [u32]>,
+);
+
 impl GaloisKey {
+    /// The 32-bit key residues of the digits `idx` (all digits when `None`).
+    fn key32(&self, idx: Option<&[usize]>) -> Key32<'_> {
+        let all: Vec<usize> = (0..self.b32.len()).collect();
+        let idx = idx.unwrap_or(&all);
+        fn pick<'a>(v: &'a [Vec<u32>], idx: &[usize]) -> Vec<&'a [u32]> {
+            idx.iter().map(|&i| v[i].as_slice()).collect()
+        }
+        (
+            pick(&self.b32, idx),
+            pick(&self.a32, idx),
+            pick(&self.b32s, idx),
+            pick(&self.a32s, idx),
+        )
+    }
+
     /// Rebuilds the server-side form (expanded, pre-permuted) from seeds and b.
     fn from_wire(params: &Params, g: usize, wire: Vec<([u8; 32], Vec<u64>)>) -> GaloisKey {
         let n = params.n();
@@ -324,10 +387,36 @@ impl GaloisKey {
             b_all.push(bp);
             a_all.push(ap);
         }
+        let (mut b32, mut a32, mut b32s, mut a32s) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        if params.0.ks32.is_some() {
+            // Every residue is below 2^31 here, so the narrowing is exact.
+            let narrow = |v: &[u64]| -> (Vec<u32>, Vec<u32>) {
+                let x: Vec<u32> = v.iter().map(|&e| e as u32).collect();
+                let xs = x
+                    .iter()
+                    .enumerate()
+                    .map(|(idx, &e)| crate::ks32::shoup32(e, mods[idx / n].q as u32))
+                    .collect();
+                (x, xs)
+            };
+            for (bp, ap) in b_all.drain(..).zip(a_all.drain(..)) {
+                let (x, xs) = narrow(&bp);
+                b32.push(x);
+                b32s.push(xs);
+                let (x, xs) = narrow(&ap);
+                a32.push(x);
+                a32s.push(xs);
+            }
+        }
         GaloisKey {
             perms,
             b: b_all,
             a: a_all,
+            b32,
+            a32,
+            b32s,
+            a32s,
             wire,
         }
     }
@@ -399,7 +488,8 @@ impl GaloisKeys {
     pub fn upload_bytes(&self) -> usize {
         let n = self.params.n();
         let l = self.params.l();
-        8 + self.keys.len() * (8 + self.params.ks_digits() * (32 + 8 * n * (l + 1)))
+        let rb = self.params.residue_bytes();
+        8 + self.keys.len() * (8 + self.params.ks_digits() * (32 + rb * n * (l + 1)))
     }
 
     /// Wire form: "GKS1", count, then per key g and per digit seed ‖ b (a is re-expanded).
@@ -412,7 +502,7 @@ impl GaloisKeys {
             out.extend_from_slice(&(g as u64).to_le_bytes());
             for (seed, b) in &k.wire {
                 out.extend_from_slice(seed);
-                write_residues(&mut out, b);
+                write_residues(&mut out, b, self.params.residue_bytes());
             }
         }
         out
@@ -423,7 +513,7 @@ impl GaloisKeys {
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<GaloisKeys, HeError> {
         let n = params.n();
         let l = params.l();
-        let digit_len = 32 + 8 * n * (l + 1);
+        let digit_len = 32 + params.residue_bytes() * n * (l + 1);
         let per_key = 8 + params.ks_digits() * digit_len;
         if bytes.len() < 8 || &bytes[..4] != b"GKS1" {
             return Err(HeError::BadHeader("expected GKS1".into()));
@@ -605,6 +695,9 @@ impl Drop for Decomposed {
         for d in self.digits.drain(..) {
             give_back(d);
         }
+        for d in self.digits32.drain(..) {
+            crate::ks32::give32(d);
+        }
         if let Some(v) = self.c0_p.take() {
             give_back(v);
         }
@@ -615,6 +708,8 @@ impl Drop for Decomposed {
 pub struct SeededCiphertext {
     seed: [u8; 32],
     c0: Vec<u64>,
+    /// Bytes per residue on the wire ([`Params::residue_bytes`]).
+    rb: usize,
 }
 
 impl SecretKey {
@@ -640,7 +735,11 @@ impl SecretKey {
             md.to_ntt(&mut c0[r]);
         }
         sub_product(params, &mut c0, &a, self.ntt_q(), params.l());
-        Ok(SeededCiphertext { seed, c0 })
+        Ok(SeededCiphertext {
+            seed,
+            c0,
+            rb: params.residue_bytes(),
+        })
     }
 
     /// Encrypts SIMD slot values (mod t).
@@ -669,8 +768,7 @@ impl SecretKey {
             let r = i * n..(i + 1) * n;
             let s = &self.ntt_qp[r.clone()];
             let _ = q;
-            md.plan
-                .mul_accumulate(&mut x[r.clone()], &ct.c1[r.clone()], s);
+            md.mul_accumulate(&mut x[r.clone()], &ct.c1[r.clone()], s);
             md.to_coeff(&mut x[r]);
         }
         (0..n).map(|k| crt(params, &x, k)).collect()
@@ -720,23 +818,27 @@ impl SecretKey {
         let n = params.n();
         let k = r.log_q;
         let qr = 1u64 << k;
-        // c1·s exactly over the integers via the first Q prime (|c1·s| ≤ n·qr/2 < q0/2).
-        let md = &params.0.qs[0];
-        let q0 = md.q;
-        let mut c1: Vec<u64> =
-            r.c1.iter()
-                .map(|&c| from_i64(center_pow2(c, k), q0))
-                .collect();
-        md.to_ntt(&mut c1);
-        for (x, &s) in c1.iter_mut().zip(&self.ntt_qp[..n]) {
-            *x = mul_mod(*x, s, q0);
+        // c1·s exactly over the integers, computed mod Q (|c1·s| ≤ n·qr/2 < Q/2 by
+        // `max_response_bits`) and CRT-combined when Q has two primes.
+        let mut c1 = vec![0u64; n * params.l()];
+        for (i, md) in params.0.qs.iter().enumerate() {
+            let q = md.q;
+            let ci = &mut c1[i * n..(i + 1) * n];
+            for (o, &c) in ci.iter_mut().zip(&r.c1) {
+                *o = from_i64(center_pow2(c, k), q);
+            }
+            md.to_ntt(ci);
+            for (x, &s) in ci.iter_mut().zip(&self.ntt_qp[i * n..(i + 1) * n]) {
+                *x = mul_mod(*x, s, q);
+            }
+            md.to_coeff(ci);
         }
-        md.to_coeff(&mut c1);
+        let qb = params.0.q_big;
         let t = params.t();
         Ok((0..n)
             .map(|i| {
-                let prod = center(c1[i], q0);
-                let x = (r.c0[i] as i128 + prod as i128).rem_euclid(qr as i128) as u128;
+                let prod = center_big(crt(params, &c1, i), qb);
+                let x = (r.c0[i] as i128 + prod).rem_euclid(qr as i128) as u128;
                 (crate::arith::mul_div_round(x, t, qr as u128) % t as u128) as u64
             })
             .collect())
@@ -763,14 +865,14 @@ impl SeededCiphertext {
         }
     }
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4 + 32 + 8 * self.c0.len());
+        let mut out = Vec::with_capacity(4 + 32 + self.rb * self.c0.len());
         out.extend_from_slice(b"SCT1");
         out.extend_from_slice(&self.seed);
-        write_residues(&mut out, &self.c0);
+        write_residues(&mut out, &self.c0, self.rb);
         out
     }
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<SeededCiphertext, HeError> {
-        let len = 4 + 32 + 8 * params.n() * params.l();
+        let len = 4 + 32 + params.residue_bytes() * params.n() * params.l();
         if bytes.len() != len {
             return Err(HeError::WrongLength {
                 expected: len,
@@ -783,13 +885,18 @@ impl SeededCiphertext {
         let mut seed = [0u8; 32];
         seed.copy_from_slice(&bytes[4..36]);
         let c0 = read_residues(params, &bytes[36..], params.l(), false)?;
-        Ok(SeededCiphertext { seed, c0 })
+        Ok(SeededCiphertext {
+            seed,
+            c0,
+            rb: params.residue_bytes(),
+        })
     }
 }
 
-fn write_residues(out: &mut Vec<u8>, v: &[u64]) {
+/// Residues as `rb`-byte little-endian words (4 when every modulus is below 2^32, else 8).
+fn write_residues(out: &mut Vec<u8>, v: &[u64], rb: usize) {
     for &x in v {
-        out.extend_from_slice(&x.to_le_bytes());
+        out.extend_from_slice(&x.to_le_bytes()[..rb]);
     }
 }
 
@@ -799,18 +906,28 @@ fn read_residues(
     l: usize,
     with_p: bool,
 ) -> Result<Vec<u64>, HeError> {
+    read_residues_w(params, bytes, l, with_p, params.residue_bytes())
+}
+
+fn read_residues_w(
+    params: &Params,
+    bytes: &[u8],
+    l: usize,
+    with_p: bool,
+    rb: usize,
+) -> Result<Vec<u64>, HeError> {
     let n = params.n();
     let count = l + usize::from(with_p);
-    if bytes.len() != 8 * n * count {
+    if bytes.len() != rb * n * count {
         return Err(HeError::WrongLength {
-            expected: 8 * n * count,
+            expected: rb * n * count,
             got: bytes.len(),
         });
     }
     let mut out = Vec::with_capacity(n * count);
-    for (idx, ch) in bytes.chunks_exact(8).enumerate() {
+    for (idx, ch) in bytes.chunks_exact(rb).enumerate() {
         let mut b = [0u8; 8];
-        b.copy_from_slice(ch);
+        b[..rb].copy_from_slice(ch);
         let v = u64::from_le_bytes(b);
         let r = idx / n;
         let q = if r < l {
@@ -834,8 +951,8 @@ impl Ciphertext {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(4 + 16 * self.c0.len());
         out.extend_from_slice(b"CTX1");
-        write_residues(&mut out, &self.c0);
-        write_residues(&mut out, &self.c1);
+        write_residues(&mut out, &self.c0, 8);
+        write_residues(&mut out, &self.c1, 8);
         out
     }
     /// Parses a full ciphertext, checking the length and that every residue is < its prime.
@@ -850,8 +967,8 @@ impl Ciphertext {
         if &bytes[..4] != b"CTX1" {
             return Err(HeError::BadHeader("expected CTX1".into()));
         }
-        let c0 = read_residues(params, &bytes[4..4 + half], params.l(), false)?;
-        let c1 = read_residues(params, &bytes[4 + half..], params.l(), false)?;
+        let c0 = read_residues_w(params, &bytes[4..4 + half], params.l(), false, 8)?;
+        let c1 = read_residues_w(params, &bytes[4 + half..], params.l(), false, 8)?;
         Ok(Ciphertext {
             c0,
             c1,
@@ -868,6 +985,8 @@ impl Ciphertext {
 pub struct Decomposed {
     c0: Vec<u64>,
     digits: Vec<Vec<u64>>,
+    /// The digits as u32 residues when the 32-bit key switch is on (`digits` is then empty).
+    digits32: Vec<Vec<u32>>,
     var: f64,
     /// P·c0 mod Q, made by the first lazy rotation and shared by the others.
     c0_p: std::sync::OnceLock<Vec<u64>>,
@@ -976,8 +1095,10 @@ impl Response {
 
 /// Largest response modulus exponent the client's exact decryption supports.
 pub fn max_response_bits(params: &Params) -> u32 {
-    let q0 = params.0.qs[0].q as f64;
-    (q0.log2() - (params.n() as f64).log2() - 2.0).floor() as u32
+    // |c1·s| ≤ n·2^k/2 must stay below Q/2 for the exact product in `decrypt_response_poly`;
+    // 62 bits is the most `switch_u64` and the packing handle.
+    let log_q = params.log2_q();
+    ((log_q - (params.n() as f64).log2() - 2.0).floor() as u32).min(62)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -991,28 +1112,29 @@ impl Params {
     }
 
     pub fn add_assign(&self, a: &mut Ciphertext, b: &Ciphertext) {
-        self.combine_assign(a, b, add_mod);
+        self.combine_assign(a, b, false);
     }
 
     pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
         let mut r = a.clone();
-        self.combine_assign(&mut r, b, sub_mod);
+        self.combine_assign(&mut r, b, true);
         r
     }
 
     /// `a ← op(a, b)` coefficient-wise in every residue of both components (add or sub mod q);
     /// the noise variances add as if correlated.
-    fn combine_assign(&self, a: &mut Ciphertext, b: &Ciphertext, op: fn(u64, u64, u64) -> u64) {
+    fn combine_assign(&self, a: &mut Ciphertext, b: &Ciphertext, sub: bool) {
         let n = self.n();
+        let op = if sub {
+            crate::ks32::sub_assign_mod
+        } else {
+            crate::ks32::add_assign_mod
+        };
         for (i, md) in self.0.qs.iter().enumerate() {
             let q = md.q;
             let r = i * n..(i + 1) * n;
-            for (x, &y) in a.c0[r.clone()].iter_mut().zip(&b.c0[r.clone()]) {
-                *x = op(*x, y, q);
-            }
-            for (x, &y) in a.c1[r.clone()].iter_mut().zip(&b.c1[r.clone()]) {
-                *x = op(*x, y, q);
-            }
+            op(&mut a.c0[r.clone()], &b.c0[r.clone()], q);
+            op(&mut a.c1[r.clone()], &b.c1[r.clone()], q);
         }
         a.var = corr_sum(a.var, b.var);
     }
@@ -1044,14 +1166,13 @@ impl Params {
     /// Plaintext × ciphertext (ScMult).
     pub fn mul_plain(&self, a: &Ciphertext, p: &Plaintext) -> Ciphertext {
         let n = self.n();
-        let mut c0 = take_zeroed(a.c0.len());
-        let mut c1 = take_zeroed(a.c1.len());
+        // Every word is written by `mul_into`: no zeroing.
+        let mut c0 = take_dirty(a.c0.len());
+        let mut c1 = take_dirty(a.c1.len());
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.plan
-                .mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
-            md.plan
-                .mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+            md.mul_into(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
+            md.mul_into(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
         }
         let var = self.mul_plain_var(a.var, p);
         Ciphertext { c0, c1, var }
@@ -1080,6 +1201,28 @@ impl Params {
         d * n * (2f64.powf(2.0 * w) / 3.0) * sigma * sigma / (p * p) + (1.0 + n * 2.0 / 3.0) / 12.0
     }
 
+    /// Variance added by a plain 32-bit key switch, whose digits are whole limbs taken
+    /// centered (uniform in (−q_i/2, q_i/2]: E[d²] = q_i²/12), plus the rounding of the
+    /// division by P.
+    fn ks_var_limbs(&self) -> f64 {
+        self.ks_product_var_limbs() + (1.0 + self.n() as f64 * 2.0 / 3.0) / 12.0
+    }
+
+    /// The digit × key-error part of [`Self::ks_var_limbs`].
+    fn ks_product_var_limbs(&self) -> f64 {
+        let n = self.n() as f64;
+        let sigma = self.0.set.sigma;
+        let p = self.0.pm.q as f64;
+        let dsq: f64 = self
+            .0
+            .set
+            .q
+            .iter()
+            .map(|&q| (q as f64) * (q as f64) / 12.0)
+            .sum();
+        n * dsq * sigma * sigma / (p * p)
+    }
+
     /// The digit × key-error part of [`Self::ks_var`] (after the division by P), without the
     /// rounding of the division: what a lazy rotation carries before its deferred mod-down.
     fn ks_product_var(&self) -> f64 {
@@ -1095,12 +1238,32 @@ impl Params {
     pub fn decompose(&self, a: &Ciphertext) -> Decomposed {
         let mut c0 = take_zeroed(a.c0.len());
         c0.copy_from_slice(&a.c0);
+        let (digits, digits32) = if self.0.ks32.is_some() {
+            (Vec::new(), crate::ks32::decompose(self, &a.c1, false))
+        } else {
+            (self.decompose_digits(&a.c1), Vec::new())
+        };
         Decomposed {
             c0,
-            digits: self.decompose_digits(&a.c1),
+            digits,
+            digits32,
             var: a.var,
             c0_p: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Indices of the keys of each limb's lowest digit (gadget P on q_i): with a whole
+    /// centered limb as the digit, these are the keys a plain 32-bit rotation needs.
+    fn limb_key_indices(&self) -> Vec<usize> {
+        let mut at = 0;
+        self.digits_per_prime()
+            .iter()
+            .map(|&d| {
+                let i = at;
+                at += d;
+                i
+            })
+            .collect()
     }
 
     /// The key-switching digits of c1 (NTT form mod Q), each (L+1)·n in NTT form mod Q·P.
@@ -1177,6 +1340,24 @@ impl Params {
         keys: &GaloisKeys,
     ) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        if self.0.ks32.is_some() {
+            let (kb, ka, kbs, kas) = key.key32(None);
+            let (c0, c1) = crate::ks32::switch_permute(
+                self,
+                &h.c0,
+                &h.digits32,
+                &kb,
+                &ka,
+                &kbs,
+                &kas,
+                &key.perms,
+            );
+            return Ok(Ciphertext {
+                c0,
+                c1,
+                var: h.var + self.ks_var(),
+            });
+        }
         Ok(self.switch_permute(&h.c0, &h.digits, h.var, key))
     }
 
@@ -1230,10 +1411,8 @@ impl Params {
         for (j, d) in digits.iter().enumerate() {
             for (k, m) in mods.clone().enumerate() {
                 let r = k * n..(k + 1) * n;
-                m.plan
-                    .mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
-                m.plan
-                    .mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
+                m.mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
+                m.mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
             }
         }
         (acc0, acc1)
@@ -1249,7 +1428,7 @@ impl Params {
         // The P residue carries a factor n^{-1} (folded into the Galois keys' P residues, and
         // zero or linear images of those in every ExtCiphertext), so the unnormalised inverse
         // NTT yields the coefficients.
-        pm.plan.inv(&mut x[l * n..(l + 1) * n]);
+        pm.inv_raw(&mut x[l * n..(l + 1) * n]);
         let (xq, xp) = x.split_at(l * n);
         let xp = &xp[..n];
         let mut out = take_zeroed(l * n);
@@ -1280,6 +1459,20 @@ impl Params {
         keys: &GaloisKeys,
     ) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        if self.0.ks32.is_some() {
+            let digits = crate::ks32::decompose(self, &a.c1, true);
+            let (kb, ka, kbs, kas) = key.key32(Some(&self.limb_key_indices()));
+            let (c0, c1) =
+                crate::ks32::switch_permute(self, &a.c0, &digits, &kb, &ka, &kbs, &kas, &key.perms);
+            for d in digits {
+                crate::ks32::give32(d);
+            }
+            return Ok(Ciphertext {
+                c0,
+                c1,
+                var: a.var + self.ks_var_limbs(),
+            });
+        }
         let digits = self.decompose_digits(&a.c1);
         let r = self.switch_permute(&a.c0, &digits, a.var, key);
         for d in digits {
@@ -1352,6 +1545,24 @@ impl Params {
         let g = self.galois_elt_rotate(step);
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
         let c0_p = h.c0_p.get_or_init(|| self.times_p(&h.c0));
+        if self.0.ks32.is_some() {
+            let (kb, ka, kbs, kas) = key.key32(None);
+            let (c0, c1) = crate::ks32::switch_permute_ext(
+                self,
+                c0_p,
+                &h.digits32,
+                &kb,
+                &ka,
+                &kbs,
+                &kas,
+                &key.perms,
+            );
+            return Ok(ExtCiphertext {
+                c0,
+                c1,
+                var: h.var + self.ks_product_var(),
+            });
+        }
         Ok(self.switch_permute_ext(c0_p, &h.digits, h.var, key))
     }
 
@@ -1447,6 +1658,23 @@ impl Params {
         }
         let g = self.galois_elt_rotate(step);
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
+        if self.0.ks32.is_some() {
+            let digits = crate::ks32::decompose(self, &a.c1, true);
+            let (kb, ka, kbs, kas) = key.key32(Some(&self.limb_key_indices()));
+            let c0_p = self.times_p(&a.c0);
+            let (c0, c1) = crate::ks32::switch_permute_ext(
+                self, &c0_p, &digits, &kb, &ka, &kbs, &kas, &key.perms,
+            );
+            give_back(c0_p);
+            for d in digits {
+                crate::ks32::give32(d);
+            }
+            return Ok(ExtCiphertext {
+                c0,
+                c1,
+                var: a.var + self.ks_product_var_limbs(),
+            });
+        }
         let digits = self.decompose_digits(&a.c1);
         let c0_p = self.times_p(&a.c0);
         let r = self.switch_permute_ext(&c0_p, &digits, a.var, key);
@@ -1463,21 +1691,19 @@ impl Params {
     pub fn mul_plain_ext(&self, a: &ExtCiphertext, p: &Plaintext) -> ExtCiphertext {
         let n = self.n();
         let l = self.l();
-        let mut c0 = take_zeroed(a.c0.len());
-        let mut c1 = take_zeroed(a.c1.len());
+        // Every word is written by `mul_into`: no zeroing.
+        let mut c0 = take_dirty(a.c0.len());
+        let mut c1 = take_dirty(a.c1.len());
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.plan
-                .mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
-            md.plan
-                .mul_accumulate(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+            md.mul_into(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
+            md.mul_into(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
         }
         let pp = p.ntt_p(self);
         let r = l * n..(l + 1) * n;
         let pm = &self.0.pm;
-        pm.plan
-            .mul_accumulate(&mut c0[r.clone()], &a.c0[r.clone()], pp);
-        pm.plan.mul_accumulate(&mut c1[r.clone()], &a.c1[r], pp);
+        pm.mul_into(&mut c0[r.clone()], &a.c0[r.clone()], pp);
+        pm.mul_into(&mut c1[r.clone()], &a.c1[r], pp);
         ExtCiphertext {
             c0,
             c1,
@@ -1496,12 +1722,8 @@ impl Params {
             .collect();
         for (k, m) in mods.iter().enumerate() {
             let r = k * n..(k + 1) * n;
-            for (x, &y) in a.c0[r.clone()].iter_mut().zip(&b.c0[r.clone()]) {
-                *x = add_mod(*x, y, m.q);
-            }
-            for (x, &y) in a.c1[r.clone()].iter_mut().zip(&b.c1[r]) {
-                *x = add_mod(*x, y, m.q);
-            }
+            crate::ks32::add_assign_mod(&mut a.c0[r.clone()], &b.c0[r.clone()], m.q);
+            crate::ks32::add_assign_mod(&mut a.c1[r.clone()], &b.c1[r], m.q);
         }
         a.var = corr_sum(a.var, b.var);
     }
@@ -1518,6 +1740,9 @@ impl Params {
     }
 
     fn recompose_c1(&self, h: &Decomposed) -> Vec<u64> {
+        if self.0.ks32.is_some() {
+            return crate::ks32::recompose(self, &h.digits32);
+        }
         // Σ_j 2^{wj} d_j over the Q residues (NTT form is linear).
         let n = self.n();
         let l = self.l();
@@ -1567,10 +1792,8 @@ impl Params {
         let mut c1 = ct.c1.clone();
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.plan
-                .mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
-            md.plan
-                .mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
+            md.mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
+            md.mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
             md.to_coeff(&mut c0[r.clone()]);
             md.to_coeff(&mut c1[r]);
         }
@@ -1585,21 +1808,23 @@ impl Params {
         let mut out0 = Vec::with_capacity(n);
         let mut out1 = Vec::with_capacity(n);
         let qr = 1u128 << log_q_out;
-        if self.l() == 1 {
-            // Single prime: everything in u64 with Shoup products and an f64-estimated,
-            // exactly corrected rounding division.
-            let q = self.0.qs[0].q;
-            let d = self.0.delta_mod_q[0];
+        if qb < (1u128 << 62) {
+            // Q below 2^62 (one prime, or two 31-bit primes CRT-combined per coefficient):
+            // everything in u64 with Shoup products and an f64-estimated, exactly corrected
+            // rounding division.
+            let q = qb as u64;
+            let d = delta as u64;
             let ds = crate::arith::shoup(d, q);
             let ratio = qr as f64 / q as f64;
             for k in 0..n {
                 let e1 = prg.uniform_i128(flood) + prg.gaussian(sigma) as i128;
                 let e2 = prg.gaussian(sigma);
-                let mut x0 = add_mod(c0[k], (e1.rem_euclid(q as i128)) as u64, q);
+                let (y0, y1) = (crt(self, &c0, k) as u64, crt(self, &c1, k) as u64);
+                let mut x0 = add_mod(y0, (e1.rem_euclid(q as i128)) as u64, q);
                 if let Some(m) = mask_poly {
                     x0 = sub_mod(x0, crate::arith::mul_shoup(m[k] % self.t(), d, ds, q), q);
                 }
-                let x1 = add_mod(c1[k], from_i64(e2, q), q);
+                let x1 = add_mod(y1, from_i64(e2, q), q);
                 out0.push(switch_u64(x0, q, log_q_out, ratio));
                 out1.push(switch_u64(x1, q, log_q_out, ratio));
             }

@@ -15,6 +15,7 @@ pub mod bench;
 pub mod bfv;
 pub mod eval;
 pub mod kernels;
+mod ks32;
 pub mod params;
 
 pub use bfv::{

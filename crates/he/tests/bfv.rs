@@ -430,3 +430,135 @@ fn lazy_hoisted_rotations_sum_equals_plain_sum() {
         assert!(sk.noise_budget(&lazy) > 30.0);
     }
 }
+
+#[test]
+fn n4096_is_three_31_bit_primes_with_q_one_mod_t() {
+    // The fast key switch relies on these: every modulus in (2^30, 2^31) (32-bit NTT plans,
+    // reduction-free lifts between moduli), Q ≡ 1 (mod t) (smallest ScMult rounding term),
+    // and the HE Standard bound counting P.
+    let set = ParamSet::by_name("n4096").expect("set");
+    assert_eq!(set.q.len(), 2);
+    for &m in set.q.iter().chain(std::iter::once(&set.p)) {
+        assert!(m > (1 << 30) && m < (1 << 31), "{m}");
+        assert_eq!(m % 8192, 1);
+    }
+    let q_mod_t = (set.q[0] as u128 * set.q[1] as u128 % set.t as u128) as u64;
+    assert_eq!(q_mod_t, 1);
+    assert!(set.log2_qp() <= 109.0);
+    assert!(set.log2_q() > 61.9, "{}", set.log2_q());
+    // A SIMD set whose Q is not ≡ 1 (mod t) is refused.
+    let mut bad = set.clone();
+    bad.q[1] =
+        secinfer_he::arith::prime_below(31, 8192, &[set.q[0], set.q[1], set.p]).expect("prime");
+    assert!(matches!(bad.validate(), Err(HeError::InvalidParams(_))));
+}
+
+#[test]
+fn rotation_noise_within_estimate_all_paths() {
+    // Plain rotations use whole centered limbs as digits, hoisted ones base-2^w digits, lazy
+    // ones defer the division by P: each path's measured noise must stay under 10 standard
+    // deviations of the variance tracker (what flooding is sized from), and a plain rotation
+    // must leave most of the fresh budget.
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    for name in ["n4096", "n8192"] {
+        let (p, sk) = setup(name);
+        let steps = [1usize, 3, 100, 1000];
+        let keys = sk.rotation_keys(&steps, false);
+        let v = rand_slots(&mut rng, p.n(), p.t());
+        let ct = sk.encrypt(&v).expect("enc");
+        let h = p.decompose(&ct);
+        let headroom = p.set().log2_delta_half();
+        for &s in &steps {
+            let expect = rotate_rows(&v, s, p.row_len());
+            let plain = p.rotate(&ct, s, &keys).expect("rot");
+            let hoisted = p.rotate_hoisted(&h, s, &keys).expect("hoisted");
+            let lazy = p.mod_down_ext(p.rotate_hoisted_ext(&h, s, &keys).expect("ext"));
+            let lazy_plain = p.mod_down_ext(p.rotate_ext(&ct, s, &keys).expect("ext"));
+            for (what, r) in [
+                ("plain", &plain),
+                ("hoisted", &hoisted),
+                ("lazy hoisted", &lazy),
+                ("lazy plain", &lazy_plain),
+            ] {
+                assert_eq!(
+                    sk.decrypt(r).expect("dec"),
+                    expect,
+                    "{name} {what} step {s}"
+                );
+                let measured = headroom - sk.noise_budget(r);
+                let bound = r.est_noise_log2() + 10f64.log2();
+                assert!(
+                    measured <= bound,
+                    "{name} {what} step {s}: noise 2^{measured:.1} above 10σ = 2^{bound:.1}"
+                );
+                assert!(sk.noise_budget(r) > 30.0, "{name} {what} step {s}");
+            }
+        }
+    }
+}
+
+#[test]
+fn serialisation_rejects_each_modulus_at_its_bound() {
+    // Every residue block is checked against its own prime: writing q_i (the first value out
+    // of range) into limb i of a ciphertext, or P into the P block of a Galois key, fails;
+    // q_i − 1 parses.
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let (p, sk) = setup("n4096");
+    let n = p.n();
+    let set = p.set().clone();
+    let v = rand_slots(&mut rng, n, p.t());
+    let full = sk.encrypt(&v).expect("enc").to_bytes();
+    for (i, &q) in set.q.iter().enumerate() {
+        for (component, base) in [(0usize, 4usize), (1, 4 + 8 * n * set.q.len())] {
+            let at = base + 8 * i * n + 8 * 17;
+            let mut bad = full.clone();
+            bad[at..at + 8].copy_from_slice(&q.to_le_bytes());
+            assert!(
+                matches!(
+                    Ciphertext::from_bytes(&p, &bad),
+                    Err(HeError::OutOfRange { modulus, .. }) if modulus == q
+                ),
+                "c{component} limb {i}"
+            );
+            bad[at..at + 8].copy_from_slice(&(q - 1).to_le_bytes());
+            assert!(
+                Ciphertext::from_bytes(&p, &bad).is_ok(),
+                "c{component} limb {i}"
+            );
+        }
+    }
+    let keys = sk.rotation_keys(&[1], false);
+    let bytes = keys.to_bytes();
+    // Compact residues: 4 bytes each at n4096 (every modulus < 2^32).
+    let rb = p.residue_bytes();
+    assert_eq!(rb, 4);
+    // Header (8), Galois element (8), first digit's seed (32), then (L+1)·n residues: the P
+    // block is the last n of them.
+    let at = 8 + 8 + 32 + rb * (set.q.len() * n + 5);
+    let mut bad = bytes.clone();
+    bad[at..at + rb].copy_from_slice(&set.p.to_le_bytes()[..rb]);
+    assert!(matches!(
+        GaloisKeys::from_bytes(&p, &bad),
+        Err(HeError::OutOfRange { modulus, .. }) if modulus == set.p
+    ));
+    bad[at..at + rb].copy_from_slice(&(set.p - 1).to_le_bytes()[..rb]);
+    assert!(GaloisKeys::from_bytes(&p, &bad).is_ok());
+    // The same for a seeded upload's second limb and the public key's first.
+    let sct = sk.encrypt_seeded(&v).expect("enc").to_bytes();
+    assert_eq!(sct.len(), 4 + 32 + rb * n * set.q.len());
+    let at = 4 + 32 + rb * (n + 3);
+    let mut bad = sct.clone();
+    bad[at..at + rb].copy_from_slice(&set.q[1].to_le_bytes()[..rb]);
+    assert!(matches!(
+        SeededCiphertext::from_bytes(&p, &bad),
+        Err(HeError::OutOfRange { modulus, .. }) if modulus == set.q[1]
+    ));
+    let pk = sk.public_key().to_bytes();
+    let mut bad = pk.clone();
+    bad[32..32 + rb].copy_from_slice(&set.q[0].to_le_bytes()[..rb]);
+    assert!(matches!(
+        PublicKey::from_bytes(&p, &bad),
+        Err(HeError::OutOfRange { modulus, .. }) if modulus == set.q[0]
+    ));
+    assert!(PublicKey::from_bytes(&p, &pk).is_ok());
+}

@@ -96,7 +96,7 @@ pub fn run_ops(a: HeOpsArgs, out: &mut Reporter) -> Result<(), Error> {
                     .param("params", name.trim())
                     .param("n", p.n())
                     .param("log2_q", (p.log2_q() * 10.0).round() / 10.0)
-                    .param("threads", 1)
+                    .param("threads", threads())
                     .field("op", o.op)
                     .field("micros", (o.micros * 100.0).round() / 100.0)
                     .field("cpu_micros", (o.cpu_micros * 100.0).round() / 100.0),

@@ -113,6 +113,7 @@ pub fn conv<E: Evaluator>(
     let lazy_in = k2 > 1
         && lazy_pays(
             ev.num_q(),
+            ev.mod_down_passes(),
             n_in * (k2 - 1),
             plan.out_cts,
             n_in * plan.out_cts * cn * k2,

@@ -52,6 +52,7 @@ pub fn matvec<E: Evaluator>(
     let lazy = g > 1
         && lazy_pays(
             ev.num_q(),
+            ev.mod_down_passes(),
             inputs.len() * (g - 1),
             plan.out_cts,
             plan.out_cts * inputs.len() * g,
@@ -144,6 +145,7 @@ pub fn conv<E: Evaluator>(
     let lazy_in = k2 > 1
         && lazy_pays(
             ev.num_q(),
+            ev.mod_down_passes(),
             n_in * (k2 - 1),
             plan.out_cts,
             n_in * plan.out_cts * cn * k2,

@@ -315,6 +315,7 @@ pub(crate) fn acc_add_ext<E: Evaluator>(ev: &E, acc: &mut Option<E::Ext>, x: E::
 /// summed into one output) always pay and are used whenever an output sums two or more.
 pub(crate) fn lazy_pays(
     l: usize,
+    mod_down_passes: Option<f64>,
     eager_mod_downs: usize,
     lazy_mod_downs: usize,
     sc_mults: usize,
@@ -326,7 +327,7 @@ pub(crate) fn lazy_pays(
         _ => {}
     }
     let l = l as f64;
-    let md = 3.0 * 2.0 * (1.0 + l) + 4.0 * l;
+    let md = mod_down_passes.unwrap_or(3.0 * 2.0 * (1.0 + l) + 4.0 * l);
     let eager = eager_mod_downs as f64 * md + sc_mults as f64 * 2.0 * l;
     let lazy = lazy_mod_downs as f64 * md + sc_mults as f64 * 2.0 * (l + 1.0);
     lazy < eager

@@ -1,0 +1,585 @@
+//! Key switching on 32-bit RNS limbs (the `n4096` set: Q = q0·q1 and P, all primes in
+//! (2^30, 2^31)), with every transform on tfhe-ntt's 32-bit plans.
+//!
+//! Two decompositions of c1 share one key set (keys for base-2^w digits of each limb):
+//!
+//! * a plain rotation takes each limb of c1 as one digit, *centered* in (−q_i/2, q_i/2]
+//!   (which halves its magnitude and so the key-switching noise), with the keys of the
+//!   weight-2^0 digits. That is 12 NTTs of 4096 points: per Q limb one inverse NTT (the
+//!   digit's own limb *is* c1's limb in NTT form, so it needs no transform) and one forward NTT
+//!   to each of the L other moduli (2 + 4 at L = 2); then the division by P of both components,
+//!   one inverse NTT mod P and one forward NTT per Q prime (2 × (1 + 2));
+//! * hoisting takes the base-2^w digits of each limb (w = 16 at `n4096`: 4 digits), whose
+//!   key-switching error is negligible next to the rounding of the division by P — needed
+//!   where a plaintext multiplies the rotated ciphertext.
+//!
+//! Because all moduli lie in (2^30, 2^31), lifting a centered residue from one modulus to
+//! another needs no reduction: v ≤ q/2 < 2^30 < q' stays as is, and v > q/2 maps to
+//! v − q + q' ∈ (q' − q/2, q') ⊂ [0, q'). Both lifts are one compare and one add.
+//!
+//! Buffers are `u32` and recycled per thread (`take32` / `give32`), so a rotation does no
+//! heap allocation once warm.
+
+use rayon::prelude::*;
+
+use crate::params::Params;
+
+thread_local! {
+    static POOL32: std::cell::RefCell<Vec<Vec<u32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer of `len` u32 words (contents unspecified unless `zero`), recycled when possible.
+pub(crate) fn take32(len: usize, zero: bool) -> Vec<u32> {
+    let v = POOL32.with(|p| {
+        let mut p = p.borrow_mut();
+        p.iter()
+            .position(|v| v.capacity() >= len)
+            .map(|i| p.swap_remove(i))
+    });
+    match v {
+        Some(mut v) => {
+            if zero {
+                v.clear();
+                v.resize(len, 0);
+            } else {
+                // Every caller overwrites the whole buffer; only the length matters.
+                v.resize(len, 0);
+                v.truncate(len);
+            }
+            v
+        }
+        None => vec![0u32; len],
+    }
+}
+
+pub(crate) fn give32(v: Vec<u32>) {
+    if v.capacity() == 0 {
+        return;
+    }
+    POOL32.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 64 {
+            p.push(v);
+        }
+    });
+}
+
+/// Defines `fn $name(args)` that runs its body compiled for AVX2 when the CPU has it (the
+/// element-wise loops then vectorise 8 lanes wide: this crate is built for baseline x86-64,
+/// where they would not), and the same body as plain code otherwise.
+macro_rules! avx2_dispatch {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2")]
+                #[allow(unsafe_code)]
+                unsafe fn avx2($($arg: $ty),*) {
+                    body($($arg),*)
+                }
+                if std::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the running CPU supports AVX2 (checked on the line above), which
+                    // is the only requirement for calling a `target_feature(enable = "avx2")`
+                    // function; the body itself is safe code.
+                    #[allow(unsafe_code)]
+                    unsafe {
+                        avx2($($arg),*);
+                    }
+                    return;
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+
+avx2_dispatch! {
+    /// x ← x·w mod q (x < q < 2^31), w given with its Shoup constant.
+    fn scale(x: &mut [u32], w: u32, ws: u32, q: u32) {
+        for v in x.iter_mut() {
+            *v = mul_shoup32(*v, w, ws, q);
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// acc ← Σ_j d_j ∘ k_j mod q, each key residue k with its Shoup constant ks. Blocks of
+    /// 256 keep the accumulator in L1 while the digits stream past.
+    fn dot(acc: &mut [u32], d: &[&[u32]], k: &[&[u32]], ks: &[&[u32]], q: u32) {
+        const B: usize = 256;
+        for (c, a) in acc.chunks_mut(B).enumerate() {
+            let r = c * B..c * B + a.len();
+            for (j, ((dj, kj), ksj)) in d.iter().zip(k).zip(ks).enumerate() {
+                let (dj, kj, ksj) = (&dj[r.clone()], &kj[r.clone()], &ksj[r.clone()]);
+                if j == 0 {
+                    for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
+                        *o = mul_shoup32(x, w, wsh, q);
+                    }
+                } else {
+                    for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
+                        let s = *o + mul_shoup32(x, w, wsh, q);
+                        *o = s.min(s.wrapping_sub(q));
+                    }
+                }
+            }
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// out ← src read as centered mod its modulus (v > half means v − modulus) and lifted to
+    /// another modulus by adding `shift` = target − source (see the module note: no
+    /// reduction needed when both lie in (2^30, 2^31)).
+    fn lift(out: &mut [u32], src: &[u32], half: u32, shift: u32) {
+        for (o, &v) in out.iter_mut().zip(src) {
+            *o = if v > half { v.wrapping_add(shift) } else { v };
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// a ← (a − b)·w mod q.
+    fn sub_scale(a: &mut [u32], b: &[u32], w: u32, ws: u32, q: u32) {
+        for (x, &y) in a.iter_mut().zip(b) {
+            let d = x.wrapping_sub(y);
+            let d = d.min(d.wrapping_add(q));
+            *x = mul_shoup32(d, w, ws, q);
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// out ← (src >> sh) & mask.
+    fn extract(out: &mut [u32], src: &[u32], sh: u32, mask: u32) {
+        for (o, &v) in out.iter_mut().zip(src) {
+            *o = (v >> sh) & mask;
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// a ← a − b·w mod q.
+    fn sub_mul(a: &mut [u32], b: &[u32], w: u32, ws: u32, q: u32) {
+        for (o, &v) in a.iter_mut().zip(b) {
+            let x = mul_shoup32(v, w, ws, q);
+            let s = o.wrapping_sub(x);
+            *o = s.min(s.wrapping_add(q));
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// acc ← acc + a·b mod q on u64-stored residues, q in (2^30, 2^31), mu = ⌊2^62/q⌋.
+    /// Barrett with 32×32-bit products only (one `vpmuludq` each under AVX2): x = a·b < 2^62,
+    /// y = ⌊x/2^31⌋ < 2^31, q̂ = ⌊y·mu/2^31⌋ ∈ [⌊x/q⌋ − 3, ⌊x/q⌋] (y and mu each lose < 1 and
+    /// q > 2^30), so r = x − q̂·q < 4q and two conditional subtractions finish it.
+    pub(crate) fn mul_acc_small(acc: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
+        for ((o, &x), &y) in acc.iter_mut().zip(a).zip(b) {
+            let x = (x as u32 as u64) * (y as u32 as u64);
+            let qh = (((x >> 31) as u32 as u64) * (mu as u32 as u64)) >> 31;
+            let mut r = x.wrapping_sub((qh as u32 as u64) * q);
+            if r >= 2 * q {
+                r -= 2 * q;
+            }
+            if r >= q {
+                r -= q;
+            }
+            let s = *o + r;
+            *o = if s >= q { s - q } else { s };
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// a ← a + b mod q (u64 residues, q < 2^63).
+    pub(crate) fn add_assign_mod(a: &mut [u64], b: &[u64], q: u64) {
+        for (x, &y) in a.iter_mut().zip(b) {
+            let s = *x + y;
+            *x = if s >= q { s - q } else { s };
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// a ← a − b mod q (u64 residues, q < 2^63).
+    pub(crate) fn sub_assign_mod(a: &mut [u64], b: &[u64], q: u64) {
+        for (x, &y) in a.iter_mut().zip(b) {
+            let d = x.wrapping_sub(y);
+            *x = if *x >= y { d } else { d.wrapping_add(q) };
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// out ← a·b mod q on u64-stored residues (the Barrett product of `mul_acc_small`).
+    pub(crate) fn mul_small(out: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
+        for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+            let x = (x as u32 as u64) * (y as u32 as u64);
+            let qh = (((x >> 31) as u32 as u64) * (mu as u32 as u64)) >> 31;
+            let mut r = x.wrapping_sub((qh as u32 as u64) * q);
+            if r >= 2 * q {
+                r -= 2 * q;
+            }
+            *o = if r >= q { r - q } else { r };
+        }
+    }
+}
+
+/// `rayon::join` when the pool has more than one thread; otherwise both halves inline. (A
+/// join from outside a one-thread pool would hand the work to that thread and sleep on it:
+/// two context switches, ≈ 10–20 µs, a fifth of a rotation.)
+fn join<A: FnOnce() -> RA + Send, B: FnOnce() -> RB + Send, RA: Send, RB: Send>(
+    a: A,
+    b: B,
+) -> (RA, RB) {
+    if rayon::current_num_threads() > 1 {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
+}
+
+/// Per-parameter constants of the 32-bit key switch.
+pub(crate) struct Ks32 {
+    /// Q primes then P.
+    pub(crate) m: Vec<u32>,
+    /// (P^{-1} mod q_i, its Shoup constant ⌊P^{-1}·2^32 / q_i⌋).
+    pub(crate) p_inv: Vec<(u32, u32)>,
+    /// (n^{-1} mod q_i, Shoup constant): the inverse NTT's normalisation.
+    pub(crate) n_inv: Vec<(u32, u32)>,
+}
+
+impl Ks32 {
+    /// The constants when the set qualifies: every modulus in (2^30, 2^31) with a 32-bit
+    /// plan.
+    pub(crate) fn new(
+        n: usize,
+        q: &[u64],
+        p: u64,
+        w: u32,
+        digits_per_prime: &[usize],
+        have_plans: bool,
+    ) -> Option<Ks32> {
+        let in_range = |m: u64| m > (1u64 << 30) && m < (1u64 << 31);
+        if !have_plans || !q.iter().all(|&m| in_range(m)) || !in_range(p) {
+            return None;
+        }
+        // Base-2^w digits must stay below every modulus (w ≤ 30) unless each limb is one digit.
+        if digits_per_prime.contains(&0) || (digits_per_prime.iter().any(|&d| d > 1) && w > 30) {
+            return None;
+        }
+        let mut m: Vec<u32> = q.iter().map(|&v| v as u32).collect();
+        m.push(p as u32);
+        let p_inv = q
+            .iter()
+            .map(|&qi| {
+                let w = crate::arith::inv_mod(p % qi, qi) as u32;
+                (w, shoup32(w, qi as u32))
+            })
+            .collect();
+        let n_inv = q
+            .iter()
+            .map(|&qi| {
+                let w = crate::arith::inv_mod(n as u64 % qi, qi) as u32;
+                (w, shoup32(w, qi as u32))
+            })
+            .collect();
+        Some(Ks32 { m, p_inv, n_inv })
+    }
+}
+
+/// ⌊w·2^32 / q⌋ for w < q < 2^31.
+#[inline(always)]
+pub(crate) fn shoup32(w: u32, q: u32) -> u32 {
+    (((w as u64) << 32) / q as u64) as u32
+}
+
+/// x·w mod q with ws = shoup32(w, q); x < 2^32, q < 2^31.
+#[inline(always)]
+fn mul_shoup32(x: u32, w: u32, ws: u32, q: u32) -> u32 {
+    let hi = ((x as u64 * ws as u64) >> 32) as u32;
+    let r = x.wrapping_mul(w).wrapping_sub(hi.wrapping_mul(q));
+    // r ∈ [0, 2q).
+    r.min(r.wrapping_sub(q))
+}
+
+fn plan(params: &Params, k: usize) -> &tfhe_ntt::prime32::Plan {
+    let l = params.l();
+    let md = if k < l { &params.0.qs[k] } else { &params.0.pm };
+    // `Ks32::new` only succeeds when every modulus has a 32-bit plan.
+    md.plan32
+        .as_ref()
+        .expect("ks32 is only enabled when every modulus has a 32-bit plan")
+}
+
+fn ks(params: &Params) -> &Ks32 {
+    params
+        .0
+        .ks32
+        .as_ref()
+        .expect("ks32 paths are only taken when the set qualifies")
+}
+
+/// Key-switching digits of c1 (NTT form mod Q, u64 storage), each (L+1)·n u32 residues in
+/// NTT form mod Q·P. `limbs`: one centered digit per Q limb (what a plain rotation uses: the
+/// fewest NTTs); otherwise the set's base-2^w digits of each limb (what hoisting uses: more
+/// NTTs once, but digits < 2^w make the key-switching error negligible next to the rounding
+/// of the division by P, which matters when a plaintext multiplies the rotated ciphertext).
+/// Limbs are independent, so they run in parallel when rayon has threads.
+pub(crate) fn decompose(params: &Params, c1: &[u64], limbs: bool) -> Vec<Vec<u32>> {
+    let l = params.l();
+    let per: Vec<Vec<Vec<u32>>> = if l == 2 {
+        let (a, b) = join(
+            || limb_digits(params, c1, 0, limbs),
+            || limb_digits(params, c1, 1, limbs),
+        );
+        vec![a, b]
+    } else if rayon::current_num_threads() > 1 {
+        (0..l)
+            .into_par_iter()
+            .map(|i| limb_digits(params, c1, i, limbs))
+            .collect()
+    } else {
+        (0..l).map(|i| limb_digits(params, c1, i, limbs)).collect()
+    };
+    per.into_iter().flatten().collect()
+}
+
+/// Digits of limb i: one centered digit (`limbs`) or the base-2^w digits.
+fn limb_digits(params: &Params, c1: &[u64], i: usize, limbs: bool) -> Vec<Vec<u32>> {
+    let n = params.n();
+    let l = params.l();
+    let m = &ks(params).m;
+    let w = params.0.set.ks_digit_bits;
+    let dc = if limbs {
+        1
+    } else {
+        ((32 - m[i].leading_zeros()) as usize).div_ceil(w as usize)
+    };
+    let mut own = take32(n, false);
+    for (o, &v) in own.iter_mut().zip(&c1[i * n..(i + 1) * n]) {
+        *o = v as u32;
+    }
+    let mut coef = take32(n, false);
+    coef.copy_from_slice(&own);
+    plan(params, i).inv(&mut coef);
+    let (ni, nis) = ks(params).n_inv[i];
+    scale(&mut coef, ni, nis, m[i]);
+    let qi = m[i];
+    let mut out = Vec::with_capacity(dc);
+    if dc == 1 {
+        // Centered residue: v ≤ q_i/2 stays, v > q_i/2 stands for v − q_i.
+        let half = qi / 2;
+        let mut d = take32((l + 1) * n, false);
+        d[i * n..(i + 1) * n].copy_from_slice(&own);
+        for (k, &mk) in m.iter().enumerate() {
+            if k == i {
+                continue;
+            }
+            let dk = &mut d[k * n..(k + 1) * n];
+            lift(dk, &coef, half, mk.wrapping_sub(qi));
+            plan(params, k).fwd(dk);
+        }
+        out.push(d);
+    } else {
+        // Base-2^w digits (w ≤ 30, so every digit is below every modulus: no reduction).
+        let mask = (1u32 << w) - 1;
+        for j in 0..dc {
+            let sh = w * j as u32;
+            let mut d = take32((l + 1) * n, false);
+            for (k, _) in m.iter().enumerate() {
+                // Digit 0 mod its own prime is derived below from c1 (saves an NTT).
+                if j == 0 && k == i {
+                    continue;
+                }
+                let dk = &mut d[k * n..(k + 1) * n];
+                extract(dk, &coef, sh, mask);
+                plan(params, k).fwd(dk);
+            }
+            out.push(d);
+        }
+        // NTT_{q_i}(d_0) = c1 − Σ_{j≥1} 2^{wj}·NTT_{q_i}(d_j).
+        let r = i * n..(i + 1) * n;
+        let (d0, rest) = out.split_at_mut(1);
+        let d0 = &mut d0[0][r.clone()];
+        d0.copy_from_slice(&own);
+        for (j, dj) in rest.iter().enumerate() {
+            let f = crate::arith::pow_mod(2, w as u64 * (j + 1) as u64, qi as u64) as u32;
+            sub_mul(d0, &dj[r.clone()], f, shoup32(f, qi), qi);
+        }
+    }
+    give32(coef);
+    give32(own);
+    out
+}
+
+/// Σ_j 2^{wj}·d_j mod q_i over the Q residues: c1 back from its base-2^w digits (or the
+/// limb digits) in NTT form.
+pub(crate) fn recompose(params: &Params, digits: &[Vec<u32>]) -> Vec<u64> {
+    let n = params.n();
+    let l = params.l();
+    let m = &ks(params).m;
+    let w = params.0.set.ks_digit_bits;
+    let per = digits.len() / l;
+    let mut c1 = vec![0u64; l * n];
+    for i in 0..l {
+        let qi = m[i];
+        for j in 0..per {
+            let f = crate::arith::pow_mod(2, w as u64 * j as u64, qi as u64) as u32;
+            let fs = shoup32(f, qi);
+            let d = &digits[i * per + j][i * n..(i + 1) * n];
+            for (o, &v) in c1[i * n..(i + 1) * n].iter_mut().zip(d) {
+                let s = *o as u32 + mul_shoup32(v, f, fs, qi);
+                *o = s.min(s.wrapping_sub(qi)) as u64;
+            }
+        }
+    }
+    c1
+}
+
+/// Σ_j d_j ∘ key_j over every residue of Q·P (NTT form, unpermuted), into a fresh buffer.
+/// `key` holds each digit's key residues, `key_s` their Shoup constants.
+fn inner(params: &Params, digits: &[Vec<u32>], key: &[&[u32]], key_s: &[&[u32]]) -> Vec<u32> {
+    let n = params.n();
+    let l = params.l();
+    let m = &ks(params).m;
+    let mut acc = take32((l + 1) * n, false);
+    for (k, &mk) in m.iter().enumerate() {
+        let r = k * n..(k + 1) * n;
+        let d: Vec<&[u32]> = digits.iter().map(|d| &d[r.clone()]).collect();
+        let kk: Vec<&[u32]> = key.iter().map(|v| &v[r.clone()]).collect();
+        let kks: Vec<&[u32]> = key_s.iter().map(|v| &v[r.clone()]).collect();
+        dot(&mut acc[r.clone()], &d, &kk, &kks, mk);
+    }
+    acc
+}
+
+/// Appends σ_g(a) (+ σ_g(add) mod q) to `out`: the automorphism as a gather of NTT slots
+/// (out[j] = a[perm[j]]). `a.len()` = `perm.len()` = n, a power of two.
+fn gather(o: &mut [u64], a: &[u32], add: Option<&[u64]>, perm: &[u32], q: u32) {
+    match add {
+        Some(c) => gather_add(o, a, c, perm, q),
+        None => gather_plain(o, a, perm),
+    }
+}
+
+avx2_dispatch! {
+    /// o[j] = a[perm[j]]. Indices are masked by n − 1 (a no-op: perm holds indices < n) so
+    /// the compiler can drop the bounds checks and use vector gathers.
+    fn gather_plain(o: &mut [u64], a: &[u32], perm: &[u32]) {
+        let mask = a.len() - 1;
+        let a = &a[..=mask];
+        for (oi, &pj) in o.iter_mut().zip(perm) {
+            *oi = a[pj as usize & mask] as u64;
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// o[j] = a[perm[j]] + c[perm[j]] mod q (indices masked as in `gather_plain`).
+    fn gather_add(o: &mut [u64], a: &[u32], c: &[u64], perm: &[u32], q: u32) {
+        let mask = a.len() - 1;
+        let a = &a[..=mask];
+        let c = &c[..=mask];
+        for (oi, &pj) in o.iter_mut().zip(perm) {
+            let pj = pj as usize & mask;
+            let s = a[pj] + c[pj] as u32;
+            *oi = s.min(s.wrapping_sub(q)) as u64;
+        }
+    }
+}
+
+/// One output component of an eager key switch: the key inner product, divided by P, then
+/// σ_g as a slot permutation (`perms` per Q prime), plus σ_g(c0) when given. Writes all L·n
+/// residues of `out`.
+fn finish_component(
+    params: &Params,
+    digits: &[Vec<u32>],
+    key: &[&[u32]],
+    key_s: &[&[u32]],
+    perms: &[Vec<u32>],
+    c0: Option<&[u64]>,
+    out: &mut [u64],
+) {
+    let n = params.n();
+    let l = params.l();
+    let ks = ks(params);
+    let mut acc = inner(params, digits, key, key_s);
+    // The key's P residue carries n^{-1} mod P, so the raw inverse NTT gives coefficients.
+    let (accq, accp) = acc.split_at_mut(l * n);
+    plan(params, l).inv(accp);
+    let (p, half) = (ks.m[l], ks.m[l] / 2);
+    let mut lp = take32(n, false);
+    for i in 0..l {
+        let qi = ks.m[i];
+        lift(&mut lp, accp, half, qi.wrapping_sub(p));
+        plan(params, i).fwd(&mut lp);
+        let (w, ws) = ks.p_inv[i];
+        let ai = &mut accq[i * n..(i + 1) * n];
+        // (x_Q − [x]_P)·P^{-1}, element-wise before the permutation (this loop vectorises,
+        // the gather below does not).
+        sub_scale(ai, &lp, w, ws, qi);
+        let o = &mut out[i * n..(i + 1) * n];
+        gather(o, ai, c0.map(|c| &c[i * n..(i + 1) * n]), &perms[i], qi);
+    }
+    give32(lp);
+    give32(acc);
+}
+
+/// Eager key switch + automorphism: (σ_g(c0) + KS_b, KS_a), both components in parallel.
+pub(crate) fn switch_permute(
+    params: &Params,
+    c0: &[u64],
+    digits: &[Vec<u32>],
+    key_b: &[&[u32]],
+    key_a: &[&[u32]],
+    key_bs: &[&[u32]],
+    key_as: &[&[u32]],
+    perms: &[Vec<u32>],
+) -> (Vec<u64>, Vec<u64>) {
+    let n = params.n();
+    let l = params.l();
+    // Every word of both outputs is written by the gathers: no zeroing.
+    let mut o0 = crate::bfv::take_dirty(l * n);
+    let mut o1 = crate::bfv::take_dirty(l * n);
+    join(
+        || finish_component(params, digits, key_b, key_bs, perms, Some(c0), &mut o0),
+        || finish_component(params, digits, key_a, key_as, perms, None, &mut o1),
+    );
+    (o0, o1)
+}
+
+/// Lazy key switch: the key inner product permuted by σ_g, left in the Q·P basis (u64
+/// storage, (L+1)·n per component), with σ_g(P·c0) added on the Q residues.
+pub(crate) fn switch_permute_ext(
+    params: &Params,
+    c0_p: &[u64],
+    digits: &[Vec<u32>],
+    key_b: &[&[u32]],
+    key_a: &[&[u32]],
+    key_bs: &[&[u32]],
+    key_as: &[&[u32]],
+    perms: &[Vec<u32>],
+) -> (Vec<u64>, Vec<u64>) {
+    let n = params.n();
+    let l = params.l();
+    let m = &ks(params).m;
+    let one = |key: &[&[u32]], key_s: &[&[u32]], add: Option<&[u64]>| -> Vec<u64> {
+        let acc = inner(params, digits, key, key_s);
+        let mut out = crate::bfv::take_dirty((l + 1) * n);
+        for (k, &mk) in m.iter().enumerate() {
+            let r = k * n..(k + 1) * n;
+            let add = add.filter(|_| k < l).map(|c| &c[r.clone()]);
+            gather(&mut out[r.clone()], &acc[r], add, &perms[k], mk);
+        }
+        give32(acc);
+        out
+    };
+    join(
+        || one(key_b, key_bs, Some(c0_p)),
+        || one(key_a, key_as, None),
+    )
+}
