@@ -131,13 +131,18 @@ impl SmoothActivations for CircuitActivations {
 
 /// Public shape of the step circuit.
 ///
-/// Per element, each party feeds (same order for both; the server then its output mask):
+/// Per element, each party feeds (same order for both; the client then its output mask):
 /// `[hi_r (L), lo_ir (F), lo_hr (F), hi_z (L), lo_iz (F), lo_hz (F), gi_n (A), gh_n (A), h (L)]`.
 /// For the gates r and z the reference adds two separately truncated accumulators,
 /// wrap((gi ≫ F) + (gh ≫ F)); with shares gi = s_i + c_i, gh = s_h + c_h (mod 2^A) that is
 /// (s_i≫F) + (s_h≫F) + (c_i≫F) + (c_h≫F) + carry(s_i, c_i) + carry(s_h, c_h) mod 2^L, where
 /// carry is the carry out of the low F bits. So each party adds its two high parts locally
 /// (`hi`), and the circuit only needs the low F bits of each share for the carries.
+///
+/// The output mask is the client's (evaluator's) input: the circuit outputs sext(h', 32) + ρ to
+/// the server (garbler-decoded), so the server learns the masked state m = h' + ρ and the
+/// client's share is −ρ, known before the session's input (Delphi-style preprocessing: every
+/// client input of every step circuit is then known offline).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StepLayout {
     /// Accumulator share bits A = F + L.
@@ -156,21 +161,17 @@ impl StepLayout {
             f: fp.main.frac as usize,
         }
     }
-    /// Input bits per element of each party (without the server's mask).
+    /// Input bits per element of each party (without the client's mask).
     fn per_party(&self) -> usize {
         2 * (self.l + 2 * self.f) + 2 * self.acc + self.l
     }
-    /// Garbler inputs per element: the shares, then the output mask (32 bits).
+    /// Garbler (server) inputs per element: its shares.
     pub fn garbler_inputs(&self) -> usize {
-        self.per_party() + SHARE_BITS
-    }
-    /// The mask wires (sent before the online phase).
-    pub fn mask_wires(&self) -> std::ops::Range<usize> {
-        self.per_party()..self.garbler_inputs()
-    }
-    /// Evaluator inputs per element.
-    pub fn evaluator_inputs(&self) -> usize {
         self.per_party()
+    }
+    /// Evaluator (client) inputs per element: its shares, then the output mask (32 bits).
+    pub fn evaluator_inputs(&self) -> usize {
+        self.per_party() + SHARE_BITS
     }
     /// Appends one party's input bits for one element: its shares (mod 2^32) of the six
     /// accumulators [r, z, n] of gi and of gh, and of h.
@@ -300,8 +301,8 @@ pub(crate) fn mul_unsigned_signed<B: Backend>(
 
 /// The step circuit for one element (one copy per hidden unit).
 ///
-/// Inputs: garbler [gi_r, gi_z, gi_n, gh_r, gh_z, gh_n (A bits each), h (L bits), mask (32)],
-/// evaluator [the same without the mask]. Output: sext(h', 32) + mask mod 2^32.
+/// Inputs: garbler [its shares, [`StepLayout`]], evaluator [the same, then the mask (32)].
+/// Output: sext(h', 32) + mask mod 2^32 (decoded by the garbler).
 pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
     let lay = StepLayout::new(fp);
     let (a, l) = (lay.acc, lay.l);
@@ -328,7 +329,7 @@ pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
         let (gin, ghn) = (&gin, &ghn);
         let o = o + 2 * a;
         let h = add(b, &g[o..o + l], &e[o..o + l]);
-        let mask = g[lay.mask_wires()].to_vec();
+        let mask = e[lay.garbler_inputs()..].to_vec();
         let r = smooth(b, Func::Sigmoid, &ar, mf, sf);
         let z = smooth(b, Func::Sigmoid, &az, mf, sf);
         // n = g(gi_n + wrap((r ⊙ gh_n) ≫ F))

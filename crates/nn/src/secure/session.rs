@@ -13,7 +13,8 @@ use crate::error::{NnError, Result};
 use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
 use crate::model::{Candidate, ModelConfig};
 use secinfer_gc::protocol::{
-    evaluate_offline, evaluate_online, garble_offline, garble_online, GarbledBatch, ReceivedBatch,
+    evaluate_offline_with, evaluate_online_preset, garble_offline_with, garble_online_preset,
+    pack_bits, unpack_bits, wire_outputs, GarbledBatch, ReceivedBatch, Reveal,
 };
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
@@ -22,7 +23,7 @@ use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/1";
+pub const PROTOCOL: &str = "secinfer-gru/2";
 const HE_PARAMS: &str = "n8192-z2k32";
 const MAX_HANDSHAKE: usize = 4096;
 
@@ -223,7 +224,9 @@ impl ServerModel {
         let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
         let n = params.n();
         let ih = input_layout(&params, 3 * h, e, steps)?;
-        let hh = Layout::new(3 * h, h, n)?;
+        // The hidden projections are taken on the client's masks ρ_h(1..T−1), all known
+        // offline: batched like the input projections.
+        let hh = input_layout(&params, 3 * h, h, steps.saturating_sub(1).max(1))?;
         let fcl = Layout::new(c, h, n)?;
         let ih = (ih, ih.weight_plaintexts(&params, &q.w_ih)?);
         let hh = (hh, hh.weight_plaintexts(&params, &q.w_hh)?);
@@ -324,7 +327,27 @@ fn sign_extend(v: u64, bits: usize) -> i64 {
     ((v << sh) as i64) >> sh
 }
 
+/// Shares live mod 2^32 (the HE plaintext modulus).
+const RING: u64 = 0xffff_ffff;
+
+fn neg(v: u64) -> u64 {
+    v.wrapping_neg() & RING
+}
+
+/// Fresh uniform values mod 2^32.
+fn uniform(prg: &mut Prg, len: usize) -> Vec<u64> {
+    (0..len)
+        .map(|_| prg.next_block().low_u64() & RING)
+        .collect()
+}
+
 /// The client's side of one session. `progress(stage, done, total)` reports preparation.
+///
+/// Delphi-style preprocessing (cryptogru::offline): every HE product is taken on the client's
+/// uniform masks ρ, not on its data, so all of HE, all COTs and all garbling run offline. Online
+/// the client sends x_t − ρ_x(t) (a one-time pad mod 2^32: the server computes W_ih·(x − ρ_x)
+/// in the clear), and per step the server sends its input labels and the client returns the
+/// permute bits of the outputs, from which the server decodes m = h' + ρ_h (uniform to it).
 pub fn client_session<C: Channel>(
     ch: &mut C,
     m: &ClientModel,
@@ -373,90 +396,121 @@ pub fn client_session<C: Channel>(
     let mut otr = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
     progress("keys", 2, 2);
-    // ---- offline
+    // ---- offline: HE products on the masks
     ch.set_phase(Phase::Offline);
+    let n = params.n();
+    let ih = input_layout(&params, 3 * h, e, steps)?;
+    let hh = input_layout(&params, 3 * h, h, steps.saturating_sub(1).max(1))?;
+    let fcl = Layout::new(c, h, n)?;
+    let mut prg = Prg::new();
+    let rho_x: Vec<Vec<u64>> = (0..steps).map(|_| uniform(&mut prg, e)).collect();
+    // ρ_h(t) masks h(t), t = 1..=T; h(0) = 0 is public, so ρ_h(0) = 0.
+    let rho_h: Vec<Vec<u64>> = (0..=steps)
+        .map(|t| {
+            if t == 0 {
+                vec![0; h]
+            } else {
+                uniform(&mut prg, h)
+            }
+        })
+        .collect();
+    let enc =
+        |x: &[u64]| -> Result<Vec<u8>> { Ok(sk.encrypt_poly_seeded(x).map_err(he)?.to_bytes()) };
+    let upload = |ch: &mut C, lay: &Layout, xs: &[Vec<u64>]| -> Result<()> {
+        for chunk in xs.chunks(lay.group) {
+            let refs: Vec<&[u64]> = chunk.iter().map(|x| x.as_slice()).collect();
+            ch.send_frame(&enc(&lay.input_poly_group(&refs))?)
+                .map_err(net)?;
+        }
+        Ok(())
+    };
+    upload(ch, &ih, &rho_x)?;
+    upload(ch, &hh, &rho_h[1..steps])?;
+    upload(ch, &fcl, &rho_h[steps..])?;
+    ch.flush().map_err(net)?;
+    let recv_shares = |ch: &mut C, lay: &Layout, count: usize| -> Result<Vec<Vec<u64>>> {
+        let mut out = Vec::with_capacity(count);
+        for g in 0..count.div_ceil(lay.group) {
+            let r: Vec<Vec<u8>> = (0..lay.blocks)
+                .map(|b| {
+                    ch.recv_bytes(coeff::response_len(&params, lay, b))
+                        .map_err(net)
+                })
+                .collect::<Result<_>>()?;
+            let sh = client_share(&sk, lay, &r)?;
+            let k = lay.group.min(count - g * lay.group);
+            out.extend(sh.chunks(lay.rows).take(k).map(|v| v.to_vec()));
+        }
+        Ok(out)
+    };
+    // c_x(t) + S_x(t) = W_ih ρ_x(t), c_h(t) + S_h(t) = W_hh ρ_h(t) (t ≥ 1), c_fc + S_fc = W_fc ρ_h(T)
+    let cx = recv_shares(ch, &ih, steps)?;
+    let chh = recv_shares(ch, &hh, steps - 1)?;
+    let cfc = recv_shares(ch, &fcl, 1)?.concat();
+    rep.he_bytes += acc.take(ch);
+    // ---- offline: the client's GC inputs are all known now; their labels by COT
     let lay = StepLayout::new(&m.fp);
     let step = step_circuit(&m.fp, a.activation == Candidate::Tanh);
     let fin = final_circuit(&m.fp, c, opts.reveal_logits);
+    let amask = (1u64 << lay.acc) - 1;
+    let ei = lay.evaluator_inputs();
+    let mut choices = Vec::with_capacity(steps * h * ei + c * lay.acc);
+    for t in 0..steps {
+        for i in 0..h {
+            let gi = [cx[t][i], cx[t][h + i], cx[t][2 * h + i]];
+            // W_hh h(t) = W_hh m(t) − W_hh ρ_h(t): the client's share is −c_h(t).
+            let gh = if t == 0 {
+                [0; 3]
+            } else {
+                let y = &chh[t - 1];
+                [neg(y[i]), neg(y[h + i]), neg(y[2 * h + i])]
+            };
+            lay.encode(gi, gh, neg(rho_h[t][i]), &mut choices);
+            bits_of(&mut choices, rho_h[t + 1][i], SHARE_BITS);
+        }
+    }
+    for v in &cfc {
+        bits_of(&mut choices, neg(*v) & amask, lay.acc);
+    }
+    let labels = otr.recv_cot(ch, &choices).map_err(ot)?;
     let mut batches: Vec<ReceivedBatch> = Vec::with_capacity(steps);
     for t in 0..steps {
-        let mut b = evaluate_offline(ch, &step, lay.garbler_inputs(), h).map_err(gc)?;
-        b.recv_inputs_early(ch, lay.mask_wires()).map_err(gc)?;
+        let mut b = evaluate_offline_with(ch, &step, lay.garbler_inputs(), h, Reveal::Garbler)
+            .map_err(gc)?;
+        let o = t * h * ei;
+        b.set_evaluator_labels(&step, labels[o..o + h * ei].to_vec())
+            .map_err(gc)?;
         batches.push(b);
         progress("garbled tables", t as u64 + 1, steps as u64 + 1);
     }
-    let fin_batch = evaluate_offline(ch, &fin, c * lay.acc, 1).map_err(gc)?;
+    let mut fin_batch =
+        evaluate_offline_with(ch, &fin, c * lay.acc, 1, Reveal::Evaluator).map_err(gc)?;
+    fin_batch
+        .set_evaluator_labels(&fin, labels[steps * h * ei..].to_vec())
+        .map_err(gc)?;
     progress("garbled tables", steps as u64 + 1, steps as u64 + 1);
     rep.gc_bytes += acc.take(ch);
     rep.and_gates = step.and_count() * (h * steps) as u64 + fin.and_count();
     // ---- online
     ch.set_phase(Phase::Online);
-    let n = params.n();
-    let ih = input_layout(&params, 3 * h, e, steps)?;
-    let hh = Layout::new(3 * h, h, n)?;
-    let fcl = Layout::new(c, h, n)?;
-    let enc =
-        |x: &[u64]| -> Result<Vec<u8>> { Ok(sk.encrypt_poly_seeded(x).map_err(he)?.to_bytes()) };
-    for chunk in tokens.chunks(ih.group) {
-        let xs: Vec<Vec<u64>> = chunk
-            .iter()
-            .map(|&tok| to_ring(&m.embed[tok as usize * e..(tok as usize + 1) * e]))
-            .collect();
-        let refs: Vec<&[u64]> = xs.iter().map(|x| x.as_slice()).collect();
-        ch.send_frame(&enc(&ih.input_poly_group(&refs))?)
-            .map_err(net)?;
+    let mut masked: Vec<u32> = Vec::with_capacity(steps * e);
+    for (t, &tok) in tokens.iter().enumerate() {
+        let x = to_ring(&m.embed[tok as usize * e..(tok as usize + 1) * e]);
+        masked.extend(
+            x.iter()
+                .zip(&rho_x[t])
+                .map(|(x, r)| (x.wrapping_sub(*r) & RING) as u32),
+        );
     }
+    ch.send_pod(&masked).map_err(net)?;
     ch.flush().map_err(net)?;
-    let recv_resp = |ch: &mut C, lay: &Layout| -> Result<Vec<Vec<u8>>> {
-        (0..lay.blocks)
-            .map(|b| {
-                ch.recv_bytes(coeff::response_len(&params, lay, b))
-                    .map_err(net)
-            })
-            .collect()
-    };
-    let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
-    for chunk in tokens.chunks(ih.group) {
-        let r = recv_resp(ch, &ih)?;
-        let sh = client_share(&sk, &ih, &r)?;
-        gi.extend(sh.chunks(3 * h).take(chunk.len()).map(|v| v.to_vec()));
-    }
     rep.he_bytes += acc.take(ch);
-    let mut hc = vec![0u64; h];
-    let amask = (1u64 << lay.acc) - 1;
-    for t in 0..steps {
-        let gh = if t == 0 {
-            vec![0u64; 3 * h]
-        } else {
-            ch.send_frame(&enc(&hh.input_poly(&hc))?).map_err(net)?;
-            let r = recv_resp(ch, &hh)?;
-            client_share(&sk, &hh, &r)?
-        };
-        rep.he_bytes += acc.take(ch);
-        let mut bits = Vec::with_capacity(h * lay.evaluator_inputs());
-        for i in 0..h {
-            let (x, y) = (&gi[t], &gh);
-            lay.encode(
-                [x[i], x[h + i], x[2 * h + i]],
-                [y[i], y[h + i], y[2 * h + i]],
-                hc[i],
-                &mut bits,
-            );
-        }
-        let out = evaluate_online(ch, &mut otr, &step, &batches[t], &bits).map_err(gc)?;
-        hc = out.chunks(SHARE_BITS).map(word).collect();
-        rep.gc_bytes += acc.take(ch);
+    for b in &batches {
+        let lsbs = evaluate_online_preset(ch, &step, b).map_err(gc)?;
+        ch.send_pod(&pack_bits(&lsbs)).map_err(net)?;
+        ch.flush().map_err(net)?;
     }
-    ch.send_frame(&enc(&fcl.input_poly(&hc))?).map_err(net)?;
-    let r = recv_resp(ch, &fcl)?;
-    let lc = client_share(&sk, &fcl, &r)?;
-    rep.he_bytes += acc.take(ch);
-    let mut bits = Vec::with_capacity(c * lay.acc);
-    for v in &lc {
-        bits_of(&mut bits, v & amask, lay.acc);
-    }
-    let out = evaluate_online(ch, &mut otr, &fin, &fin_batch, &bits).map_err(gc)?;
-    ch.flush().map_err(net)?;
+    let out = evaluate_online_preset(ch, &fin, &fin_batch).map_err(gc)?;
     rep.gc_bytes += acc.take(ch);
     rep.cost = ch.cost();
     let (class, logits) = if opts.reveal_logits {
@@ -482,7 +536,7 @@ pub fn client_session<C: Channel>(
 /// The server's side of one session.
 pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<SessionReport> {
     let a = &m.q.config.arch;
-    let (h, c) = (a.hidden, a.classes);
+    let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
     let steps = m.steps;
     let f = m.fp.main.frac;
     let mut rep = SessionReport {
@@ -530,121 +584,136 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let delta = Block(prg.next_block().0 | 1);
     let mut ots = OtExtSender::setup_with_delta(ch, &mut prg, delta).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    // ---- offline
+    // ---- offline: HE products on the client's masks
     ch.set_phase(Phase::Offline);
+    let up = coeff::upload_len(params);
+    let (ih, ihp) = (&m.ih.0, &m.ih.1);
+    let (hh, hhp) = (&m.hh.0, &m.hh.1);
+    let (fcl, fcp) = (&m.fc.0, &m.fc.1);
+    let cts_x: Vec<Vec<u8>> = (0..steps.div_ceil(ih.group))
+        .map(|_| ch.recv_bytes(up).map_err(net))
+        .collect::<Result<_>>()?;
+    let cts_h: Vec<Vec<u8>> = (0..(steps - 1).div_ceil(hh.group))
+        .map(|_| ch.recv_bytes(up).map_err(net))
+        .collect::<Result<_>>()?;
+    let ct_fc = ch.recv_bytes(up).map_err(net)?;
+    // The server's shares S of W·ρ, per input vector.
+    let mut answer = |ch: &mut C,
+                      lay: &Layout,
+                      pts: &[Plaintext],
+                      cts: &[Vec<u8>],
+                      count: usize|
+     -> Result<Vec<Vec<u64>>> {
+        let mut out = Vec::with_capacity(count);
+        for b in cts {
+            let ct = SeededCiphertext::from_bytes(params, b)
+                .map_err(he)?
+                .expand(params);
+            let (resp, share, stat) = server_product(params, &pk, lay, pts, &ct)?;
+            rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
+            for r in &resp {
+                ch.send_frame(r).map_err(net)?;
+            }
+            let k = lay.group.min(count - out.len());
+            out.extend(share.chunks(lay.rows).take(k).map(|v| v.to_vec()));
+        }
+        Ok(out)
+    };
+    let sx = answer(ch, ih, ihp, &cts_x, steps)?;
+    let sh = answer(ch, hh, hhp, &cts_h, steps - 1)?;
+    let sfc = answer(ch, fcl, fcp, std::slice::from_ref(&ct_fc), 1)?.concat();
+    ch.flush().map_err(net)?;
+    rep.he_bytes += acc.take(ch);
+    // ---- offline: COTs for every client input, then garbling with their m0 as zero-labels
     let lay = StepLayout::new(&m.fp);
     let fin = final_circuit(&m.fp, c, reveal);
-    let mut batches: Vec<(GarbledBatch, Vec<u64>)> = Vec::with_capacity(steps);
-    for _ in 0..steps {
-        let mut b = garble_offline(ch, &m.step, lay.garbler_inputs(), h, delta).map_err(gc)?;
-        let masks: Vec<u64> = (0..h)
-            .map(|_| prg.next_block().low_u64() & 0xffff_ffff)
-            .collect();
-        let mut bits = Vec::with_capacity(h * SHARE_BITS);
-        for &r in &masks {
-            bits_of(&mut bits, r, SHARE_BITS);
-        }
-        b.send_inputs_early(ch, lay.mask_wires(), &bits)
-            .map_err(gc)?;
-        batches.push((b, masks));
+    let ei = lay.evaluator_inputs();
+    let m0 = ots.send_cot(ch, steps * h * ei + c * lay.acc).map_err(ot)?;
+    let mut batches: Vec<GarbledBatch> = Vec::with_capacity(steps);
+    for t in 0..steps {
+        let o = t * h * ei;
+        let b = garble_offline_with(
+            ch,
+            &m.step,
+            lay.garbler_inputs(),
+            h,
+            delta,
+            Some(&m0[o..o + h * ei]),
+            Reveal::Garbler,
+        )
+        .map_err(gc)?;
+        batches.push(b);
     }
-    let fin_batch = garble_offline(ch, &fin, c * lay.acc, 1, delta).map_err(gc)?;
+    let fin_batch = garble_offline_with(
+        ch,
+        &fin,
+        c * lay.acc,
+        1,
+        delta,
+        Some(&m0[steps * h * ei..]),
+        Reveal::Evaluator,
+    )
+    .map_err(gc)?;
     ch.flush().map_err(net)?;
     rep.gc_bytes += acc.take(ch);
     rep.and_gates = m.step.and_count() * (h * steps) as u64 + fin.and_count();
     // ---- online
     ch.set_phase(Phase::Online);
-    let up = coeff::upload_len(params);
-    let recv_ct = |ch: &mut C| -> Result<secinfer_he::Ciphertext> {
-        let b = ch.recv_bytes(up).map_err(net)?;
-        Ok(SeededCiphertext::from_bytes(params, &b)
-            .map_err(he)?
-            .expand(params))
-    };
-    let (ih, ihp) = (&m.ih.0, &m.ih.1);
-    let (hh, hhp) = (&m.hh.0, &m.hh.1);
-    let (fcl, fcp) = (&m.fc.0, &m.fc.1);
-    let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
-    let groups = steps.div_ceil(ih.group);
-    let cts: Vec<secinfer_he::Ciphertext> =
-        (0..groups).map(|_| recv_ct(ch)).collect::<Result<_>>()?;
-    let zero_e = vec![0u64; a.embed_dim];
-    let bias_i = plain_affine(&m.q.w_ih, &zero_e, &m.q.b_ih, f);
-    for ct in &cts {
-        let (resp, share, stat) = server_product(params, &pk, ih, ihp, ct)?;
-        rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
-        for r in &resp {
-            ch.send_frame(r).map_err(net)?;
-        }
-        for sh in share.chunks(3 * h) {
-            if gi.len() < steps {
-                gi.push(
-                    sh.iter()
-                        .zip(&bias_i)
-                        .map(|(s, b)| s.wrapping_add(*b) & 0xffff_ffff)
-                        .collect(),
-                );
-            }
-        }
-    }
-    ch.flush().map_err(net)?;
-    rep.he_bytes += acc.take(ch);
-    let mut hs = vec![0u64; h];
-    let amask = (1u64 << lay.acc) - 1;
-    for (t, (batch, masks)) in batches.iter().enumerate() {
-        let own = plain_affine(&m.q.w_hh, &hs, &m.q.b_hh, f);
-        let gh: Vec<u64> = if t == 0 {
-            own
-        } else {
-            let ct = recv_ct(ch)?;
-            let (resp, share, stat) = server_product(params, &pk, hh, hhp, &ct)?;
-            rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
-            for r in &resp {
-                ch.send_frame(r).map_err(net)?;
-            }
-            share
+    let masked: Vec<u32> = ch.recv_pod(steps * e).map_err(net)?;
+    // W_ih x(t) + b = [W_ih (x − ρ_x) + b + S_x] + c_x
+    let gi: Vec<Vec<u64>> = masked
+        .chunks(e)
+        .zip(&sx)
+        .map(|(xm, s)| {
+            let xm: Vec<u64> = xm.iter().map(|&v| v as u64).collect();
+            plain_affine(&m.q.w_ih, &xm, &m.q.b_ih, f)
                 .iter()
-                .zip(&own)
-                .map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff)
+                .zip(s)
+                .map(|(p, s)| p.wrapping_add(*s) & RING)
                 .collect()
-        };
-        rep.he_bytes += acc.take(ch);
-        let mut bits = Vec::with_capacity(h * lay.garbler_inputs());
-        for i in 0..h {
-            let (x, y) = (&gi[t], &gh);
-            lay.encode(
-                [x[i], x[h + i], x[2 * h + i]],
-                [y[i], y[h + i], y[2 * h + i]],
-                hs[i],
-                &mut bits,
-            );
-            bits_of(&mut bits, 0, SHARE_BITS); // mask: sent offline
-        }
-        garble_online(ch, &mut ots, batch, &bits).map_err(gc)?;
-        hs = masks
-            .iter()
-            .map(|&r| r.wrapping_neg() & 0xffff_ffff)
-            .collect();
-        rep.gc_bytes += acc.take(ch);
-    }
-    let ct = recv_ct(ch)?;
-    let (resp, share, stat) = server_product(params, &pk, fcl, fcp, &ct)?;
-    rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
-    for r in &resp {
-        ch.send_frame(r).map_err(net)?;
-    }
-    let own = plain_affine(&m.q.w_fc, &hs, &m.q.b_fc, f);
-    let ls: Vec<u64> = share
-        .iter()
-        .zip(&own)
-        .map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff)
+        })
         .collect();
     rep.he_bytes += acc.take(ch);
+    let wo = wire_outputs(&m.step);
+    // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
+    let mut mh = vec![0u64; h];
+    for (t, batch) in batches.iter().enumerate() {
+        // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
+        let mut gh = plain_affine(&m.q.w_hh, &mh, &m.q.b_hh, f);
+        if t > 0 {
+            for (g, s) in gh.iter_mut().zip(&sh[t - 1]) {
+                *g = g.wrapping_sub(*s) & RING;
+            }
+        }
+        let mut bits = Vec::with_capacity(h * lay.garbler_inputs());
+        for i in 0..h {
+            let x = &gi[t];
+            lay.encode(
+                [x[i], x[h + i], x[2 * h + i]],
+                [gh[i], gh[h + i], gh[2 * h + i]],
+                mh[i],
+                &mut bits,
+            );
+        }
+        garble_online_preset(ch, batch, &bits).map_err(gc)?;
+        let packed: Vec<u8> = ch.recv_pod((h * wo).div_ceil(8)).map_err(net)?;
+        let out = batch
+            .decode(&m.step, &unpack_bits(&packed, h * wo))
+            .map_err(gc)?;
+        mh = out.chunks(SHARE_BITS).map(word).collect();
+    }
+    // W_fc h(T) + b = [W_fc m + b − S_fc] + (−c_fc)
+    let ls: Vec<u64> = plain_affine(&m.q.w_fc, &mh, &m.q.b_fc, f)
+        .iter()
+        .zip(&sfc)
+        .map(|(p, s)| p.wrapping_sub(*s) & RING)
+        .collect();
+    let amask = (1u64 << lay.acc) - 1;
     let mut bits = Vec::with_capacity(c * lay.acc);
     for v in &ls {
         bits_of(&mut bits, v & amask, lay.acc);
     }
-    garble_online(ch, &mut ots, &fin_batch, &bits).map_err(gc)?;
+    garble_online_preset(ch, &fin_batch, &bits).map_err(gc)?;
     ch.flush().map_err(net)?;
     rep.gc_bytes += acc.take(ch);
     rep.cost = ch.cost();
