@@ -98,6 +98,7 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
     out.emit(
         rec.field("gc_bytes", rep.gc_bytes)
             .field("he_bytes", rep.he_bytes)
+            .field("mux_bytes", rep.mux_bytes)
             .field("and_gates", rep.and_gates)
             .field("and_per_element_step", per_elem)
             .field("flood_stat_bits", (r.server * 10.0).floor() / 10.0)

@@ -10,9 +10,9 @@
 //! it sign-extended), but the circuit only needs h mod 2^L: it takes L bits of each share.
 use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
-use secinfer_gc::backend::{and, Backend, Bit, Word};
+use secinfer_gc::backend::{xor, Bit, Word};
 use secinfer_gc::gadgets::{
-    add, add_cin, add_full, argmax, constant_word, mul_trunc, relu, saturate, sext, sub, zext,
+    add, add_cin, add_full, argmax, constant_word, relu, saturate, sext, sub,
 };
 use secinfer_gc::{Builder, Circuit};
 use std::cell::RefCell;
@@ -129,20 +129,40 @@ impl SmoothActivations for CircuitActivations {
     }
 }
 
-/// Public shape of the step circuit.
+/// Public shape of a step: three garbled circuits per element (A, B, C) with the two gate
+/// products between them done by oblivious-transfer multiplexers (cryptogru::products_by_mux).
 ///
-/// Per element, each party feeds (same order for both; the client then its output mask):
-/// `[hi_r (L), lo_ir (F), lo_hr (F), hi_z (L), lo_iz (F), lo_hz (F), gi_n (A), gh_n (A), h (L)]`.
-/// For the gates r and z the reference adds two separately truncated accumulators,
-/// wrap((gi ≫ F) + (gh ≫ F)); with shares gi = s_i + c_i, gh = s_h + c_h (mod 2^A) that is
-/// (s_i≫F) + (s_h≫F) + (c_i≫F) + (c_h≫F) + carry(s_i, c_i) + carry(s_h, c_h) mod 2^L, where
-/// carry is the carry out of the low F bits. So each party adds its two high parts locally
-/// (`hi`), and the circuit only needs the low F bits of each share for the carries.
+/// The reference's products are `wrap((g ⊙ v) ≫ F)` with g a gate activation (fo fraction bits,
+/// shifted to F) and v a main-format word, i.e. bits fo .. fo + L − 1 of g·v. Those depend only
+/// on g·v mod 2^PW, PW = fo + L, which is linear in each bit of g:
+/// g·v = Σ_j 2^j g_j v (the top bit weighs −2^(gb−1) when g can be negative). So a circuit
+/// reveals the bits of g XOR-masked (server: g ⊕ λ, client: λ) and v additively masked mod
+/// 2^PW (server: v + β, client: −β); one multiplexer per bit of g (two correlated OTs carrying
+/// a PW-bit word, `secinfer_ss::blocks::mux`) gives additive shares of g·v mod 2^PW exactly,
+/// and the next circuit adds the shares and reads bits fo.. (the truncation is exact because it
+/// happens inside the circuit, on the reconstructed value). Per element:
 ///
-/// The output mask is the client's (evaluator's) input: the circuit outputs sext(h', 32) + ρ to
-/// the server (garbler-decoded), so the server learns the masked state m = h' + ρ and the
-/// client's share is −ρ, known before the session's input (Delphi-style preprocessing: every
-/// client input of every step circuit is then known offline).
+/// * A: [gate r parts, gate z parts, gh_n (A)] → r ⊕ λ_r, z ⊕ λ_z (gb bits each),
+///   sext(trunc(gh_n)) + β (PW bits);
+/// * mux: P = r · trunc(gh_n) mod 2^PW;
+/// * B: [P (PW), gi_n (A), h (L)] → y ⊕ λ_n (the candidate's output word, bo bits),
+///   sext(wrap(h − n)) + β_d (PW bits);
+/// * mux: Q = z · wrap(h − n) mod 2^PW;
+/// * C: [Q (PW), y ⊕ λ_n (bo)] → sext(h', 32) + ρ.
+///
+/// Gate parts, each party: `[hi (L), lo_i (F), lo_h (F)]`: for the gates r and z the reference
+/// adds two separately truncated accumulators, wrap((gi ≫ F) + (gh ≫ F)); with shares
+/// gi = s_i + c_i, gh = s_h + c_h (mod 2^A) that is (s_i≫F) + (s_h≫F) + (c_i≫F) + (c_h≫F) +
+/// carry(s_i, c_i) + carry(s_h, c_h) mod 2^L, where carry is the carry out of the low F bits. So
+/// each party adds its two high parts locally (`hi`), and the circuit only needs the low F bits
+/// of each share for the carries.
+///
+/// Every mask (λ, β, ρ) is a client (evaluator) input and every output is decoded by the
+/// server (garbler): the server learns only uniformly masked values, the client only output
+/// permute bits. The client's inputs P, Q are its mux output shares, which are not known
+/// offline; its circuit inputs are fresh uniform π_P, π_Q instead, and online it sends
+/// P_c − π_P (PW bits), which the server adds to its own share. So every client input of every
+/// circuit is known offline (Delphi-style preprocessing) and its labels come from offline COTs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StepLayout {
     /// Accumulator share bits A = F + L.
@@ -151,42 +171,89 @@ pub struct StepLayout {
     pub l: usize,
     /// Fraction bits F.
     pub f: usize,
+    /// Product ring bits PW = fo + L.
+    pub pw: usize,
+    /// Bits of a gate value that enter the multiplexers.
+    pub gb: usize,
+    /// Whether the top one of them is a sign bit (weight −2^(gb−1)).
+    pub g_signed: bool,
+    /// Bits of the candidate activation's output word.
+    pub bo: usize,
 }
 
 impl StepLayout {
     pub fn new(fp: &FixedPointConfig) -> Self {
+        let sf = fp.sigmoid_format();
+        let (_, sig_min, sig_max) = act_circuit(Func::Sigmoid, sf);
+        // Bits the gate value can occupy: all of them, or (never negative) only up to its maximum.
+        let (gb, g_signed) = if sig_min >= 0 {
+            let k = 64 - (sig_max.max(1) as u64).leading_zeros() as usize;
+            (k.min(sf.output.bits as usize), false)
+        } else {
+            (sf.output.bits as usize, true)
+        };
         StepLayout {
             acc: (fp.main.bits + fp.main.frac) as usize,
             l: fp.main.bits as usize,
             f: fp.main.frac as usize,
+            pw: (sf.output.frac + fp.main.bits) as usize,
+            gb,
+            g_signed,
+            bo: fp.candidate_format().output.bits as usize,
         }
     }
-    /// Input bits per element of each party (without the client's mask).
-    fn per_party(&self) -> usize {
-        2 * (self.l + 2 * self.f) + 2 * self.acc + self.l
+    fn gate_parts(&self) -> usize {
+        self.l + 2 * self.f
     }
-    /// Garbler (server) inputs per element: its shares.
-    pub fn garbler_inputs(&self) -> usize {
-        self.per_party()
+    /// Server inputs per element of circuit A: its gate parts for r and z, its gh_n share.
+    pub fn a_garbler(&self) -> usize {
+        2 * self.gate_parts() + self.acc
     }
-    /// Evaluator (client) inputs per element: its shares, then the output mask (32 bits).
+    /// Client inputs of A: the same, then λ_r, λ_z (gb each), β (PW).
+    pub fn a_evaluator(&self) -> usize {
+        self.a_garbler() + 2 * self.gb + self.pw
+    }
+    /// Server inputs of B: P (PW), gi_n (A), h (L).
+    pub fn b_garbler(&self) -> usize {
+        self.pw + self.acc + self.l
+    }
+    /// Client inputs of B: the same, then λ_n (bo), β_d (PW).
+    pub fn b_evaluator(&self) -> usize {
+        self.b_garbler() + self.bo + self.pw
+    }
+    /// Server inputs of C: Q (PW), y ⊕ λ_n (bo).
+    pub fn c_garbler(&self) -> usize {
+        self.pw + self.bo
+    }
+    /// Client inputs of C: π_Q (PW), λ_n (bo), ρ (32).
+    pub fn c_evaluator(&self) -> usize {
+        self.pw + self.bo + SHARE_BITS
+    }
+    /// Client input bits per element and step, all circuits.
     pub fn evaluator_inputs(&self) -> usize {
-        self.per_party() + SHARE_BITS
+        self.a_evaluator() + self.b_evaluator() + self.c_evaluator()
     }
-    /// Appends one party's input bits for one element: its shares (mod 2^32) of the six
-    /// accumulators [r, z, n] of gi and of gh, and of h.
-    pub fn encode(&self, gi: [u64; 3], gh: [u64; 3], h: u64, out: &mut Vec<bool>) {
-        let mut put = |v: u64, w: usize| out.extend((0..w).map(|i| (v >> i) & 1 == 1));
+    /// Appends one party's gate parts for r and z and its gh_n share (circuit A's shared part).
+    pub fn encode_a(&self, gi: [u64; 2], gh: [u64; 3], out: &mut Vec<bool>) {
         let lo = (1u64 << self.f) - 1;
         for k in 0..2 {
-            put((gi[k] >> self.f).wrapping_add(gh[k] >> self.f), self.l);
-            put(gi[k] & lo, self.f);
-            put(gh[k] & lo, self.f);
+            put(out, (gi[k] >> self.f).wrapping_add(gh[k] >> self.f), self.l);
+            put(out, gi[k] & lo, self.f);
+            put(out, gh[k] & lo, self.f);
         }
-        put(gi[2], self.acc);
-        put(gh[2], self.acc);
-        put(h, self.l);
+        put(out, gh[2], self.acc);
     }
+    /// Appends one party's shared part of circuit B: P (mod 2^PW), gi_n, h.
+    pub fn encode_b(&self, p: u64, gi_n: u64, h: u64, out: &mut Vec<bool>) {
+        put(out, p, self.pw);
+        put(out, gi_n, self.acc);
+        put(out, h, self.l);
+    }
+}
+
+/// Appends the low `w` bits of `v`, least significant first.
+pub fn put(out: &mut Vec<bool>, v: u64, w: usize) {
+    out.extend((0..w).map(|i| (v >> i) & 1 == 1));
 }
 
 /// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), lo_i (F), lo_h (F)].
@@ -232,124 +299,92 @@ fn to_main(y: &[Bit<u32>], main_frac: u32, af: ActFormat, l: usize) -> W {
     sext(&v, l)
 }
 
-/// wrap((g ≪ (F − fo)) · v ≫ F) where g is a gate activation word (bo bits): bits
-/// F − shift .. F − shift + L − 1 of g·v. When the activation never outputs a negative value
-/// (checked exhaustively) only its low `g_bits` bits (up to its largest output) are used and g·v = g·v_u − (g·sign(v)) ≪ (L−1) with
-/// v_u the low L−1 bits of v: each partial-product row costs L−1 ANDs plus an (L−1)-bit adder
-/// over only the accumulator bits it touches. Otherwise a generic signed product mod 2^(F+L).
-fn gate_mul(
-    b: &mut Builder,
-    g: &[Bit<u32>],
-    g_bits: Option<usize>,
-    v: &[Bit<u32>],
-    main_frac: u32,
-    af: ActFormat,
-    lay: StepLayout,
-) -> W {
-    let shift = (main_frac - af.output.frac) as usize;
-    let f = main_frac as usize;
-    let Some(gb) = g_bits.filter(|&k| k < g.len()) else {
-        let mut gw: W = constant_word(0, shift);
-        gw.extend(sext(g, lay.acc - shift));
-        let p = mul_trunc(b, &sext(v, lay.acc), &gw, lay.acc);
-        return p[f..f + lay.l].to_vec();
-    };
-    let lo = f - shift;
-    let w = lo + lay.l;
-    let p = mul_unsigned_signed(b, &g[..gb], v, w);
-    p[lo..w].to_vec()
+/// The three step circuits (one copy per hidden unit each), see [`StepLayout`].
+pub struct StepCircuits {
+    pub a: Circuit,
+    pub b: Circuit,
+    pub c: Circuit,
+    pub lay: StepLayout,
 }
 
-/// Low `w` bits of g·v for g unsigned and v signed (two's complement, len ≥ 2).
-pub(crate) fn mul_unsigned_signed<B: Backend>(
-    b: &mut B,
-    g: &[Bit<B::Wire>],
-    v: &[Bit<B::Wire>],
-    w: usize,
-) -> Word<B::Wire> {
-    let lv = v.len();
-    let vu = &v[..lv - 1];
-    let sign = v[lv - 1].clone();
-    let mut acc: Word<B::Wire> = constant_word(0, w);
-    for (j, gj) in g.iter().enumerate() {
-        if j >= w {
-            break;
-        }
-        if gj.as_const() == Some(false) {
-            continue;
-        }
-        let width = (lv - 1).min(w - j);
-        let pp: Word<B::Wire> = vu[..width].iter().map(|x| and(b, x, gj)).collect();
-        // Before this row the accumulator is zero at positions ≥ j + lv − 1.
-        let top = j + width;
-        let (s, cout) = add_full(b, &acc[j..top], &pp, Bit::Const(false));
-        acc.splice(j..top, s);
-        if top < w {
-            acc[top] = cout;
-        }
+impl StepCircuits {
+    /// AND gates per element and step, all three circuits.
+    pub fn and_count(&self) -> u64 {
+        self.a.and_count() + self.b.and_count() + self.c.and_count()
     }
-    // − (g · sign) ≪ (lv − 1)
-    if lv - 1 < w {
-        let mut corr: Word<B::Wire> = constant_word(0, lv - 1);
-        corr.extend(g.iter().map(|gj| and(b, gj, &sign)));
-        corr.truncate(w);
-        acc = sub(b, &acc, &zext(&corr, w));
-        acc.truncate(w);
-    }
-    acc
 }
 
-/// The step circuit for one element (one copy per hidden unit).
-///
-/// Inputs: garbler [its shares, [`StepLayout`]], evaluator [the same, then the mask (32)].
-/// Output: sext(h', 32) + mask mod 2^32 (decoded by the garbler).
-pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
+fn xor_word(b: &mut Builder, x: &[Bit<u32>], y: &[Bit<u32>]) -> W {
+    x.iter().zip(y).map(|(x, y)| xor(b, x, y)).collect()
+}
+
+/// Bits fo .. fo + L − 1 of a product from its two shares mod 2^PW: `wrap((g ⊙ v) ≫ F)`.
+fn product_bits(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], lay: StepLayout) -> W {
+    let p = add(b, g, e);
+    p[lay.pw - lay.l..lay.pw].to_vec()
+}
+
+/// The step circuits for a fixed-point configuration and candidate activation.
+pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuits {
     let lay = StepLayout::new(fp);
-    let (a, l) = (lay.acc, lay.l);
-    let f = fp.main.frac as usize;
+    let (a, l, f, pw, gb, bo) = (lay.acc, lay.l, lay.f, lay.pw, lay.gb, lay.bo);
     let mf = fp.main.frac;
     let sf = fp.sigmoid_format();
     let cf = fp.candidate_format();
-    let (_, sig_min, sig_max) = act_circuit(Func::Sigmoid, sf);
-    // Bits the gate value can occupy: all of them, or (never negative) only up to its maximum.
-    let sig_bits = if sig_min >= 0 {
-        Some(64 - (sig_max.max(1) as u64).leading_zeros() as usize)
-    } else {
-        None
-    };
-    let gi = lay.garbler_inputs();
-    Circuit::build(gi + lay.evaluator_inputs(), |b, ins| {
-        let (g, e) = ins.split_at(gi);
-        let p = l + 2 * f;
+    let p = lay.gate_parts();
+    let ga = lay.a_garbler();
+    let circ_a = Circuit::build(ga + lay.a_evaluator(), |b, ins| {
+        let (g, e) = ins.split_at(ga);
         let ar = gate_sum(b, &g[..p], &e[..p], f, l);
         let az = gate_sum(b, &g[p..2 * p], &e[p..2 * p], f, l);
-        let o = 2 * p;
-        let gin = trunc_acc(b, &g[o..o + a], &e[o..o + a], f, l);
-        let ghn = trunc_acc(b, &g[o + a..o + 2 * a], &e[o + a..o + 2 * a], f, l);
-        let (gin, ghn) = (&gin, &ghn);
-        let o = o + 2 * a;
-        let h = add(b, &g[o..o + l], &e[o..o + l]);
-        let mask = e[lay.garbler_inputs()..].to_vec();
+        let ghn = trunc_acc(b, &g[2 * p..2 * p + a], &e[2 * p..2 * p + a], f, l);
+        let o = ga;
         let r = smooth(b, Func::Sigmoid, &ar, mf, sf);
         let z = smooth(b, Func::Sigmoid, &az, mf, sf);
+        let mut out = xor_word(b, &r[..gb], &e[o..o + gb]);
+        out.extend(xor_word(b, &z[..gb], &e[o + gb..o + 2 * gb]));
+        out.extend(add(b, &sext(&ghn, pw), &e[o + 2 * gb..o + 2 * gb + pw]));
+        out
+    });
+    let gbn = lay.b_garbler();
+    let circ_b = Circuit::build(gbn + lay.b_evaluator(), |b, ins| {
+        let (g, e) = ins.split_at(gbn);
+        let rh = product_bits(b, &g[..pw], &e[..pw], lay);
+        let gin = trunc_acc(b, &g[pw..pw + a], &e[pw..pw + a], f, l);
+        let h = add(b, &g[pw + a..pw + a + l], &e[pw + a..pw + a + l]);
         // n = g(gi_n + wrap((r ⊙ gh_n) ≫ F))
-        let rh = gate_mul(b, &r, sig_bits, ghn, mf, sf, lay);
-        let an = add(b, gin, &rh);
-        let n = if tanh_candidate {
-            let y = smooth(b, Func::Tanh, &an, mf, cf);
-            to_main(&y, mf, cf, l)
+        let an = add(b, &gin, &rh);
+        let y = if tanh_candidate {
+            smooth(b, Func::Tanh, &an, mf, cf)
         } else {
             let xs = act_input(b, &an, mf, cf);
             let y = relu(b, &xs);
-            let y = saturate(b, &y, cf.output.bits as usize);
-            to_main(&y, mf, cf, l)
+            saturate(b, &y, bo)
         };
-        // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F))
+        let n = to_main(&y, mf, cf, l);
+        // d = wrap(h − n), the second product's factor
         let d = sub(b, &h, &n);
-        let zd = gate_mul(b, &z, sig_bits, &d, mf, sf, lay);
+        let o = gbn;
+        let mut out = xor_word(b, &y, &e[o..o + bo]);
+        out.extend(add(b, &sext(&d, pw), &e[o + bo..o + bo + pw]));
+        out
+    });
+    let gc_in = lay.c_garbler();
+    let circ_c = Circuit::build(gc_in + lay.c_evaluator(), |b, ins| {
+        let (g, e) = ins.split_at(gc_in);
+        let zd = product_bits(b, &g[..pw], &e[..pw], lay);
+        let y = xor_word(b, &g[pw..pw + bo], &e[pw..pw + bo]);
+        let n = to_main(&y, mf, cf, l);
+        // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F)), output sext(h', 32) + ρ
         let hn = add(b, &n, &zd);
-        add(b, &sext(&hn, SHARE_BITS), &mask)
-    })
+        add(b, &sext(&hn, SHARE_BITS), &e[pw + bo..pw + bo + SHARE_BITS])
+    });
+    StepCircuits {
+        a: circ_a,
+        b: circ_b,
+        c: circ_c,
+        lay,
+    }
 }
 
 /// The final circuit (one copy): garbler [C logit accumulators, A bits each], evaluator the
@@ -375,34 +410,4 @@ pub fn final_circuit(fp: &FixedPointConfig, classes: usize, reveal_logits: bool)
 /// Bits of the argmax index the final circuit outputs.
 pub fn index_bits(classes: usize) -> usize {
     secinfer_gc::gadgets::bit_len(classes.saturating_sub(1) as u64).max(1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unsigned_by_signed_multiplier_is_exact_mod_2_w() {
-        for (gb, lv, w) in [(5usize, 7usize, 11usize), (4, 6, 14), (5, 7, 8), (3, 8, 12)] {
-            let c = Circuit::build(gb + lv, |b, ins| {
-                let g = ins[..gb].to_vec();
-                let v = ins[gb..].to_vec();
-                mul_unsigned_signed(b, &g, &v, w)
-            });
-            for g in 0..(1u64 << gb) {
-                for v in 0..(1u64 << lv) {
-                    let mut bits: Vec<bool> = (0..gb).map(|i| (g >> i) & 1 == 1).collect();
-                    bits.extend((0..lv).map(|i| (v >> i) & 1 == 1));
-                    let out = c.eval_plain(&bits);
-                    let got = out
-                        .iter()
-                        .enumerate()
-                        .fold(0u64, |a, (i, &x)| a | ((x as u64) << i));
-                    let vs = ((v << (64 - lv)) as i64) >> (64 - lv);
-                    let want = ((g as i64 * vs) as u64) & ((1 << w) - 1);
-                    assert_eq!(got, want, "g {g} v {vs} ({gb}, {lv}, {w})");
-                }
-            }
-        }
-    }
 }

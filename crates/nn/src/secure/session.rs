@@ -7,7 +7,9 @@
 //! uploads Enc(x_t) for every t (the input projections of all steps at once), then per step
 //! Enc(h share) → W_hh·h shares → one batched garbled step; finally Enc(h_T) → logit shares →
 //! garbled argmax.
-use super::circuits::{final_circuit, index_bits, step_circuit, StepLayout, SHARE_BITS};
+use super::circuits::{
+    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, SHARE_BITS,
+};
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
 use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
@@ -20,10 +22,11 @@ use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
 use secinfer_net::{Channel, Cost, Phase};
 use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
+use secinfer_ss::{Ctx, Party};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/2";
+pub const PROTOCOL: &str = "secinfer-gru/3";
 const HE_PARAMS: &str = "n8192-z2k32";
 const MAX_HANDSHAKE: usize = 4096;
 
@@ -141,6 +144,9 @@ fn gc(e: secinfer_gc::GcError) -> NnError {
 fn ot(e: secinfer_ot::OtError) -> NnError {
     NnError::Crypto(format!("OT: {e}"))
 }
+fn ss(e: secinfer_ss::SsError) -> NnError {
+    NnError::Crypto(format!("SS: {e}"))
+}
 fn he(e: secinfer_he::HeError) -> NnError {
     NnError::Crypto(format!("HE: {e}"))
 }
@@ -151,8 +157,12 @@ pub struct SessionReport {
     pub cost: Cost,
     /// Bytes (both directions) of garbled-circuit traffic: tables, labels, COTs, base OTs.
     pub gc_bytes: u64,
-    /// Bytes (both directions) of HE traffic: public key, uploads, responses.
+    /// Bytes (both directions) of HE traffic: public key, uploads, responses, and the masked
+    /// inputs x − ρ_x.
     pub he_bytes: u64,
+    /// Bytes (both directions) of the gate products: OT setup of the ss context, multiplexer
+    /// OTs, and the client's share corrections P_c − π_P, Q_c − π_Q.
+    pub mux_bytes: u64,
     pub and_gates: u64,
     pub steps: usize,
     /// Weakest statistical-flooding exponent of the server's responses (server side only).
@@ -205,7 +215,7 @@ pub struct ServerModel {
     ih: (Layout, Vec<Plaintext>),
     hh: (Layout, Vec<Plaintext>),
     fc: (Layout, Vec<Plaintext>),
-    step: Circuit,
+    step: StepCircuits,
 }
 
 impl ServerModel {
@@ -231,7 +241,7 @@ impl ServerModel {
         let ih = (ih, ih.weight_plaintexts(&params, &q.w_ih)?);
         let hh = (hh, hh.weight_plaintexts(&params, &q.w_hh)?);
         let fc = (fcl, fcl.weight_plaintexts(&params, &q.w_fc)?);
-        let step = step_circuit(&fp, a.activation == Candidate::Tanh);
+        let step = step_circuits(&fp, a.activation == Candidate::Tanh);
         Ok(ServerModel {
             q,
             variant,
@@ -246,6 +256,10 @@ impl ServerModel {
     }
     pub fn and_gates_per_step_element(&self) -> u64 {
         self.step.and_count()
+    }
+    /// The step circuits' public shape.
+    pub fn step_layout(&self) -> StepLayout {
+        self.step.lay
     }
 }
 
@@ -334,6 +348,106 @@ fn neg(v: u64) -> u64 {
     v.wrapping_neg() & RING
 }
 
+fn ring_mask(bits: usize) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+fn bit_vec(v: u64, w: usize) -> Vec<bool> {
+    (0..w).map(|i| (v >> i) & 1 == 1).collect()
+}
+
+/// The client's per-element, per-step masks (secret; no `Debug`).
+struct ElemMasks {
+    lam_r: u64,
+    lam_z: u64,
+    lam_n: u64,
+    beta: u64,
+    beta_d: u64,
+    pi_p: u64,
+    pi_q: u64,
+}
+
+impl ElemMasks {
+    fn draw(prg: &mut Prg, lay: &StepLayout) -> ElemMasks {
+        let mut r = |bits: usize| prg.next_block().low_u64() & ring_mask(bits);
+        ElemMasks {
+            lam_r: r(lay.gb),
+            lam_z: r(lay.gb),
+            lam_n: r(lay.bo),
+            beta: r(lay.pw),
+            beta_d: r(lay.pw),
+            pi_p: r(lay.pw),
+            pi_q: r(lay.pw),
+        }
+    }
+}
+
+/// Shares of g·v mod 2^PW for a gate value g given by its XOR-shared bits (`gbits`, `gb` per
+/// element) and v additively shared mod 2^PW: one multiplexer per bit of g
+/// (`secinfer_ss::blocks::mux`, two correlated OTs), weighted 2^j (−2^(gb−1) for a sign bit).
+/// Exact mod 2^PW; the next circuit does the reference's truncation on the sum.
+fn gate_product<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    lay: &StepLayout,
+    gbits: &[bool],
+    v: &[u64],
+) -> Result<Vec<u64>> {
+    let (gb, pm) = (lay.gb, ring_mask(lay.pw));
+    if gbits.len() != v.len() * gb {
+        return Err(NnError::Protocol("gate product: bit count".into()));
+    }
+    let mut c = Vec::with_capacity(gbits.len());
+    let mut vv = Vec::with_capacity(gbits.len());
+    for (i, &vi) in v.iter().enumerate() {
+        for j in 0..gb {
+            c.push(gbits[i * gb + j] as u8);
+            let w = if lay.g_signed && j == gb - 1 {
+                vi.wrapping_neg()
+            } else {
+                vi
+            };
+            vv.push(w.wrapping_shl(j as u32) & pm);
+        }
+    }
+    let prod = secinfer_ss::blocks::mux(ctx, ch, &c, &vv, lay.pw as u32).map_err(ss)?;
+    Ok(prod
+        .chunks(gb)
+        .map(|p| p.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
+        .collect())
+}
+
+/// Client: sends its product shares re-based on the offline-chosen circuit inputs π
+/// (the server adds them to its shares), so that its circuit labels could come from offline COTs.
+fn send_delta<C: Channel>(
+    ch: &mut C,
+    shares: &[u64],
+    pis: impl Iterator<Item = u64>,
+    pm: u64,
+) -> Result<()> {
+    let d: Vec<u32> = shares
+        .iter()
+        .zip(pis)
+        .map(|(s, p)| (s.wrapping_sub(p) & pm) as u32)
+        .collect();
+    ch.send_pod(&d).map_err(net)?;
+    ch.flush().map_err(net)
+}
+
+/// Server: its product shares plus the client's corrections.
+fn recv_delta<C: Channel>(ch: &mut C, shares: &[u64], pm: u64) -> Result<Vec<u64>> {
+    let d: Vec<u32> = ch.recv_pod(shares.len()).map_err(net)?;
+    Ok(shares
+        .iter()
+        .zip(&d)
+        .map(|(s, d)| s.wrapping_add(*d as u64) & pm)
+        .collect())
+}
+
 /// Fresh uniform values mod 2^32.
 fn uniform(prg: &mut Prg, len: usize) -> Vec<u64> {
     (0..len)
@@ -395,6 +509,8 @@ pub fn client_session<C: Channel>(
     progress("keys", 1, 2);
     let mut otr = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
+    let mut ctx = Ctx::setup(Party::Client, ch).map_err(ss)?;
+    rep.mux_bytes += acc.take(ch);
     progress("keys", 2, 2);
     // ---- offline: HE products on the masks
     ch.set_phase(Phase::Offline);
@@ -449,48 +565,76 @@ pub fn client_session<C: Channel>(
     let cfc = recv_shares(ch, &fcl, 1)?.concat();
     rep.he_bytes += acc.take(ch);
     // ---- offline: the client's GC inputs are all known now; their labels by COT
-    let lay = StepLayout::new(&m.fp);
-    let step = step_circuit(&m.fp, a.activation == Candidate::Tanh);
+    let sc = step_circuits(&m.fp, a.activation == Candidate::Tanh);
+    let lay = sc.lay;
     let fin = final_circuit(&m.fp, c, opts.reveal_logits);
     let amask = (1u64 << lay.acc) - 1;
+    let pmask = ring_mask(lay.pw);
     let ei = lay.evaluator_inputs();
+    // Per step and element: λ_r, λ_z (gb bits), β, π_P, β_d, π_Q (PW bits), λ_n (bo bits).
+    let masks: Vec<Vec<ElemMasks>> = (0..steps)
+        .map(|_| (0..h).map(|_| ElemMasks::draw(&mut prg, &lay)).collect())
+        .collect();
     let mut choices = Vec::with_capacity(steps * h * ei + c * lay.acc);
     for t in 0..steps {
-        for i in 0..h {
-            let gi = [cx[t][i], cx[t][h + i], cx[t][2 * h + i]];
-            // W_hh h(t) = W_hh m(t) − W_hh ρ_h(t): the client's share is −c_h(t).
-            let gh = if t == 0 {
-                [0; 3]
+        // W_hh h(t) = W_hh m(t) − W_hh ρ_h(t): the client's share is −c_h(t).
+        let gh = |i: usize| -> u64 {
+            if t == 0 {
+                0
             } else {
-                let y = &chh[t - 1];
-                [neg(y[i]), neg(y[h + i]), neg(y[2 * h + i])]
-            };
-            lay.encode(gi, gh, neg(rho_h[t][i]), &mut choices);
-            bits_of(&mut choices, rho_h[t + 1][i], SHARE_BITS);
+                neg(chh[t - 1][i])
+            }
+        };
+        let x = &cx[t];
+        for (i, mk) in masks[t].iter().enumerate() {
+            lay.encode_a(
+                [x[i], x[h + i]],
+                [gh(i), gh(h + i), gh(2 * h + i)],
+                &mut choices,
+            );
+            put(&mut choices, mk.lam_r, lay.gb);
+            put(&mut choices, mk.lam_z, lay.gb);
+            put(&mut choices, mk.beta, lay.pw);
+        }
+        for (i, mk) in masks[t].iter().enumerate() {
+            lay.encode_b(mk.pi_p, x[2 * h + i], neg(rho_h[t][i]), &mut choices);
+            put(&mut choices, mk.lam_n, lay.bo);
+            put(&mut choices, mk.beta_d, lay.pw);
+        }
+        for (i, mk) in masks[t].iter().enumerate() {
+            put(&mut choices, mk.pi_q, lay.pw);
+            put(&mut choices, mk.lam_n, lay.bo);
+            put(&mut choices, rho_h[t + 1][i], SHARE_BITS);
         }
     }
     for v in &cfc {
         bits_of(&mut choices, neg(*v) & amask, lay.acc);
     }
     let labels = otr.recv_cot(ch, &choices).map_err(ot)?;
-    let mut batches: Vec<ReceivedBatch> = Vec::with_capacity(steps);
+    let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
+    let mut o = 0;
     for t in 0..steps {
-        let mut b = evaluate_offline_with(ch, &step, lay.garbler_inputs(), h, Reveal::Garbler)
-            .map_err(gc)?;
-        let o = t * h * ei;
-        b.set_evaluator_labels(&step, labels[o..o + h * ei].to_vec())
-            .map_err(gc)?;
-        batches.push(b);
+        let mut one = |circ: &Circuit, g_in: usize, e_in: usize| -> Result<ReceivedBatch> {
+            let mut b = evaluate_offline_with(ch, circ, g_in, h, Reveal::Garbler).map_err(gc)?;
+            b.set_evaluator_labels(circ, labels[o..o + h * e_in].to_vec())
+                .map_err(gc)?;
+            o += h * e_in;
+            Ok(b)
+        };
+        let ba = one(&sc.a, lay.a_garbler(), lay.a_evaluator())?;
+        let bb = one(&sc.b, lay.b_garbler(), lay.b_evaluator())?;
+        let bc = one(&sc.c, lay.c_garbler(), lay.c_evaluator())?;
+        batches.push([ba, bb, bc]);
         progress("garbled tables", t as u64 + 1, steps as u64 + 1);
     }
     let mut fin_batch =
         evaluate_offline_with(ch, &fin, c * lay.acc, 1, Reveal::Evaluator).map_err(gc)?;
     fin_batch
-        .set_evaluator_labels(&fin, labels[steps * h * ei..].to_vec())
+        .set_evaluator_labels(&fin, labels[o..].to_vec())
         .map_err(gc)?;
     progress("garbled tables", steps as u64 + 1, steps as u64 + 1);
     rep.gc_bytes += acc.take(ch);
-    rep.and_gates = step.and_count() * (h * steps) as u64 + fin.and_count();
+    rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
     // ---- online
     ch.set_phase(Phase::Online);
     let mut masked: Vec<u32> = Vec::with_capacity(steps * e);
@@ -505,10 +649,32 @@ pub fn client_session<C: Channel>(
     ch.send_pod(&masked).map_err(net)?;
     ch.flush().map_err(net)?;
     rep.he_bytes += acc.take(ch);
-    for b in &batches {
-        let lsbs = evaluate_online_preset(ch, &step, b).map_err(gc)?;
+    let eval = |ch: &mut C, circ: &Circuit, b: &ReceivedBatch| -> Result<()> {
+        let lsbs = evaluate_online_preset(ch, circ, b).map_err(gc)?;
         ch.send_pod(&pack_bits(&lsbs)).map_err(net)?;
         ch.flush().map_err(net)?;
+        Ok(())
+    };
+    for (t, [ba, bb, bc]) in batches.iter().enumerate() {
+        let mk = &masks[t];
+        eval(ch, &sc.a, ba)?;
+        rep.gc_bytes += acc.take(ch);
+        // P = r · trunc(gh_n): the client's bit shares are λ_r, its value shares −β.
+        let bits: Vec<bool> = mk.iter().flat_map(|k| bit_vec(k.lam_r, lay.gb)).collect();
+        let v: Vec<u64> = mk.iter().map(|k| neg(k.beta) & pmask).collect();
+        let p = gate_product(&mut ctx, ch, &lay, &bits, &v)?;
+        send_delta(ch, &p, mk.iter().map(|k| k.pi_p), pmask)?;
+        rep.mux_bytes += acc.take(ch);
+        eval(ch, &sc.b, bb)?;
+        rep.gc_bytes += acc.take(ch);
+        // Q = z · wrap(h − n)
+        let bits: Vec<bool> = mk.iter().flat_map(|k| bit_vec(k.lam_z, lay.gb)).collect();
+        let v: Vec<u64> = mk.iter().map(|k| neg(k.beta_d) & pmask).collect();
+        let q = gate_product(&mut ctx, ch, &lay, &bits, &v)?;
+        send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
+        rep.mux_bytes += acc.take(ch);
+        eval(ch, &sc.c, bc)?;
+        rep.gc_bytes += acc.take(ch);
     }
     let out = evaluate_online_preset(ch, &fin, &fin_batch).map_err(gc)?;
     rep.gc_bytes += acc.take(ch);
@@ -584,6 +750,8 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let delta = Block(prg.next_block().0 | 1);
     let mut ots = OtExtSender::setup_with_delta(ch, &mut prg, delta).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
+    let mut ctx = Ctx::setup(Party::Server, ch).map_err(ss)?;
+    rep.mux_bytes += acc.take(ch);
     // ---- offline: HE products on the client's masks
     ch.set_phase(Phase::Offline);
     let up = coeff::upload_len(params);
@@ -625,24 +793,24 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     ch.flush().map_err(net)?;
     rep.he_bytes += acc.take(ch);
     // ---- offline: COTs for every client input, then garbling with their m0 as zero-labels
-    let lay = StepLayout::new(&m.fp);
+    let sc = &m.step;
+    let lay = sc.lay;
     let fin = final_circuit(&m.fp, c, reveal);
     let ei = lay.evaluator_inputs();
+    let pmask = ring_mask(lay.pw);
     let m0 = ots.send_cot(ch, steps * h * ei + c * lay.acc).map_err(ot)?;
-    let mut batches: Vec<GarbledBatch> = Vec::with_capacity(steps);
-    for t in 0..steps {
-        let o = t * h * ei;
-        let b = garble_offline_with(
-            ch,
-            &m.step,
-            lay.garbler_inputs(),
-            h,
-            delta,
-            Some(&m0[o..o + h * ei]),
-            Reveal::Garbler,
-        )
-        .map_err(gc)?;
-        batches.push(b);
+    let mut batches: Vec<[GarbledBatch; 3]> = Vec::with_capacity(steps);
+    let mut o = 0;
+    for _ in 0..steps {
+        let mut one = |circ: &Circuit, g_in: usize, e_in: usize| -> Result<GarbledBatch> {
+            let z = &m0[o..o + h * e_in];
+            o += h * e_in;
+            garble_offline_with(ch, circ, g_in, h, delta, Some(z), Reveal::Garbler).map_err(gc)
+        };
+        let ba = one(&sc.a, lay.a_garbler(), lay.a_evaluator())?;
+        let bb = one(&sc.b, lay.b_garbler(), lay.b_evaluator())?;
+        let bc = one(&sc.c, lay.c_garbler(), lay.c_evaluator())?;
+        batches.push([ba, bb, bc]);
     }
     let fin_batch = garble_offline_with(
         ch,
@@ -650,13 +818,13 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         c * lay.acc,
         1,
         delta,
-        Some(&m0[steps * h * ei..]),
+        Some(&m0[o..]),
         Reveal::Evaluator,
     )
     .map_err(gc)?;
     ch.flush().map_err(net)?;
     rep.gc_bytes += acc.take(ch);
-    rep.and_gates = m.step.and_count() * (h * steps) as u64 + fin.and_count();
+    rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
     // ---- online
     ch.set_phase(Phase::Online);
     let masked: Vec<u32> = ch.recv_pod(steps * e).map_err(net)?;
@@ -674,10 +842,17 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         })
         .collect();
     rep.he_bytes += acc.take(ch);
-    let wo = wire_outputs(&m.step);
+    // Garbles one batch online with the server's bits and decodes the outputs it gets back.
+    let run = |ch: &mut C, circ: &Circuit, b: &GarbledBatch, bits: &[bool]| -> Result<Vec<bool>> {
+        garble_online_preset(ch, b, bits).map_err(gc)?;
+        let wo = wire_outputs(circ);
+        let packed: Vec<u8> = ch.recv_pod((h * wo).div_ceil(8)).map_err(net)?;
+        b.decode(circ, &unpack_bits(&packed, h * wo)).map_err(gc)
+    };
+    let (gb, pw, bo) = (lay.gb, lay.pw, lay.bo);
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
-    for (t, batch) in batches.iter().enumerate() {
+    for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
         let mut gh = plain_affine(&m.q.w_hh, &mh, &m.q.b_hh, f);
         if t > 0 {
@@ -685,22 +860,50 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
                 *g = g.wrapping_sub(*s) & RING;
             }
         }
-        let mut bits = Vec::with_capacity(h * lay.garbler_inputs());
+        let x = &gi[t];
+        let mut bits = Vec::with_capacity(h * lay.a_garbler());
         for i in 0..h {
-            let x = &gi[t];
-            lay.encode(
-                [x[i], x[h + i], x[2 * h + i]],
+            lay.encode_a(
+                [x[i], x[h + i]],
                 [gh[i], gh[h + i], gh[2 * h + i]],
-                mh[i],
                 &mut bits,
             );
         }
-        garble_online_preset(ch, batch, &bits).map_err(gc)?;
-        let packed: Vec<u8> = ch.recv_pod((h * wo).div_ceil(8)).map_err(net)?;
-        let out = batch
-            .decode(&m.step, &unpack_bits(&packed, h * wo))
-            .map_err(gc)?;
+        let out = run(ch, &sc.a, ba, &bits)?;
+        rep.gc_bytes += acc.take(ch);
+        let per = sc.a.n_outputs();
+        let r_bits: Vec<bool> = out.chunks(per).flat_map(|o| o[..gb].to_vec()).collect();
+        let z_bits: Vec<bool> = out
+            .chunks(per)
+            .flat_map(|o| o[gb..2 * gb].to_vec())
+            .collect();
+        let u: Vec<u64> = out
+            .chunks(per)
+            .map(|o| word(&o[2 * gb..2 * gb + pw]))
+            .collect();
+        let p = gate_product(&mut ctx, ch, &lay, &r_bits, &u)?;
+        let p = recv_delta(ch, &p, pmask)?;
+        rep.mux_bytes += acc.take(ch);
+        let mut bits = Vec::with_capacity(h * lay.b_garbler());
+        for i in 0..h {
+            lay.encode_b(p[i], x[2 * h + i], mh[i], &mut bits);
+        }
+        let out = run(ch, &sc.b, bb, &bits)?;
+        rep.gc_bytes += acc.take(ch);
+        let per = sc.b.n_outputs();
+        let y: Vec<u64> = out.chunks(per).map(|o| word(&o[..bo])).collect();
+        let dd: Vec<u64> = out.chunks(per).map(|o| word(&o[bo..bo + pw])).collect();
+        let q = gate_product(&mut ctx, ch, &lay, &z_bits, &dd)?;
+        let q = recv_delta(ch, &q, pmask)?;
+        rep.mux_bytes += acc.take(ch);
+        let mut bits = Vec::with_capacity(h * lay.c_garbler());
+        for i in 0..h {
+            put(&mut bits, q[i], pw);
+            put(&mut bits, y[i], bo);
+        }
+        let out = run(ch, &sc.c, bc, &bits)?;
         mh = out.chunks(SHARE_BITS).map(word).collect();
+        rep.gc_bytes += acc.take(ch);
     }
     // W_fc h(T) + b = [W_fc m + b − S_fc] + (−c_fc)
     let ls: Vec<u64> = plain_affine(&m.q.w_fc, &mh, &m.q.b_fc, f)
