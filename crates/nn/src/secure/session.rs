@@ -984,3 +984,78 @@ pub fn random_model(
     };
     Ok((QuantizedModel::new(&model, fp), embed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secinfer_net::simulate;
+
+    /// `gate_product` against plaintext: g (unsigned, or signed with its top bit weighing
+    /// −2^(gb−1)) times v mod 2^PW, from XOR shares of g's bits and additive shares of v,
+    /// including the extremes of both.
+    #[test]
+    fn gate_product_equals_plaintext_mod_2_pw() {
+        for (gb, pw, g_signed) in [(7usize, 27usize, false), (8, 27, true), (13, 32, false)] {
+            let lay = StepLayout {
+                acc: 32,
+                l: 20,
+                f: 12,
+                pw,
+                gb,
+                g_signed,
+                bo: 8,
+            };
+            let pm = ring_mask(pw);
+            let mut prg = Prg::from_seed(Block(0x5eed_0000 + gb as u128));
+            let n = 300;
+            let mut gs: Vec<u64> = (0..n)
+                .map(|_| prg.next_block().low_u64() & ring_mask(gb))
+                .collect();
+            let mut vs: Vec<u64> = (0..n).map(|_| prg.next_block().low_u64() & pm).collect();
+            gs[0] = ring_mask(gb);
+            gs[1] = 1 << (gb - 1);
+            vs[0] = pm;
+            vs[1] = 1 << (pw - 1);
+            let lam: Vec<u64> = (0..n)
+                .map(|_| prg.next_block().low_u64() & ring_mask(gb))
+                .collect();
+            let beta: Vec<u64> = (0..n).map(|_| prg.next_block().low_u64() & pm).collect();
+            let bits =
+                |x: &[u64]| -> Vec<bool> { x.iter().flat_map(|&v| bit_vec(v, gb)).collect() };
+            let g_srv: Vec<u64> = gs.iter().zip(&lam).map(|(g, l)| g ^ l).collect();
+            let v_srv: Vec<u64> = vs
+                .iter()
+                .zip(&beta)
+                .map(|(v, b)| v.wrapping_add(*b) & pm)
+                .collect();
+            let v_cli: Vec<u64> = beta.iter().map(|b| b.wrapping_neg() & pm).collect();
+            let (bc, bs) = (bits(&lam), bits(&g_srv));
+            let run = simulate(
+                move |ch| {
+                    let mut ctx = Ctx::setup(Party::Client, ch).map_err(ss)?;
+                    gate_product(&mut ctx, ch, &lay, &bc, &v_cli)
+                },
+                move |ch| {
+                    let mut ctx = Ctx::setup(Party::Server, ch).map_err(ss)?;
+                    gate_product(&mut ctx, ch, &lay, &bs, &v_srv)
+                },
+            );
+            let pc = run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
+            let ps = run.server.output.unwrap_or_else(|e| panic!("server: {e}"));
+            for i in 0..n {
+                let g = if g_signed {
+                    sign_extend(gs[i], gb)
+                } else {
+                    gs[i] as i64
+                };
+                let want = (g as i128 * vs[i] as i128) as u64 & pm;
+                assert_eq!(
+                    pc[i].wrapping_add(ps[i]) & pm,
+                    want,
+                    "g {g} v {} ({gb}, {pw})",
+                    vs[i]
+                );
+            }
+        }
+    }
+}
