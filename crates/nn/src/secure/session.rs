@@ -22,7 +22,6 @@ use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
 use secinfer_net::{Channel, Cost, Phase};
 use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
-use secinfer_ss::{Ctx, Party};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
@@ -144,9 +143,6 @@ fn gc(e: secinfer_gc::GcError) -> NnError {
 fn ot(e: secinfer_ot::OtError) -> NnError {
     NnError::Crypto(format!("OT: {e}"))
 }
-fn ss(e: secinfer_ss::SsError) -> NnError {
-    NnError::Crypto(format!("SS: {e}"))
-}
 fn he(e: secinfer_he::HeError) -> NnError {
     NnError::Crypto(format!("HE: {e}"))
 }
@@ -160,8 +156,8 @@ pub struct SessionReport {
     /// Bytes (both directions) of HE traffic: public key, uploads, responses, and the masked
     /// inputs x − ρ_x.
     pub he_bytes: u64,
-    /// Bytes (both directions) of the gate products: OT setup of the ss context, multiplexer
-    /// OTs, and the client's share corrections P_c − π_P, Q_c − π_Q.
+    /// Bytes (both directions) of the gate products: base OTs of the client-to-server OT
+    /// extension, multiplexer OTs, and the client's share corrections P_c − π_P, Q_c − π_Q.
     pub mux_bytes: u64,
     pub and_gates: u64,
     pub steps: usize,
@@ -386,36 +382,69 @@ impl ElemMasks {
     }
 }
 
+/// One party's OT endpoints for the multiplexers: the session's IKNP pair (server sends) and
+/// a second pair in the other direction (client sends).
+enum MuxOt<'a> {
+    Server(&'a mut OtExtSender, &'a mut OtExtReceiver),
+    Client(&'a mut OtExtReceiver, &'a mut OtExtSender),
+}
+
 /// Shares of g·v mod 2^PW for a gate value g given by its XOR-shared bits (`gbits`, `gb` per
-/// element) and v additively shared mod 2^PW: one multiplexer per bit of g
-/// (`secinfer_ss::blocks::mux`, two correlated OTs), weighted 2^j (−2^(gb−1) for a sign bit).
-/// Exact mod 2^PW; the next circuit does the reference's truncation on the sum.
+/// element) and v additively shared mod 2^PW (cryptogru::products_by_mux). Per bit j of g the
+/// product (c0 ⊕ c1)·w with w = ±2^j·v (−2^(gb−1) for a sign bit), w = w0 + w1, is
+/// c_i·w_i + c_{1−i}·(1 − 2c_i)·w_i summed over the parties i; the cross term is one additively
+/// correlated OT with party i as sender (correlation (1 − 2c_i)·w_i) and the other party's
+/// bit as choice. Exact mod 2^PW; the next circuit does the reference's truncation on the sum.
 fn gate_product<C: Channel>(
-    ctx: &mut Ctx,
+    ot: MuxOt<'_>,
     ch: &mut C,
     lay: &StepLayout,
     gbits: &[bool],
     v: &[u64],
 ) -> Result<Vec<u64>> {
-    let (gb, pm) = (lay.gb, ring_mask(lay.pw));
+    let (gb, pm, pw) = (lay.gb, ring_mask(lay.pw), lay.pw as u32);
     if gbits.len() != v.len() * gb {
         return Err(NnError::Protocol("gate product: bit count".into()));
     }
-    let mut c = Vec::with_capacity(gbits.len());
-    let mut vv = Vec::with_capacity(gbits.len());
-    for (i, &vi) in v.iter().enumerate() {
+    let mut w = Vec::with_capacity(gbits.len());
+    for &vi in v {
         for j in 0..gb {
-            c.push(gbits[i * gb + j] as u8);
-            let w = if lay.g_signed && j == gb - 1 {
+            let x = if lay.g_signed && j == gb - 1 {
                 vi.wrapping_neg()
             } else {
                 vi
             };
-            vv.push(w.wrapping_shl(j as u32) & pm);
+            w.push(x.wrapping_shl(j as u32) & pm);
         }
     }
-    let prod = secinfer_ss::blocks::mux(ctx, ch, &c, &vv, lay.pw as u32).map_err(ss)?;
-    Ok(prod
+    let deltas: Vec<u64> = w
+        .iter()
+        .zip(gbits)
+        .map(|(x, &c)| if c { x.wrapping_neg() & pm } else { *x })
+        .collect();
+    // cross = (received term) − (sent term's mask)
+    let cross: Vec<u64> = match ot {
+        MuxOt::Server(s, r) => {
+            let x = s.send_correlated_u64(ch, &deltas, pw).map_err(self::ot)?;
+            let y = r.recv_correlated_u64(ch, gbits, pw).map_err(self::ot)?;
+            y.iter().zip(&x).map(|(y, x)| y.wrapping_sub(*x)).collect()
+        }
+        MuxOt::Client(r, s) => {
+            let y = r.recv_correlated_u64(ch, gbits, pw).map_err(self::ot)?;
+            let x = s.send_correlated_u64(ch, &deltas, pw).map_err(self::ot)?;
+            y.iter().zip(&x).map(|(y, x)| y.wrapping_sub(*x)).collect()
+        }
+    };
+    if cross.len() != w.len() {
+        return Err(NnError::Protocol("gate product: OT count".into()));
+    }
+    let terms: Vec<u64> = w
+        .iter()
+        .zip(gbits)
+        .zip(&cross)
+        .map(|((x, &c), y)| if c { x.wrapping_add(*y) } else { *y })
+        .collect();
+    Ok(terms
         .chunks(gb)
         .map(|p| p.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
         .collect())
@@ -509,7 +538,8 @@ pub fn client_session<C: Channel>(
     progress("keys", 1, 2);
     let mut otr = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    let mut ctx = Ctx::setup(Party::Client, ch).map_err(ss)?;
+    // The multiplexers' second direction: the client sends.
+    let mut mux_s = OtExtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
     rep.mux_bytes += acc.take(ch);
     progress("keys", 2, 2);
     // ---- offline: HE products on the masks
@@ -662,7 +692,7 @@ pub fn client_session<C: Channel>(
         // P = r · trunc(gh_n): the client's bit shares are λ_r, its value shares −β.
         let bits: Vec<bool> = mk.iter().flat_map(|k| bit_vec(k.lam_r, lay.gb)).collect();
         let v: Vec<u64> = mk.iter().map(|k| neg(k.beta) & pmask).collect();
-        let p = gate_product(&mut ctx, ch, &lay, &bits, &v)?;
+        let p = gate_product(MuxOt::Client(&mut otr, &mut mux_s), ch, &lay, &bits, &v)?;
         send_delta(ch, &p, mk.iter().map(|k| k.pi_p), pmask)?;
         rep.mux_bytes += acc.take(ch);
         eval(ch, &sc.b, bb)?;
@@ -670,7 +700,7 @@ pub fn client_session<C: Channel>(
         // Q = z · wrap(h − n)
         let bits: Vec<bool> = mk.iter().flat_map(|k| bit_vec(k.lam_z, lay.gb)).collect();
         let v: Vec<u64> = mk.iter().map(|k| neg(k.beta_d) & pmask).collect();
-        let q = gate_product(&mut ctx, ch, &lay, &bits, &v)?;
+        let q = gate_product(MuxOt::Client(&mut otr, &mut mux_s), ch, &lay, &bits, &v)?;
         send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
         rep.mux_bytes += acc.take(ch);
         eval(ch, &sc.c, bc)?;
@@ -750,7 +780,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let delta = Block(prg.next_block().0 | 1);
     let mut ots = OtExtSender::setup_with_delta(ch, &mut prg, delta).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    let mut ctx = Ctx::setup(Party::Server, ch).map_err(ss)?;
+    let mut mux_r = OtExtReceiver::setup(ch, &mut prg).map_err(ot)?;
     rep.mux_bytes += acc.take(ch);
     // ---- offline: HE products on the client's masks
     ch.set_phase(Phase::Offline);
@@ -881,7 +911,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .chunks(per)
             .map(|o| word(&o[2 * gb..2 * gb + pw]))
             .collect();
-        let p = gate_product(&mut ctx, ch, &lay, &r_bits, &u)?;
+        let p = gate_product(MuxOt::Server(&mut ots, &mut mux_r), ch, &lay, &r_bits, &u)?;
         let p = recv_delta(ch, &p, pmask)?;
         rep.mux_bytes += acc.take(ch);
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
@@ -893,7 +923,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let per = sc.b.n_outputs();
         let y: Vec<u64> = out.chunks(per).map(|o| word(&o[..bo])).collect();
         let dd: Vec<u64> = out.chunks(per).map(|o| word(&o[bo..bo + pw])).collect();
-        let q = gate_product(&mut ctx, ch, &lay, &z_bits, &dd)?;
+        let q = gate_product(MuxOt::Server(&mut ots, &mut mux_r), ch, &lay, &z_bits, &dd)?;
         let q = recv_delta(ch, &q, pmask)?;
         rep.mux_bytes += acc.take(ch);
         let mut bits = Vec::with_capacity(h * lay.c_garbler());
@@ -1032,12 +1062,14 @@ mod tests {
             let (bc, bs) = (bits(&lam), bits(&g_srv));
             let run = simulate(
                 move |ch| {
-                    let mut ctx = Ctx::setup(Party::Client, ch).map_err(ss)?;
-                    gate_product(&mut ctx, ch, &lay, &bc, &v_cli)
+                    let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut s = OtExtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    gate_product(MuxOt::Client(&mut r, &mut s), ch, &lay, &bc, &v_cli)
                 },
                 move |ch| {
-                    let mut ctx = Ctx::setup(Party::Server, ch).map_err(ss)?;
-                    gate_product(&mut ctx, ch, &lay, &bs, &v_srv)
+                    let mut s = OtExtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    gate_product(MuxOt::Server(&mut s, &mut r), ch, &lay, &bs, &v_srv)
                 },
             );
             let pc = run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
