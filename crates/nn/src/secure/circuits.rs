@@ -411,3 +411,35 @@ pub fn final_circuit(fp: &FixedPointConfig, classes: usize, reveal_logits: bool)
 pub fn index_bits(classes: usize) -> usize {
     secinfer_gc::gadgets::bit_len(classes.saturating_sub(1) as u64).max(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixed::Format;
+
+    #[test]
+    #[ignore = "prints the per-circuit AND counts"]
+    fn print_and_counts() {
+        let main = Format { bits: 20, frac: 12 };
+        let fp = FixedPointConfig {
+            main,
+            sigmoid: Some(ActFormat {
+                input: Format { bits: 8, frac: 4 },
+                output: Format { bits: 8, frac: 7 },
+            }),
+            candidate: Some(ActFormat {
+                input: Format { bits: 8, frac: 4 },
+                output: Format { bits: 8, frac: 4 },
+            }),
+        };
+        let s = step_circuits(&fp, false);
+        eprintln!("A {} B {} C {} lay {:?}", s.a.and_count(), s.b.and_count(), s.c.and_count(), s.lay);
+        let sf = fp.sigmoid_format();
+        let c = Circuit::build(12, |b, x| smooth(b, Func::Sigmoid, &x.to_vec(), 12, sf));
+        eprintln!("sat+sigmoid from 12 bits: {}", c.and_count());
+        let c = Circuit::build(64, |b, x| trunc_acc(b, &x[..32], &x[32..], 12, 20));
+        eprintln!("trunc_acc {}", c.and_count());
+        let c = Circuit::build(88, |b, x| gate_sum(b, &x[..44], &x[44..], 12, 20));
+        eprintln!("gate_sum {}", c.and_count());
+    }
+}
