@@ -142,13 +142,11 @@ impl SmoothActivations for CircuitActivations {
 /// and the next circuit adds the shares and reads bits fo.. (the truncation is exact because it
 /// happens inside the circuit, on the reconstructed value). Per element:
 ///
-/// * A: [gate r parts, gate z parts, gh_n (A)] → r ⊕ λ_r, z ⊕ λ_z (gb bits each),
-///   sext(trunc(gh_n)) + β (PW bits);
-/// * mux: P = r · trunc(gh_n) mod 2^PW;
-/// * B: [P (PW), gi_n (A), h (L)] → y ⊕ λ_n (the candidate's output word, bo bits),
-///   sext(wrap(h − n)) + β_d (PW bits);
-/// * mux: Q = z · wrap(h − n) mod 2^PW;
-/// * C: [Q (PW), y ⊕ λ_n (bo)] → sext(h', 32) + ρ.
+/// * A: [gate r parts, gate z parts, gh_n (A)] → r, z (gb bits each), trunc(gh_n) (L bits);
+/// * B2A of trunc(gh_n) into Z_{2^PW}, then mux: P = r · trunc(gh_n) mod 2^PW;
+/// * B: [P (PW), gi_n (A), h (L)] → y (the candidate's output word, bo bits), wrap(h − n) (L);
+/// * B2A of wrap(h − n), then mux: Q = z · wrap(h − n) mod 2^PW;
+/// * C: [Q (PW), y (bo, XOR-shared)] → h' (L bits), then B2A into Z_{2^32}.
 ///
 /// Gate parts, each party: `[hi (L), lo_i (F), lo_h (F)]`: for the gates r and z the reference
 /// adds two separately truncated accumulators, wrap((gi ≫ F) + (gh ≫ F)); with shares
@@ -157,12 +155,14 @@ impl SmoothActivations for CircuitActivations {
 /// each party adds its two high parts locally (`hi`), and the circuit only needs the low F bits
 /// of each share for the carries.
 ///
-/// Every mask (λ, β, ρ) is a client (evaluator) input and every output is decoded by the
-/// server (garbler): the server learns only uniformly masked values, the client only output
-/// permute bits. The client's inputs P, Q are its mux output shares, which are not known
-/// offline; its circuit inputs are fresh uniform π_P, π_Q instead, and online it sends
-/// P_c − π_P (PW bits), which the server adds to its own share. So every client input of every
-/// circuit is known offline (Delphi-style preprocessing) and its labels come from offline COTs.
+/// No output is decoded: each output bit is XOR-shared for free as (server: the permute bit
+/// lsb(W0) it garbled, client: lsb of the label it computed), so no masks enter the circuits
+/// and no mask adders are garbled. Words that feed a product or the HE (gh_n, h − n, h') are
+/// converted to additive shares by one correlated OT per bit (B2A: w·(a ⊕ b) = w·a +
+/// b·w·(1 − 2a)). The client's inputs P, Q, y are online values; its circuit inputs are fresh
+/// uniform π_P, π_Q, μ instead, and online it sends P_c − π_P, Q_c − π_Q, y_c ⊕ μ, which the
+/// server folds into its own inputs. So every client input of every circuit is known offline
+/// (Delphi-style preprocessing) and its labels come from offline COTs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StepLayout {
     /// Accumulator share bits A = F + L.
@@ -209,25 +209,25 @@ impl StepLayout {
     pub fn a_garbler(&self) -> usize {
         2 * self.gate_parts() + self.acc
     }
-    /// Client inputs of A: the same, then λ_r, λ_z (gb each), β (PW).
+    /// Client inputs of A: the same.
     pub fn a_evaluator(&self) -> usize {
-        self.a_garbler() + 2 * self.gb + self.pw
+        self.a_garbler()
     }
     /// Server inputs of B: P (PW), gi_n (A), h (L).
     pub fn b_garbler(&self) -> usize {
         self.pw + self.acc + self.l
     }
-    /// Client inputs of B: the same, then λ_n (bo), β_d (PW).
+    /// Client inputs of B: the same.
     pub fn b_evaluator(&self) -> usize {
-        self.b_garbler() + self.bo + self.pw
+        self.b_garbler()
     }
-    /// Server inputs of C: Q (PW), y ⊕ λ_n (bo).
+    /// Server inputs of C: Q (PW), its XOR share of y (bo).
     pub fn c_garbler(&self) -> usize {
         self.pw + self.bo
     }
-    /// Client inputs of C: π_Q (PW), λ_n (bo), ρ (32).
+    /// Client inputs of C: the same.
     pub fn c_evaluator(&self) -> usize {
-        self.pw + self.bo + SHARE_BITS
+        self.c_garbler()
     }
     /// Client input bits per element and step, all circuits.
     pub fn evaluator_inputs(&self) -> usize {
@@ -338,12 +338,11 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         let ar = gate_sum(b, &g[..p], &e[..p], f, l);
         let az = gate_sum(b, &g[p..2 * p], &e[p..2 * p], f, l);
         let ghn = trunc_acc(b, &g[2 * p..2 * p + a], &e[2 * p..2 * p + a], f, l);
-        let o = ga;
         let r = smooth(b, Func::Sigmoid, &ar, mf, sf);
         let z = smooth(b, Func::Sigmoid, &az, mf, sf);
-        let mut out = xor_word(b, &r[..gb], &e[o..o + gb]);
-        out.extend(xor_word(b, &z[..gb], &e[o + gb..o + 2 * gb]));
-        out.extend(add(b, &sext(&ghn, pw), &e[o + 2 * gb..o + 2 * gb + pw]));
+        let mut out = r[..gb].to_vec();
+        out.extend_from_slice(&z[..gb]);
+        out.extend(ghn);
         out
     });
     let gbn = lay.b_garbler();
@@ -364,9 +363,8 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         let n = to_main(&y, mf, cf, l);
         // d = wrap(h − n), the second product's factor
         let d = sub(b, &h, &n);
-        let o = gbn;
-        let mut out = xor_word(b, &y, &e[o..o + bo]);
-        out.extend(add(b, &sext(&d, pw), &e[o + bo..o + bo + pw]));
+        let mut out = y;
+        out.extend(d);
         out
     });
     let gc_in = lay.c_garbler();
@@ -375,9 +373,8 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         let zd = product_bits(b, &g[..pw], &e[..pw], lay);
         let y = xor_word(b, &g[pw..pw + bo], &e[pw..pw + bo]);
         let n = to_main(&y, mf, cf, l);
-        // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F)), output sext(h', 32) + ρ
-        let hn = add(b, &n, &zd);
-        add(b, &sext(&hn, SHARE_BITS), &e[pw + bo..pw + bo + SHARE_BITS])
+        // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F))
+        add(b, &n, &zd)
     });
     StepCircuits {
         a: circ_a,
@@ -433,9 +430,15 @@ mod tests {
             }),
         };
         let s = step_circuits(&fp, false);
-        eprintln!("A {} B {} C {} lay {:?}", s.a.and_count(), s.b.and_count(), s.c.and_count(), s.lay);
+        eprintln!(
+            "A {} B {} C {} lay {:?}",
+            s.a.and_count(),
+            s.b.and_count(),
+            s.c.and_count(),
+            s.lay
+        );
         let sf = fp.sigmoid_format();
-        let c = Circuit::build(12, |b, x| smooth(b, Func::Sigmoid, &x.to_vec(), 12, sf));
+        let c = Circuit::build(12, |b, x| smooth(b, Func::Sigmoid, x, 12, sf));
         eprintln!("sat+sigmoid from 12 bits: {}", c.and_count());
         let c = Circuit::build(64, |b, x| trunc_acc(b, &x[..32], &x[32..], 12, 20));
         eprintln!("trunc_acc {}", c.and_count());

@@ -352,34 +352,115 @@ fn ring_mask(bits: usize) -> u64 {
     }
 }
 
+#[cfg(test)]
 fn bit_vec(v: u64, w: usize) -> Vec<bool> {
     (0..w).map(|i| (v >> i) & 1 == 1).collect()
 }
 
 /// The client's per-element, per-step masks (secret; no `Debug`).
+/// Its circuit inputs in place of its online shares: π_P, π_Q (PW bits) for the products,
+/// μ (bo bits) for its XOR share of y.
 struct ElemMasks {
-    lam_r: u64,
-    lam_z: u64,
-    lam_n: u64,
-    beta: u64,
-    beta_d: u64,
     pi_p: u64,
     pi_q: u64,
+    mu: u64,
 }
 
 impl ElemMasks {
     fn draw(prg: &mut Prg, lay: &StepLayout) -> ElemMasks {
         let mut r = |bits: usize| prg.next_block().low_u64() & ring_mask(bits);
         ElemMasks {
-            lam_r: r(lay.gb),
-            lam_z: r(lay.gb),
-            lam_n: r(lay.bo),
-            beta: r(lay.pw),
-            beta_d: r(lay.pw),
             pi_p: r(lay.pw),
             pi_q: r(lay.pw),
+            mu: r(lay.bo),
         }
     }
+}
+
+/// Additive shares mod 2^k of L-bit two's-complement words given by their XOR-shared bits
+/// (`bits`, L per word), sign-extended into Z_{2^k} (cryptogru::b2a): per bit with weight w
+/// (2^j, or −2^(L−1) for the sign), w·(a ⊕ b) = w·a + b·w·(1 − 2a), the second term one
+/// additively correlated OT with the server (bit a) as sender and the client's bit b as choice.
+fn b2a<C: Channel>(
+    ot: Result<&mut OtExtSender, &mut OtExtReceiver>,
+    ch: &mut C,
+    bits: &[bool],
+    l: usize,
+    k: usize,
+) -> Result<Vec<u64>> {
+    let pm = ring_mask(k);
+    if l == 0 || !bits.len().is_multiple_of(l) {
+        return Err(NnError::Protocol("b2a: bit count".into()));
+    }
+    let w = |j: usize| -> u64 {
+        let x = 1u64 << j;
+        if j == l - 1 {
+            x.wrapping_neg() & pm
+        } else {
+            x & pm
+        }
+    };
+    let terms: Vec<u64> = match ot {
+        Ok(s) => {
+            let deltas: Vec<u64> = bits
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| {
+                    if a {
+                        w(i % l).wrapping_neg() & pm
+                    } else {
+                        w(i % l)
+                    }
+                })
+                .collect();
+            let x = s
+                .send_correlated_u64(ch, &deltas, k as u32)
+                .map_err(self::ot)?;
+            bits.iter()
+                .enumerate()
+                .zip(&x)
+                .map(|((i, &a), x)| if a { w(i % l) } else { 0 }.wrapping_sub(*x))
+                .collect()
+        }
+        Err(r) => r
+            .recv_correlated_u64(ch, bits, k as u32)
+            .map_err(self::ot)?,
+    };
+    if terms.len() != bits.len() {
+        return Err(NnError::Protocol("b2a: OT count".into()));
+    }
+    Ok(terms
+        .chunks(l)
+        .map(|t| t.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
+        .collect())
+}
+
+/// Per copy, the bits `range` of each copy's outputs (`per` outputs per copy).
+fn pick(out: &[bool], per: usize, range: std::ops::Range<usize>) -> Vec<bool> {
+    out.chunks(per)
+        .flat_map(|o| o[range.clone()].to_vec())
+        .collect()
+}
+
+/// The client's XOR shares of a batch's outputs: the label lsbs of the wire outputs, zero at
+/// constant outputs (the server's share holds the constant).
+fn client_output_shares(circ: &Circuit, lsbs: &[bool]) -> Vec<bool> {
+    let wo = wire_outputs(circ).max(1);
+    lsbs.chunks(wo)
+        .flat_map(|l| {
+            let mut k = 0;
+            circ.outputs
+                .iter()
+                .map(|o| match o {
+                    secinfer_gc::Bit::Const(_) => false,
+                    secinfer_gc::Bit::Wire(_) => {
+                        k += 1;
+                        l.get(k - 1).copied().unwrap_or(false)
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// One party's OT endpoints for the multiplexers: the session's IKNP pair (server sends) and
@@ -616,25 +697,19 @@ pub fn client_session<C: Channel>(
             }
         };
         let x = &cx[t];
-        for (i, mk) in masks[t].iter().enumerate() {
+        for i in 0..h {
             lay.encode_a(
                 [x[i], x[h + i]],
                 [gh(i), gh(h + i), gh(2 * h + i)],
                 &mut choices,
             );
-            put(&mut choices, mk.lam_r, lay.gb);
-            put(&mut choices, mk.lam_z, lay.gb);
-            put(&mut choices, mk.beta, lay.pw);
         }
         for (i, mk) in masks[t].iter().enumerate() {
             lay.encode_b(mk.pi_p, x[2 * h + i], neg(rho_h[t][i]), &mut choices);
-            put(&mut choices, mk.lam_n, lay.bo);
-            put(&mut choices, mk.beta_d, lay.pw);
         }
-        for (i, mk) in masks[t].iter().enumerate() {
+        for mk in &masks[t] {
             put(&mut choices, mk.pi_q, lay.pw);
-            put(&mut choices, mk.lam_n, lay.bo);
-            put(&mut choices, rho_h[t + 1][i], SHARE_BITS);
+            put(&mut choices, mk.mu, lay.bo);
         }
     }
     for v in &cfc {
@@ -679,32 +754,68 @@ pub fn client_session<C: Channel>(
     ch.send_pod(&masked).map_err(net)?;
     ch.flush().map_err(net)?;
     rep.he_bytes += acc.take(ch);
-    let eval = |ch: &mut C, circ: &Circuit, b: &ReceivedBatch| -> Result<()> {
+    let eval = |ch: &mut C, circ: &Circuit, b: &ReceivedBatch| -> Result<Vec<bool>> {
         let lsbs = evaluate_online_preset(ch, circ, b).map_err(gc)?;
-        ch.send_pod(&pack_bits(&lsbs)).map_err(net)?;
-        ch.flush().map_err(net)?;
-        Ok(())
+        Ok(client_output_shares(circ, &lsbs))
     };
+    let (gb, pw, bo, l) = (lay.gb, lay.pw, lay.bo, lay.l);
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         let mk = &masks[t];
-        eval(ch, &sc.a, ba)?;
+        // A → r, z, trunc(gh_n) (XOR shares)
+        let out = eval(ch, &sc.a, ba)?;
         rep.gc_bytes += acc.take(ch);
-        // P = r · trunc(gh_n): the client's bit shares are λ_r, its value shares −β.
-        let bits: Vec<bool> = mk.iter().flat_map(|k| bit_vec(k.lam_r, lay.gb)).collect();
-        let v: Vec<u64> = mk.iter().map(|k| neg(k.beta) & pmask).collect();
-        let p = gate_product(MuxOt::Client(&mut otr, &mut mux_s), ch, &lay, &bits, &v)?;
+        let per = sc.a.n_outputs();
+        let ghn = b2a(
+            Err(&mut otr),
+            ch,
+            &pick(&out, per, 2 * gb..2 * gb + l),
+            l,
+            pw,
+        )?;
+        let p = gate_product(
+            MuxOt::Client(&mut otr, &mut mux_s),
+            ch,
+            &lay,
+            &pick(&out, per, 0..gb),
+            &ghn,
+        )?;
+        let z_bits = pick(&out, per, gb..2 * gb);
         send_delta(ch, &p, mk.iter().map(|k| k.pi_p), pmask)?;
         rep.mux_bytes += acc.take(ch);
-        eval(ch, &sc.b, bb)?;
+        // B → y, wrap(h − n)
+        let out = eval(ch, &sc.b, bb)?;
         rep.gc_bytes += acc.take(ch);
-        // Q = z · wrap(h − n)
-        let bits: Vec<bool> = mk.iter().flat_map(|k| bit_vec(k.lam_z, lay.gb)).collect();
-        let v: Vec<u64> = mk.iter().map(|k| neg(k.beta_d) & pmask).collect();
-        let q = gate_product(MuxOt::Client(&mut otr, &mut mux_s), ch, &lay, &bits, &v)?;
+        let per = sc.b.n_outputs();
+        let d = b2a(Err(&mut otr), ch, &pick(&out, per, bo..bo + l), l, pw)?;
+        let q = gate_product(MuxOt::Client(&mut otr, &mut mux_s), ch, &lay, &z_bits, &d)?;
         send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
+        // y re-based on μ: the server's C input becomes its share ⊕ y_c ⊕ μ.
+        let y = pick(&out, per, 0..bo);
+        let yd: Vec<bool> = y
+            .chunks(bo)
+            .zip(mk)
+            .flat_map(|(y, k)| {
+                y.iter()
+                    .enumerate()
+                    .map(|(j, &b)| b ^ ((k.mu >> j) & 1 == 1))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        ch.send_pod(&pack_bits(&yd)).map_err(net)?;
+        ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        eval(ch, &sc.c, bc)?;
+        // C → h'; the server gets m = h' + ρ_h(t+1) from the additive shares.
+        let out = eval(ch, &sc.c, bc)?;
         rep.gc_bytes += acc.take(ch);
+        let hc = b2a(Err(&mut otr), ch, &out, l, SHARE_BITS)?;
+        let msk: Vec<u32> = hc
+            .iter()
+            .zip(&rho_h[t + 1])
+            .map(|(a, r)| (a.wrapping_add(*r) & RING) as u32)
+            .collect();
+        ch.send_pod(&msk).map_err(net)?;
+        ch.flush().map_err(net)?;
+        rep.mux_bytes += acc.take(ch);
     }
     let out = evaluate_online_preset(ch, &fin, &fin_batch).map_err(gc)?;
     rep.gc_bytes += acc.take(ch);
@@ -872,14 +983,14 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         })
         .collect();
     rep.he_bytes += acc.take(ch);
-    // Garbles one batch online with the server's bits and decodes the outputs it gets back.
+    // Garbles one batch online with the server's bits; its XOR shares of the outputs are the
+    // permute bits it garbled (constants in place).
     let run = |ch: &mut C, circ: &Circuit, b: &GarbledBatch, bits: &[bool]| -> Result<Vec<bool>> {
         garble_online_preset(ch, b, bits).map_err(gc)?;
-        let wo = wire_outputs(circ);
-        let packed: Vec<u8> = ch.recv_pod((h * wo).div_ceil(8)).map_err(net)?;
-        b.decode(circ, &unpack_bits(&packed, h * wo)).map_err(gc)
+        b.decode(circ, &vec![false; h * wire_outputs(circ)])
+            .map_err(gc)
     };
-    let (gb, pw, bo) = (lay.gb, lay.pw, lay.bo);
+    let (gb, pw, bo, l) = (lay.gb, lay.pw, lay.bo, lay.l);
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
@@ -902,16 +1013,21 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let out = run(ch, &sc.a, ba, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.a.n_outputs();
-        let r_bits: Vec<bool> = out.chunks(per).flat_map(|o| o[..gb].to_vec()).collect();
-        let z_bits: Vec<bool> = out
-            .chunks(per)
-            .flat_map(|o| o[gb..2 * gb].to_vec())
-            .collect();
-        let u: Vec<u64> = out
-            .chunks(per)
-            .map(|o| word(&o[2 * gb..2 * gb + pw]))
-            .collect();
-        let p = gate_product(MuxOt::Server(&mut ots, &mut mux_r), ch, &lay, &r_bits, &u)?;
+        let ghn = b2a(
+            Ok(&mut ots),
+            ch,
+            &pick(&out, per, 2 * gb..2 * gb + l),
+            l,
+            pw,
+        )?;
+        let p = gate_product(
+            MuxOt::Server(&mut ots, &mut mux_r),
+            ch,
+            &lay,
+            &pick(&out, per, 0..gb),
+            &ghn,
+        )?;
+        let z_bits = pick(&out, per, gb..2 * gb);
         let p = recv_delta(ch, &p, pmask)?;
         rep.mux_bytes += acc.take(ch);
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
@@ -921,19 +1037,30 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let out = run(ch, &sc.b, bb, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.b.n_outputs();
-        let y: Vec<u64> = out.chunks(per).map(|o| word(&o[..bo])).collect();
-        let dd: Vec<u64> = out.chunks(per).map(|o| word(&o[bo..bo + pw])).collect();
-        let q = gate_product(MuxOt::Server(&mut ots, &mut mux_r), ch, &lay, &z_bits, &dd)?;
+        let d = b2a(Ok(&mut ots), ch, &pick(&out, per, bo..bo + l), l, pw)?;
+        let q = gate_product(MuxOt::Server(&mut ots, &mut mux_r), ch, &lay, &z_bits, &d)?;
         let q = recv_delta(ch, &q, pmask)?;
+        let yd = unpack_bits(
+            &ch.recv_pod::<u8>((h * bo).div_ceil(8)).map_err(net)?,
+            h * bo,
+        );
+        let y = pick(&out, per, 0..bo);
         rep.mux_bytes += acc.take(ch);
         let mut bits = Vec::with_capacity(h * lay.c_garbler());
         for i in 0..h {
             put(&mut bits, q[i], pw);
-            put(&mut bits, y[i], bo);
+            bits.extend((0..bo).map(|j| y[i * bo + j] ^ yd[i * bo + j]));
         }
         let out = run(ch, &sc.c, bc, &bits)?;
-        mh = out.chunks(SHARE_BITS).map(word).collect();
         rep.gc_bytes += acc.take(ch);
+        let hs = b2a(Ok(&mut ots), ch, &out, l, SHARE_BITS)?;
+        let hc: Vec<u32> = ch.recv_pod(h).map_err(net)?;
+        mh = hs
+            .iter()
+            .zip(&hc)
+            .map(|(a, b)| a.wrapping_add(*b as u64) & RING)
+            .collect();
+        rep.mux_bytes += acc.take(ch);
     }
     // W_fc h(T) + b = [W_fc m + b − S_fc] + (−c_fc)
     let ls: Vec<u64> = plain_affine(&m.q.w_fc, &mh, &m.q.b_fc, f)
@@ -1086,6 +1213,55 @@ mod tests {
                     want,
                     "g {g} v {} ({gb}, {pw})",
                     vs[i]
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod b2a_tests {
+    use super::*;
+    use secinfer_net::simulate;
+
+    /// `b2a` against plaintext: random and extreme L-bit words from XOR shares to additive
+    /// shares of their sign extension mod 2^k.
+    #[test]
+    fn b2a_equals_sign_extension_mod_2_k() {
+        for (l, k) in [(20usize, 27usize), (20, 32), (8, 8), (1, 5)] {
+            let mut prg = Prg::from_seed(Block(0xb2a0 + (l * 100 + k) as u128));
+            let n = 200;
+            let mut xs: Vec<u64> = (0..n)
+                .map(|_| prg.next_block().low_u64() & ring_mask(l))
+                .collect();
+            xs[0] = ring_mask(l);
+            xs[1] = 1 << (l - 1);
+            xs[2] = 0;
+            let a: Vec<u64> = (0..n)
+                .map(|_| prg.next_block().low_u64() & ring_mask(l))
+                .collect();
+            let bits = |v: &[u64]| -> Vec<bool> { v.iter().flat_map(|&x| bit_vec(x, l)).collect() };
+            let srv = bits(&a);
+            let cli = bits(&xs.iter().zip(&a).map(|(x, a)| x ^ a).collect::<Vec<_>>());
+            let run = simulate(
+                move |ch| {
+                    let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    b2a(Err(&mut r), ch, &cli, l, k)
+                },
+                move |ch| {
+                    let mut s = OtExtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    b2a(Ok(&mut s), ch, &srv, l, k)
+                },
+            );
+            let c = run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
+            let s = run.server.output.unwrap_or_else(|e| panic!("server: {e}"));
+            for i in 0..n {
+                let want = (sign_extend(xs[i], l) as u64) & ring_mask(k);
+                assert_eq!(
+                    c[i].wrapping_add(s[i]) & ring_mask(k),
+                    want,
+                    "x {} ({l}, {k})",
+                    xs[i]
                 );
             }
         }
