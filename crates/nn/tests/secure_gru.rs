@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use secinfer_net::simulate;
 use secinfer_nn::secure::{
-    client_session, random_model, server_session, CircuitActivations, ClientModel, ClientOptions,
-    ServerModel, Variant,
+    client_session, client_session_with, random_model, server_session, CircuitActivations,
+    ClientModel, ClientOptions, OtFiller, ServerModel, Variant,
 };
 use secinfer_nn::{argmax, NnError, Reference};
 
@@ -81,4 +81,33 @@ fn mismatched_client_is_refused_with_a_typed_error() {
     );
     assert!(matches!(run.client.output, Err(NnError::Protocol(_))));
     assert!(matches!(run.server.output, Err(NnError::Protocol(_))));
+}
+
+/// The same session with its OT pools filled by Ferret silent OT instead of IKNP: still bit for
+/// bit (one case: a Ferret iteration is 10^7 COTs).
+#[test]
+fn secure_gru_with_ferret_filled_pools_is_bit_exact() {
+    let (q, embed) = random_model(6, 5, 3, 3, Variant::Cg2, 9).unwrap();
+    let tokens = [3u32, 17, 40];
+    let want = Reference::new(&q, CircuitActivations::default()).classify(&tokens);
+    let cm = ClientModel::new(q.config.clone(), &embed, Variant::Cg2, 3).unwrap();
+    let sm = ServerModel::new(q, Variant::Cg2, 3).unwrap();
+    let run = simulate(
+        move |ch| {
+            client_session_with(
+                ch,
+                &cm,
+                &tokens,
+                ClientOptions {
+                    reveal_logits: true,
+                },
+                OtFiller::Ferret,
+                &mut |_, _, _| {},
+            )
+        },
+        move |ch| server_session(ch, &sm),
+    );
+    run.server.output.unwrap();
+    let out = run.client.output.unwrap();
+    assert_eq!(out.logits.as_deref(), Some(&want[..]));
 }

@@ -21,7 +21,7 @@ use secinfer_gc::protocol::{
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
 use secinfer_net::{Channel, Cost, Phase};
-use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
+use secinfer_ot::{Block, CotSource, FerretParams, PooledOtReceiver, PooledOtSender, Prg};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
@@ -298,6 +298,43 @@ pub struct ClientOptions {
     pub reveal_logits: bool,
 }
 
+/// What fills the session's pool of random COTs (all OTs of the session are drawn from it and
+/// derandomised at one bit each): IKNP (16 bytes per COT, cheap to compute) or Ferret silent
+/// OT (≈ 1.5 MB once for setup and one iteration of 10^7 COTs, then nearly free, but an
+/// iteration costs ≈ 0.1–0.2 s of CPU per party).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OtFiller {
+    #[default]
+    Iknp,
+    Ferret,
+}
+
+impl OtFiller {
+    pub fn name(self) -> &'static str {
+        match self {
+            OtFiller::Iknp => "iknp",
+            OtFiller::Ferret => "ferret",
+        }
+    }
+    fn source(self) -> CotSource {
+        match self {
+            OtFiller::Iknp => CotSource::Iknp,
+            OtFiller::Ferret => CotSource::Ferret(FerretParams::B13),
+        }
+    }
+}
+
+impl std::str::FromStr for OtFiller {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "iknp" => Ok(OtFiller::Iknp),
+            "ferret" => Ok(OtFiller::Ferret),
+            o => Err(format!("unknown OT filler {o:?} (iknp, ferret)")),
+        }
+    }
+}
+
 /// What the client learns.
 #[derive(Clone, Debug)]
 pub struct GruOutcome {
@@ -382,7 +419,7 @@ impl ElemMasks {
 /// (2^j, or −2^(L−1) for the sign), w·(a ⊕ b) = w·a + b·w·(1 − 2a), the second term one
 /// additively correlated OT with the server (bit a) as sender and the client's bit b as choice.
 fn b2a<C: Channel>(
-    ot: Result<&mut OtExtSender, &mut OtExtReceiver>,
+    ot: Result<&mut PooledOtSender, &mut PooledOtReceiver>,
     ch: &mut C,
     bits: &[bool],
     l: usize,
@@ -435,6 +472,14 @@ fn b2a<C: Channel>(
         .collect())
 }
 
+/// COTs a session draws from its pools: server-to-client (the client's circuit labels, then per
+/// step three B2As of L bits and the server's direction of two products) and client-to-server
+/// (the client's direction of two products).
+fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize, usize) {
+    let per_step_fwd = h * (3 * lay.l + 2 * lay.gb);
+    (labels + steps * per_step_fwd, steps * h * 2 * lay.gb)
+}
+
 /// Per copy, the bits `range` of each copy's outputs (`per` outputs per copy).
 fn pick(out: &[bool], per: usize, range: std::ops::Range<usize>) -> Vec<bool> {
     out.chunks(per)
@@ -466,8 +511,8 @@ fn client_output_shares(circ: &Circuit, lsbs: &[bool]) -> Vec<bool> {
 /// One party's OT endpoints for the multiplexers: the session's IKNP pair (server sends) and
 /// a second pair in the other direction (client sends).
 enum MuxOt<'a> {
-    Server(&'a mut OtExtSender, &'a mut OtExtReceiver),
-    Client(&'a mut OtExtReceiver, &'a mut OtExtSender),
+    Server(&'a mut PooledOtSender, &'a mut PooledOtReceiver),
+    Client(&'a mut PooledOtReceiver, &'a mut PooledOtSender),
 }
 
 /// Shares of g·v mod 2^PW for a gate value g given by its XOR-shared bits (`gbits`, `gb` per
@@ -579,6 +624,18 @@ pub fn client_session<C: Channel>(
     opts: ClientOptions,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<GruOutcome> {
+    client_session_with(ch, m, tokens, opts, OtFiller::Iknp, progress)
+}
+
+/// [`client_session`] with a chosen OT filler (the server follows the client's choice).
+pub fn client_session_with<C: Channel>(
+    ch: &mut C,
+    m: &ClientModel,
+    tokens: &[u32],
+    opts: ClientOptions,
+    filler: OtFiller,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<GruOutcome> {
     let a = &m.config.arch;
     let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
     let steps = m.steps;
@@ -596,7 +653,8 @@ pub fn client_session<C: Channel>(
     let mut acc = Acc::start(ch);
     // ---- setup
     ch.set_phase(Phase::Setup);
-    let hs = handshake_json(&m.config, &m.fp, m.variant, steps, opts.reveal_logits);
+    let mut hs = handshake_json(&m.config, &m.fp, m.variant, steps, opts.reveal_logits);
+    hs["ot"] = serde_json::Value::from(filler.name());
     ch.send_frame(hs.to_string().as_bytes()).map_err(net)?;
     let reply = ch.recv_frame().map_err(net)?;
     if reply.len() > MAX_HANDSHAKE {
@@ -617,10 +675,11 @@ pub fn client_session<C: Channel>(
     ch.send_frame(&pk.to_bytes()).map_err(net)?;
     rep.he_bytes += acc.take(ch);
     progress("keys", 1, 2);
-    let mut otr = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+    let mut otr =
+        PooledOtReceiver::setup_with_source(ch, &mut Prg::new(), filler.source()).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
     // The multiplexers' second direction: the client sends.
-    let mut mux_s = OtExtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+    let mut mux_s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
     rep.mux_bytes += acc.take(ch);
     progress("keys", 2, 2);
     // ---- offline: HE products on the masks
@@ -715,6 +774,11 @@ pub fn client_session<C: Channel>(
     for v in &cfc {
         bits_of(&mut choices, neg(*v) & amask, lay.acc);
     }
+    // Offline: fill both pools with every COT the session will use (the labels' COTs now, the
+    // B2A and multiplexer OTs online), so online OTs cost one derandomisation bit each.
+    let (fwd, rev) = pool_sizes(&lay, steps, h, choices.len());
+    otr.fill(ch, fwd).map_err(ot)?;
+    mux_s.fill(ch, rev).map_err(ot)?;
     let labels = otr.recv_cot(ch, &choices).map_err(ot)?;
     let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
     let mut o = 0;
@@ -862,9 +926,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
     let want = handshake_json(&m.q.config, &m.fp, m.variant, steps, reveal);
-    let mut problem = None;
+    // The client picks the OT filler (a cost trade-off, not a security one); absent = IKNP.
+    let ot_src: std::result::Result<OtFiller, String> = hv["ot"].as_str().unwrap_or("iknp").parse();
+    let mut problem = ot_src.as_ref().err().cloned();
     for k in ["protocol", "variant", "steps", "arch"] {
-        if hv[k] != want[k] {
+        if problem.is_none() && hv[k] != want[k] {
             problem = Some(format!(
                 "{k} mismatch: client {}, server {}",
                 hv[k], want[k]
@@ -881,6 +947,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let _ = ch.flush();
         return Err(NnError::Protocol(p));
     }
+    let ot_src = ot_src.unwrap_or_default();
     ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
         .map_err(net)?;
     let params = &m.params;
@@ -889,9 +956,10 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     rep.he_bytes += acc.take(ch);
     let mut prg = Prg::new();
     let delta = Block(prg.next_block().0 | 1);
-    let mut ots = OtExtSender::setup_with_delta(ch, &mut prg, delta).map_err(ot)?;
+    let mut ots = PooledOtSender::setup_with_source_and_delta(ch, &mut prg, ot_src.source(), delta)
+        .map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    let mut mux_r = OtExtReceiver::setup(ch, &mut prg).map_err(ot)?;
+    let mut mux_r = PooledOtReceiver::setup(ch, &mut prg).map_err(ot)?;
     rep.mux_bytes += acc.take(ch);
     // ---- offline: HE products on the client's masks
     ch.set_phase(Phase::Offline);
@@ -939,7 +1007,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let fin = final_circuit(&m.fp, c, reveal);
     let ei = lay.evaluator_inputs();
     let pmask = ring_mask(lay.pw);
-    let m0 = ots.send_cot(ch, steps * h * ei + c * lay.acc).map_err(ot)?;
+    let n_labels = steps * h * ei + c * lay.acc;
+    let (fwd, rev) = pool_sizes(&lay, steps, h, n_labels);
+    ots.fill(ch, fwd).map_err(ot)?;
+    mux_r.fill(ch, rev).map_err(ot)?;
+    let m0 = ots.send_cot(ch, n_labels).map_err(ot)?;
     let mut batches: Vec<[GarbledBatch; 3]> = Vec::with_capacity(steps);
     let mut o = 0;
     for _ in 0..steps {
@@ -1189,13 +1261,13 @@ mod tests {
             let (bc, bs) = (bits(&lam), bits(&g_srv));
             let run = simulate(
                 move |ch| {
-                    let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    let mut s = OtExtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
                     gate_product(MuxOt::Client(&mut r, &mut s), ch, &lay, &bc, &v_cli)
                 },
                 move |ch| {
-                    let mut s = OtExtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
                     gate_product(MuxOt::Server(&mut s, &mut r), ch, &lay, &bs, &v_srv)
                 },
             );
@@ -1245,11 +1317,11 @@ mod b2a_tests {
             let cli = bits(&xs.iter().zip(&a).map(|(x, a)| x ^ a).collect::<Vec<_>>());
             let run = simulate(
                 move |ch| {
-                    let mut r = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
                     b2a(Err(&mut r), ch, &cli, l, k)
                 },
                 move |ch| {
-                    let mut s = OtExtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
                     b2a(Ok(&mut s), ch, &srv, l, k)
                 },
             );
