@@ -16,6 +16,14 @@
 //!   m0 ⊕ c·Δ); the garbler then sends, in one flight, the active labels of its remaining input
 //!   bits and the corrections W0 ⊕ m0; the evaluator evaluates and decodes.
 //!
+//! **Offline labels** ([`garble_offline_with`]): when the evaluator's inputs are known offline
+//! (shares of masks), the garbler uses the sender's m0 of COTs under Δ as the evaluator's
+//! zero-labels and the evaluator installs m0 ⊕ c·Δ ([`ReceivedBatch::set_evaluator_labels`]):
+//! the online phase is one flight of garbler labels ([`garble_online_preset`] /
+//! [`evaluate_online_preset`]). With [`Reveal::Garbler`] no decoding bits are sent: the garbler
+//! keeps them, so each output is XOR-shared between its permute bit and the evaluator's label lsb
+//! (or the evaluator returns the lsbs and the garbler decodes, [`GarbledBatch::decode`]).
+//!
 //! The garbler keeps only input zero-labels between the phases; the evaluator keeps the tables
 //! (32 bytes per AND gate per copy). For circuits too big to store, [`stream_garble`] /
 //! [`stream_evaluate`] run everything online with tables garbled, sent and evaluated in frames

@@ -1,12 +1,14 @@
 //! One client session of the secure GRU, both roles, over any [`Channel`].
 //!
-//! Setup: handshake (protocol, architecture hash, variant, steps), the client's BFV public key
-//! (for re-randomising responses), base OTs for IKNP (client = receiver, server = sender with
-//! the free-XOR Δ). Offline: the server garbles T step circuits (H copies each) and the final
-//! circuit and streams the tables, plus the labels of its output masks. Online: the client
-//! uploads Enc(x_t) for every t (the input projections of all steps at once), then per step
-//! Enc(h share) → W_hh·h shares → one batched garbled step; finally Enc(h_T) → logit shares →
-//! garbled argmax.
+//! Setup: handshake (protocol, architecture hash, variant, steps, OT filler), the client's BFV
+//! public key (for re-randomising responses), the base OTs of two OT pools (server → client
+//! with Δ = the free-XOR offset; client → server for the multiplexers' other direction).
+//! Offline (Delphi-style, cryptogru::offline): HE products on the client's uniform masks ρ_x,
+//! ρ_h; pool fills; COTs of every client circuit input (all known now) whose m0 are the zero
+//! labels; 3T step batches (circuits A, B, C per element) and the final circuit garbled and
+//! streamed. Online: x − ρ_x for all t; per step A → B2A + multiplexer product P → B → B2A +
+//! product Q → C → B2A of h', the server learning m = h' + ρ_h; finally the garbled argmax.
+//! docs/gru-protocol.md has the derivations.
 use super::circuits::{
     final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, SHARE_BITS,
 };
