@@ -111,3 +111,49 @@ fn secure_gru_with_ferret_filled_pools_is_bit_exact() {
     let out = run.client.output.unwrap();
     assert_eq!(out.logits.as_deref(), Some(&want[..]));
 }
+
+/// Hidden states driven to the extremes of their proven range (StepLayout::for_step narrows h,
+/// h − n and h' to 16 bits for CG-2 and 15 for Baseline): the candidate's pre-activation is
+/// ±64 (saturated), so n swings between its minimum and maximum, and the update gate is ≈ 0,
+/// 1/2 or ≈ 1 per element. Still bit for bit (narrowing hw by one bit fails this test).
+#[test]
+fn extreme_hidden_states_stay_bit_exact() {
+    for v in [Variant::Cg2, Variant::Baseline] {
+        let (e, h, steps) = (4usize, 3usize, 10usize);
+        let (mut q, embed) = random_model(e, h, 2, steps, v, 11).unwrap();
+        let big = 16i64 << 12;
+        for i in 0..h {
+            for j in 0..e {
+                q.w_ih[(2 * h + i) * e + j] = if (i + j) % 2 == 0 { big } else { -big };
+                q.w_ih[(h + i) * e + j] = 0;
+            }
+            for j in 0..h {
+                q.w_hh[(h + i) * h + j] = 0;
+            }
+            q.b_ih[h + i] = [-(32i64 << 12), 0, 32 << 12][i % 3];
+            q.b_hh[h + i] = 0;
+        }
+        let tokens: Vec<u32> = (0..steps as u32).map(|i| (i * 29 + 5) % 64).collect();
+        let want = Reference::new(&q, CircuitActivations::default()).classify(&tokens);
+        let cm = ClientModel::new(q.config.clone(), &embed, v, steps).unwrap();
+        let sm = ServerModel::new(q, v, steps).unwrap();
+        let toks = tokens.clone();
+        let run = simulate(
+            move |ch| {
+                client_session(
+                    ch,
+                    &cm,
+                    &toks,
+                    ClientOptions {
+                        reveal_logits: true,
+                    },
+                    &mut |_, _, _| {},
+                )
+            },
+            move |ch| server_session(ch, &sm),
+        );
+        run.server.output.unwrap();
+        let out = run.client.output.unwrap();
+        assert_eq!(out.logits.as_deref(), Some(&want[..]), "{v:?}");
+    }
+}

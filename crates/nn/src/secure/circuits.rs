@@ -179,6 +179,9 @@ pub struct StepLayout {
     pub g_signed: bool,
     /// Bits of the candidate activation's output word.
     pub bo: usize,
+    /// Bits of the hidden state, of h − n and of h' inside the circuits and B2As
+    /// ([`StepLayout::for_step`]; L where no narrowing is proven).
+    pub hw: usize,
 }
 
 impl StepLayout {
@@ -200,7 +203,44 @@ impl StepLayout {
             gb,
             g_signed,
             bo: fp.candidate_format().output.bits as usize,
+            hw: fp.main.bits as usize,
         }
+    }
+
+    /// The layout of the step circuits: as [`StepLayout::new`], with the hidden state's width
+    /// narrowed where the reference provably never wraps it (cryptogru::state_range). If every
+    /// candidate n lies in [n_lo, n_hi] and every gate z in [0, 1] (0 ≤ z ≤ 2^fo as an integer),
+    /// then h' = n + ⌊z·(h − n) / 2^fo⌋ lies between n and h, so by induction from h(0) = 0 every
+    /// h lies in [lo, hi] = [min(0, n_lo), max(0, n_hi)] and h − n in [lo − hi, hi − lo]: none of
+    /// the reference's wraps of h, h − n, the product term or h' can trigger, and all of them
+    /// are exact in hw = bitlen(hi − lo) + 1 bits (16 instead of 20 for CG-2: n ∈ [0, 127·2^8]).
+    /// The ranges are the activation circuits' exhaustively computed outputs; when a condition
+    /// fails, hw = L (no narrowing).
+    pub fn for_step(fp: &FixedPointConfig, tanh_candidate: bool) -> Self {
+        let mut lay = Self::new(fp);
+        let sf = fp.sigmoid_format();
+        let cf = fp.candidate_format();
+        let (_, z_min, z_max) = act_circuit(Func::Sigmoid, sf);
+        let (y_min, y_max) = if tanh_candidate {
+            let (_, lo, hi) = act_circuit(Func::Tanh, cf);
+            (lo, hi)
+        } else {
+            // relu then saturate to bo bits: [0, 2^(bo−1) − 1]
+            (0, (1i64 << (cf.output.bits - 1)) - 1)
+        };
+        let shift = fp.main.frac.saturating_sub(cf.output.frac);
+        let lo = (y_min << shift).min(0);
+        let hi = (y_max << shift).max(0);
+        let span = (hi - lo) as u64;
+        let hw = 65 - span.leading_zeros() as usize;
+        if z_min >= 0
+            && z_max <= 1i64 << sf.output.frac
+            && fp.main.frac >= cf.output.frac
+            && hw < lay.l
+        {
+            lay.hw = hw;
+        }
+        lay
     }
     fn gate_parts(&self) -> usize {
         self.l + 2 * self.f
@@ -216,7 +256,7 @@ impl StepLayout {
     /// Server inputs of B: the candidate sum's parts [hi (L), lo of gi_n (F), lo of P (fo)]
     /// (see [`StepLayout::encode_b`]), then h (L).
     pub fn b_garbler(&self) -> usize {
-        self.l + self.f + (self.pw - self.l) + self.l
+        self.l + self.f + (self.pw - self.l) + self.hw
     }
     /// Client inputs of B: the same.
     pub fn b_evaluator(&self) -> usize {
@@ -253,7 +293,7 @@ impl StepLayout {
         put(out, (gi_n >> self.f).wrapping_add(p >> fo), self.l);
         put(out, gi_n, self.f);
         put(out, p, fo);
-        put(out, h, self.l);
+        put(out, h, self.hw);
     }
 }
 
@@ -339,8 +379,8 @@ fn product_bits(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], lay: StepLayout
 
 /// The step circuits for a fixed-point configuration and candidate activation.
 pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuits {
-    let lay = StepLayout::new(fp);
-    let (a, l, f, pw, gb, bo) = (lay.acc, lay.l, lay.f, lay.pw, lay.gb, lay.bo);
+    let lay = StepLayout::for_step(fp, tanh_candidate);
+    let (a, l, f, pw, gb, bo, hw) = (lay.acc, lay.l, lay.f, lay.pw, lay.gb, lay.bo, lay.hw);
     let mf = fp.main.frac;
     let sf = fp.sigmoid_format();
     let cf = fp.candidate_format();
@@ -365,7 +405,8 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         // fo.. of P: one split sum
         let q = l + f + (pw - l);
         let an = split_sum(b, &g[..q], &e[..q], l, f, pw - l);
-        let h = add(b, &g[q..q + l], &e[q..q + l]);
+        // h, h − n in hw bits: exact, see StepLayout::for_step
+        let h = add(b, &g[q..q + hw], &e[q..q + hw]);
         let y = if tanh_candidate {
             smooth(b, Func::Tanh, &an, mf, cf)
         } else {
@@ -375,7 +416,7 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         };
         let n = to_main(&y, mf, cf, l);
         // d = wrap(h − n), the second product's factor
-        let d = sub(b, &h, &n);
+        let d = sub(b, &h, &n[..hw]);
         let mut out = y;
         out.extend(d);
         out
@@ -386,8 +427,8 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         let zd = product_bits(b, &g[..pw], &e[..pw], lay);
         let y = xor_word(b, &g[pw..pw + bo], &e[pw..pw + bo]);
         let n = to_main(&y, mf, cf, l);
-        // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F))
-        add(b, &n, &zd)
+        // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F)), in hw bits
+        add(b, &n[..hw], &zd[..hw])
     });
     StepCircuits {
         a: circ_a,

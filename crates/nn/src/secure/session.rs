@@ -478,7 +478,7 @@ fn b2a<C: Channel>(
 /// step three B2As of L bits and the server's direction of two products) and client-to-server
 /// (the client's direction of two products).
 fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize, usize) {
-    let per_step_fwd = h * (3 * lay.l + 2 * lay.gb);
+    let per_step_fwd = h * (lay.l + 2 * lay.hw + 2 * lay.gb);
     (labels + steps * per_step_fwd, steps * h * 2 * lay.gb)
 }
 
@@ -824,7 +824,7 @@ pub fn client_session_with<C: Channel>(
         let lsbs = evaluate_online_preset(ch, circ, b).map_err(gc)?;
         Ok(client_output_shares(circ, &lsbs))
     };
-    let (gb, pw, bo, l) = (lay.gb, lay.pw, lay.bo, lay.l);
+    let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         let mk = &masks[t];
         // A → r, z, trunc(gh_n) (XOR shares)
@@ -852,7 +852,7 @@ pub fn client_session_with<C: Channel>(
         let out = eval(ch, &sc.b, bb)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.b.n_outputs();
-        let d = b2a(Err(&mut otr), ch, &pick(&out, per, bo..bo + l), l, pw)?;
+        let d = b2a(Err(&mut otr), ch, &pick(&out, per, bo..bo + hw), hw, pw)?;
         let q = gate_product(MuxOt::Client(&mut otr, &mut mux_s), ch, &lay, &z_bits, &d)?;
         send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
         // y re-based on μ: the server's C input becomes its share ⊕ y_c ⊕ μ.
@@ -873,7 +873,7 @@ pub fn client_session_with<C: Channel>(
         // C → h'; the server gets m = h' + ρ_h(t+1) from the additive shares.
         let out = eval(ch, &sc.c, bc)?;
         rep.gc_bytes += acc.take(ch);
-        let hc = b2a(Err(&mut otr), ch, &out, l, SHARE_BITS)?;
+        let hc = b2a(Err(&mut otr), ch, &out, hw, SHARE_BITS)?;
         let msk: Vec<u32> = hc
             .iter()
             .zip(&rho_h[t + 1])
@@ -1064,7 +1064,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         b.decode(circ, &vec![false; h * wire_outputs(circ)])
             .map_err(gc)
     };
-    let (gb, pw, bo, l) = (lay.gb, lay.pw, lay.bo, lay.l);
+    let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
@@ -1111,7 +1111,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let out = run(ch, &sc.b, bb, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.b.n_outputs();
-        let d = b2a(Ok(&mut ots), ch, &pick(&out, per, bo..bo + l), l, pw)?;
+        let d = b2a(Ok(&mut ots), ch, &pick(&out, per, bo..bo + hw), hw, pw)?;
         let q = gate_product(MuxOt::Server(&mut ots, &mut mux_r), ch, &lay, &z_bits, &d)?;
         let q = recv_delta(ch, &q, pmask)?;
         let yd = unpack_bits(
@@ -1127,7 +1127,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         }
         let out = run(ch, &sc.c, bc, &bits)?;
         rep.gc_bytes += acc.take(ch);
-        let hs = b2a(Ok(&mut ots), ch, &out, l, SHARE_BITS)?;
+        let hs = b2a(Ok(&mut ots), ch, &out, hw, SHARE_BITS)?;
         let hc: Vec<u32> = ch.recv_pod(h).map_err(net)?;
         mh = hs
             .iter()
@@ -1235,6 +1235,7 @@ mod tests {
                 gb,
                 g_signed,
                 bo: 8,
+                hw: 20,
             };
             let pm = ring_mask(pw);
             let mut prg = Prg::from_seed(Block(0x5eed_0000 + gb as u128));
