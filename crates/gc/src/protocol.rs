@@ -16,6 +16,14 @@
 //!   m0 ⊕ c·Δ); the garbler then sends, in one flight, the active labels of its remaining input
 //!   bits and the corrections W0 ⊕ m0; the evaluator evaluates and decodes.
 //!
+//! **Offline labels** ([`garble_offline_with`]): when the evaluator's inputs are known offline
+//! (shares of masks), the garbler uses the sender's m0 of COTs under Δ as the evaluator's
+//! zero-labels and the evaluator installs m0 ⊕ c·Δ ([`ReceivedBatch::set_evaluator_labels`]):
+//! the online phase is one flight of garbler labels ([`garble_online_preset`] /
+//! [`evaluate_online_preset`]). With [`Reveal::Garbler`] no decoding bits are sent: the garbler
+//! keeps them, so each output is XOR-shared between its permute bit and the evaluator's label lsb
+//! (or the evaluator returns the lsbs and the garbler decodes, [`GarbledBatch::decode`]).
+//!
 //! The garbler keeps only input zero-labels between the phases; the evaluator keeps the tables
 //! (32 bytes per AND gate per copy). For circuits too big to store, [`stream_garble`] /
 //! [`stream_evaluate`] run everything online with tables garbled, sent and evaluated in frames
@@ -69,7 +77,7 @@ fn chunks(n: usize) -> usize {
 }
 
 /// Output wires that are real wires (constants need no decoding).
-fn wire_outputs(c: &Circuit) -> usize {
+pub fn wire_outputs(c: &Circuit) -> usize {
     c.outputs
         .iter()
         .filter(|o| matches!(o, Bit::Wire(_)))
@@ -112,6 +120,11 @@ pub struct GarbledBatch {
     labels: Vec<Block>,
     /// Garbler input wires whose labels were already sent (input-independent values).
     early: std::ops::Range<usize>,
+    /// The evaluator's input labels came from offline COTs ([`garble_offline_with`]).
+    preset: bool,
+    /// Output decoding bits kept by the garbler (`Reveal::Garbler`), instance-major.
+    decode: Vec<bool>,
+    reveal: Reveal,
 }
 
 impl GarbledBatch {
@@ -124,6 +137,46 @@ impl GarbledBatch {
     fn zero(&self, i: usize, w: usize) -> Block {
         let (c, l) = (i / LANES, i % LANES);
         self.labels[(c * (self.g_in + self.e_in) + w) * LANES + l]
+    }
+
+    /// The active labels of the garbler's late (not early-sent) inputs, instance-major.
+    fn active_late(&self, g_inputs: &[bool]) -> Vec<Block> {
+        let d = self.delta;
+        let late: Vec<usize> = (0..self.g_in).filter(|w| !self.early.contains(w)).collect();
+        let mut mine: Vec<Block> = Vec::with_capacity(self.n * late.len());
+        for i in 0..self.n {
+            for &w in &late {
+                mine.push(self.zero(i, w) ^ d.and_bit(g_inputs[i * self.g_in + w]));
+            }
+        }
+        mine
+    }
+
+    /// Decodes the permute bits an evaluator returned for a `Reveal::Garbler` batch
+    /// (`n × (wire outputs)` bits, instance-major) into the outputs (`n × n_outputs`; constant
+    /// outputs are filled in from the circuit).
+    pub fn decode(&self, circ: &Circuit, lsbs: &[bool]) -> Result<Vec<bool>, GcError> {
+        let wo = wire_outputs(circ);
+        if self.reveal != Reveal::Garbler
+            || lsbs.len() != self.n * wo
+            || self.decode.len() != lsbs.len()
+        {
+            return Err(GcError::invalid("output permute bits for garbler decoding"));
+        }
+        let mut out = Vec::with_capacity(self.n * circ.n_outputs());
+        for i in 0..self.n {
+            let mut k = i * wo;
+            for o in &circ.outputs {
+                out.push(match o {
+                    Bit::Const(v) => *v,
+                    Bit::Wire(_) => {
+                        k += 1;
+                        lsbs[k - 1] ^ self.decode[k - 1]
+                    }
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// Sends, before the online phase, the active labels of garbler input wires `wires` (a range
@@ -173,9 +226,47 @@ pub fn garble_offline<C: Channel>(
     n: usize,
     delta: Block,
 ) -> Result<GarbledBatch, GcError> {
+    garble_offline_with(ch, circ, g_in, n, delta, None, Reveal::Evaluator)
+}
+
+/// Who learns a batch's outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reveal {
+    /// The decoding bits are sent with the tables; the evaluator decodes.
+    Evaluator,
+    /// The garbler keeps the decoding bits; the evaluator returns the permute bits of the output
+    /// labels ([`evaluate_online_preset`]) and the garbler decodes them
+    /// ([`GarbledBatch::decode`]). The evaluator learns nothing about the outputs (the permute
+    /// bits are uniform to it), so outputs can be the garbler's next share of a value.
+    Garbler,
+}
+
+/// Offline garbling with the evaluator's input zero-labels given: `e_zero` (`n × e_in`,
+/// instance-major) are the sender's messages m0_j of correlated OTs whose Δ is `delta` and whose
+/// choice bits are the evaluator's inputs. The evaluator already holds m0_j ⊕ c_j·Δ, the active
+/// label ([`ReceivedBatch::set_evaluator_labels`]): no correction and no OT online, so an
+/// evaluator input costs one COT (16 bytes with IKNP, offline) instead of a COT, a 16-byte
+/// correction and an online round. This needs evaluator inputs that are known offline, e.g.
+/// shares of masks (Delphi-style preprocessing).
+pub fn garble_offline_with<C: Channel>(
+    ch: &mut C,
+    circ: &Circuit,
+    g_in: usize,
+    n: usize,
+    delta: Block,
+    e_zero: Option<&[Block]>,
+    reveal: Reveal,
+) -> Result<GarbledBatch, GcError> {
     check_shape(circ, g_in, n)?;
     if !delta.lsb() {
         return Err(GcError::invalid("free-XOR offset needs lsb(Δ) = 1"));
+    }
+    if let Some(z) = e_zero {
+        if z.len() != n * (circ.n_inputs - g_in) {
+            return Err(GcError::invalid(
+                "evaluator zero-labels: one per input bit per copy",
+            ));
+        }
     }
     let mut prg = Prg::new();
     let nonce = prg.next_block().low_u64();
@@ -205,7 +296,16 @@ pub fn garble_offline<C: Channel>(
                 let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
                 for c in c0..c1 {
                     g.set_instances(nonce, (c * LANES) as u32)?;
-                    let ins: Vec<[Block; LANES]> = (0..n_in).map(|_| g.input()).collect();
+                    let mut ins: Vec<[Block; LANES]> = (0..n_in).map(|_| g.input()).collect();
+                    if let Some(z) = e_zero {
+                        // Copies past n (the last chunk's padding) keep random labels.
+                        let real = n.saturating_sub(c * LANES).min(LANES);
+                        for (w, lanes) in ins[g_in..].iter_mut().enumerate() {
+                            for (l, lab) in lanes.iter_mut().enumerate().take(real) {
+                                *lab = z[(c * LANES + l) * e_in + w];
+                            }
+                        }
+                    }
                     let outs = circ.eval(&mut g, &ins);
                     for l in 0..LANES {
                         for o in &outs {
@@ -233,7 +333,12 @@ pub fn garble_offline<C: Channel>(
     // decode bits of the real copies only (instance-major)
     let wo = wire_outputs(circ);
     decode.truncate(n * wo);
-    ch.send_pod(&pack_bits(&decode))?;
+    let kept = if reveal == Reveal::Evaluator {
+        ch.send_pod(&pack_bits(&decode))?;
+        Vec::new()
+    } else {
+        decode
+    };
     ch.flush()?;
     Ok(GarbledBatch {
         delta,
@@ -242,6 +347,9 @@ pub fn garble_offline<C: Channel>(
         n,
         labels,
         early: 0..0,
+        preset: e_zero.is_some(),
+        decode: kept,
+        reveal,
     })
 }
 
@@ -256,9 +364,29 @@ pub struct ReceivedBatch {
     decode: Vec<bool>,
     early: std::ops::Range<usize>,
     early_labels: Vec<Block>,
+    /// Active labels of the evaluator's inputs from offline COTs (secret).
+    e_labels: Option<Vec<Block>>,
+    reveal: Reveal,
 }
 
 impl ReceivedBatch {
+    /// Installs the evaluator's active input labels (`n × e_in`, instance-major): the receiver's
+    /// outputs m0_j ⊕ c_j·Δ of the correlated OTs whose m0_j the garbler passed to
+    /// [`garble_offline_with`].
+    pub fn set_evaluator_labels(
+        &mut self,
+        circ: &Circuit,
+        labels: Vec<Block>,
+    ) -> Result<(), GcError> {
+        if labels.len() != self.n * (circ.n_inputs - self.g_in) || self.e_labels.is_some() {
+            return Err(GcError::invalid(
+                "evaluator labels: one per input bit per copy, once",
+            ));
+        }
+        self.e_labels = Some(labels);
+        Ok(())
+    }
+
     /// Receives the labels the garbler sent with [`GarbledBatch::send_inputs_early`].
     pub fn recv_inputs_early<C: Channel>(
         &mut self,
@@ -301,6 +429,18 @@ pub fn evaluate_offline<C: Channel>(
     g_in: usize,
     n: usize,
 ) -> Result<ReceivedBatch, GcError> {
+    evaluate_offline_with(ch, circ, g_in, n, Reveal::Evaluator)
+}
+
+/// [`evaluate_offline`] for a batch garbled with [`garble_offline_with`]: with
+/// `Reveal::Garbler` no decoding bits are expected.
+pub fn evaluate_offline_with<C: Channel>(
+    ch: &mut C,
+    circ: &Circuit,
+    g_in: usize,
+    n: usize,
+    reveal: Reveal,
+) -> Result<ReceivedBatch, GcError> {
     check_shape(circ, g_in, n)?;
     let nonce = ch.recv_pod::<u64>(1)?[0];
     let expected = (chunks(n) as u64)
@@ -332,8 +472,17 @@ pub fn evaluate_offline<C: Channel>(
         got += blocks;
         frames.push(f);
     }
-    let nd = n * wire_outputs(circ);
-    let bytes = match ch.recv_pod::<u8>(nd.div_ceil(8)) {
+    let nd = if reveal == Reveal::Evaluator {
+        n * wire_outputs(circ)
+    } else {
+        0
+    };
+    let got_decode = if reveal == Reveal::Garbler {
+        Ok(Vec::new())
+    } else {
+        ch.recv_pod::<u8>(nd.div_ceil(8))
+    };
+    let bytes = match got_decode {
         Ok(b) => b,
         Err(secinfer_net::NetError::Closed) => {
             return Err(GcError::Truncated {
@@ -352,6 +501,8 @@ pub fn evaluate_offline<C: Channel>(
         decode: unpack_bits(&bytes, nd),
         early: 0..0,
         early_labels: Vec::new(),
+        e_labels: None,
+        reveal,
     })
 }
 
@@ -371,16 +522,12 @@ pub fn garble_online<C: Channel, S: CotSender>(
             "the COT Δ must be the free-XOR offset of the garbled batch",
         ));
     }
-    let d = batch.delta;
-    let late: Vec<usize> = (0..batch.g_in)
-        .filter(|w| !batch.early.contains(w))
-        .collect();
-    let mut mine: Vec<Block> = Vec::with_capacity(batch.n * late.len());
-    for i in 0..batch.n {
-        for &w in &late {
-            mine.push(batch.zero(i, w) ^ d.and_bit(g_inputs[i * batch.g_in + w]));
-        }
+    if batch.preset {
+        return Err(GcError::invalid(
+            "this batch's evaluator labels came from offline COTs: use garble_online_preset",
+        ));
     }
+    let mine = batch.active_late(g_inputs);
     // COT first (the evaluator speaks first in it), then our labels and the corrections in one
     // flight: two rounds online.
     let ne = batch.n * batch.e_in;
@@ -416,7 +563,7 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
 ) -> Result<Vec<bool>, GcError> {
     let (n, g_in) = (batch.n, batch.g_in);
     let e_in = circ.n_inputs - g_in;
-    if e_inputs.len() != n * e_in {
+    if e_inputs.len() != n * e_in || batch.e_labels.is_some() || batch.reveal != Reveal::Evaluator {
         return Err(GcError::invalid("evaluator input count"));
     }
     let mc = if n * e_in > 0 {
@@ -424,6 +571,59 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
     } else {
         Vec::new()
     };
+    let g_labels = recv_garbler_labels(ch, batch)?;
+    let e_labels: Vec<Block> = if n * e_in > 0 {
+        if mc.len() != n * e_in {
+            return Err(GcError::Ot("COT returned the wrong count".into()));
+        }
+        let corr: Vec<Block> = ch.recv_pod(n * e_in)?;
+        mc.iter().zip(&corr).map(|(a, b)| *a ^ *b).collect()
+    } else {
+        Vec::new()
+    };
+    evaluate_labels(circ, batch, &g_labels, &e_labels)
+}
+
+/// Online, garbler, for a batch whose evaluator labels came from offline COTs
+/// ([`garble_offline_with`] with `e_zero`): one flight, the active labels of its late inputs
+/// (`g_inputs`: `n × g_in` bits, instance-major; early wires are ignored).
+pub fn garble_online_preset<C: Channel>(
+    ch: &mut C,
+    batch: &GarbledBatch,
+    g_inputs: &[bool],
+) -> Result<(), GcError> {
+    if g_inputs.len() != batch.n * batch.g_in || !batch.preset {
+        return Err(GcError::invalid("garbler input count"));
+    }
+    let mine = batch.active_late(g_inputs);
+    if !mine.is_empty() {
+        ch.send_pod(&mine)?;
+    }
+    ch.flush()?;
+    Ok(())
+}
+
+/// Online, evaluator, matching [`garble_online_preset`]: receives the garbler's labels and
+/// evaluates. Returns the decoded outputs (`Reveal::Evaluator`, `n × n_outputs`) or the permute
+/// bits of the wire outputs for the garbler to decode (`Reveal::Garbler`, `n × wire outputs`).
+pub fn evaluate_online_preset<C: Channel>(
+    ch: &mut C,
+    circ: &Circuit,
+    batch: &ReceivedBatch,
+) -> Result<Vec<bool>, GcError> {
+    let Some(e_labels) = batch.e_labels.as_ref() else {
+        return Err(GcError::invalid("no preset evaluator labels"));
+    };
+    let g_labels = recv_garbler_labels(ch, batch)?;
+    evaluate_labels(circ, batch, &g_labels, e_labels)
+}
+
+/// The garbler's late labels (one flight) merged with its early ones: `n × g_in`.
+fn recv_garbler_labels<C: Channel>(
+    ch: &mut C,
+    batch: &ReceivedBatch,
+) -> Result<Vec<Block>, GcError> {
+    let (n, g_in) = (batch.n, batch.g_in);
     let late: Vec<usize> = (0..g_in).filter(|w| !batch.early.contains(w)).collect();
     let late_labels: Vec<Block> = if n * late.len() > 0 {
         ch.recv_pod(n * late.len())?
@@ -440,15 +640,20 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
             g_labels[i * g_in + batch.early.start + j] = batch.early_labels[i * ek + j];
         }
     }
-    let e_labels: Vec<Block> = if n * e_in > 0 {
-        if mc.len() != n * e_in {
-            return Err(GcError::Ot("COT returned the wrong count".into()));
-        }
-        let corr: Vec<Block> = ch.recv_pod(n * e_in)?;
-        mc.iter().zip(&corr).map(|(a, b)| *a ^ *b).collect()
-    } else {
-        Vec::new()
-    };
+    Ok(g_labels)
+}
+
+/// Evaluates every copy from its active input labels; decodes (`Reveal::Evaluator`) or returns
+/// the wire outputs' permute bits (`Reveal::Garbler`).
+fn evaluate_labels(
+    circ: &Circuit,
+    batch: &ReceivedBatch,
+    g_labels: &[Block],
+    e_labels: &[Block],
+) -> Result<Vec<bool>, GcError> {
+    let (n, g_in) = (batch.n, batch.g_in);
+    let e_in = circ.n_inputs - g_in;
+    let raw = batch.reveal == Reveal::Garbler;
     let per_chunk = circ.and_count() as usize * 2 * LANES;
     let wo = wire_outputs(circ);
     let n_out = circ.n_outputs();
@@ -492,14 +697,16 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
                     }
                     let mut k = 0;
                     for o in &outs {
-                        bits.push(match o {
-                            Bit::Const(v) => *v,
+                        match o {
+                            Bit::Const(v) if !raw => bits.push(*v),
+                            Bit::Const(_) => {}
+                            Bit::Wire(w) if raw => bits.push(w[l].lsb()),
                             Bit::Wire(w) => {
                                 let d = batch.decode[i * wo + k];
                                 k += 1;
-                                w[l].lsb() ^ d
+                                bits.push(w[l].lsb() ^ d)
                             }
-                        });
+                        }
                     }
                 }
             }

@@ -539,3 +539,86 @@ fn two_party_batch_outputs_equal_plaintext_bit_for_bit() {
         );
     }
 }
+
+/// Offline-COT evaluator labels (`garble_offline_with` + `set_evaluator_labels`) with outputs
+/// revealed to the garbler and, separately, to the evaluator: both equal the plaintext circuit,
+/// and the evaluator's returned permute bits alone do not decode (it holds no decoding bits).
+#[test]
+fn preset_evaluator_labels_and_garbler_decoding_equal_plaintext() {
+    use secinfer_gc::protocol::{
+        evaluate_offline_with, evaluate_online_preset, garble_offline_with, garble_online_preset,
+        pack_bits, unpack_bits, wire_outputs, Reveal,
+    };
+    let circ = Circuit::build(32, |b, x| {
+        let words: Vec<Vec<Bit<u32>>> = x.chunks(8).map(|c| c.to_vec()).collect();
+        let s = secinfer_gc::gadgets::add(b, &words[0], &words[2]);
+        let mut out = secinfer_gc::gadgets::mul_lo(b, &s, &words[3]);
+        out.extend(secinfer_gc::gadgets::sub(b, &words[1], &words[3]));
+        out.push(Bit::Const(true));
+        out
+    });
+    let n = 41;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(33);
+    let gi: Vec<bool> = (0..n * 16).map(|_| rng.gen()).collect();
+    let ei: Vec<bool> = (0..n * 16).map(|_| rng.gen()).collect();
+    let no = circ.n_outputs();
+    let wo = wire_outputs(&circ);
+    let want: Vec<bool> = (0..n)
+        .flat_map(|i| {
+            let mut ins = gi[i * 16..(i + 1) * 16].to_vec();
+            ins.extend_from_slice(&ei[i * 16..(i + 1) * 16]);
+            circ.eval_plain(&ins)
+        })
+        .collect();
+    for reveal in [Reveal::Garbler, Reveal::Evaluator] {
+        let d = delta();
+        let (so, co) = ot_pair(d);
+        let (c1, c2) = (circ.clone(), circ.clone());
+        let (gi2, ei2) = (gi.clone(), ei.clone());
+        let run = simulate(
+            move |ch| {
+                let mut ot = co(ch);
+                let labels = ot
+                    .recv_cot(ch, &ei2)
+                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let mut b = evaluate_offline_with(ch, &c1, 16, n, reveal)?;
+                b.set_evaluator_labels(&c1, labels)?;
+                let out = evaluate_online_preset(ch, &c1, &b)?;
+                if reveal == Reveal::Garbler {
+                    ch.send_pod(&pack_bits(&out))?;
+                    ch.flush()?;
+                }
+                Ok::<_, GcError>(out)
+            },
+            move |ch| {
+                let mut ot = so(ch);
+                let m0 = ot
+                    .send_cot(ch, n * 16)
+                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let b = garble_offline_with(ch, &c2, 16, n, d, Some(&m0), reveal)?;
+                garble_online_preset(ch, &b, &gi2)?;
+                if reveal == Reveal::Garbler {
+                    let p: Vec<u8> = ch.recv_pod((n * wo).div_ceil(8))?;
+                    b.decode(&c2, &unpack_bits(&p, n * wo)).map(Some)
+                } else {
+                    Ok(None)
+                }
+            },
+        );
+        let got_e = run.client.output.expect("evaluator");
+        let got_g = run.server.output.expect("garbler");
+        match reveal {
+            Reveal::Garbler => {
+                assert_eq!(got_g.as_deref(), Some(&want[..]));
+                assert_eq!(got_e.len(), n * wo);
+                // The permute bits are not the outputs (they are masked by the garbler's
+                // decoding bits): with 41 × 17 wire outputs they differ somewhere.
+                let wires_only: Vec<bool> = (0..n)
+                    .flat_map(|i| want[i * no..i * no + wo].to_vec())
+                    .collect();
+                assert_ne!(got_e, wires_only);
+            }
+            Reveal::Evaluator => assert_eq!(got_e, want),
+        }
+    }
+}

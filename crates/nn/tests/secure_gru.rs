@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use secinfer_net::simulate;
 use secinfer_nn::secure::{
-    client_session, random_model, server_session, CircuitActivations, ClientModel, ClientOptions,
-    ServerModel, Variant,
+    client_session, client_session_with, random_model, server_session, CircuitActivations,
+    ClientModel, ClientOptions, OtFiller, ServerModel, Variant,
 };
 use secinfer_nn::{argmax, NnError, Reference};
 
@@ -81,4 +81,79 @@ fn mismatched_client_is_refused_with_a_typed_error() {
     );
     assert!(matches!(run.client.output, Err(NnError::Protocol(_))));
     assert!(matches!(run.server.output, Err(NnError::Protocol(_))));
+}
+
+/// The same session with its OT pools filled by Ferret silent OT instead of IKNP: still bit for
+/// bit (one case: a Ferret iteration is 10^7 COTs).
+#[test]
+fn secure_gru_with_ferret_filled_pools_is_bit_exact() {
+    let (q, embed) = random_model(6, 5, 3, 3, Variant::Cg2, 9).unwrap();
+    let tokens = [3u32, 17, 40];
+    let want = Reference::new(&q, CircuitActivations::default()).classify(&tokens);
+    let cm = ClientModel::new(q.config.clone(), &embed, Variant::Cg2, 3).unwrap();
+    let sm = ServerModel::new(q, Variant::Cg2, 3).unwrap();
+    let run = simulate(
+        move |ch| {
+            client_session_with(
+                ch,
+                &cm,
+                &tokens,
+                ClientOptions {
+                    reveal_logits: true,
+                },
+                OtFiller::Ferret,
+                &mut |_, _, _| {},
+            )
+        },
+        move |ch| server_session(ch, &sm),
+    );
+    run.server.output.unwrap();
+    let out = run.client.output.unwrap();
+    assert_eq!(out.logits.as_deref(), Some(&want[..]));
+}
+
+/// Hidden states driven to the extremes of their proven range (StepLayout::for_step narrows h,
+/// h − n and h' to 16 bits for CG-2 and 15 for Baseline): the candidate's pre-activation is
+/// ±64 (saturated), so n swings between its minimum and maximum, and the update gate is ≈ 0,
+/// 1/2 or ≈ 1 per element. Still bit for bit (narrowing hw by one bit fails this test).
+#[test]
+fn extreme_hidden_states_stay_bit_exact() {
+    for v in [Variant::Cg2, Variant::Baseline] {
+        let (e, h, steps) = (4usize, 3usize, 10usize);
+        let (mut q, embed) = random_model(e, h, 2, steps, v, 11).unwrap();
+        let big = 16i64 << 12;
+        for i in 0..h {
+            for j in 0..e {
+                q.w_ih[(2 * h + i) * e + j] = if (i + j) % 2 == 0 { big } else { -big };
+                q.w_ih[(h + i) * e + j] = 0;
+            }
+            for j in 0..h {
+                q.w_hh[(h + i) * h + j] = 0;
+            }
+            q.b_ih[h + i] = [-(32i64 << 12), 0, 32 << 12][i % 3];
+            q.b_hh[h + i] = 0;
+        }
+        let tokens: Vec<u32> = (0..steps as u32).map(|i| (i * 29 + 5) % 64).collect();
+        let want = Reference::new(&q, CircuitActivations::default()).classify(&tokens);
+        let cm = ClientModel::new(q.config.clone(), &embed, v, steps).unwrap();
+        let sm = ServerModel::new(q, v, steps).unwrap();
+        let toks = tokens.clone();
+        let run = simulate(
+            move |ch| {
+                client_session(
+                    ch,
+                    &cm,
+                    &toks,
+                    ClientOptions {
+                        reveal_logits: true,
+                    },
+                    &mut |_, _, _| {},
+                )
+            },
+            move |ch| server_session(ch, &sm),
+        );
+        run.server.output.unwrap();
+        let out = run.client.output.unwrap();
+        assert_eq!(out.logits.as_deref(), Some(&want[..]), "{v:?}");
+    }
 }

@@ -7,8 +7,8 @@ use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::Args;
 use secinfer_nn::secure::{
-    client_session, random_model, server_session, CircuitActivations, ClientModel, ClientOptions,
-    ServerModel, Variant,
+    client_session_with, random_model, server_session, CircuitActivations, ClientModel,
+    ClientOptions, OtFiller, ServerModel, Variant,
 };
 use secinfer_nn::{argmax, Reference};
 
@@ -29,6 +29,10 @@ pub struct GruArgs {
     /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations).
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
+    /// What fills the sessions' OT pools: iknp (16 B per COT) or ferret (silent OT: ≈ 1.5 MB
+    /// once, then nearly free; ≈ 0.1–0.2 s of CPU per party per 10^7-COT iteration).
+    #[arg(long, default_value = "iknp")]
+    pub ot: OtFiller,
     /// Seed of the random model and tokens.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -62,11 +66,12 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
     let r = run_pair(
         &a.net,
         move |ch| {
-            Ok(client_session(
+            Ok(client_session_with(
                 ch,
                 &cm,
                 &toks,
                 ClientOptions::default(),
+                a.ot,
                 &mut |_, _, _| {},
             )?)
         },
@@ -94,10 +99,12 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
         .param("bits", if a.variant == Variant::Cg2 { 8 } else { 20 })
         .param("net", a.net.net_name())
         .param("profile", a.net.profile.name)
+        .param("ot", a.ot.name())
         .param("threads", threads);
     out.emit(
         rec.field("gc_bytes", rep.gc_bytes)
             .field("he_bytes", rep.he_bytes)
+            .field("mux_bytes", rep.mux_bytes)
             .field("and_gates", rep.and_gates)
             .field("and_per_element_step", per_elem)
             .field("flood_stat_bits", (r.server * 10.0).floor() / 10.0)

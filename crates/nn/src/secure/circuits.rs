@@ -10,9 +10,9 @@
 //! it sign-extended), but the circuit only needs h mod 2^L: it takes L bits of each share.
 use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
-use secinfer_gc::backend::{and, Backend, Bit, Word};
+use secinfer_gc::backend::{xor, Bit, Word};
 use secinfer_gc::gadgets::{
-    add, add_cin, add_full, argmax, constant_word, mul_trunc, relu, saturate, sext, sub, zext,
+    add, add_cin, add_full, argmax, constant_word, relu, saturate, sext, sub,
 };
 use secinfer_gc::{Builder, Circuit};
 use std::cell::RefCell;
@@ -129,15 +129,40 @@ impl SmoothActivations for CircuitActivations {
     }
 }
 
-/// Public shape of the step circuit.
+/// Public shape of a step: three garbled circuits per element (A, B, C) with the two gate
+/// products between them done by oblivious-transfer multiplexers (cryptogru::products_by_mux).
 ///
-/// Per element, each party feeds (same order for both; the server then its output mask):
-/// `[hi_r (L), lo_ir (F), lo_hr (F), hi_z (L), lo_iz (F), lo_hz (F), gi_n (A), gh_n (A), h (L)]`.
-/// For the gates r and z the reference adds two separately truncated accumulators,
-/// wrap((gi ≫ F) + (gh ≫ F)); with shares gi = s_i + c_i, gh = s_h + c_h (mod 2^A) that is
-/// (s_i≫F) + (s_h≫F) + (c_i≫F) + (c_h≫F) + carry(s_i, c_i) + carry(s_h, c_h) mod 2^L, where
-/// carry is the carry out of the low F bits. So each party adds its two high parts locally
-/// (`hi`), and the circuit only needs the low F bits of each share for the carries.
+/// The reference's products are `wrap((g ⊙ v) ≫ F)` with g a gate activation (fo fraction bits,
+/// shifted to F) and v a main-format word, i.e. bits fo .. fo + L − 1 of g·v. Those depend only
+/// on g·v mod 2^PW, PW = fo + L, which is linear in each bit of g:
+/// g·v = Σ_j 2^j g_j v (the top bit weighs −2^(gb−1) when g can be negative). So a circuit
+/// reveals the bits of g XOR-masked (server: g ⊕ λ, client: λ) and v additively masked mod
+/// 2^PW (server: v + β, client: −β); one multiplexer per bit of g (two correlated OTs carrying
+/// a PW-bit word, `secinfer_ss::blocks::mux`) gives additive shares of g·v mod 2^PW exactly,
+/// and the next circuit adds the shares and reads bits fo.. (the truncation is exact because it
+/// happens inside the circuit, on the reconstructed value). Per element:
+///
+/// * A: [gate r parts, gate z parts, gh_n (A)] → r, z (gb bits each), trunc(gh_n) (L bits);
+/// * B2A of trunc(gh_n) into Z_{2^PW}, then mux: P = r · trunc(gh_n) mod 2^PW;
+/// * B: [parts of gi_n + P ≫ fo, h (L)] → y (the candidate's output word, bo bits), wrap(h − n) (L);
+/// * B2A of wrap(h − n), then mux: Q = z · wrap(h − n) mod 2^PW;
+/// * C: [Q (PW), y (bo, XOR-shared)] → h' (L bits), then B2A into Z_{2^32}.
+///
+/// Gate parts, each party: `[hi (L), lo_i (F), lo_h (F)]`: for the gates r and z the reference
+/// adds two separately truncated accumulators, wrap((gi ≫ F) + (gh ≫ F)); with shares
+/// gi = s_i + c_i, gh = s_h + c_h (mod 2^A) that is (s_i≫F) + (s_h≫F) + (c_i≫F) + (c_h≫F) +
+/// carry(s_i, c_i) + carry(s_h, c_h) mod 2^L, where carry is the carry out of the low F bits. So
+/// each party adds its two high parts locally (`hi`), and the circuit only needs the low F bits
+/// of each share for the carries.
+///
+/// No output is decoded: each output bit is XOR-shared for free as (server: the permute bit
+/// lsb(W0) it garbled, client: lsb of the label it computed), so no masks enter the circuits
+/// and no mask adders are garbled. Words that feed a product or the HE (gh_n, h − n, h') are
+/// converted to additive shares by one correlated OT per bit (B2A: w·(a ⊕ b) = w·a +
+/// b·w·(1 − 2a)). The client's inputs P, Q, y are online values; its circuit inputs are fresh
+/// uniform π_P, π_Q, μ instead, and online it sends P_c − π_P, Q_c − π_Q, y_c ⊕ μ, which the
+/// server folds into its own inputs. So every client input of every circuit is known offline
+/// (Delphi-style preprocessing) and its labels come from offline COTs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StepLayout {
     /// Accumulator share bits A = F + L.
@@ -146,55 +171,151 @@ pub struct StepLayout {
     pub l: usize,
     /// Fraction bits F.
     pub f: usize,
+    /// Product ring bits PW = fo + L.
+    pub pw: usize,
+    /// Bits of a gate value that enter the multiplexers.
+    pub gb: usize,
+    /// Whether the top one of them is a sign bit (weight −2^(gb−1)).
+    pub g_signed: bool,
+    /// Bits of the candidate activation's output word.
+    pub bo: usize,
+    /// Bits of the hidden state, of h − n and of h' inside the circuits and B2As
+    /// ([`StepLayout::for_step`]; L where no narrowing is proven).
+    pub hw: usize,
 }
 
 impl StepLayout {
     pub fn new(fp: &FixedPointConfig) -> Self {
+        let sf = fp.sigmoid_format();
+        let (_, sig_min, sig_max) = act_circuit(Func::Sigmoid, sf);
+        // Bits the gate value can occupy: all of them, or (never negative) only up to its maximum.
+        let (gb, g_signed) = if sig_min >= 0 {
+            let k = 64 - (sig_max.max(1) as u64).leading_zeros() as usize;
+            (k.min(sf.output.bits as usize), false)
+        } else {
+            (sf.output.bits as usize, true)
+        };
         StepLayout {
             acc: (fp.main.bits + fp.main.frac) as usize,
             l: fp.main.bits as usize,
             f: fp.main.frac as usize,
+            pw: (sf.output.frac + fp.main.bits) as usize,
+            gb,
+            g_signed,
+            bo: fp.candidate_format().output.bits as usize,
+            hw: fp.main.bits as usize,
         }
     }
-    /// Input bits per element of each party (without the server's mask).
-    fn per_party(&self) -> usize {
-        2 * (self.l + 2 * self.f) + 2 * self.acc + self.l
+
+    /// The layout of the step circuits: as [`StepLayout::new`], with the hidden state's width
+    /// narrowed where the reference provably never wraps it (cryptogru::state_range). If every
+    /// candidate n lies in [n_lo, n_hi] and every gate z in [0, 1] (0 ≤ z ≤ 2^fo as an integer),
+    /// then h' = n + ⌊z·(h − n) / 2^fo⌋ lies between n and h, so by induction from h(0) = 0 every
+    /// h lies in [lo, hi] = [min(0, n_lo), max(0, n_hi)] and h − n in [lo − hi, hi − lo]: none of
+    /// the reference's wraps of h, h − n, the product term or h' can trigger, and all of them
+    /// are exact in hw = bitlen(hi − lo) + 1 bits (16 instead of 20 for CG-2: n ∈ [0, 127·2^8]).
+    /// The ranges are the activation circuits' exhaustively computed outputs; when a condition
+    /// fails, hw = L (no narrowing).
+    pub fn for_step(fp: &FixedPointConfig, tanh_candidate: bool) -> Self {
+        let mut lay = Self::new(fp);
+        let sf = fp.sigmoid_format();
+        let cf = fp.candidate_format();
+        let (_, z_min, z_max) = act_circuit(Func::Sigmoid, sf);
+        let (y_min, y_max) = if tanh_candidate {
+            let (_, lo, hi) = act_circuit(Func::Tanh, cf);
+            (lo, hi)
+        } else {
+            // relu then saturate to bo bits: [0, 2^(bo−1) − 1]
+            (0, (1i64 << (cf.output.bits - 1)) - 1)
+        };
+        let shift = fp.main.frac.saturating_sub(cf.output.frac);
+        let lo = (y_min << shift).min(0);
+        let hi = (y_max << shift).max(0);
+        let span = (hi - lo) as u64;
+        let hw = 65 - span.leading_zeros() as usize;
+        if z_min >= 0
+            && z_max <= 1i64 << sf.output.frac
+            && fp.main.frac >= cf.output.frac
+            && hw < lay.l
+        {
+            lay.hw = hw;
+        }
+        lay
     }
-    /// Garbler inputs per element: the shares, then the output mask (32 bits).
-    pub fn garbler_inputs(&self) -> usize {
-        self.per_party() + SHARE_BITS
+    fn gate_parts(&self) -> usize {
+        self.l + 2 * self.f
     }
-    /// The mask wires (sent before the online phase).
-    pub fn mask_wires(&self) -> std::ops::Range<usize> {
-        self.per_party()..self.garbler_inputs()
+    /// Server inputs per element of circuit A: its gate parts for r and z, its gh_n share.
+    pub fn a_garbler(&self) -> usize {
+        2 * self.gate_parts() + self.acc
     }
-    /// Evaluator inputs per element.
+    /// Client inputs of A: the same.
+    pub fn a_evaluator(&self) -> usize {
+        self.a_garbler()
+    }
+    /// Server inputs of B: the candidate sum's parts [hi (L), lo of gi_n (F), lo of P (fo)]
+    /// (see [`StepLayout::encode_b`]), then h (L).
+    pub fn b_garbler(&self) -> usize {
+        self.l + self.f + (self.pw - self.l) + self.hw
+    }
+    /// Client inputs of B: the same.
+    pub fn b_evaluator(&self) -> usize {
+        self.b_garbler()
+    }
+    /// Server inputs of C: Q (PW), its XOR share of y (bo).
+    pub fn c_garbler(&self) -> usize {
+        self.pw + self.bo
+    }
+    /// Client inputs of C: the same.
+    pub fn c_evaluator(&self) -> usize {
+        self.c_garbler()
+    }
+    /// Client input bits per element and step, all circuits.
     pub fn evaluator_inputs(&self) -> usize {
-        self.per_party()
+        self.a_evaluator() + self.b_evaluator() + self.c_evaluator()
     }
-    /// Appends one party's input bits for one element: its shares (mod 2^32) of the six
-    /// accumulators [r, z, n] of gi and of gh, and of h.
-    pub fn encode(&self, gi: [u64; 3], gh: [u64; 3], h: u64, out: &mut Vec<bool>) {
-        let mut put = |v: u64, w: usize| out.extend((0..w).map(|i| (v >> i) & 1 == 1));
+    /// Appends one party's gate parts for r and z and its gh_n share (circuit A's shared part).
+    pub fn encode_a(&self, gi: [u64; 2], gh: [u64; 3], out: &mut Vec<bool>) {
         let lo = (1u64 << self.f) - 1;
         for k in 0..2 {
-            put((gi[k] >> self.f).wrapping_add(gh[k] >> self.f), self.l);
-            put(gi[k] & lo, self.f);
-            put(gh[k] & lo, self.f);
+            put(out, (gi[k] >> self.f).wrapping_add(gh[k] >> self.f), self.l);
+            put(out, gi[k] & lo, self.f);
+            put(out, gh[k] & lo, self.f);
         }
-        put(gi[2], self.acc);
-        put(gh[2], self.acc);
-        put(h, self.l);
+        put(out, gh[2], self.acc);
     }
+    /// Appends one party's circuit-B input from its shares of P (mod 2^PW), gi_n (mod 2^A) and
+    /// h. The candidate's input wrap(gi_n ≫ F + P ≫ fo) is two truncated sums like a gate's, so
+    /// the party pre-adds its high parts and the circuit needs only the low bits for the carries
+    /// (39 input bits and 57 ANDs instead of 59 bits and 76 ANDs at (20, 12), fo = 7).
+    pub fn encode_b(&self, p: u64, gi_n: u64, h: u64, out: &mut Vec<bool>) {
+        let fo = self.pw - self.l;
+        put(out, (gi_n >> self.f).wrapping_add(p >> fo), self.l);
+        put(out, gi_n, self.f);
+        put(out, p, fo);
+        put(out, h, self.hw);
+    }
+}
+
+/// Appends the low `w` bits of `v`, least significant first.
+pub fn put(out: &mut Vec<bool>, v: u64, w: usize) {
+    out.extend((0..w).map(|i| (v >> i) & 1 == 1));
 }
 
 /// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), lo_i (F), lo_h (F)].
 fn gate_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], f: usize, l: usize) -> W {
-    let (_, ci) = add_full(b, &g[l..l + f], &e[l..l + f], Bit::Const(false));
+    split_sum(b, g, e, l, f, f)
+}
+
+/// wrap((x ≫ f1) + (y ≫ f2)) from each party's [hi (L), lo_x (f1), lo_y (f2)], hi being the
+/// party's (x_share ≫ f1) + (y_share ≫ f2) mod 2^L: the circuit adds the two carries out of
+/// the low parts (f1 + f2 ANDs) and the high parts (2(L − 1) ANDs).
+fn split_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], l: usize, f1: usize, f2: usize) -> W {
+    let (_, ci) = add_full(b, &g[l..l + f1], &e[l..l + f1], Bit::Const(false));
     let (_, ch) = add_full(
         b,
-        &g[l + f..l + 2 * f],
-        &e[l + f..l + 2 * f],
+        &g[l + f1..l + f1 + f2],
+        &e[l + f1..l + f1 + f2],
         Bit::Const(false),
     );
     let s1 = add_cin(b, &g[..l], &e[..l], ci);
@@ -231,124 +352,90 @@ fn to_main(y: &[Bit<u32>], main_frac: u32, af: ActFormat, l: usize) -> W {
     sext(&v, l)
 }
 
-/// wrap((g ≪ (F − fo)) · v ≫ F) where g is a gate activation word (bo bits): bits
-/// F − shift .. F − shift + L − 1 of g·v. When the activation never outputs a negative value
-/// (checked exhaustively) only its low `g_bits` bits (up to its largest output) are used and g·v = g·v_u − (g·sign(v)) ≪ (L−1) with
-/// v_u the low L−1 bits of v: each partial-product row costs L−1 ANDs plus an (L−1)-bit adder
-/// over only the accumulator bits it touches. Otherwise a generic signed product mod 2^(F+L).
-fn gate_mul(
-    b: &mut Builder,
-    g: &[Bit<u32>],
-    g_bits: Option<usize>,
-    v: &[Bit<u32>],
-    main_frac: u32,
-    af: ActFormat,
-    lay: StepLayout,
-) -> W {
-    let shift = (main_frac - af.output.frac) as usize;
-    let f = main_frac as usize;
-    let Some(gb) = g_bits.filter(|&k| k < g.len()) else {
-        let mut gw: W = constant_word(0, shift);
-        gw.extend(sext(g, lay.acc - shift));
-        let p = mul_trunc(b, &sext(v, lay.acc), &gw, lay.acc);
-        return p[f..f + lay.l].to_vec();
-    };
-    let lo = f - shift;
-    let w = lo + lay.l;
-    let p = mul_unsigned_signed(b, &g[..gb], v, w);
-    p[lo..w].to_vec()
+/// The three step circuits (one copy per hidden unit each), see [`StepLayout`].
+pub struct StepCircuits {
+    pub a: Circuit,
+    pub b: Circuit,
+    pub c: Circuit,
+    pub lay: StepLayout,
 }
 
-/// Low `w` bits of g·v for g unsigned and v signed (two's complement, len ≥ 2).
-pub(crate) fn mul_unsigned_signed<B: Backend>(
-    b: &mut B,
-    g: &[Bit<B::Wire>],
-    v: &[Bit<B::Wire>],
-    w: usize,
-) -> Word<B::Wire> {
-    let lv = v.len();
-    let vu = &v[..lv - 1];
-    let sign = v[lv - 1].clone();
-    let mut acc: Word<B::Wire> = constant_word(0, w);
-    for (j, gj) in g.iter().enumerate() {
-        if j >= w {
-            break;
-        }
-        if gj.as_const() == Some(false) {
-            continue;
-        }
-        let width = (lv - 1).min(w - j);
-        let pp: Word<B::Wire> = vu[..width].iter().map(|x| and(b, x, gj)).collect();
-        // Before this row the accumulator is zero at positions ≥ j + lv − 1.
-        let top = j + width;
-        let (s, cout) = add_full(b, &acc[j..top], &pp, Bit::Const(false));
-        acc.splice(j..top, s);
-        if top < w {
-            acc[top] = cout;
-        }
+impl StepCircuits {
+    /// AND gates per element and step, all three circuits.
+    pub fn and_count(&self) -> u64 {
+        self.a.and_count() + self.b.and_count() + self.c.and_count()
     }
-    // − (g · sign) ≪ (lv − 1)
-    if lv - 1 < w {
-        let mut corr: Word<B::Wire> = constant_word(0, lv - 1);
-        corr.extend(g.iter().map(|gj| and(b, gj, &sign)));
-        corr.truncate(w);
-        acc = sub(b, &acc, &zext(&corr, w));
-        acc.truncate(w);
-    }
-    acc
 }
 
-/// The step circuit for one element (one copy per hidden unit).
-///
-/// Inputs: garbler [gi_r, gi_z, gi_n, gh_r, gh_z, gh_n (A bits each), h (L bits), mask (32)],
-/// evaluator [the same without the mask]. Output: sext(h', 32) + mask mod 2^32.
-pub fn step_circuit(fp: &FixedPointConfig, tanh_candidate: bool) -> Circuit {
-    let lay = StepLayout::new(fp);
-    let (a, l) = (lay.acc, lay.l);
-    let f = fp.main.frac as usize;
+fn xor_word(b: &mut Builder, x: &[Bit<u32>], y: &[Bit<u32>]) -> W {
+    x.iter().zip(y).map(|(x, y)| xor(b, x, y)).collect()
+}
+
+/// Bits fo .. fo + L − 1 of a product from its two shares mod 2^PW: `wrap((g ⊙ v) ≫ F)`.
+fn product_bits(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], lay: StepLayout) -> W {
+    let p = add(b, g, e);
+    p[lay.pw - lay.l..lay.pw].to_vec()
+}
+
+/// The step circuits for a fixed-point configuration and candidate activation.
+pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuits {
+    let lay = StepLayout::for_step(fp, tanh_candidate);
+    let (a, l, f, pw, gb, bo, hw) = (lay.acc, lay.l, lay.f, lay.pw, lay.gb, lay.bo, lay.hw);
     let mf = fp.main.frac;
     let sf = fp.sigmoid_format();
     let cf = fp.candidate_format();
-    let (_, sig_min, sig_max) = act_circuit(Func::Sigmoid, sf);
-    // Bits the gate value can occupy: all of them, or (never negative) only up to its maximum.
-    let sig_bits = if sig_min >= 0 {
-        Some(64 - (sig_max.max(1) as u64).leading_zeros() as usize)
-    } else {
-        None
-    };
-    let gi = lay.garbler_inputs();
-    Circuit::build(gi + lay.evaluator_inputs(), |b, ins| {
-        let (g, e) = ins.split_at(gi);
-        let p = l + 2 * f;
+    let p = lay.gate_parts();
+    let ga = lay.a_garbler();
+    let circ_a = Circuit::build(ga + lay.a_evaluator(), |b, ins| {
+        let (g, e) = ins.split_at(ga);
         let ar = gate_sum(b, &g[..p], &e[..p], f, l);
         let az = gate_sum(b, &g[p..2 * p], &e[p..2 * p], f, l);
-        let o = 2 * p;
-        let gin = trunc_acc(b, &g[o..o + a], &e[o..o + a], f, l);
-        let ghn = trunc_acc(b, &g[o + a..o + 2 * a], &e[o + a..o + 2 * a], f, l);
-        let (gin, ghn) = (&gin, &ghn);
-        let o = o + 2 * a;
-        let h = add(b, &g[o..o + l], &e[o..o + l]);
-        let mask = g[lay.mask_wires()].to_vec();
+        let ghn = trunc_acc(b, &g[2 * p..2 * p + a], &e[2 * p..2 * p + a], f, l);
         let r = smooth(b, Func::Sigmoid, &ar, mf, sf);
         let z = smooth(b, Func::Sigmoid, &az, mf, sf);
-        // n = g(gi_n + wrap((r ⊙ gh_n) ≫ F))
-        let rh = gate_mul(b, &r, sig_bits, ghn, mf, sf, lay);
-        let an = add(b, gin, &rh);
-        let n = if tanh_candidate {
-            let y = smooth(b, Func::Tanh, &an, mf, cf);
-            to_main(&y, mf, cf, l)
+        let mut out = r[..gb].to_vec();
+        out.extend_from_slice(&z[..gb]);
+        out.extend(ghn);
+        out
+    });
+    let gbn = lay.b_garbler();
+    let circ_b = Circuit::build(gbn + lay.b_evaluator(), |b, ins| {
+        let (g, e) = ins.split_at(gbn);
+        // n = g(gi_n + wrap((r ⊙ gh_n) ≫ F)), gi_n = wrap(Σ ≫ F), the product term bits
+        // fo.. of P: one split sum
+        let q = l + f + (pw - l);
+        let an = split_sum(b, &g[..q], &e[..q], l, f, pw - l);
+        // h, h − n in hw bits: exact, see StepLayout::for_step
+        let h = add(b, &g[q..q + hw], &e[q..q + hw]);
+        let y = if tanh_candidate {
+            smooth(b, Func::Tanh, &an, mf, cf)
         } else {
             let xs = act_input(b, &an, mf, cf);
             let y = relu(b, &xs);
-            let y = saturate(b, &y, cf.output.bits as usize);
-            to_main(&y, mf, cf, l)
+            saturate(b, &y, bo)
         };
-        // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F))
-        let d = sub(b, &h, &n);
-        let zd = gate_mul(b, &z, sig_bits, &d, mf, sf, lay);
-        let hn = add(b, &n, &zd);
-        add(b, &sext(&hn, SHARE_BITS), &mask)
-    })
+        let n = to_main(&y, mf, cf, l);
+        // d = wrap(h − n), the second product's factor
+        let d = sub(b, &h, &n[..hw]);
+        let mut out = y;
+        out.extend(d);
+        out
+    });
+    let gc_in = lay.c_garbler();
+    let circ_c = Circuit::build(gc_in + lay.c_evaluator(), |b, ins| {
+        let (g, e) = ins.split_at(gc_in);
+        let zd = product_bits(b, &g[..pw], &e[..pw], lay);
+        let y = xor_word(b, &g[pw..pw + bo], &e[pw..pw + bo]);
+        let n = to_main(&y, mf, cf, l);
+        // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F)), in hw bits
+        add(b, &n[..hw], &zd[..hw])
+    });
+    StepCircuits {
+        a: circ_a,
+        b: circ_b,
+        c: circ_c,
+        lay,
+    }
 }
 
 /// The final circuit (one copy): garbler [C logit accumulators, A bits each], evaluator the
@@ -379,29 +466,37 @@ pub fn index_bits(classes: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixed::Format;
 
     #[test]
-    fn unsigned_by_signed_multiplier_is_exact_mod_2_w() {
-        for (gb, lv, w) in [(5usize, 7usize, 11usize), (4, 6, 14), (5, 7, 8), (3, 8, 12)] {
-            let c = Circuit::build(gb + lv, |b, ins| {
-                let g = ins[..gb].to_vec();
-                let v = ins[gb..].to_vec();
-                mul_unsigned_signed(b, &g, &v, w)
-            });
-            for g in 0..(1u64 << gb) {
-                for v in 0..(1u64 << lv) {
-                    let mut bits: Vec<bool> = (0..gb).map(|i| (g >> i) & 1 == 1).collect();
-                    bits.extend((0..lv).map(|i| (v >> i) & 1 == 1));
-                    let out = c.eval_plain(&bits);
-                    let got = out
-                        .iter()
-                        .enumerate()
-                        .fold(0u64, |a, (i, &x)| a | ((x as u64) << i));
-                    let vs = ((v << (64 - lv)) as i64) >> (64 - lv);
-                    let want = ((g as i64 * vs) as u64) & ((1 << w) - 1);
-                    assert_eq!(got, want, "g {g} v {vs} ({gb}, {lv}, {w})");
-                }
-            }
-        }
+    #[ignore = "prints the per-circuit AND counts"]
+    fn print_and_counts() {
+        let main = Format { bits: 20, frac: 12 };
+        let fp = FixedPointConfig {
+            main,
+            sigmoid: Some(ActFormat {
+                input: Format { bits: 8, frac: 4 },
+                output: Format { bits: 8, frac: 7 },
+            }),
+            candidate: Some(ActFormat {
+                input: Format { bits: 8, frac: 4 },
+                output: Format { bits: 8, frac: 4 },
+            }),
+        };
+        let s = step_circuits(&fp, false);
+        eprintln!(
+            "A {} B {} C {} lay {:?}",
+            s.a.and_count(),
+            s.b.and_count(),
+            s.c.and_count(),
+            s.lay
+        );
+        let sf = fp.sigmoid_format();
+        let c = Circuit::build(12, |b, x| smooth(b, Func::Sigmoid, x, 12, sf));
+        eprintln!("sat+sigmoid from 12 bits: {}", c.and_count());
+        let c = Circuit::build(64, |b, x| trunc_acc(b, &x[..32], &x[32..], 12, 20));
+        eprintln!("trunc_acc {}", c.and_count());
+        let c = Circuit::build(88, |b, x| gate_sum(b, &x[..44], &x[44..], 12, 20));
+        eprintln!("gate_sum {}", c.and_count());
     }
 }

@@ -1,28 +1,33 @@
 //! One client session of the secure GRU, both roles, over any [`Channel`].
 //!
-//! Setup: handshake (protocol, architecture hash, variant, steps), the client's BFV public key
-//! (for re-randomising responses), base OTs for IKNP (client = receiver, server = sender with
-//! the free-XOR Δ). Offline: the server garbles T step circuits (H copies each) and the final
-//! circuit and streams the tables, plus the labels of its output masks. Online: the client
-//! uploads Enc(x_t) for every t (the input projections of all steps at once), then per step
-//! Enc(h share) → W_hh·h shares → one batched garbled step; finally Enc(h_T) → logit shares →
-//! garbled argmax.
-use super::circuits::{final_circuit, index_bits, step_circuit, StepLayout, SHARE_BITS};
+//! Setup: handshake (protocol, architecture hash, variant, steps, OT filler), the client's BFV
+//! public key (for re-randomising responses), the base OTs of two OT pools (server → client
+//! with Δ = the free-XOR offset; client → server for the multiplexers' other direction).
+//! Offline (Delphi-style, cryptogru::offline): HE products on the client's uniform masks ρ_x,
+//! ρ_h; pool fills; COTs of every client circuit input (all known now) whose m0 are the zero
+//! labels; 3T step batches (circuits A, B, C per element) and the final circuit garbled and
+//! streamed. Online: x − ρ_x for all t; per step A → B2A + multiplexer product P → B → B2A +
+//! product Q → C → B2A of h', the server learning m = h' + ρ_h; finally the garbled argmax.
+//! docs/gru-protocol.md has the derivations.
+use super::circuits::{
+    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, SHARE_BITS,
+};
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
 use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
 use crate::model::{Candidate, ModelConfig};
 use secinfer_gc::protocol::{
-    evaluate_offline, evaluate_online, garble_offline, garble_online, GarbledBatch, ReceivedBatch,
+    evaluate_offline_with, evaluate_online_preset, garble_offline_with, garble_online_preset,
+    pack_bits, unpack_bits, wire_outputs, GarbledBatch, ReceivedBatch, Reveal,
 };
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
 use secinfer_net::{Channel, Cost, Phase};
-use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
+use secinfer_ot::{Block, CotSource, FerretParams, PooledOtReceiver, PooledOtSender, Prg};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/1";
+pub const PROTOCOL: &str = "secinfer-gru/3";
 const HE_PARAMS: &str = "n8192-z2k32";
 const MAX_HANDSHAKE: usize = 4096;
 
@@ -150,8 +155,12 @@ pub struct SessionReport {
     pub cost: Cost,
     /// Bytes (both directions) of garbled-circuit traffic: tables, labels, COTs, base OTs.
     pub gc_bytes: u64,
-    /// Bytes (both directions) of HE traffic: public key, uploads, responses.
+    /// Bytes (both directions) of HE traffic: public key, uploads, responses, and the masked
+    /// inputs x − ρ_x.
     pub he_bytes: u64,
+    /// Bytes (both directions) of the gate products: base OTs of the client-to-server OT
+    /// extension, multiplexer OTs, and the client's share corrections P_c − π_P, Q_c − π_Q.
+    pub mux_bytes: u64,
     pub and_gates: u64,
     pub steps: usize,
     /// Weakest statistical-flooding exponent of the server's responses (server side only).
@@ -204,7 +213,7 @@ pub struct ServerModel {
     ih: (Layout, Vec<Plaintext>),
     hh: (Layout, Vec<Plaintext>),
     fc: (Layout, Vec<Plaintext>),
-    step: Circuit,
+    step: StepCircuits,
 }
 
 impl ServerModel {
@@ -223,12 +232,14 @@ impl ServerModel {
         let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
         let n = params.n();
         let ih = input_layout(&params, 3 * h, e, steps)?;
-        let hh = Layout::new(3 * h, h, n)?;
+        // The hidden projections are taken on the client's masks ρ_h(1..T−1), all known
+        // offline: batched like the input projections.
+        let hh = input_layout(&params, 3 * h, h, steps.saturating_sub(1).max(1))?;
         let fcl = Layout::new(c, h, n)?;
         let ih = (ih, ih.weight_plaintexts(&params, &q.w_ih)?);
         let hh = (hh, hh.weight_plaintexts(&params, &q.w_hh)?);
         let fc = (fcl, fcl.weight_plaintexts(&params, &q.w_fc)?);
-        let step = step_circuit(&fp, a.activation == Candidate::Tanh);
+        let step = step_circuits(&fp, a.activation == Candidate::Tanh);
         Ok(ServerModel {
             q,
             variant,
@@ -243,6 +254,10 @@ impl ServerModel {
     }
     pub fn and_gates_per_step_element(&self) -> u64 {
         self.step.and_count()
+    }
+    /// The step circuits' public shape.
+    pub fn step_layout(&self) -> StepLayout {
+        self.step.lay
     }
 }
 
@@ -285,6 +300,43 @@ pub struct ClientOptions {
     pub reveal_logits: bool,
 }
 
+/// What fills the session's pool of random COTs (all OTs of the session are drawn from it and
+/// derandomised at one bit each): IKNP (16 bytes per COT, cheap to compute) or Ferret silent
+/// OT (≈ 1.5 MB once for setup and one iteration of 10^7 COTs, then nearly free, but an
+/// iteration costs ≈ 0.1–0.2 s of CPU per party).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OtFiller {
+    #[default]
+    Iknp,
+    Ferret,
+}
+
+impl OtFiller {
+    pub fn name(self) -> &'static str {
+        match self {
+            OtFiller::Iknp => "iknp",
+            OtFiller::Ferret => "ferret",
+        }
+    }
+    fn source(self) -> CotSource {
+        match self {
+            OtFiller::Iknp => CotSource::Iknp,
+            OtFiller::Ferret => CotSource::Ferret(FerretParams::B13),
+        }
+    }
+}
+
+impl std::str::FromStr for OtFiller {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "iknp" => Ok(OtFiller::Iknp),
+            "ferret" => Ok(OtFiller::Ferret),
+            o => Err(format!("unknown OT filler {o:?} (iknp, ferret)")),
+        }
+    }
+}
+
 /// What the client learns.
 #[derive(Clone, Debug)]
 pub struct GruOutcome {
@@ -324,12 +376,266 @@ fn sign_extend(v: u64, bits: usize) -> i64 {
     ((v << sh) as i64) >> sh
 }
 
+/// Shares live mod 2^32 (the HE plaintext modulus).
+const RING: u64 = 0xffff_ffff;
+
+fn neg(v: u64) -> u64 {
+    v.wrapping_neg() & RING
+}
+
+fn ring_mask(bits: usize) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+#[cfg(test)]
+fn bit_vec(v: u64, w: usize) -> Vec<bool> {
+    (0..w).map(|i| (v >> i) & 1 == 1).collect()
+}
+
+/// The client's per-element, per-step masks (secret; no `Debug`).
+/// Its circuit inputs in place of its online shares: π_P, π_Q (PW bits) for the products,
+/// μ (bo bits) for its XOR share of y.
+struct ElemMasks {
+    pi_p: u64,
+    pi_q: u64,
+    mu: u64,
+}
+
+impl ElemMasks {
+    fn draw(prg: &mut Prg, lay: &StepLayout) -> ElemMasks {
+        let mut r = |bits: usize| prg.next_block().low_u64() & ring_mask(bits);
+        ElemMasks {
+            pi_p: r(lay.pw),
+            pi_q: r(lay.pw),
+            mu: r(lay.bo),
+        }
+    }
+}
+
+/// Additive shares mod 2^k of L-bit two's-complement words given by their XOR-shared bits
+/// (`bits`, L per word), sign-extended into Z_{2^k} (cryptogru::b2a): per bit with weight w
+/// (2^j, or −2^(L−1) for the sign), w·(a ⊕ b) = w·a + b·w·(1 − 2a), the second term one
+/// additively correlated OT with the server (bit a) as sender and the client's bit b as choice.
+fn b2a<C: Channel>(
+    ot: Result<&mut PooledOtSender, &mut PooledOtReceiver>,
+    ch: &mut C,
+    bits: &[bool],
+    l: usize,
+    k: usize,
+) -> Result<Vec<u64>> {
+    let pm = ring_mask(k);
+    if l == 0 || !bits.len().is_multiple_of(l) {
+        return Err(NnError::Protocol("b2a: bit count".into()));
+    }
+    let w = |j: usize| -> u64 {
+        let x = 1u64 << j;
+        if j == l - 1 {
+            x.wrapping_neg() & pm
+        } else {
+            x & pm
+        }
+    };
+    let terms: Vec<u64> = match ot {
+        Ok(s) => {
+            let deltas: Vec<u64> = bits
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| {
+                    if a {
+                        w(i % l).wrapping_neg() & pm
+                    } else {
+                        w(i % l)
+                    }
+                })
+                .collect();
+            let x = s
+                .send_correlated_u64(ch, &deltas, k as u32)
+                .map_err(self::ot)?;
+            bits.iter()
+                .enumerate()
+                .zip(&x)
+                .map(|((i, &a), x)| if a { w(i % l) } else { 0 }.wrapping_sub(*x))
+                .collect()
+        }
+        Err(r) => r
+            .recv_correlated_u64(ch, bits, k as u32)
+            .map_err(self::ot)?,
+    };
+    if terms.len() != bits.len() {
+        return Err(NnError::Protocol("b2a: OT count".into()));
+    }
+    Ok(terms
+        .chunks(l)
+        .map(|t| t.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
+        .collect())
+}
+
+/// COTs a session draws from its pools: server-to-client (the client's circuit labels, then per
+/// step three B2As of L bits and the server's direction of two products) and client-to-server
+/// (the client's direction of two products).
+fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize, usize) {
+    let per_step_fwd = h * (lay.l + 2 * lay.hw + 2 * lay.gb);
+    (labels + steps * per_step_fwd, steps * h * 2 * lay.gb)
+}
+
+/// Per copy, the bits `range` of each copy's outputs (`per` outputs per copy).
+fn pick(out: &[bool], per: usize, range: std::ops::Range<usize>) -> Vec<bool> {
+    out.chunks(per)
+        .flat_map(|o| o[range.clone()].to_vec())
+        .collect()
+}
+
+/// The client's XOR shares of a batch's outputs: the label lsbs of the wire outputs, zero at
+/// constant outputs (the server's share holds the constant).
+fn client_output_shares(circ: &Circuit, lsbs: &[bool]) -> Vec<bool> {
+    let wo = wire_outputs(circ).max(1);
+    lsbs.chunks(wo)
+        .flat_map(|l| {
+            let mut k = 0;
+            circ.outputs
+                .iter()
+                .map(|o| match o {
+                    secinfer_gc::Bit::Const(_) => false,
+                    secinfer_gc::Bit::Wire(_) => {
+                        k += 1;
+                        l.get(k - 1).copied().unwrap_or(false)
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// One party's OT endpoints for the multiplexers: the session's IKNP pair (server sends) and
+/// a second pair in the other direction (client sends).
+enum MuxOt<'a> {
+    Server(&'a mut PooledOtSender, &'a mut PooledOtReceiver),
+    Client(&'a mut PooledOtReceiver, &'a mut PooledOtSender),
+}
+
+/// Shares of g·v mod 2^PW for a gate value g given by its XOR-shared bits (`gbits`, `gb` per
+/// element) and v additively shared mod 2^PW (cryptogru::products_by_mux). Per bit j of g the
+/// product (c0 ⊕ c1)·w with w = ±2^j·v (−2^(gb−1) for a sign bit), w = w0 + w1, is
+/// c_i·w_i + c_{1−i}·(1 − 2c_i)·w_i summed over the parties i; the cross term is one additively
+/// correlated OT with party i as sender (correlation (1 − 2c_i)·w_i) and the other party's
+/// bit as choice. Exact mod 2^PW; the next circuit does the reference's truncation on the sum.
+fn gate_product<C: Channel>(
+    ot: MuxOt<'_>,
+    ch: &mut C,
+    lay: &StepLayout,
+    gbits: &[bool],
+    v: &[u64],
+) -> Result<Vec<u64>> {
+    let (gb, pm, pw) = (lay.gb, ring_mask(lay.pw), lay.pw as u32);
+    if gbits.len() != v.len() * gb {
+        return Err(NnError::Protocol("gate product: bit count".into()));
+    }
+    let mut w = Vec::with_capacity(gbits.len());
+    for &vi in v {
+        for j in 0..gb {
+            let x = if lay.g_signed && j == gb - 1 {
+                vi.wrapping_neg()
+            } else {
+                vi
+            };
+            w.push(x.wrapping_shl(j as u32) & pm);
+        }
+    }
+    let deltas: Vec<u64> = w
+        .iter()
+        .zip(gbits)
+        .map(|(x, &c)| if c { x.wrapping_neg() & pm } else { *x })
+        .collect();
+    // cross = (received term) − (sent term's mask)
+    let cross: Vec<u64> = match ot {
+        MuxOt::Server(s, r) => {
+            let x = s.send_correlated_u64(ch, &deltas, pw).map_err(self::ot)?;
+            let y = r.recv_correlated_u64(ch, gbits, pw).map_err(self::ot)?;
+            y.iter().zip(&x).map(|(y, x)| y.wrapping_sub(*x)).collect()
+        }
+        MuxOt::Client(r, s) => {
+            let y = r.recv_correlated_u64(ch, gbits, pw).map_err(self::ot)?;
+            let x = s.send_correlated_u64(ch, &deltas, pw).map_err(self::ot)?;
+            y.iter().zip(&x).map(|(y, x)| y.wrapping_sub(*x)).collect()
+        }
+    };
+    if cross.len() != w.len() {
+        return Err(NnError::Protocol("gate product: OT count".into()));
+    }
+    let terms: Vec<u64> = w
+        .iter()
+        .zip(gbits)
+        .zip(&cross)
+        .map(|((x, &c), y)| if c { x.wrapping_add(*y) } else { *y })
+        .collect();
+    Ok(terms
+        .chunks(gb)
+        .map(|p| p.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
+        .collect())
+}
+
+/// Client: sends its product shares re-based on the offline-chosen circuit inputs π
+/// (the server adds them to its shares), so that its circuit labels could come from offline COTs.
+fn send_delta<C: Channel>(
+    ch: &mut C,
+    shares: &[u64],
+    pis: impl Iterator<Item = u64>,
+    pm: u64,
+) -> Result<()> {
+    let d: Vec<u32> = shares
+        .iter()
+        .zip(pis)
+        .map(|(s, p)| (s.wrapping_sub(p) & pm) as u32)
+        .collect();
+    ch.send_pod(&d).map_err(net)?;
+    ch.flush().map_err(net)
+}
+
+/// Server: its product shares plus the client's corrections.
+fn recv_delta<C: Channel>(ch: &mut C, shares: &[u64], pm: u64) -> Result<Vec<u64>> {
+    let d: Vec<u32> = ch.recv_pod(shares.len()).map_err(net)?;
+    Ok(shares
+        .iter()
+        .zip(&d)
+        .map(|(s, d)| s.wrapping_add(*d as u64) & pm)
+        .collect())
+}
+
+/// Fresh uniform values mod 2^32.
+fn uniform(prg: &mut Prg, len: usize) -> Vec<u64> {
+    (0..len)
+        .map(|_| prg.next_block().low_u64() & RING)
+        .collect()
+}
+
 /// The client's side of one session. `progress(stage, done, total)` reports preparation.
+///
+/// Delphi-style preprocessing (cryptogru::offline): every HE product is taken on the client's
+/// uniform masks ρ, not on its data, so all of HE, all COTs and all garbling run offline. Online
+/// the client sends x_t − ρ_x(t) (a one-time pad mod 2^32: the server computes W_ih·(x − ρ_x)
+/// in the clear), and per step the server sends its input labels and the client returns the
+/// permute bits of the outputs, from which the server decodes m = h' + ρ_h (uniform to it).
 pub fn client_session<C: Channel>(
     ch: &mut C,
     m: &ClientModel,
     tokens: &[u32],
     opts: ClientOptions,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<GruOutcome> {
+    client_session_with(ch, m, tokens, opts, OtFiller::Iknp, progress)
+}
+
+/// [`client_session`] with a chosen OT filler (the server follows the client's choice).
+pub fn client_session_with<C: Channel>(
+    ch: &mut C,
+    m: &ClientModel,
+    tokens: &[u32],
+    opts: ClientOptions,
+    filler: OtFiller,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<GruOutcome> {
     let a = &m.config.arch;
@@ -349,7 +655,8 @@ pub fn client_session<C: Channel>(
     let mut acc = Acc::start(ch);
     // ---- setup
     ch.set_phase(Phase::Setup);
-    let hs = handshake_json(&m.config, &m.fp, m.variant, steps, opts.reveal_logits);
+    let mut hs = handshake_json(&m.config, &m.fp, m.variant, steps, opts.reveal_logits);
+    hs["ot"] = serde_json::Value::from(filler.name());
     ch.send_frame(hs.to_string().as_bytes()).map_err(net)?;
     let reply = ch.recv_frame().map_err(net)?;
     if reply.len() > MAX_HANDSHAKE {
@@ -370,93 +677,213 @@ pub fn client_session<C: Channel>(
     ch.send_frame(&pk.to_bytes()).map_err(net)?;
     rep.he_bytes += acc.take(ch);
     progress("keys", 1, 2);
-    let mut otr = OtExtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+    let mut otr =
+        PooledOtReceiver::setup_with_source(ch, &mut Prg::new(), filler.source()).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
+    // The multiplexers' second direction: the client sends.
+    let mut mux_s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+    rep.mux_bytes += acc.take(ch);
     progress("keys", 2, 2);
-    // ---- offline
+    // ---- offline: HE products on the masks
     ch.set_phase(Phase::Offline);
-    let lay = StepLayout::new(&m.fp);
-    let step = step_circuit(&m.fp, a.activation == Candidate::Tanh);
-    let fin = final_circuit(&m.fp, c, opts.reveal_logits);
-    let mut batches: Vec<ReceivedBatch> = Vec::with_capacity(steps);
-    for t in 0..steps {
-        let mut b = evaluate_offline(ch, &step, lay.garbler_inputs(), h).map_err(gc)?;
-        b.recv_inputs_early(ch, lay.mask_wires()).map_err(gc)?;
-        batches.push(b);
-        progress("garbled tables", t as u64 + 1, steps as u64 + 1);
-    }
-    let fin_batch = evaluate_offline(ch, &fin, c * lay.acc, 1).map_err(gc)?;
-    progress("garbled tables", steps as u64 + 1, steps as u64 + 1);
-    rep.gc_bytes += acc.take(ch);
-    rep.and_gates = step.and_count() * (h * steps) as u64 + fin.and_count();
-    // ---- online
-    ch.set_phase(Phase::Online);
     let n = params.n();
     let ih = input_layout(&params, 3 * h, e, steps)?;
-    let hh = Layout::new(3 * h, h, n)?;
+    let hh = input_layout(&params, 3 * h, h, steps.saturating_sub(1).max(1))?;
     let fcl = Layout::new(c, h, n)?;
+    let mut prg = Prg::new();
+    let rho_x: Vec<Vec<u64>> = (0..steps).map(|_| uniform(&mut prg, e)).collect();
+    // ρ_h(t) masks h(t), t = 1..=T; h(0) = 0 is public, so ρ_h(0) = 0.
+    let rho_h: Vec<Vec<u64>> = (0..=steps)
+        .map(|t| {
+            if t == 0 {
+                vec![0; h]
+            } else {
+                uniform(&mut prg, h)
+            }
+        })
+        .collect();
     let enc =
         |x: &[u64]| -> Result<Vec<u8>> { Ok(sk.encrypt_poly_seeded(x).map_err(he)?.to_bytes()) };
-    for chunk in tokens.chunks(ih.group) {
-        let xs: Vec<Vec<u64>> = chunk
-            .iter()
-            .map(|&tok| to_ring(&m.embed[tok as usize * e..(tok as usize + 1) * e]))
-            .collect();
-        let refs: Vec<&[u64]> = xs.iter().map(|x| x.as_slice()).collect();
-        ch.send_frame(&enc(&ih.input_poly_group(&refs))?)
-            .map_err(net)?;
-    }
-    ch.flush().map_err(net)?;
-    let recv_resp = |ch: &mut C, lay: &Layout| -> Result<Vec<Vec<u8>>> {
-        (0..lay.blocks)
-            .map(|b| {
-                ch.recv_bytes(coeff::response_len(&params, lay, b))
-                    .map_err(net)
-            })
-            .collect()
+    let upload = |ch: &mut C, lay: &Layout, xs: &[Vec<u64>]| -> Result<()> {
+        for chunk in xs.chunks(lay.group) {
+            let refs: Vec<&[u64]> = chunk.iter().map(|x| x.as_slice()).collect();
+            ch.send_frame(&enc(&lay.input_poly_group(&refs))?)
+                .map_err(net)?;
+        }
+        Ok(())
     };
-    let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
-    for chunk in tokens.chunks(ih.group) {
-        let r = recv_resp(ch, &ih)?;
-        let sh = client_share(&sk, &ih, &r)?;
-        gi.extend(sh.chunks(3 * h).take(chunk.len()).map(|v| v.to_vec()));
-    }
+    upload(ch, &ih, &rho_x)?;
+    upload(ch, &hh, &rho_h[1..steps])?;
+    upload(ch, &fcl, &rho_h[steps..])?;
+    ch.flush().map_err(net)?;
+    let recv_shares = |ch: &mut C, lay: &Layout, count: usize| -> Result<Vec<Vec<u64>>> {
+        let mut out = Vec::with_capacity(count);
+        for g in 0..count.div_ceil(lay.group) {
+            let r: Vec<Vec<u8>> = (0..lay.blocks)
+                .map(|b| {
+                    ch.recv_bytes(coeff::response_len(&params, lay, b))
+                        .map_err(net)
+                })
+                .collect::<Result<_>>()?;
+            let sh = client_share(&sk, lay, &r)?;
+            let k = lay.group.min(count - g * lay.group);
+            out.extend(sh.chunks(lay.rows).take(k).map(|v| v.to_vec()));
+        }
+        Ok(out)
+    };
+    // c_x(t) + S_x(t) = W_ih ρ_x(t), c_h(t) + S_h(t) = W_hh ρ_h(t) (t ≥ 1), c_fc + S_fc = W_fc ρ_h(T)
+    let cx = recv_shares(ch, &ih, steps)?;
+    let chh = recv_shares(ch, &hh, steps - 1)?;
+    let cfc = recv_shares(ch, &fcl, 1)?.concat();
     rep.he_bytes += acc.take(ch);
-    let mut hc = vec![0u64; h];
+    // ---- offline: the client's GC inputs are all known now; their labels by COT
+    let sc = step_circuits(&m.fp, a.activation == Candidate::Tanh);
+    let lay = sc.lay;
+    let fin = final_circuit(&m.fp, c, opts.reveal_logits);
     let amask = (1u64 << lay.acc) - 1;
+    let pmask = ring_mask(lay.pw);
+    let ei = lay.evaluator_inputs();
+    // Per step and element: λ_r, λ_z (gb bits), β, π_P, β_d, π_Q (PW bits), λ_n (bo bits).
+    let masks: Vec<Vec<ElemMasks>> = (0..steps)
+        .map(|_| (0..h).map(|_| ElemMasks::draw(&mut prg, &lay)).collect())
+        .collect();
+    let mut choices = Vec::with_capacity(steps * h * ei + c * lay.acc);
     for t in 0..steps {
-        let gh = if t == 0 {
-            vec![0u64; 3 * h]
-        } else {
-            ch.send_frame(&enc(&hh.input_poly(&hc))?).map_err(net)?;
-            let r = recv_resp(ch, &hh)?;
-            client_share(&sk, &hh, &r)?
+        // W_hh h(t) = W_hh m(t) − W_hh ρ_h(t): the client's share is −c_h(t).
+        let gh = |i: usize| -> u64 {
+            if t == 0 {
+                0
+            } else {
+                neg(chh[t - 1][i])
+            }
         };
-        rep.he_bytes += acc.take(ch);
-        let mut bits = Vec::with_capacity(h * lay.evaluator_inputs());
+        let x = &cx[t];
         for i in 0..h {
-            let (x, y) = (&gi[t], &gh);
-            lay.encode(
-                [x[i], x[h + i], x[2 * h + i]],
-                [y[i], y[h + i], y[2 * h + i]],
-                hc[i],
-                &mut bits,
+            lay.encode_a(
+                [x[i], x[h + i]],
+                [gh(i), gh(h + i), gh(2 * h + i)],
+                &mut choices,
             );
         }
-        let out = evaluate_online(ch, &mut otr, &step, &batches[t], &bits).map_err(gc)?;
-        hc = out.chunks(SHARE_BITS).map(word).collect();
-        rep.gc_bytes += acc.take(ch);
+        for (i, mk) in masks[t].iter().enumerate() {
+            lay.encode_b(mk.pi_p, x[2 * h + i], neg(rho_h[t][i]), &mut choices);
+        }
+        for mk in &masks[t] {
+            put(&mut choices, mk.pi_q, lay.pw);
+            put(&mut choices, mk.mu, lay.bo);
+        }
     }
-    ch.send_frame(&enc(&fcl.input_poly(&hc))?).map_err(net)?;
-    let r = recv_resp(ch, &fcl)?;
-    let lc = client_share(&sk, &fcl, &r)?;
-    rep.he_bytes += acc.take(ch);
-    let mut bits = Vec::with_capacity(c * lay.acc);
-    for v in &lc {
-        bits_of(&mut bits, v & amask, lay.acc);
+    for v in &cfc {
+        bits_of(&mut choices, neg(*v) & amask, lay.acc);
     }
-    let out = evaluate_online(ch, &mut otr, &fin, &fin_batch, &bits).map_err(gc)?;
+    // Offline: fill both pools with every COT the session will use (the labels' COTs now, the
+    // B2A and multiplexer OTs online), so online OTs cost one derandomisation bit each.
+    let (fwd, rev) = pool_sizes(&lay, steps, h, choices.len());
+    otr.fill(ch, fwd).map_err(ot)?;
+    mux_s.fill(ch, rev).map_err(ot)?;
+    let labels = otr.recv_cot(ch, &choices).map_err(ot)?;
+    let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
+    let mut o = 0;
+    for t in 0..steps {
+        let mut one = |circ: &Circuit, g_in: usize, e_in: usize| -> Result<ReceivedBatch> {
+            let mut b = evaluate_offline_with(ch, circ, g_in, h, Reveal::Garbler).map_err(gc)?;
+            b.set_evaluator_labels(circ, labels[o..o + h * e_in].to_vec())
+                .map_err(gc)?;
+            o += h * e_in;
+            Ok(b)
+        };
+        let ba = one(&sc.a, lay.a_garbler(), lay.a_evaluator())?;
+        let bb = one(&sc.b, lay.b_garbler(), lay.b_evaluator())?;
+        let bc = one(&sc.c, lay.c_garbler(), lay.c_evaluator())?;
+        batches.push([ba, bb, bc]);
+        progress("garbled tables", t as u64 + 1, steps as u64 + 1);
+    }
+    let mut fin_batch =
+        evaluate_offline_with(ch, &fin, c * lay.acc, 1, Reveal::Evaluator).map_err(gc)?;
+    fin_batch
+        .set_evaluator_labels(&fin, labels[o..].to_vec())
+        .map_err(gc)?;
+    progress("garbled tables", steps as u64 + 1, steps as u64 + 1);
+    rep.gc_bytes += acc.take(ch);
+    rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
+    // ---- online
+    ch.set_phase(Phase::Online);
+    let mut masked: Vec<u32> = Vec::with_capacity(steps * e);
+    for (t, &tok) in tokens.iter().enumerate() {
+        let x = to_ring(&m.embed[tok as usize * e..(tok as usize + 1) * e]);
+        masked.extend(
+            x.iter()
+                .zip(&rho_x[t])
+                .map(|(x, r)| (x.wrapping_sub(*r) & RING) as u32),
+        );
+    }
+    ch.send_pod(&masked).map_err(net)?;
     ch.flush().map_err(net)?;
+    rep.he_bytes += acc.take(ch);
+    let eval = |ch: &mut C, circ: &Circuit, b: &ReceivedBatch| -> Result<Vec<bool>> {
+        let lsbs = evaluate_online_preset(ch, circ, b).map_err(gc)?;
+        Ok(client_output_shares(circ, &lsbs))
+    };
+    let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
+    for (t, [ba, bb, bc]) in batches.iter().enumerate() {
+        let mk = &masks[t];
+        // A → r, z, trunc(gh_n) (XOR shares)
+        let out = eval(ch, &sc.a, ba)?;
+        rep.gc_bytes += acc.take(ch);
+        let per = sc.a.n_outputs();
+        let ghn = b2a(
+            Err(&mut otr),
+            ch,
+            &pick(&out, per, 2 * gb..2 * gb + l),
+            l,
+            pw,
+        )?;
+        let p = gate_product(
+            MuxOt::Client(&mut otr, &mut mux_s),
+            ch,
+            &lay,
+            &pick(&out, per, 0..gb),
+            &ghn,
+        )?;
+        let z_bits = pick(&out, per, gb..2 * gb);
+        send_delta(ch, &p, mk.iter().map(|k| k.pi_p), pmask)?;
+        rep.mux_bytes += acc.take(ch);
+        // B → y, wrap(h − n)
+        let out = eval(ch, &sc.b, bb)?;
+        rep.gc_bytes += acc.take(ch);
+        let per = sc.b.n_outputs();
+        let d = b2a(Err(&mut otr), ch, &pick(&out, per, bo..bo + hw), hw, pw)?;
+        let q = gate_product(MuxOt::Client(&mut otr, &mut mux_s), ch, &lay, &z_bits, &d)?;
+        send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
+        // y re-based on μ: the server's C input becomes its share ⊕ y_c ⊕ μ.
+        let y = pick(&out, per, 0..bo);
+        let yd: Vec<bool> = y
+            .chunks(bo)
+            .zip(mk)
+            .flat_map(|(y, k)| {
+                y.iter()
+                    .enumerate()
+                    .map(|(j, &b)| b ^ ((k.mu >> j) & 1 == 1))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        ch.send_pod(&pack_bits(&yd)).map_err(net)?;
+        ch.flush().map_err(net)?;
+        rep.mux_bytes += acc.take(ch);
+        // C → h'; the server gets m = h' + ρ_h(t+1) from the additive shares.
+        let out = eval(ch, &sc.c, bc)?;
+        rep.gc_bytes += acc.take(ch);
+        let hc = b2a(Err(&mut otr), ch, &out, hw, SHARE_BITS)?;
+        let msk: Vec<u32> = hc
+            .iter()
+            .zip(&rho_h[t + 1])
+            .map(|(a, r)| (a.wrapping_add(*r) & RING) as u32)
+            .collect();
+        ch.send_pod(&msk).map_err(net)?;
+        ch.flush().map_err(net)?;
+        rep.mux_bytes += acc.take(ch);
+    }
+    let out = evaluate_online_preset(ch, &fin, &fin_batch).map_err(gc)?;
     rep.gc_bytes += acc.take(ch);
     rep.cost = ch.cost();
     let (class, logits) = if opts.reveal_logits {
@@ -482,7 +909,7 @@ pub fn client_session<C: Channel>(
 /// The server's side of one session.
 pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<SessionReport> {
     let a = &m.q.config.arch;
-    let (h, c) = (a.hidden, a.classes);
+    let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
     let steps = m.steps;
     let f = m.fp.main.frac;
     let mut rep = SessionReport {
@@ -501,9 +928,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
     let want = handshake_json(&m.q.config, &m.fp, m.variant, steps, reveal);
-    let mut problem = None;
+    // The client picks the OT filler (a cost trade-off, not a security one); absent = IKNP.
+    let ot_src: std::result::Result<OtFiller, String> = hv["ot"].as_str().unwrap_or("iknp").parse();
+    let mut problem = ot_src.as_ref().err().cloned();
     for k in ["protocol", "variant", "steps", "arch"] {
-        if hv[k] != want[k] {
+        if problem.is_none() && hv[k] != want[k] {
             problem = Some(format!(
                 "{k} mismatch: client {}, server {}",
                 hv[k], want[k]
@@ -520,6 +949,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let _ = ch.flush();
         return Err(NnError::Protocol(p));
     }
+    let ot_src = ot_src.unwrap_or_default();
     ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
         .map_err(net)?;
     let params = &m.params;
@@ -528,123 +958,196 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     rep.he_bytes += acc.take(ch);
     let mut prg = Prg::new();
     let delta = Block(prg.next_block().0 | 1);
-    let mut ots = OtExtSender::setup_with_delta(ch, &mut prg, delta).map_err(ot)?;
+    let mut ots = PooledOtSender::setup_with_source_and_delta(ch, &mut prg, ot_src.source(), delta)
+        .map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    // ---- offline
+    let mut mux_r = PooledOtReceiver::setup(ch, &mut prg).map_err(ot)?;
+    rep.mux_bytes += acc.take(ch);
+    // ---- offline: HE products on the client's masks
     ch.set_phase(Phase::Offline);
-    let lay = StepLayout::new(&m.fp);
-    let fin = final_circuit(&m.fp, c, reveal);
-    let mut batches: Vec<(GarbledBatch, Vec<u64>)> = Vec::with_capacity(steps);
-    for _ in 0..steps {
-        let mut b = garble_offline(ch, &m.step, lay.garbler_inputs(), h, delta).map_err(gc)?;
-        let masks: Vec<u64> = (0..h)
-            .map(|_| prg.next_block().low_u64() & 0xffff_ffff)
-            .collect();
-        let mut bits = Vec::with_capacity(h * SHARE_BITS);
-        for &r in &masks {
-            bits_of(&mut bits, r, SHARE_BITS);
-        }
-        b.send_inputs_early(ch, lay.mask_wires(), &bits)
-            .map_err(gc)?;
-        batches.push((b, masks));
-    }
-    let fin_batch = garble_offline(ch, &fin, c * lay.acc, 1, delta).map_err(gc)?;
-    ch.flush().map_err(net)?;
-    rep.gc_bytes += acc.take(ch);
-    rep.and_gates = m.step.and_count() * (h * steps) as u64 + fin.and_count();
-    // ---- online
-    ch.set_phase(Phase::Online);
     let up = coeff::upload_len(params);
-    let recv_ct = |ch: &mut C| -> Result<secinfer_he::Ciphertext> {
-        let b = ch.recv_bytes(up).map_err(net)?;
-        Ok(SeededCiphertext::from_bytes(params, &b)
-            .map_err(he)?
-            .expand(params))
-    };
     let (ih, ihp) = (&m.ih.0, &m.ih.1);
     let (hh, hhp) = (&m.hh.0, &m.hh.1);
     let (fcl, fcp) = (&m.fc.0, &m.fc.1);
-    let mut gi: Vec<Vec<u64>> = Vec::with_capacity(steps);
-    let groups = steps.div_ceil(ih.group);
-    let cts: Vec<secinfer_he::Ciphertext> =
-        (0..groups).map(|_| recv_ct(ch)).collect::<Result<_>>()?;
-    let zero_e = vec![0u64; a.embed_dim];
-    let bias_i = plain_affine(&m.q.w_ih, &zero_e, &m.q.b_ih, f);
-    for ct in &cts {
-        let (resp, share, stat) = server_product(params, &pk, ih, ihp, ct)?;
-        rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
-        for r in &resp {
-            ch.send_frame(r).map_err(net)?;
-        }
-        for sh in share.chunks(3 * h) {
-            if gi.len() < steps {
-                gi.push(
-                    sh.iter()
-                        .zip(&bias_i)
-                        .map(|(s, b)| s.wrapping_add(*b) & 0xffff_ffff)
-                        .collect(),
-                );
-            }
-        }
-    }
-    ch.flush().map_err(net)?;
-    rep.he_bytes += acc.take(ch);
-    let mut hs = vec![0u64; h];
-    let amask = (1u64 << lay.acc) - 1;
-    for (t, (batch, masks)) in batches.iter().enumerate() {
-        let own = plain_affine(&m.q.w_hh, &hs, &m.q.b_hh, f);
-        let gh: Vec<u64> = if t == 0 {
-            own
-        } else {
-            let ct = recv_ct(ch)?;
-            let (resp, share, stat) = server_product(params, &pk, hh, hhp, &ct)?;
+    let cts_x: Vec<Vec<u8>> = (0..steps.div_ceil(ih.group))
+        .map(|_| ch.recv_bytes(up).map_err(net))
+        .collect::<Result<_>>()?;
+    let cts_h: Vec<Vec<u8>> = (0..(steps - 1).div_ceil(hh.group))
+        .map(|_| ch.recv_bytes(up).map_err(net))
+        .collect::<Result<_>>()?;
+    let ct_fc = ch.recv_bytes(up).map_err(net)?;
+    // The server's shares S of W·ρ, per input vector.
+    let mut answer = |ch: &mut C,
+                      lay: &Layout,
+                      pts: &[Plaintext],
+                      cts: &[Vec<u8>],
+                      count: usize|
+     -> Result<Vec<Vec<u64>>> {
+        let mut out = Vec::with_capacity(count);
+        for b in cts {
+            let ct = SeededCiphertext::from_bytes(params, b)
+                .map_err(he)?
+                .expand(params);
+            let (resp, share, stat) = server_product(params, &pk, lay, pts, &ct)?;
             rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
             for r in &resp {
                 ch.send_frame(r).map_err(net)?;
             }
-            share
-                .iter()
-                .zip(&own)
-                .map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff)
-                .collect()
-        };
-        rep.he_bytes += acc.take(ch);
-        let mut bits = Vec::with_capacity(h * lay.garbler_inputs());
-        for i in 0..h {
-            let (x, y) = (&gi[t], &gh);
-            lay.encode(
-                [x[i], x[h + i], x[2 * h + i]],
-                [y[i], y[h + i], y[2 * h + i]],
-                hs[i],
-                &mut bits,
-            );
-            bits_of(&mut bits, 0, SHARE_BITS); // mask: sent offline
+            let k = lay.group.min(count - out.len());
+            out.extend(share.chunks(lay.rows).take(k).map(|v| v.to_vec()));
         }
-        garble_online(ch, &mut ots, batch, &bits).map_err(gc)?;
-        hs = masks
-            .iter()
-            .map(|&r| r.wrapping_neg() & 0xffff_ffff)
-            .collect();
-        rep.gc_bytes += acc.take(ch);
+        Ok(out)
+    };
+    let sx = answer(ch, ih, ihp, &cts_x, steps)?;
+    let sh = answer(ch, hh, hhp, &cts_h, steps - 1)?;
+    let sfc = answer(ch, fcl, fcp, std::slice::from_ref(&ct_fc), 1)?.concat();
+    ch.flush().map_err(net)?;
+    rep.he_bytes += acc.take(ch);
+    // ---- offline: COTs for every client input, then garbling with their m0 as zero-labels
+    let sc = &m.step;
+    let lay = sc.lay;
+    let fin = final_circuit(&m.fp, c, reveal);
+    let ei = lay.evaluator_inputs();
+    let pmask = ring_mask(lay.pw);
+    let n_labels = steps * h * ei + c * lay.acc;
+    let (fwd, rev) = pool_sizes(&lay, steps, h, n_labels);
+    ots.fill(ch, fwd).map_err(ot)?;
+    mux_r.fill(ch, rev).map_err(ot)?;
+    let m0 = ots.send_cot(ch, n_labels).map_err(ot)?;
+    let mut batches: Vec<[GarbledBatch; 3]> = Vec::with_capacity(steps);
+    let mut o = 0;
+    for _ in 0..steps {
+        let mut one = |circ: &Circuit, g_in: usize, e_in: usize| -> Result<GarbledBatch> {
+            let z = &m0[o..o + h * e_in];
+            o += h * e_in;
+            garble_offline_with(ch, circ, g_in, h, delta, Some(z), Reveal::Garbler).map_err(gc)
+        };
+        let ba = one(&sc.a, lay.a_garbler(), lay.a_evaluator())?;
+        let bb = one(&sc.b, lay.b_garbler(), lay.b_evaluator())?;
+        let bc = one(&sc.c, lay.c_garbler(), lay.c_evaluator())?;
+        batches.push([ba, bb, bc]);
     }
-    let ct = recv_ct(ch)?;
-    let (resp, share, stat) = server_product(params, &pk, fcl, fcp, &ct)?;
-    rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
-    for r in &resp {
-        ch.send_frame(r).map_err(net)?;
-    }
-    let own = plain_affine(&m.q.w_fc, &hs, &m.q.b_fc, f);
-    let ls: Vec<u64> = share
-        .iter()
-        .zip(&own)
-        .map(|(s, o)| s.wrapping_add(*o) & 0xffff_ffff)
+    let fin_batch = garble_offline_with(
+        ch,
+        &fin,
+        c * lay.acc,
+        1,
+        delta,
+        Some(&m0[o..]),
+        Reveal::Evaluator,
+    )
+    .map_err(gc)?;
+    ch.flush().map_err(net)?;
+    rep.gc_bytes += acc.take(ch);
+    rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
+    // ---- online
+    ch.set_phase(Phase::Online);
+    let masked: Vec<u32> = ch.recv_pod(steps * e).map_err(net)?;
+    // W_ih x(t) + b = [W_ih (x − ρ_x) + b + S_x] + c_x
+    let gi: Vec<Vec<u64>> = masked
+        .chunks(e)
+        .zip(&sx)
+        .map(|(xm, s)| {
+            let xm: Vec<u64> = xm.iter().map(|&v| v as u64).collect();
+            plain_affine(&m.q.w_ih, &xm, &m.q.b_ih, f)
+                .iter()
+                .zip(s)
+                .map(|(p, s)| p.wrapping_add(*s) & RING)
+                .collect()
+        })
         .collect();
     rep.he_bytes += acc.take(ch);
+    // Garbles one batch online with the server's bits; its XOR shares of the outputs are the
+    // permute bits it garbled (constants in place).
+    let run = |ch: &mut C, circ: &Circuit, b: &GarbledBatch, bits: &[bool]| -> Result<Vec<bool>> {
+        garble_online_preset(ch, b, bits).map_err(gc)?;
+        b.decode(circ, &vec![false; h * wire_outputs(circ)])
+            .map_err(gc)
+    };
+    let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
+    // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
+    let mut mh = vec![0u64; h];
+    for (t, [ba, bb, bc]) in batches.iter().enumerate() {
+        // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
+        let mut gh = plain_affine(&m.q.w_hh, &mh, &m.q.b_hh, f);
+        if t > 0 {
+            for (g, s) in gh.iter_mut().zip(&sh[t - 1]) {
+                *g = g.wrapping_sub(*s) & RING;
+            }
+        }
+        let x = &gi[t];
+        let mut bits = Vec::with_capacity(h * lay.a_garbler());
+        for i in 0..h {
+            lay.encode_a(
+                [x[i], x[h + i]],
+                [gh[i], gh[h + i], gh[2 * h + i]],
+                &mut bits,
+            );
+        }
+        let out = run(ch, &sc.a, ba, &bits)?;
+        rep.gc_bytes += acc.take(ch);
+        let per = sc.a.n_outputs();
+        let ghn = b2a(
+            Ok(&mut ots),
+            ch,
+            &pick(&out, per, 2 * gb..2 * gb + l),
+            l,
+            pw,
+        )?;
+        let p = gate_product(
+            MuxOt::Server(&mut ots, &mut mux_r),
+            ch,
+            &lay,
+            &pick(&out, per, 0..gb),
+            &ghn,
+        )?;
+        let z_bits = pick(&out, per, gb..2 * gb);
+        let p = recv_delta(ch, &p, pmask)?;
+        rep.mux_bytes += acc.take(ch);
+        let mut bits = Vec::with_capacity(h * lay.b_garbler());
+        for i in 0..h {
+            lay.encode_b(p[i], x[2 * h + i], mh[i], &mut bits);
+        }
+        let out = run(ch, &sc.b, bb, &bits)?;
+        rep.gc_bytes += acc.take(ch);
+        let per = sc.b.n_outputs();
+        let d = b2a(Ok(&mut ots), ch, &pick(&out, per, bo..bo + hw), hw, pw)?;
+        let q = gate_product(MuxOt::Server(&mut ots, &mut mux_r), ch, &lay, &z_bits, &d)?;
+        let q = recv_delta(ch, &q, pmask)?;
+        let yd = unpack_bits(
+            &ch.recv_pod::<u8>((h * bo).div_ceil(8)).map_err(net)?,
+            h * bo,
+        );
+        let y = pick(&out, per, 0..bo);
+        rep.mux_bytes += acc.take(ch);
+        let mut bits = Vec::with_capacity(h * lay.c_garbler());
+        for i in 0..h {
+            put(&mut bits, q[i], pw);
+            bits.extend((0..bo).map(|j| y[i * bo + j] ^ yd[i * bo + j]));
+        }
+        let out = run(ch, &sc.c, bc, &bits)?;
+        rep.gc_bytes += acc.take(ch);
+        let hs = b2a(Ok(&mut ots), ch, &out, hw, SHARE_BITS)?;
+        let hc: Vec<u32> = ch.recv_pod(h).map_err(net)?;
+        mh = hs
+            .iter()
+            .zip(&hc)
+            .map(|(a, b)| a.wrapping_add(*b as u64) & RING)
+            .collect();
+        rep.mux_bytes += acc.take(ch);
+    }
+    // W_fc h(T) + b = [W_fc m + b − S_fc] + (−c_fc)
+    let ls: Vec<u64> = plain_affine(&m.q.w_fc, &mh, &m.q.b_fc, f)
+        .iter()
+        .zip(&sfc)
+        .map(|(p, s)| p.wrapping_sub(*s) & RING)
+        .collect();
+    let amask = (1u64 << lay.acc) - 1;
     let mut bits = Vec::with_capacity(c * lay.acc);
     for v in &ls {
         bits_of(&mut bits, v & amask, lay.acc);
     }
-    garble_online(ch, &mut ots, &fin_batch, &bits).map_err(gc)?;
+    garble_online_preset(ch, &fin_batch, &bits).map_err(gc)?;
     ch.flush().map_err(net)?;
     rep.gc_bytes += acc.take(ch);
     rep.cost = ch.cost();
@@ -711,4 +1214,131 @@ pub fn random_model(
         vocab: None,
     };
     Ok((QuantizedModel::new(&model, fp), embed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secinfer_net::simulate;
+
+    /// `gate_product` against plaintext: g (unsigned, or signed with its top bit weighing
+    /// −2^(gb−1)) times v mod 2^PW, from XOR shares of g's bits and additive shares of v,
+    /// including the extremes of both.
+    #[test]
+    fn gate_product_equals_plaintext_mod_2_pw() {
+        for (gb, pw, g_signed) in [(7usize, 27usize, false), (8, 27, true), (13, 32, false)] {
+            let lay = StepLayout {
+                acc: 32,
+                l: 20,
+                f: 12,
+                pw,
+                gb,
+                g_signed,
+                bo: 8,
+                hw: 20,
+            };
+            let pm = ring_mask(pw);
+            let mut prg = Prg::from_seed(Block(0x5eed_0000 + gb as u128));
+            let n = 300;
+            let mut gs: Vec<u64> = (0..n)
+                .map(|_| prg.next_block().low_u64() & ring_mask(gb))
+                .collect();
+            let mut vs: Vec<u64> = (0..n).map(|_| prg.next_block().low_u64() & pm).collect();
+            gs[0] = ring_mask(gb);
+            gs[1] = 1 << (gb - 1);
+            vs[0] = pm;
+            vs[1] = 1 << (pw - 1);
+            let lam: Vec<u64> = (0..n)
+                .map(|_| prg.next_block().low_u64() & ring_mask(gb))
+                .collect();
+            let beta: Vec<u64> = (0..n).map(|_| prg.next_block().low_u64() & pm).collect();
+            let bits =
+                |x: &[u64]| -> Vec<bool> { x.iter().flat_map(|&v| bit_vec(v, gb)).collect() };
+            let g_srv: Vec<u64> = gs.iter().zip(&lam).map(|(g, l)| g ^ l).collect();
+            let v_srv: Vec<u64> = vs
+                .iter()
+                .zip(&beta)
+                .map(|(v, b)| v.wrapping_add(*b) & pm)
+                .collect();
+            let v_cli: Vec<u64> = beta.iter().map(|b| b.wrapping_neg() & pm).collect();
+            let (bc, bs) = (bits(&lam), bits(&g_srv));
+            let run = simulate(
+                move |ch| {
+                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    gate_product(MuxOt::Client(&mut r, &mut s), ch, &lay, &bc, &v_cli)
+                },
+                move |ch| {
+                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    gate_product(MuxOt::Server(&mut s, &mut r), ch, &lay, &bs, &v_srv)
+                },
+            );
+            let pc = run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
+            let ps = run.server.output.unwrap_or_else(|e| panic!("server: {e}"));
+            for i in 0..n {
+                let g = if g_signed {
+                    sign_extend(gs[i], gb)
+                } else {
+                    gs[i] as i64
+                };
+                let want = (g as i128 * vs[i] as i128) as u64 & pm;
+                assert_eq!(
+                    pc[i].wrapping_add(ps[i]) & pm,
+                    want,
+                    "g {g} v {} ({gb}, {pw})",
+                    vs[i]
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod b2a_tests {
+    use super::*;
+    use secinfer_net::simulate;
+
+    /// `b2a` against plaintext: random and extreme L-bit words from XOR shares to additive
+    /// shares of their sign extension mod 2^k.
+    #[test]
+    fn b2a_equals_sign_extension_mod_2_k() {
+        for (l, k) in [(20usize, 27usize), (20, 32), (8, 8), (1, 5)] {
+            let mut prg = Prg::from_seed(Block(0xb2a0 + (l * 100 + k) as u128));
+            let n = 200;
+            let mut xs: Vec<u64> = (0..n)
+                .map(|_| prg.next_block().low_u64() & ring_mask(l))
+                .collect();
+            xs[0] = ring_mask(l);
+            xs[1] = 1 << (l - 1);
+            xs[2] = 0;
+            let a: Vec<u64> = (0..n)
+                .map(|_| prg.next_block().low_u64() & ring_mask(l))
+                .collect();
+            let bits = |v: &[u64]| -> Vec<bool> { v.iter().flat_map(|&x| bit_vec(x, l)).collect() };
+            let srv = bits(&a);
+            let cli = bits(&xs.iter().zip(&a).map(|(x, a)| x ^ a).collect::<Vec<_>>());
+            let run = simulate(
+                move |ch| {
+                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    b2a(Err(&mut r), ch, &cli, l, k)
+                },
+                move |ch| {
+                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    b2a(Ok(&mut s), ch, &srv, l, k)
+                },
+            );
+            let c = run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
+            let s = run.server.output.unwrap_or_else(|e| panic!("server: {e}"));
+            for i in 0..n {
+                let want = (sign_extend(xs[i], l) as u64) & ring_mask(k);
+                assert_eq!(
+                    c[i].wrapping_add(s[i]) & ring_mask(k),
+                    want,
+                    "x {} ({l}, {k})",
+                    xs[i]
+                );
+            }
+        }
+    }
 }
