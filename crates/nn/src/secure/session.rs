@@ -953,7 +953,8 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
         .map_err(net)?;
     let params = &m.params;
-    let pk_len = 32 + 8 * params.n() * params.set().q.len();
+    // Seed plus one compact residue per coefficient and Q limb (4 or 8 bytes: the set decides).
+    let pk_len = 32 + params.residue_bytes() * params.n() * params.set().q.len();
     let pk = PublicKey::from_bytes(params, &ch.recv_bytes(pk_len).map_err(net)?).map_err(he)?;
     rep.he_bytes += acc.take(ch);
     let mut prg = Prg::new();
