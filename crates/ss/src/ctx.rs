@@ -8,6 +8,27 @@ use rand_core::RngCore;
 use secinfer_net::Channel;
 use secinfer_ot::Prg;
 use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// What one building block cost, summed over its invocations (see [`Ctx::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BlockStat {
+    /// Invocations.
+    pub calls: u64,
+    /// Wall time inside the block (seconds).
+    pub time_s: f64,
+    /// Bytes this party sent plus received inside the block (both directions of the link).
+    pub bytes: u64,
+    /// 1-of-2 correlated OTs this party took part in (sent or received).
+    pub cots: u64,
+    /// 1-of-N OTs this party took part in.
+    pub kk_ots: u64,
+}
+
+/// Total traffic of this party so far (all phases, both directions).
+fn traffic<C: Channel>(ch: &C) -> u64 {
+    ch.meter().snapshot().total().bytes()
+}
 
 /// Which side a party plays. The server is P0 (the OT/1-of-N sender where a protocol has one
 /// fixed sender), the client is P1.
@@ -47,6 +68,13 @@ pub struct Ctx {
     pub(crate) backend: Backend,
     /// Building-block invocations (batched calls, i.e. per element) by name.
     pub counts: BTreeMap<&'static str, u64>,
+    /// Cost per building block, keyed by the block directly under the outermost one (a math
+    /// function's own steps, e.g. `msb_wrap`, `exp_neg`, `rec`), or the outermost block itself
+    /// when the cost is its own. Sub-blocks deeper down are charged to their level-1 ancestor so
+    /// the entries add up to the whole function.
+    pub stats: BTreeMap<&'static str, BlockStat>,
+    /// Names of the running blocks, outermost first.
+    path: Vec<&'static str>,
     /// Nesting depth of the running block.
     depth: u32,
     /// Print each block's wall time to stderr (env `SECINFER_SS_TRACE=1`; P0 only).
@@ -64,6 +92,8 @@ impl Ctx {
             prg,
             backend: Backend::Real(Box::new(real)),
             counts: BTreeMap::new(),
+            stats: BTreeMap::new(),
+            path: Vec::new(),
             depth: 0,
             trace,
         })
@@ -77,6 +107,8 @@ impl Ctx {
             prg: Prg::new(),
             backend: Backend::Dealer,
             counts: BTreeMap::new(),
+            stats: BTreeMap::new(),
+            path: Vec::new(),
             depth: 0,
             trace: false,
         }
@@ -94,17 +126,33 @@ impl Ctx {
         name: &'static str,
         f: impl FnOnce(&mut Ctx) -> Result<T>,
     ) -> Result<T> {
-        if self.depth <= 1 {
+        let counted = self.depth <= 1;
+        if counted {
             *self.counts.entry(name).or_insert(0) += 1;
         }
+        // Time is charged at level 1 only (level 0 is the sum of its children plus local work,
+        // which `charge` books under the outermost name).
+        let timed = self.depth == 1;
+        self.path.push(name);
         self.depth += 1;
-        let t0 = if self.trace {
-            Some(std::time::Instant::now())
+        let t0 = if self.trace || timed {
+            Some(Instant::now())
         } else {
             None
         };
         let r = f(self);
         self.depth -= 1;
+        self.path.pop();
+        if timed {
+            if let Some(t0) = t0 {
+                let st = self.stats.entry(name).or_default();
+                st.calls += 1;
+                st.time_s += t0.elapsed().as_secs_f64();
+            }
+        }
+        if !self.trace {
+            return r;
+        }
         if let Some(t0) = t0 {
             eprintln!(
                 "{:indent$}{name}: {:.1} ms",
@@ -118,6 +166,24 @@ impl Ctx {
     /// Counts of the top-level blocks since the last reset.
     pub fn reset_counts(&mut self) {
         self.counts.clear();
+        self.stats.clear();
+    }
+
+    /// The key traffic is charged to: the level-1 block, else the outermost, else "other".
+    fn charge_key(&self) -> &'static str {
+        self.path
+            .get(1)
+            .or_else(|| self.path.first())
+            .copied()
+            .unwrap_or("other")
+    }
+
+    /// Books `bytes` and OT counts to the running block.
+    fn charge(&mut self, bytes: u64, cots: u64, kk: u64) {
+        let st = self.stats.entry(self.charge_key()).or_default();
+        st.bytes += bytes;
+        st.cots += cots;
+        st.kk_ots += kk;
     }
 
     pub(crate) fn rand_u64s(&mut self, n: usize, bits: u32) -> Vec<u64> {
@@ -147,6 +213,17 @@ impl Ctx {
         deltas: &[u64],
         bits: u32,
     ) -> Result<Vec<u64>> {
+        let b0 = traffic(ch);
+        let r = self.cot_send_inner(ch, deltas, bits);
+        self.charge(traffic(ch) - b0, deltas.len() as u64, 0);
+        r
+    }
+    fn cot_send_inner<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.cot_send(ch, deltas, bits),
             #[cfg(feature = "test-dealer")]
@@ -164,6 +241,17 @@ impl Ctx {
         }
     }
     pub(crate) fn cot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
+        let b0 = traffic(ch);
+        let r = self.cot_recv_inner(ch, choices, bits);
+        self.charge(traffic(ch) - b0, choices.len() as u64, 0);
+        r
+    }
+    fn cot_recv_inner<C: Channel>(
         &mut self,
         ch: &mut C,
         choices: &[bool],
@@ -197,6 +285,18 @@ impl Ctx {
         if !(2..=256).contains(&n) || msgs.len() / n * n != msgs.len() {
             return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256 and count·n messages"));
         }
+        let b0 = traffic(ch);
+        let r = self.kk_send_inner(ch, n, msgs, bits);
+        self.charge(traffic(ch) - b0, 0, (msgs.len() / n) as u64);
+        r
+    }
+    fn kk_send_inner<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        msgs: &[u64],
+        bits: u32,
+    ) -> Result<()> {
         match &mut self.backend {
             Backend::Real(r) => r.kk_send(ch, n, msgs, bits),
             #[cfg(feature = "test-dealer")]
@@ -217,6 +317,18 @@ impl Ctx {
         if !(2..=256).contains(&n) || choices.iter().any(|c| *c as usize >= n) {
             return Err(invalid("1-of-n OT choice out of range"));
         }
+        let b0 = traffic(ch);
+        let r = self.kk_recv_inner(ch, n, choices, bits);
+        self.charge(traffic(ch) - b0, 0, choices.len() as u64);
+        r
+    }
+    fn kk_recv_inner<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        choices: &[u8],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.kk_recv(ch, n, choices, bits),
             #[cfg(feature = "test-dealer")]

@@ -19,6 +19,6 @@ pub mod reveal;
 pub mod ring;
 pub mod ulp;
 
-pub use ctx::{Ctx, Party};
+pub use ctx::{BlockStat, Ctx, Party};
 pub use error::{Result, SsError};
 pub use ring::{Fixed, Share};

@@ -62,6 +62,7 @@ struct ClientOut {
     cost: Cost,
     outputs: Vec<u64>,
     blocks: Map<String, Value>,
+    block_costs: Map<String, Value>,
 }
 
 fn formats(f: MathFn, a: &MathArgs) -> (Fixed, Fixed) {
@@ -122,6 +123,24 @@ fn party(
         .iter()
         .map(|(k, v)| (k.to_string(), Value::from(*v)))
         .collect();
+    let n = xs.len().max(1) as f64;
+    // Per-step costs as the client saw them (its bytes are both directions of the link).
+    let block_costs = ctx
+        .stats
+        .iter()
+        .map(|(k, st)| {
+            let mut o = Map::new();
+            o.insert("calls".into(), Value::from(st.calls));
+            o.insert("ms".into(), Value::from((st.time_s * 1e4).round() / 10.0));
+            o.insert(
+                "bytes_per_item".into(),
+                Value::from((st.bytes as f64 / n * 10.0).round() / 10.0),
+            );
+            o.insert("cots_per_item".into(), Value::from(st.cots as f64 / n));
+            o.insert("kk_ots_per_item".into(), Value::from(st.kk_ots as f64 / n));
+            (k.to_string(), Value::Object(o))
+        })
+        .collect();
     let report = PartyReport {
         setup_s,
         online_s,
@@ -132,6 +151,7 @@ fn party(
         cost,
         outputs: revealed.unwrap_or_default(),
         blocks,
+        block_costs,
     })
 }
 
@@ -188,7 +208,8 @@ fn measure(
         .field("max_ulp", st.max)
         .field("mean_ulp", st.mean)
         .field("bytes_per_item", online_bytes as f64 / xs.len() as f64)
-        .field("blocks", Value::Object(c.blocks));
+        .field("blocks", Value::Object(c.blocks))
+        .field("block_costs", Value::Object(c.block_costs));
     // Rounds of the function itself (setup excluded).
     rec.rounds = client_cost.online.rounds.max(s.online_rounds);
     Ok(rec)
