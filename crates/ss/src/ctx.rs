@@ -5,7 +5,7 @@ use crate::error::SsError;
 use crate::error::{invalid, Result};
 use crate::ring::mask;
 use rand_core::RngCore;
-use secinfer_net::Channel;
+use secinfer_net::{Channel, Meter, NetError};
 use secinfer_ot::Prg;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -54,9 +54,77 @@ impl Party {
 pub(crate) enum Backend {
     /// IKNP/ALSZ and KK13 OT extension from `secinfer-ot`.
     Real(Box<crate::ot_real::RealOt>),
+    /// Dry run: no peer and no traffic; every OT output is zero. Used only to count what a
+    /// protocol consumes ([`Ctx::dry_run`]), since OT counts never depend on the data.
+    Count,
     /// Test only: the sender ships every message in the clear. Not secure.
     #[cfg(feature = "test-dealer")]
     Dealer,
+}
+
+/// The correlations a protocol run consumes, counted in OTs per direction. Both parties count
+/// the same numbers (one's sends are the other's receives), so each can size its offline phase
+/// from its own dry run without a message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// 1-of-2 OTs with P0 (the server) as sender, plus ⌈log2 N⌉ per 1-of-N OT (P0 sends all
+    /// of those): the pool P0 → P1.
+    pub cots_from_p0: u64,
+    /// 1-of-2 OTs with P1 as sender: the pool P1 → P0.
+    pub cots_from_p1: u64,
+}
+
+impl Plan {
+    pub fn add(&mut self, o: &Plan) {
+        self.cots_from_p0 += o.cots_from_p0;
+        self.cots_from_p1 += o.cots_from_p1;
+    }
+}
+
+/// ⌈log2 n⌉ for 2 ≤ n ≤ 256: the pooled COTs one 1-of-n OT takes.
+pub(crate) fn log2_ceil(n: usize) -> u64 {
+    (usize::BITS - n.saturating_sub(1).leading_zeros()) as u64
+}
+
+/// The channel of a dry run: nothing is ever sent or received through it (the `Count` backend
+/// does not touch it); a receive is an error rather than a hang.
+pub struct DryChannel {
+    meter: Meter,
+}
+
+impl DryChannel {
+    pub fn new() -> Self {
+        DryChannel {
+            meter: Meter::default(),
+        }
+    }
+}
+
+impl Default for DryChannel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Channel for DryChannel {
+    fn send_frame(&mut self, _frame: &[u8]) -> secinfer_net::Result<()> {
+        Ok(())
+    }
+    fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
+        Err(NetError::Closed)
+    }
+    fn flush(&mut self) -> secinfer_net::Result<()> {
+        Ok(())
+    }
+    fn meter(&self) -> &Meter {
+        &self.meter
+    }
+    fn meter_mut(&mut self) -> &mut Meter {
+        &mut self.meter
+    }
+    fn max_frame(&self) -> usize {
+        0
+    }
 }
 
 /// One party's session state. Channel-independent; every protocol takes `(&mut Ctx, &mut C)`.
@@ -75,6 +143,8 @@ pub struct Ctx {
     pub stats: BTreeMap<&'static str, BlockStat>,
     /// Names of the running blocks, outermost first.
     path: Vec<&'static str>,
+    /// OTs consumed so far (see [`Plan`]).
+    used: Plan,
     /// Nesting depth of the running block.
     depth: u32,
     /// Print each block's wall time to stderr (env `SECINFER_SS_TRACE=1`; P0 only).
@@ -94,6 +164,7 @@ impl Ctx {
             counts: BTreeMap::new(),
             stats: BTreeMap::new(),
             path: Vec::new(),
+            used: Plan::default(),
             depth: 0,
             trace,
         })
@@ -109,8 +180,43 @@ impl Ctx {
             counts: BTreeMap::new(),
             stats: BTreeMap::new(),
             path: Vec::new(),
+            used: Plan::default(),
             depth: 0,
             trace: false,
+        }
+    }
+
+    /// A context for a dry run of `party`'s side: run a protocol on it with a [`DryChannel`]
+    /// (any input of the right length and range) and read [`Ctx::consumed`].
+    pub fn dry_run(party: Party) -> Ctx {
+        Ctx {
+            party,
+            prg: Prg::new(),
+            backend: Backend::Count,
+            counts: BTreeMap::new(),
+            stats: BTreeMap::new(),
+            path: Vec::new(),
+            used: Plan::default(),
+            depth: 0,
+            trace: false,
+        }
+    }
+
+    /// The OTs consumed since this context was made.
+    pub fn consumed(&self) -> Plan {
+        self.used
+    }
+
+    /// Offline phase: precomputes the correlations `plan` needs, so the online phase carries
+    /// only what depends on the inputs. Both parties call it with the same plan. With a backend
+    /// that has nothing to precompute it does nothing.
+    pub fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
+        let p0 = self.is_p0();
+        match &mut self.backend {
+            Backend::Real(r) => r.preprocess(ch, p0, plan),
+            Backend::Count => Ok(()),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => Ok(()),
         }
     }
 
@@ -213,6 +319,11 @@ impl Ctx {
         deltas: &[u64],
         bits: u32,
     ) -> Result<Vec<u64>> {
+        if self.is_p0() {
+            self.used.cots_from_p0 += deltas.len() as u64;
+        } else {
+            self.used.cots_from_p1 += deltas.len() as u64;
+        }
         let b0 = traffic(ch);
         let r = self.cot_send_inner(ch, deltas, bits);
         self.charge(traffic(ch) - b0, deltas.len() as u64, 0);
@@ -226,6 +337,7 @@ impl Ctx {
     ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.cot_send(ch, deltas, bits),
+            Backend::Count => Ok(vec![0; deltas.len()]),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => {
                 let m = mask(bits);
@@ -246,6 +358,11 @@ impl Ctx {
         choices: &[bool],
         bits: u32,
     ) -> Result<Vec<u64>> {
+        if self.is_p0() {
+            self.used.cots_from_p1 += choices.len() as u64;
+        } else {
+            self.used.cots_from_p0 += choices.len() as u64;
+        }
         let b0 = traffic(ch);
         let r = self.cot_recv_inner(ch, choices, bits);
         self.charge(traffic(ch) - b0, choices.len() as u64, 0);
@@ -259,6 +376,7 @@ impl Ctx {
     ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.cot_recv(ch, choices, bits),
+            Backend::Count => Ok(vec![0; choices.len()]),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => {
                 let msg: Vec<u64> = ch.recv_pod(2 * choices.len())?;
@@ -285,6 +403,7 @@ impl Ctx {
         if !(2..=256).contains(&n) || msgs.len() / n * n != msgs.len() {
             return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256 and count·n messages"));
         }
+        self.used.cots_from_p0 += (msgs.len() / n) as u64 * log2_ceil(n);
         let b0 = traffic(ch);
         let r = self.kk_send_inner(ch, n, msgs, bits);
         self.charge(traffic(ch) - b0, 0, (msgs.len() / n) as u64);
@@ -299,6 +418,7 @@ impl Ctx {
     ) -> Result<()> {
         match &mut self.backend {
             Backend::Real(r) => r.kk_send(ch, n, msgs, bits),
+            Backend::Count => Ok(()),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => {
                 let _ = bits;
@@ -317,6 +437,7 @@ impl Ctx {
         if !(2..=256).contains(&n) || choices.iter().any(|c| *c as usize >= n) {
             return Err(invalid("1-of-n OT choice out of range"));
         }
+        self.used.cots_from_p0 += choices.len() as u64 * log2_ceil(n);
         let b0 = traffic(ch);
         let r = self.kk_recv_inner(ch, n, choices, bits);
         self.charge(traffic(ch) - b0, 0, choices.len() as u64);
@@ -331,6 +452,7 @@ impl Ctx {
     ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.kk_recv(ch, n, choices, bits),
+            Backend::Count => Ok(vec![0; choices.len()]),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => {
                 let msg: Vec<u64> = ch.recv_pod(n * choices.len())?;

@@ -19,6 +19,18 @@ pub mod reveal;
 pub mod ring;
 pub mod ulp;
 
-pub use ctx::{BlockStat, Ctx, Party};
+pub use ctx::{BlockStat, Ctx, DryChannel, Party, Plan};
+
+/// Counts the OTs `f` consumes on `party`'s side (a dry run: no peer, no traffic, outputs are
+/// meaningless). Sizes the offline phase: pass the result to [`Ctx::preprocess`].
+pub fn plan_for<T>(
+    party: Party,
+    f: impl FnOnce(&mut Ctx, &mut DryChannel) -> Result<T>,
+) -> Result<Plan> {
+    let mut ctx = Ctx::dry_run(party);
+    let mut ch = DryChannel::new();
+    f(&mut ctx, &mut ch)?;
+    Ok(ctx.consumed())
+}
 pub use error::{Result, SsError};
 pub use ring::{Fixed, Share};

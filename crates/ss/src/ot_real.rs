@@ -44,6 +44,15 @@ impl RealOt {
             })
         }
     }
+    /// Offline phase: nothing to precompute for on-demand IKNP/KK13.
+    pub(crate) fn preprocess<C: Channel>(
+        &mut self,
+        _ch: &mut C,
+        _p0: bool,
+        _plan: crate::ctx::Plan,
+    ) -> Result<()> {
+        Ok(())
+    }
     pub(crate) fn cot_send<C: Channel>(
         &mut self,
         ch: &mut C,

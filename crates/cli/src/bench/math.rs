@@ -2,7 +2,8 @@
 //!
 //! The client owns the inputs (evenly spaced over the input range, or every input when `--n`
 //! covers it) and secret-shares them before timing; the parties then run the function on the
-//! shares (phase `online`: OT extension runs on demand inside it, so `offline` is empty), and
+//! shares (phase `offline`: the correlations a dry run says the function consumes, precomputed
+//! — pooled random COTs; phase `online`: the function itself, derandomising them), and
 //! afterwards the client learns the outputs (not metered) and measures the ULP error against the
 //! exact real function. Setup is the base OTs of both OT-extension directions and KK13.
 use crate::error::Error;
@@ -53,6 +54,7 @@ pub struct MathArgs {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct PartyReport {
     setup_s: f64,
+    offline_s: f64,
     online_s: f64,
     online_rounds: u64,
 }
@@ -110,6 +112,18 @@ fn party(
         xs.len(),
         inp.bits,
     )?;
+    // Offline: the correlations the function will consume, counted by a dry run on this
+    // party's side (OT counts do not depend on the data, so both parties agree without a
+    // message), then precomputed.
+    let zeros = vec![0u64; xs.len()];
+    let plan = secinfer_ss::plan_for(party, |c, dry| {
+        math::evaluate(c, dry, f, imp, &zeros, inp, out)
+    })?;
+    ch.set_phase(Phase::Offline);
+    let t_off = Instant::now();
+    ctx.preprocess(ch, plan)?;
+    ch.flush()?;
+    let offline_s = t_off.elapsed().as_secs_f64();
     ch.set_phase(Phase::Online);
     let t1 = Instant::now();
     let y = math::evaluate(&mut ctx, ch, f, imp, &mine, inp, out)?;
@@ -143,6 +157,7 @@ fn party(
         .collect();
     let report = PartyReport {
         setup_s,
+        offline_s,
         online_s,
         online_rounds: cost.online.rounds,
     };
@@ -181,33 +196,46 @@ fn measure(
     // function; the server's times from its own report.
     let mut server_cost = Cost::default();
     server_cost.setup.time_s = s.setup_s;
+    server_cost.offline.time_s = s.offline_s;
     server_cost.online.time_s = s.online_s;
     server_cost.online.rounds = s.online_rounds;
     let mut client_cost = c.cost;
     client_cost.setup.time_s = c.report.setup_s;
+    client_cost.offline.time_s = c.report.offline_s;
     client_cost.online.time_s = c.report.online_s;
     let online_s = c.report.online_s.max(s.online_s);
     let setup_s = c.report.setup_s.max(s.setup_s);
+    let offline_s = c.report.offline_s.max(s.offline_s);
     let threads = std::thread::available_parallelism()
         .map(|v| v.get())
         .unwrap_or(1);
-    let mut rec = BenchRecord::from_costs("math", setup_s + online_s, &client_cost, &server_cost)
-        .param("fn", f.name())
-        .param("impl", imp.name())
-        .param("n", xs.len())
-        .param("bits", inp.bits)
-        .param("scale", inp.scale)
-        .param("out_bits", out.bits)
-        .param("out_scale", out.scale)
-        .param("net", net.net_name())
-        .param("profile", net.profile.name)
-        .param("threads", threads);
+    let mut rec = BenchRecord::from_costs(
+        "math",
+        setup_s + offline_s + online_s,
+        &client_cost,
+        &server_cost,
+    )
+    .param("fn", f.name())
+    .param("impl", imp.name())
+    .param("n", xs.len())
+    .param("bits", inp.bits)
+    .param("scale", inp.scale)
+    .param("out_bits", out.bits)
+    .param("out_scale", out.scale)
+    .param("net", net.net_name())
+    .param("profile", net.profile.name)
+    .param("threads", threads);
     let online_bytes = client_cost.online.bytes();
     rec = rec
         .field("online_s", online_s)
         .field("max_ulp", st.max)
         .field("mean_ulp", st.mean)
         .field("bytes_per_item", online_bytes as f64 / xs.len() as f64)
+        .field("offline_s", offline_s)
+        .field(
+            "offline_bytes_per_item",
+            client_cost.offline.bytes() as f64 / xs.len() as f64,
+        )
         .field("blocks", Value::Object(c.blocks))
         .field("block_costs", Value::Object(c.block_costs));
     // Rounds of the function itself (setup excluded).
