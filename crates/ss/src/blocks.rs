@@ -838,14 +838,34 @@ pub(crate) fn lut_raw<C: Channel>(
     tables: &[&[u64]],
     bits: &[u32],
 ) -> Result<Vec<Vec<u64>>> {
-    let n = idx.len();
-    let nn = 1usize << k;
-    let total: u32 = bits.iter().sum();
     if tables.len() != bits.len() || tables.is_empty() {
         return Err(invalid("lut: one bitwidth per table"));
     }
+    if tables.iter().any(|t| t.len() != 1usize << k) {
+        return Err(invalid("lut: every table needs 2^k entries"));
+    }
+    lut_rows_raw(ctx, ch, idx, k, bits, |_, j, q| tables[q][j])
+}
+
+/// As [`lut_raw`], but P0's entry `q` of row `j` for element `i` is `entry(i, j, q)`: P0 may
+/// fold its own per-element data into the table (the reciprocal folds in its share of Δ), since
+/// only P0 writes the messages. P1's `entry` is never called.
+pub(crate) fn lut_rows_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    idx: &[u64],
+    k: u32,
+    bits: &[u32],
+    entry: impl Fn(usize, usize, usize) -> u64,
+) -> Result<Vec<Vec<u64>>> {
+    if !(1..=8).contains(&k) || bits.is_empty() {
+        return Err(invalid("lut: 1 ≤ k ≤ 8 and at least one table"));
+    }
+    let n = idx.len();
+    let nn = 1usize << k;
+    let total: u32 = bits.iter().sum();
     let packed = total <= 64;
-    let rows = if packed { 1 } else { tables.len() };
+    let rows = if packed { 1 } else { bits.len() };
     let wire_bits = if packed {
         total
     } else {
@@ -861,8 +881,8 @@ pub(crate) fn lut_raw<C: Channel>(
                 let j = ((t as u64).wrapping_add(i0) & km) as usize;
                 let mut w = 0u64;
                 let mut off = 0u32;
-                for (q, (tb, (b, r))) in tables.iter().zip(bits.iter().zip(&rs)).enumerate() {
-                    let val = sub(tb[j], r[i], mask(*b));
+                for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
+                    let val = sub(entry(i, j, q), r[i], mask(*b));
                     if packed {
                         w |= shl(val, off);
                         off += b;
@@ -1013,10 +1033,12 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     let rw = fw + 2;
     let mw = mask(rw);
     let mt = mask(t);
-    // The carry of the low t bits fixes both the index and Δ's wrap.
+    let p0 = ctx.is_p0();
+    // The carry of the low t bits fixes both the index and Δ's wrap. The index only needs it
+    // mod 2^k, so the B2A is k bits wide.
     let c = ctx.block("wrap", |ctx| carry_raw(ctx, ch, d, t))?;
-    let ca = ctx.block("b2a", |ctx| b2a_raw(ctx, ch, &c, rw))?;
-    let idx: Vec<u64> = (0..n).map(|i| add(d[i] >> t, ca[i], mask(k))).collect();
+    let ck = ctx.block("b2a", |ctx| b2a_raw(ctx, ch, &c, k))?;
+    let idx: Vec<u64> = (0..n).map(|i| add(d[i] >> t, ck[i], mask(k))).collect();
     // Tables: segment j covers [1 + j/2^k, 1 + (j+1)/2^k); the line T0 − S·Δ is the secant
     // lowered by half its largest gap to 1/d (equioscillating error).
     let nn = 1usize << k;
@@ -1034,27 +1056,87 @@ pub(crate) fn reciprocal_raw<C: Channel>(
         let a = 1.0 + j as f64 * h;
         let b = a + h;
         let slope = (1.0 / b - 1.0 / a) / h; // negative
-                                             // tangent point where f' = slope: −1/x² = slope
-        let xt = (-1.0 / slope).sqrt();
+        let xt = (-1.0 / slope).sqrt(); // tangent point where −1/x² = slope
         let gap = 1.0 / a + slope * (xt - a) - 1.0 / xt; // secant above the curve
         let off = 1.0 / a - gap / 2.0;
         t0[j] = (off * (fo_t as f64).exp2()).round() as u64 & mask(rt);
         s[j] = ((-slope) * (p.slope_scale as f64).exp2()).round() as u64 & mask(rs);
     }
+    // Δ = Δ0 + Δ1 − 2^t·c with Δ_i = d_i mod 2^t, so 1/d ≈ T0 − S·Δ0 − S·Δ1 + 2^t·c·S. P0 knows
+    // Δ0, so it folds S[j]·Δ0 (rounded to the offset's scale: error ≤ 2^−(fo_t+1)) into the
+    // offset column of its table; only S·Δ1 (t correlated OTs, P1 choosing by Δ1's bits) and
+    // c·S (a multiplexer) remain. SIRNN's shared×shared product here took 2t.
+    let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
+    let half_z = if z > 0 { 1u64 << (z - 1) } else { 0 };
     let tabs = ctx.block("lut", |ctx| {
-        lut_raw(ctx, ch, &idx, k, &[&t0, &s], &[rt, rs])
+        lut_rows_raw(ctx, ch, &idx, k, &[rt, rs], |i, j, q| {
+            if q == 1 {
+                return s[j];
+            }
+            let sd = (s[j] * delta[i] + half_z) >> z;
+            t0[j].wrapping_sub(sd) & mask(rt)
+        })
     })?;
     let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rw))?;
-    // Δ = (d0 mod 2^t) + (d1 mod 2^t) − 2^t·c; S·Δ = S·(Δ0 + Δ1) − 2^t·c·S.
-    let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
-    let sd = ctx.block("mul", |ctx| mul_cross_raw(ctx, ch, &slope, &delta, rw, t))?;
-    let cs = ctx.block("mux", |ctx| mux_raw(ctx, ch, &c, &slope, rw))?;
-    let mut w: Vec<u64> = (0..n)
-        .map(|i| {
-            let prod = sub(sd[i], shl(cs[i], t), mw);
-            sub(shl(tabs[0][i], z) & mw, prod, mw)
-        })
-        .collect();
+    // One P0→P1 batch carries the t cross terms s0·2^b·[bit b of Δ1] and the P0 half of the
+    // multiplexer c·S; the P1→P0 batch the other half.
+    let w = ctx.block("mul", |ctx| {
+        let tu = t as usize;
+        let mut deltas = Vec::new();
+        let mut choices = Vec::new();
+        let mux_delta: Vec<u64> = (0..n)
+            .map(|i| {
+                if c[i] & 1 == 1 {
+                    slope[i].wrapping_neg() & mw
+                } else {
+                    slope[i]
+                }
+            })
+            .collect();
+        if p0 {
+            deltas.reserve(n * (tu + 1));
+            for i in 0..n {
+                for b in 0..t {
+                    deltas.push(shl(slope[i], b) & mw);
+                }
+            }
+            deltas.extend_from_slice(&mux_delta);
+        } else {
+            choices.reserve(n * (tu + 1));
+            for dv in &delta {
+                for b in 0..t {
+                    choices.push((dv >> b) & 1 == 1);
+                }
+            }
+            choices.extend(c.iter().map(|b| b & 1 == 1));
+        }
+        let x = ctx.cross_from_p0(ch, &deltas, &choices, rw)?;
+        let cb: Vec<bool> = c.iter().map(|b| b & 1 == 1).collect();
+        let y = ctx.cross_from_p1(ch, &mux_delta, &cb, rw)?;
+        Ok::<_, crate::error::SsError>(
+            (0..n)
+                .map(|i| {
+                    let cross = x[i * tu..(i + 1) * tu]
+                        .iter()
+                        .fold(0u64, |a, v| add(a, *v, mw));
+                    // S·Δ1: P1's local s1·Δ1 plus the cross terms.
+                    let sd1 = if p0 {
+                        cross
+                    } else {
+                        add(cross, slope[i].wrapping_mul(delta[i]), mw)
+                    };
+                    let cs = add(
+                        add(x[n * tu + i], y[i], mw),
+                        if c[i] & 1 == 1 { slope[i] } else { 0 },
+                        mw,
+                    );
+                    let base = shl(tabs[0][i], z) & mw;
+                    add(sub(base, sd1, mw), shl(cs, t), mw)
+                })
+                .collect::<Vec<u64>>(),
+        )
+    })?;
+    let mut w = w;
     for _ in 0..p.newton {
         w = newton_step(ctx, ch, d, bits, f, &w, fw)?;
     }
