@@ -240,17 +240,62 @@ fn exp_neg_core<C: Channel>(
             }
         })
         .collect();
-    let hi: Vec<u64> = (0..n)
-        .map(|i| add(y[i] >> p, ca[i], mask(hi_bits)))
-        .collect();
     let fe = (fo + 4).min(28);
     let re = fe + 2;
     let nudge = (-(s as f64)).exp2().exp();
+    if hi_bits <= 2 {
+        // At most two high bits (5 integer bits, e.g. tanh's 2x): h = y >> p is 0, 1 or 2 (2 only
+        // for y = 2^(l−1) exactly, where z = −2^−s), so e^x = e^z·e^{2^−s}·(1, e^−8 or e^−16):
+        // two multiplexers on the bits of h replace SIRNN's table and the shared product.
+        // Bit p of y is each party's own bit p XOR its share of the carry c just computed; the
+        // carry into bit p + 1 is b0·b1 ⊕ c·(b0 ⊕ b1) with b_i the parties' bits p (one AND round).
+        let bp: Vec<u8> = y.iter().map(|a| ((a >> p) & 1) as u8).collect();
+        let h1: Vec<u8> = (0..n).map(|i| bp[i] ^ c[i]).collect();
+        let h2: Vec<u8> = if hi_bits == 2 {
+            let mut xs = c.clone();
+            xs.extend(bp.iter().map(|b| if p0 { *b } else { 0 }));
+            let mut ys = bp.clone();
+            ys.extend(bp.iter().map(|b| if p0 { 0 } else { *b }));
+            let zz = ctx.block("and", |ctx| blocks::and_raw(ctx, ch, &xs, &ys))?;
+            (0..n)
+                .map(|i| ((y[i] >> (p + 1)) & 1) as u8 ^ zz[i] ^ zz[n + i])
+                .collect()
+        } else {
+            vec![0; n]
+        };
+        let elo = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
+        // Constants at g fractional bits: e_lo·K < 2^(fe + 1 + g + 1) stays below 2^63.
+        let g = 60 - fe;
+        let step = ((1u64 << p) as f64 / (s as f64).exp2()).exp().recip(); // e^−8
+        let scale_g = (g as f64).exp2();
+        let k1 = (nudge * scale_g).round() as u64;
+        let k2 = (nudge * (1.0 - step) * scale_g).round() as u64;
+        let k3 = (nudge * (1.0 - step * step) * scale_g).round() as u64;
+        let mut bitsel = h1;
+        bitsel.extend_from_slice(&h2);
+        let mut vals: Vec<u64> = elo.iter().map(|a| a.wrapping_mul(k2)).collect();
+        vals.extend(elo.iter().map(|a| a.wrapping_mul(k3)));
+        let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &bitsel, &vals, 64))?;
+        let v: Vec<u64> = (0..n)
+            .map(|i| {
+                elo[i]
+                    .wrapping_mul(k1)
+                    .wrapping_sub(sel[i])
+                    .wrapping_sub(sel[n + i])
+            })
+            .collect();
+        return ctx.block("trunc", |ctx| {
+            blocks::trunc_msb0_raw(ctx, ch, &v, 64, fe + g - fo, false)
+        });
+    }
     let table: Vec<u64> = (0..(1u64 << hi_bits))
         .map(|j| {
             let v = (-((j << p) as f64) / (s as f64).exp2()).exp() * nudge;
             (v * (fe as f64).exp2()).round() as u64
         })
+        .collect();
+    let hi: Vec<u64> = (0..n)
+        .map(|i| add(y[i] >> p, ca[i], mask(hi_bits)))
         .collect();
     let th = ctx.block("lut", |ctx| {
         blocks::lut_raw(ctx, ch, &hi, hi_bits, &[&table], &[re])
