@@ -1,0 +1,994 @@
+//! Pooled OT: input-independent precomputation of random correlated OTs (the *offline* phase),
+//! consumed by derandomisation in the *online* phase (Beaver, CRYPTO '95).
+//!
+//! The pool holds random COTs under the sender's global `Δ`: the sender keeps `K_j`, the receiver
+//! a random bit `r_j` and `M_j = K_j ⊕ r_j·Δ`. [`PooledOtSender::fill`] /
+//! [`PooledOtReceiver::fill`] generate them with IKNP (or Ferret, see [`CotSource`]); the
+//! online calls then cost only:
+//!
+//! * the receiver's derandomisation bits `d_j = b_j ⊕ r_j`, packed 1 bit per OT; the sender sets
+//!   `K'_j = K_j ⊕ d_j·Δ`, so that the receiver's `M_j = K'_j ⊕ b_j·Δ` — a COT on `b_j`;
+//! * for the chosen and additive flavours, the sender's masked payloads, exactly as in IKNP
+//!   (`tccr` under a per-OT unique tweak: the global index of the pooled COT, which is consumed
+//!   once, in a domain of its own).
+//!
+//! 1-of-N OT (2 ≤ N ≤ 256) uses `m = ⌈log2 N⌉` pooled COTs per OT (Naor–Pinkas, "1-of-N from
+//! 1-of-2"). For OT `j` with COT keys `k_i^0 = K'_i`, `k_i^1 = K'_i ⊕ Δ` (`i < m`), the key of
+//! candidate `x` is
+//!
+//! ```text
+//!   K_x = tccr(τ_out(j, x), S_x),   S_x = ⊕_i tccr(τ_in(i), k_i^{x_i})
+//! ```
+//!
+//! The inner hash breaks the Δ-correlation (without it, `S_x ⊕ S_y` would be a multiple of `Δ`
+//! set by the parity of `x ⊕ y`). The outer hash, tweaked by `(j, x)`, is needed too: the bare
+//! sum `S_x` is *linear* in the per-bit keys, so a receiver of chosen messages `m_x ⊕ S_x` could
+//! XOR four of them along a face of the cube (`S_{01} ⊕ S_{10} ⊕ S_{11} = S_{00}` ⊕ known terms for
+//! choice `00`) and learn the XOR of three messages it must not see. With the outer hash each
+//! `K_x` (`x ≠ choice`) is a hash of a value that includes at least one inner output the receiver
+//! cannot compute (128 bits of entropy), under a tweak used once — the random-oracle argument of
+//! Naor–Pinkas's PRF-per-bit construction, with the tweakable hash in place of `m` PRF keys. The
+//! sender builds the `N` sums by prefix XOR (`S_x = S_{x & (x−1)} ⊕ D_{tz(x)}`), so it hashes
+//! `2m + N` times per OT (KK13 hashes `2N` half-rows), and the wire carries `m` bits from the
+//! receiver instead of KK13's 32 bytes.
+//!
+//! Pool exhaustion is never an error: a call that needs more COTs than the pool holds first
+//! refills exactly the deficit (in the channel's current phase, so it shows up in the online
+//! bytes — size the offline [`fill`](PooledOtSender::fill) with a dry run and
+//! [`consumed`](PooledOtSender::consumed)). Both parties see the same pool size and the same
+//! call sizes, so they refill at the same moment without a message.
+//!
+//! Messages: the derandomisation bits go in frames of [`DERAND_FRAME_OTS`] bits; chosen and
+//! additive calls answer only after reading all of them (two rounds per call, never blocking on
+//! bounded socket buffers). After any error an instance refuses further calls (its pool position
+//! or filler is out of step with the peer's).
+use crate::aes::Prg;
+use crate::block::Block;
+use crate::error::OtError;
+use crate::ext::{pack_choices, tccr_inplace, tccr_tweaked, tweak, CHUNK_ROWS};
+use crate::ferret::{FerretCotReceiver, FerretCotSender, FerretParams};
+use crate::iknp::{OtExtReceiver, OtExtSender};
+use crate::pack::{check_bits, mask, pack_into, packed_len, Unpacker};
+use rayon::prelude::*;
+use secinfer_net::Channel;
+
+/// Derandomisation bits per frame (128 KiB of packed bits: small enough that the sender starts
+/// on the first frame early, large enough that framing is free).
+pub const DERAND_FRAME_OTS: usize = 1 << 20;
+
+/// Hash domain of pooled 1-of-2 OTs (random, chosen, additive).
+const DOMAIN_POOL: u64 = 0x1c4e_5200_0000_0001;
+/// Inner (per-bit) hash domain of pooled 1-of-N OTs.
+const DOMAIN_N_INNER: u64 = 0x1c4e_5200_0000_0002;
+/// Outer hash domain of pooled 1-of-N OTs; the candidate `x < 256` is OR-ed into the low byte.
+const DOMAIN_N_OUTER: u64 = 0x1c4e_5300_0000_0000;
+/// Rows hashed per rayon task.
+const HASH_TASK: usize = 2048;
+/// 1-of-N rows per rayon task.
+const N_TASK_ROWS: usize = 32;
+/// Target size of one frame of 1-of-N payloads, and the cap on keys per frame (scratch bound).
+const N_FRAME_BYTES: usize = 4 << 20;
+const N_FRAME_KEYS: usize = 1 << 16;
+
+/// Which protocol fills the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CotSource {
+    /// IKNP/ALSZ extension: 16 bytes per COT from receiver to sender, any batch size.
+    Iknp,
+    /// Ferret silent COT (after IKNP bootstrapping): `t·(2h + 1)` blocks sender → receiver per
+    /// iteration of `params.per_iteration()` COTs (0.44 bits per COT for `FerretParams::B13`);
+    /// the pool grows by whole iterations.
+    Ferret(FerretParams),
+}
+
+/// `⌈log2 n⌉` for the 1-of-N range, or an argument error.
+fn log_n(n: usize) -> Result<usize, OtError> {
+    if (2..=256).contains(&n) {
+        Ok((usize::BITS - (n - 1).leading_zeros()) as usize)
+    } else {
+        Err(OtError::arg(format!(
+            "1-of-N OT needs 2 ≤ N ≤ 256, got {n}"
+        )))
+    }
+}
+
+/// `out[2j] = H(first + j, k_j)`, `out[2j+1] = H(first + j, k_j ⊕ Δ)`.
+fn hash_pairs(k: &[Block], delta: Block, first: u64, out: &mut [Block]) {
+    out.par_chunks_mut(2 * HASH_TASK)
+        .zip(k.par_chunks(HASH_TASK))
+        .enumerate()
+        .for_each(|(c, (o, k))| {
+            for (pair, k) in o.chunks_exact_mut(2).zip(k) {
+                pair[0] = *k;
+                pair[1] = *k ^ delta;
+            }
+            let base = first.wrapping_add((c * HASH_TASK) as u64);
+            tccr_inplace(o, |i| tweak(DOMAIN_POOL, base.wrapping_add((i / 2) as u64)));
+        });
+}
+
+/// `xs[j] = H(first + j, xs[j])`.
+fn hash_rows(xs: &mut [Block], first: u64) {
+    xs.par_chunks_mut(HASH_TASK).enumerate().for_each(|(c, x)| {
+        let base = first.wrapping_add((c * HASH_TASK) as u64);
+        tccr_inplace(x, |k| tweak(DOMAIN_POOL, base.wrapping_add(k as u64)));
+    });
+}
+
+/// The outer tweak of candidate `x` of the 1-of-N OT whose first COT has index `idx`.
+#[inline]
+fn outer_tweak(idx: u64, x: usize) -> Block {
+    tweak(DOMAIN_N_OUTER | x as u64, idx)
+}
+
+/// Sender's 1-of-N keys: `kp` holds `m` derandomised COT keys per row, `first` is the global
+/// index of `kp[0]`; `out[r·n + x] = K_x` of row `r`.
+fn n_keys_sender(kp: &[Block], delta: Block, first: u64, m: usize, n: usize, out: &mut [Block]) {
+    out.par_chunks_mut(n * N_TASK_ROWS)
+        .zip(kp.par_chunks(m * N_TASK_ROWS))
+        .enumerate()
+        .for_each(|(t, (o, k))| {
+            let mut inner = [Block::ZERO; 16];
+            let mut itw = [Block::ZERO; 16];
+            let mut otw = [Block::ZERO; 256];
+            for (r, (orow, krow)) in o.chunks_exact_mut(n).zip(k.chunks_exact(m)).enumerate() {
+                let idx0 = first.wrapping_add(((t * N_TASK_ROWS + r) * m) as u64);
+                for (i, &ki) in krow.iter().enumerate() {
+                    inner[2 * i] = ki;
+                    inner[2 * i + 1] = ki ^ delta;
+                    let tw = tweak(DOMAIN_N_INNER, idx0.wrapping_add(i as u64));
+                    itw[2 * i] = tw;
+                    itw[2 * i + 1] = tw;
+                }
+                tccr_tweaked(&mut inner[..2 * m], &itw[..2 * m]);
+                // Prefix XOR over the cube: S_0 = ⊕ h_i^0, then flip one bit's key at a time.
+                orow[0] = inner[..2 * m]
+                    .iter()
+                    .step_by(2)
+                    .fold(Block::ZERO, |a, b| a ^ *b);
+                for x in 1..n {
+                    let b = x.trailing_zeros() as usize;
+                    orow[x] = orow[x & (x - 1)] ^ inner[2 * b] ^ inner[2 * b + 1];
+                }
+                for (x, tw) in otw[..n].iter_mut().enumerate() {
+                    *tw = outer_tweak(idx0, x);
+                }
+                tccr_tweaked(orow, &otw[..n]);
+            }
+        });
+}
+
+/// Receiver's 1-of-N keys: `mk` holds `m` COT values per row (`K'_i ⊕ b_i·Δ`), `out[r]` gets
+/// `K_{choice_r}`.
+fn n_keys_receiver(mk: &[Block], choices: &[u8], first: u64, m: usize, out: &mut [Block]) {
+    out.par_chunks_mut(N_TASK_ROWS)
+        .zip(mk.par_chunks(m * N_TASK_ROWS))
+        .zip(choices.par_chunks(N_TASK_ROWS))
+        .enumerate()
+        .for_each(|(t, ((o, k), c))| {
+            let mut inner = [Block::ZERO; 8];
+            let mut itw = [Block::ZERO; 8];
+            for (r, ((o, krow), &x)) in o.iter_mut().zip(k.chunks_exact(m)).zip(c).enumerate() {
+                let idx0 = first.wrapping_add(((t * N_TASK_ROWS + r) * m) as u64);
+                inner[..m].copy_from_slice(krow);
+                for (i, tw) in itw[..m].iter_mut().enumerate() {
+                    *tw = tweak(DOMAIN_N_INNER, idx0.wrapping_add(i as u64));
+                }
+                tccr_tweaked(&mut inner[..m], &itw[..m]);
+                let s = inner[..m].iter().fold(Block::ZERO, |a, b| a ^ *b);
+                *o = fixed_tccr(outer_tweak(idx0, x as usize), s);
+            }
+        });
+}
+
+#[inline]
+fn fixed_tccr(tw: Block, x: Block) -> Block {
+    crate::aes::fixed_key_aes().tccr(tw, x)
+}
+
+/// Rows per frame of 1-of-N payloads: deterministic in `(n, bits)` so both sides agree.
+fn n_frame_rows(n: usize, bits: u32) -> usize {
+    (N_FRAME_BYTES * 8 / (n * bits as usize))
+        .min(N_FRAME_KEYS / n)
+        .max(1)
+}
+
+/// Sends `d_j = b_j ⊕ r_j` packed, [`DERAND_FRAME_OTS`] per frame.
+fn send_derand<C: Channel>(ch: &mut C, b: &[bool], r: &[bool]) -> Result<(), OtError> {
+    debug_assert_eq!(b.len(), r.len());
+    let mut d = vec![false; DERAND_FRAME_OTS.min(b.len())];
+    let mut packed = vec![Block::ZERO; d.len().div_ceil(128)];
+    for (bc, rc) in b.chunks(DERAND_FRAME_OTS).zip(r.chunks(DERAND_FRAME_OTS)) {
+        let d = &mut d[..bc.len()];
+        for ((d, &b), &r) in d.iter_mut().zip(bc).zip(rc) {
+            *d = b ^ r;
+        }
+        let p = &mut packed[..bc.len().div_ceil(128)];
+        pack_choices(d, p);
+        let bytes: &[u8] = bytemuck::cast_slice(p);
+        ch.send_pod::<u8>(&bytes[..bc.len().div_ceil(8)])?;
+    }
+    Ok(())
+}
+
+/// Receives `n` derandomisation bits and applies them: `k[j] ^= d_j·Δ`. The padding bits of the
+/// last byte of each frame must be zero (anything else is a malformed frame, not ignored).
+fn recv_derand<C: Channel>(ch: &mut C, k: &mut [Block], delta: Block) -> Result<(), OtError> {
+    for kc in k.chunks_mut(DERAND_FRAME_OTS) {
+        let len = kc.len();
+        let frame = ch.recv_pod::<u8>(len.div_ceil(8))?;
+        if len % 8 != 0 && frame[len / 8] >> (len % 8) != 0 {
+            return Err(OtError::malformed(
+                "derandomisation frame has bits set past its last OT",
+            ));
+        }
+        kc.par_chunks_mut(8 * 1024)
+            .zip(frame.par_chunks(1024))
+            .for_each(|(k, f)| {
+                for (k8, &byte) in k.chunks_mut(8).zip(f) {
+                    for (i, k) in k8.iter_mut().enumerate() {
+                        *k ^= delta.and_bit((byte >> i) & 1 == 1);
+                    }
+                }
+            });
+    }
+    Ok(())
+}
+
+/// What fills the sender's pool.
+enum SenderFiller {
+    Iknp(OtExtSender),
+    Ferret(FerretCotSender),
+}
+
+/// What fills the receiver's pool.
+enum ReceiverFiller {
+    Iknp(OtExtReceiver),
+    Ferret(FerretCotReceiver),
+}
+
+/// The pooled-OT sender: holds `Δ` and the pooled `K_j`. Not `Debug` (secret state).
+pub struct PooledOtSender {
+    filler: SenderFiller,
+    delta: Block,
+    /// Pooled `K_j`; `pool[pos..]` are unused.
+    pool: Vec<Block>,
+    pos: usize,
+    consumed: u64,
+    poisoned: bool,
+}
+
+impl PooledOtSender {
+    /// Base OTs for an IKNP filler with a random `Δ` (the pool starts empty).
+    pub fn setup<C: Channel>(ch: &mut C, prg: &mut Prg) -> Result<Self, OtError> {
+        Ok(Self::from_iknp(OtExtSender::setup(ch, prg)?))
+    }
+
+    /// Base OTs for an IKNP filler with a caller-chosen non-zero `Δ` (garbling: `lsb(Δ) = 1`).
+    pub fn setup_with_delta<C: Channel>(
+        ch: &mut C,
+        prg: &mut Prg,
+        delta: Block,
+    ) -> Result<Self, OtError> {
+        Ok(Self::from_iknp(OtExtSender::setup_with_delta(
+            ch, prg, delta,
+        )?))
+    }
+
+    /// Base OTs for the chosen filler with a random `Δ` (Ferret also makes its first reserve
+    /// here: the setup phase). Pairs with [`PooledOtReceiver::setup_with_source`].
+    pub fn setup_with_source<C: Channel>(
+        ch: &mut C,
+        prg: &mut Prg,
+        source: CotSource,
+    ) -> Result<Self, OtError> {
+        match source {
+            CotSource::Iknp => Self::setup(ch, prg),
+            CotSource::Ferret(p) => Ok(Self::from_ferret(FerretCotSender::setup(ch, prg, p)?)),
+        }
+    }
+
+    /// As [`setup_with_source`](Self::setup_with_source) with a caller-chosen non-zero `Δ`.
+    pub fn setup_with_source_and_delta<C: Channel>(
+        ch: &mut C,
+        prg: &mut Prg,
+        source: CotSource,
+        delta: Block,
+    ) -> Result<Self, OtError> {
+        match source {
+            CotSource::Iknp => Self::setup_with_delta(ch, prg, delta),
+            CotSource::Ferret(p) => Ok(Self::from_ferret(FerretCotSender::setup_with_delta(
+                ch, prg, p, delta,
+            )?)),
+        }
+    }
+
+    /// Wraps a bootstrapped Ferret sender (its `Δ` becomes the pool's).
+    pub fn from_ferret(f: FerretCotSender) -> Self {
+        Self::with_filler(f.delta(), SenderFiller::Ferret(f))
+    }
+
+    /// Wraps an IKNP sender that is already set up (its `Δ` becomes the pool's).
+    pub fn from_iknp(ext: OtExtSender) -> Self {
+        Self::with_filler(ext.delta(), SenderFiller::Iknp(ext))
+    }
+
+    fn with_filler(delta: Block, filler: SenderFiller) -> Self {
+        PooledOtSender {
+            delta,
+            filler,
+            pool: Vec::new(),
+            pos: 0,
+            consumed: 0,
+            poisoned: false,
+        }
+    }
+
+    /// The global correlation `Δ`.
+    pub fn delta(&self) -> Block {
+        self.delta
+    }
+
+    /// The filler protocol.
+    pub fn source(&self) -> CotSource {
+        match &self.filler {
+            SenderFiller::Iknp(_) => CotSource::Iknp,
+            SenderFiller::Ferret(f) => CotSource::Ferret(f.params()),
+        }
+    }
+
+    /// Unused pooled COTs.
+    pub fn available(&self) -> usize {
+        self.pool.len() - self.pos
+    }
+
+    /// Pooled COTs consumed so far by online calls (1 per 1-of-2 OT, `⌈log2 N⌉` per 1-of-N OT):
+    /// run the online calls once against a pool and fill this many next time.
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Offline phase: adds at least `n` random COTs to the pool (exactly `n` with IKNP, whole
+    /// iterations of `per_iteration()` with Ferret); pairs with the receiver's `fill(n)`.
+    pub fn fill<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        self.run(ch, |s, ch| s.fill_inner(ch, n))
+    }
+
+    fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        // Drop the used prefix first so the pool never grows past what is unused plus `n`.
+        self.pool.drain(..self.pos);
+        self.pos = 0;
+        let start = self.pool.len();
+        match &mut self.filler {
+            SenderFiller::Iknp(ext) => {
+                self.pool.resize(start + n, Block::ZERO);
+                ext.send_cot_into(ch, &mut self.pool[start..])
+            }
+            SenderFiller::Ferret(f) => {
+                while self.pool.len() < start + n {
+                    f.extend(ch, &mut self.pool)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Takes `n` pooled COTs (refilling the deficit first), applies the derandomisation bits
+    /// read from the peer and returns `(global index of the first, K'_j)`.
+    fn derand<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(u64, Vec<Block>), OtError> {
+        if self.available() < n {
+            let deficit = n - self.available();
+            self.fill_inner(ch, deficit)?;
+        }
+        let first = self.consumed;
+        self.consumed = first
+            .checked_add(n as u64)
+            .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
+        let mut k = self.pool[self.pos..self.pos + n].to_vec();
+        self.pos += n;
+        recv_derand(ch, &mut k, self.delta)?;
+        Ok((first, k))
+    }
+
+    fn run<C: Channel, T>(
+        &mut self,
+        ch: &mut C,
+        f: impl FnOnce(&mut Self, &mut C) -> Result<T, OtError>,
+    ) -> Result<T, OtError> {
+        if self.poisoned {
+            return Err(OtError::arg(
+                "this pooled OT instance failed earlier and is out of step with its peer",
+            ));
+        }
+        let r = f(self, ch);
+        if r.is_err() {
+            self.poisoned = true;
+        }
+        r
+    }
+
+    /// Correlated OT into a caller's buffer: `out[j] = m0_j`; the receiver gets `m0_j ⊕ c_j·Δ`.
+    pub fn send_cot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [Block],
+    ) -> Result<(), OtError> {
+        self.run(ch, |s, ch| {
+            let (_, k) = s.derand(ch, out.len())?;
+            out.copy_from_slice(&k);
+            Ok(())
+        })
+    }
+
+    /// Correlated OT: returns `m0_j`; the receiver gets `m0_j ⊕ (c_j · Δ)`.
+    pub fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, OtError> {
+        self.run(ch, |s, ch| Ok(s.derand(ch, n)?.1))
+    }
+
+    /// Random OT into a caller's buffer: `(k0_j, k1_j)`; the receiver gets `k_{c_j}`.
+    pub fn send_rot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [[Block; 2]],
+    ) -> Result<(), OtError> {
+        self.run(ch, |s, ch| {
+            let (first, k) = s.derand(ch, out.len())?;
+            hash_pairs(&k, s.delta, first, bytemuck::cast_slice_mut(out));
+            Ok(())
+        })
+    }
+
+    /// Random OT: returns `(k0_j, k1_j)`; the receiver gets `k_{c_j}`.
+    pub fn send_rot<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+    ) -> Result<Vec<[Block; 2]>, OtError> {
+        let mut out = vec![[Block::ZERO; 2]; n];
+        self.send_rot_into(ch, &mut out)?;
+        Ok(out)
+    }
+
+    /// Chosen-message OT on 128-bit messages: the receiver learns `msgs[j][c_j]`.
+    pub fn send_chosen<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        msgs: &[[Block; 2]],
+    ) -> Result<(), OtError> {
+        self.run(ch, |s, ch| {
+            let (first, k) = s.derand(ch, msgs.len())?;
+            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
+            for (c, (kc, mc)) in k
+                .chunks(CHUNK_ROWS)
+                .zip(msgs.chunks(CHUNK_ROWS))
+                .enumerate()
+            {
+                let y = &mut y[..2 * kc.len()];
+                hash_pairs(kc, s.delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
+                let mflat: &[Block] = bytemuck::cast_slice(mc);
+                for (y, m) in y.iter_mut().zip(mflat) {
+                    *y ^= *m;
+                }
+                ch.send_pod(y)?;
+            }
+            ch.flush()?;
+            Ok(())
+        })
+    }
+
+    /// Chosen-message OT on `bits`-bit messages (each `< 2^bits`), packed to `bits` on the wire.
+    pub fn send_chosen_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        msgs: &[[u64; 2]],
+        bits: u32,
+    ) -> Result<(), OtError> {
+        check_bits(bits)?;
+        let mk = mask(bits);
+        if msgs.iter().any(|m| m[0] & !mk != 0 || m[1] & !mk != 0) {
+            return Err(OtError::arg(format!(
+                "a message does not fit in {bits} bits"
+            )));
+        }
+        self.run(ch, |s, ch| {
+            let (first, k) = s.derand(ch, msgs.len())?;
+            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
+            let mut frame = Vec::new();
+            for (c, (kc, mc)) in k
+                .chunks(CHUNK_ROWS)
+                .zip(msgs.chunks(CHUNK_ROWS))
+                .enumerate()
+            {
+                let y = &mut y[..2 * kc.len()];
+                hash_pairs(kc, s.delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
+                let mflat: &[u64] = bytemuck::cast_slice(mc);
+                frame.clear();
+                pack_into(
+                    y.iter().zip(mflat).map(|(h, m)| (h.low_u64() ^ m) & mk),
+                    bits,
+                    &mut frame,
+                );
+                ch.send_pod::<u8>(&frame)?;
+            }
+            ch.flush()?;
+            Ok(())
+        })
+    }
+
+    /// Additively correlated OT over `Z_{2^bits}`: returns `x_j` (uniform); the receiver gets
+    /// `x_j + c_j·deltas[j] mod 2^bits`. One packed `bits`-bit word per OT back.
+    pub fn send_correlated_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
+        check_bits(bits)?;
+        let mk = mask(bits);
+        self.run(ch, |s, ch| {
+            let (first, k) = s.derand(ch, deltas.len())?;
+            let mut xs = vec![0u64; deltas.len()];
+            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
+            let mut frame = Vec::new();
+            for (c, ((kc, dc), xc)) in k
+                .chunks(CHUNK_ROWS)
+                .zip(deltas.chunks(CHUNK_ROWS))
+                .zip(xs.chunks_mut(CHUNK_ROWS))
+                .enumerate()
+            {
+                let y = &mut y[..2 * kc.len()];
+                hash_pairs(kc, s.delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
+                for (x, h) in xc.iter_mut().zip(y.chunks_exact(2)) {
+                    *x = h[0].low_u64() & mk;
+                }
+                frame.clear();
+                pack_into(
+                    xc.iter()
+                        .zip(dc)
+                        .zip(y.chunks_exact(2))
+                        .map(|((x, d), h)| x.wrapping_add(*d).wrapping_sub(h[1].low_u64()) & mk),
+                    bits,
+                    &mut frame,
+                );
+                ch.send_pod::<u8>(&frame)?;
+            }
+            ch.flush()?;
+            Ok(xs)
+        })
+    }
+
+    /// Random 1-of-N from `⌈log2 N⌉` pooled COTs per OT: returns `count × n` keys, row-major;
+    /// the receiver gets key `choices[j]` of row `j`.
+    pub fn send_random<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+    ) -> Result<Vec<Block>, OtError> {
+        let m = log_n(n)?;
+        let total = count
+            .checked_mul(n)
+            .ok_or_else(|| OtError::arg("count × N overflows"))?;
+        let cots = count
+            .checked_mul(m)
+            .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+        self.run(ch, |s, ch| {
+            let (first, k) = s.derand(ch, cots)?;
+            let mut out = vec![Block::ZERO; total];
+            n_keys_sender(&k, s.delta, first, m, n, &mut out);
+            Ok(out)
+        })
+    }
+
+    /// Chosen 1-of-N on `bits`-bit values: `msgs` is `count × n`, row-major, each `< 2^bits`;
+    /// the receiver learns `msgs[j·n + choices[j]]`. `N·bits` bits per OT back.
+    pub fn send_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        msgs: &[u64],
+        bits: u32,
+    ) -> Result<(), OtError> {
+        let m = log_n(n)?;
+        check_bits(bits)?;
+        #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.85
+        if msgs.len() % n != 0 {
+            return Err(OtError::arg(format!(
+                "{} messages are not a whole number of rows of {n}",
+                msgs.len()
+            )));
+        }
+        let mk = mask(bits);
+        if msgs.iter().any(|v| v & !mk != 0) {
+            return Err(OtError::arg(format!(
+                "a message does not fit in {bits} bits"
+            )));
+        }
+        let count = msgs.len() / n;
+        let rows_per_frame = n_frame_rows(n, bits);
+        self.run(ch, |s, ch| {
+            let (first, k) = s.derand(ch, count * m)?;
+            let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
+            let mut frame = Vec::new();
+            for (f, (kf, mf)) in k
+                .chunks(rows_per_frame * m)
+                .zip(msgs.chunks(rows_per_frame * n))
+                .enumerate()
+            {
+                let keys = &mut keys[..mf.len()];
+                let base = first.wrapping_add((f * rows_per_frame * m) as u64);
+                n_keys_sender(kf, s.delta, base, m, n, keys);
+                frame.clear();
+                pack_into(
+                    keys.iter().zip(mf).map(|(k, v)| (k.low_u64() ^ v) & mk),
+                    bits,
+                    &mut frame,
+                );
+                ch.send_pod::<u8>(&frame)?;
+            }
+            ch.flush()?;
+            Ok(())
+        })
+    }
+}
+
+/// The pooled-OT receiver: holds the pooled `(r_j, M_j)`. Not `Debug` (secret state).
+pub struct PooledOtReceiver {
+    filler: ReceiverFiller,
+    /// Draws the pool's random choice bits `r_j`.
+    prg: Prg,
+    bits: Vec<bool>,
+    keys: Vec<Block>,
+    pos: usize,
+    consumed: u64,
+    poisoned: bool,
+}
+
+impl PooledOtReceiver {
+    /// Base OTs for an IKNP filler (the pool starts empty).
+    pub fn setup<C: Channel>(ch: &mut C, prg: &mut Prg) -> Result<Self, OtError> {
+        let ext = OtExtReceiver::setup(ch, prg)?;
+        Ok(Self::from_iknp(ext, prg))
+    }
+
+    /// Base OTs for the chosen filler (Ferret also makes its first reserve here). Pairs with
+    /// [`PooledOtSender::setup_with_source`] and `setup_with_source_and_delta`.
+    pub fn setup_with_source<C: Channel>(
+        ch: &mut C,
+        prg: &mut Prg,
+        source: CotSource,
+    ) -> Result<Self, OtError> {
+        match source {
+            CotSource::Iknp => Self::setup(ch, prg),
+            CotSource::Ferret(p) => {
+                let f = FerretCotReceiver::setup(ch, prg, p)?;
+                Ok(Self::from_ferret(f, prg))
+            }
+        }
+    }
+
+    /// Wraps a bootstrapped Ferret receiver (`prg` is unused by Ferret's pool bits, which come
+    /// from the protocol, but seeds any later needs the same way as `from_iknp`).
+    pub fn from_ferret(f: FerretCotReceiver, prg: &mut Prg) -> Self {
+        Self::with_filler(ReceiverFiller::Ferret(f), prg)
+    }
+
+    /// Wraps an IKNP receiver that is already set up; `prg` seeds the pool's choice bits.
+    pub fn from_iknp(ext: OtExtReceiver, prg: &mut Prg) -> Self {
+        Self::with_filler(ReceiverFiller::Iknp(ext), prg)
+    }
+
+    fn with_filler(filler: ReceiverFiller, prg: &mut Prg) -> Self {
+        PooledOtReceiver {
+            filler,
+            prg: Prg::from_seed(prg.next_block()),
+            bits: Vec::new(),
+            keys: Vec::new(),
+            pos: 0,
+            consumed: 0,
+            poisoned: false,
+        }
+    }
+
+    /// The filler protocol.
+    pub fn source(&self) -> CotSource {
+        match &self.filler {
+            ReceiverFiller::Iknp(_) => CotSource::Iknp,
+            ReceiverFiller::Ferret(f) => CotSource::Ferret(f.params()),
+        }
+    }
+
+    /// Unused pooled COTs.
+    pub fn available(&self) -> usize {
+        self.keys.len() - self.pos
+    }
+
+    /// Pooled COTs consumed so far (see [`PooledOtSender::consumed`]).
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Offline phase: adds at least `n` random COTs to the pool (exactly `n` with IKNP, whole
+    /// iterations with Ferret); pairs with the sender's `fill(n)`.
+    pub fn fill<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        self.run(ch, |s, ch| s.fill_inner(ch, n))
+    }
+
+    fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        self.keys.drain(..self.pos);
+        self.bits.drain(..self.pos);
+        self.pos = 0;
+        let start = self.keys.len();
+        match &mut self.filler {
+            ReceiverFiller::Iknp(ext) => {
+                let r = self.prg.bits(n);
+                self.keys.resize(start + n, Block::ZERO);
+                ext.recv_cot_into(ch, &r, &mut self.keys[start..])?;
+                self.bits.extend_from_slice(&r);
+                Ok(())
+            }
+            ReceiverFiller::Ferret(f) => {
+                while self.keys.len() < start + n {
+                    f.extend(ch, &mut self.keys, &mut self.bits)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn run<C: Channel, T>(
+        &mut self,
+        ch: &mut C,
+        f: impl FnOnce(&mut Self, &mut C) -> Result<T, OtError>,
+    ) -> Result<T, OtError> {
+        if self.poisoned {
+            return Err(OtError::arg(
+                "this pooled OT instance failed earlier and is out of step with its peer",
+            ));
+        }
+        let r = f(self, ch);
+        if r.is_err() {
+            self.poisoned = true;
+        }
+        r
+    }
+
+    /// Takes `choices.len()` pooled COTs (refilling the deficit first), sends the
+    /// derandomisation bits and writes `M_j = K'_j ⊕ c_j·Δ` to `out`; returns the global index
+    /// of the first.
+    fn derand<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<u64, OtError> {
+        let n = choices.len();
+        debug_assert_eq!(out.len(), n);
+        if self.available() < n {
+            let deficit = n - self.available();
+            self.fill_inner(ch, deficit)?;
+        }
+        let first = self.consumed;
+        self.consumed = first
+            .checked_add(n as u64)
+            .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
+        let (p, q) = (self.pos, self.pos + n);
+        self.pos = q;
+        send_derand(ch, choices, &self.bits[p..q])?;
+        ch.flush()?;
+        out.copy_from_slice(&self.keys[p..q]);
+        Ok(first)
+    }
+
+    /// Correlated OT into a caller's buffer: `out[j] = m0_j ⊕ c_j·Δ`.
+    pub fn recv_cot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<(), OtError> {
+        if out.len() != choices.len() {
+            return Err(OtError::arg("recv_cot_into: one output block per choice"));
+        }
+        self.run(ch, |s, ch| s.derand(ch, choices, out).map(|_| ()))
+    }
+
+    /// Correlated OT: returns `m0_j ⊕ (c_j · Δ)`.
+    pub fn recv_cot<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>, OtError> {
+        let mut out = vec![Block::ZERO; choices.len()];
+        self.recv_cot_into(ch, choices, &mut out)?;
+        Ok(out)
+    }
+
+    /// Random OT into a caller's buffer: `out[j] = k_{c_j}`.
+    pub fn recv_rot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<(), OtError> {
+        if out.len() != choices.len() {
+            return Err(OtError::arg("recv_rot_into: one output block per choice"));
+        }
+        self.run(ch, |s, ch| {
+            let first = s.derand(ch, choices, out)?;
+            hash_rows(out, first);
+            Ok(())
+        })
+    }
+
+    /// Random OT: returns `k_{c_j}`.
+    pub fn recv_rot<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>, OtError> {
+        let mut out = vec![Block::ZERO; choices.len()];
+        self.recv_rot_into(ch, choices, &mut out)?;
+        Ok(out)
+    }
+
+    /// Chosen-message OT on 128-bit messages: returns `msgs[j][c_j]`.
+    pub fn recv_chosen<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>, OtError> {
+        self.run(ch, |s, ch| {
+            let mut out = vec![Block::ZERO; choices.len()];
+            let first = s.derand(ch, choices, &mut out)?;
+            hash_rows(&mut out, first);
+            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
+                let y = ch.recv_pod::<Block>(2 * oc.len())?;
+                for ((o, &c), y) in oc.iter_mut().zip(cc).zip(y.chunks_exact(2)) {
+                    *o ^= y[0].and_bit(!c) ^ y[1].and_bit(c);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Hashed derandomised COTs, truncated to `bits`.
+    fn hashed_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
+        let mut h = vec![Block::ZERO; choices.len()];
+        let first = self.derand(ch, choices, &mut h)?;
+        hash_rows(&mut h, first);
+        let mk = mask(bits);
+        Ok(h.iter().map(|h| h.low_u64() & mk).collect())
+    }
+
+    /// Chosen-message OT on `bits`-bit messages: returns `msgs[j][c_j]`.
+    pub fn recv_chosen_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
+        check_bits(bits)?;
+        self.run(ch, |s, ch| {
+            let mut out = s.hashed_u64(ch, choices, bits)?;
+            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
+                let frame = ch.recv_pod::<u8>(packed_len(2 * oc.len(), bits))?;
+                let mut up = Unpacker::new(&frame, bits);
+                for (o, &c) in oc.iter_mut().zip(cc) {
+                    let y0 = up.next_value();
+                    let y1 = up.next_value();
+                    let cm = (c as u64).wrapping_neg();
+                    *o ^= (y0 & !cm) | (y1 & cm);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Additively correlated OT over `Z_{2^bits}`: returns `x_j + c_j·delta_j mod 2^bits`.
+    pub fn recv_correlated_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
+        check_bits(bits)?;
+        let mk = mask(bits);
+        self.run(ch, |s, ch| {
+            let mut out = s.hashed_u64(ch, choices, bits)?;
+            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
+                let frame = ch.recv_pod::<u8>(packed_len(oc.len(), bits))?;
+                let mut up = Unpacker::new(&frame, bits);
+                for (o, &c) in oc.iter_mut().zip(cc) {
+                    let y = up.next_value() & (c as u64).wrapping_neg();
+                    *o = o.wrapping_add(y) & mk;
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn check_choices(n: usize, choices: &[u8]) -> Result<usize, OtError> {
+        let m = log_n(n)?;
+        if let Some(w) = choices.iter().find(|&&w| w as usize >= n) {
+            return Err(OtError::arg(format!("choice {w} is not below N = {n}")));
+        }
+        choices
+            .len()
+            .checked_mul(m)
+            .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+        Ok(m)
+    }
+
+    /// The receiver's 1-of-N keys: `m` COTs per row on the bits of `choices[j]`.
+    fn n_keys<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        m: usize,
+        choices: &[u8],
+    ) -> Result<Vec<Block>, OtError> {
+        let bits: Vec<bool> = choices
+            .iter()
+            .flat_map(|&w| (0..m).map(move |i| (w >> i) & 1 == 1))
+            .collect();
+        let mut mk = vec![Block::ZERO; bits.len()];
+        let first = self.derand(ch, &bits, &mut mk)?;
+        let mut out = vec![Block::ZERO; choices.len()];
+        n_keys_receiver(&mk, choices, first, m, &mut out);
+        Ok(out)
+    }
+
+    /// Random 1-of-N: returns key `choices[j]` of row `j`.
+    pub fn recv_random<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        choices: &[u8],
+    ) -> Result<Vec<Block>, OtError> {
+        let m = Self::check_choices(n, choices)?;
+        self.run(ch, |s, ch| s.n_keys(ch, m, choices))
+    }
+
+    /// Chosen 1-of-N on `bits`-bit values: returns `msgs[j·n + choices[j]]`.
+    pub fn recv_u64<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        choices: &[u8],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
+        let m = Self::check_choices(n, choices)?;
+        check_bits(bits)?;
+        let mk = mask(bits);
+        let rows_per_frame = n_frame_rows(n, bits);
+        self.run(ch, |s, ch| {
+            let keys = s.n_keys(ch, m, choices)?;
+            let mut out: Vec<u64> = keys.iter().map(|k| k.low_u64() & mk).collect();
+            drop(keys);
+            for (oc, cc) in out
+                .chunks_mut(rows_per_frame)
+                .zip(choices.chunks(rows_per_frame))
+            {
+                let frame = ch.recv_pod::<u8>(packed_len(oc.len() * n, bits))?;
+                let mut up = Unpacker::new(&frame, bits);
+                for (o, &w) in oc.iter_mut().zip(cc) {
+                    // Read every candidate (the position in the frame must not depend on `w`
+                    // through a branch), keep the chosen one.
+                    let mut pick = 0u64;
+                    for x in 0..n {
+                        let v = up.next_value();
+                        pick |= v & ((x == w as usize) as u64).wrapping_neg();
+                    }
+                    *o ^= pick;
+                }
+            }
+            Ok(out)
+        })
+    }
+}

@@ -1,0 +1,450 @@
+//! Pooled OT (offline random COTs, online derandomisation): every flavour against its definition
+//! for random choices, boundary sizes, automatic refill, wire cost, hostile peers.
+use secinfer_net::{simulate, Channel, Phase};
+use secinfer_ot::*;
+
+const DELTA: Block = Block(0x0f1e_2d3c_4b5a_6978_8796_a5b4_c3d2_e1f0);
+
+/// Runs `client` on a set-up receiver and `server` on a set-up sender whose pools were filled
+/// with `fill` COTs in the offline phase; the online phase is current when they start.
+fn pooled<A: Send, B: Send>(
+    fill: usize,
+    client: impl FnOnce(&mut PooledOtReceiver, &mut secinfer_net::DynChannel) -> A + Send,
+    server: impl FnOnce(&mut PooledOtSender, &mut secinfer_net::DynChannel) -> B + Send,
+) -> secinfer_net::TwoPartyRun<A, B> {
+    simulate(
+        move |ch| {
+            let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).expect("setup");
+            ch.set_phase(Phase::Offline);
+            r.fill(ch, fill).expect("fill");
+            assert_eq!(r.available(), fill);
+            ch.set_phase(Phase::Online);
+            client(&mut r, ch)
+        },
+        move |ch| {
+            let mut s =
+                PooledOtSender::setup_with_delta(ch, &mut Prg::new(), DELTA).expect("setup");
+            ch.set_phase(Phase::Offline);
+            s.fill(ch, fill).expect("fill");
+            ch.set_phase(Phase::Online);
+            server(&mut s, ch)
+        },
+    )
+}
+
+/// Tiny, byte/block boundaries, a chunk boundary and one past the derandomisation frame.
+const SIZES: [usize; 7] = [0, 1, 7, 8, 129, CHUNK_ROWS + 333, DERAND_FRAME_OTS + 5];
+
+#[test]
+fn pooled_cot_and_rot_match_definitions_across_sizes_and_refills() {
+    let mut prg = Prg::from_seed(Block(21));
+    let batches: Vec<Vec<bool>> = SIZES.iter().map(|&n| prg.bits(n)).collect();
+    let b2 = batches.clone();
+    let total: usize = SIZES.iter().sum();
+    // Half of the COTs are pooled; the rest come from automatic refills mid-sequence.
+    let run = pooled(
+        total,
+        move |r, ch| {
+            let mut cots = Vec::new();
+            let mut rots = Vec::new();
+            for c in &b2 {
+                cots.push(r.recv_cot(ch, c).expect("cot"));
+                rots.push(r.recv_rot(ch, c).expect("rot"));
+            }
+            (cots, rots, r.consumed(), r.available())
+        },
+        move |s, ch| {
+            let mut cots = Vec::new();
+            let mut rots = Vec::new();
+            for &n in &SIZES {
+                cots.push(s.send_cot(ch, n).expect("cot"));
+                rots.push(s.send_rot(ch, n).expect("rot"));
+            }
+            (cots, rots, s.consumed(), s.available(), s.delta())
+        },
+    );
+    let (tc, tr, rc, ra) = run.client.output;
+    let (qc, qr, sc, sa, delta) = run.server.output;
+    assert_eq!(delta, DELTA);
+    assert_eq!((rc, sc), (2 * total as u64, 2 * total as u64));
+    assert_eq!((ra, sa), (0, 0));
+    let mut seen = std::collections::HashSet::new();
+    for (i, c) in batches.iter().enumerate() {
+        assert_eq!(tc[i].len(), c.len());
+        assert_eq!(tr[i].len(), c.len());
+        for j in 0..c.len() {
+            assert_eq!(
+                tc[i][j],
+                qc[i][j] ^ DELTA.and_bit(c[j]),
+                "COT {j} of {}",
+                c.len()
+            );
+            assert_eq!(tr[i][j], qr[i][j][c[j] as usize], "ROT {j} of {}", c.len());
+            assert_ne!(tr[i][j], qr[i][j][1 - c[j] as usize]);
+            assert!(seen.insert(qr[i][j][0]), "repeated ROT key");
+        }
+    }
+    // Online bytes: the receiver's bits (≈ 1 per OT) plus the second half's IKNP refills (16 B
+    // per OT), never more than that.
+    let online = run.client.cost.phase(Phase::Online).bytes_sent as usize;
+    let bits: usize = SIZES.iter().map(|n| 2 * n.div_ceil(8)).sum();
+    assert!(online >= bits + 16 * total, "online {online}");
+    assert!(online <= bits + 16 * (total + 128 * 16), "online {online}");
+}
+
+#[test]
+fn online_cost_is_one_bit_per_ot_when_pooled() {
+    let n = 10_000;
+    let mut prg = Prg::from_seed(Block(22));
+    let c = prg.bits(n);
+    let c2 = c.clone();
+    let run = pooled(
+        n,
+        move |r, ch| r.recv_cot(ch, &c2).expect("cot"),
+        move |s, ch| s.send_cot(ch, n).expect("cot"),
+    );
+    for ((t, q), &c) in run.client.output.iter().zip(&run.server.output).zip(&c) {
+        assert_eq!(*t, *q ^ DELTA.and_bit(c));
+    }
+    assert_eq!(
+        run.client.cost.phase(Phase::Online).bytes_sent,
+        n.div_ceil(8) as u64
+    );
+    assert_eq!(run.server.cost.phase(Phase::Online).bytes_sent, 0);
+    assert_eq!(run.client.cost.phase(Phase::Online).messages_sent, 1);
+}
+
+#[test]
+fn pooled_chosen_block_and_every_width() {
+    let mut prg = Prg::from_seed(Block(23));
+    let sizes = [0usize, 1, 129, CHUNK_ROWS + 3];
+    let choices: Vec<Vec<bool>> = sizes.iter().map(|&n| prg.bits(n)).collect();
+    let msgs: Vec<Vec<[Block; 2]>> = sizes
+        .iter()
+        .map(|&n| {
+            (0..n)
+                .map(|_| [prg.next_block(), prg.next_block()])
+                .collect()
+        })
+        .collect();
+    let n64 = 37;
+    let c64 = prg.bits(n64);
+    let m64: Vec<Vec<[u64; 2]>> = (1..=64u32)
+        .map(|b| {
+            let mk = if b == 64 { u64::MAX } else { (1 << b) - 1 };
+            (0..n64)
+                .map(|_| {
+                    [
+                        prg.next_block().low_u64() & mk,
+                        prg.next_block().low_u64() & mk,
+                    ]
+                })
+                .collect()
+        })
+        .collect();
+    let deltas: Vec<u64> = (0..n64).map(|_| prg.next_block().low_u64()).collect();
+    let (c2, c64b, m64b, d2) = (choices.clone(), c64.clone(), m64.clone(), deltas.clone());
+    let msgs2 = msgs.clone();
+    let run = pooled(
+        1000,
+        move |r, ch| {
+            let blocks: Vec<_> = c2
+                .iter()
+                .map(|c| r.recv_chosen(ch, c).expect("chosen"))
+                .collect();
+            let words: Vec<_> = (1..=64)
+                .map(|b| r.recv_chosen_u64(ch, &c64b, b).expect("u64"))
+                .collect();
+            let add: Vec<_> = (1..=64)
+                .map(|b| r.recv_correlated_u64(ch, &c64b, b).expect("add"))
+                .collect();
+            (blocks, words, add)
+        },
+        move |s, ch| {
+            for m in &msgs2 {
+                s.send_chosen(ch, m).expect("chosen");
+            }
+            for (b, m) in (1..=64).zip(&m64b) {
+                s.send_chosen_u64(ch, m, b).expect("u64");
+            }
+            (1..=64)
+                .map(|b| s.send_correlated_u64(ch, &d2, b).expect("add"))
+                .collect::<Vec<_>>()
+        },
+    );
+    let (blocks, words, add) = run.client.output;
+    let xs = run.server.output;
+    for (i, c) in choices.iter().enumerate() {
+        for j in 0..c.len() {
+            assert_eq!(blocks[i][j], msgs[i][j][c[j] as usize], "chosen {j}");
+        }
+    }
+    for b in 1..=64u32 {
+        let mk = if b == 64 { u64::MAX } else { (1 << b) - 1 };
+        let bi = (b - 1) as usize;
+        for j in 0..n64 {
+            assert_eq!(words[bi][j], m64[bi][j][c64[j] as usize], "bits {b} OT {j}");
+            let want = xs[bi][j].wrapping_add(deltas[j] & (c64[j] as u64).wrapping_neg()) & mk;
+            assert_eq!(add[bi][j], want, "additive bits {b} OT {j}");
+            assert_eq!(xs[bi][j] & !mk, 0);
+        }
+    }
+}
+
+#[test]
+fn pooled_one_of_n_matches_definition() {
+    for n in [2usize, 3, 16, 256] {
+        let mut prg = Prg::from_seed(Block(24 + n as u128));
+        let count = 300;
+        let ch1: Vec<u8> = (0..count).map(|_| prg.below(n as u64) as u8).collect();
+        let ch2: Vec<u8> = (0..count).map(|_| prg.below(n as u64) as u8).collect();
+        let widths = [1u32, 8, 64];
+        let msgs: Vec<Vec<u64>> = widths
+            .iter()
+            .map(|&b| {
+                let mk = if b == 64 { u64::MAX } else { (1 << b) - 1 };
+                (0..count * n)
+                    .map(|_| prg.next_block().low_u64() & mk)
+                    .collect()
+            })
+            .collect();
+        let (a1, a2, m2) = (ch1.clone(), ch2.clone(), msgs.clone());
+        // A small pool: the 1-of-N calls refill on the way.
+        let run = pooled(
+            100,
+            move |r, ch| {
+                let keys = r.recv_random(ch, n, &a1).expect("random");
+                let vals: Vec<_> = widths
+                    .iter()
+                    .map(|&b| r.recv_u64(ch, n, &a2, b).expect("u64"))
+                    .collect();
+                (keys, vals, r.consumed())
+            },
+            move |s, ch| {
+                let keys = s.send_random(ch, n, count).expect("random");
+                for (&b, m) in widths.iter().zip(&m2) {
+                    s.send_u64(ch, n, m, b).expect("u64");
+                }
+                (keys, s.consumed())
+            },
+        );
+        let (rk, vals, rc) = run.client.output;
+        let (sk, sc) = run.server.output;
+        let m = (usize::BITS - (n - 1).leading_zeros()) as u64;
+        assert_eq!(rc, sc);
+        assert_eq!(rc, 4 * count as u64 * m, "N {n}: log2 N COTs per OT");
+        for j in 0..count {
+            let row = &sk[j * n..(j + 1) * n];
+            assert_eq!(rk[j], row[ch1[j] as usize], "N {n} row {j}");
+            let distinct: std::collections::HashSet<_> = row.iter().collect();
+            assert_eq!(distinct.len(), n, "N {n} row {j}: repeated keys");
+            for (w, v) in vals.iter().enumerate() {
+                assert_eq!(
+                    v[j],
+                    msgs[w][j * n + ch2[j] as usize],
+                    "N {n} width {w} row {j}"
+                );
+            }
+        }
+        // The keys must not be linear in the per-bit keys: XOR over a face of the cube would be
+        // zero for `K_x = ⊕_i H(k_i^{x_i})` (and leak XORs of messages to the receiver).
+        if n >= 4 {
+            for j in 0..count {
+                let r = &sk[j * n..];
+                assert_ne!(
+                    r[0] ^ r[1] ^ r[2] ^ r[3],
+                    Block::ZERO,
+                    "N {n} row {j}: linear keys"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn exhausted_pool_refills_in_the_current_phase() {
+    let mut prg = Prg::from_seed(Block(25));
+    let c = prg.bits(5000);
+    let c2 = c.clone();
+    let run = pooled(
+        10,
+        move |r, ch| {
+            let t = r.recv_cot(ch, &c2).expect("cot");
+            (t, r.available())
+        },
+        move |s, ch| {
+            let q = s.send_cot(ch, 5000).expect("cot");
+            (q, s.available(), s.consumed())
+        },
+    );
+    let (t, ra) = run.client.output;
+    let (q, sa, used) = run.server.output;
+    assert_eq!((ra, sa, used), (0, 0, 5000));
+    for j in 0..5000 {
+        assert_eq!(t[j], q[j] ^ DELTA.and_bit(c[j]));
+    }
+    // The 4990-COT refill (16 B each, padded to 128 rows) is charged to the online phase.
+    let online = run.client.cost.phase(Phase::Online).bytes_sent;
+    assert_eq!(online, 4992 * 16 + 5000 / 8);
+}
+
+fn is_invalid<T>(r: &Result<T, OtError>) -> bool {
+    matches!(r, Err(OtError::InvalidArgument(_)))
+}
+
+#[test]
+fn hostile_derandomisation_frames_are_typed_errors() {
+    // (name, frame bytes for a 100-OT call)
+    let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+        ("short", vec![0u8; 12], false),
+        ("long", vec![0u8; 14], false),
+        ("empty", vec![], false),
+        (
+            "padding bits set",
+            {
+                let mut f = vec![0u8; 13];
+                f[12] = 0x10; // bit 100: past the last OT
+                f
+            },
+            true,
+        ),
+    ];
+    for (name, frame, malformed) in cases {
+        let run = pooled(
+            200,
+            move |_r, ch| {
+                ch.send_pod::<u8>(&frame).expect("send");
+                ch.flush().expect("flush");
+            },
+            |s, ch| {
+                let r = s.send_cot(ch, 100).map(|_| ());
+                let again = s.send_cot(ch, 1).map(|_| ());
+                (r, again)
+            },
+        );
+        let (r, again) = run.server.output;
+        if malformed {
+            assert!(
+                matches!(r, Err(OtError::Malformed(_))),
+                "{name}: {:?}",
+                r.err()
+            );
+        } else {
+            assert!(matches!(r, Err(OtError::Net(_))), "{name}: {:?}", r.err());
+        }
+        assert!(is_invalid(&again), "{name}: not poisoned");
+    }
+    // 1-of-N: the frame carries log2 N bits per OT; one OT's worth too few is refused.
+    let run = pooled(
+        200,
+        |_r, ch| ch.send_pod::<u8>(&[0u8; 3]).expect("send"),
+        |s, ch| s.send_random(ch, 16, 10).map(|_| ()),
+    );
+    assert!(matches!(run.server.output, Err(OtError::Net(_))));
+}
+
+#[test]
+fn hostile_answers_are_typed_errors() {
+    for frame_len in [0usize, 31, 2 * 16 * 10 + 16] {
+        let run = pooled(
+            100,
+            |r, ch| r.recv_chosen(ch, &[true; 10]).map(|_| ()),
+            move |_s, ch| {
+                let _bits = ch.recv_pod::<u8>(2).expect("bits");
+                ch.send_pod::<u8>(&vec![7u8; frame_len]).expect("send");
+            },
+        );
+        assert!(
+            matches!(run.client.output, Err(OtError::Net(_))),
+            "len {frame_len}"
+        );
+    }
+    // 1-of-N chosen: 10 OTs of N = 16 at 8 bits is 160 bytes; 159 and 161 are refused.
+    for frame_len in [159usize, 161] {
+        let run = pooled(
+            100,
+            |r, ch| {
+                let e = r.recv_u64(ch, 16, &[3; 10], 8).map(|_| ());
+                (e, r.recv_cot(ch, &[true]).map(|_| ()))
+            },
+            move |_s, ch| {
+                let _bits = ch.recv_pod::<u8>(5).expect("bits");
+                ch.send_pod::<u8>(&vec![7u8; frame_len]).expect("send");
+            },
+        );
+        let (e, again) = run.client.output;
+        assert!(matches!(e, Err(OtError::Net(_))), "len {frame_len}");
+        assert!(is_invalid(&again));
+    }
+    // The peer hangs up before answering.
+    let run = pooled(
+        100,
+        |r, ch| r.recv_correlated_u64(ch, &[true; 10], 16).map(|_| ()),
+        |_s, _ch| {},
+    );
+    assert!(matches!(run.client.output, Err(OtError::Net(_))));
+}
+
+#[test]
+fn bad_arguments_are_typed_and_do_not_poison() {
+    let run = pooled(
+        10,
+        |r, ch| {
+            let errs = [
+                is_invalid(&r.recv_chosen_u64(ch, &[true], 0)),
+                is_invalid(&r.recv_correlated_u64(ch, &[true], 65)),
+                is_invalid(&r.recv_u64(ch, 16, &[16], 8)),
+                is_invalid(&r.recv_random(ch, 1, &[0])),
+                is_invalid(&r.recv_random(ch, 257, &[0])),
+                is_invalid(&r.recv_cot_into(ch, &[true], &mut [])),
+            ];
+            (errs, r.recv_cot(ch, &[true, false]).expect("cot"))
+        },
+        |s, ch| {
+            let errs = [
+                is_invalid(&s.send_chosen_u64(ch, &[[256, 0]], 8)),
+                is_invalid(&s.send_u64(ch, 16, &[0; 17], 8)),
+                is_invalid(&s.send_u64(ch, 2, &[0, 2], 1)),
+                is_invalid(&s.send_random(ch, 300, 1)),
+                is_invalid(&s.send_correlated_u64(ch, &[1], 0)),
+            ];
+            (errs, s.send_cot(ch, 2).expect("cot"))
+        },
+    );
+    let (re, t) = run.client.output;
+    let (se, q) = run.server.output;
+    assert!(re.iter().all(|&e| e), "{re:?}");
+    assert!(se.iter().all(|&e| e), "{se:?}");
+    assert_eq!(t[0], q[0] ^ DELTA);
+    assert_eq!(t[1], q[1]);
+}
+
+#[test]
+fn pool_bits_are_balanced_and_from_iknp_wrappers() {
+    // `from_iknp` on instances that were set up directly. With all-zero choices the
+    // derandomisation frame *is* the pool's random bits r_j: the sender reads it raw and checks
+    // that they are balanced (they must be uniform, or d_j = b_j ⊕ r_j would not hide b_j).
+    let n = 1 << 16;
+    let run = simulate(
+        move |ch| {
+            let ext = OtExtReceiver::setup(ch, &mut Prg::new()).expect("setup");
+            let mut r = PooledOtReceiver::from_iknp(ext, &mut Prg::new());
+            r.fill(ch, n).expect("fill");
+            let _ = r.recv_cot(ch, &vec![false; n]);
+        },
+        move |ch| {
+            let ext = OtExtSender::setup(ch, &mut Prg::new()).expect("setup");
+            let mut s = PooledOtSender::from_iknp(ext);
+            assert_eq!(s.source(), CotSource::Iknp);
+            s.fill(ch, n).expect("fill");
+            let frame = ch.recv_pod::<u8>(n / 8).expect("bits");
+            frame.iter().map(|b| b.count_ones() as i64).sum::<i64>()
+        },
+    );
+    // n/2 ± 6σ, σ = √n / 2 = 128.
+    let ones = run.server.output;
+    assert!(
+        (ones - (n as i64) / 2).abs() < 6 * 128,
+        "{ones} ones of {n}"
+    );
+}
