@@ -6,7 +6,7 @@ use crate::error::{invalid, Result};
 use crate::ring::mask;
 use rand_core::RngCore;
 use secinfer_net::{Channel, Meter, NetError};
-use secinfer_ot::Prg;
+use secinfer_ot::{CotSource, Prg};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -152,10 +152,17 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Setup phase: base OTs and OT-extension endpoints, both directions, plus KK13 (P0 sends).
+    /// Setup phase: base OTs of the COT pools in both directions (filled later by
+    /// [`Ctx::preprocess`], or on demand), IKNP filler.
     pub fn setup<C: Channel>(party: Party, ch: &mut C) -> Result<Ctx> {
+        Self::setup_with(party, ch, CotSource::Iknp)
+    }
+
+    /// Setup with a chosen filler for the COT pools (IKNP: 16 bytes per COT offline; Ferret:
+    /// well under a bit per COT offline, but it makes ~10^7 COTs per iteration).
+    pub fn setup_with<C: Channel>(party: Party, ch: &mut C, source: CotSource) -> Result<Ctx> {
         let mut prg = Prg::new();
-        let real = crate::ot_real::RealOt::setup(party, ch, &mut prg)?;
+        let real = crate::ot_real::RealOt::setup(party, ch, &mut prg, source)?;
         let trace = party.is_p0() && std::env::var_os("SECINFER_SS_TRACE").is_some();
         Ok(Ctx {
             party,
@@ -211,9 +218,8 @@ impl Ctx {
     /// only what depends on the inputs. Both parties call it with the same plan. With a backend
     /// that has nothing to precompute it does nothing.
     pub fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
-        let p0 = self.is_p0();
         match &mut self.backend {
-            Backend::Real(r) => r.preprocess(ch, p0, plan),
+            Backend::Real(r) => r.preprocess(ch, plan),
             Backend::Count => Ok(()),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => Ok(()),

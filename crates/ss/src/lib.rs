@@ -20,6 +20,7 @@ pub mod ring;
 pub mod ulp;
 
 pub use ctx::{BlockStat, Ctx, DryChannel, Party, Plan};
+pub use secinfer_ot::{CotSource, FerretParams};
 
 /// Counts the OTs `f` consumes on `party`'s side (a dry run: no peer, no traffic, outputs are
 /// meaningless). Sizes the offline phase: pass the result to [`Ctx::preprocess`].
