@@ -689,6 +689,49 @@ pub(crate) fn mul_private_raw<C: Channel>(
         .collect())
 }
 
+/// Product of two private values, truncated as it is made: P0 holds a (< 2^64), P1 holds
+/// b < 2^b_bits; returns shares mod 2^bits of Σ_j b_j·⌊a·2^j / 2^t⌋, which is ⌊a·b / 2^t⌋ minus
+/// less than b_bits units. Each correlated OT then carries only the `bits` bits that survive
+/// the truncation (SIRNN's product ring is a·b's full width, and a truncation follows).
+pub(crate) fn mul_private_trunc_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    v: &[u64],
+    b_bits: u32,
+    t: u32,
+    bits: u32,
+) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    check_bits(b_bits)?;
+    if t >= 128 {
+        return Err(invalid("mul_private_trunc: shift out of range"));
+    }
+    let n = v.len();
+    let k = b_bits as usize;
+    let m = mask(bits);
+    let (mut deltas, mut choices) = (Vec::new(), Vec::new());
+    if ctx.is_p0() {
+        deltas.reserve(n * k);
+        for a in v {
+            for j in 0..k {
+                deltas.push((((*a as u128) << j) >> t) as u64 & m);
+            }
+        }
+    } else {
+        choices.reserve(n * k);
+        for b in v {
+            for j in 0..k {
+                choices.push((b >> j) & 1 == 1);
+            }
+        }
+    }
+    let r = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
+    Ok(r.chunks(k.max(1))
+        .map(|c| c.iter().fold(0u64, |s, x| add(s, *x, m)))
+        .take(n)
+        .collect())
+}
+
 /// Product of two shared values in one ring: x0y0 + x1y1 locally, both cross terms by
 /// correlated OT choosing on the bits of y's shares (`y_bits` = bits of the y shares).
 pub fn mul_shared<C: Channel>(
@@ -979,6 +1022,10 @@ pub struct RecParams {
     /// Fractional bits of the offset table beyond the input's scale f (its low bits are zero
     /// and are not sent: the table ships f + 2 + extra bits per entry).
     pub offset_extra: u32,
+    /// When set, the offset table's fractional bits outright (overrides `offset_extra`): a
+    /// caller that rounds the result to a coarser output needs only a few bits below it, and
+    /// every bit here costs 2^k bits on the wire.
+    pub offset_frac: Option<u32>,
 }
 
 impl Default for RecParams {
@@ -988,6 +1035,7 @@ impl Default for RecParams {
             slope_scale: 12,
             newton: 0,
             offset_extra: 2,
+            offset_frac: None,
         }
     }
 }
@@ -1046,7 +1094,7 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     // The offset is shipped at scale f + offset_extra and shifted up by z locally (shares of
     // T·2^z mod 2^rw are the shares of T mod 2^(rw−z) shifted); the slope (≤ 1) is shipped in
     // slope_scale + 2 bits with MSB 0 and widened by one correlated OT.
-    let fo_t = (f + p.offset_extra).min(fw);
+    let fo_t = p.offset_frac.unwrap_or(f + p.offset_extra).min(fw);
     let z = fw - fo_t;
     let rt = rw - z;
     let rs = p.slope_scale + 2;
