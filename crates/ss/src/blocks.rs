@@ -9,9 +9,23 @@ use crate::error::{invalid, Result};
 use crate::ring::{check_bits, mask, msb};
 use secinfer_net::Channel;
 
-/// Digit size of the millionaires' protocol (one 1-of-32 OT per digit; 5 beat 4 and 6 here on
-/// bytes and rounds).
+/// Largest digit size of the millionaires' protocol (one 1-of-2^m OT per digit).
 pub const MILL_DIGIT: u32 = 5;
+
+/// Digit size for a `bits`-bit comparison: the smallest m ≤ MILL_DIGIT whose AND tree is no
+/// deeper than with MILL_DIGIT. Rounds stay those of 5-bit digits, while each 1-of-2^m OT from
+/// pooled COTs costs 2m + 2^m hashes and 2^(m+1) payload bits (19 bits: 5; 15 bits: 4 digits of
+/// 4 bits, 96 hashes instead of 3 × 42; 4 bits: one 1-of-16).
+pub fn mill_digit(bits: u32) -> u32 {
+    let levels = |m: u32| {
+        let q = bits.div_ceil(m).max(1);
+        u32::BITS - (q - 1).leading_zeros()
+    };
+    let target = levels(MILL_DIGIT);
+    (2..=MILL_DIGIT)
+        .find(|&m| levels(m) <= target)
+        .unwrap_or(MILL_DIGIT)
+}
 
 /// Left shift that yields 0 for shifts of 64 or more (2^64 ≡ 0 in every ring here).
 #[inline]
@@ -64,7 +78,7 @@ pub(crate) fn and_raw<C: Channel>(
 }
 
 /// Millionaires' comparison (CrypTFlow2): P0 inputs `a`, P1 inputs `b` (each its own `v`, both
-/// below 2^bits); returns XOR shares of [a < b]. Digits of MILL_DIGIT bits, one 1-of-2^MILL_DIGIT OT per digit
+/// below 2^bits); returns XOR shares of [a < b]. Digits of m = mill_digit(bits) bits, one 1-of-2^m OT per digit
 /// giving shares of the digit's lt/eq bits, then a log-depth AND tree.
 pub fn millionaire<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], bits: u32) -> Result<Vec<u8>> {
     check_bits(bits)?;
@@ -82,8 +96,9 @@ pub(crate) fn millionaire_raw<C: Channel>(
     if n == 0 {
         return Ok(Vec::new());
     }
-    let q = bits.div_ceil(MILL_DIGIT) as usize;
-    let nd = 1usize << MILL_DIGIT;
+    let md = mill_digit(bits);
+    let q = bits.div_ceil(md) as usize;
+    let nd = 1usize << md;
     let m = mask(bits);
     // Leaves: index [j * n + i] for digit j (least significant first), element i.
     let (mut lt, mut eq): (Vec<u8>, Vec<u8>);
@@ -92,7 +107,7 @@ pub(crate) fn millionaire_raw<C: Channel>(
         let mut msgs = vec![0u64; q * n * nd];
         for j in 0..q {
             for i in 0..n {
-                let a = ((v[i] & m) >> (MILL_DIGIT as usize * j)) & (nd as u64 - 1);
+                let a = ((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1);
                 let (rl, re) = (r[2 * (j * n + i)], r[2 * (j * n + i) + 1]);
                 let row = &mut msgs[(j * n + i) * nd..(j * n + i + 1) * nd];
                 for (t, slot) in row.iter_mut().enumerate() {
@@ -109,8 +124,7 @@ pub(crate) fn millionaire_raw<C: Channel>(
         let mut choices = vec![0u8; q * n];
         for j in 0..q {
             for i in 0..n {
-                choices[j * n + i] =
-                    (((v[i] & m) >> (MILL_DIGIT as usize * j)) & (nd as u64 - 1)) as u8;
+                choices[j * n + i] = (((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1)) as u8;
             }
         }
         let got = ctx.kk_recv(ch, nd, &choices, 2)?;
@@ -1107,7 +1121,10 @@ pub(crate) fn reciprocal_raw<C: Channel>(
         let xt = (-1.0 / slope).sqrt(); // tangent point where −1/x² = slope
         let gap = 1.0 / a + slope * (xt - a) - 1.0 / xt; // secant above the curve
         let off = 1.0 / a - gap / 2.0;
-        t0[j] = (off * (fo_t as f64).exp2()).round() as u64 & mask(rt);
+        // Rounded up: at d = 1 the lowered line sits exactly half an output ULP below 1 when
+        // h²/8 is half a ULP (rec_index_bits' choice), and a downward rounding there turns every
+        // saturated sigmoid into 1 − 1 ULP. Up is at most 2^−fo_t extra error.
+        t0[j] = (off * (fo_t as f64).exp2()).ceil() as u64 & mask(rt);
         s[j] = ((-slope) * (p.slope_scale as f64).exp2()).round() as u64 & mask(rs);
     }
     // Δ = Δ0 + Δ1 − 2^t·c with Δ_i = d_i mod 2^t, so 1/d ≈ T0 − S·Δ0 − S·Δ1 + 2^t·c·S. P0 knows

@@ -209,6 +209,15 @@ impl Ctx {
         }
     }
 
+    /// Pooled COTs not yet used, per direction (`None` for a backend without pools). After a
+    /// preprocess sized by a dry run and the run itself, both are zero.
+    pub fn pool_available(&self) -> Option<Plan> {
+        match &self.backend {
+            Backend::Real(r) => Some(r.available()),
+            _ => None,
+        }
+    }
+
     /// The OTs consumed since this context was made.
     pub fn consumed(&self) -> Plan {
         self.used

@@ -25,13 +25,14 @@ pub fn rec_index_bits(out_scale: u32) -> u32 {
     (out_scale.saturating_sub(2)).div_ceil(2).clamp(4, 8)
 }
 
-/// The reciprocal's table for a result rounded to `out_scale`: offsets at out_scale + 3
-/// fractional bits (with P0's folded S·Δ0 term, at most 2^−(out_scale+3) off, 1/8 output ULP)
-/// instead of f + 2: the 2^k-row table is most of sigmoid's online bytes.
-fn rec_params(out_scale: u32) -> RecParams {
+/// The reciprocal's table for a result rounded to `out_scale`. OPAF (`compact`): offsets at
+/// out_scale + 3 fractional bits (rounded up, with P0's folded S·Δ0 term: at most 3/16 of an
+/// output ULP more error, inside OPAF's 3-ULP budget) instead of f + 2, since the 2^k-row table
+/// is most of sigmoid's online bytes. The SIRNN baseline keeps f + 2 and its ≤ 1 ULP.
+fn rec_params(out_scale: u32, compact: bool) -> RecParams {
     RecParams {
         k: rec_index_bits(out_scale),
-        offset_frac: Some(out_scale + 3),
+        offset_frac: if compact { Some(out_scale + 3) } else { None },
         ..RecParams::default()
     }
 }
@@ -152,9 +153,7 @@ fn exp_neg_direct<C: Channel>(
     let cm1 = ((c - 1.0) * (fc as f64).exp2()).round() as u64;
     let scaled: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(cm1) & mr).collect();
     let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &mine_m, &scaled, r))?;
-    let v: Vec<u64> = (0..n)
-        .map(|i| add(pt[i] << fc, sel[i], mr))
-        .collect();
+    let v: Vec<u64> = (0..n).map(|i| add(pt[i] << fc, sel[i], mr)).collect();
     // v at scale f1 + fc; bring to fo (cheap truncation: this is an intermediate).
     let from = f1 + fc;
     if from > fo {
@@ -511,7 +510,7 @@ fn sigmoid_opaf_inner<C: Channel>(
     let rb = f + 2;
     let d = one_plus(&e, p0, f, rb);
     let (w, rw, fw) = ctx.block("rec", |ctx| {
-        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale))
+        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, true))
     })?;
     let r = round_down_msb0_with(ctx, ch, &w, rw, fw, out.scale, out.bits, FINAL_EXACT)?;
     // σ = r + m·(1 − 2r)
@@ -742,7 +741,7 @@ fn sigmoid_sirnn_inner<C: Channel>(
     let d = one_plus(&e, p0, f, rb);
     let d = clamp_below_two(ctx, ch, &d, rb)?;
     let (w, rw, fw) = ctx.block("rec", |ctx| {
-        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale))
+        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, false))
     })?;
     // Ring of the product e·r: r's shares shifted by f stay valid mod 2^(rw + f).
     let pr = rw + f;

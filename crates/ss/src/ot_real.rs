@@ -82,6 +82,25 @@ impl RealOt {
         Ok(())
     }
 
+    /// Unused pooled COTs per direction.
+    pub(crate) fn available(&self) -> Plan {
+        let (mine_out, mine_in) = (
+            self.sender.available() as u64,
+            self.receiver.available() as u64,
+        );
+        if self.party.is_p0() {
+            Plan {
+                cots_from_p0: mine_out,
+                cots_from_p1: mine_in,
+            }
+        } else {
+            Plan {
+                cots_from_p0: mine_in,
+                cots_from_p1: mine_out,
+            }
+        }
+    }
+
     pub(crate) fn cot_send<C: Channel>(
         &mut self,
         ch: &mut C,
