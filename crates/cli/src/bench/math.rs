@@ -15,7 +15,7 @@ use secinfer_ss::math::{self, Impl};
 use secinfer_ss::reveal::{reveal, share_input, RevealTo};
 use secinfer_ss::ring::Fixed;
 use secinfer_ss::ulp::{inputs, ulp_stats, MathFn};
-use secinfer_ss::{Ctx, Party};
+use secinfer_ss::{CotSource, Ctx, FerretParams, Party};
 use serde_json::{Map, Value};
 use std::time::Instant;
 
@@ -46,8 +46,20 @@ pub struct MathArgs {
     /// s + 4 bits), exhaustive up to 2^16 inputs, else 2^16 evenly spaced inputs (`--n` unused).
     #[arg(long = "ulp-table")]
     pub ulp_table: bool,
+    /// What fills the COT pools offline: `iknp` (16 bytes per COT) or `ferret` (silent OT,
+    /// emp-ot's b13 set: well under a bit per COT, ~10^7 COTs per iteration).
+    #[arg(long = "cot-source", default_value = "iknp")]
+    pub cot_source: String,
     #[command(flatten)]
     pub net: NetArgs,
+}
+
+fn cot_source(name: &str) -> Result<CotSource, Error> {
+    match name {
+        "iknp" => Ok(CotSource::Iknp),
+        "ferret" => Ok(CotSource::Ferret(FerretParams::B13)),
+        _ => Err(Error::msg("--cot-source must be iknp or ferret")),
+    }
 }
 
 /// What each party reports about its own run (serialisable for the two-process mode).
@@ -94,10 +106,11 @@ fn party(
     inp: Fixed,
     out: Fixed,
     xs: &[u64],
+    source: CotSource,
     ch: &mut DynChannel,
 ) -> Result<ClientOut, Error> {
     let t0 = Instant::now();
-    let mut ctx = Ctx::setup(party, ch)?;
+    let mut ctx = Ctx::setup_with(party, ch, source)?;
     let setup_s = t0.elapsed().as_secs_f64();
     // Input sharing (not part of the measured function).
     let mine = share_input(
@@ -178,13 +191,14 @@ fn measure(
     out: Fixed,
     n: usize,
     net: &NetArgs,
+    source: CotSource,
 ) -> Result<BenchRecord, Error> {
     let xs = inputs(f, inp, n);
     let xs_ref = &xs;
     let r = run_pair(
         net,
-        |ch| party(Party::Client, f, imp, inp, out, xs_ref, ch),
-        |ch| party(Party::Server, f, imp, inp, out, xs_ref, ch).map(|r| r.report),
+        |ch| party(Party::Client, f, imp, inp, out, xs_ref, source, ch),
+        |ch| party(Party::Server, f, imp, inp, out, xs_ref, source, ch).map(|r| r.report),
     )?;
     let c = r.client;
     let s = r.server;
@@ -254,7 +268,15 @@ pub fn run(args: MathArgs, out: &mut Reporter) -> Result<(), Error> {
         return Err(Error::msg("--n must be positive"));
     }
     let (inp, outf) = formats(f, &args);
-    let rec = measure(f, imp, inp, outf, args.n, &args.net)?;
+    let rec = measure(
+        f,
+        imp,
+        inp,
+        outf,
+        args.n,
+        &args.net,
+        cot_source(&args.cot_source)?,
+    )?;
     out.emit(rec);
     Ok(())
 }
@@ -288,7 +310,15 @@ fn ulp_table(imp: Impl, args: &MathArgs, out: &mut Reporter) -> Result<(), Error
                     scale: s,
                 }
             };
-            let v = match measure(f, imp, inp, outf, n, &args.net) {
+            let v = match measure(
+                f,
+                imp,
+                inp,
+                outf,
+                n,
+                &args.net,
+                cot_source(&args.cot_source)?,
+            ) {
                 Ok(r) => r.extra.get("max_ulp").cloned().unwrap_or(Value::Null),
                 Err(_) => Value::Null,
             };
