@@ -1160,9 +1160,9 @@ pub(crate) fn reciprocal_raw<C: Channel>(
             .collect();
         if p0 {
             deltas.reserve(n * (tu + 1));
-            for i in 0..n {
+            for sv in &slope {
                 for b in 0..t {
-                    deltas.push(shl(slope[i], b) & mw);
+                    deltas.push(shl(*sv, b) & mw);
                 }
             }
             deltas.extend_from_slice(&mux_delta);
