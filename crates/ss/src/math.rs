@@ -25,13 +25,22 @@ pub fn rec_index_bits(out_scale: u32) -> u32 {
     (out_scale.saturating_sub(2)).div_ceil(2).clamp(4, 8)
 }
 
+/// Largest reciprocal table OPAF uses (2^7 rows): tanh's σ at scale 17 would take 2^8 rows for
+/// a segment error of half its ULP; 2^7 rows make it 2 ULP of σ there (an output ULP of tanh),
+/// and the table's rows are most of the online bytes and hashing.
+pub const OPAF_REC_MAX_K: u32 = 7;
+
 /// The reciprocal's table for a result rounded to `out_scale`. OPAF (`compact`): offsets at
 /// out_scale + 3 fractional bits (rounded up, with P0's folded S·Δ0 term: at most 3/16 of an
 /// output ULP more error, inside OPAF's 3-ULP budget) instead of f + 2, since the 2^k-row table
 /// is most of sigmoid's online bytes. The SIRNN baseline keeps f + 2 and its ≤ 1 ULP.
 fn rec_params(out_scale: u32, compact: bool) -> RecParams {
     RecParams {
-        k: rec_index_bits(out_scale),
+        k: if compact {
+            rec_index_bits(out_scale).min(OPAF_REC_MAX_K)
+        } else {
+            rec_index_bits(out_scale)
+        },
         offset_frac: if compact { Some(out_scale + 3) } else { None },
         ..RecParams::default()
     }
