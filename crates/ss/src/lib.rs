@@ -6,8 +6,10 @@
 //! decomposition, reciprocal, ReLU), and the math functions: SIRNN's exp / sigmoid / tanh
 //! baselines and OPAF's exp, exp on negative inputs, sigmoid and tanh (DESIGN.md §5).
 //!
-//! All correlations come from OT extension (`secinfer-ot`); an insecure dealer exists only behind
-//! the `test-dealer` feature.
+//! All correlations come from `secinfer-ot`'s pooled OT: random COTs in both directions,
+//! made in the offline phase ([`Ctx::preprocess`], sized by a dry run: [`plan_for`]) by IKNP or
+//! Ferret, and derandomised online (1 bit per 1-of-2 OT plus its payload; 1-of-N OTs from
+//! ⌈log2 N⌉ of them). An insecure dealer exists only behind the `test-dealer` feature.
 #![deny(unsafe_code)]
 
 pub mod blocks;

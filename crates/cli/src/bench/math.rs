@@ -5,7 +5,8 @@
 //! shares (phase `offline`: the correlations a dry run says the function consumes, precomputed
 //! — pooled random COTs; phase `online`: the function itself, derandomising them), and
 //! afterwards the client learns the outputs (not metered) and measures the ULP error against the
-//! exact real function. Setup is the base OTs of both OT-extension directions and KK13.
+//! exact real function. Setup is the base OTs of both pool directions (and Ferret's bootstrap
+//! with `--cot-source ferret`).
 use crate::error::Error;
 use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
