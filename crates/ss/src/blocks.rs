@@ -55,7 +55,8 @@ fn same_len(a: usize, b: usize) -> Result<()> {
 
 // ============================================================================ boolean
 
-/// AND of XOR-shared bits: x0y0 ⊕ x1y1 locally, the two cross terms by 1-bit correlated OT.
+/// AND of XOR-shared bits: with Beaver bit triples made offline (the real backend), one opening;
+/// otherwise (the test dealer) x0y0 ⊕ x1y1 locally and the two cross terms by 1-bit COTs.
 pub fn and<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u8], y: &[u8]) -> Result<Vec<u8>> {
     same_len(x.len(), y.len())?;
     ctx.block("and", |ctx| and_raw(ctx, ch, x, y))
@@ -67,6 +68,9 @@ pub(crate) fn and_raw<C: Channel>(
     x: &[u8],
     y: &[u8],
 ) -> Result<Vec<u8>> {
+    if ctx.has_triples() {
+        return ctx.and_bits(ch, x, y);
+    }
     let deltas: Vec<u64> = x.iter().map(|b| (*b & 1) as u64).collect();
     let choices: Vec<bool> = y.iter().map(|b| *b & 1 == 1).collect();
     let cross = ctx.cross_both(ch, &deltas, &choices, 1)?;

@@ -1,12 +1,11 @@
 //! Per-party protocol state: the party's role, its PRG, its OT-extension endpoints (paired
 //! crosswise with the peer's), and the counter of building-block invocations.
-#[cfg(feature = "test-dealer")]
-use crate::error::SsError;
+use crate::error::SsError as SsErr;
 use crate::error::{invalid, Result};
 use crate::ring::mask;
 use rand_core::RngCore;
 use secinfer_net::{Channel, Meter, NetError};
-use secinfer_ot::{CotSource, Prg};
+use secinfer_ot::{Block, CotSource, Prg};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -72,12 +71,30 @@ pub struct Plan {
     pub cots_from_p0: u64,
     /// 1-of-2 OTs with P1 as sender: the pool P1 → P0.
     pub cots_from_p1: u64,
+    /// Beaver bit triples for AND gates (each made offline from one random OT each way).
+    pub triples: u64,
 }
 
 impl Plan {
     pub fn add(&mut self, o: &Plan) {
         self.cots_from_p0 += o.cots_from_p0;
         self.cots_from_p1 += o.cots_from_p1;
+        self.triples += o.triples;
+    }
+}
+
+/// Precomputed Beaver bit triples (this party's shares), consumed from `pos`.
+#[derive(Default)]
+struct Triples {
+    a: Vec<u8>,
+    b: Vec<u8>,
+    c: Vec<u8>,
+    pos: usize,
+}
+
+impl Triples {
+    fn available(&self) -> usize {
+        self.a.len() - self.pos
     }
 }
 
@@ -145,6 +162,8 @@ pub struct Ctx {
     path: Vec<&'static str>,
     /// OTs consumed so far (see [`Plan`]).
     used: Plan,
+    /// Precomputed bit triples (real backend only).
+    triples: Triples,
     /// Nesting depth of the running block.
     depth: u32,
     /// Print each block's wall time to stderr (env `SECINFER_SS_TRACE=1`; P0 only).
@@ -172,6 +191,7 @@ impl Ctx {
             stats: BTreeMap::new(),
             path: Vec::new(),
             used: Plan::default(),
+            triples: Triples::default(),
             depth: 0,
             trace,
         })
@@ -188,6 +208,7 @@ impl Ctx {
             stats: BTreeMap::new(),
             path: Vec::new(),
             used: Plan::default(),
+            triples: Triples::default(),
             depth: 0,
             trace: false,
         }
@@ -204,6 +225,7 @@ impl Ctx {
             stats: BTreeMap::new(),
             path: Vec::new(),
             used: Plan::default(),
+            triples: Triples::default(),
             depth: 0,
             trace: false,
         }
@@ -213,7 +235,10 @@ impl Ctx {
     /// preprocess sized by a dry run and the run itself, both are zero.
     pub fn pool_available(&self) -> Option<Plan> {
         match &self.backend {
-            Backend::Real(r) => Some(r.available()),
+            Backend::Real(r) => Some(Plan {
+                triples: self.triples.available() as u64,
+                ..r.available()
+            }),
             _ => None,
         }
     }
@@ -228,11 +253,142 @@ impl Ctx {
     /// that has nothing to precompute it does nothing.
     pub fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
         match &mut self.backend {
-            Backend::Real(r) => r.preprocess(ch, plan),
-            Backend::Count => Ok(()),
+            Backend::Real(r) => r.preprocess(ch, plan)?,
+            Backend::Count => return Ok(()),
             #[cfg(feature = "test-dealer")]
-            Backend::Dealer => Ok(()),
+            Backend::Dealer => return Ok(()),
         }
+        let have = self.triples.available() as u64;
+        if plan.triples > have {
+            let n = usize::try_from(plan.triples - have)
+                .map_err(|_| invalid("triple count overflows usize"))?;
+            self.make_triples(ch, n)?;
+        }
+        Ok(())
+    }
+
+    /// Makes `n` Beaver bit triples (a, b, c = a∧b, each XOR-shared) from one random OT each
+    /// way: with P0's ROT keys (k0, k1) and P1's choice b1, P0 sets a0 = h(k0) ⊕ h(k1) and keeps
+    /// u0 = h(k0), P1 gets v1 = h(k_b1), so u0 ⊕ v1 = a0·b1; the mirror OT gives a1·b0; then
+    /// c_i = a_i·b_i ⊕ (its halves of both cross terms). h is the key's low bit (the keys are
+    /// already hashed). Both parties run the two OT batches in the same order (P0 → P1 first).
+    fn make_triples<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<()> {
+        let b = self.rand_bits(n);
+        let choices: Vec<bool> = b.iter().map(|x| *x == 1).collect();
+        let p0 = self.is_p0();
+        let r = match &mut self.backend {
+            Backend::Real(r) => r,
+            _ => return Err(invalid("bit triples need the real OT backend")),
+        };
+        let lsb = |k: &Block| (k.0 & 1) as u8;
+        // (a_i, u_i) from this party's ROTs as sender, v_i from its ROTs as receiver.
+        let (sent, got) = if p0 {
+            let s = r.rot_send(ch, n)?;
+            let g = r.rot_recv(ch, &choices)?;
+            (s, g)
+        } else {
+            let g = r.rot_recv(ch, &choices)?;
+            let s = r.rot_send(ch, n)?;
+            (s, g)
+        };
+        let t = &mut self.triples;
+        t.a.drain(..t.pos);
+        t.b.drain(..t.pos);
+        t.c.drain(..t.pos);
+        t.pos = 0;
+        for j in 0..n {
+            let (k0, k1) = (lsb(&sent[j][0]), lsb(&sent[j][1]));
+            let a = k0 ^ k1;
+            let c = (a & b[j]) ^ k0 ^ lsb(&got[j]);
+            t.a.push(a);
+            t.b.push(b[j]);
+            t.c.push(c);
+        }
+        Ok(())
+    }
+
+    /// Whether ANDs run on bit triples (real and dry-run backends; the dealer uses COTs).
+    pub(crate) fn has_triples(&self) -> bool {
+        match self.backend {
+            Backend::Real(_) | Backend::Count => true,
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => false,
+        }
+    }
+
+    /// AND of XOR-shared bits with Beaver triples: each party opens x ⊕ a and y ⊕ b (P0 sends
+    /// first, so one round trip on any channel) and computes c ⊕ d·b ⊕ e·a (⊕ d·e at P0). No
+    /// hashing online and one round trip instead of two correlated-OT batches. Triples missing
+    /// from the offline phase are made on demand (both parties know the count).
+    pub(crate) fn and_bits<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        x: &[u8],
+        y: &[u8],
+    ) -> Result<Vec<u8>> {
+        let n = x.len();
+        if y.len() != n {
+            return Err(invalid("AND needs equal lengths"));
+        }
+        self.used.triples += n as u64;
+        match &self.backend {
+            Backend::Real(_) => {}
+            Backend::Count => return Ok(vec![0; n]),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => return Err(invalid("the dealer has no triples")),
+        }
+        if self.triples.available() < n {
+            let need = n - self.triples.available();
+            self.make_triples(ch, need)?;
+        }
+        let b0 = traffic(ch);
+        let p = self.triples.pos;
+        let (ta, tb, tc) = (
+            &self.triples.a[p..p + n],
+            &self.triples.b[p..p + n],
+            &self.triples.c[p..p + n],
+        );
+        // Packed: bit 2j = d_j, bit 2j + 1 = e_j.
+        let mut mine = vec![0u8; (2 * n).div_ceil(8)];
+        for j in 0..n {
+            let d = (x[j] ^ ta[j]) & 1;
+            let e = (y[j] ^ tb[j]) & 1;
+            mine[(2 * j) / 8] |= d << ((2 * j) % 8);
+            mine[(2 * j + 1) / 8] |= e << ((2 * j + 1) % 8);
+        }
+        let theirs = if self.is_p0() {
+            ch.send_pod(&mine)?;
+            ch.recv_pod::<u8>(mine.len())?
+        } else {
+            let t = ch.recv_pod::<u8>(mine.len())?;
+            ch.send_pod(&mine)?;
+            ch.flush()?;
+            t
+        };
+        // Padding bits past the last pair must be zero: anything else is a malformed frame.
+        if (2 * n) % 8 != 0 {
+            if let Some(last) = theirs.last() {
+                if last >> ((2 * n) % 8) != 0 {
+                    return Err(SsErr::Malformed("AND opening has bits set past its end".into()));
+                }
+            }
+        }
+        let p0 = self.is_p0();
+        let out = (0..n)
+            .map(|j| {
+                let bit = |v: &[u8], i: usize| (v[i / 8] >> (i % 8)) & 1;
+                let d = bit(&mine, 2 * j) ^ bit(&theirs, 2 * j);
+                let e = bit(&mine, 2 * j + 1) ^ bit(&theirs, 2 * j + 1);
+                let mut z = tc[j] ^ (d & tb[j]) ^ (e & ta[j]);
+                if p0 {
+                    z ^= d & e;
+                }
+                z
+            })
+            .collect();
+        self.triples.pos += n;
+        self.charge(traffic(ch) - b0, 0, 0);
+        Ok(out)
     }
 
     pub fn is_p0(&self) -> bool {
@@ -397,7 +553,7 @@ impl Ctx {
                 let msg: Vec<u64> = ch.recv_pod(2 * choices.len())?;
                 let m = mask(bits);
                 if msg.iter().any(|v| v & !m != 0) {
-                    return Err(SsError::Malformed("dealer value out of range".into()));
+                    return Err(SsErr::Malformed("dealer value out of range".into()));
                 }
                 Ok(choices
                     .iter()
@@ -473,7 +629,7 @@ impl Ctx {
                 let msg: Vec<u64> = ch.recv_pod(n * choices.len())?;
                 let m = mask(bits);
                 if msg.iter().any(|v| v & !m != 0) {
-                    return Err(SsError::Malformed("dealer value out of range".into()));
+                    return Err(SsErr::Malformed("dealer value out of range".into()));
                 }
                 Ok(choices
                     .iter()

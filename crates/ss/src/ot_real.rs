@@ -4,7 +4,7 @@
 use crate::ctx::{Party, Plan};
 use crate::error::{Result, SsError};
 use secinfer_net::Channel;
-use secinfer_ot::{CotSource, OtError, PooledOtReceiver, PooledOtSender, Prg};
+use secinfer_ot::{Block, CotSource, OtError, PooledOtReceiver, PooledOtSender, Prg};
 
 impl From<OtError> for SsError {
     fn from(e: OtError) -> Self {
@@ -58,8 +58,9 @@ impl RealOt {
     /// same order on both sides (the P0 → P1 pool first). A pool that runs dry online refills
     /// itself on demand (correct, but then that traffic is online).
     pub(crate) fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
-        let from_p0 = count(plan.cots_from_p0)?;
-        let from_p1 = count(plan.cots_from_p1)?;
+        // Each bit triple takes one random OT each way.
+        let from_p0 = count(plan.cots_from_p0 + plan.triples)?;
+        let from_p1 = count(plan.cots_from_p1 + plan.triples)?;
         if self.party.is_p0() {
             let need = from_p0.saturating_sub(self.sender.available());
             if need > 0 {
@@ -82,6 +83,15 @@ impl RealOt {
         Ok(())
     }
 
+    /// Random OTs as sender (from this party's outgoing pool): both keys per OT.
+    pub(crate) fn rot_send<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<[Block; 2]>> {
+        Ok(self.sender.send_rot(ch, n)?)
+    }
+    /// Random OTs as receiver: the chosen key per OT.
+    pub(crate) fn rot_recv<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>> {
+        Ok(self.receiver.recv_rot(ch, choices)?)
+    }
+
     /// Unused pooled COTs per direction.
     pub(crate) fn available(&self) -> Plan {
         let (mine_out, mine_in) = (
@@ -92,11 +102,13 @@ impl RealOt {
             Plan {
                 cots_from_p0: mine_out,
                 cots_from_p1: mine_in,
+                triples: 0,
             }
         } else {
             Plan {
                 cots_from_p0: mine_in,
                 cots_from_p1: mine_out,
+                triples: 0,
             }
         }
     }
