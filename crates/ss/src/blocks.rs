@@ -100,13 +100,33 @@ pub(crate) fn millionaire_raw<C: Channel>(
     if n == 0 {
         return Ok(Vec::new());
     }
-    let md = mill_digit(bits);
+    let bitwise = ctx.has_triples();
+    let md = if bitwise { 1 } else { mill_digit(bits) };
     let q = bits.div_ceil(md) as usize;
     let nd = 1usize << md;
     let m = mask(bits);
     // Leaves: index [j * n + i] for digit j (least significant first), element i.
     let (mut lt, mut eq): (Vec<u8>, Vec<u8>);
-    if ctx.is_p0() {
+    if bitwise {
+        // With AND gates on precomputed triples, 1-bit digits are cheapest online: a bit's
+        // lt = ¬a ∧ b is one AND of the parties' own bits and eq = ¬a ⊕ b is local, so the whole
+        // comparison is bit openings (no 1-of-2^m OT hashing 2m + 2^m keys per digit).
+        let p0 = ctx.is_p0();
+        let mut x = vec![0u8; q * n];
+        let mut y = vec![0u8; q * n];
+        for j in 0..q {
+            for i in 0..n {
+                let bit = ((v[i] & m) >> j) as u8 & 1;
+                if p0 {
+                    x[j * n + i] = bit ^ 1;
+                } else {
+                    y[j * n + i] = bit;
+                }
+            }
+        }
+        lt = and_raw(ctx, ch, &x, &y)?;
+        eq = (0..q * n).map(|k| x[k] ^ y[k]).collect();
+    } else if ctx.is_p0() {
         let r = ctx.rand_bits(2 * q * n);
         let mut msgs = vec![0u64; q * n * nd];
         for j in 0..q {
