@@ -369,7 +369,9 @@ impl Ctx {
         if (2 * n) % 8 != 0 {
             if let Some(last) = theirs.last() {
                 if last >> ((2 * n) % 8) != 0 {
-                    return Err(SsErr::Malformed("AND opening has bits set past its end".into()));
+                    return Err(SsErr::Malformed(
+                        "AND opening has bits set past its end".into(),
+                    ));
                 }
             }
         }

@@ -88,7 +88,11 @@ impl RealOt {
         Ok(self.sender.send_rot(ch, n)?)
     }
     /// Random OTs as receiver: the chosen key per OT.
-    pub(crate) fn rot_recv<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>> {
+    pub(crate) fn rot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>> {
         Ok(self.receiver.recv_rot(ch, choices)?)
     }
 

@@ -136,6 +136,15 @@ fn party(
     ch.set_phase(Phase::Offline);
     let t_off = Instant::now();
     ctx.preprocess(ch, plan)?;
+    // Barrier (one byte each way, charged to offline): the online clocks start together, so
+    // neither party's online time includes waiting for the tail of the other's offline work.
+    if party == Party::Server {
+        ch.send_pod(&[1u8])?;
+        ch.recv_pod::<u8>(1)?;
+    } else {
+        ch.recv_pod::<u8>(1)?;
+        ch.send_pod(&[1u8])?;
+    }
     ch.flush()?;
     let offline_s = t_off.elapsed().as_secs_f64();
     ch.set_phase(Phase::Online);
