@@ -366,9 +366,10 @@ impl Ctx {
             t
         };
         // Padding bits past the last pair must be zero: anything else is a malformed frame.
-        if (2 * n) % 8 != 0 {
+        let tail = (2 * n) & 7; // bits used in the last byte (0: all eight)
+        if tail != 0 {
             if let Some(last) = theirs.last() {
-                if last >> ((2 * n) % 8) != 0 {
+                if last >> tail != 0 {
                     return Err(SsErr::Malformed(
                         "AND opening has bits set past its end".into(),
                     ));
