@@ -11,7 +11,14 @@
 //!   global Δ (no hashing: 16 bytes per OT), random OT, chosen-message OT on 128-bit or packed
 //!   `bits`-bit messages, and additively correlated OT over `Z_{2^bits}`;
 //! * KK13 1-of-N OT extension, N ≤ 256, with the 256-bit Walsh–Hadamard code ([`KkSender`],
-//!   [`KkReceiver`]), for the lookup tables of the math library.
+//!   [`KkReceiver`]), for the lookup tables of the math library;
+//! * pooled OT ([`PooledOtSender`], [`PooledOtReceiver`]): random COTs made offline by IKNP or
+//!   Ferret ([`CotSource`]), consumed online by derandomisation — 1 bit per 1-of-2 OT and
+//!   `⌈log2 N⌉` bits per 1-of-N OT from the receiver, plus the payloads — with the same method
+//!   signatures as the IKNP and KK13 types;
+//! * semi-honest Ferret silent COT ([`ferret`]: GGM SPCOT, regular-noise MPCOT, primal LPN with a
+//!   `d = 10` local code, emp-ot's 128-bit `ferret_b11/b12/b13` parameter sets): 0.44 bits per
+//!   COT for [`FerretParams::B13`], bootstrapped from IKNP.
 //!
 //! Every call works on whole slices, streams rows in chunks of [`CHUNK_ROWS`] (so scratch memory
 //! is a few MiB for any count, 10^8 OTs included), keeps messages in one direction at a time (a

@@ -22,21 +22,22 @@
 //!
 //! The inner hash breaks the Δ-correlation (without it, `S_x ⊕ S_y` would be a multiple of `Δ`
 //! set by the parity of `x ⊕ y`). The outer hash, tweaked by `(j, x)`, is needed too: the bare
-//! sum `S_x` is *linear* in the per-bit keys, so a receiver of chosen messages `m_x ⊕ S_x` could
-//! XOR four of them along a face of the cube (`S_{01} ⊕ S_{10} ⊕ S_{11} = S_{00}` ⊕ known terms for
-//! choice `00`) and learn the XOR of three messages it must not see. With the outer hash each
-//! `K_x` (`x ≠ choice`) is a hash of a value that includes at least one inner output the receiver
-//! cannot compute (128 bits of entropy), under a tweak used once — the random-oracle argument of
-//! Naor–Pinkas's PRF-per-bit construction, with the tweakable hash in place of `m` PRF keys. The
-//! sender builds the `N` sums by prefix XOR (`S_x = S_{x & (x−1)} ⊕ D_{tz(x)}`), so it hashes
-//! `2m + N` times per OT (KK13 hashes `2N` half-rows), and the wire carries `m` bits from the
-//! receiver instead of KK13's 32 bytes.
+//! sum `S_x` is *linear* in the per-bit keys — `S_{00} ⊕ S_{01} ⊕ S_{10} ⊕ S_{11} = 0` — so a
+//! receiver with choice `00` who gets `m_x ⊕ S_x` for every `x` would learn
+//! `m_{01} ⊕ m_{10} ⊕ m_{11}`. With the outer hash each `K_x` (`x ≠ choice`) is a hash of a value
+//! that includes at least one inner output the receiver cannot compute (128 bits of entropy),
+//! under a tweak used once — the random-oracle argument of Naor–Pinkas's PRF-per-bit
+//! construction, with the tweakable hash in place of `m` PRF keys. The sender builds the `N` sums
+//! by prefix XOR (`S_x = S_{x & (x−1)} ⊕ D_{tz(x)}`), so it hashes `2m + N` times per OT (KK13
+//! hashes `2N` half-rows), and the wire carries `m` bits from the receiver instead of KK13's 32
+//! bytes.
 //!
 //! Pool exhaustion is never an error: a call that needs more COTs than the pool holds first
-//! refills exactly the deficit (in the channel's current phase, so it shows up in the online
-//! bytes — size the offline [`fill`](PooledOtSender::fill) with a dry run and
-//! [`consumed`](PooledOtSender::consumed)). Both parties see the same pool size and the same
-//! call sizes, so they refill at the same moment without a message.
+//! refills the deficit (exactly with IKNP, by whole iterations with Ferret) in the channel's
+//! current phase, so it shows up in the online bytes; size the offline
+//! [`fill`](PooledOtSender::fill) with a dry run and [`consumed`](PooledOtSender::consumed). Both
+//! parties see the same pool size and the same call sizes, so they refill at the same moment
+//! without a message.
 //!
 //! Messages: the derandomisation bits go in frames of [`DERAND_FRAME_OTS`] bits; chosen and
 //! additive calls answer only after reading all of them (two rounds per call, never blocking on
@@ -64,8 +65,8 @@ const DOMAIN_N_INNER: u64 = 0x1c4e_5200_0000_0002;
 const DOMAIN_N_OUTER: u64 = 0x1c4e_5300_0000_0000;
 /// Rows hashed per rayon task.
 const HASH_TASK: usize = 2048;
-/// 1-of-N rows per rayon task.
-const N_TASK_ROWS: usize = 32;
+/// 1-of-N rows per rayon task (and per batched hash call).
+const N_TASK_ROWS: usize = 64;
 /// Target size of one frame of 1-of-N payloads, and the cap on keys per frame (scratch bound).
 const N_FRAME_BYTES: usize = 4 << 20;
 const N_FRAME_KEYS: usize = 1 << 16;
@@ -123,68 +124,87 @@ fn outer_tweak(idx: u64, x: usize) -> Block {
 }
 
 /// Sender's 1-of-N keys: `kp` holds `m` derandomised COT keys per row, `first` is the global
-/// index of `kp[0]`; `out[r·n + x] = K_x` of row `r`.
+/// index of `kp[0]`; `out[r·n + x] = K_x` of row `r`. Each task hashes its rows' `2m` inner and
+/// `n` outer values in one batch each (short per-row AES calls would leave the pipeline idle).
 fn n_keys_sender(kp: &[Block], delta: Block, first: u64, m: usize, n: usize, out: &mut [Block]) {
     out.par_chunks_mut(n * N_TASK_ROWS)
         .zip(kp.par_chunks(m * N_TASK_ROWS))
         .enumerate()
-        .for_each(|(t, (o, k))| {
-            let mut inner = [Block::ZERO; 16];
-            let mut itw = [Block::ZERO; 16];
-            let mut otw = [Block::ZERO; 256];
-            for (r, (orow, krow)) in o.chunks_exact_mut(n).zip(k.chunks_exact(m)).enumerate() {
-                let idx0 = first.wrapping_add(((t * N_TASK_ROWS + r) * m) as u64);
-                for (i, &ki) in krow.iter().enumerate() {
-                    inner[2 * i] = ki;
-                    inner[2 * i + 1] = ki ^ delta;
-                    let tw = tweak(DOMAIN_N_INNER, idx0.wrapping_add(i as u64));
-                    itw[2 * i] = tw;
-                    itw[2 * i + 1] = tw;
+        .for_each_init(
+            || {
+                (
+                    vec![Block::ZERO; 2 * m * N_TASK_ROWS],
+                    vec![Block::ZERO; (2 * m).max(n) * N_TASK_ROWS],
+                )
+            },
+            |(inner, tws), (t, (o, k))| {
+                let rows = k.len() / m;
+                let base = first.wrapping_add((t * N_TASK_ROWS * m) as u64);
+                let (inner, itw) = (&mut inner[..2 * m * rows], &mut tws[..2 * m * rows]);
+                for (i, ((pair, tp), &ki)) in inner
+                    .chunks_exact_mut(2)
+                    .zip(itw.chunks_exact_mut(2))
+                    .zip(k)
+                    .enumerate()
+                {
+                    pair[0] = ki;
+                    pair[1] = ki ^ delta;
+                    let tw = tweak(DOMAIN_N_INNER, base.wrapping_add(i as u64));
+                    tp[0] = tw;
+                    tp[1] = tw;
                 }
-                tccr_tweaked(&mut inner[..2 * m], &itw[..2 * m]);
+                tccr_tweaked(inner, itw);
                 // Prefix XOR over the cube: S_0 = ⊕ h_i^0, then flip one bit's key at a time.
-                orow[0] = inner[..2 * m]
-                    .iter()
-                    .step_by(2)
-                    .fold(Block::ZERO, |a, b| a ^ *b);
-                for x in 1..n {
-                    let b = x.trailing_zeros() as usize;
-                    orow[x] = orow[x & (x - 1)] ^ inner[2 * b] ^ inner[2 * b + 1];
+                for (orow, h) in o.chunks_exact_mut(n).zip(inner.chunks_exact(2 * m)) {
+                    orow[0] = h.iter().step_by(2).fold(Block::ZERO, |a, b| a ^ *b);
+                    for x in 1..n {
+                        let b = x.trailing_zeros() as usize;
+                        orow[x] = orow[x & (x - 1)] ^ h[2 * b] ^ h[2 * b + 1];
+                    }
                 }
-                for (x, tw) in otw[..n].iter_mut().enumerate() {
-                    *tw = outer_tweak(idx0, x);
+                let otw = &mut tws[..n * rows];
+                for (r, tr) in otw.chunks_exact_mut(n).enumerate() {
+                    let idx0 = base.wrapping_add((r * m) as u64);
+                    for (x, tw) in tr.iter_mut().enumerate() {
+                        *tw = outer_tweak(idx0, x);
+                    }
                 }
-                tccr_tweaked(orow, &otw[..n]);
-            }
-        });
+                tccr_tweaked(o, otw);
+            },
+        );
 }
 
 /// Receiver's 1-of-N keys: `mk` holds `m` COT values per row (`K'_i ⊕ b_i·Δ`), `out[r]` gets
-/// `K_{choice_r}`.
+/// `K_{choice_r}` (inner and outer hashes batched per task, as for the sender).
 fn n_keys_receiver(mk: &[Block], choices: &[u8], first: u64, m: usize, out: &mut [Block]) {
     out.par_chunks_mut(N_TASK_ROWS)
         .zip(mk.par_chunks(m * N_TASK_ROWS))
         .zip(choices.par_chunks(N_TASK_ROWS))
         .enumerate()
-        .for_each(|(t, ((o, k), c))| {
-            let mut inner = [Block::ZERO; 8];
-            let mut itw = [Block::ZERO; 8];
-            for (r, ((o, krow), &x)) in o.iter_mut().zip(k.chunks_exact(m)).zip(c).enumerate() {
-                let idx0 = first.wrapping_add(((t * N_TASK_ROWS + r) * m) as u64);
-                inner[..m].copy_from_slice(krow);
-                for (i, tw) in itw[..m].iter_mut().enumerate() {
-                    *tw = tweak(DOMAIN_N_INNER, idx0.wrapping_add(i as u64));
+        .for_each_init(
+            || {
+                (
+                    vec![Block::ZERO; m * N_TASK_ROWS],
+                    vec![Block::ZERO; m * N_TASK_ROWS],
+                )
+            },
+            |(inner, itw), (t, ((o, k), c))| {
+                let base = first.wrapping_add((t * N_TASK_ROWS * m) as u64);
+                let (inner, itw) = (&mut inner[..k.len()], &mut itw[..k.len()]);
+                inner.copy_from_slice(k);
+                for (i, tw) in itw.iter_mut().enumerate() {
+                    *tw = tweak(DOMAIN_N_INNER, base.wrapping_add(i as u64));
                 }
-                tccr_tweaked(&mut inner[..m], &itw[..m]);
-                let s = inner[..m].iter().fold(Block::ZERO, |a, b| a ^ *b);
-                *o = fixed_tccr(outer_tweak(idx0, x as usize), s);
-            }
-        });
-}
-
-#[inline]
-fn fixed_tccr(tw: Block, x: Block) -> Block {
-    crate::aes::fixed_key_aes().tccr(tw, x)
+                tccr_tweaked(inner, itw);
+                for (r, ((o, h), &x)) in o.iter_mut().zip(inner.chunks_exact(m)).zip(c).enumerate()
+                {
+                    *o = h.iter().fold(Block::ZERO, |a, b| a ^ *b);
+                    itw[r] = outer_tweak(base.wrapping_add((r * m) as u64), x as usize);
+                }
+                let rows = o.len();
+                tccr_tweaked(o, &itw[..rows]);
+            },
+        );
 }
 
 /// Rows per frame of 1-of-N payloads: deterministic in `(n, bits)` so both sides agree.
@@ -355,6 +375,13 @@ impl PooledOtSender {
         self.run(ch, |s, ch| s.fill_inner(ch, n))
     }
 
+    /// Offline phase: tops the pool up to at least `n` unused COTs (fills the deficit, if any);
+    /// pairs with the receiver's `reserve(n)`.
+    pub fn reserve<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        let deficit = n.saturating_sub(self.available());
+        self.run(ch, |s, ch| s.fill_inner(ch, deficit))
+    }
+
     fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
         // Drop the used prefix first so the pool never grows past what is unused plus `n`.
         self.pool.drain(..self.pos);
@@ -366,6 +393,12 @@ impl PooledOtSender {
                 ext.send_cot_into(ch, &mut self.pool[start..])
             }
             SenderFiller::Ferret(f) => {
+                // Reserve the final size once: growing a 10^7-block vector by doubling would
+                // copy it several times.
+                let p = f.params();
+                let iters = n.div_ceil(p.per_iteration());
+                self.pool
+                    .reserve(iters * p.per_iteration() + p.main.reserve());
                 while self.pool.len() < start + n {
                     f.extend(ch, &mut self.pool)?;
                 }
@@ -374,9 +407,14 @@ impl PooledOtSender {
         }
     }
 
-    /// Takes `n` pooled COTs (refilling the deficit first), applies the derandomisation bits
-    /// read from the peer and returns `(global index of the first, K'_j)`.
-    fn derand<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(u64, Vec<Block>), OtError> {
+    /// Takes `n` pooled COTs (refilling the deficit first) and applies the derandomisation bits
+    /// read from the peer in place (they are consumed anyway); returns the global index of the
+    /// first and where the `K'_j = K_j ⊕ d_j·Δ` lie in the pool.
+    fn derand<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
         if self.available() < n {
             let deficit = n - self.available();
             self.fill_inner(ch, deficit)?;
@@ -385,10 +423,10 @@ impl PooledOtSender {
         self.consumed = first
             .checked_add(n as u64)
             .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
-        let mut k = self.pool[self.pos..self.pos + n].to_vec();
+        let range = self.pos..self.pos + n;
         self.pos += n;
-        recv_derand(ch, &mut k, self.delta)?;
-        Ok((first, k))
+        recv_derand(ch, &mut self.pool[range.clone()], self.delta)?;
+        Ok((first, range))
     }
 
     fn run<C: Channel, T>(
@@ -415,15 +453,18 @@ impl PooledOtSender {
         out: &mut [Block],
     ) -> Result<(), OtError> {
         self.run(ch, |s, ch| {
-            let (_, k) = s.derand(ch, out.len())?;
-            out.copy_from_slice(&k);
+            let (_, r) = s.derand(ch, out.len())?;
+            out.copy_from_slice(&s.pool[r]);
             Ok(())
         })
     }
 
     /// Correlated OT: returns `m0_j`; the receiver gets `m0_j ⊕ (c_j · Δ)`.
     pub fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, OtError> {
-        self.run(ch, |s, ch| Ok(s.derand(ch, n)?.1))
+        self.run(ch, |s, ch| {
+            let (_, r) = s.derand(ch, n)?;
+            Ok(s.pool[r].to_vec())
+        })
     }
 
     /// Random OT into a caller's buffer: `(k0_j, k1_j)`; the receiver gets `k_{c_j}`.
@@ -433,8 +474,9 @@ impl PooledOtSender {
         out: &mut [[Block; 2]],
     ) -> Result<(), OtError> {
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, out.len())?;
-            hash_pairs(&k, s.delta, first, bytemuck::cast_slice_mut(out));
+            let (first, r) = s.derand(ch, out.len())?;
+            let k = &s.pool[r];
+            hash_pairs(k, s.delta, first, bytemuck::cast_slice_mut(out));
             Ok(())
         })
     }
@@ -457,7 +499,8 @@ impl PooledOtSender {
         msgs: &[[Block; 2]],
     ) -> Result<(), OtError> {
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, msgs.len())?;
+            let (first, r) = s.derand(ch, msgs.len())?;
+            let k = &s.pool[r];
             let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
             for (c, (kc, mc)) in k
                 .chunks(CHUNK_ROWS)
@@ -492,7 +535,8 @@ impl PooledOtSender {
             )));
         }
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, msgs.len())?;
+            let (first, r) = s.derand(ch, msgs.len())?;
+            let k = &s.pool[r];
             let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
             let mut frame = Vec::new();
             for (c, (kc, mc)) in k
@@ -527,7 +571,8 @@ impl PooledOtSender {
         check_bits(bits)?;
         let mk = mask(bits);
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, deltas.len())?;
+            let (first, r) = s.derand(ch, deltas.len())?;
+            let k = &s.pool[r];
             let mut xs = vec![0u64; deltas.len()];
             let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
             let mut frame = Vec::new();
@@ -574,9 +619,10 @@ impl PooledOtSender {
             .checked_mul(m)
             .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, cots)?;
+            let (first, r) = s.derand(ch, cots)?;
+            let k = &s.pool[r];
             let mut out = vec![Block::ZERO; total];
-            n_keys_sender(&k, s.delta, first, m, n, &mut out);
+            n_keys_sender(k, s.delta, first, m, n, &mut out);
             Ok(out)
         })
     }
@@ -608,7 +654,8 @@ impl PooledOtSender {
         let count = msgs.len() / n;
         let rows_per_frame = n_frame_rows(n, bits);
         self.run(ch, |s, ch| {
-            let (first, k) = s.derand(ch, count * m)?;
+            let (first, r) = s.derand(ch, count * m)?;
+            let k = &s.pool[r];
             let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
             let mut frame = Vec::new();
             for (f, (kf, mf)) in k
@@ -715,6 +762,13 @@ impl PooledOtReceiver {
         self.run(ch, |s, ch| s.fill_inner(ch, n))
     }
 
+    /// Offline phase: tops the pool up to at least `n` unused COTs; pairs with the sender's
+    /// `reserve(n)`.
+    pub fn reserve<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        let deficit = n.saturating_sub(self.available());
+        self.run(ch, |s, ch| s.fill_inner(ch, deficit))
+    }
+
     fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
         self.keys.drain(..self.pos);
         self.bits.drain(..self.pos);
@@ -729,6 +783,12 @@ impl PooledOtReceiver {
                 Ok(())
             }
             ReceiverFiller::Ferret(f) => {
+                let p = f.params();
+                let iters = n.div_ceil(p.per_iteration());
+                self.keys
+                    .reserve(iters * p.per_iteration() + p.main.reserve());
+                self.bits
+                    .reserve(iters * p.per_iteration() + p.main.reserve());
                 while self.keys.len() < start + n {
                     f.extend(ch, &mut self.keys, &mut self.bits)?;
                 }
@@ -754,17 +814,15 @@ impl PooledOtReceiver {
         r
     }
 
-    /// Takes `choices.len()` pooled COTs (refilling the deficit first), sends the
-    /// derandomisation bits and writes `M_j = K'_j ⊕ c_j·Δ` to `out`; returns the global index
-    /// of the first.
-    fn derand<C: Channel>(
+    /// Takes `choices.len()` pooled COTs (refilling the deficit first) and sends the
+    /// derandomisation bits; returns the global index of the first and where the
+    /// `M_j = K'_j ⊕ c_j·Δ` lie in the pool.
+    fn derand_range<C: Channel>(
         &mut self,
         ch: &mut C,
         choices: &[bool],
-        out: &mut [Block],
-    ) -> Result<u64, OtError> {
+    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
         let n = choices.len();
-        debug_assert_eq!(out.len(), n);
         if self.available() < n {
             let deficit = n - self.available();
             self.fill_inner(ch, deficit)?;
@@ -773,11 +831,22 @@ impl PooledOtReceiver {
         self.consumed = first
             .checked_add(n as u64)
             .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
-        let (p, q) = (self.pos, self.pos + n);
-        self.pos = q;
-        send_derand(ch, choices, &self.bits[p..q])?;
+        let range = self.pos..self.pos + n;
+        self.pos += n;
+        send_derand(ch, choices, &self.bits[range.clone()])?;
         ch.flush()?;
-        out.copy_from_slice(&self.keys[p..q]);
+        Ok((first, range))
+    }
+
+    /// [`derand_range`](Self::derand_range), copying the `M_j` to `out`.
+    fn derand<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<u64, OtError> {
+        let (first, range) = self.derand_range(ch, choices)?;
+        out.copy_from_slice(&self.keys[range]);
         Ok(first)
     }
 
@@ -937,10 +1006,9 @@ impl PooledOtReceiver {
             .iter()
             .flat_map(|&w| (0..m).map(move |i| (w >> i) & 1 == 1))
             .collect();
-        let mut mk = vec![Block::ZERO; bits.len()];
-        let first = self.derand(ch, &bits, &mut mk)?;
+        let (first, range) = self.derand_range(ch, &bits)?;
         let mut out = vec![Block::ZERO; choices.len()];
-        n_keys_receiver(&mk, choices, first, m, &mut out);
+        n_keys_receiver(&self.keys[range], choices, first, m, &mut out);
         Ok(out)
     }
 

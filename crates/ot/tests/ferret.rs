@@ -262,3 +262,22 @@ fn hostile_ferret_message_is_a_typed_error() {
     );
     assert_eq!(run.client.output.expect("extend"), SMALL.per_iteration());
 }
+
+/// The published set end to end (≈ 1 GB, a few seconds):
+/// `cargo test --release -p secinfer-ot --test ferret -- --ignored`.
+#[test]
+#[ignore]
+fn ferret_b13_every_output_is_a_cot() {
+    let (w, b, v, _) = run_iterations(FerretParams::B13, 1);
+    assert_eq!(w.len(), FerretParams::B13.per_iteration());
+    let bad = (0..w.len())
+        .filter(|&j| w[j] != v[j] ^ DELTA.and_bit(b[j]))
+        .count();
+    assert_eq!(bad, 0);
+    let ones = b.iter().filter(|&&x| x).count() as f64;
+    let n = b.len() as f64;
+    assert!(
+        (ones - n / 2.0).abs() < 6.0 * n.sqrt() / 2.0,
+        "{ones} of {n}"
+    );
+}

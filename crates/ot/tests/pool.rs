@@ -270,22 +270,28 @@ fn exhausted_pool_refills_in_the_current_phase() {
         10,
         move |r, ch| {
             let t = r.recv_cot(ch, &c2).expect("cot");
+            // `reserve` tops up to 64 (fills 64, the pool being empty), then finds enough.
+            r.reserve(ch, 64).expect("reserve");
+            r.reserve(ch, 10).expect("reserve");
             (t, r.available())
         },
         move |s, ch| {
             let q = s.send_cot(ch, 5000).expect("cot");
+            s.reserve(ch, 64).expect("reserve");
+            s.reserve(ch, 10).expect("reserve");
             (q, s.available(), s.consumed())
         },
     );
     let (t, ra) = run.client.output;
     let (q, sa, used) = run.server.output;
-    assert_eq!((ra, sa, used), (0, 0, 5000));
+    assert_eq!((ra, sa, used), (64, 64, 5000));
     for j in 0..5000 {
         assert_eq!(t[j], q[j] ^ DELTA.and_bit(c[j]));
     }
-    // The 4990-COT refill (16 B each, padded to 128 rows) is charged to the online phase.
+    // The 4990-COT refill (16 B each, padded to 128 rows) and the 64-COT top-up are charged to
+    // the current (online) phase.
     let online = run.client.cost.phase(Phase::Online).bytes_sent;
-    assert_eq!(online, 4992 * 16 + 5000 / 8);
+    assert_eq!(online, 4992 * 16 + 5000 / 8 + 128 * 16);
 }
 
 fn is_invalid<T>(r: &Result<T, OtError>) -> bool {
@@ -446,5 +452,69 @@ fn pool_bits_are_balanced_and_from_iknp_wrappers() {
     assert!(
         (ones - (n as i64) / 2).abs() < 6 * 128,
         "{ones} ones of {n}"
+    );
+}
+
+#[test]
+fn zero_length_calls_consume_and_send_nothing() {
+    let run = pooled(
+        4,
+        |r, ch| {
+            let a = r.recv_random(ch, 16, &[]).expect("random").len();
+            let b = r.recv_u64(ch, 256, &[], 8).expect("u64").len();
+            let c = r.recv_chosen_u64(ch, &[], 7).expect("chosen").len();
+            let d = r.recv_correlated_u64(ch, &[], 64).expect("add").len();
+            (a + b + c + d, r.consumed(), r.available())
+        },
+        |s, ch| {
+            let a = s.send_random(ch, 16, 0).expect("random").len();
+            s.send_u64(ch, 256, &[], 8).expect("u64");
+            s.send_chosen_u64(ch, &[], 7).expect("chosen");
+            let d = s.send_correlated_u64(ch, &[], 64).expect("add").len();
+            (a + d, s.consumed(), s.available())
+        },
+    );
+    assert_eq!(run.client.output, (0, 0, 4));
+    assert_eq!(run.server.output, (0, 0, 4));
+    assert_eq!(run.client.cost.phase(Phase::Online).bytes_sent, 0);
+    assert_eq!(run.server.cost.phase(Phase::Online).bytes_sent, 0);
+}
+
+/// Online-only timing of pooled 1-of-16 (8-bit) against a filled pool:
+/// `cargo test --release -p secinfer-ot --test pool online_timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn online_timing() {
+    let count = 1 << 20;
+    let reps = 3;
+    let mut prg = Prg::from_seed(Block(41));
+    let choices: Vec<u8> = (0..count).map(|_| prg.below(16) as u8).collect();
+    let msgs: Vec<u64> = (0..count * 16)
+        .map(|_| prg.next_block().low_u64() & 0xff)
+        .collect();
+    let run = pooled(
+        4 * count * reps,
+        move |r, ch| {
+            (0..reps)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    r.recv_u64(ch, 16, &choices, 8).expect("u64");
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        },
+        move |s, ch| {
+            (0..reps)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    s.send_u64(ch, 16, &msgs, 8).expect("u64");
+                    t.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        },
+    );
+    eprintln!(
+        "pooled 1-of-16, 2^20 OTs online: receiver {:.3} s, sender {:.3} s",
+        run.client.output, run.server.output
     );
 }

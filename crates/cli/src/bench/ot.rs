@@ -12,7 +12,10 @@ use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::{Args, ValueEnum};
 use secinfer_net::{Channel, DynChannel, Phase};
-use secinfer_ot::{Block, KkReceiver, KkSender, OtExtReceiver, OtExtSender, Prg};
+use secinfer_ot::{
+    Block, CotSource, FerretCotReceiver, FerretCotSender, FerretParams, KkReceiver, KkSender,
+    OtExtReceiver, OtExtSender, PooledOtReceiver, PooledOtSender, Prg,
+};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum OtKind {
@@ -24,6 +27,46 @@ pub enum OtKind {
     Chosen,
     /// KK13 1-of-16 OT on 8-bit messages (the lookup tables of the math library).
     Kk,
+    /// Ferret silent random COT (semi-honest; `--ferret-params`, default emp-ot's b13), IKNP
+    /// bootstrapping in the setup phase; the count is rounded up to whole iterations.
+    Ferret,
+    /// Pooled 1-of-16 OT on 8-bit messages: IKNP fills the pool offline (4 COTs per OT), the
+    /// online phase sends 4 derandomisation bits per OT plus the masked messages.
+    PoolKk,
+    /// Pooled correlated OT: IKNP fills the pool offline, the online phase sends 1 bit per OT.
+    PoolCot,
+}
+
+/// The pool filler of the pooled kinds.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PoolSource {
+    Iknp,
+    Ferret,
+}
+
+/// Published Ferret parameter sets (emp-ot's constants).
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FerretSet {
+    B13,
+    B12,
+    B11,
+}
+
+impl FerretSet {
+    fn params(self) -> FerretParams {
+        match self {
+            FerretSet::B13 => FerretParams::B13,
+            FerretSet::B12 => FerretParams::B12,
+            FerretSet::B11 => FerretParams::B11,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            FerretSet::B13 => "b13",
+            FerretSet::B12 => "b12",
+            FerretSet::B11 => "b11",
+        }
+    }
 }
 
 impl OtKind {
@@ -33,6 +76,9 @@ impl OtKind {
             OtKind::Rot => "rot",
             OtKind::Chosen => "chosen",
             OtKind::Kk => "kk",
+            OtKind::Ferret => "ferret",
+            OtKind::PoolKk => "pool-kk",
+            OtKind::PoolCot => "pool-cot",
         }
     }
 }
@@ -45,6 +91,12 @@ pub struct OtArgs {
     /// Which OT.
     #[arg(long, value_enum, default_value_t = OtKind::Cot)]
     pub kind: OtKind,
+    /// What fills the pool of `--kind pool-cot|pool-kk`.
+    #[arg(long, value_enum, default_value_t = PoolSource::Iknp)]
+    pub pool_source: PoolSource,
+    /// Ferret parameter set (`--kind ferret`, `--pool-source ferret`).
+    #[arg(long, value_enum, default_value_t = FerretSet::B13)]
+    pub ferret_params: FerretSet,
     #[command(flatten)]
     pub net: NetArgs,
 }
@@ -64,8 +116,10 @@ const SEED: Block = Block(0x5ec1_f3e0_0000_0000_0000_0000_0000_0042);
 
 fn batch(kind: OtKind) -> usize {
     match kind {
-        OtKind::Cot | OtKind::Rot => BATCH_ONE_WAY,
-        OtKind::Chosen | OtKind::Kk => BATCH_TWO_WAY,
+        OtKind::Cot | OtKind::Rot | OtKind::PoolCot => BATCH_ONE_WAY,
+        OtKind::Chosen | OtKind::Kk | OtKind::PoolKk => BATCH_TWO_WAY,
+        // One Ferret iteration per "batch" (the count is rounded up to whole iterations).
+        OtKind::Ferret => usize::MAX,
     }
 }
 
@@ -87,7 +141,10 @@ struct Inputs {
 }
 
 fn inputs(kind: OtKind, count: usize) -> Inputs {
-    let n = batch(kind).min(count);
+    let n = match kind {
+        OtKind::Ferret => 0,
+        _ => batch(kind).min(count),
+    };
     let mut prg = Prg::from_seed(SEED);
     let choices = prg.bits(n);
     let (mut msgs, mut kk_choices, mut kk_msgs) = (Vec::new(), Vec::new(), Vec::new());
@@ -97,7 +154,7 @@ fn inputs(kind: OtKind, count: usize) -> Inputs {
                 .map(|_| [prg.next_block(), prg.next_block()])
                 .collect()
         }
-        OtKind::Kk => {
+        OtKind::Kk | OtKind::PoolKk => {
             kk_choices = (0..n).map(|_| prg.below(KK_N as u64) as u8).collect();
             kk_msgs = (0..n * KK_N)
                 .map(|_| prg.next_block().low_u64() & ((1 << KK_BITS) - 1))
@@ -116,6 +173,8 @@ fn inputs(kind: OtKind, count: usize) -> Inputs {
 /// The client (receiver): returns its sample of every batch.
 fn client(
     kind: OtKind,
+    ferret: FerretParams,
+    source: CotSource,
     count: usize,
     inp: &Inputs,
     ch: &mut DynChannel,
@@ -123,6 +182,41 @@ fn client(
     let mut prg = Prg::new();
     let mut sample = Vec::new();
     match kind {
+        OtKind::Ferret => {
+            let mut r = FerretCotReceiver::setup(ch, &mut prg, ferret)?;
+            ch.set_phase(Phase::Offline);
+            let (mut w, mut b) = (Vec::new(), Vec::new());
+            let mut made = 0;
+            while made < count {
+                w.clear();
+                b.clear();
+                made += r.extend(ch, &mut w, &mut b)?;
+                for (x, &bit) in w.iter().zip(&b).take(SAMPLE) {
+                    sample.push(split(*x));
+                    sample.push([bit as u64, 0]);
+                }
+            }
+        }
+        OtKind::PoolKk | OtKind::PoolCot => {
+            let mut r = PooledOtReceiver::setup_with_source(ch, &mut prg, source)?;
+            ch.set_phase(Phase::Offline);
+            let per = if let OtKind::PoolKk = kind { 4 } else { 1 };
+            r.fill(ch, count * per)?;
+            // Barrier: the sender finishes its fill first and would otherwise charge its wait
+            // for the receiver's fill to the online phase.
+            ch.send_pod::<u8>(&[1])?;
+            ch.flush()?;
+            ch.set_phase(Phase::Online);
+            for n in batches(kind, count) {
+                if let OtKind::PoolKk = kind {
+                    let got = r.recv_u64(ch, KK_N, &inp.kk_choices[..n], KK_BITS)?;
+                    sample.extend(got.iter().take(SAMPLE).map(|&v| [v, 0]));
+                } else {
+                    let got = r.recv_cot(ch, &inp.choices[..n])?;
+                    sample.extend(got.iter().take(SAMPLE).map(|&b| split(b)));
+                }
+            }
+        }
         OtKind::Kk => {
             let mut r = KkReceiver::setup(ch, &mut prg)?;
             ch.set_phase(Phase::Offline);
@@ -159,6 +253,8 @@ fn client(
 /// The server (sender): returns what the client's sample must equal (COT: `[Δ, q_j...]`).
 fn server(
     kind: OtKind,
+    ferret: FerretParams,
+    source: CotSource,
     count: usize,
     inp: &Inputs,
     ch: &mut DynChannel,
@@ -166,6 +262,35 @@ fn server(
     let mut prg = Prg::new();
     let mut sample = Vec::new();
     match kind {
+        OtKind::Ferret => {
+            let mut s = FerretCotSender::setup(ch, &mut prg, ferret)?;
+            ch.set_phase(Phase::Offline);
+            sample.push(split(s.delta()));
+            let mut v = Vec::new();
+            let mut made = 0;
+            while made < count {
+                v.clear();
+                made += s.extend(ch, &mut v)?;
+                sample.extend(v.iter().take(SAMPLE).map(|&b| split(b)));
+            }
+        }
+        OtKind::PoolKk | OtKind::PoolCot => {
+            let mut s = PooledOtSender::setup_with_source(ch, &mut prg, source)?;
+            ch.set_phase(Phase::Offline);
+            sample.push(split(s.delta()));
+            let per = if let OtKind::PoolKk = kind { 4 } else { 1 };
+            s.fill(ch, count * per)?;
+            ch.recv_pod::<u8>(1)?;
+            ch.set_phase(Phase::Online);
+            for n in batches(kind, count) {
+                if let OtKind::PoolKk = kind {
+                    s.send_u64(ch, KK_N, &inp.kk_msgs[..n * KK_N], KK_BITS)?;
+                } else {
+                    let q = s.send_cot(ch, n)?;
+                    sample.extend(q.iter().take(SAMPLE).map(|&b| split(b)));
+                }
+            }
+        }
         OtKind::Kk => {
             let mut s = KkSender::setup(ch, &mut prg)?;
             ch.set_phase(Phase::Offline);
@@ -218,6 +343,19 @@ fn check(
     sent: &[[u64; 2]],
 ) -> Result<(), Error> {
     let join = |v: [u64; 2]| Block(v[0] as u128 | (v[1] as u128) << 64);
+    if let OtKind::Ferret = kind {
+        // Client: (w_j, r_j) pairs; server: Δ, then v_j. Every sampled j: w = v ⊕ r·Δ.
+        let delta = join(*sent.first().ok_or_else(|| Error::msg("no Δ"))?);
+        if got.len() != 2 * (sent.len() - 1) || got.is_empty() {
+            return Err(Error::msg("bench ot ferret: samples differ in length"));
+        }
+        for (j, (w, v)) in got.chunks_exact(2).zip(&sent[1..]).enumerate() {
+            if join(w[0]) != join(*v) ^ delta.and_bit(w[1][0] == 1) {
+                return Err(Error::msg(format!("bench ot ferret: COT {j} is wrong")));
+            }
+        }
+        return Ok(());
+    }
     let mut k = 0;
     for n in batches(kind, count) {
         for j in 0..SAMPLE.min(n) {
@@ -226,13 +364,16 @@ fn check(
                 .ok_or_else(|| Error::msg("client sample too short"))?;
             let c = inp.choices[j];
             let ok = match kind {
-                OtKind::Cot => {
+                OtKind::Cot | OtKind::PoolCot => {
                     let delta = join(sent[0]);
                     join(g) == join(sent[1 + k]) ^ delta.and_bit(c)
                 }
                 OtKind::Rot => join(g) == join(sent[1 + 2 * k + c as usize]),
                 OtKind::Chosen => join(g) == inp.msgs[j][c as usize],
-                OtKind::Kk => g[0] == inp.kk_msgs[j * KK_N + inp.kk_choices[j] as usize],
+                OtKind::Kk | OtKind::PoolKk => {
+                    g[0] == inp.kk_msgs[j * KK_N + inp.kk_choices[j] as usize]
+                }
+                OtKind::Ferret => unreachable!("checked above"),
             };
             if !ok {
                 return Err(Error::msg(format!(
@@ -248,14 +389,19 @@ fn check(
 
 pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
     let (kind, count) = (args.kind, args.count);
+    let ferret = args.ferret_params.params();
+    let source = match args.pool_source {
+        PoolSource::Iknp => CotSource::Iknp,
+        PoolSource::Ferret => CotSource::Ferret(ferret),
+    };
     if count == 0 {
         return Err(Error::msg("--count must be positive"));
     }
     let inp = inputs(kind, count);
     let r = run_pair(
         &args.net,
-        |ch| client(kind, count, &inp, ch),
-        |ch| server(kind, count, &inp, ch),
+        |ch| client(kind, ferret, source, count, &inp, ch),
+        |ch| server(kind, ferret, source, count, &inp, ch),
     )?;
     check(kind, count, &inp, &r.client, &r.server)?;
     let threads = std::thread::available_parallelism()
@@ -266,17 +412,53 @@ pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
         .param("net", args.net.net_name())
         .param("profile", args.net.profile.name)
         .param("threads", threads)
-        .param("batch", batch(kind).min(count));
-    if let OtKind::Kk = kind {
+        .param(
+            "batch",
+            match kind {
+                OtKind::Ferret => ferret.per_iteration(),
+                _ => batch(kind).min(count),
+            },
+        );
+    if let OtKind::Kk | OtKind::PoolKk = kind {
         rec = rec.param("n", KK_N).param("bits", KK_BITS);
     }
+    if let OtKind::PoolKk | OtKind::PoolCot = kind {
+        rec = rec.param(
+            "pool_source",
+            match args.pool_source {
+                PoolSource::Iknp => "iknp",
+                PoolSource::Ferret => "ferret",
+            },
+        );
+    }
+    // Ferret makes whole iterations: the figures are per COT actually made.
+    let count = match kind {
+        OtKind::Ferret => {
+            let per = ferret.per_iteration();
+            rec = rec
+                .param("ferret_params", args.ferret_params.name())
+                .param("lpn_n", ferret.main.n())
+                .param("lpn_k", ferret.main.k)
+                .param("lpn_t", ferret.main.t)
+                .param("lpn_log_bin", ferret.main.log_bin);
+            count.div_ceil(per) * per
+        }
+        _ => count,
+    };
     let offline_s = r
         .client_cost
         .offline
         .time_s
         .max(r.server_cost.offline.time_s);
+    let offline_bytes = r.client_cost.offline.bytes_sent + r.server_cost.offline.bytes_sent;
+    let online_bytes = r.client_cost.online.bytes_sent + r.server_cost.online.bytes_sent;
     let bytes_total = rec.bytes_total;
     let rec = rec
+        .field(
+            "offline_bits_per_item",
+            8.0 * offline_bytes as f64 / count as f64,
+        )
+        .field("online_bytes_per_item", online_bytes as f64 / count as f64)
         .field("count", count)
         .field("per_second", count as f64 / r.wall_s)
         .field("per_second_offline", count as f64 / offline_s)

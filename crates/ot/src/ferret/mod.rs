@@ -22,11 +22,13 @@
 //! **Security.** Semi-honest only: there is no SPCOT consistency check, which Ferret adds for
 //! malicious security; secinfer's threat model is semi-honest (`docs/threat-model.md`). The LPN
 //! parameter sets are emp-ot's published `ferret_b11/b12/b13` constants (emp-ot
-//! `emp-ot/ferret/constants.h`), which emp-ot and the Ferret paper state as 128-bit
-//! computationally secure for primal LPN with regular noise and a `d = 10` local linear code
-//! (bit security assessed with the attacks of Ferret §6 / Boyle et al.'s estimator: Gaussian
-//! elimination, low-weight parity check, ISD, and the regular-noise reduction); the statistical
-//! part (GGM, hashes) is at κ = 128.
+//! `emp-ot/ferret/constants.h`, by the Ferret authors; b13 is emp-ot's default), offered there as
+//! the 128-bit-security sets for primal LPN with regular noise and a `d = 10` local linear code;
+//! their bit security rests on the Ferret paper's analysis (Gaussian elimination, low-weight
+//! parity check and ISD attacks, with the regular-noise adjustment). We did not re-derive the
+//! estimates; only these three sets are claimed secure, and [`FerretParams::check`] checks shape
+//! only. The GGM PRG, the level-sum OTs (`tccr`, unique tweak per iteration and COT) and the
+//! seeds are at κ = 128.
 pub mod lpn;
 pub mod mpcot;
 pub mod spcot;
@@ -281,6 +283,10 @@ impl FerretCotSender {
     ) -> Result<usize, OtError> {
         let h = p.log_bin as usize;
         debug_assert_eq!(self.reserve.len(), p.reserve());
+        if self.iter >= 1 << 32 {
+            // The tweaks hold 32 bits of iteration number; 2^32 iterations are ~4·10^16 COTs.
+            return Err(OtError::arg("Ferret iteration counter exhausted"));
+        }
         let start = out.len();
         out.resize(start + p.n(), Block::ZERO);
         let seeds = self.prg.blocks(p.t);
@@ -396,6 +402,10 @@ impl FerretCotReceiver {
     ) -> Result<usize, OtError> {
         let h = p.log_bin as usize;
         debug_assert_eq!(self.reserve.len(), p.reserve());
+        if self.iter >= 1 << 32 {
+            // The tweaks hold 32 bits of iteration number; 2^32 iterations are ~4·10^16 COTs.
+            return Err(OtError::arg("Ferret iteration counter exhausted"));
+        }
         // The frame length is fixed by the public parameters: checked before allocation.
         let msg = ch.recv_pod::<Block>(p.t * mpcot::msg_blocks_per_tree(h))?;
         let start = out.len();

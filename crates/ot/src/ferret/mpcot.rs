@@ -1,5 +1,5 @@
 //! `ferret::mpcot` — multi-point COT with *regular* noise: `t` independent SPCOTs, one per bin of
-//! `2^h` positions, so the noise vector `e` has exactly one 1 per bin (Ferret §4, regular-LPN
+//! `2^h` positions, so the noise vector `e` has exactly one 1 per bin (Ferret's regular-LPN
 //! variant). Semi-honest: no consistency check (the malicious version's check is what Ferret adds
 //! for active security; our threat model is semi-honest, docs/threat-model.md).
 //!
@@ -92,4 +92,40 @@ pub(crate) fn mpcot_receive(
             *alpha = a;
         });
     alphas
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::aes::Prg;
+
+    /// `cargo test --release -p secinfer-ot --lib mpcot_timing -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn mpcot_timing() {
+        let (t, h) = (1280usize, 13usize);
+        let mut prg = Prg::from_seed(Block(3));
+        let delta = prg.next_block();
+        let cots = prg.blocks(t * h);
+        let bits = prg.bits(t * h);
+        let seeds = prg.blocks(t);
+        let mut v = vec![Block::ZERO; t << h];
+        let mut w = vec![Block::ZERO; t << h];
+        let mut msg = vec![Block::ZERO; t * msg_blocks_per_tree(h)];
+        let mut best = [f64::INFINITY; 2];
+        for _ in 0..5 {
+            let s = std::time::Instant::now();
+            mpcot_send(h, delta, &cots, &seeds, &mut v, &mut msg, |j| {
+                Block(j as u128)
+            });
+            best[0] = best[0].min(s.elapsed().as_secs_f64());
+            let s = std::time::Instant::now();
+            mpcot_receive(h, &cots, &bits, &msg, &mut w, |j| Block(j as u128));
+            best[1] = best[1].min(s.elapsed().as_secs_f64());
+        }
+        eprintln!(
+            "mpcot t {t} h {h}: send {:.3} s, receive {:.3} s",
+            best[0], best[1]
+        );
+    }
 }

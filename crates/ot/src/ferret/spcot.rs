@@ -1,4 +1,4 @@
-//! `ferret::spcot` — single-point COT from one GGM tree (Ferret §3, after Schoppmann et al.'s
+//! `ferret::spcot` — single-point COT from one GGM tree (as in Ferret, after Schoppmann et al.'s
 //! puncturable PRF), semi-honest.
 //!
 //! The sender expands a random seed into a tree of depth `h` with the length-doubling PRG
@@ -26,7 +26,7 @@ fn ggm_prg() -> &'static [AesCipher; 2] {
 }
 
 /// Parents expanded per batch (one pipelined AES call per key).
-const BATCH: usize = 32;
+const BATCH: usize = 128;
 
 /// Expands level `l − 1` (`buf[..np]`) into level `l` (`buf[..2·np]`) in place, from the end
 /// backwards: children `[2a, 2b)` of parents `[a, b)` never land on a parent not yet read
