@@ -9,9 +9,23 @@ use crate::error::{invalid, Result};
 use crate::ring::{check_bits, mask, msb};
 use secinfer_net::Channel;
 
-/// Digit size of the millionaires' protocol (one 1-of-32 OT per digit; 5 beat 4 and 6 here on
-/// bytes and rounds).
+/// Largest digit size of the millionaires' protocol (one 1-of-2^m OT per digit).
 pub const MILL_DIGIT: u32 = 5;
+
+/// Digit size for a `bits`-bit comparison: the smallest m ≤ MILL_DIGIT whose AND tree is no
+/// deeper than with MILL_DIGIT. Rounds stay those of 5-bit digits, while each 1-of-2^m OT from
+/// pooled COTs costs 2m + 2^m hashes and 2^(m+1) payload bits (19 bits: 5; 15 bits: 4 digits of
+/// 4 bits, 96 hashes instead of 3 × 42; 4 bits: one 1-of-16).
+pub fn mill_digit(bits: u32) -> u32 {
+    let levels = |m: u32| {
+        let q = bits.div_ceil(m).max(1);
+        u32::BITS - (q - 1).leading_zeros()
+    };
+    let target = levels(MILL_DIGIT);
+    (2..=MILL_DIGIT)
+        .find(|&m| levels(m) <= target)
+        .unwrap_or(MILL_DIGIT)
+}
 
 /// Left shift that yields 0 for shifts of 64 or more (2^64 ≡ 0 in every ring here).
 #[inline]
@@ -41,7 +55,8 @@ fn same_len(a: usize, b: usize) -> Result<()> {
 
 // ============================================================================ boolean
 
-/// AND of XOR-shared bits: x0y0 ⊕ x1y1 locally, the two cross terms by 1-bit correlated OT.
+/// AND of XOR-shared bits: with Beaver bit triples made offline (the real backend), one opening;
+/// otherwise (the test dealer) x0y0 ⊕ x1y1 locally and the two cross terms by 1-bit COTs.
 pub fn and<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u8], y: &[u8]) -> Result<Vec<u8>> {
     same_len(x.len(), y.len())?;
     ctx.block("and", |ctx| and_raw(ctx, ch, x, y))
@@ -53,6 +68,9 @@ pub(crate) fn and_raw<C: Channel>(
     x: &[u8],
     y: &[u8],
 ) -> Result<Vec<u8>> {
+    if ctx.has_triples() {
+        return ctx.and_bits(ch, x, y);
+    }
     let deltas: Vec<u64> = x.iter().map(|b| (*b & 1) as u64).collect();
     let choices: Vec<bool> = y.iter().map(|b| *b & 1 == 1).collect();
     let cross = ctx.cross_both(ch, &deltas, &choices, 1)?;
@@ -64,7 +82,7 @@ pub(crate) fn and_raw<C: Channel>(
 }
 
 /// Millionaires' comparison (CrypTFlow2): P0 inputs `a`, P1 inputs `b` (each its own `v`, both
-/// below 2^bits); returns XOR shares of [a < b]. Digits of MILL_DIGIT bits, one 1-of-2^MILL_DIGIT OT per digit
+/// below 2^bits); returns XOR shares of [a < b]. Digits of m = mill_digit(bits) bits, one 1-of-2^m OT per digit
 /// giving shares of the digit's lt/eq bits, then a log-depth AND tree.
 pub fn millionaire<C: Channel>(ctx: &mut Ctx, ch: &mut C, v: &[u64], bits: u32) -> Result<Vec<u8>> {
     check_bits(bits)?;
@@ -82,17 +100,38 @@ pub(crate) fn millionaire_raw<C: Channel>(
     if n == 0 {
         return Ok(Vec::new());
     }
-    let q = bits.div_ceil(MILL_DIGIT) as usize;
-    let nd = 1usize << MILL_DIGIT;
+    let bitwise = ctx.has_triples();
+    let md = if bitwise { 1 } else { mill_digit(bits) };
+    let q = bits.div_ceil(md) as usize;
+    let nd = 1usize << md;
     let m = mask(bits);
     // Leaves: index [j * n + i] for digit j (least significant first), element i.
     let (mut lt, mut eq): (Vec<u8>, Vec<u8>);
-    if ctx.is_p0() {
+    if bitwise {
+        // With AND gates on precomputed triples, 1-bit digits are cheapest online: a bit's
+        // lt = ¬a ∧ b is one AND of the parties' own bits and eq = ¬a ⊕ b is local, so the whole
+        // comparison is bit openings (no 1-of-2^m OT hashing 2m + 2^m keys per digit).
+        let p0 = ctx.is_p0();
+        let mut x = vec![0u8; q * n];
+        let mut y = vec![0u8; q * n];
+        for j in 0..q {
+            for i in 0..n {
+                let bit = ((v[i] & m) >> j) as u8 & 1;
+                if p0 {
+                    x[j * n + i] = bit ^ 1;
+                } else {
+                    y[j * n + i] = bit;
+                }
+            }
+        }
+        lt = and_raw(ctx, ch, &x, &y)?;
+        eq = (0..q * n).map(|k| x[k] ^ y[k]).collect();
+    } else if ctx.is_p0() {
         let r = ctx.rand_bits(2 * q * n);
         let mut msgs = vec![0u64; q * n * nd];
         for j in 0..q {
             for i in 0..n {
-                let a = ((v[i] & m) >> (MILL_DIGIT as usize * j)) & (nd as u64 - 1);
+                let a = ((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1);
                 let (rl, re) = (r[2 * (j * n + i)], r[2 * (j * n + i) + 1]);
                 let row = &mut msgs[(j * n + i) * nd..(j * n + i + 1) * nd];
                 for (t, slot) in row.iter_mut().enumerate() {
@@ -109,8 +148,7 @@ pub(crate) fn millionaire_raw<C: Channel>(
         let mut choices = vec![0u8; q * n];
         for j in 0..q {
             for i in 0..n {
-                choices[j * n + i] =
-                    (((v[i] & m) >> (MILL_DIGIT as usize * j)) & (nd as u64 - 1)) as u8;
+                choices[j * n + i] = (((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1)) as u8;
             }
         }
         let got = ctx.kk_recv(ch, nd, &choices, 2)?;
@@ -689,6 +727,49 @@ pub(crate) fn mul_private_raw<C: Channel>(
         .collect())
 }
 
+/// Product of two private values, truncated as it is made: P0 holds a (< 2^64), P1 holds
+/// b < 2^b_bits; returns shares mod 2^bits of Σ_j b_j·⌊a·2^j / 2^t⌋, which is ⌊a·b / 2^t⌋ minus
+/// less than b_bits units. Each correlated OT then carries only the `bits` bits that survive
+/// the truncation (SIRNN's product ring is a·b's full width, and a truncation follows).
+pub(crate) fn mul_private_trunc_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    v: &[u64],
+    b_bits: u32,
+    t: u32,
+    bits: u32,
+) -> Result<Vec<u64>> {
+    check_bits(bits)?;
+    check_bits(b_bits)?;
+    if t >= 128 {
+        return Err(invalid("mul_private_trunc: shift out of range"));
+    }
+    let n = v.len();
+    let k = b_bits as usize;
+    let m = mask(bits);
+    let (mut deltas, mut choices) = (Vec::new(), Vec::new());
+    if ctx.is_p0() {
+        deltas.reserve(n * k);
+        for a in v {
+            for j in 0..k {
+                deltas.push((((*a as u128) << j) >> t) as u64 & m);
+            }
+        }
+    } else {
+        choices.reserve(n * k);
+        for b in v {
+            for j in 0..k {
+                choices.push((b >> j) & 1 == 1);
+            }
+        }
+    }
+    let r = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
+    Ok(r.chunks(k.max(1))
+        .map(|c| c.iter().fold(0u64, |s, x| add(s, *x, m)))
+        .take(n)
+        .collect())
+}
+
 /// Product of two shared values in one ring: x0y0 + x1y1 locally, both cross terms by
 /// correlated OT choosing on the bits of y's shares (`y_bits` = bits of the y shares).
 pub fn mul_shared<C: Channel>(
@@ -838,14 +919,34 @@ pub(crate) fn lut_raw<C: Channel>(
     tables: &[&[u64]],
     bits: &[u32],
 ) -> Result<Vec<Vec<u64>>> {
-    let n = idx.len();
-    let nn = 1usize << k;
-    let total: u32 = bits.iter().sum();
     if tables.len() != bits.len() || tables.is_empty() {
         return Err(invalid("lut: one bitwidth per table"));
     }
+    if tables.iter().any(|t| t.len() != 1usize << k) {
+        return Err(invalid("lut: every table needs 2^k entries"));
+    }
+    lut_rows_raw(ctx, ch, idx, k, bits, |_, j, q| tables[q][j])
+}
+
+/// As [`lut_raw`], but P0's entry `q` of row `j` for element `i` is `entry(i, j, q)`: P0 may
+/// fold its own per-element data into the table (the reciprocal folds in its share of Δ), since
+/// only P0 writes the messages. P1's `entry` is never called.
+pub(crate) fn lut_rows_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    idx: &[u64],
+    k: u32,
+    bits: &[u32],
+    entry: impl Fn(usize, usize, usize) -> u64,
+) -> Result<Vec<Vec<u64>>> {
+    if !(1..=8).contains(&k) || bits.is_empty() {
+        return Err(invalid("lut: 1 ≤ k ≤ 8 and at least one table"));
+    }
+    let n = idx.len();
+    let nn = 1usize << k;
+    let total: u32 = bits.iter().sum();
     let packed = total <= 64;
-    let rows = if packed { 1 } else { tables.len() };
+    let rows = if packed { 1 } else { bits.len() };
     let wire_bits = if packed {
         total
     } else {
@@ -861,8 +962,8 @@ pub(crate) fn lut_raw<C: Channel>(
                 let j = ((t as u64).wrapping_add(i0) & km) as usize;
                 let mut w = 0u64;
                 let mut off = 0u32;
-                for (q, (tb, (b, r))) in tables.iter().zip(bits.iter().zip(&rs)).enumerate() {
-                    let val = sub(tb[j], r[i], mask(*b));
+                for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
+                    let val = sub(entry(i, j, q), r[i], mask(*b));
                     if packed {
                         w |= shl(val, off);
                         off += b;
@@ -959,6 +1060,10 @@ pub struct RecParams {
     /// Fractional bits of the offset table beyond the input's scale f (its low bits are zero
     /// and are not sent: the table ships f + 2 + extra bits per entry).
     pub offset_extra: u32,
+    /// When set, the offset table's fractional bits outright (overrides `offset_extra`): a
+    /// caller that rounds the result to a coarser output needs only a few bits below it, and
+    /// every bit here costs 2^k bits on the wire.
+    pub offset_frac: Option<u32>,
 }
 
 impl Default for RecParams {
@@ -968,6 +1073,7 @@ impl Default for RecParams {
             slope_scale: 12,
             newton: 0,
             offset_extra: 2,
+            offset_frac: None,
         }
     }
 }
@@ -1013,10 +1119,12 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     let rw = fw + 2;
     let mw = mask(rw);
     let mt = mask(t);
-    // The carry of the low t bits fixes both the index and Δ's wrap.
+    let p0 = ctx.is_p0();
+    // The carry of the low t bits fixes both the index and Δ's wrap. The index only needs it
+    // mod 2^k, so the B2A is k bits wide.
     let c = ctx.block("wrap", |ctx| carry_raw(ctx, ch, d, t))?;
-    let ca = ctx.block("b2a", |ctx| b2a_raw(ctx, ch, &c, rw))?;
-    let idx: Vec<u64> = (0..n).map(|i| add(d[i] >> t, ca[i], mask(k))).collect();
+    let ck = ctx.block("b2a", |ctx| b2a_raw(ctx, ch, &c, k))?;
+    let idx: Vec<u64> = (0..n).map(|i| add(d[i] >> t, ck[i], mask(k))).collect();
     // Tables: segment j covers [1 + j/2^k, 1 + (j+1)/2^k); the line T0 − S·Δ is the secant
     // lowered by half its largest gap to 1/d (equioscillating error).
     let nn = 1usize << k;
@@ -1024,7 +1132,7 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     // The offset is shipped at scale f + offset_extra and shifted up by z locally (shares of
     // T·2^z mod 2^rw are the shares of T mod 2^(rw−z) shifted); the slope (≤ 1) is shipped in
     // slope_scale + 2 bits with MSB 0 and widened by one correlated OT.
-    let fo_t = (f + p.offset_extra).min(fw);
+    let fo_t = p.offset_frac.unwrap_or(f + p.offset_extra).min(fw);
     let z = fw - fo_t;
     let rt = rw - z;
     let rs = p.slope_scale + 2;
@@ -1034,27 +1142,90 @@ pub(crate) fn reciprocal_raw<C: Channel>(
         let a = 1.0 + j as f64 * h;
         let b = a + h;
         let slope = (1.0 / b - 1.0 / a) / h; // negative
-                                             // tangent point where f' = slope: −1/x² = slope
-        let xt = (-1.0 / slope).sqrt();
+        let xt = (-1.0 / slope).sqrt(); // tangent point where −1/x² = slope
         let gap = 1.0 / a + slope * (xt - a) - 1.0 / xt; // secant above the curve
         let off = 1.0 / a - gap / 2.0;
-        t0[j] = (off * (fo_t as f64).exp2()).round() as u64 & mask(rt);
+        // Rounded up: at d = 1 the lowered line sits exactly half an output ULP below 1 when
+        // h²/8 is half a ULP (rec_index_bits' choice), and a downward rounding there turns every
+        // saturated sigmoid into 1 − 1 ULP. Up is at most 2^−fo_t extra error.
+        t0[j] = (off * (fo_t as f64).exp2()).ceil() as u64 & mask(rt);
         s[j] = ((-slope) * (p.slope_scale as f64).exp2()).round() as u64 & mask(rs);
     }
+    // Δ = Δ0 + Δ1 − 2^t·c with Δ_i = d_i mod 2^t, so 1/d ≈ T0 − S·Δ0 − S·Δ1 + 2^t·c·S. P0 knows
+    // Δ0, so it folds S[j]·Δ0 (rounded to the offset's scale: error ≤ 2^−(fo_t+1)) into the
+    // offset column of its table; only S·Δ1 (t correlated OTs, P1 choosing by Δ1's bits) and
+    // c·S (a multiplexer) remain. SIRNN's shared×shared product here took 2t.
+    let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
+    let half_z = if z > 0 { 1u64 << (z - 1) } else { 0 };
     let tabs = ctx.block("lut", |ctx| {
-        lut_raw(ctx, ch, &idx, k, &[&t0, &s], &[rt, rs])
+        lut_rows_raw(ctx, ch, &idx, k, &[rt, rs], |i, j, q| {
+            if q == 1 {
+                return s[j];
+            }
+            let sd = (s[j] * delta[i] + half_z) >> z;
+            t0[j].wrapping_sub(sd) & mask(rt)
+        })
     })?;
     let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rw))?;
-    // Δ = (d0 mod 2^t) + (d1 mod 2^t) − 2^t·c; S·Δ = S·(Δ0 + Δ1) − 2^t·c·S.
-    let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
-    let sd = ctx.block("mul", |ctx| mul_cross_raw(ctx, ch, &slope, &delta, rw, t))?;
-    let cs = ctx.block("mux", |ctx| mux_raw(ctx, ch, &c, &slope, rw))?;
-    let mut w: Vec<u64> = (0..n)
-        .map(|i| {
-            let prod = sub(sd[i], shl(cs[i], t), mw);
-            sub(shl(tabs[0][i], z) & mw, prod, mw)
-        })
-        .collect();
+    // One P0→P1 batch carries the t cross terms s0·2^b·[bit b of Δ1] and the P0 half of the
+    // multiplexer c·S; the P1→P0 batch the other half.
+    let w = ctx.block("mul", |ctx| {
+        let tu = t as usize;
+        let mut deltas = Vec::new();
+        let mut choices = Vec::new();
+        let mux_delta: Vec<u64> = (0..n)
+            .map(|i| {
+                if c[i] & 1 == 1 {
+                    slope[i].wrapping_neg() & mw
+                } else {
+                    slope[i]
+                }
+            })
+            .collect();
+        if p0 {
+            deltas.reserve(n * (tu + 1));
+            for sv in &slope {
+                for b in 0..t {
+                    deltas.push(shl(*sv, b) & mw);
+                }
+            }
+            deltas.extend_from_slice(&mux_delta);
+        } else {
+            choices.reserve(n * (tu + 1));
+            for dv in &delta {
+                for b in 0..t {
+                    choices.push((dv >> b) & 1 == 1);
+                }
+            }
+            choices.extend(c.iter().map(|b| b & 1 == 1));
+        }
+        let x = ctx.cross_from_p0(ch, &deltas, &choices, rw)?;
+        let cb: Vec<bool> = c.iter().map(|b| b & 1 == 1).collect();
+        let y = ctx.cross_from_p1(ch, &mux_delta, &cb, rw)?;
+        Ok::<_, crate::error::SsError>(
+            (0..n)
+                .map(|i| {
+                    let cross = x[i * tu..(i + 1) * tu]
+                        .iter()
+                        .fold(0u64, |a, v| add(a, *v, mw));
+                    // S·Δ1: P1's local s1·Δ1 plus the cross terms.
+                    let sd1 = if p0 {
+                        cross
+                    } else {
+                        add(cross, slope[i].wrapping_mul(delta[i]), mw)
+                    };
+                    let cs = add(
+                        add(x[n * tu + i], y[i], mw),
+                        if c[i] & 1 == 1 { slope[i] } else { 0 },
+                        mw,
+                    );
+                    let base = shl(tabs[0][i], z) & mw;
+                    add(sub(base, sd1, mw), shl(cs, t), mw)
+                })
+                .collect::<Vec<u64>>(),
+        )
+    })?;
+    let mut w = w;
     for _ in 0..p.newton {
         w = newton_step(ctx, ch, d, bits, f, &w, fw)?;
     }

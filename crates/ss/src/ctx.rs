@@ -1,13 +1,33 @@
 //! Per-party protocol state: the party's role, its PRG, its OT-extension endpoints (paired
 //! crosswise with the peer's), and the counter of building-block invocations.
-#[cfg(feature = "test-dealer")]
-use crate::error::SsError;
+use crate::error::SsError as SsErr;
 use crate::error::{invalid, Result};
 use crate::ring::mask;
 use rand_core::RngCore;
-use secinfer_net::Channel;
-use secinfer_ot::Prg;
+use secinfer_net::{Channel, Meter, NetError};
+use secinfer_ot::{Block, CotSource, Prg};
 use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// What one building block cost, summed over its invocations (see [`Ctx::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BlockStat {
+    /// Invocations.
+    pub calls: u64,
+    /// Wall time inside the block (seconds).
+    pub time_s: f64,
+    /// Bytes this party sent plus received inside the block (both directions of the link).
+    pub bytes: u64,
+    /// 1-of-2 correlated OTs this party took part in (sent or received).
+    pub cots: u64,
+    /// 1-of-N OTs this party took part in.
+    pub kk_ots: u64,
+}
+
+/// Total traffic of this party so far (all phases, both directions).
+fn traffic<C: Channel>(ch: &C) -> u64 {
+    ch.meter().snapshot().total().bytes()
+}
 
 /// Which side a party plays. The server is P0 (the OT/1-of-N sender where a protocol has one
 /// fixed sender), the client is P1.
@@ -33,9 +53,95 @@ impl Party {
 pub(crate) enum Backend {
     /// IKNP/ALSZ and KK13 OT extension from `secinfer-ot`.
     Real(Box<crate::ot_real::RealOt>),
+    /// Dry run: no peer and no traffic; every OT output is zero. Used only to count what a
+    /// protocol consumes ([`Ctx::dry_run`]), since OT counts never depend on the data.
+    Count,
     /// Test only: the sender ships every message in the clear. Not secure.
     #[cfg(feature = "test-dealer")]
     Dealer,
+}
+
+/// The correlations a protocol run consumes, counted in OTs per direction. Both parties count
+/// the same numbers (one's sends are the other's receives), so each can size its offline phase
+/// from its own dry run without a message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// 1-of-2 OTs with P0 (the server) as sender, plus ⌈log2 N⌉ per 1-of-N OT (P0 sends all
+    /// of those): the pool P0 → P1.
+    pub cots_from_p0: u64,
+    /// 1-of-2 OTs with P1 as sender: the pool P1 → P0.
+    pub cots_from_p1: u64,
+    /// Beaver bit triples for AND gates (each made offline from one random OT each way).
+    pub triples: u64,
+}
+
+impl Plan {
+    pub fn add(&mut self, o: &Plan) {
+        self.cots_from_p0 += o.cots_from_p0;
+        self.cots_from_p1 += o.cots_from_p1;
+        self.triples += o.triples;
+    }
+}
+
+/// Precomputed Beaver bit triples (this party's shares), consumed from `pos`.
+#[derive(Default)]
+struct Triples {
+    a: Vec<u8>,
+    b: Vec<u8>,
+    c: Vec<u8>,
+    pos: usize,
+}
+
+impl Triples {
+    fn available(&self) -> usize {
+        self.a.len() - self.pos
+    }
+}
+
+/// ⌈log2 n⌉ for 2 ≤ n ≤ 256: the pooled COTs one 1-of-n OT takes.
+pub(crate) fn log2_ceil(n: usize) -> u64 {
+    (usize::BITS - n.saturating_sub(1).leading_zeros()) as u64
+}
+
+/// The channel of a dry run: nothing is ever sent or received through it (the `Count` backend
+/// does not touch it); a receive is an error rather than a hang.
+pub struct DryChannel {
+    meter: Meter,
+}
+
+impl DryChannel {
+    pub fn new() -> Self {
+        DryChannel {
+            meter: Meter::default(),
+        }
+    }
+}
+
+impl Default for DryChannel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Channel for DryChannel {
+    fn send_frame(&mut self, _frame: &[u8]) -> secinfer_net::Result<()> {
+        Ok(())
+    }
+    fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
+        Err(NetError::Closed)
+    }
+    fn flush(&mut self) -> secinfer_net::Result<()> {
+        Ok(())
+    }
+    fn meter(&self) -> &Meter {
+        &self.meter
+    }
+    fn meter_mut(&mut self) -> &mut Meter {
+        &mut self.meter
+    }
+    fn max_frame(&self) -> usize {
+        0
+    }
 }
 
 /// One party's session state. Channel-independent; every protocol takes `(&mut Ctx, &mut C)`.
@@ -47,6 +153,17 @@ pub struct Ctx {
     pub(crate) backend: Backend,
     /// Building-block invocations (batched calls, i.e. per element) by name.
     pub counts: BTreeMap<&'static str, u64>,
+    /// Cost per building block, keyed by the block directly under the outermost one (a math
+    /// function's own steps, e.g. `msb_wrap`, `exp_neg`, `rec`), or the outermost block itself
+    /// when the cost is its own. Sub-blocks deeper down are charged to their level-1 ancestor so
+    /// the entries add up to the whole function.
+    pub stats: BTreeMap<&'static str, BlockStat>,
+    /// Names of the running blocks, outermost first.
+    path: Vec<&'static str>,
+    /// OTs consumed so far (see [`Plan`]).
+    used: Plan,
+    /// Precomputed bit triples (real backend only).
+    triples: Triples,
     /// Nesting depth of the running block.
     depth: u32,
     /// Print each block's wall time to stderr (env `SECINFER_SS_TRACE=1`; P0 only).
@@ -54,16 +171,27 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Setup phase: base OTs and OT-extension endpoints, both directions, plus KK13 (P0 sends).
+    /// Setup phase: base OTs of the COT pools in both directions (filled later by
+    /// [`Ctx::preprocess`], or on demand), IKNP filler.
     pub fn setup<C: Channel>(party: Party, ch: &mut C) -> Result<Ctx> {
+        Self::setup_with(party, ch, CotSource::Iknp)
+    }
+
+    /// Setup with a chosen filler for the COT pools (IKNP: 16 bytes per COT offline; Ferret:
+    /// well under a bit per COT offline, but it makes ~10^7 COTs per iteration).
+    pub fn setup_with<C: Channel>(party: Party, ch: &mut C, source: CotSource) -> Result<Ctx> {
         let mut prg = Prg::new();
-        let real = crate::ot_real::RealOt::setup(party, ch, &mut prg)?;
+        let real = crate::ot_real::RealOt::setup(party, ch, &mut prg, source)?;
         let trace = party.is_p0() && std::env::var_os("SECINFER_SS_TRACE").is_some();
         Ok(Ctx {
             party,
             prg,
             backend: Backend::Real(Box::new(real)),
             counts: BTreeMap::new(),
+            stats: BTreeMap::new(),
+            path: Vec::new(),
+            used: Plan::default(),
+            triples: Triples::default(),
             depth: 0,
             trace,
         })
@@ -77,9 +205,193 @@ impl Ctx {
             prg: Prg::new(),
             backend: Backend::Dealer,
             counts: BTreeMap::new(),
+            stats: BTreeMap::new(),
+            path: Vec::new(),
+            used: Plan::default(),
+            triples: Triples::default(),
             depth: 0,
             trace: false,
         }
+    }
+
+    /// A context for a dry run of `party`'s side: run a protocol on it with a [`DryChannel`]
+    /// (any input of the right length and range) and read [`Ctx::consumed`].
+    pub fn dry_run(party: Party) -> Ctx {
+        Ctx {
+            party,
+            prg: Prg::new(),
+            backend: Backend::Count,
+            counts: BTreeMap::new(),
+            stats: BTreeMap::new(),
+            path: Vec::new(),
+            used: Plan::default(),
+            triples: Triples::default(),
+            depth: 0,
+            trace: false,
+        }
+    }
+
+    /// Pooled COTs not yet used, per direction (`None` for a backend without pools). After a
+    /// preprocess sized by a dry run and the run itself, both are zero.
+    pub fn pool_available(&self) -> Option<Plan> {
+        match &self.backend {
+            Backend::Real(r) => Some(Plan {
+                triples: self.triples.available() as u64,
+                ..r.available()
+            }),
+            _ => None,
+        }
+    }
+
+    /// The OTs consumed since this context was made.
+    pub fn consumed(&self) -> Plan {
+        self.used
+    }
+
+    /// Offline phase: precomputes the correlations `plan` needs, so the online phase carries
+    /// only what depends on the inputs. Both parties call it with the same plan. With a backend
+    /// that has nothing to precompute it does nothing.
+    pub fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
+        match &mut self.backend {
+            Backend::Real(r) => r.preprocess(ch, plan)?,
+            Backend::Count => return Ok(()),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => return Ok(()),
+        }
+        let have = self.triples.available() as u64;
+        if plan.triples > have {
+            let n = usize::try_from(plan.triples - have)
+                .map_err(|_| invalid("triple count overflows usize"))?;
+            self.make_triples(ch, n)?;
+        }
+        Ok(())
+    }
+
+    /// Makes `n` Beaver bit triples (a, b, c = a∧b, each XOR-shared) from one random OT each
+    /// way: with P0's ROT keys (k0, k1) and P1's choice b1, P0 sets a0 = h(k0) ⊕ h(k1) and keeps
+    /// u0 = h(k0), P1 gets v1 = h(k_b1), so u0 ⊕ v1 = a0·b1; the mirror OT gives a1·b0; then
+    /// c_i = a_i·b_i ⊕ (its halves of both cross terms). h is the key's low bit (the keys are
+    /// already hashed). Both parties run the two OT batches in the same order (P0 → P1 first).
+    fn make_triples<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<()> {
+        let b = self.rand_bits(n);
+        let choices: Vec<bool> = b.iter().map(|x| *x == 1).collect();
+        let p0 = self.is_p0();
+        let r = match &mut self.backend {
+            Backend::Real(r) => r,
+            _ => return Err(invalid("bit triples need the real OT backend")),
+        };
+        let lsb = |k: &Block| (k.0 & 1) as u8;
+        // (a_i, u_i) from this party's ROTs as sender, v_i from its ROTs as receiver.
+        let (sent, got) = if p0 {
+            let s = r.rot_send(ch, n)?;
+            let g = r.rot_recv(ch, &choices)?;
+            (s, g)
+        } else {
+            let g = r.rot_recv(ch, &choices)?;
+            let s = r.rot_send(ch, n)?;
+            (s, g)
+        };
+        let t = &mut self.triples;
+        t.a.drain(..t.pos);
+        t.b.drain(..t.pos);
+        t.c.drain(..t.pos);
+        t.pos = 0;
+        for j in 0..n {
+            let (k0, k1) = (lsb(&sent[j][0]), lsb(&sent[j][1]));
+            let a = k0 ^ k1;
+            let c = (a & b[j]) ^ k0 ^ lsb(&got[j]);
+            t.a.push(a);
+            t.b.push(b[j]);
+            t.c.push(c);
+        }
+        Ok(())
+    }
+
+    /// Whether ANDs run on bit triples (real and dry-run backends; the dealer uses COTs).
+    pub(crate) fn has_triples(&self) -> bool {
+        match self.backend {
+            Backend::Real(_) | Backend::Count => true,
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => false,
+        }
+    }
+
+    /// AND of XOR-shared bits with Beaver triples: each party opens x ⊕ a and y ⊕ b (P0 sends
+    /// first, so one round trip on any channel) and computes c ⊕ d·b ⊕ e·a (⊕ d·e at P0). No
+    /// hashing online and one round trip instead of two correlated-OT batches. Triples missing
+    /// from the offline phase are made on demand (both parties know the count).
+    pub(crate) fn and_bits<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        x: &[u8],
+        y: &[u8],
+    ) -> Result<Vec<u8>> {
+        let n = x.len();
+        if y.len() != n {
+            return Err(invalid("AND needs equal lengths"));
+        }
+        self.used.triples += n as u64;
+        match &self.backend {
+            Backend::Real(_) => {}
+            Backend::Count => return Ok(vec![0; n]),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => return Err(invalid("the dealer has no triples")),
+        }
+        if self.triples.available() < n {
+            let need = n - self.triples.available();
+            self.make_triples(ch, need)?;
+        }
+        let b0 = traffic(ch);
+        let p = self.triples.pos;
+        let (ta, tb, tc) = (
+            &self.triples.a[p..p + n],
+            &self.triples.b[p..p + n],
+            &self.triples.c[p..p + n],
+        );
+        // Packed: bit 2j = d_j, bit 2j + 1 = e_j.
+        let mut mine = vec![0u8; (2 * n).div_ceil(8)];
+        for j in 0..n {
+            let d = (x[j] ^ ta[j]) & 1;
+            let e = (y[j] ^ tb[j]) & 1;
+            mine[(2 * j) / 8] |= d << ((2 * j) % 8);
+            mine[(2 * j + 1) / 8] |= e << ((2 * j + 1) % 8);
+        }
+        let theirs = if self.is_p0() {
+            ch.send_pod(&mine)?;
+            ch.recv_pod::<u8>(mine.len())?
+        } else {
+            let t = ch.recv_pod::<u8>(mine.len())?;
+            ch.send_pod(&mine)?;
+            ch.flush()?;
+            t
+        };
+        // Padding bits past the last pair must be zero: anything else is a malformed frame.
+        let tail = (2 * n) & 7; // bits used in the last byte (0: all eight)
+        if tail != 0 {
+            if let Some(last) = theirs.last() {
+                if last >> tail != 0 {
+                    return Err(SsErr::Malformed(
+                        "AND opening has bits set past its end".into(),
+                    ));
+                }
+            }
+        }
+        let p0 = self.is_p0();
+        let out = (0..n)
+            .map(|j| {
+                let bit = |v: &[u8], i: usize| (v[i / 8] >> (i % 8)) & 1;
+                let d = bit(&mine, 2 * j) ^ bit(&theirs, 2 * j);
+                let e = bit(&mine, 2 * j + 1) ^ bit(&theirs, 2 * j + 1);
+                let mut z = tc[j] ^ (d & tb[j]) ^ (e & ta[j]);
+                if p0 {
+                    z ^= d & e;
+                }
+                z
+            })
+            .collect();
+        self.triples.pos += n;
+        self.charge(traffic(ch) - b0, 0, 0);
+        Ok(out)
     }
 
     pub fn is_p0(&self) -> bool {
@@ -94,17 +406,33 @@ impl Ctx {
         name: &'static str,
         f: impl FnOnce(&mut Ctx) -> Result<T>,
     ) -> Result<T> {
-        if self.depth <= 1 {
+        let counted = self.depth <= 1;
+        if counted {
             *self.counts.entry(name).or_insert(0) += 1;
         }
+        // Time is charged at level 1 only (level 0 is the sum of its children plus local work,
+        // which `charge` books under the outermost name).
+        let timed = self.depth == 1;
+        self.path.push(name);
         self.depth += 1;
-        let t0 = if self.trace {
-            Some(std::time::Instant::now())
+        let t0 = if self.trace || timed {
+            Some(Instant::now())
         } else {
             None
         };
         let r = f(self);
         self.depth -= 1;
+        self.path.pop();
+        if timed {
+            if let Some(t0) = t0 {
+                let st = self.stats.entry(name).or_default();
+                st.calls += 1;
+                st.time_s += t0.elapsed().as_secs_f64();
+            }
+        }
+        if !self.trace {
+            return r;
+        }
         if let Some(t0) = t0 {
             eprintln!(
                 "{:indent$}{name}: {:.1} ms",
@@ -118,6 +446,24 @@ impl Ctx {
     /// Counts of the top-level blocks since the last reset.
     pub fn reset_counts(&mut self) {
         self.counts.clear();
+        self.stats.clear();
+    }
+
+    /// The key traffic is charged to: the level-1 block, else the outermost, else "other".
+    fn charge_key(&self) -> &'static str {
+        self.path
+            .get(1)
+            .or_else(|| self.path.first())
+            .copied()
+            .unwrap_or("other")
+    }
+
+    /// Books `bytes` and OT counts to the running block.
+    fn charge(&mut self, bytes: u64, cots: u64, kk: u64) {
+        let st = self.stats.entry(self.charge_key()).or_default();
+        st.bytes += bytes;
+        st.cots += cots;
+        st.kk_ots += kk;
     }
 
     pub(crate) fn rand_u64s(&mut self, n: usize, bits: u32) -> Vec<u64> {
@@ -147,8 +493,25 @@ impl Ctx {
         deltas: &[u64],
         bits: u32,
     ) -> Result<Vec<u64>> {
+        if self.is_p0() {
+            self.used.cots_from_p0 += deltas.len() as u64;
+        } else {
+            self.used.cots_from_p1 += deltas.len() as u64;
+        }
+        let b0 = traffic(ch);
+        let r = self.cot_send_inner(ch, deltas, bits);
+        self.charge(traffic(ch) - b0, deltas.len() as u64, 0);
+        r
+    }
+    fn cot_send_inner<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.cot_send(ch, deltas, bits),
+            Backend::Count => Ok(vec![0; deltas.len()]),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => {
                 let m = mask(bits);
@@ -169,14 +532,31 @@ impl Ctx {
         choices: &[bool],
         bits: u32,
     ) -> Result<Vec<u64>> {
+        if self.is_p0() {
+            self.used.cots_from_p1 += choices.len() as u64;
+        } else {
+            self.used.cots_from_p0 += choices.len() as u64;
+        }
+        let b0 = traffic(ch);
+        let r = self.cot_recv_inner(ch, choices, bits);
+        self.charge(traffic(ch) - b0, choices.len() as u64, 0);
+        r
+    }
+    fn cot_recv_inner<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.cot_recv(ch, choices, bits),
+            Backend::Count => Ok(vec![0; choices.len()]),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => {
                 let msg: Vec<u64> = ch.recv_pod(2 * choices.len())?;
                 let m = mask(bits);
                 if msg.iter().any(|v| v & !m != 0) {
-                    return Err(SsError::Malformed("dealer value out of range".into()));
+                    return Err(SsErr::Malformed("dealer value out of range".into()));
                 }
                 Ok(choices
                     .iter()
@@ -197,8 +577,22 @@ impl Ctx {
         if !(2..=256).contains(&n) || msgs.len() / n * n != msgs.len() {
             return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256 and count·n messages"));
         }
+        self.used.cots_from_p0 += (msgs.len() / n) as u64 * log2_ceil(n);
+        let b0 = traffic(ch);
+        let r = self.kk_send_inner(ch, n, msgs, bits);
+        self.charge(traffic(ch) - b0, 0, (msgs.len() / n) as u64);
+        r
+    }
+    fn kk_send_inner<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        msgs: &[u64],
+        bits: u32,
+    ) -> Result<()> {
         match &mut self.backend {
             Backend::Real(r) => r.kk_send(ch, n, msgs, bits),
+            Backend::Count => Ok(()),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => {
                 let _ = bits;
@@ -217,14 +611,28 @@ impl Ctx {
         if !(2..=256).contains(&n) || choices.iter().any(|c| *c as usize >= n) {
             return Err(invalid("1-of-n OT choice out of range"));
         }
+        self.used.cots_from_p0 += choices.len() as u64 * log2_ceil(n);
+        let b0 = traffic(ch);
+        let r = self.kk_recv_inner(ch, n, choices, bits);
+        self.charge(traffic(ch) - b0, 0, choices.len() as u64);
+        r
+    }
+    fn kk_recv_inner<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        choices: &[u8],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         match &mut self.backend {
             Backend::Real(r) => r.kk_recv(ch, n, choices, bits),
+            Backend::Count => Ok(vec![0; choices.len()]),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => {
                 let msg: Vec<u64> = ch.recv_pod(n * choices.len())?;
                 let m = mask(bits);
                 if msg.iter().any(|v| v & !m != 0) {
-                    return Err(SsError::Malformed("dealer value out of range".into()));
+                    return Err(SsErr::Malformed("dealer value out of range".into()));
                 }
                 Ok(choices
                     .iter()

@@ -25,9 +25,23 @@ pub fn rec_index_bits(out_scale: u32) -> u32 {
     (out_scale.saturating_sub(2)).div_ceil(2).clamp(4, 8)
 }
 
-fn rec_params(out_scale: u32) -> RecParams {
+/// Largest reciprocal table OPAF uses (2^7 rows): tanh's σ at scale 17 would take 2^8 rows for
+/// a segment error of half its ULP; 2^7 rows make it 2 ULP of σ there (an output ULP of tanh),
+/// and the table's rows are most of the online bytes and hashing.
+pub const OPAF_REC_MAX_K: u32 = 7;
+
+/// The reciprocal's table for a result rounded to `out_scale`. OPAF (`compact`): offsets at
+/// out_scale + 3 fractional bits (rounded up, with P0's folded S·Δ0 term: at most 3/16 of an
+/// output ULP more error, inside OPAF's 3-ULP budget) instead of f + 2, since the 2^k-row table
+/// is most of sigmoid's online bytes. The SIRNN baseline keeps f + 2 and its ≤ 1 ULP.
+fn rec_params(out_scale: u32, compact: bool) -> RecParams {
     RecParams {
-        k: rec_index_bits(out_scale),
+        k: if compact {
+            rec_index_bits(out_scale).min(OPAF_REC_MAX_K)
+        } else {
+            rec_index_bits(out_scale)
+        },
+        offset_frac: if compact { Some(out_scale + 3) } else { None },
         ..RecParams::default()
     }
 }
@@ -112,8 +126,8 @@ fn round_down_msb0_with<C: Channel>(
 
 // ============================================================================ OPAF exp
 
-/// OPAF's local-factor exponential for x < 0 with L = 2^(l−s) ≤ 16. Returns shares (mod 2^64,
-/// MSB 0) of e^x at scale `fo`.
+/// OPAF's local-factor exponential for x < 0 with L = 2^(l−s) ≤ 16. Returns shares (MSB 0) of
+/// e^x at scale `fo` and their ring (f1 + fc + 2 bits, see `correction_scales`).
 ///
 /// Each party reads its share g_i as a signed integer with msb m_i. With k the ring wrap of the
 /// signed shares, g0 + g1 = x + k·2^l and, since x < 0, k = (1−m0)(1−m1). Party i computes
@@ -128,42 +142,39 @@ fn exp_neg_direct<C: Channel>(
     l: u32,
     s: u32,
     fo: u32,
-) -> Result<Vec<u64>> {
+) -> Result<(Vec<u64>, u32)> {
     let n = x.len();
     let big_l = ((l as f64) - (s as f64)).exp2();
     // Local factors at LOCAL_FRAC bits: after the multiplexer's factor e^(L/2) their
     // rounding errors grow by 2^lc, so fewer bits would not hold the output's accuracy.
     let lf = LOCAL_FRAC;
     let mine_m: Vec<u8> = x.iter().map(|a| msb(*a, l)).collect();
-    // p = a0·a1 at scale 2·lf, at most 2^(2·lf).
-    let p = opaf_local_product(ctx, ch, x, &mine_m, l, s, big_l)?;
     let (c, _, fc, f1) = correction_scales(big_l);
-    let pt = if 2 * lf > f1 {
-        ctx.block("trunc", |ctx| {
-            blocks::trunc_msb0_raw(ctx, ch, &p, 64, 2 * lf - f1, false)
-        })?
-    } else {
-        p.iter().map(|v| v << (f1 - 2 * lf)).collect()
-    };
+    // Everything after the product lives in ring r: it holds v = p' + m·(C − 1)·p' ≤ 1 at
+    // scale f1 + fc (the multiplexer's unselected branch may overflow: it is multiplied by 0).
+    let r = f1 + fc + 2;
+    let mr = mask(r);
+    // p' = a0·a1 at scale f1, made in ring r directly: 2·lf − f1 low bits never hit the wire.
+    let a = opaf_local_factors(x, &mine_m, l, s, big_l);
+    let pt = ctx.block("mul_private", |ctx| {
+        blocks::mul_private_trunc_raw(ctx, ch, &a, lf + 1, 2 * lf - f1, r)
+    })?;
     let cm1 = ((c - 1.0) * (fc as f64).exp2()).round() as u64;
-    let scaled: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(cm1)).collect();
-    let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &mine_m, &scaled, 64))?;
-    let v: Vec<u64> = (0..n).map(|i| (pt[i] << fc).wrapping_add(sel[i])).collect();
+    let scaled: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(cm1) & mr).collect();
+    let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &mine_m, &scaled, r))?;
+    let v: Vec<u64> = (0..n).map(|i| add(pt[i] << fc, sel[i], mr)).collect();
     // v at scale f1 + fc; bring to fo (cheap truncation: this is an intermediate).
     let from = f1 + fc;
     if from > fo {
-        ctx.block("trunc", |ctx| {
-            blocks::trunc_msb0_raw(ctx, ch, &v, 64, from - fo, false)
-        })
+        let t = ctx.block("trunc", |ctx| {
+            blocks::trunc_msb0_raw(ctx, ch, &v, r, from - fo, false)
+        })?;
+        Ok((t, r))
     } else {
-        Ok(v.into_iter().map(|a| a << (fo - from)).collect())
+        Ok((v.into_iter().map(|a| (a << (fo - from)) & mr).collect(), r))
     }
 }
 
-/// e^x for x < 0 given at (l, s), any integer width. With more than 4 integer bits, y = −x is
-/// split at p = s + 3 bits (one carry): the low part gives z = −y_lo − 2^−s ∈ [−8, 0), done by
-/// the local-factor method; the high part indexes SIRNN's lookup table of e^{−8·y_hi}·e^{2^−s};
-/// one product joins them. Shares mod 2^64 (MSB 0) at scale `fo`.
 /// OPAF's local step (DESIGN.md §5): each party turns its own share X_i into the factor
 /// e^{X_i/2^s}, pre-scaled by e^{−L/2} when its top bit is clear so it stays in range, fixed at
 /// LOCAL_FRAC fractional bits; one private×private product gives shares of a0·a1 at scale
@@ -177,19 +188,23 @@ fn opaf_local_product<C: Channel>(
     s: u32,
     big_l: f64,
 ) -> Result<Vec<u64>> {
+    let a = opaf_local_factors(x, mine_m, l, s, big_l);
+    ctx.block("mul_private", |ctx| {
+        blocks::mul_private_raw(ctx, ch, &a, LOCAL_FRAC + 1, 64)
+    })
+}
+
+/// Each party's local factor e^{X_i/2^s − (1 − m_i)·L/2} at LOCAL_FRAC fractional bits.
+fn opaf_local_factors(x: &[u64], mine_m: &[u8], l: u32, s: u32, big_l: f64) -> Vec<u64> {
     let fscale = (LOCAL_FRAC as f64).exp2();
-    let a: Vec<u64> = x
-        .iter()
+    x.iter()
         .zip(mine_m)
         .map(|(v, m)| {
             let g = to_signed(*v, l) as f64 / (s as f64).exp2();
             let shift = if *m == 0 { big_l / 2.0 } else { 0.0 };
             ((g - shift).exp() * fscale).round() as u64
         })
-        .collect();
-    ctx.block("mul_private", |ctx| {
-        blocks::mul_private_raw(ctx, ch, &a, LOCAL_FRAC + 1, 64)
-    })
+        .collect()
 }
 
 /// The correction constant C = e^{L/2} and its fixed-point budget: (C, lc = ⌈log2 C⌉, fc, f1).
@@ -202,6 +217,11 @@ fn correction_scales(big_l: f64) -> (f64, u32, u32, u32) {
     (c, lc, fc, 61 - lc - fc)
 }
 
+/// e^x for x < 0 given at (l, s), any integer width. With more than 4 integer bits, y = −x is
+/// split at p = s + 3 bits (one carry): the low part gives z = −y_lo − 2^−s ∈ [−8, 0), done by
+/// the local-factor method; the high part indexes SIRNN's lookup table of e^{−8·y_hi}·e^{2^−s};
+/// one product joins them. (At most two high bits take two multiplexers instead.)
+/// Shares (MSB 0) at scale `fo`, and their ring.
 fn exp_neg_core<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -209,7 +229,7 @@ fn exp_neg_core<C: Channel>(
     l: u32,
     s: u32,
     fo: u32,
-) -> Result<Vec<u64>> {
+) -> Result<(Vec<u64>, u32)> {
     let int_bits = l.saturating_sub(s);
     if int_bits <= MAX_DIRECT_INT_BITS {
         return exp_neg_direct(ctx, ch, x, l, s, fo);
@@ -240,35 +260,79 @@ fn exp_neg_core<C: Channel>(
             }
         })
         .collect();
-    let hi: Vec<u64> = (0..n)
-        .map(|i| add(y[i] >> p, ca[i], mask(hi_bits)))
-        .collect();
     let fe = (fo + 4).min(28);
     let re = fe + 2;
     let nudge = (-(s as f64)).exp2().exp();
+    if hi_bits <= 2 {
+        // At most two high bits (5 integer bits, e.g. tanh's 2x): h = y >> p is 0, 1 or 2 (2 only
+        // for y = 2^(l−1) exactly, where z = −2^−s), so e^x = e^z·e^{2^−s}·(1, e^−8 or e^−16):
+        // two multiplexers on the bits of h replace SIRNN's table and the shared product.
+        // Bit p of y is each party's own bit p XOR its share of the carry c just computed; the
+        // carry into bit p + 1 is b0·b1 ⊕ c·(b0 ⊕ b1) with b_i the parties' bits p (one AND round).
+        let bp: Vec<u8> = y.iter().map(|a| ((a >> p) & 1) as u8).collect();
+        let h1: Vec<u8> = (0..n).map(|i| bp[i] ^ c[i]).collect();
+        let h2: Vec<u8> = if hi_bits == 2 {
+            let mut xs = c.clone();
+            xs.extend(bp.iter().map(|b| if p0 { *b } else { 0 }));
+            let mut ys = bp.clone();
+            ys.extend(bp.iter().map(|b| if p0 { 0 } else { *b }));
+            let zz = ctx.block("and", |ctx| blocks::and_raw(ctx, ch, &xs, &ys))?;
+            (0..n)
+                .map(|i| ((y[i] >> (p + 1)) & 1) as u8 ^ zz[i] ^ zz[n + i])
+                .collect()
+        } else {
+            vec![0; n]
+        };
+        let (elo, r) = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
+        let mr = mask(r);
+        // Constants at g fractional bits: e_lo·K ≤ 2^(fe + g)·(1 + ε) stays below 2^(r − 2).
+        let g = r - fe - 3;
+        let step = ((1u64 << p) as f64 / (s as f64).exp2()).exp().recip(); // e^−8
+        let scale_g = (g as f64).exp2();
+        let k1 = (nudge * scale_g).round() as u64;
+        let k2 = (nudge * (1.0 - step) * scale_g).round() as u64;
+        let k3 = (nudge * (1.0 - step * step) * scale_g).round() as u64;
+        let mut bitsel = h1;
+        bitsel.extend_from_slice(&h2);
+        let mut vals: Vec<u64> = elo.iter().map(|a| a.wrapping_mul(k2) & mr).collect();
+        vals.extend(elo.iter().map(|a| a.wrapping_mul(k3) & mr));
+        let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &bitsel, &vals, r))?;
+        let v: Vec<u64> = (0..n)
+            .map(|i| {
+                elo[i]
+                    .wrapping_mul(k1)
+                    .wrapping_sub(sel[i])
+                    .wrapping_sub(sel[n + i])
+                    & mr
+            })
+            .collect();
+        let t = ctx.block("trunc", |ctx| {
+            blocks::trunc_msb0_raw(ctx, ch, &v, r, fe + g - fo, false)
+        })?;
+        return Ok((t, r));
+    }
     let table: Vec<u64> = (0..(1u64 << hi_bits))
         .map(|j| {
             let v = (-((j << p) as f64) / (s as f64).exp2()).exp() * nudge;
             (v * (fe as f64).exp2()).round() as u64
         })
         .collect();
+    let hi: Vec<u64> = (0..n)
+        .map(|i| add(y[i] >> p, ca[i], mask(hi_bits)))
+        .collect();
     let th = ctx.block("lut", |ctx| {
         blocks::lut_raw(ctx, ch, &hi, hi_bits, &[&table], &[re])
     })?;
-    let elo = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
+    let (elo, _) = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
     let elo: Vec<u64> = elo.iter().map(|a| a & mask(re)).collect();
     let prod = ctx.block("mul", |ctx| {
         blocks::mul_nonuniform_msb0_raw(ctx, ch, &elo, re, &th[0], re, 2 * re)
     })?;
-    // prod at scale 2fe in Z_{2^(2re)} → scale fo, then widen to 64 bits.
+    // prod at scale 2fe in Z_{2^(2re)} → scale fo, in the same ring.
     let t = ctx.block("trunc", |ctx| {
         blocks::trunc_msb0_raw(ctx, ch, &prod, 2 * re, 2 * fe - fo, false)
     })?;
-    if 2 * re < 64 {
-        ctx.block("zext", |ctx| blocks::zext_msb0_raw(ctx, ch, &t, 2 * re, 64))
-    } else {
-        Ok(t)
-    }
+    Ok((t, 2 * re))
 }
 
 /// OPAF exp on negative inputs: x < 0 at `inp`, e^x at `out` (out.bits ≥ out.scale + 2).
@@ -282,8 +346,8 @@ pub fn exp_neg_opaf<C: Channel>(
     check_io(inp, out, 2)?;
     ctx.block("exp_neg", |ctx| {
         let fo = out.scale + 6;
-        let e = exp_neg_core(ctx, ch, x, inp.bits, inp.scale, fo)?;
-        round_down_msb0(ctx, ch, &e, 64, fo, out.scale, out.bits)
+        let (e, r) = exp_neg_core(ctx, ch, x, inp.bits, inp.scale, fo)?;
+        round_down_msb0(ctx, ch, &e, r, fo, out.scale, out.bits)
     })
 }
 
@@ -451,11 +515,11 @@ fn sigmoid_opaf_inner<C: Channel>(
         })
         .collect();
     let f = sigmoid_inner_scale(s, out.scale);
-    let e = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f))?;
+    let (e, _) = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f))?;
     let rb = f + 2;
     let d = one_plus(&e, p0, f, rb);
     let (w, rw, fw) = ctx.block("rec", |ctx| {
-        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale))
+        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, true))
     })?;
     let r = round_down_msb0_with(ctx, ch, &w, rw, fw, out.scale, out.bits, FINAL_EXACT)?;
     // σ = r + m·(1 − 2r)
@@ -686,7 +750,7 @@ fn sigmoid_sirnn_inner<C: Channel>(
     let d = one_plus(&e, p0, f, rb);
     let d = clamp_below_two(ctx, ch, &d, rb)?;
     let (w, rw, fw) = ctx.block("rec", |ctx| {
-        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale))
+        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, false))
     })?;
     // Ring of the product e·r: r's shares shifted by f stay valid mod 2^(rw + f).
     let pr = rw + f;

@@ -1,8 +1,10 @@
-//! The real OT backend: IKNP/ALSZ 1-of-2 extension both ways and KK13 1-of-N (P0 sends).
-use crate::ctx::Party;
+//! The real OT backend: pooled random COTs in both directions (`secinfer-ot`'s pooled OT, filled
+//! by IKNP or Ferret in the offline phase), derandomised online at 1 bit per 1-of-2 OT plus its
+//! payload; 1-of-N OTs (P0 sends) take ⌈log2 N⌉ COTs of the P0 → P1 pool each.
+use crate::ctx::{Party, Plan};
 use crate::error::{Result, SsError};
 use secinfer_net::Channel;
-use secinfer_ot::{KkReceiver, KkSender, OtError, OtExtReceiver, OtExtSender, Prg};
+use secinfer_ot::{Block, CotSource, OtError, PooledOtReceiver, PooledOtSender, Prg};
 
 impl From<OtError> for SsError {
     fn from(e: OtError) -> Self {
@@ -14,36 +16,107 @@ impl From<OtError> for SsError {
 }
 
 pub(crate) struct RealOt {
-    sender: OtExtSender,
-    receiver: OtExtReceiver,
-    kk_s: Option<KkSender>,
-    kk_r: Option<KkReceiver>,
+    /// This party as sender (P0: the P0 → P1 pool, which also serves 1-of-N).
+    sender: PooledOtSender,
+    /// This party as receiver.
+    receiver: PooledOtReceiver,
+    party: Party,
+}
+
+fn count(n: u64) -> Result<usize> {
+    usize::try_from(n).map_err(|_| SsError::InvalidArgument("pool size overflows usize".into()))
 }
 
 impl RealOt {
-    pub(crate) fn setup<C: Channel>(party: Party, ch: &mut C, prg: &mut Prg) -> Result<Self> {
+    /// Setup: base OTs (and, for Ferret, its bootstrap) of both directions; P0's sender first.
+    pub(crate) fn setup<C: Channel>(
+        party: Party,
+        ch: &mut C,
+        prg: &mut Prg,
+        source: CotSource,
+    ) -> Result<Self> {
         if party.is_p0() {
-            let sender = OtExtSender::setup(ch, prg)?;
-            let receiver = OtExtReceiver::setup(ch, prg)?;
-            let kk = KkSender::setup(ch, prg)?;
+            let sender = PooledOtSender::setup_with_source(ch, prg, source)?;
+            let receiver = PooledOtReceiver::setup_with_source(ch, prg, source)?;
             Ok(RealOt {
                 sender,
                 receiver,
-                kk_s: Some(kk),
-                kk_r: None,
+                party,
             })
         } else {
-            let receiver = OtExtReceiver::setup(ch, prg)?;
-            let sender = OtExtSender::setup(ch, prg)?;
-            let kk = KkReceiver::setup(ch, prg)?;
+            let receiver = PooledOtReceiver::setup_with_source(ch, prg, source)?;
+            let sender = PooledOtSender::setup_with_source(ch, prg, source)?;
             Ok(RealOt {
                 sender,
                 receiver,
-                kk_s: None,
-                kk_r: Some(kk),
+                party,
             })
         }
     }
+
+    /// Offline phase: fills both pools with what `plan` says the online phase takes, in the
+    /// same order on both sides (the P0 → P1 pool first). A pool that runs dry online refills
+    /// itself on demand (correct, but then that traffic is online).
+    pub(crate) fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
+        // Each bit triple takes one random OT each way.
+        let from_p0 = count(plan.cots_from_p0 + plan.triples)?;
+        let from_p1 = count(plan.cots_from_p1 + plan.triples)?;
+        if self.party.is_p0() {
+            let need = from_p0.saturating_sub(self.sender.available());
+            if need > 0 {
+                self.sender.fill(ch, need)?;
+            }
+            let need = from_p1.saturating_sub(self.receiver.available());
+            if need > 0 {
+                self.receiver.fill(ch, need)?;
+            }
+        } else {
+            let need = from_p0.saturating_sub(self.receiver.available());
+            if need > 0 {
+                self.receiver.fill(ch, need)?;
+            }
+            let need = from_p1.saturating_sub(self.sender.available());
+            if need > 0 {
+                self.sender.fill(ch, need)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Random OTs as sender (from this party's outgoing pool): both keys per OT.
+    pub(crate) fn rot_send<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<[Block; 2]>> {
+        Ok(self.sender.send_rot(ch, n)?)
+    }
+    /// Random OTs as receiver: the chosen key per OT.
+    pub(crate) fn rot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>> {
+        Ok(self.receiver.recv_rot(ch, choices)?)
+    }
+
+    /// Unused pooled COTs per direction.
+    pub(crate) fn available(&self) -> Plan {
+        let (mine_out, mine_in) = (
+            self.sender.available() as u64,
+            self.receiver.available() as u64,
+        );
+        if self.party.is_p0() {
+            Plan {
+                cots_from_p0: mine_out,
+                cots_from_p1: mine_in,
+                triples: 0,
+            }
+        } else {
+            Plan {
+                cots_from_p0: mine_in,
+                cots_from_p1: mine_out,
+                triples: 0,
+            }
+        }
+    }
+
     pub(crate) fn cot_send<C: Channel>(
         &mut self,
         ch: &mut C,
@@ -67,10 +140,10 @@ impl RealOt {
         msgs: &[u64],
         bits: u32,
     ) -> Result<()> {
-        match &mut self.kk_s {
-            Some(k) => Ok(k.send_u64(ch, n, msgs, bits)?),
-            None => Err(SsError::InvalidArgument("only P0 sends 1-of-N OTs".into())),
+        if !self.party.is_p0() {
+            return Err(SsError::InvalidArgument("only P0 sends 1-of-N OTs".into()));
         }
+        Ok(self.sender.send_u64(ch, n, msgs, bits)?)
     }
     pub(crate) fn kk_recv<C: Channel>(
         &mut self,
@@ -79,11 +152,11 @@ impl RealOt {
         choices: &[u8],
         bits: u32,
     ) -> Result<Vec<u64>> {
-        match &mut self.kk_r {
-            Some(k) => Ok(k.recv_u64(ch, n, choices, bits)?),
-            None => Err(SsError::InvalidArgument(
+        if self.party.is_p0() {
+            return Err(SsError::InvalidArgument(
                 "only P1 receives 1-of-N OTs".into(),
-            )),
+            ));
         }
+        Ok(self.receiver.recv_u64(ch, n, choices, bits)?)
     }
 }

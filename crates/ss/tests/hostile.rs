@@ -110,3 +110,31 @@ fn bad_arguments_are_typed_errors() {
     });
     assert!(r.client && r.server);
 }
+
+/// An AND opening with bits set past its last pair is a typed error, not ignored.
+#[cfg(not(feature = "test-dealer"))]
+#[test]
+fn bad_and_opening_is_malformed() {
+    use secinfer_ss::{blocks, Ctx, Plan};
+    let plan = Plan {
+        triples: 3,
+        ..Plan::default()
+    };
+    let r = simulate(
+        |ch| {
+            let mut c = Ctx::setup(Party::Client, ch).unwrap();
+            c.preprocess(ch, plan).unwrap();
+            blocks::and(&mut c, ch, &[1, 0, 1], &[1, 1, 0]).err()
+        },
+        |ch| {
+            let mut s = Ctx::setup(Party::Server, ch).unwrap();
+            s.preprocess(ch, plan).unwrap();
+            // 3 ANDs open 6 bits: one byte whose top two bits must be zero
+            let _ = ch.send_pod(&[0xffu8]);
+            let _ = ch.flush();
+            let _ = ch.recv_frame();
+        },
+    );
+    let a = r.client.output;
+    assert!(matches!(a, Some(SsError::Malformed(_))), "padding: {a:?}");
+}

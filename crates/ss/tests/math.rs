@@ -83,7 +83,9 @@ fn cases() -> Vec<(MathFn, Impl, Fixed, Fixed, usize, f64)> {
         // the papers' default formats (OPAF: 20-bit input at scale 16, 18-bit output)
         (ExpNeg, Opaf, fx(20, 16), fx(18, 16), 1 << 14, 1.0),
         (Sigmoid, Opaf, fx(20, 16), fx(18, 16), 1 << 14, 1.5),
-        (Tanh, Opaf, fx(20, 16), fx(18, 16), 1 << 14, 1.5),
+        // tanh's σ runs at scale 17, where OPAF's 2^7-row reciprocal table (OPAF_REC_MAX_K)
+        // has a segment error of 1 output ULP: measured 1.69; OPAF's paper reports 4
+        (Tanh, Opaf, fx(20, 16), fx(18, 16), 1 << 14, 2.0),
         // SIRNN FastGRNN formats: sigmoid 16-bit scale 8 → 14; tanh 16-bit scale 9 → 9
         (Sigmoid, Opaf, fx(16, 8), fx(16, 14), EXHAUSTIVE_16, 1.5),
         (Sigmoid, Sirnn, fx(16, 8), fx(16, 14), EXHAUSTIVE_16, 1.0),

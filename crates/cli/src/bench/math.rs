@@ -2,9 +2,11 @@
 //!
 //! The client owns the inputs (evenly spaced over the input range, or every input when `--n`
 //! covers it) and secret-shares them before timing; the parties then run the function on the
-//! shares (phase `online`: OT extension runs on demand inside it, so `offline` is empty), and
+//! shares (phase `offline`: the correlations a dry run says the function consumes, precomputed
+//! — pooled random COTs; phase `online`: the function itself, derandomising them), and
 //! afterwards the client learns the outputs (not metered) and measures the ULP error against the
-//! exact real function. Setup is the base OTs of both OT-extension directions and KK13.
+//! exact real function. Setup is the base OTs of both pool directions (and Ferret's bootstrap
+//! with `--cot-source ferret`).
 use crate::error::Error;
 use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
@@ -14,7 +16,7 @@ use secinfer_ss::math::{self, Impl};
 use secinfer_ss::reveal::{reveal, share_input, RevealTo};
 use secinfer_ss::ring::Fixed;
 use secinfer_ss::ulp::{inputs, ulp_stats, MathFn};
-use secinfer_ss::{Ctx, Party};
+use secinfer_ss::{CotSource, Ctx, FerretParams, Party};
 use serde_json::{Map, Value};
 use std::time::Instant;
 
@@ -45,14 +47,27 @@ pub struct MathArgs {
     /// s + 4 bits), exhaustive up to 2^16 inputs, else 2^16 evenly spaced inputs (`--n` unused).
     #[arg(long = "ulp-table")]
     pub ulp_table: bool,
+    /// What fills the COT pools offline: `iknp` (16 bytes per COT) or `ferret` (silent OT,
+    /// emp-ot's b13 set: well under a bit per COT, ~10^7 COTs per iteration).
+    #[arg(long = "cot-source", default_value = "iknp")]
+    pub cot_source: String,
     #[command(flatten)]
     pub net: NetArgs,
+}
+
+fn cot_source(name: &str) -> Result<CotSource, Error> {
+    match name {
+        "iknp" => Ok(CotSource::Iknp),
+        "ferret" => Ok(CotSource::Ferret(FerretParams::B13)),
+        _ => Err(Error::msg("--cot-source must be iknp or ferret")),
+    }
 }
 
 /// What each party reports about its own run (serialisable for the two-process mode).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct PartyReport {
     setup_s: f64,
+    offline_s: f64,
     online_s: f64,
     online_rounds: u64,
 }
@@ -62,6 +77,7 @@ struct ClientOut {
     cost: Cost,
     outputs: Vec<u64>,
     blocks: Map<String, Value>,
+    block_costs: Map<String, Value>,
 }
 
 fn formats(f: MathFn, a: &MathArgs) -> (Fixed, Fixed) {
@@ -91,10 +107,11 @@ fn party(
     inp: Fixed,
     out: Fixed,
     xs: &[u64],
+    source: CotSource,
     ch: &mut DynChannel,
 ) -> Result<ClientOut, Error> {
     let t0 = Instant::now();
-    let mut ctx = Ctx::setup(party, ch)?;
+    let mut ctx = Ctx::setup_with(party, ch, source)?;
     let setup_s = t0.elapsed().as_secs_f64();
     // Input sharing (not part of the measured function).
     let mine = share_input(
@@ -109,6 +126,27 @@ fn party(
         xs.len(),
         inp.bits,
     )?;
+    // Offline: the correlations the function will consume, counted by a dry run on this
+    // party's side (OT counts do not depend on the data, so both parties agree without a
+    // message), then precomputed.
+    let zeros = vec![0u64; xs.len()];
+    let plan = secinfer_ss::plan_for(party, |c, dry| {
+        math::evaluate(c, dry, f, imp, &zeros, inp, out)
+    })?;
+    ch.set_phase(Phase::Offline);
+    let t_off = Instant::now();
+    ctx.preprocess(ch, plan)?;
+    // Barrier (one byte each way, charged to offline): the online clocks start together, so
+    // neither party's online time includes waiting for the tail of the other's offline work.
+    if party == Party::Server {
+        ch.send_pod(&[1u8])?;
+        ch.recv_pod::<u8>(1)?;
+    } else {
+        ch.recv_pod::<u8>(1)?;
+        ch.send_pod(&[1u8])?;
+    }
+    ch.flush()?;
+    let offline_s = t_off.elapsed().as_secs_f64();
     ch.set_phase(Phase::Online);
     let t1 = Instant::now();
     let y = math::evaluate(&mut ctx, ch, f, imp, &mine, inp, out)?;
@@ -122,8 +160,27 @@ fn party(
         .iter()
         .map(|(k, v)| (k.to_string(), Value::from(*v)))
         .collect();
+    let n = xs.len().max(1) as f64;
+    // Per-step costs as the client saw them (its bytes are both directions of the link).
+    let block_costs = ctx
+        .stats
+        .iter()
+        .map(|(k, st)| {
+            let mut o = Map::new();
+            o.insert("calls".into(), Value::from(st.calls));
+            o.insert("ms".into(), Value::from((st.time_s * 1e4).round() / 10.0));
+            o.insert(
+                "bytes_per_item".into(),
+                Value::from((st.bytes as f64 / n * 10.0).round() / 10.0),
+            );
+            o.insert("cots_per_item".into(), Value::from(st.cots as f64 / n));
+            o.insert("kk_ots_per_item".into(), Value::from(st.kk_ots as f64 / n));
+            (k.to_string(), Value::Object(o))
+        })
+        .collect();
     let report = PartyReport {
         setup_s,
+        offline_s,
         online_s,
         online_rounds: cost.online.rounds,
     };
@@ -132,6 +189,7 @@ fn party(
         cost,
         outputs: revealed.unwrap_or_default(),
         blocks,
+        block_costs,
     })
 }
 
@@ -143,13 +201,14 @@ fn measure(
     out: Fixed,
     n: usize,
     net: &NetArgs,
+    source: CotSource,
 ) -> Result<BenchRecord, Error> {
     let xs = inputs(f, inp, n);
     let xs_ref = &xs;
     let r = run_pair(
         net,
-        |ch| party(Party::Client, f, imp, inp, out, xs_ref, ch),
-        |ch| party(Party::Server, f, imp, inp, out, xs_ref, ch).map(|r| r.report),
+        |ch| party(Party::Client, f, imp, inp, out, xs_ref, source, ch),
+        |ch| party(Party::Server, f, imp, inp, out, xs_ref, source, ch).map(|r| r.report),
     )?;
     let c = r.client;
     let s = r.server;
@@ -161,34 +220,48 @@ fn measure(
     // function; the server's times from its own report.
     let mut server_cost = Cost::default();
     server_cost.setup.time_s = s.setup_s;
+    server_cost.offline.time_s = s.offline_s;
     server_cost.online.time_s = s.online_s;
     server_cost.online.rounds = s.online_rounds;
     let mut client_cost = c.cost;
     client_cost.setup.time_s = c.report.setup_s;
+    client_cost.offline.time_s = c.report.offline_s;
     client_cost.online.time_s = c.report.online_s;
     let online_s = c.report.online_s.max(s.online_s);
     let setup_s = c.report.setup_s.max(s.setup_s);
+    let offline_s = c.report.offline_s.max(s.offline_s);
     let threads = std::thread::available_parallelism()
         .map(|v| v.get())
         .unwrap_or(1);
-    let mut rec = BenchRecord::from_costs("math", setup_s + online_s, &client_cost, &server_cost)
-        .param("fn", f.name())
-        .param("impl", imp.name())
-        .param("n", xs.len())
-        .param("bits", inp.bits)
-        .param("scale", inp.scale)
-        .param("out_bits", out.bits)
-        .param("out_scale", out.scale)
-        .param("net", net.net_name())
-        .param("profile", net.profile.name)
-        .param("threads", threads);
+    let mut rec = BenchRecord::from_costs(
+        "math",
+        setup_s + offline_s + online_s,
+        &client_cost,
+        &server_cost,
+    )
+    .param("fn", f.name())
+    .param("impl", imp.name())
+    .param("n", xs.len())
+    .param("bits", inp.bits)
+    .param("scale", inp.scale)
+    .param("out_bits", out.bits)
+    .param("out_scale", out.scale)
+    .param("net", net.net_name())
+    .param("profile", net.profile.name)
+    .param("threads", threads);
     let online_bytes = client_cost.online.bytes();
     rec = rec
         .field("online_s", online_s)
         .field("max_ulp", st.max)
         .field("mean_ulp", st.mean)
         .field("bytes_per_item", online_bytes as f64 / xs.len() as f64)
-        .field("blocks", Value::Object(c.blocks));
+        .field("offline_s", offline_s)
+        .field(
+            "offline_bytes_per_item",
+            client_cost.offline.bytes() as f64 / xs.len() as f64,
+        )
+        .field("blocks", Value::Object(c.blocks))
+        .field("block_costs", Value::Object(c.block_costs));
     // Rounds of the function itself (setup excluded).
     rec.rounds = client_cost.online.rounds.max(s.online_rounds);
     Ok(rec)
@@ -205,7 +278,15 @@ pub fn run(args: MathArgs, out: &mut Reporter) -> Result<(), Error> {
         return Err(Error::msg("--n must be positive"));
     }
     let (inp, outf) = formats(f, &args);
-    let rec = measure(f, imp, inp, outf, args.n, &args.net)?;
+    let rec = measure(
+        f,
+        imp,
+        inp,
+        outf,
+        args.n,
+        &args.net,
+        cot_source(&args.cot_source)?,
+    )?;
     out.emit(rec);
     Ok(())
 }
@@ -239,7 +320,15 @@ fn ulp_table(imp: Impl, args: &MathArgs, out: &mut Reporter) -> Result<(), Error
                     scale: s,
                 }
             };
-            let v = match measure(f, imp, inp, outf, n, &args.net) {
+            let v = match measure(
+                f,
+                imp,
+                inp,
+                outf,
+                n,
+                &args.net,
+                cot_source(&args.cot_source)?,
+            ) {
                 Ok(r) => r.extra.get("max_ulp").cloned().unwrap_or(Value::Null),
                 Err(_) => Value::Null,
             };
