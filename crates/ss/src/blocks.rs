@@ -12,6 +12,14 @@ use secinfer_net::Channel;
 /// Largest digit size of the millionaires' protocol (one 1-of-2^m OT per digit).
 pub const MILL_DIGIT: u32 = 5;
 
+/// Digit size of the millionaires' leaves when ANDs run on triples. 1: a bit's lt is one AND
+/// and the comparison is bit openings only. 2 (a 1-of-4 pooled OT per digit, half the leaves,
+/// one AND level less) measured for OPAF sigmoid at 2^14: rounds 54 → 45, WAN online
+/// 1350 → 1165 ms, offline 5216 → 3082 B/elt and about half the offline time, but LAN online
+/// slower in 4 of 6 interleaved pairs at load ≈ 5.5 (min 109 → 146 ms: the 1-of-4 hashing
+/// competes for the 2 cores), so LAN keeps 1.
+pub const MILL_LEAF_BITS_TRIPLES: u32 = 1;
+
 /// Digit size for a `bits`-bit comparison: the smallest m ≤ MILL_DIGIT whose AND tree is no
 /// deeper than with MILL_DIGIT. Rounds stay those of 5-bit digits, while each 1-of-2^m OT from
 /// pooled COTs costs 2m + 2^m hashes and 2^(m+1) payload bits (19 bits: 5; 15 bits: 4 digits of
@@ -100,8 +108,12 @@ pub(crate) fn millionaire_raw<C: Channel>(
     if n == 0 {
         return Ok(Vec::new());
     }
-    let bitwise = ctx.has_triples();
-    let md = if bitwise { 1 } else { mill_digit(bits) };
+    let md = if ctx.has_triples() {
+        MILL_LEAF_BITS_TRIPLES.min(bits)
+    } else {
+        mill_digit(bits)
+    };
+    let bitwise = md == 1;
     let q = bits.div_ceil(md) as usize;
     let nd = 1usize << md;
     let m = mask(bits);

@@ -30,18 +30,28 @@ pub fn rec_index_bits(out_scale: u32) -> u32 {
 /// and the table's rows are most of the online bytes and hashing.
 pub const OPAF_REC_MAX_K: u32 = 7;
 
+/// Largest reciprocal table OPAF's sigmoid uses (2^6 rows, half of [`OPAF_REC_MAX_K`]'s): at
+/// s_out = 16 the segment error h²/8 is then 2 output ULP (OPAF's budget is 3; measured max
+/// 2.6 at 20/16 → 18/16), and the 1-of-2^k lookup was two thirds of the sigmoid's online time
+/// and bytes. Output scales ≤ 14 need no more than 2^6 rows and are unchanged. tanh keeps
+/// [`OPAF_REC_MAX_K`]: its σ at scale s + 1 already spends 1 ULP of tanh on that cap, and 2^6
+/// rows there gave 4.5 ULP.
+pub const OPAF_SIGMOID_REC_MAX_K: u32 = 6;
+
+/// Index bits of OPAF sigmoid's own reciprocal table.
+pub fn sigmoid_rec_index_bits(out_scale: u32) -> u32 {
+    rec_index_bits(out_scale).min(OPAF_SIGMOID_REC_MAX_K)
+}
+
 /// The reciprocal's table for a result rounded to `out_scale`. OPAF (`compact`): offsets at
 /// out_scale + 3 fractional bits (rounded up, with P0's folded S·Δ0 term: at most 3/16 of an
 /// output ULP more error, inside OPAF's 3-ULP budget) instead of f + 2, since the 2^k-row table
-/// is most of sigmoid's online bytes. The SIRNN baseline keeps f + 2 and its ≤ 1 ULP.
-fn rec_params(out_scale: u32, compact: bool) -> RecParams {
+/// is most of sigmoid's online bytes; `k` rows' index bits (OPAF's sigmoid and tanh differ).
+/// The SIRNN baseline keeps f + 2, [`rec_index_bits`] and its ≤ 1 ULP.
+fn rec_params(out_scale: u32, compact: Option<u32>) -> RecParams {
     RecParams {
-        k: if compact {
-            rec_index_bits(out_scale).min(OPAF_REC_MAX_K)
-        } else {
-            rec_index_bits(out_scale)
-        },
-        offset_frac: if compact { Some(out_scale + 3) } else { None },
+        k: compact.unwrap_or_else(|| rec_index_bits(out_scale)),
+        offset_frac: compact.map(|_| out_scale + 3),
         ..RecParams::default()
     }
 }
@@ -438,15 +448,32 @@ pub fn sigmoid_opaf<C: Channel>(
     out: Fixed,
 ) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
-    ctx.block("sigmoid", |ctx| sigmoid_opaf_inner(ctx, ch, x, inp, out))
+    ctx.block("sigmoid", |ctx| {
+        let k = sigmoid_rec_index_bits(out.scale);
+        sigmoid_opaf_inner(ctx, ch, x, inp, out, k)
+    })
 }
 
+/// OPAF's sigmoid as tanh's inner σ (at scale s_out + 1): the larger reciprocal table.
+fn sigmoid_opaf_for_tanh<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    inp: Fixed,
+    out: Fixed,
+) -> Result<Vec<u64>> {
+    let k = rec_index_bits(out.scale).min(OPAF_REC_MAX_K);
+    sigmoid_opaf_inner(ctx, ch, x, inp, out, k)
+}
+
+/// OPAF's sigmoid with a 2^`rec_k`-row reciprocal table.
 fn sigmoid_opaf_inner<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
     x: &[u64],
     inp: Fixed,
     out: Fixed,
+    rec_k: u32,
 ) -> Result<Vec<u64>> {
     let (l0, s0) = (inp.bits, inp.scale);
     let p0 = ctx.is_p0();
@@ -519,7 +546,7 @@ fn sigmoid_opaf_inner<C: Channel>(
     let rb = f + 2;
     let d = one_plus(&e, p0, f, rb);
     let (w, rw, fw) = ctx.block("rec", |ctx| {
-        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, true))
+        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, Some(rec_k)))
     })?;
     let r = round_down_msb0_with(ctx, ch, &w, rw, fw, out.scale, out.bits, FINAL_EXACT)?;
     // σ = r + m·(1 − 2r)
@@ -589,7 +616,7 @@ pub fn tanh_opaf<C: Channel>(
     inp: Fixed,
     out: Fixed,
 ) -> Result<Vec<u64>> {
-    tanh_via_sigmoid(ctx, ch, x, inp, out, sigmoid_opaf_inner)
+    tanh_via_sigmoid(ctx, ch, x, inp, out, sigmoid_opaf_for_tanh)
 }
 
 // ============================================================================ SIRNN baselines
@@ -750,7 +777,7 @@ fn sigmoid_sirnn_inner<C: Channel>(
     let d = one_plus(&e, p0, f, rb);
     let d = clamp_below_two(ctx, ch, &d, rb)?;
     let (w, rw, fw) = ctx.block("rec", |ctx| {
-        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, false))
+        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, None))
     })?;
     // Ring of the product e·r: r's shares shifted by f stay valid mod 2^(rw + f).
     let pr = rw + f;
