@@ -416,62 +416,124 @@ impl ElemMasks {
     }
 }
 
-/// Additive shares mod 2^k of L-bit two's-complement words given by their XOR-shared bits
-/// (`bits`, L per word), sign-extended into Z_{2^k} (cryptogru::b2a): per bit with weight w
-/// (2^j, or −2^(L−1) for the sign), w·(a ⊕ b) = w·a + b·w·(1 − 2a), the second term one
-/// additively correlated OT with the server (bit a) as sender and the client's bit b as choice.
+/// B2A (cryptogru::b2a): additive shares mod 2^k of L-bit two's-complement words given by their
+/// XOR-shared bits (L per word), sign-extended into Z_{2^k}. Per bit with weight w (2^j, or
+/// −2^(L−1) for the sign), w·(a ⊕ b) = w·a + b·w·(1 − 2a), the second term one additively
+/// correlated OT with the server (bit a) as sender and the client's bit b as choice.
+/// The bit weights mod 2^k.
+fn b2a_weight(j: usize, l: usize, pm: u64) -> u64 {
+    let x = 1u64 << j;
+    if j == l - 1 {
+        x.wrapping_neg() & pm
+    } else {
+        x & pm
+    }
+}
+
+fn check_b2a(bits: &[bool], l: usize) -> Result<()> {
+    if l == 0 || !bits.len().is_multiple_of(l) {
+        return Err(NnError::Protocol("b2a: bit count".into()));
+    }
+    Ok(())
+}
+
+/// Server: the OT correlations w_j·(1 − 2a_j).
+fn b2a_deltas(bits: &[bool], l: usize, k: usize) -> Result<Vec<u64>> {
+    check_b2a(bits, l)?;
+    let pm = ring_mask(k);
+    Ok(bits
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| {
+            let w = b2a_weight(i % l, l, pm);
+            if a {
+                w.wrapping_neg() & pm
+            } else {
+                w
+            }
+        })
+        .collect())
+}
+
+/// Server: its word shares Σ_j (w_j·a_j − x_j), x_j its OT outputs.
+fn b2a_server(bits: &[bool], x: &[u64], l: usize, k: usize) -> Result<Vec<u64>> {
+    check_b2a(bits, l)?;
+    if x.len() != bits.len() {
+        return Err(NnError::Protocol("b2a: OT count".into()));
+    }
+    let pm = ring_mask(k);
+    let terms: Vec<u64> = bits
+        .iter()
+        .enumerate()
+        .zip(x)
+        .map(|((i, &a), x)| if a { b2a_weight(i % l, l, pm) } else { 0 }.wrapping_sub(*x))
+        .collect();
+    Ok(sum_chunks(&terms, l, pm))
+}
+
+/// Client: its word shares, the sums of its OT outputs.
+fn b2a_client(terms: &[u64], l: usize, k: usize) -> Result<Vec<u64>> {
+    if l == 0 || !terms.len().is_multiple_of(l) {
+        return Err(NnError::Protocol("b2a: OT count".into()));
+    }
+    Ok(sum_chunks(terms, l, ring_mask(k)))
+}
+
+fn sum_chunks(terms: &[u64], l: usize, pm: u64) -> Vec<u64> {
+    terms
+        .chunks(l)
+        .map(|t| t.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
+        .collect()
+}
+
+/// [`b2a`] pieces run as one sub-protocol (tests): `early` uses the sender-first OT (the
+/// session's B2A of h'), else the split pooled OT (the session's B2As of trunc(gh_n) and h − n).
+#[cfg(test)]
 fn b2a<C: Channel>(
-    ot: Result<&mut PooledOtSender, &mut PooledOtReceiver>,
+    ot: std::result::Result<&mut PooledOtSender, &mut PooledOtReceiver>,
     ch: &mut C,
     bits: &[bool],
     l: usize,
     k: usize,
+    early: bool,
 ) -> Result<Vec<u64>> {
-    let pm = ring_mask(k);
-    if l == 0 || !bits.len().is_multiple_of(l) {
-        return Err(NnError::Protocol("b2a: bit count".into()));
-    }
-    let w = |j: usize| -> u64 {
-        let x = 1u64 << j;
-        if j == l - 1 {
-            x.wrapping_neg() & pm
-        } else {
-            x & pm
-        }
-    };
-    let terms: Vec<u64> = match ot {
+    check_b2a(bits, l)?;
+    match ot {
         Ok(s) => {
-            let deltas: Vec<u64> = bits
-                .iter()
-                .enumerate()
-                .map(|(i, &a)| {
-                    if a {
-                        w(i % l).wrapping_neg() & pm
-                    } else {
-                        w(i % l)
-                    }
-                })
-                .collect();
-            let x = s
-                .send_correlated_u64(ch, &deltas, k as u32)
-                .map_err(self::ot)?;
-            bits.iter()
-                .enumerate()
-                .zip(&x)
-                .map(|((i, &a), x)| if a { w(i % l) } else { 0 }.wrapping_sub(*x))
-                .collect()
+            let deltas = b2a_deltas(bits, l, k)?;
+            let x = if early {
+                let p = s
+                    .send_correlated_early(ch, &deltas, k as u32)
+                    .map_err(self::ot)?;
+                ch.flush().map_err(net)?;
+                s.finish_early(ch, p).map_err(self::ot)?
+            } else {
+                let p = s.recv_choices(ch, bits.len()).map_err(self::ot)?;
+                let x = s
+                    .send_correlated_answer(ch, p, &deltas, k as u32)
+                    .map_err(self::ot)?;
+                ch.flush().map_err(net)?;
+                x
+            };
+            b2a_server(bits, &x, l, k)
         }
-        Err(r) => r
-            .recv_correlated_u64(ch, bits, k as u32)
-            .map_err(self::ot)?,
-    };
-    if terms.len() != bits.len() {
-        return Err(NnError::Protocol("b2a: OT count".into()));
+        Err(r) => {
+            let t = if early {
+                let p = r
+                    .recv_correlated_early(ch, bits.len(), k as u32)
+                    .map_err(self::ot)?;
+                let t = r.finish_early(ch, p, bits).map_err(self::ot)?;
+                ch.flush().map_err(net)?;
+                t
+            } else {
+                let p = r.send_choices(ch, bits).map_err(self::ot)?;
+                ch.flush().map_err(net)?;
+                r.recv_correlated_answer(ch, p, k as u32)
+                    .map_err(self::ot)?
+            };
+            b2a_client(&t, l, k)
+        }
     }
-    Ok(terms
-        .chunks(l)
-        .map(|t| t.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
-        .collect())
 }
 
 /// COTs a session draws from its pools: server-to-client (the client's circuit labels, then per
@@ -512,29 +574,22 @@ fn client_output_shares(circ: &Circuit, lsbs: &[bool]) -> Vec<bool> {
 
 /// One party's OT endpoints for the multiplexers: the session's IKNP pair (server sends) and
 /// a second pair in the other direction (client sends).
+#[cfg(test)]
 enum MuxOt<'a> {
     Server(&'a mut PooledOtSender, &'a mut PooledOtReceiver),
     Client(&'a mut PooledOtReceiver, &'a mut PooledOtSender),
 }
 
-/// Shares of g·v mod 2^PW for a gate value g given by its XOR-shared bits (`gbits`, `gb` per
-/// element) and v additively shared mod 2^PW (cryptogru::products_by_mux). Per bit j of g the
-/// product (c0 ⊕ c1)·w with w = ±2^j·v (−2^(gb−1) for a sign bit), w = w0 + w1, is
+/// Shares of g·v mod 2^PW for a gate value g given by its XOR-shared bits (`gb` per element) and
+/// v additively shared mod 2^PW (cryptogru::products_by_mux). Per bit j of g the product
+/// (c0 ⊕ c1)·w with w = ±2^j·v (−2^(gb−1) for a sign bit), w = w0 + w1, is
 /// c_i·w_i + c_{1−i}·(1 − 2c_i)·w_i summed over the parties i; the cross term is one additively
 /// correlated OT with party i as sender (correlation (1 − 2c_i)·w_i) and the other party's
 /// bit as choice. Exact mod 2^PW; the next circuit does the reference's truncation on the sum.
-fn gate_product<C: Channel>(
-    ot: MuxOt<'_>,
-    ch: &mut C,
-    lay: &StepLayout,
-    gbits: &[bool],
-    v: &[u64],
-) -> Result<Vec<u64>> {
-    let (gb, pm, pw) = (lay.gb, ring_mask(lay.pw), lay.pw as u32);
-    if gbits.len() != v.len() * gb {
-        return Err(NnError::Protocol("gate product: bit count".into()));
-    }
-    let mut w = Vec::with_capacity(gbits.len());
+/// This party's weights w_i, one per gate bit.
+fn mux_weights(lay: &StepLayout, v: &[u64]) -> Vec<u64> {
+    let (gb, pm) = (lay.gb, ring_mask(lay.pw));
+    let mut w = Vec::with_capacity(v.len() * gb);
     for &vi in v {
         for j in 0..gb {
             let x = if lay.g_signed && j == gb - 1 {
@@ -545,37 +600,85 @@ fn gate_product<C: Channel>(
             w.push(x.wrapping_shl(j as u32) & pm);
         }
     }
-    let deltas: Vec<u64> = w
-        .iter()
+    w
+}
+
+/// This party's correlations (1 − 2c_i)·w_i as the OT sender.
+fn mux_deltas(lay: &StepLayout, w: &[u64], gbits: &[bool]) -> Vec<u64> {
+    let pm = ring_mask(lay.pw);
+    w.iter()
         .zip(gbits)
         .map(|(x, &c)| if c { x.wrapping_neg() & pm } else { *x })
-        .collect();
-    // cross = (received term) − (sent term's mask)
-    let cross: Vec<u64> = match ot {
-        MuxOt::Server(s, r) => {
-            let x = s.send_correlated_u64(ch, &deltas, pw).map_err(self::ot)?;
-            let y = r.recv_correlated_u64(ch, gbits, pw).map_err(self::ot)?;
-            y.iter().zip(&x).map(|(y, x)| y.wrapping_sub(*x)).collect()
-        }
-        MuxOt::Client(r, s) => {
-            let y = r.recv_correlated_u64(ch, gbits, pw).map_err(self::ot)?;
-            let x = s.send_correlated_u64(ch, &deltas, pw).map_err(self::ot)?;
-            y.iter().zip(&x).map(|(y, x)| y.wrapping_sub(*x)).collect()
-        }
-    };
-    if cross.len() != w.len() {
+        .collect()
+}
+
+/// This party's product shares: c_i·w_i + (received cross term) − (its pad as sender).
+fn mux_combine(
+    lay: &StepLayout,
+    w: &[u64],
+    gbits: &[bool],
+    received: &[u64],
+    pad: &[u64],
+) -> Result<Vec<u64>> {
+    if gbits.len() != w.len() || received.len() != w.len() || pad.len() != w.len() {
         return Err(NnError::Protocol("gate product: OT count".into()));
     }
     let terms: Vec<u64> = w
         .iter()
         .zip(gbits)
-        .zip(&cross)
-        .map(|((x, &c), y)| if c { x.wrapping_add(*y) } else { *y })
+        .zip(received.iter().zip(pad))
+        .map(|((x, &c), (y, p))| {
+            let cross = y.wrapping_sub(*p);
+            if c {
+                x.wrapping_add(cross)
+            } else {
+                cross
+            }
+        })
         .collect();
-    Ok(terms
-        .chunks(gb)
-        .map(|p| p.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
-        .collect())
+    Ok(sum_chunks(&terms, lay.gb, ring_mask(lay.pw)))
+}
+
+/// The multiplexer as one sub-protocol (tests), in the session's flight order: the server's
+/// choices, then the client's choices, the server's answer, the client's answer.
+#[cfg(test)]
+fn gate_product<C: Channel>(
+    ot: MuxOt<'_>,
+    ch: &mut C,
+    lay: &StepLayout,
+    gbits: &[bool],
+    v: &[u64],
+) -> Result<Vec<u64>> {
+    if gbits.len() != v.len() * lay.gb {
+        return Err(NnError::Protocol("gate product: bit count".into()));
+    }
+    let pw = lay.pw as u32;
+    let w = mux_weights(lay, v);
+    let deltas = mux_deltas(lay, &w, gbits);
+    match ot {
+        MuxOt::Server(s, r) => {
+            let pr = r.send_choices(ch, gbits).map_err(self::ot)?;
+            ch.flush().map_err(net)?;
+            let pf = s.recv_choices(ch, gbits.len()).map_err(self::ot)?;
+            let x = s
+                .send_correlated_answer(ch, pf, &deltas, pw)
+                .map_err(self::ot)?;
+            ch.flush().map_err(net)?;
+            let y = r.recv_correlated_answer(ch, pr, pw).map_err(self::ot)?;
+            mux_combine(lay, &w, gbits, &y, &x)
+        }
+        MuxOt::Client(r, s) => {
+            let pr = s.recv_choices(ch, gbits.len()).map_err(self::ot)?;
+            let pf = r.send_choices(ch, gbits).map_err(self::ot)?;
+            ch.flush().map_err(net)?;
+            let y = r.recv_correlated_answer(ch, pf, pw).map_err(self::ot)?;
+            let x = s
+                .send_correlated_answer(ch, pr, &deltas, pw)
+                .map_err(self::ot)?;
+            ch.flush().map_err(net)?;
+            mux_combine(lay, &w, gbits, &y, &x)
+        }
+    }
 }
 
 /// Client: sends its product shares re-based on the offline-chosen circuit inputs π
@@ -591,8 +694,8 @@ fn send_delta<C: Channel>(
         .zip(pis)
         .map(|(s, p)| (s.wrapping_sub(p) & pm) as u32)
         .collect();
-    ch.send_pod(&d).map_err(net)?;
-    ch.flush().map_err(net)
+    // Not flushed: it closes a flight together with other messages.
+    ch.send_pod(&d).map_err(net)
 }
 
 /// Server: its product shares plus the client's corrections.
@@ -825,37 +928,52 @@ pub fn client_session_with<C: Channel>(
         Ok(client_output_shares(circ, &lsbs))
     };
     let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
+    let pwu = pw as u32;
+    // Ten flights per step (docs/gru-protocol.md, "Online flights"): each party's independent
+    // messages travel together and every pooled OT is split into its derandomisation half and
+    // its answer half, so the OTs of both directions share flights.
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         let mk = &masks[t];
-        // A → r, z, trunc(gh_n) (XOR shares)
+        // Flight 1 (in): A labels; the server's choices for both products' client → server
+        // direction (its XOR shares of r and z, fixed when it garbled).
         let out = eval(ch, &sc.a, ba)?;
         rep.gc_bytes += acc.take(ch);
+        let pr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
+        let qr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
         let per = sc.a.n_outputs();
-        let ghn = b2a(
-            Err(&mut otr),
-            ch,
-            &pick(&out, per, 2 * gb..2 * gb + l),
+        let r_bits = pick(&out, per, 0..gb);
+        let z_bits = pick(&out, per, gb..2 * gb);
+        // Flight 2 (out): choices of the B2A of trunc(gh_n) and of both products' server → client
+        // direction (r and z are known now; z's OTs are answered in flight 7).
+        let ghn_p = otr
+            .send_choices(ch, &pick(&out, per, 2 * gb..2 * gb + l))
+            .map_err(ot)?;
+        let pf = otr.send_choices(ch, &r_bits).map_err(ot)?;
+        let qf = otr.send_choices(ch, &z_bits).map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 3 (in): the B2A's answer, then the server's product answer (its correlation
+        // needed its B2A share).
+        let ghn = b2a_client(
+            &otr.recv_correlated_answer(ch, ghn_p, pwu).map_err(ot)?,
             l,
             pw,
         )?;
-        let p = gate_product(
-            MuxOt::Client(&mut otr, &mut mux_s),
-            ch,
-            &lay,
-            &pick(&out, per, 0..gb),
-            &ghn,
-        )?;
-        let z_bits = pick(&out, per, gb..2 * gb);
+        let y_p = otr.recv_correlated_answer(ch, pf, pwu).map_err(ot)?;
+        // Flight 4 (out): the client → server product answer, then P_c − π_P.
+        let w = mux_weights(&lay, &ghn);
+        let x_p = mux_s
+            .send_correlated_answer(ch, pr_rev, &mux_deltas(&lay, &w, &r_bits), pwu)
+            .map_err(ot)?;
+        let p = mux_combine(&lay, &w, &r_bits, &y_p, &x_p)?;
         send_delta(ch, &p, mk.iter().map(|k| k.pi_p), pmask)?;
+        ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // B → y, wrap(h − n)
+        // Flight 5 (in): B labels → y, wrap(h − n).
         let out = eval(ch, &sc.b, bb)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.b.n_outputs();
-        let d = b2a(Err(&mut otr), ch, &pick(&out, per, bo..bo + hw), hw, pw)?;
-        let q = gate_product(MuxOt::Client(&mut otr, &mut mux_s), ch, &lay, &z_bits, &d)?;
-        send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
-        // y re-based on μ: the server's C input becomes its share ⊕ y_c ⊕ μ.
+        // Flight 6 (out): y re-based on μ (the server's C input becomes its share ⊕ y_c ⊕ μ),
+        // then the choices of the B2A of wrap(h − n).
         let y = pick(&out, per, 0..bo);
         let yd: Vec<bool> = y
             .chunks(bo)
@@ -868,12 +986,36 @@ pub fn client_session_with<C: Channel>(
             })
             .collect();
         ch.send_pod(&pack_bits(&yd)).map_err(net)?;
+        let d_p = otr
+            .send_choices(ch, &pick(&out, per, bo..bo + hw))
+            .map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 7 (in): the B2A's answer and the server's answer for Q.
+        let d = b2a_client(
+            &otr.recv_correlated_answer(ch, d_p, pwu).map_err(ot)?,
+            hw,
+            pw,
+        )?;
+        let y_q = otr.recv_correlated_answer(ch, qf, pwu).map_err(ot)?;
+        // Flight 8 (out): the client → server answer for Q, then Q_c − π_Q.
+        let w = mux_weights(&lay, &d);
+        let x_q = mux_s
+            .send_correlated_answer(ch, qr_rev, &mux_deltas(&lay, &w, &z_bits), pwu)
+            .map_err(ot)?;
+        let q = mux_combine(&lay, &w, &z_bits, &y_q, &x_q)?;
+        send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // C → h'; the server gets m = h' + ρ_h(t+1) from the additive shares.
+        // Flight 9 (in): C labels → h', and the server's sender-first B2A words for h' (its
+        // correlations are its permute bits, fixed when it garbled).
         let out = eval(ch, &sc.c, bc)?;
         rep.gc_bytes += acc.take(ch);
-        let hc = b2a(Err(&mut otr), ch, &out, hw, SHARE_BITS)?;
+        let hp = otr
+            .recv_correlated_early(ch, h * hw, SHARE_BITS as u32)
+            .map_err(ot)?;
+        // Flight 10 (out): the B2A's derandomisation bits and h'_c + ρ_h(t+1); the server gets
+        // m = h' + ρ_h(t+1).
+        let hc = b2a_client(&otr.finish_early(ch, hp, &out).map_err(ot)?, hw, SHARE_BITS)?;
         let msk: Vec<u32> = hc
             .iter()
             .zip(&rho_h[t + 1])
@@ -1066,8 +1208,10 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .map_err(gc)
     };
     let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
+    let pwu = pw as u32;
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
+    // Ten flights per step, mirroring client_session_with.
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
         let mut gh = plain_affine(&m.q.w_hh, &mh, &m.q.b_hh, f);
@@ -1085,26 +1229,37 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
                 &mut bits,
             );
         }
+        // Flight 1 (out): A labels, then this party's choices for both products' client →
+        // server direction: its XOR shares of r and z are its permute bits, known already.
         let out = run(ch, &sc.a, ba, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.a.n_outputs();
-        let ghn = b2a(
-            Ok(&mut ots),
-            ch,
-            &pick(&out, per, 2 * gb..2 * gb + l),
-            l,
-            pw,
-        )?;
-        let p = gate_product(
-            MuxOt::Server(&mut ots, &mut mux_r),
-            ch,
-            &lay,
-            &pick(&out, per, 0..gb),
-            &ghn,
-        )?;
+        let r_bits = pick(&out, per, 0..gb);
         let z_bits = pick(&out, per, gb..2 * gb);
+        let pr_rev = mux_r.send_choices(ch, &r_bits).map_err(ot)?;
+        let qr_rev = mux_r.send_choices(ch, &z_bits).map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 2 (in): the client's choices (B2A of trunc(gh_n), then both products).
+        let ghn_bits = pick(&out, per, 2 * gb..2 * gb + l);
+        let ghn_p = ots.recv_choices(ch, ghn_bits.len()).map_err(ot)?;
+        let pf = ots.recv_choices(ch, h * gb).map_err(ot)?;
+        let qf = ots.recv_choices(ch, h * gb).map_err(ot)?;
+        // Flight 3 (out): the B2A's answer, then the product answer on this B2A share.
+        let x_g = ots
+            .send_correlated_answer(ch, ghn_p, &b2a_deltas(&ghn_bits, l, pw)?, pwu)
+            .map_err(ot)?;
+        let ghn = b2a_server(&ghn_bits, &x_g, l, pw)?;
+        let w = mux_weights(&lay, &ghn);
+        let x_p = ots
+            .send_correlated_answer(ch, pf, &mux_deltas(&lay, &w, &r_bits), pwu)
+            .map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 4 (in): the client's product answer, then its correction P_c − π_P.
+        let y_p = mux_r.recv_correlated_answer(ch, pr_rev, pwu).map_err(ot)?;
+        let p = mux_combine(&lay, &w, &r_bits, &y_p, &x_p)?;
         let p = recv_delta(ch, &p, pmask)?;
         rep.mux_bytes += acc.take(ch);
+        // Flight 5 (out): B labels.
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
         for i in 0..h {
             lay.encode_b(p[i], x[2 * h + i], mh[i], &mut bits);
@@ -1112,15 +1267,31 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let out = run(ch, &sc.b, bb, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.b.n_outputs();
-        let d = b2a(Ok(&mut ots), ch, &pick(&out, per, bo..bo + hw), hw, pw)?;
-        let q = gate_product(MuxOt::Server(&mut ots, &mut mux_r), ch, &lay, &z_bits, &d)?;
-        let q = recv_delta(ch, &q, pmask)?;
+        // Flight 6 (in): y_c ⊕ μ, then the choices of the B2A of wrap(h − n).
         let yd = unpack_bits(
             &ch.recv_pod::<u8>((h * bo).div_ceil(8)).map_err(net)?,
             h * bo,
         );
+        let d_bits = pick(&out, per, bo..bo + hw);
+        let d_p = ots.recv_choices(ch, d_bits.len()).map_err(ot)?;
+        // Flight 7 (out): the B2A's answer and the answer for Q.
+        let x_d = ots
+            .send_correlated_answer(ch, d_p, &b2a_deltas(&d_bits, hw, pw)?, pwu)
+            .map_err(ot)?;
+        let d = b2a_server(&d_bits, &x_d, hw, pw)?;
+        let w = mux_weights(&lay, &d);
+        let x_q = ots
+            .send_correlated_answer(ch, qf, &mux_deltas(&lay, &w, &z_bits), pwu)
+            .map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 8 (in): the client's answer for Q and Q_c − π_Q.
+        let y_q = mux_r.recv_correlated_answer(ch, qr_rev, pwu).map_err(ot)?;
+        let q = mux_combine(&lay, &w, &z_bits, &y_q, &x_q)?;
+        let q = recv_delta(ch, &q, pmask)?;
         let y = pick(&out, per, 0..bo);
         rep.mux_bytes += acc.take(ch);
+        // Flight 9 (out): C labels, then the sender-first B2A words for h' (the correlations
+        // are this party's permute bits, so they need no answer round).
         let mut bits = Vec::with_capacity(h * lay.c_garbler());
         for i in 0..h {
             put(&mut bits, q[i], pw);
@@ -1128,7 +1299,13 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         }
         let out = run(ch, &sc.c, bc, &bits)?;
         rep.gc_bytes += acc.take(ch);
-        let hs = b2a(Ok(&mut ots), ch, &out, hw, SHARE_BITS)?;
+        let hp = ots
+            .send_correlated_early(ch, &b2a_deltas(&out, hw, SHARE_BITS)?, SHARE_BITS as u32)
+            .map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 10 (in): the client's derandomisation bits and h'_c + ρ_h(t+1).
+        let x_h = ots.finish_early(ch, hp).map_err(ot)?;
+        let hs = b2a_server(&out, &x_h, hw, SHARE_BITS)?;
         let hc: Vec<u32> = ch.recv_pod(h).map_err(net)?;
         mh = hs
             .iter()
@@ -1304,7 +1481,16 @@ mod b2a_tests {
     /// shares of their sign extension mod 2^k.
     #[test]
     fn b2a_equals_sign_extension_mod_2_k() {
-        for (l, k) in [(20usize, 27usize), (20, 32), (8, 8), (1, 5)] {
+        for (l, k, early) in [
+            (20usize, 27usize, false),
+            (20, 32, false),
+            (8, 8, false),
+            (1, 5, false),
+            (20, 27, true),
+            (16, 32, true),
+            (8, 8, true),
+            (1, 5, true),
+        ] {
             let mut prg = Prg::from_seed(Block(0xb2a0 + (l * 100 + k) as u128));
             let n = 200;
             let mut xs: Vec<u64> = (0..n)
@@ -1322,11 +1508,11 @@ mod b2a_tests {
             let run = simulate(
                 move |ch| {
                     let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    b2a(Err(&mut r), ch, &cli, l, k)
+                    b2a(Err(&mut r), ch, &cli, l, k, early)
                 },
                 move |ch| {
                     let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    b2a(Ok(&mut s), ch, &srv, l, k)
+                    b2a(Ok(&mut s), ch, &srv, l, k, early)
                 },
             );
             let c = run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
@@ -1336,7 +1522,7 @@ mod b2a_tests {
                 assert_eq!(
                     c[i].wrapping_add(s[i]) & ring_mask(k),
                     want,
-                    "x {} ({l}, {k})",
+                    "x {} ({l}, {k}, early {early})",
                     xs[i]
                 );
             }
