@@ -323,6 +323,7 @@ fn recv_derand_bits<C: Channel>(ch: &mut C, n: usize) -> Result<Vec<bool>, OtErr
     while left > 0 {
         let len = left.min(DERAND_FRAME_OTS);
         let frame = ch.recv_pod::<u8>(len.div_ceil(8))?;
+        #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.85
         if len % 8 != 0 && frame[len / 8] >> (len % 8) != 0 {
             return Err(OtError::malformed(
                 "derandomisation frame has bits set past its last OT",
