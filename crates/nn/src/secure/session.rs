@@ -8,7 +8,9 @@
 //! labels; 3T step batches (circuits A, B, C per element) and the final circuit garbled and
 //! streamed. Online: x − ρ_x for all t; per step A → B2A + multiplexer product P → B → B2A +
 //! product Q → C → B2A of h', the server learning m = h' + ρ_h; finally the garbled argmax.
-//! docs/gru-protocol.md has the derivations.
+//! Online each step is ten flights: pooled OTs are split into choices and answers so both
+//! directions share flights, and the B2A of h' is sender-first (docs/gru-protocol.md, "Online
+//! flights", which also has the derivations).
 use super::circuits::{
     final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, SHARE_BITS,
 };
