@@ -8,11 +8,12 @@
 //! labels; 3T step batches (circuits A, B, C per element) and the final circuit garbled and
 //! streamed. Online: x − ρ_x for all t; per step A → B2A + multiplexer product P → B → B2A +
 //! product Q → C → B2A of h', the server learning m = h' + ρ_h; finally the garbled argmax.
-//! Online each step is ten flights: pooled OTs are split into choices and answers so both
-//! directions share flights, and the B2A of h' is sender-first (docs/gru-protocol.md, "Online
+//! Online each step is eight flights: pooled OTs are split into choices and answers so both
+//! directions share flights, the product r·trunc(gh_n) and the B2A of h' are sender-first OTs
+//! whose correlations the server knows before the client's bits exist (docs/gru-protocol.md, "Online
 //! flights", which also has the derivations).
 use super::circuits::{
-    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, SHARE_BITS,
+    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, GHN_BITS, SHARE_BITS,
 };
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
@@ -539,11 +540,100 @@ fn b2a<C: Channel>(
 }
 
 /// COTs a session draws from its pools: server-to-client (the client's circuit labels, then per
-/// step three B2As of L bits and the server's direction of two products) and client-to-server
-/// (the client's direction of two products).
+/// step the sender-first OTs of P, the B2As of wrap(h − n) and h', and the server's direction of
+/// Q) and client-to-server (the client's direction of both products).
 fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize, usize) {
-    let per_step_fwd = h * (lay.l + 2 * lay.hw + 2 * lay.gb);
+    let per_step_fwd = h * (p_early_len(lay) + 2 * lay.hw + lay.gb);
     (labels + steps * per_step_fwd, steps * h * 2 * lay.gb)
+}
+
+/// The gate-bit weights ω_j: 2^j, or −2^(gb−1) for a signed gate's top bit, mod 2^PW.
+fn gate_weight(lay: &StepLayout, j: usize) -> u64 {
+    let x = 1u64 << j;
+    let w = if lay.g_signed && j == lay.gb - 1 {
+        x.wrapping_neg()
+    } else {
+        x
+    };
+    w & ring_mask(lay.pw)
+}
+
+/// The weights τ_k of trunc(gh_n)'s bits κ, o, s: 1, −2^L, −2^L mod 2^PW.
+fn ghn_weights(lay: &StepLayout) -> [u64; GHN_BITS] {
+    let pm = ring_mask(lay.pw);
+    let t = (1u64 << lay.l).wrapping_neg() & pm;
+    [1, t, t]
+}
+
+/// Sender-first OTs of the product P = r·trunc(gh_n) per element: gb on the client's bits m_j of
+/// r, GHN_BITS on its bits m'_k of (κ, o, s), gb·GHN_BITS on the products m_j·m'_k.
+fn p_early_len(lay: &StepLayout) -> usize {
+    lay.gb + GHN_BITS + lay.gb * GHN_BITS
+}
+
+/// Client: its choices for P's sender-first OTs, per element in `p_early_len` order.
+fn p_early_choices(lay: &StepLayout, r_bits: &[bool], t_bits: &[bool]) -> Vec<bool> {
+    let gb = lay.gb;
+    let mut out = Vec::with_capacity(r_bits.len() / gb * p_early_len(lay));
+    for (r, t) in r_bits.chunks(gb).zip(t_bits.chunks(GHN_BITS)) {
+        out.extend_from_slice(r);
+        out.extend_from_slice(t);
+        for &m in r {
+            out.extend(t.iter().map(|&mt| m & mt));
+        }
+    }
+    out
+}
+
+/// Server: the correlations of P's sender-first OTs and its local part of P, per element.
+/// With r = Λ + Σ_j m_j·α_j (α_j = ω_j(1 − 2λ_j), Λ = Σ_j ω_j·λ_j: λ its permute bits, m the
+/// client's output bits) and T = κ − 2^L(o + s) = Λ_T + Σ_k m'_k·β_k likewise,
+/// r·(a + T) = Λ(a + Λ_T) + Σ_j m_j·α_j(a + Λ_T) + Σ_k m'_k·Λβ_k + Σ_{j,k} m_j m'_k·α_jβ_k:
+/// every term the client's bit times a value this party knows before the client's bits exist.
+fn p_early_server(
+    lay: &StepLayout,
+    r_bits: &[bool],
+    t_bits: &[bool],
+    a: &[u64],
+) -> (Vec<u64>, Vec<u64>) {
+    let (gb, pm) = (lay.gb, ring_mask(lay.pw));
+    let tau = ghn_weights(lay);
+    let sign = |w: u64, b: bool| if b { w.wrapping_neg() & pm } else { w };
+    let mut corr = Vec::with_capacity(a.len() * p_early_len(lay));
+    let mut local = Vec::with_capacity(a.len());
+    for ((r, t), &a) in r_bits.chunks(gb).zip(t_bits.chunks(GHN_BITS)).zip(a) {
+        let big_l = (0..gb).fold(0u64, |s, j| {
+            s.wrapping_add(if r[j] { gate_weight(lay, j) } else { 0 })
+        });
+        let big_lt = (0..GHN_BITS).fold(0u64, |s, k| s.wrapping_add(if t[k] { tau[k] } else { 0 }));
+        let alpha: Vec<u64> = (0..gb).map(|j| sign(gate_weight(lay, j), r[j])).collect();
+        let beta: Vec<u64> = (0..GHN_BITS).map(|k| sign(tau[k], t[k])).collect();
+        let at = a.wrapping_add(big_lt);
+        corr.extend(alpha.iter().map(|al| al.wrapping_mul(at) & pm));
+        corr.extend(beta.iter().map(|be| be.wrapping_mul(big_l) & pm));
+        for al in &alpha {
+            corr.extend(beta.iter().map(|be| al.wrapping_mul(*be) & pm));
+        }
+        local.push(big_l.wrapping_mul(at) & pm);
+    }
+    (corr, local)
+}
+
+/// Client: the multiplexer's cross term r·b for its share b = gc ≫ F of trunc(gh_n), as the
+/// OT sender (the server chooses with its permute bits): weights ω_j·b, correlations
+/// (1 − 2m_j)·ω_j·b.
+fn p_client_weights(lay: &StepLayout, b: &[u64]) -> Vec<u64> {
+    let pm = ring_mask(lay.pw);
+    let mut w = Vec::with_capacity(b.len() * lay.gb);
+    for &bi in b {
+        w.extend((0..lay.gb).map(|j| gate_weight(lay, j).wrapping_mul(bi) & pm));
+    }
+    w
+}
+
+/// Per-element sums of `per` consecutive terms mod 2^PW.
+fn sums(terms: &[u64], per: usize, pm: u64) -> Vec<u64> {
+    sum_chunks(terms, per, pm)
 }
 
 /// Per copy, the bits `range` of each copy's outputs (`per` outputs per copy).
@@ -931,50 +1021,61 @@ pub fn client_session_with<C: Channel>(
     };
     let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
     let pwu = pw as u32;
-    // Ten flights per step (docs/gru-protocol.md, "Online flights"): each party's independent
+    // Eight flights per step (docs/gru-protocol.md, "Online flights"): each party's independent
     // messages travel together and every pooled OT is split into its derandomisation half and
     // its answer half, so the OTs of both directions share flights.
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         let mk = &masks[t];
         // Flight 1 (in): A labels; the server's choices for both products' client → server
-        // direction (its XOR shares of r and z, fixed when it garbled).
+        // direction (its XOR shares of r and z, fixed when it garbled); the server's
+        // sender-first words for P (their correlations need only its own shares).
         let out = eval(ch, &sc.a, ba)?;
         rep.gc_bytes += acc.take(ch);
         let pr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
         let qr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
+        let pe = otr
+            .recv_correlated_early(ch, h * p_early_len(&lay), pwu)
+            .map_err(ot)?;
         let per = sc.a.n_outputs();
         let r_bits = pick(&out, per, 0..gb);
         let z_bits = pick(&out, per, gb..2 * gb);
-        // Flight 2 (out): choices of the B2A of trunc(gh_n) and of both products' server → client
-        // direction (r and z are known now; z's OTs are answered in flight 7).
-        let ghn_p = otr
-            .send_choices(ch, &pick(&out, per, 2 * gb..2 * gb + l))
+        let t_bits = pick(&out, per, 2 * gb..2 * gb + GHN_BITS);
+        // Flight 2 (out): P's derandomisation bits, the client-sender OTs of r·b, P_C − π_P,
+        // and the choices of Q's server → client direction (z is known now; answered in
+        // flight 5).
+        let u = otr
+            .finish_early(ch, pe, &p_early_choices(&lay, &r_bits, &t_bits))
             .map_err(ot)?;
-        let pf = otr.send_choices(ch, &r_bits).map_err(ot)?;
-        let qf = otr.send_choices(ch, &z_bits).map_err(ot)?;
-        ch.flush().map_err(net)?;
-        // Flight 3 (in): the B2A's answer, then the server's product answer (its correlation
-        // needed its B2A share).
-        let ghn = b2a_client(
-            &otr.recv_correlated_answer(ch, ghn_p, pwu).map_err(ot)?,
-            l,
-            pw,
-        )?;
-        let y_p = otr.recv_correlated_answer(ch, pf, pwu).map_err(ot)?;
-        // Flight 4 (out): the client → server product answer, then P_c − π_P.
-        let w = mux_weights(&lay, &ghn);
+        // b = gc ≫ F: this party's share of gh_n, as it entered circuit A.
+        let b_hi: Vec<u64> = (0..h)
+            .map(|i| {
+                let g = if t == 0 {
+                    0
+                } else {
+                    neg(chh[t - 1][2 * h + i])
+                };
+                (g >> lay.f) & ring_mask(l)
+            })
+            .collect();
+        let w = p_client_weights(&lay, &b_hi);
         let x_p = mux_s
             .send_correlated_answer(ch, pr_rev, &mux_deltas(&lay, &w, &r_bits), pwu)
             .map_err(ot)?;
-        let p = mux_combine(&lay, &w, &r_bits, &y_p, &x_p)?;
+        let zero = vec![0u64; w.len()];
+        let p: Vec<u64> = mux_combine(&lay, &w, &r_bits, &zero, &x_p)?
+            .iter()
+            .zip(sums(&u, p_early_len(&lay), pmask))
+            .map(|(a, b)| a.wrapping_add(b) & pmask)
+            .collect();
         send_delta(ch, &p, mk.iter().map(|k| k.pi_p), pmask)?;
+        let qf = otr.send_choices(ch, &z_bits).map_err(ot)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // Flight 5 (in): B labels → y, wrap(h − n).
+        // Flight 3 (in): B labels → y, wrap(h − n).
         let out = eval(ch, &sc.b, bb)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.b.n_outputs();
-        // Flight 6 (out): y re-based on μ (the server's C input becomes its share ⊕ y_c ⊕ μ),
+        // Flight 4 (out): y re-based on μ (the server's C input becomes its share ⊕ y_c ⊕ μ),
         // then the choices of the B2A of wrap(h − n).
         let y = pick(&out, per, 0..bo);
         let yd: Vec<bool> = y
@@ -992,14 +1093,14 @@ pub fn client_session_with<C: Channel>(
             .send_choices(ch, &pick(&out, per, bo..bo + hw))
             .map_err(ot)?;
         ch.flush().map_err(net)?;
-        // Flight 7 (in): the B2A's answer and the server's answer for Q.
+        // Flight 5 (in): the B2A's answer and the server's answer for Q.
         let d = b2a_client(
             &otr.recv_correlated_answer(ch, d_p, pwu).map_err(ot)?,
             hw,
             pw,
         )?;
         let y_q = otr.recv_correlated_answer(ch, qf, pwu).map_err(ot)?;
-        // Flight 8 (out): the client → server answer for Q, then Q_c − π_Q.
+        // Flight 6 (out): the client → server answer for Q, then Q_c − π_Q.
         let w = mux_weights(&lay, &d);
         let x_q = mux_s
             .send_correlated_answer(ch, qr_rev, &mux_deltas(&lay, &w, &z_bits), pwu)
@@ -1008,14 +1109,14 @@ pub fn client_session_with<C: Channel>(
         send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // Flight 9 (in): C labels → h', and the server's sender-first B2A words for h' (its
+        // Flight 7 (in): C labels → h', and the server's sender-first B2A words for h' (its
         // correlations are its permute bits, fixed when it garbled).
         let out = eval(ch, &sc.c, bc)?;
         rep.gc_bytes += acc.take(ch);
         let hp = otr
             .recv_correlated_early(ch, h * hw, SHARE_BITS as u32)
             .map_err(ot)?;
-        // Flight 10 (out): the B2A's derandomisation bits and h'_c + ρ_h(t+1); the server gets
+        // Flight 8 (out): the B2A's derandomisation bits and h'_c + ρ_h(t+1); the server gets
         // m = h' + ρ_h(t+1).
         let hc = b2a_client(&otr.finish_early(ch, hp, &out).map_err(ot)?, hw, SHARE_BITS)?;
         let msk: Vec<u32> = hc
@@ -1213,7 +1314,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let pwu = pw as u32;
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
-    // Ten flights per step, mirroring client_session_with.
+    // Eight flights per step, mirroring client_session_with.
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
         let mut gh = plain_affine(&m.q.w_hh, &mh, &m.q.b_hh, f);
@@ -1232,36 +1333,38 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             );
         }
         // Flight 1 (out): A labels, then this party's choices for both products' client →
-        // server direction: its XOR shares of r and z are its permute bits, known already.
+        // server direction (its XOR shares of r and z are its permute bits, known already),
+        // then the sender-first words of P: their correlations need only its permute bits and
+        // its share a = gs ≫ F of gh_n.
         let out = run(ch, &sc.a, ba, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.a.n_outputs();
         let r_bits = pick(&out, per, 0..gb);
         let z_bits = pick(&out, per, gb..2 * gb);
+        let t_bits = pick(&out, per, 2 * gb..2 * gb + GHN_BITS);
         let pr_rev = mux_r.send_choices(ch, &r_bits).map_err(ot)?;
         let qr_rev = mux_r.send_choices(ch, &z_bits).map_err(ot)?;
+        let a_hi: Vec<u64> = (0..h)
+            .map(|i| (gh[2 * h + i] >> lay.f) & ring_mask(l))
+            .collect();
+        let (corr, local) = p_early_server(&lay, &r_bits, &t_bits, &a_hi);
+        let pe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
         ch.flush().map_err(net)?;
-        // Flight 2 (in): the client's choices (B2A of trunc(gh_n), then both products).
-        let ghn_bits = pick(&out, per, 2 * gb..2 * gb + l);
-        let ghn_p = ots.recv_choices(ch, ghn_bits.len()).map_err(ot)?;
-        let pf = ots.recv_choices(ch, h * gb).map_err(ot)?;
-        let qf = ots.recv_choices(ch, h * gb).map_err(ot)?;
-        // Flight 3 (out): the B2A's answer, then the product answer on this B2A share.
-        let x_g = ots
-            .send_correlated_answer(ch, ghn_p, &b2a_deltas(&ghn_bits, l, pw)?, pwu)
-            .map_err(ot)?;
-        let ghn = b2a_server(&ghn_bits, &x_g, l, pw)?;
-        let w = mux_weights(&lay, &ghn);
-        let x_p = ots
-            .send_correlated_answer(ch, pf, &mux_deltas(&lay, &w, &r_bits), pwu)
-            .map_err(ot)?;
-        ch.flush().map_err(net)?;
-        // Flight 4 (in): the client's product answer, then its correction P_c − π_P.
+        // Flight 2 (in): P's derandomisation bits, the client's OTs of r·b, P_C − π_P, and the
+        // choices of Q's server → client direction.
+        let s_p = ots.finish_early(ch, pe).map_err(ot)?;
         let y_p = mux_r.recv_correlated_answer(ch, pr_rev, pwu).map_err(ot)?;
-        let p = mux_combine(&lay, &w, &r_bits, &y_p, &x_p)?;
+        // P_S = Λ(a + Λ_T) − Σ (sender-first outputs) + Σ (received r·b terms)
+        let p: Vec<u64> = local
+            .iter()
+            .zip(sums(&s_p, p_early_len(&lay), pmask))
+            .zip(sums(&y_p, gb, pmask))
+            .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & pmask)
+            .collect();
         let p = recv_delta(ch, &p, pmask)?;
+        let qf = ots.recv_choices(ch, h * gb).map_err(ot)?;
         rep.mux_bytes += acc.take(ch);
-        // Flight 5 (out): B labels.
+        // Flight 3 (out): B labels.
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
         for i in 0..h {
             lay.encode_b(p[i], x[2 * h + i], mh[i], &mut bits);
@@ -1269,14 +1372,14 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let out = run(ch, &sc.b, bb, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.b.n_outputs();
-        // Flight 6 (in): y_c ⊕ μ, then the choices of the B2A of wrap(h − n).
+        // Flight 4 (in): y_c ⊕ μ, then the choices of the B2A of wrap(h − n).
         let yd = unpack_bits(
             &ch.recv_pod::<u8>((h * bo).div_ceil(8)).map_err(net)?,
             h * bo,
         );
         let d_bits = pick(&out, per, bo..bo + hw);
         let d_p = ots.recv_choices(ch, d_bits.len()).map_err(ot)?;
-        // Flight 7 (out): the B2A's answer and the answer for Q.
+        // Flight 5 (out): the B2A's answer and the answer for Q.
         let x_d = ots
             .send_correlated_answer(ch, d_p, &b2a_deltas(&d_bits, hw, pw)?, pwu)
             .map_err(ot)?;
@@ -1286,13 +1389,13 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .send_correlated_answer(ch, qf, &mux_deltas(&lay, &w, &z_bits), pwu)
             .map_err(ot)?;
         ch.flush().map_err(net)?;
-        // Flight 8 (in): the client's answer for Q and Q_c − π_Q.
+        // Flight 6 (in): the client's answer for Q and Q_c − π_Q.
         let y_q = mux_r.recv_correlated_answer(ch, qr_rev, pwu).map_err(ot)?;
         let q = mux_combine(&lay, &w, &z_bits, &y_q, &x_q)?;
         let q = recv_delta(ch, &q, pmask)?;
         let y = pick(&out, per, 0..bo);
         rep.mux_bytes += acc.take(ch);
-        // Flight 9 (out): C labels, then the sender-first B2A words for h' (the correlations
+        // Flight 7 (out): C labels, then the sender-first B2A words for h' (the correlations
         // are this party's permute bits, so they need no answer round).
         let mut bits = Vec::with_capacity(h * lay.c_garbler());
         for i in 0..h {
@@ -1305,7 +1408,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .send_correlated_early(ch, &b2a_deltas(&out, hw, SHARE_BITS)?, SHARE_BITS as u32)
             .map_err(ot)?;
         ch.flush().map_err(net)?;
-        // Flight 10 (in): the client's derandomisation bits and h'_c + ρ_h(t+1).
+        // Flight 8 (in): the client's derandomisation bits and h'_c + ρ_h(t+1).
         let x_h = ots.finish_early(ch, hp).map_err(ot)?;
         let hs = b2a_server(&out, &x_h, hw, SHARE_BITS)?;
         let hc: Vec<u32> = ch.recv_pod(h).map_err(net)?;
@@ -1468,6 +1571,96 @@ mod tests {
                     want,
                     "g {g} v {} ({gb}, {pw})",
                     vs[i]
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod p_tests {
+    use super::*;
+
+    /// P = r·trunc(gh_n) from the decomposition a + b + κ − 2^L(o + s) against plaintext: the
+    /// server's correlations and local part, the client's choices and r·b weights, with every
+    /// OT replaced by its definition (u − s = c·δ). Random and extreme shares, including sums
+    /// that wrap L bits and negative words; unsigned and signed gates.
+    #[test]
+    fn product_decomposition_equals_plaintext_mod_2_pw() {
+        for (gb, pw, g_signed) in [(7usize, 27usize, false), (8, 27, true), (13, 32, false)] {
+            let lay = StepLayout {
+                acc: 32,
+                l: 20,
+                f: 12,
+                pw,
+                gb,
+                g_signed,
+                bo: 8,
+                hw: 16,
+            };
+            let (l, f, pm) = (lay.l, lay.f, ring_mask(pw));
+            let mut prg = Prg::from_seed(Block(0x9d0c + gb as u128));
+            let mut rnd = |m: u64| prg.next_block().low_u64() & m;
+            for it in 0..400 {
+                let (gs, gc) = match it {
+                    0 => (RING, RING),
+                    1 => (0, 0),
+                    2 => (0x7fff_f000, 0x0000_1000),
+                    _ => (rnd(RING), rnd(RING)),
+                };
+                let g = match it {
+                    0 => ring_mask(gb),
+                    1 => 1 << (gb - 1),
+                    _ => rnd(ring_mask(gb)),
+                };
+                // plaintext: trunc(gh_n) sign-extended, times the gate value
+                let v = ((gs.wrapping_add(gc) & RING) >> f) & ring_mask(l);
+                let gv = if g_signed {
+                    sign_extend(g, gb)
+                } else {
+                    g as i64
+                };
+                let want = (gv as i128 * sign_extend(v, l) as i128) as u64 & pm;
+                // circuit A's outputs κ, o, s
+                let kappa = ((gs & ring_mask(f)) + (gc & ring_mask(f))) >> f;
+                let (a, b) = ((gs >> f) & ring_mask(l), (gc >> f) & ring_mask(l));
+                let sum = a + b + kappa;
+                let t = [kappa == 1, sum >> l == 1, (sum >> (l - 1)) & 1 == 1];
+                // XOR shares: the server's are its permute bits
+                let lam = rnd(ring_mask(gb));
+                let lam_t: Vec<bool> = (0..GHN_BITS).map(|_| rnd(1) == 1).collect();
+                let r_srv = bit_vec(lam, gb);
+                let r_cli = bit_vec(g ^ lam, gb);
+                let t_cli: Vec<bool> = t.iter().zip(&lam_t).map(|(x, y)| x ^ y).collect();
+                let (corr, local) = p_early_server(&lay, &r_srv, &lam_t, &[a]);
+                let ch = p_early_choices(&lay, &r_cli, &t_cli);
+                assert_eq!(corr.len(), p_early_len(&lay));
+                assert_eq!(ch.len(), corr.len());
+                // sender-first OTs by definition: client c·δ + ρ, server −ρ
+                let rho: Vec<u64> = corr.iter().map(|_| rnd(pm)).collect();
+                let mut ps = local[0];
+                let mut pc = 0u64;
+                for ((d, &c), r) in corr.iter().zip(&ch).zip(&rho) {
+                    pc = pc.wrapping_add(if c { *d } else { 0 }).wrapping_add(*r);
+                    ps = ps.wrapping_sub(*r);
+                }
+                // r·b: client sender, server chooses with λ
+                let w = p_client_weights(&lay, &[b]);
+                let del = mux_deltas(&lay, &w, &r_cli);
+                let x: Vec<u64> = w.iter().map(|_| rnd(pm)).collect();
+                let y: Vec<u64> = x
+                    .iter()
+                    .zip(&del)
+                    .zip(&r_srv)
+                    .map(|((x, d), &c)| x.wrapping_add(if c { *d } else { 0 }) & pm)
+                    .collect();
+                let zero = vec![0u64; w.len()];
+                pc = pc.wrapping_add(mux_combine(&lay, &w, &r_cli, &zero, &x).unwrap()[0]);
+                ps = ps.wrapping_add(sums(&y, gb, pm)[0]);
+                assert_eq!(
+                    pc.wrapping_add(ps) & pm,
+                    want,
+                    "gs {gs:#x} gc {gc:#x} g {g} ({gb}, {pw}, {g_signed})"
                 );
             }
         }
