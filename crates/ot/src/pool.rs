@@ -256,6 +256,168 @@ fn recv_derand<C: Channel>(ch: &mut C, k: &mut [Block], delta: Block) -> Result<
     Ok(())
 }
 
+/// Receiver: adds the sender's packed answer words (frames of [`CHUNK_ROWS`]) where the choice
+/// is 1: `out[j] += c_j·y_j mod 2^bits`.
+fn recv_correlated_frames<C: Channel>(
+    ch: &mut C,
+    mut out: Vec<u64>,
+    choices: &[bool],
+    bits: u32,
+) -> Result<Vec<u64>, OtError> {
+    let mk = mask(bits);
+    for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
+        let frame = ch.recv_pod::<u8>(packed_len(oc.len(), bits))?;
+        let mut up = Unpacker::new(&frame, bits);
+        for (o, &c) in oc.iter_mut().zip(cc) {
+            let y = up.next_value() & (c as u64).wrapping_neg();
+            *o = o.wrapping_add(y) & mk;
+        }
+    }
+    Ok(out)
+}
+
+/// Sender: for the keys `k` (first global index `first`), returns `x_j = H(K_j)` and sends
+/// `x_j + deltas[j] − H(K_j ⊕ Δ)` packed to `bits`, in frames of [`CHUNK_ROWS`] (not flushed).
+fn send_correlated_frames<C: Channel>(
+    ch: &mut C,
+    k: &[Block],
+    delta: Block,
+    first: u64,
+    deltas: &[u64],
+    bits: u32,
+) -> Result<Vec<u64>, OtError> {
+    let mk = mask(bits);
+    let mut xs = vec![0u64; deltas.len()];
+    let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
+    let mut frame = Vec::new();
+    for (c, ((kc, dc), xc)) in k
+        .chunks(CHUNK_ROWS)
+        .zip(deltas.chunks(CHUNK_ROWS))
+        .zip(xs.chunks_mut(CHUNK_ROWS))
+        .enumerate()
+    {
+        let y = &mut y[..2 * kc.len()];
+        hash_pairs(kc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
+        for (x, h) in xc.iter_mut().zip(y.chunks_exact(2)) {
+            *x = h[0].low_u64() & mk;
+        }
+        frame.clear();
+        pack_into(
+            xc.iter()
+                .zip(dc)
+                .zip(y.chunks_exact(2))
+                .map(|((x, d), h)| x.wrapping_add(*d).wrapping_sub(h[1].low_u64()) & mk),
+            bits,
+            &mut frame,
+        );
+        ch.send_pod::<u8>(&frame)?;
+    }
+    Ok(xs)
+}
+
+/// Receives `n` derandomisation bits as booleans (same frames and padding check as
+/// [`recv_derand`]).
+fn recv_derand_bits<C: Channel>(ch: &mut C, n: usize) -> Result<Vec<bool>, OtError> {
+    let mut out = Vec::with_capacity(n);
+    let mut left = n;
+    while left > 0 {
+        let len = left.min(DERAND_FRAME_OTS);
+        let frame = ch.recv_pod::<u8>(len.div_ceil(8))?;
+        #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.85
+        if len % 8 != 0 && frame[len / 8] >> (len % 8) != 0 {
+            return Err(OtError::malformed(
+                "derandomisation frame has bits set past its last OT",
+            ));
+        }
+        out.extend((0..len).map(|j| (frame[j / 8] >> (j % 8)) & 1 == 1));
+        left -= len;
+    }
+    Ok(out)
+}
+
+/// A pooled OT whose derandomisation bits the receiver has sent
+/// ([`PooledOtReceiver::send_choices`]) and whose answer it has not read yet. Holds secret pool
+/// state (no `Debug`); consumed by [`PooledOtReceiver::recv_correlated_answer`].
+#[must_use = "a pending OT must be answered, or the pools fall out of step"]
+pub struct PendingOtRecv {
+    first: u64,
+    keys: Vec<Block>,
+    choices: Vec<bool>,
+}
+
+impl PendingOtRecv {
+    /// OTs in this batch.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+/// The sender's side of a split pooled OT: derandomised keys `K'_j` read by
+/// [`PooledOtSender::recv_choices`], not answered yet. Secret (no `Debug`); consumed by
+/// [`PooledOtSender::send_correlated_answer`].
+#[must_use = "a pending OT must be answered, or the pools fall out of step"]
+pub struct PendingOtSend {
+    first: u64,
+    keys: Vec<Block>,
+}
+
+impl PendingOtSend {
+    /// OTs in this batch.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+/// The sender's side of a sender-first additive OT
+/// ([`PooledOtSender::send_correlated_early`]): its pads `x_j` and correlations, waiting for the
+/// receiver's derandomisation bits. Secret (no `Debug`).
+#[must_use = "a pending OT must be finished, or the pools fall out of step"]
+pub struct PendingEarlySend {
+    x: Vec<u64>,
+    deltas: Vec<u64>,
+    bits: u32,
+}
+
+impl PendingEarlySend {
+    /// OTs in this batch.
+    pub fn len(&self) -> usize {
+        self.x.len()
+    }
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.x.is_empty()
+    }
+}
+
+/// The receiver's side of a sender-first additive OT
+/// ([`PooledOtReceiver::recv_correlated_early`]): `v_j = x_j + r_j·delta_j` on the pool's random
+/// bits `r_j`, waiting for the real choices. Secret (no `Debug`).
+#[must_use = "a pending OT must be finished, or the pools fall out of step"]
+pub struct PendingEarlyRecv {
+    v: Vec<u64>,
+    r: Vec<bool>,
+    bits: u32,
+}
+
+impl PendingEarlyRecv {
+    /// OTs in this batch.
+    pub fn len(&self) -> usize {
+        self.v.len()
+    }
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.v.is_empty()
+    }
+}
+
 /// What fills the sender's pool.
 enum SenderFiller {
     Iknp(OtExtSender),
@@ -415,6 +577,17 @@ impl PooledOtSender {
         ch: &mut C,
         n: usize,
     ) -> Result<(u64, std::ops::Range<usize>), OtError> {
+        let (first, range) = self.take(ch, n)?;
+        recv_derand(ch, &mut self.pool[range.clone()], self.delta)?;
+        Ok((first, range))
+    }
+
+    /// Takes `n` pooled COTs (refilling the deficit first) without reading anything.
+    fn take<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
         if self.available() < n {
             let deficit = n - self.available();
             self.fill_inner(ch, deficit)?;
@@ -425,7 +598,6 @@ impl PooledOtSender {
             .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
         let range = self.pos..self.pos + n;
         self.pos += n;
-        recv_derand(ch, &mut self.pool[range.clone()], self.delta)?;
         Ok((first, range))
     }
 
@@ -569,37 +741,105 @@ impl PooledOtSender {
         bits: u32,
     ) -> Result<Vec<u64>, OtError> {
         check_bits(bits)?;
-        let mk = mask(bits);
         self.run(ch, |s, ch| {
             let (first, r) = s.derand(ch, deltas.len())?;
-            let k = &s.pool[r];
-            let mut xs = vec![0u64; deltas.len()];
-            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
-            let mut frame = Vec::new();
-            for (c, ((kc, dc), xc)) in k
-                .chunks(CHUNK_ROWS)
-                .zip(deltas.chunks(CHUNK_ROWS))
-                .zip(xs.chunks_mut(CHUNK_ROWS))
-                .enumerate()
-            {
-                let y = &mut y[..2 * kc.len()];
-                hash_pairs(kc, s.delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-                for (x, h) in xc.iter_mut().zip(y.chunks_exact(2)) {
-                    *x = h[0].low_u64() & mk;
-                }
-                frame.clear();
-                pack_into(
-                    xc.iter()
-                        .zip(dc)
-                        .zip(y.chunks_exact(2))
-                        .map(|((x, d), h)| x.wrapping_add(*d).wrapping_sub(h[1].low_u64()) & mk),
-                    bits,
-                    &mut frame,
-                );
-                ch.send_pod::<u8>(&frame)?;
-            }
+            let xs = send_correlated_frames(ch, &s.pool[r], s.delta, first, deltas, bits)?;
             ch.flush()?;
             Ok(xs)
+        })
+    }
+
+    /// First half of a pooled OT split over two flights: takes `n` pooled COTs and reads their
+    /// derandomisation bits (sent by [`PooledOtReceiver::send_choices`], possibly in one flight
+    /// with other messages); the answer goes out later with
+    /// [`send_correlated_answer`](Self::send_correlated_answer).
+    pub fn recv_choices<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+    ) -> Result<PendingOtSend, OtError> {
+        self.run(ch, |s, ch| {
+            let (first, r) = s.derand(ch, n)?;
+            Ok(PendingOtSend {
+                first,
+                keys: s.pool[r].to_vec(),
+            })
+        })
+    }
+
+    /// Second half: answers `pending` as [`send_correlated_u64`](Self::send_correlated_u64)
+    /// does (returns `x_j`; the receiver gets `x_j + c_j·deltas[j]`) but **does not flush**, so
+    /// that the answers of several calls travel in one flight. `deltas.len()` must equal
+    /// `pending.len()`; `pending` is consumed, so its COTs cannot be answered twice.
+    pub fn send_correlated_answer<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        pending: PendingOtSend,
+        deltas: &[u64],
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
+        check_bits(bits)?;
+        if deltas.len() != pending.keys.len() {
+            return Err(OtError::arg(format!(
+                "send_correlated_answer: {} correlations for {} pending OTs",
+                deltas.len(),
+                pending.keys.len()
+            )));
+        }
+        self.run(ch, |s, ch| {
+            send_correlated_frames(ch, &pending.keys, s.delta, pending.first, deltas, bits)
+        })
+    }
+
+    /// Sender-first additive OT over `Z_{2^bits}` (Beaver's derandomisation): for correlations
+    /// known *before* the receiver's choices, takes `deltas.len()` pooled COTs and sends
+    /// `H(j, K_j) + deltas[j] − H(j, K_j ⊕ Δ)` on the *random* COTs now (not flushed); the
+    /// receiver's choices follow later as derandomisation bits `d_j`, read by
+    /// [`finish_early`](Self::finish_early). One word sender → receiver and one bit back per OT,
+    /// as for [`send_correlated_u64`](Self::send_correlated_u64), but the word can leave a flight
+    /// earlier. Pairs with [`PooledOtReceiver::recv_correlated_early`].
+    pub fn send_correlated_early<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        bits: u32,
+    ) -> Result<PendingEarlySend, OtError> {
+        check_bits(bits)?;
+        self.run(ch, |s, ch| {
+            let (first, r) = s.take(ch, deltas.len())?;
+            let x = send_correlated_frames(ch, &s.pool[r], s.delta, first, deltas, bits)?;
+            Ok(PendingEarlySend {
+                x,
+                deltas: deltas.to_vec(),
+                bits,
+            })
+        })
+    }
+
+    /// Second half of the sender-first OT: reads the receiver's `d_j` and returns
+    /// `s_j = x_j` (d_j = 0) or `−x_j − deltas[j]` (d_j = 1), so that the receiver's
+    /// `u_j = s_j + c_j·deltas[j] mod 2^bits`.
+    pub fn finish_early<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        pending: PendingEarlySend,
+    ) -> Result<Vec<u64>, OtError> {
+        self.run(ch, |_, ch| {
+            let d = recv_derand_bits(ch, pending.x.len())?;
+            let mk = mask(pending.bits);
+            Ok(pending
+                .x
+                .iter()
+                .zip(&pending.deltas)
+                .zip(&d)
+                .map(|((x, dl), &d)| {
+                    if d {
+                        x.wrapping_add(*dl).wrapping_neg() & mk
+                    } else {
+                        *x
+                    }
+                })
+                .collect())
         })
     }
 
@@ -822,19 +1062,20 @@ impl PooledOtReceiver {
         ch: &mut C,
         choices: &[bool],
     ) -> Result<(u64, std::ops::Range<usize>), OtError> {
-        let n = choices.len();
-        if self.available() < n {
-            let deficit = n - self.available();
-            self.fill_inner(ch, deficit)?;
-        }
-        let first = self.consumed;
-        self.consumed = first
-            .checked_add(n as u64)
-            .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
-        let range = self.pos..self.pos + n;
-        self.pos += n;
-        send_derand(ch, choices, &self.bits[range.clone()])?;
+        let r = self.take_and_send(ch, choices)?;
         ch.flush()?;
+        Ok(r)
+    }
+
+    /// Takes `choices.len()` pooled COTs and sends their derandomisation bits without flushing
+    /// (a caller that batches several calls into one flight flushes once at its end).
+    fn take_and_send<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
+        let (first, range) = self.take(ch, choices.len())?;
+        send_derand(ch, choices, &self.bits[range.clone()])?;
         Ok((first, range))
     }
 
@@ -968,19 +1209,127 @@ impl PooledOtReceiver {
         bits: u32,
     ) -> Result<Vec<u64>, OtError> {
         check_bits(bits)?;
-        let mk = mask(bits);
         self.run(ch, |s, ch| {
-            let mut out = s.hashed_u64(ch, choices, bits)?;
-            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-                let frame = ch.recv_pod::<u8>(packed_len(oc.len(), bits))?;
-                let mut up = Unpacker::new(&frame, bits);
-                for (o, &c) in oc.iter_mut().zip(cc) {
-                    let y = up.next_value() & (c as u64).wrapping_neg();
-                    *o = o.wrapping_add(y) & mk;
-                }
-            }
-            Ok(out)
+            let out = s.hashed_u64(ch, choices, bits)?;
+            recv_correlated_frames(ch, out, choices, bits)
         })
+    }
+
+    /// First half of a pooled OT split over two flights: takes `choices.len()` pooled COTs and
+    /// sends their derandomisation bits **without flushing**, so that several calls (in either
+    /// direction's pool) travel in one flight; the answer is read later by
+    /// [`recv_correlated_answer`](Self::recv_correlated_answer) on the returned [`PendingOtRecv`].
+    /// Pairs with [`PooledOtSender::recv_choices`]. The caller flushes at the end of its flight.
+    pub fn send_choices<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<PendingOtRecv, OtError> {
+        self.run(ch, |s, ch| {
+            let (first, r) = s.take_and_send(ch, choices)?;
+            // Copied out: a later refill drains the pool's used prefix, so a range would not
+            // stay valid until the answer arrives.
+            Ok(PendingOtRecv {
+                first,
+                keys: s.keys[r].to_vec(),
+                choices: choices.to_vec(),
+            })
+        })
+    }
+
+    /// Second half: reads the sender's answer to `pending` (from
+    /// [`PooledOtSender::send_correlated_answer`]) and returns `x_j + c_j·delta_j mod 2^bits`,
+    /// exactly as [`recv_correlated_u64`](Self::recv_correlated_u64). `pending` is consumed, so
+    /// its COTs cannot be answered twice.
+    pub fn recv_correlated_answer<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        pending: PendingOtRecv,
+        bits: u32,
+    ) -> Result<Vec<u64>, OtError> {
+        check_bits(bits)?;
+        self.run(ch, |_, ch| {
+            let PendingOtRecv {
+                first,
+                mut keys,
+                choices,
+            } = pending;
+            hash_rows(&mut keys, first);
+            let mk = mask(bits);
+            let out = keys.iter().map(|h| h.low_u64() & mk).collect();
+            recv_correlated_frames(ch, out, &choices, bits)
+        })
+    }
+
+    /// Receiver of a *sender-first* additive OT (Beaver's derandomisation with the sender's
+    /// message sent before the choice is known): takes `n` pooled COTs, reads the sender's
+    /// words `y_j = H(j, K_j) + delta_j − H(j, K_j ⊕ Δ)` and keeps `v_j = H(j, M_j) + r_j·y_j =
+    /// x_j + r_j·delta_j` on the pool's random bit `r_j`. The choices come later, in
+    /// [`finish_early`](Self::finish_early). Pairs with [`PooledOtSender::send_correlated_early`].
+    pub fn recv_correlated_early<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        bits: u32,
+    ) -> Result<PendingEarlyRecv, OtError> {
+        check_bits(bits)?;
+        self.run(ch, |s, ch| {
+            let (first, range) = s.take(ch, n)?;
+            let mut h = s.keys[range.clone()].to_vec();
+            hash_rows(&mut h, first);
+            let mk = mask(bits);
+            let r = s.bits[range].to_vec();
+            let v0: Vec<u64> = h.iter().map(|h| h.low_u64() & mk).collect();
+            let v = recv_correlated_frames(ch, v0, &r, bits)?;
+            Ok(PendingEarlyRecv { v, r, bits })
+        })
+    }
+
+    /// Second half of the sender-first OT: sends `d_j = c_j ⊕ r_j` (not flushed: it joins the
+    /// caller's flight) and returns `u_j = (1 − 2d_j)·v_j`, so that `u_j − s_j = c_j·delta_j`
+    /// for the sender's `s_j` from [`PooledOtSender::finish_early`].
+    pub fn finish_early<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        pending: PendingEarlyRecv,
+        choices: &[bool],
+    ) -> Result<Vec<u64>, OtError> {
+        if choices.len() != pending.v.len() {
+            return Err(OtError::arg(format!(
+                "finish_early: {} choices for {} pending OTs",
+                choices.len(),
+                pending.v.len()
+            )));
+        }
+        self.run(ch, |_, ch| {
+            send_derand(ch, choices, &pending.r)?;
+            let mk = mask(pending.bits);
+            Ok(pending
+                .v
+                .iter()
+                .zip(choices.iter().zip(&pending.r))
+                .map(|(v, (&c, &r))| if c ^ r { v.wrapping_neg() & mk } else { *v })
+                .collect())
+        })
+    }
+
+    /// Takes `n` pooled COTs (refilling the deficit first) without sending anything.
+    fn take<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
+        if self.available() < n {
+            let deficit = n - self.available();
+            self.fill_inner(ch, deficit)?;
+        }
+        let first = self.consumed;
+        self.consumed = first
+            .checked_add(n as u64)
+            .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
+        let range = self.pos..self.pos + n;
+        self.pos += n;
+        Ok((first, range))
     }
 
     fn check_choices(n: usize, choices: &[u8]) -> Result<usize, OtError> {

@@ -518,3 +518,240 @@ fn online_timing() {
         run.client.output, run.server.output
     );
 }
+
+/// Split pooled OT: two batches' choices in one flight, both answers in the next (one flush
+/// each), against the definition `recv = x + c·δ mod 2^bits`, across sizes, widths and a refill;
+/// then an ordinary call on the same pools still agrees (the pools stayed in step).
+#[test]
+fn split_correlated_ot_matches_definition_in_two_flights() {
+    let mut prg = Prg::from_seed(Block(0x5b1e));
+    for &(n1, n2, bits, fill) in &[
+        (0usize, 1usize, 1u32, 10usize),
+        (7, 8, 27, 100),
+        (129, CHUNK_ROWS + 333, 32, 200), // refills the deficit inside the call
+        (1000, 3, 64, 5000),
+    ] {
+        let c1 = prg.bits(n1);
+        let c2 = prg.bits(n2);
+        let mk = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        let d1: Vec<u64> = (0..n1).map(|_| prg.next_block().low_u64() & mk).collect();
+        let d2: Vec<u64> = (0..n2).map(|_| prg.next_block().low_u64() & mk).collect();
+        let (cc1, cc2, dd1, dd2) = (c1.clone(), c2.clone(), d1.clone(), d2.clone());
+        let run = pooled(
+            fill,
+            move |r, ch| {
+                let p1 = r.send_choices(ch, &cc1).expect("choices 1");
+                let p2 = r.send_choices(ch, &cc2).expect("choices 2");
+                assert_eq!((p1.len(), p2.len()), (cc1.len(), cc2.len()));
+                ch.flush().expect("flush");
+                let o1 = r.recv_correlated_answer(ch, p1, bits).expect("answer 1");
+                let o2 = r.recv_correlated_answer(ch, p2, bits).expect("answer 2");
+                let after = r.recv_cot(ch, &[true, false]).expect("cot after");
+                (o1, o2, after, ch.cost().online.rounds)
+            },
+            move |s, ch| {
+                let p1 = s.recv_choices(ch, dd1.len()).expect("read 1");
+                let p2 = s.recv_choices(ch, dd2.len()).expect("read 2");
+                let x1 = s
+                    .send_correlated_answer(ch, p1, &dd1, bits)
+                    .expect("send 1");
+                let x2 = s
+                    .send_correlated_answer(ch, p2, &dd2, bits)
+                    .expect("send 2");
+                ch.flush().expect("flush");
+                let after = s.send_cot(ch, 2).expect("cot after");
+                (x1, x2, after, s.delta())
+            },
+        );
+        let (o1, o2, ra, rounds) = run.client.output;
+        let (x1, x2, sa, delta) = run.server.output;
+        for (o, x, c, d) in [(&o1, &x1, &c1, &d1), (&o2, &x2, &c2, &d2)] {
+            assert_eq!(o.len(), c.len());
+            for j in 0..c.len() {
+                let want = x[j].wrapping_add(if c[j] { d[j] } else { 0 }) & mk;
+                assert_eq!(o[j], want, "n ({n1}, {n2}) bits {bits} ot {j}");
+                assert_eq!(x[j] & !mk, 0);
+            }
+        }
+        assert_eq!(ra, vec![sa[0] ^ delta, sa[1]], "pools out of step");
+        // Choices out, answers in (plus any refill of the deficit, which is also one flight
+        // each way before the choices), then the trailing COT's bits out.
+        if fill >= n1 + n2 {
+            assert_eq!(rounds, 3, "n ({n1}, {n2})");
+        }
+    }
+}
+
+/// Sender-first additive OT: the sender's words go before the choices exist; the receiver's
+/// `u` and the sender's `s` satisfy `u − s = c·δ mod 2^bits`; two flights in all.
+#[test]
+fn early_correlated_ot_matches_definition_in_two_flights() {
+    let mut prg = Prg::from_seed(Block(0xea21));
+    for &(n, bits, fill) in &[
+        (0usize, 8u32, 4usize),
+        (1, 1, 4),
+        (129, 27, 200),
+        (CHUNK_ROWS + 333, 32, 100), // refill inside the call
+        (500, 64, 600),
+    ] {
+        let c = prg.bits(n);
+        let mk = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        let d: Vec<u64> = (0..n).map(|_| prg.next_block().low_u64() & mk).collect();
+        let (cc, dd) = (c.clone(), d.clone());
+        let run = pooled(
+            fill,
+            move |r, ch| {
+                let p = r.recv_correlated_early(ch, cc.len(), bits).expect("early");
+                assert_eq!(p.len(), cc.len());
+                let u = r.finish_early(ch, p, &cc).expect("finish");
+                ch.flush().expect("flush");
+                let after = r.recv_cot(ch, &[true]).expect("cot after");
+                (u, after, ch.cost().online.rounds)
+            },
+            move |s, ch| {
+                let p = s.send_correlated_early(ch, &dd, bits).expect("early");
+                ch.flush().expect("flush");
+                let x = s.finish_early(ch, p).expect("finish");
+                let after = s.send_cot(ch, 1).expect("cot after");
+                (x, after, s.delta())
+            },
+        );
+        let (u, ra, rounds) = run.client.output;
+        let (x, sa, delta) = run.server.output;
+        assert_eq!(u.len(), n);
+        for j in 0..n {
+            let want = x[j].wrapping_add(if c[j] { d[j] } else { 0 }) & mk;
+            assert_eq!(u[j], want, "n {n} bits {bits} ot {j}");
+        }
+        assert_eq!(ra, vec![sa[0] ^ delta], "pools out of step");
+        if fill >= n && n > 0 {
+            // words in, bits out (the trailing COT's bits join that flight)
+            assert_eq!(rounds, 2, "n {n}");
+        }
+    }
+}
+
+/// The split and sender-first halves refuse hostile frames with typed errors and then poison
+/// the instance; mismatched lengths are argument errors.
+#[test]
+fn split_and_early_halves_refuse_hostile_frames() {
+    // The sender's answer to 100 OTs at 27 bits is 338 bytes; 337 and 339 are refused.
+    for frame_len in [0usize, 337, 339] {
+        let run = pooled(
+            200,
+            move |r, ch| {
+                let p = r.send_choices(ch, &[true; 100]).expect("choices");
+                ch.flush().expect("flush");
+                let e = r.recv_correlated_answer(ch, p, 27).map(|_| ());
+                (e, r.recv_cot(ch, &[true]).map(|_| ()))
+            },
+            move |_s, ch| {
+                let _bits = ch.recv_pod::<u8>(13).expect("bits");
+                ch.send_pod::<u8>(&vec![0xffu8; frame_len]).expect("send");
+                ch.flush().expect("flush");
+            },
+        );
+        let (e, again) = run.client.output;
+        assert!(matches!(e, Err(OtError::Net(_))), "len {frame_len}: {e:?}");
+        assert!(is_invalid(&again), "not poisoned");
+    }
+    // Derandomisation bits of a split call: padding bits set past the last OT.
+    let run = pooled(
+        200,
+        |_r, ch| {
+            let mut f = vec![0u8; 13];
+            f[12] = 0x10;
+            ch.send_pod::<u8>(&f).expect("send");
+            ch.flush().expect("flush");
+        },
+        |s, ch| {
+            let e = s.recv_choices(ch, 100).map(|_| ());
+            (e, s.send_cot(ch, 1).map(|_| ()))
+        },
+    );
+    let (e, again) = run.server.output;
+    assert!(matches!(e, Err(OtError::Malformed(_))), "{e:?}");
+    assert!(is_invalid(&again));
+    // Sender-first: the receiver's bits come back short, or with padding bits set.
+    for (frame, malformed) in [
+        (vec![0u8; 12], false),
+        (
+            {
+                let mut f = vec![0u8; 13];
+                f[12] = 0x80;
+                f
+            },
+            true,
+        ),
+    ] {
+        let run = pooled(
+            200,
+            move |r, ch| {
+                let p = r.recv_correlated_early(ch, 100, 32).expect("early");
+                drop(p);
+                ch.send_pod::<u8>(&frame).expect("send");
+                ch.flush().expect("flush");
+            },
+            |s, ch| {
+                let p = s
+                    .send_correlated_early(ch, &[5u64; 100], 32)
+                    .expect("early");
+                ch.flush().expect("flush");
+                let e = s.finish_early(ch, p).map(|_| ());
+                (e, s.send_cot(ch, 1).map(|_| ()))
+            },
+        );
+        let (e, again) = run.server.output;
+        if malformed {
+            assert!(matches!(e, Err(OtError::Malformed(_))), "{e:?}");
+        } else {
+            assert!(matches!(e, Err(OtError::Net(_))), "{e:?}");
+        }
+        assert!(is_invalid(&again));
+    }
+    // Sender-first words cut short.
+    let run = pooled(
+        200,
+        |r, ch| {
+            let e = r.recv_correlated_early(ch, 100, 32).map(|_| ());
+            (e, r.recv_cot(ch, &[true]).map(|_| ()))
+        },
+        |_s, ch| {
+            ch.send_pod::<u8>(&[1u8; 399]).expect("send");
+            ch.flush().expect("flush");
+        },
+    );
+    let (e, again) = run.client.output;
+    assert!(matches!(e, Err(OtError::Net(_))), "{e:?}");
+    assert!(is_invalid(&again));
+    // Lengths that do not match the pending batch are argument errors.
+    let run = pooled(
+        20,
+        |r, ch| {
+            let p = r.send_choices(ch, &[true; 3]).expect("choices");
+            ch.flush().expect("flush");
+            let q = r.recv_correlated_early(ch, 2, 8).expect("early");
+            let e = r.finish_early(ch, q, &[true; 3]).map(|_| ());
+            drop(p);
+            e
+        },
+        |s, ch| {
+            let p = s.recv_choices(ch, 3).expect("read");
+            let e = s.send_correlated_answer(ch, p, &[1, 2], 8).map(|_| ());
+            let q = s.send_correlated_early(ch, &[1, 2], 8).expect("early");
+            ch.flush().expect("flush");
+            drop(q);
+            e
+        },
+    );
+    assert!(is_invalid(&run.client.output), "{:?}", run.client.output);
+    assert!(is_invalid(&run.server.output), "{:?}", run.server.output);
+}

@@ -297,6 +297,9 @@ impl StepLayout {
     }
 }
 
+/// Bits of trunc(gh_n) that circuit A outputs: κ, o, s (see `step_circuits`).
+pub const GHN_BITS: usize = 3;
+
 /// Appends the low `w` bits of `v`, least significant first.
 pub fn put(out: &mut Vec<bool>, v: u64, w: usize) {
     out.extend((0..w).map(|i| (v >> i) & 1 == 1));
@@ -390,12 +393,19 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         let (g, e) = ins.split_at(ga);
         let ar = gate_sum(b, &g[..p], &e[..p], f, l);
         let az = gate_sum(b, &g[p..2 * p], &e[p..2 * p], f, l);
-        let ghn = trunc_acc(b, &g[2 * p..2 * p + a], &e[2 * p..2 * p + a], f, l);
+        // trunc(gh_n) leaves A as three bits, the carry κ out of the low F bits, the carry o
+        // out of the high L bits and the sign s of their L-bit sum: trunc(gh_n) =
+        // a + b + κ − 2^L·(o + s) mod 2^PW with a, b each party's share ≫ F, so each party
+        // knows its own part of the multiplexer's factor before the circuit runs and the
+        // product needs no answer flight (docs/gru-protocol.md, "Online flights").
+        let (gs, es) = (&g[2 * p..2 * p + a], &e[2 * p..2 * p + a]);
+        let (_, kappa) = add_full(b, &gs[..f], &es[..f], Bit::Const(false));
+        let (hi, o) = add_full(b, &gs[f..f + l], &es[f..f + l], kappa);
         let r = smooth(b, Func::Sigmoid, &ar, mf, sf);
         let z = smooth(b, Func::Sigmoid, &az, mf, sf);
         let mut out = r[..gb].to_vec();
         out.extend_from_slice(&z[..gb]);
-        out.extend(ghn);
+        out.extend([kappa, o, hi[l - 1]]);
         out
     });
     let gbn = lay.b_garbler();

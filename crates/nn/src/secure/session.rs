@@ -8,9 +8,12 @@
 //! labels; 3T step batches (circuits A, B, C per element) and the final circuit garbled and
 //! streamed. Online: x − ρ_x for all t; per step A → B2A + multiplexer product P → B → B2A +
 //! product Q → C → B2A of h', the server learning m = h' + ρ_h; finally the garbled argmax.
-//! docs/gru-protocol.md has the derivations.
+//! Online each step is eight flights: pooled OTs are split into choices and answers so both
+//! directions share flights, the product r·trunc(gh_n) and the B2A of h' are sender-first OTs
+//! whose correlations the server knows before the client's bits exist (docs/gru-protocol.md, "Online
+//! flights", which also has the derivations).
 use super::circuits::{
-    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, SHARE_BITS,
+    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, GHN_BITS, SHARE_BITS,
 };
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
@@ -416,70 +419,221 @@ impl ElemMasks {
     }
 }
 
-/// Additive shares mod 2^k of L-bit two's-complement words given by their XOR-shared bits
-/// (`bits`, L per word), sign-extended into Z_{2^k} (cryptogru::b2a): per bit with weight w
-/// (2^j, or −2^(L−1) for the sign), w·(a ⊕ b) = w·a + b·w·(1 − 2a), the second term one
-/// additively correlated OT with the server (bit a) as sender and the client's bit b as choice.
+/// B2A (cryptogru::b2a): additive shares mod 2^k of L-bit two's-complement words given by their
+/// XOR-shared bits (L per word), sign-extended into Z_{2^k}. Per bit with weight w (2^j, or
+/// −2^(L−1) for the sign), w·(a ⊕ b) = w·a + b·w·(1 − 2a), the second term one additively
+/// correlated OT with the server (bit a) as sender and the client's bit b as choice.
+/// The bit weights mod 2^k.
+fn b2a_weight(j: usize, l: usize, pm: u64) -> u64 {
+    let x = 1u64 << j;
+    if j == l - 1 {
+        x.wrapping_neg() & pm
+    } else {
+        x & pm
+    }
+}
+
+fn check_b2a(bits: &[bool], l: usize) -> Result<()> {
+    if l == 0 || !bits.len().is_multiple_of(l) {
+        return Err(NnError::Protocol("b2a: bit count".into()));
+    }
+    Ok(())
+}
+
+/// Server: the OT correlations w_j·(1 − 2a_j).
+fn b2a_deltas(bits: &[bool], l: usize, k: usize) -> Result<Vec<u64>> {
+    check_b2a(bits, l)?;
+    let pm = ring_mask(k);
+    Ok(bits
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| {
+            let w = b2a_weight(i % l, l, pm);
+            if a {
+                w.wrapping_neg() & pm
+            } else {
+                w
+            }
+        })
+        .collect())
+}
+
+/// Server: its word shares Σ_j (w_j·a_j − x_j), x_j its OT outputs.
+fn b2a_server(bits: &[bool], x: &[u64], l: usize, k: usize) -> Result<Vec<u64>> {
+    check_b2a(bits, l)?;
+    if x.len() != bits.len() {
+        return Err(NnError::Protocol("b2a: OT count".into()));
+    }
+    let pm = ring_mask(k);
+    let terms: Vec<u64> = bits
+        .iter()
+        .enumerate()
+        .zip(x)
+        .map(|((i, &a), x)| if a { b2a_weight(i % l, l, pm) } else { 0 }.wrapping_sub(*x))
+        .collect();
+    Ok(sum_chunks(&terms, l, pm))
+}
+
+/// Client: its word shares, the sums of its OT outputs.
+fn b2a_client(terms: &[u64], l: usize, k: usize) -> Result<Vec<u64>> {
+    if l == 0 || !terms.len().is_multiple_of(l) {
+        return Err(NnError::Protocol("b2a: OT count".into()));
+    }
+    Ok(sum_chunks(terms, l, ring_mask(k)))
+}
+
+fn sum_chunks(terms: &[u64], l: usize, pm: u64) -> Vec<u64> {
+    terms
+        .chunks(l)
+        .map(|t| t.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
+        .collect()
+}
+
+/// [`b2a`] pieces run as one sub-protocol (tests): `early` uses the sender-first OT (the
+/// session's B2A of h'), else the split pooled OT (the session's B2As of trunc(gh_n) and h − n).
+#[cfg(test)]
 fn b2a<C: Channel>(
-    ot: Result<&mut PooledOtSender, &mut PooledOtReceiver>,
+    ot: std::result::Result<&mut PooledOtSender, &mut PooledOtReceiver>,
     ch: &mut C,
     bits: &[bool],
     l: usize,
     k: usize,
+    early: bool,
 ) -> Result<Vec<u64>> {
-    let pm = ring_mask(k);
-    if l == 0 || !bits.len().is_multiple_of(l) {
-        return Err(NnError::Protocol("b2a: bit count".into()));
-    }
-    let w = |j: usize| -> u64 {
-        let x = 1u64 << j;
-        if j == l - 1 {
-            x.wrapping_neg() & pm
-        } else {
-            x & pm
-        }
-    };
-    let terms: Vec<u64> = match ot {
+    check_b2a(bits, l)?;
+    match ot {
         Ok(s) => {
-            let deltas: Vec<u64> = bits
-                .iter()
-                .enumerate()
-                .map(|(i, &a)| {
-                    if a {
-                        w(i % l).wrapping_neg() & pm
-                    } else {
-                        w(i % l)
-                    }
-                })
-                .collect();
-            let x = s
-                .send_correlated_u64(ch, &deltas, k as u32)
-                .map_err(self::ot)?;
-            bits.iter()
-                .enumerate()
-                .zip(&x)
-                .map(|((i, &a), x)| if a { w(i % l) } else { 0 }.wrapping_sub(*x))
-                .collect()
+            let deltas = b2a_deltas(bits, l, k)?;
+            let x = if early {
+                let p = s
+                    .send_correlated_early(ch, &deltas, k as u32)
+                    .map_err(self::ot)?;
+                ch.flush().map_err(net)?;
+                s.finish_early(ch, p).map_err(self::ot)?
+            } else {
+                let p = s.recv_choices(ch, bits.len()).map_err(self::ot)?;
+                let x = s
+                    .send_correlated_answer(ch, p, &deltas, k as u32)
+                    .map_err(self::ot)?;
+                ch.flush().map_err(net)?;
+                x
+            };
+            b2a_server(bits, &x, l, k)
         }
-        Err(r) => r
-            .recv_correlated_u64(ch, bits, k as u32)
-            .map_err(self::ot)?,
-    };
-    if terms.len() != bits.len() {
-        return Err(NnError::Protocol("b2a: OT count".into()));
+        Err(r) => {
+            let t = if early {
+                let p = r
+                    .recv_correlated_early(ch, bits.len(), k as u32)
+                    .map_err(self::ot)?;
+                let t = r.finish_early(ch, p, bits).map_err(self::ot)?;
+                ch.flush().map_err(net)?;
+                t
+            } else {
+                let p = r.send_choices(ch, bits).map_err(self::ot)?;
+                ch.flush().map_err(net)?;
+                r.recv_correlated_answer(ch, p, k as u32)
+                    .map_err(self::ot)?
+            };
+            b2a_client(&t, l, k)
+        }
     }
-    Ok(terms
-        .chunks(l)
-        .map(|t| t.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
-        .collect())
 }
 
 /// COTs a session draws from its pools: server-to-client (the client's circuit labels, then per
-/// step three B2As of L bits and the server's direction of two products) and client-to-server
-/// (the client's direction of two products).
+/// step the sender-first OTs of P, the B2As of wrap(h − n) and h', and the server's direction of
+/// Q) and client-to-server (the client's direction of both products).
 fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize, usize) {
-    let per_step_fwd = h * (lay.l + 2 * lay.hw + 2 * lay.gb);
+    let per_step_fwd = h * (p_early_len(lay) + 2 * lay.hw + lay.gb);
     (labels + steps * per_step_fwd, steps * h * 2 * lay.gb)
+}
+
+/// The gate-bit weights ω_j: 2^j, or −2^(gb−1) for a signed gate's top bit, mod 2^PW.
+fn gate_weight(lay: &StepLayout, j: usize) -> u64 {
+    let x = 1u64 << j;
+    let w = if lay.g_signed && j == lay.gb - 1 {
+        x.wrapping_neg()
+    } else {
+        x
+    };
+    w & ring_mask(lay.pw)
+}
+
+/// The weights τ_k of trunc(gh_n)'s bits κ, o, s: 1, −2^L, −2^L mod 2^PW.
+fn ghn_weights(lay: &StepLayout) -> [u64; GHN_BITS] {
+    let pm = ring_mask(lay.pw);
+    let t = (1u64 << lay.l).wrapping_neg() & pm;
+    [1, t, t]
+}
+
+/// Sender-first OTs of the product P = r·trunc(gh_n) per element: gb on the client's bits m_j of
+/// r, GHN_BITS on its bits m'_k of (κ, o, s), gb·GHN_BITS on the products m_j·m'_k.
+fn p_early_len(lay: &StepLayout) -> usize {
+    lay.gb + GHN_BITS + lay.gb * GHN_BITS
+}
+
+/// Client: its choices for P's sender-first OTs, per element in `p_early_len` order.
+fn p_early_choices(lay: &StepLayout, r_bits: &[bool], t_bits: &[bool]) -> Vec<bool> {
+    let gb = lay.gb;
+    let mut out = Vec::with_capacity(r_bits.len() / gb * p_early_len(lay));
+    for (r, t) in r_bits.chunks(gb).zip(t_bits.chunks(GHN_BITS)) {
+        out.extend_from_slice(r);
+        out.extend_from_slice(t);
+        for &m in r {
+            out.extend(t.iter().map(|&mt| m & mt));
+        }
+    }
+    out
+}
+
+/// Server: the correlations of P's sender-first OTs and its local part of P, per element.
+/// With r = Λ + Σ_j m_j·α_j (α_j = ω_j(1 − 2λ_j), Λ = Σ_j ω_j·λ_j: λ its permute bits, m the
+/// client's output bits) and T = κ − 2^L(o + s) = Λ_T + Σ_k m'_k·β_k likewise,
+/// r·(a + T) = Λ(a + Λ_T) + Σ_j m_j·α_j(a + Λ_T) + Σ_k m'_k·Λβ_k + Σ_{j,k} m_j m'_k·α_jβ_k:
+/// every term the client's bit times a value this party knows before the client's bits exist.
+fn p_early_server(
+    lay: &StepLayout,
+    r_bits: &[bool],
+    t_bits: &[bool],
+    a: &[u64],
+) -> (Vec<u64>, Vec<u64>) {
+    let (gb, pm) = (lay.gb, ring_mask(lay.pw));
+    let tau = ghn_weights(lay);
+    let sign = |w: u64, b: bool| if b { w.wrapping_neg() & pm } else { w };
+    let mut corr = Vec::with_capacity(a.len() * p_early_len(lay));
+    let mut local = Vec::with_capacity(a.len());
+    for ((r, t), &a) in r_bits.chunks(gb).zip(t_bits.chunks(GHN_BITS)).zip(a) {
+        let big_l = (0..gb).fold(0u64, |s, j| {
+            s.wrapping_add(if r[j] { gate_weight(lay, j) } else { 0 })
+        });
+        let big_lt = (0..GHN_BITS).fold(0u64, |s, k| s.wrapping_add(if t[k] { tau[k] } else { 0 }));
+        let alpha: Vec<u64> = (0..gb).map(|j| sign(gate_weight(lay, j), r[j])).collect();
+        let beta: Vec<u64> = (0..GHN_BITS).map(|k| sign(tau[k], t[k])).collect();
+        let at = a.wrapping_add(big_lt);
+        corr.extend(alpha.iter().map(|al| al.wrapping_mul(at) & pm));
+        corr.extend(beta.iter().map(|be| be.wrapping_mul(big_l) & pm));
+        for al in &alpha {
+            corr.extend(beta.iter().map(|be| al.wrapping_mul(*be) & pm));
+        }
+        local.push(big_l.wrapping_mul(at) & pm);
+    }
+    (corr, local)
+}
+
+/// Client: the multiplexer's cross term r·b for its share b = gc ≫ F of trunc(gh_n), as the
+/// OT sender (the server chooses with its permute bits): weights ω_j·b, correlations
+/// (1 − 2m_j)·ω_j·b.
+fn p_client_weights(lay: &StepLayout, b: &[u64]) -> Vec<u64> {
+    let pm = ring_mask(lay.pw);
+    let mut w = Vec::with_capacity(b.len() * lay.gb);
+    for &bi in b {
+        w.extend((0..lay.gb).map(|j| gate_weight(lay, j).wrapping_mul(bi) & pm));
+    }
+    w
+}
+
+/// Per-element sums of `per` consecutive terms mod 2^PW.
+fn sums(terms: &[u64], per: usize, pm: u64) -> Vec<u64> {
+    sum_chunks(terms, per, pm)
 }
 
 /// Per copy, the bits `range` of each copy's outputs (`per` outputs per copy).
@@ -512,29 +666,22 @@ fn client_output_shares(circ: &Circuit, lsbs: &[bool]) -> Vec<bool> {
 
 /// One party's OT endpoints for the multiplexers: the session's IKNP pair (server sends) and
 /// a second pair in the other direction (client sends).
+#[cfg(test)]
 enum MuxOt<'a> {
     Server(&'a mut PooledOtSender, &'a mut PooledOtReceiver),
     Client(&'a mut PooledOtReceiver, &'a mut PooledOtSender),
 }
 
-/// Shares of g·v mod 2^PW for a gate value g given by its XOR-shared bits (`gbits`, `gb` per
-/// element) and v additively shared mod 2^PW (cryptogru::products_by_mux). Per bit j of g the
-/// product (c0 ⊕ c1)·w with w = ±2^j·v (−2^(gb−1) for a sign bit), w = w0 + w1, is
+/// Shares of g·v mod 2^PW for a gate value g given by its XOR-shared bits (`gb` per element) and
+/// v additively shared mod 2^PW (cryptogru::products_by_mux). Per bit j of g the product
+/// (c0 ⊕ c1)·w with w = ±2^j·v (−2^(gb−1) for a sign bit), w = w0 + w1, is
 /// c_i·w_i + c_{1−i}·(1 − 2c_i)·w_i summed over the parties i; the cross term is one additively
 /// correlated OT with party i as sender (correlation (1 − 2c_i)·w_i) and the other party's
 /// bit as choice. Exact mod 2^PW; the next circuit does the reference's truncation on the sum.
-fn gate_product<C: Channel>(
-    ot: MuxOt<'_>,
-    ch: &mut C,
-    lay: &StepLayout,
-    gbits: &[bool],
-    v: &[u64],
-) -> Result<Vec<u64>> {
-    let (gb, pm, pw) = (lay.gb, ring_mask(lay.pw), lay.pw as u32);
-    if gbits.len() != v.len() * gb {
-        return Err(NnError::Protocol("gate product: bit count".into()));
-    }
-    let mut w = Vec::with_capacity(gbits.len());
+/// This party's weights w_i, one per gate bit.
+fn mux_weights(lay: &StepLayout, v: &[u64]) -> Vec<u64> {
+    let (gb, pm) = (lay.gb, ring_mask(lay.pw));
+    let mut w = Vec::with_capacity(v.len() * gb);
     for &vi in v {
         for j in 0..gb {
             let x = if lay.g_signed && j == gb - 1 {
@@ -545,37 +692,85 @@ fn gate_product<C: Channel>(
             w.push(x.wrapping_shl(j as u32) & pm);
         }
     }
-    let deltas: Vec<u64> = w
-        .iter()
+    w
+}
+
+/// This party's correlations (1 − 2c_i)·w_i as the OT sender.
+fn mux_deltas(lay: &StepLayout, w: &[u64], gbits: &[bool]) -> Vec<u64> {
+    let pm = ring_mask(lay.pw);
+    w.iter()
         .zip(gbits)
         .map(|(x, &c)| if c { x.wrapping_neg() & pm } else { *x })
-        .collect();
-    // cross = (received term) − (sent term's mask)
-    let cross: Vec<u64> = match ot {
-        MuxOt::Server(s, r) => {
-            let x = s.send_correlated_u64(ch, &deltas, pw).map_err(self::ot)?;
-            let y = r.recv_correlated_u64(ch, gbits, pw).map_err(self::ot)?;
-            y.iter().zip(&x).map(|(y, x)| y.wrapping_sub(*x)).collect()
-        }
-        MuxOt::Client(r, s) => {
-            let y = r.recv_correlated_u64(ch, gbits, pw).map_err(self::ot)?;
-            let x = s.send_correlated_u64(ch, &deltas, pw).map_err(self::ot)?;
-            y.iter().zip(&x).map(|(y, x)| y.wrapping_sub(*x)).collect()
-        }
-    };
-    if cross.len() != w.len() {
+        .collect()
+}
+
+/// This party's product shares: c_i·w_i + (received cross term) − (its pad as sender).
+fn mux_combine(
+    lay: &StepLayout,
+    w: &[u64],
+    gbits: &[bool],
+    received: &[u64],
+    pad: &[u64],
+) -> Result<Vec<u64>> {
+    if gbits.len() != w.len() || received.len() != w.len() || pad.len() != w.len() {
         return Err(NnError::Protocol("gate product: OT count".into()));
     }
     let terms: Vec<u64> = w
         .iter()
         .zip(gbits)
-        .zip(&cross)
-        .map(|((x, &c), y)| if c { x.wrapping_add(*y) } else { *y })
+        .zip(received.iter().zip(pad))
+        .map(|((x, &c), (y, p))| {
+            let cross = y.wrapping_sub(*p);
+            if c {
+                x.wrapping_add(cross)
+            } else {
+                cross
+            }
+        })
         .collect();
-    Ok(terms
-        .chunks(gb)
-        .map(|p| p.iter().fold(0u64, |a, x| a.wrapping_add(*x)) & pm)
-        .collect())
+    Ok(sum_chunks(&terms, lay.gb, ring_mask(lay.pw)))
+}
+
+/// The multiplexer as one sub-protocol (tests), in the session's flight order: the server's
+/// choices, then the client's choices, the server's answer, the client's answer.
+#[cfg(test)]
+fn gate_product<C: Channel>(
+    ot: MuxOt<'_>,
+    ch: &mut C,
+    lay: &StepLayout,
+    gbits: &[bool],
+    v: &[u64],
+) -> Result<Vec<u64>> {
+    if gbits.len() != v.len() * lay.gb {
+        return Err(NnError::Protocol("gate product: bit count".into()));
+    }
+    let pw = lay.pw as u32;
+    let w = mux_weights(lay, v);
+    let deltas = mux_deltas(lay, &w, gbits);
+    match ot {
+        MuxOt::Server(s, r) => {
+            let pr = r.send_choices(ch, gbits).map_err(self::ot)?;
+            ch.flush().map_err(net)?;
+            let pf = s.recv_choices(ch, gbits.len()).map_err(self::ot)?;
+            let x = s
+                .send_correlated_answer(ch, pf, &deltas, pw)
+                .map_err(self::ot)?;
+            ch.flush().map_err(net)?;
+            let y = r.recv_correlated_answer(ch, pr, pw).map_err(self::ot)?;
+            mux_combine(lay, &w, gbits, &y, &x)
+        }
+        MuxOt::Client(r, s) => {
+            let pr = s.recv_choices(ch, gbits.len()).map_err(self::ot)?;
+            let pf = r.send_choices(ch, gbits).map_err(self::ot)?;
+            ch.flush().map_err(net)?;
+            let y = r.recv_correlated_answer(ch, pf, pw).map_err(self::ot)?;
+            let x = s
+                .send_correlated_answer(ch, pr, &deltas, pw)
+                .map_err(self::ot)?;
+            ch.flush().map_err(net)?;
+            mux_combine(lay, &w, gbits, &y, &x)
+        }
+    }
 }
 
 /// Client: sends its product shares re-based on the offline-chosen circuit inputs π
@@ -591,8 +786,8 @@ fn send_delta<C: Channel>(
         .zip(pis)
         .map(|(s, p)| (s.wrapping_sub(p) & pm) as u32)
         .collect();
-    ch.send_pod(&d).map_err(net)?;
-    ch.flush().map_err(net)
+    // Not flushed: it closes a flight together with other messages.
+    ch.send_pod(&d).map_err(net)
 }
 
 /// Server: its product shares plus the client's corrections.
@@ -825,37 +1020,63 @@ pub fn client_session_with<C: Channel>(
         Ok(client_output_shares(circ, &lsbs))
     };
     let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
+    let pwu = pw as u32;
+    // Eight flights per step (docs/gru-protocol.md, "Online flights"): each party's independent
+    // messages travel together and every pooled OT is split into its derandomisation half and
+    // its answer half, so the OTs of both directions share flights.
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         let mk = &masks[t];
-        // A → r, z, trunc(gh_n) (XOR shares)
+        // Flight 1 (in): A labels; the server's choices for both products' client → server
+        // direction (its XOR shares of r and z, fixed when it garbled); the server's
+        // sender-first words for P (their correlations need only its own shares).
         let out = eval(ch, &sc.a, ba)?;
         rep.gc_bytes += acc.take(ch);
+        let pr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
+        let qr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
+        let pe = otr
+            .recv_correlated_early(ch, h * p_early_len(&lay), pwu)
+            .map_err(ot)?;
         let per = sc.a.n_outputs();
-        let ghn = b2a(
-            Err(&mut otr),
-            ch,
-            &pick(&out, per, 2 * gb..2 * gb + l),
-            l,
-            pw,
-        )?;
-        let p = gate_product(
-            MuxOt::Client(&mut otr, &mut mux_s),
-            ch,
-            &lay,
-            &pick(&out, per, 0..gb),
-            &ghn,
-        )?;
+        let r_bits = pick(&out, per, 0..gb);
         let z_bits = pick(&out, per, gb..2 * gb);
+        let t_bits = pick(&out, per, 2 * gb..2 * gb + GHN_BITS);
+        // Flight 2 (out): P's derandomisation bits, the client-sender OTs of r·b, P_C − π_P,
+        // and the choices of Q's server → client direction (z is known now; answered in
+        // flight 5).
+        let u = otr
+            .finish_early(ch, pe, &p_early_choices(&lay, &r_bits, &t_bits))
+            .map_err(ot)?;
+        // b = gc ≫ F: this party's share of gh_n, as it entered circuit A.
+        let b_hi: Vec<u64> = (0..h)
+            .map(|i| {
+                let g = if t == 0 {
+                    0
+                } else {
+                    neg(chh[t - 1][2 * h + i])
+                };
+                (g >> lay.f) & ring_mask(l)
+            })
+            .collect();
+        let w = p_client_weights(&lay, &b_hi);
+        let x_p = mux_s
+            .send_correlated_answer(ch, pr_rev, &mux_deltas(&lay, &w, &r_bits), pwu)
+            .map_err(ot)?;
+        let zero = vec![0u64; w.len()];
+        let p: Vec<u64> = mux_combine(&lay, &w, &r_bits, &zero, &x_p)?
+            .iter()
+            .zip(sums(&u, p_early_len(&lay), pmask))
+            .map(|(a, b)| a.wrapping_add(b) & pmask)
+            .collect();
         send_delta(ch, &p, mk.iter().map(|k| k.pi_p), pmask)?;
+        let qf = otr.send_choices(ch, &z_bits).map_err(ot)?;
+        ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // B → y, wrap(h − n)
+        // Flight 3 (in): B labels → y, wrap(h − n).
         let out = eval(ch, &sc.b, bb)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.b.n_outputs();
-        let d = b2a(Err(&mut otr), ch, &pick(&out, per, bo..bo + hw), hw, pw)?;
-        let q = gate_product(MuxOt::Client(&mut otr, &mut mux_s), ch, &lay, &z_bits, &d)?;
-        send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
-        // y re-based on μ: the server's C input becomes its share ⊕ y_c ⊕ μ.
+        // Flight 4 (out): y re-based on μ (the server's C input becomes its share ⊕ y_c ⊕ μ),
+        // then the choices of the B2A of wrap(h − n).
         let y = pick(&out, per, 0..bo);
         let yd: Vec<bool> = y
             .chunks(bo)
@@ -868,12 +1089,36 @@ pub fn client_session_with<C: Channel>(
             })
             .collect();
         ch.send_pod(&pack_bits(&yd)).map_err(net)?;
+        let d_p = otr
+            .send_choices(ch, &pick(&out, per, bo..bo + hw))
+            .map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 5 (in): the B2A's answer and the server's answer for Q.
+        let d = b2a_client(
+            &otr.recv_correlated_answer(ch, d_p, pwu).map_err(ot)?,
+            hw,
+            pw,
+        )?;
+        let y_q = otr.recv_correlated_answer(ch, qf, pwu).map_err(ot)?;
+        // Flight 6 (out): the client → server answer for Q, then Q_c − π_Q.
+        let w = mux_weights(&lay, &d);
+        let x_q = mux_s
+            .send_correlated_answer(ch, qr_rev, &mux_deltas(&lay, &w, &z_bits), pwu)
+            .map_err(ot)?;
+        let q = mux_combine(&lay, &w, &z_bits, &y_q, &x_q)?;
+        send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // C → h'; the server gets m = h' + ρ_h(t+1) from the additive shares.
+        // Flight 7 (in): C labels → h', and the server's sender-first B2A words for h' (its
+        // correlations are its permute bits, fixed when it garbled).
         let out = eval(ch, &sc.c, bc)?;
         rep.gc_bytes += acc.take(ch);
-        let hc = b2a(Err(&mut otr), ch, &out, hw, SHARE_BITS)?;
+        let hp = otr
+            .recv_correlated_early(ch, h * hw, SHARE_BITS as u32)
+            .map_err(ot)?;
+        // Flight 8 (out): the B2A's derandomisation bits and h'_c + ρ_h(t+1); the server gets
+        // m = h' + ρ_h(t+1).
+        let hc = b2a_client(&otr.finish_early(ch, hp, &out).map_err(ot)?, hw, SHARE_BITS)?;
         let msk: Vec<u32> = hc
             .iter()
             .zip(&rho_h[t + 1])
@@ -1066,8 +1311,10 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .map_err(gc)
     };
     let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
+    let pwu = pw as u32;
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
+    // Eight flights per step, mirroring client_session_with.
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
         let mut gh = plain_affine(&m.q.w_hh, &mh, &m.q.b_hh, f);
@@ -1085,26 +1332,39 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
                 &mut bits,
             );
         }
+        // Flight 1 (out): A labels, then this party's choices for both products' client →
+        // server direction (its XOR shares of r and z are its permute bits, known already),
+        // then the sender-first words of P: their correlations need only its permute bits and
+        // its share a = gs ≫ F of gh_n.
         let out = run(ch, &sc.a, ba, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.a.n_outputs();
-        let ghn = b2a(
-            Ok(&mut ots),
-            ch,
-            &pick(&out, per, 2 * gb..2 * gb + l),
-            l,
-            pw,
-        )?;
-        let p = gate_product(
-            MuxOt::Server(&mut ots, &mut mux_r),
-            ch,
-            &lay,
-            &pick(&out, per, 0..gb),
-            &ghn,
-        )?;
+        let r_bits = pick(&out, per, 0..gb);
         let z_bits = pick(&out, per, gb..2 * gb);
+        let t_bits = pick(&out, per, 2 * gb..2 * gb + GHN_BITS);
+        let pr_rev = mux_r.send_choices(ch, &r_bits).map_err(ot)?;
+        let qr_rev = mux_r.send_choices(ch, &z_bits).map_err(ot)?;
+        let a_hi: Vec<u64> = (0..h)
+            .map(|i| (gh[2 * h + i] >> lay.f) & ring_mask(l))
+            .collect();
+        let (corr, local) = p_early_server(&lay, &r_bits, &t_bits, &a_hi);
+        let pe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 2 (in): P's derandomisation bits, the client's OTs of r·b, P_C − π_P, and the
+        // choices of Q's server → client direction.
+        let s_p = ots.finish_early(ch, pe).map_err(ot)?;
+        let y_p = mux_r.recv_correlated_answer(ch, pr_rev, pwu).map_err(ot)?;
+        // P_S = Λ(a + Λ_T) − Σ (sender-first outputs) + Σ (received r·b terms)
+        let p: Vec<u64> = local
+            .iter()
+            .zip(sums(&s_p, p_early_len(&lay), pmask))
+            .zip(sums(&y_p, gb, pmask))
+            .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & pmask)
+            .collect();
         let p = recv_delta(ch, &p, pmask)?;
+        let qf = ots.recv_choices(ch, h * gb).map_err(ot)?;
         rep.mux_bytes += acc.take(ch);
+        // Flight 3 (out): B labels.
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
         for i in 0..h {
             lay.encode_b(p[i], x[2 * h + i], mh[i], &mut bits);
@@ -1112,15 +1372,31 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let out = run(ch, &sc.b, bb, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.b.n_outputs();
-        let d = b2a(Ok(&mut ots), ch, &pick(&out, per, bo..bo + hw), hw, pw)?;
-        let q = gate_product(MuxOt::Server(&mut ots, &mut mux_r), ch, &lay, &z_bits, &d)?;
-        let q = recv_delta(ch, &q, pmask)?;
+        // Flight 4 (in): y_c ⊕ μ, then the choices of the B2A of wrap(h − n).
         let yd = unpack_bits(
             &ch.recv_pod::<u8>((h * bo).div_ceil(8)).map_err(net)?,
             h * bo,
         );
+        let d_bits = pick(&out, per, bo..bo + hw);
+        let d_p = ots.recv_choices(ch, d_bits.len()).map_err(ot)?;
+        // Flight 5 (out): the B2A's answer and the answer for Q.
+        let x_d = ots
+            .send_correlated_answer(ch, d_p, &b2a_deltas(&d_bits, hw, pw)?, pwu)
+            .map_err(ot)?;
+        let d = b2a_server(&d_bits, &x_d, hw, pw)?;
+        let w = mux_weights(&lay, &d);
+        let x_q = ots
+            .send_correlated_answer(ch, qf, &mux_deltas(&lay, &w, &z_bits), pwu)
+            .map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 6 (in): the client's answer for Q and Q_c − π_Q.
+        let y_q = mux_r.recv_correlated_answer(ch, qr_rev, pwu).map_err(ot)?;
+        let q = mux_combine(&lay, &w, &z_bits, &y_q, &x_q)?;
+        let q = recv_delta(ch, &q, pmask)?;
         let y = pick(&out, per, 0..bo);
         rep.mux_bytes += acc.take(ch);
+        // Flight 7 (out): C labels, then the sender-first B2A words for h' (the correlations
+        // are this party's permute bits, so they need no answer round).
         let mut bits = Vec::with_capacity(h * lay.c_garbler());
         for i in 0..h {
             put(&mut bits, q[i], pw);
@@ -1128,7 +1404,13 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         }
         let out = run(ch, &sc.c, bc, &bits)?;
         rep.gc_bytes += acc.take(ch);
-        let hs = b2a(Ok(&mut ots), ch, &out, hw, SHARE_BITS)?;
+        let hp = ots
+            .send_correlated_early(ch, &b2a_deltas(&out, hw, SHARE_BITS)?, SHARE_BITS as u32)
+            .map_err(ot)?;
+        ch.flush().map_err(net)?;
+        // Flight 8 (in): the client's derandomisation bits and h'_c + ρ_h(t+1).
+        let x_h = ots.finish_early(ch, hp).map_err(ot)?;
+        let hs = b2a_server(&out, &x_h, hw, SHARE_BITS)?;
         let hc: Vec<u32> = ch.recv_pod(h).map_err(net)?;
         mh = hs
             .iter()
@@ -1296,6 +1578,96 @@ mod tests {
 }
 
 #[cfg(test)]
+mod p_tests {
+    use super::*;
+
+    /// P = r·trunc(gh_n) from the decomposition a + b + κ − 2^L(o + s) against plaintext: the
+    /// server's correlations and local part, the client's choices and r·b weights, with every
+    /// OT replaced by its definition (u − s = c·δ). Random and extreme shares, including sums
+    /// that wrap L bits and negative words; unsigned and signed gates.
+    #[test]
+    fn product_decomposition_equals_plaintext_mod_2_pw() {
+        for (gb, pw, g_signed) in [(7usize, 27usize, false), (8, 27, true), (13, 32, false)] {
+            let lay = StepLayout {
+                acc: 32,
+                l: 20,
+                f: 12,
+                pw,
+                gb,
+                g_signed,
+                bo: 8,
+                hw: 16,
+            };
+            let (l, f, pm) = (lay.l, lay.f, ring_mask(pw));
+            let mut prg = Prg::from_seed(Block(0x9d0c + gb as u128));
+            let mut rnd = |m: u64| prg.next_block().low_u64() & m;
+            for it in 0..400 {
+                let (gs, gc) = match it {
+                    0 => (RING, RING),
+                    1 => (0, 0),
+                    2 => (0x7fff_f000, 0x0000_1000),
+                    _ => (rnd(RING), rnd(RING)),
+                };
+                let g = match it {
+                    0 => ring_mask(gb),
+                    1 => 1 << (gb - 1),
+                    _ => rnd(ring_mask(gb)),
+                };
+                // plaintext: trunc(gh_n) sign-extended, times the gate value
+                let v = ((gs.wrapping_add(gc) & RING) >> f) & ring_mask(l);
+                let gv = if g_signed {
+                    sign_extend(g, gb)
+                } else {
+                    g as i64
+                };
+                let want = (gv as i128 * sign_extend(v, l) as i128) as u64 & pm;
+                // circuit A's outputs κ, o, s
+                let kappa = ((gs & ring_mask(f)) + (gc & ring_mask(f))) >> f;
+                let (a, b) = ((gs >> f) & ring_mask(l), (gc >> f) & ring_mask(l));
+                let sum = a + b + kappa;
+                let t = [kappa == 1, sum >> l == 1, (sum >> (l - 1)) & 1 == 1];
+                // XOR shares: the server's are its permute bits
+                let lam = rnd(ring_mask(gb));
+                let lam_t: Vec<bool> = (0..GHN_BITS).map(|_| rnd(1) == 1).collect();
+                let r_srv = bit_vec(lam, gb);
+                let r_cli = bit_vec(g ^ lam, gb);
+                let t_cli: Vec<bool> = t.iter().zip(&lam_t).map(|(x, y)| x ^ y).collect();
+                let (corr, local) = p_early_server(&lay, &r_srv, &lam_t, &[a]);
+                let ch = p_early_choices(&lay, &r_cli, &t_cli);
+                assert_eq!(corr.len(), p_early_len(&lay));
+                assert_eq!(ch.len(), corr.len());
+                // sender-first OTs by definition: client c·δ + ρ, server −ρ
+                let rho: Vec<u64> = corr.iter().map(|_| rnd(pm)).collect();
+                let mut ps = local[0];
+                let mut pc = 0u64;
+                for ((d, &c), r) in corr.iter().zip(&ch).zip(&rho) {
+                    pc = pc.wrapping_add(if c { *d } else { 0 }).wrapping_add(*r);
+                    ps = ps.wrapping_sub(*r);
+                }
+                // r·b: client sender, server chooses with λ
+                let w = p_client_weights(&lay, &[b]);
+                let del = mux_deltas(&lay, &w, &r_cli);
+                let x: Vec<u64> = w.iter().map(|_| rnd(pm)).collect();
+                let y: Vec<u64> = x
+                    .iter()
+                    .zip(&del)
+                    .zip(&r_srv)
+                    .map(|((x, d), &c)| x.wrapping_add(if c { *d } else { 0 }) & pm)
+                    .collect();
+                let zero = vec![0u64; w.len()];
+                pc = pc.wrapping_add(mux_combine(&lay, &w, &r_cli, &zero, &x).unwrap()[0]);
+                ps = ps.wrapping_add(sums(&y, gb, pm)[0]);
+                assert_eq!(
+                    pc.wrapping_add(ps) & pm,
+                    want,
+                    "gs {gs:#x} gc {gc:#x} g {g} ({gb}, {pw}, {g_signed})"
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
 mod b2a_tests {
     use super::*;
     use secinfer_net::simulate;
@@ -1304,7 +1676,16 @@ mod b2a_tests {
     /// shares of their sign extension mod 2^k.
     #[test]
     fn b2a_equals_sign_extension_mod_2_k() {
-        for (l, k) in [(20usize, 27usize), (20, 32), (8, 8), (1, 5)] {
+        for (l, k, early) in [
+            (20usize, 27usize, false),
+            (20, 32, false),
+            (8, 8, false),
+            (1, 5, false),
+            (20, 27, true),
+            (16, 32, true),
+            (8, 8, true),
+            (1, 5, true),
+        ] {
             let mut prg = Prg::from_seed(Block(0xb2a0 + (l * 100 + k) as u128));
             let n = 200;
             let mut xs: Vec<u64> = (0..n)
@@ -1322,11 +1703,11 @@ mod b2a_tests {
             let run = simulate(
                 move |ch| {
                     let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    b2a(Err(&mut r), ch, &cli, l, k)
+                    b2a(Err(&mut r), ch, &cli, l, k, early)
                 },
                 move |ch| {
                     let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    b2a(Ok(&mut s), ch, &srv, l, k)
+                    b2a(Ok(&mut s), ch, &srv, l, k, early)
                 },
             );
             let c = run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
@@ -1336,7 +1717,7 @@ mod b2a_tests {
                 assert_eq!(
                     c[i].wrapping_add(s[i]) & ring_mask(k),
                     want,
-                    "x {} ({l}, {k})",
+                    "x {} ({l}, {k}, early {early})",
                     xs[i]
                 );
             }
