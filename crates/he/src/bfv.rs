@@ -13,6 +13,9 @@ use crate::arith::{add_mod, center, from_i64, mul_mod, neg_mod, sub_mod, Prg};
 use crate::params::{Encoding, ModCtx, Params};
 use crate::HeError;
 
+mod sparse;
+pub use sparse::SparseResponse;
+
 // ---------------------------------------------------------------------------------------------
 // Buffer pool: the hot paths (ScMult, key switching) allocate and free many 32–64 KiB vectors;
 // recycling them per thread avoids the heap trimming and page faults that otherwise cost a
