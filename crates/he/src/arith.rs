@@ -532,4 +532,163 @@ mod tests {
             }
         }
     }
+    /// The two n8192 prime pairs the response path runs on.
+    const PAIRS: [(u64, u64); 2] = [
+        (4611685941117976577, 4611685692009873409),
+        (4611685476199956481, 4611685290174005249),
+    ];
+
+    fn lcg(s: &mut u64) -> u64 {
+        *s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *s ^ (*s >> 29)
+    }
+
+    /// Reference: CRT with u128 `%`, then the existing `mul_div_round` and `% 2^k`.
+    fn switch_ref(x0: u64, x1: u64, q0: u64, q1: u64, k: u32) -> u64 {
+        let qb = q0 as u128 * q1 as u128;
+        let inv = inv_mod(q0 % q1, q1);
+        let h = mul_mod(sub_mod(x1, x0 % q1, q1), inv, q1);
+        let x = x0 as u128 + q0 as u128 * h as u128;
+        assert!(x < qb);
+        (mul_div_round(x, 1u64 << k, qb) % (1u128 << k)) as u64
+    }
+
+    #[test]
+    fn rns2_switch_matches_u128_reference() {
+        let mut s = 7u64;
+        for (q0, q1) in PAIRS {
+            for k in [1u32, 20, 32, 44, 47, 58] {
+                let r = Rns2::new(q0, q1, k).expect("fast path applies");
+                let edges = [0, 1, q1 - 1, q1, q0 - 1];
+                for &x0 in &edges {
+                    for &x1 in &edges[..3] {
+                        assert_eq!(
+                            r.switch(x0, x1),
+                            switch_ref(x0, x1, q0, q1, k),
+                            "{x0} {x1} {k}"
+                        );
+                    }
+                }
+                for _ in 0..20_000 {
+                    let (x0, x1) = (lcg(&mut s) % q0, lcg(&mut s) % q1);
+                    assert_eq!(r.switch(x0, x1), switch_ref(x0, x1, q0, q1, k));
+                }
+                // Near rounding boundaries: x = ⌈(j + 1/2)·Q / 2^k⌉ + δ for random j.
+                let qb = q0 as u128 * q1 as u128;
+                for _ in 0..2_000 {
+                    let j = (lcg(&mut s) as u128) & ((1u128 << k) - 1);
+                    // (2j + 1)·Q / 2^(k+1), from the 256-bit product.
+                    let (h, l) = mul_wide(qb, (2 * j + 1) as u64);
+                    let base = (h << (127 - k)) | (l >> (k + 1));
+                    for d in [-1i128, 0, 1] {
+                        let x = (base as i128 + d).clamp(0, qb as i128 - 1) as u128;
+                        let (x0, x1) = ((x % q0 as u128) as u64, (x % q1 as u128) as u64);
+                        assert_eq!(r.switch(x0, x1), switch_ref(x0, x1, q0, q1, k), "x {x}");
+                    }
+                }
+            }
+            // Preconditions: refused where the fast path would be wrong.
+            assert!(Rns2::new(q1, q0, 44).is_none());
+            assert!(Rns2::new(q0, q1, 0).is_none());
+            assert!(Rns2::new(q0, q1, 63).is_none());
+            assert!(Rns2::new(q0, q0 / 2 - 1, 44).is_none());
+        }
+    }
+
+    #[test]
+    fn reduce_i128_and_small_mod_match_rem_euclid() {
+        let (q0, q1) = PAIRS[0];
+        let r = Rns2::new(q0, q1, 44).expect("fast path");
+        let mut s = 3u64;
+        let mut vals: Vec<i128> = vec![
+            0,
+            1,
+            -1,
+            q0 as i128,
+            -(q0 as i128),
+            q0 as i128 - 1,
+            (1i128 << 126) - 1,
+            -(1i128 << 126),
+            i128::MAX,
+            -i128::MAX,
+        ];
+        for _ in 0..5_000 {
+            let v = ((lcg(&mut s) as i128) << 64 | lcg(&mut s) as i128) >> (lcg(&mut s) % 100);
+            vals.push(v);
+        }
+        for v in vals {
+            for i in 0..2 {
+                let q = r.q(i);
+                assert_eq!(r.reduce_i128(v, i), v.rem_euclid(q as i128) as u64, "{v}");
+            }
+        }
+        for v in [-21i64, -1, 0, 1, 21, (q1 - 1) as i64, -((q1 - 1) as i64)] {
+            assert_eq!(small_mod(v, q1), from_i64(v, q1));
+        }
+    }
+
+    /// The AES-CTR sampler's ternary, binomial and flooding distributions: ranges, mean and
+    /// variance within 6 standard errors of the exact values, every value hit.
+    #[test]
+    fn aes_prg_distributions() {
+        let mut p = AesPrg::from_os();
+        let n = 200_000f64;
+        let stats = |xs: &[f64]| {
+            let m = xs.iter().sum::<f64>() / xs.len() as f64;
+            let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64;
+            (m, v)
+        };
+        // Ternary: P = 1/3 each, mean 0, variance 2/3.
+        let t: Vec<f64> = (0..n as usize).map(|_| p.ternary() as f64).collect();
+        assert!(t.iter().all(|&x| x == -1.0 || x == 0.0 || x == 1.0));
+        for c in [-1.0, 0.0, 1.0] {
+            let f = t.iter().filter(|&&x| x == c).count() as f64 / n;
+            assert!(
+                (f - 1.0 / 3.0).abs() < 6.0 * (2.0 / 9.0 / n).sqrt(),
+                "{c}: {f}"
+            );
+        }
+        let (m, v) = stats(&t);
+        assert!(m.abs() < 6.0 * (2.0 / 3.0 / n).sqrt() && (v - 2.0 / 3.0).abs() < 0.01);
+        // Centered binomial k = 21: |x| ≤ 21, mean 0, variance 10.5.
+        let g: Vec<f64> = (0..n as usize).map(|_| p.gaussian() as f64).collect();
+        assert!(g.iter().all(|x| x.abs() <= 21.0));
+        let (m, v) = stats(&g);
+        assert!(
+            m.abs() < 6.0 * (10.5 / n).sqrt() && (v - 10.5).abs() < 0.25,
+            "{m} {v}"
+        );
+        // Flooding U[−B, B]: bounds reached for small B, exact moments for B = 2^88.
+        for b in [0u128, 1, 2, 5] {
+            let mut seen = vec![false; 2 * b as usize + 1];
+            for _ in 0..1_000 {
+                let x = p.uniform_i128(b);
+                assert!(x.unsigned_abs() <= b);
+                seen[(x + b as i128) as usize] = true;
+            }
+            assert!(seen.iter().all(|&x| x), "B = {b}");
+        }
+        let b = 1u128 << 88;
+        let u: Vec<f64> = (0..n as usize)
+            .map(|_| {
+                let x = p.uniform_i128(b);
+                assert!(x.unsigned_abs() <= b);
+                x as f64 / b as f64
+            })
+            .collect();
+        let (m, v) = stats(&u);
+        // Scaled to [−1, 1]: mean 0 (sd 1/√(3n)), variance 1/3.
+        assert!(
+            m.abs() < 6.0 / (3.0 * n).sqrt() && (v - 1.0 / 3.0).abs() < 0.01,
+            "{m} {v}"
+        );
+        // Two generators from the OS never agree.
+        let mut q = AesPrg::from_os();
+        assert_ne!(
+            (0..4).map(|_| p.next_u64()).collect::<Vec<_>>(),
+            (0..4).map(|_| q.next_u64()).collect::<Vec<_>>()
+        );
+    }
 }

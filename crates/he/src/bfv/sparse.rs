@@ -8,8 +8,7 @@
 //! derive the positions from the public layout, so they are not sent.
 
 use super::{
-    center_big, center_pow2, crt, give_back, lift_signed, take_dirty, Ciphertext, PublicKey,
-    SecretKey,
+    center_big, center_pow2, crt, give_back, take_dirty, Ciphertext, PublicKey, SecretKey,
 };
 use crate::arith::{add_mod, center, from_i64, mul_shoup, shoup, small_mod, sub_mod, AesPrg, Rns2};
 use crate::params::Params;
@@ -150,7 +149,7 @@ impl Params {
     /// keyed from the OS), with exactly the distributions of `finish_response`.
     pub fn finish_response_at(
         &self,
-        ct: &Ciphertext,
+        mut ct: Ciphertext,
         pk: &PublicKey,
         flood_bits: u32,
         positions: &[usize],
@@ -185,7 +184,7 @@ impl Params {
             for (&p, &m) in positions.iter().zip(mask) {
                 full[p] = m;
             }
-            let r = self.finish_response(ct, pk, flood_bits, Some(&full), log_q_out)?;
+            let r = self.finish_response(&ct, pk, flood_bits, Some(&full), log_q_out)?;
             return Ok(SparseResponse {
                 log_q: log_q_out,
                 c0: positions.iter().map(|&p| r.c0[p]).collect(),
@@ -193,19 +192,25 @@ impl Params {
             });
         };
         let mut prg = AesPrg::from_os();
-        let u: Vec<i64> = (0..n).map(|_| prg.ternary()).collect();
-        let un = lift_signed(self, &u);
-        let mut c0 = take_dirty(ct.c0.len());
-        let mut c1 = take_dirty(ct.c1.len());
-        c0.copy_from_slice(&ct.c0);
-        c1.copy_from_slice(&ct.c1);
+        // u ternary, lifted straight to residues (q − 1, 0, 1): no signed reduction.
+        let mut un = take_dirty(2 * n);
+        let (u0, u1) = un.split_at_mut(n);
+        for (a, b) in u0.iter_mut().zip(u1.iter_mut()) {
+            let t = prg.ternary();
+            *a = small_mod(t, qs[0]);
+            *b = small_mod(t, qs[1]);
+        }
+        // The product ciphertext is ours: re-randomise it in place (no copy).
+        let (c0, c1) = (&mut ct.c0, &mut ct.c1);
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
+            md.to_ntt(&mut un[r.clone()]);
             md.mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
             md.mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
             md.to_coeff(&mut c0[r.clone()]);
             md.to_coeff(&mut c1[r]);
         }
+        give_back(un);
         let (q0, q1) = (rns.q(0), rns.q(1));
         let out1: Vec<u64> = c1[..n]
             .iter()
@@ -240,8 +245,6 @@ impl Params {
                 rns.switch(x[0], x[1])
             })
             .collect();
-        give_back(c0);
-        give_back(c1);
         Ok(SparseResponse {
             log_q: log_q_out,
             c0: out0,
@@ -310,5 +313,200 @@ impl SecretKey {
             .collect();
         give_back(c1);
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::Plaintext;
+
+    fn setup() -> (Params, SecretKey, PublicKey) {
+        let params = Params::by_name("n8192-z2k32").expect("params");
+        let sk = SecretKey::generate(&params);
+        let pk = sk.public_key();
+        (params, sk, pk)
+    }
+
+    /// Coefficient p of the negacyclic product a·b mod 2^32.
+    fn negacyclic_at(a: &[u64], b: &[u64], p: usize) -> u64 {
+        let n = a.len();
+        let mut acc = 0u64;
+        for (i, &ai) in a.iter().enumerate() {
+            let (j, neg) = if i <= p {
+                (p - i, false)
+            } else {
+                (n + p - i, true)
+            };
+            let v = ai.wrapping_mul(b[j]);
+            acc = if neg {
+                acc.wrapping_sub(v)
+            } else {
+                acc.wrapping_add(v)
+            };
+        }
+        acc & 0xffff_ffff
+    }
+
+    /// End to end: the sparse response of a product decrypts to (a·w − mask) mod 2^32 at
+    /// every kept position (first, last, scattered), through the wire form, at the GRU's
+    /// modulus (one-prime client path) and at 2^62 (two primes and CRT).
+    #[test]
+    fn sparse_response_decrypts_the_masked_product() {
+        let (params, sk, pk) = setup();
+        let n = params.n();
+        let mut s = 99u64;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s >> 20
+        };
+        let a: Vec<u64> = (0..n).map(|_| next() & 0xffff_ffff).collect();
+        // Small signed weights (as the GRU's), stored mod 2^32.
+        let w: Vec<u64> = (0..n)
+            .map(|i| {
+                if i % 7 == 0 {
+                    ((next() % 255) as i64 - 127) as u64 & 0xffff_ffff
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let ct = sk.encrypt_coeffs(&a).expect("encrypt");
+        let pt = Plaintext::from_coeffs(&params, &w).expect("plaintext");
+        let positions: Vec<usize> = vec![0, 1, 99, 4095, 4096, 8000, n - 1];
+        let mask: Vec<u64> = positions.iter().map(|_| next() & 0xffff_ffff).collect();
+        for k in [44u32, 62] {
+            let prod = params.mul_plain(&ct, &pt);
+            let r = params
+                .finish_response_at(prod, &pk, 80, &positions, &mask, k)
+                .expect("finish");
+            let bytes = r.to_bytes();
+            assert_eq!(
+                bytes.len(),
+                SparseResponse::wire_len(&params, positions.len(), k)
+            );
+            let r = SparseResponse::from_bytes(&params, positions.len(), &bytes).expect("parse");
+            let got = sk.decrypt_sparse(&r, &positions).expect("decrypt");
+            for (j, &p) in positions.iter().enumerate() {
+                let want = negacyclic_at(&a, &w, p).wrapping_sub(mask[j]) & 0xffff_ffff;
+                assert_eq!(got[j], want, "k {k} position {p}");
+            }
+        }
+    }
+
+    /// The client's sparse decryption equals the dense `decrypt_response_poly` on the same
+    /// response (both the one-prime and the two-prime path).
+    #[test]
+    fn sparse_decryption_matches_dense() {
+        let (params, sk, pk) = setup();
+        let n = params.n();
+        let m: Vec<u64> = (0..n as u64)
+            .map(|i| i.wrapping_mul(2654435761) & 0xffff_ffff)
+            .collect();
+        let ct = sk.encrypt_coeffs(&m).expect("encrypt");
+        let positions: Vec<usize> = (0..n).step_by(97).chain([n - 1]).collect();
+        for k in [40u32, 44, 62] {
+            let dense = params
+                .finish_response(&ct, &pk, 60, None, k)
+                .expect("dense");
+            let want = sk.decrypt_response_poly(&dense).expect("dense decrypt");
+            let sparse = SparseResponse {
+                log_q: k,
+                c0: positions.iter().map(|&p| dense.c0[p]).collect(),
+                c1: dense.c1.clone(),
+            };
+            let got = sk
+                .decrypt_sparse(&sparse, &positions)
+                .expect("sparse decrypt");
+            let want: Vec<u64> = positions.iter().map(|&p| want[p]).collect();
+            assert_eq!(got, want, "k {k}");
+            assert_eq!(got, positions.iter().map(|&p| m[p]).collect::<Vec<_>>());
+        }
+    }
+
+    /// Hostile or inconsistent input gives typed errors, never a panic.
+    #[test]
+    fn sparse_rejects_bad_input() {
+        let (params, sk, pk) = setup();
+        let n = params.n();
+        let ct = sk.encrypt_coeffs(&[1, 2, 3]).expect("encrypt");
+        let pos = [3usize, 5];
+        let good = params
+            .finish_response_at(params.add(&ct, &ct), &pk, 40, &pos, &[0, 0], 44)
+            .expect("finish")
+            .to_bytes();
+        assert!(SparseResponse::from_bytes(&params, 2, &good).is_ok());
+        assert!(SparseResponse::from_bytes(&params, 2, &[]).is_err());
+        assert!(SparseResponse::from_bytes(&params, 2, &good[..good.len() - 1]).is_err());
+        assert!(SparseResponse::from_bytes(&params, 3, &good).is_err());
+        assert!(SparseResponse::from_bytes(&params, n + 1, &good).is_err());
+        for k in [0u8, 63, 255] {
+            let mut b = good.clone();
+            b[0] = k;
+            assert!(SparseResponse::from_bytes(&params, 2, &b).is_err(), "{k}");
+        }
+        // (2 + n)·44 bits end on a byte boundary; 43 bits leave 4 padding bits to poison.
+        let r = params
+            .finish_response_at(params.add(&ct, &ct), &pk, 40, &pos, &[0, 0], 43)
+            .expect("finish");
+        let mut b = r.to_bytes();
+        assert!(SparseResponse::from_bytes(&params, 2, &b).is_ok());
+        *b.last_mut().expect("non-empty") |= 0x80;
+        assert!(matches!(
+            SparseResponse::from_bytes(&params, 2, &b),
+            Err(HeError::BadHeader(_))
+        ));
+        let r = SparseResponse::from_bytes(&params, 2, &good).expect("parse");
+        assert!(sk.decrypt_sparse(&r, &[3]).is_err());
+        assert!(sk.decrypt_sparse(&r, &[3, n]).is_err());
+        for (p, m, k) in [
+            (&[3usize, n][..], &[0u64, 0][..], 44u32),
+            (&[3, 5], &[0], 44),
+            (&[3, 5], &[0, 0], 0),
+            (&[3, 5], &[0, 0], 63),
+        ] {
+            assert!(params
+                .finish_response_at(params.add(&ct, &ct), &pk, 40, p, m, k)
+                .is_err());
+        }
+        assert!(params
+            .finish_response_at(params.add(&ct, &ct), &pk, 125, &pos, &[0, 0], 44)
+            .is_err());
+    }
+
+    /// unpack inverts pack_into at every width and at the edges (all ones, a last value
+    /// ending mid-byte), and refuses a wrong length or width.
+    #[test]
+    fn unpack_inverts_pack() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for bits in [1u32, 7, 8, 13, 32, 43, 44, 55, 62] {
+            let m = (1u64 << bits) - 1;
+            for count in [0usize, 1, 5, 37] {
+                let vals: Vec<u64> = (0..count)
+                    .map(|i| {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        if i % 5 == 0 {
+                            m
+                        } else {
+                            (x >> 7) & m
+                        }
+                    })
+                    .collect();
+                let mut out = Vec::new();
+                pack_into(vals.iter().copied(), bits, &mut out);
+                assert_eq!(out.len(), (count * bits as usize).div_ceil(8));
+                assert_eq!(unpack(&out, count, bits).ok(), Some(vals.clone()), "{bits}");
+                if !out.is_empty() {
+                    assert!(unpack(&out[1..], count, bits).is_err());
+                }
+                out.push(0);
+                assert!(unpack(&out, count, bits).is_err());
+            }
+        }
+        assert!(unpack(&[], 0, 0).is_err() && unpack(&[], 0, 63).is_err());
     }
 }

@@ -96,7 +96,9 @@ impl Layout {
     }
     /// The weight plaintexts (signed weights, row-major).
     pub fn weight_plaintexts(&self, params: &Params, w: &[i64]) -> Result<Vec<Plaintext>> {
+        // Independent NTTs per block: spread them over the rayon pool.
         (0..self.blocks)
+            .into_par_iter()
             .map(|b| {
                 let mut p = vec![0u64; self.n];
                 for i in 0..self.per_block {
@@ -199,7 +201,7 @@ pub fn server_product(
                 .map(|_| prg.next_block().low_u64() & T_MASK)
                 .collect();
             let r = params
-                .finish_response_at(&prod, pk, fb, &pos, &mask, log_q)
+                .finish_response_at(prod, pk, fb, &pos, &mask, log_q)
                 .map_err(he)?;
             Ok((r.to_bytes(), mask, stat))
         })
