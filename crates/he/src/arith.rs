@@ -338,7 +338,7 @@ impl Rns2 {
     /// (Shoup), 1 ≤ k and 2^k < q1 (the Shoup quotient of h·2^k), Q < 2^125 (no overflow in
     /// the rounding numerator r1·q0 + x0·2^k + Q/2 < 2Q + 2^(63+k)).
     pub(crate) fn new(q0: u64, q1: u64, k: u32) -> Option<Rns2> {
-        if !(q1 < q0 && q0 / 2 < q1 && q0 < (1 << 63) && k >= 1 && k < 63 && (1u64 << k) < q1) {
+        if !(q1 < q0 && q0 / 2 < q1 && q0 < (1 << 63) && (1..63).contains(&k) && (1u64 << k) < q1) {
             return None;
         }
         let qb = q0 as u128 * q1 as u128;
