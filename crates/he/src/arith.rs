@@ -212,6 +212,9 @@ impl Prg {
     }
 }
 
+/// AES blocks per refill of `AesPrg` (1 KiB of output).
+const AES_BATCH: usize = 64;
+
 /// AES-128 in counter mode, keyed from the OS CSPRNG: the server's per-response sampler
 /// (ternary u, errors, flooding). AES-NI makes it several times cheaper per byte than
 /// ChaCha20, and the response path draws ≈ 2n words per ciphertext. Only for fresh
@@ -220,7 +223,7 @@ impl Prg {
 pub(crate) struct AesPrg {
     cipher: aes::Aes128,
     ctr: u128,
-    buf: [u64; 16],
+    buf: [u64; 2 * AES_BATCH],
     pos: usize,
     /// Unused random bits for the 2-bit ternary sampler (`nbits` of them, low first).
     bits: u64,
@@ -235,16 +238,16 @@ impl AesPrg {
         AesPrg {
             cipher: aes::Aes128::new(&key.into()),
             ctr: 0,
-            buf: [0; 16],
-            pos: 16,
+            buf: [0; 2 * AES_BATCH],
+            pos: 2 * AES_BATCH,
             bits: 0,
             nbits: 0,
         }
     }
     fn refill(&mut self) {
         use aes::cipher::BlockEncrypt;
-        // 8 blocks per call: the aes crate pipelines them through AES-NI.
-        let mut blocks = [aes::Block::default(); 8];
+        // Many blocks per call: the aes crate pipelines them through AES-NI.
+        let mut blocks = [aes::Block::default(); AES_BATCH];
         for b in blocks.iter_mut() {
             *b = self.ctr.to_le_bytes().into();
             self.ctr = self.ctr.wrapping_add(1);
@@ -261,7 +264,7 @@ impl AesPrg {
     }
     #[inline]
     pub(crate) fn next_u64(&mut self) -> u64 {
-        if self.pos == 16 {
+        if self.pos == 2 * AES_BATCH {
             self.refill();
         }
         let v = self.buf[self.pos];

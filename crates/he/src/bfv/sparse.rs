@@ -510,3 +510,77 @@ mod tests {
         assert!(unpack(&[], 0, 0).is_err() && unpack(&[], 0, 63).is_err());
     }
 }
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::bfv::{Plaintext, Response};
+    use std::time::Instant;
+
+    /// Manual timers for the response path (not a check): `cargo test --release -p
+    /// secinfer-he --lib response_path_timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn response_path_timing() {
+        let params = Params::by_name("n8192-z2k32").expect("params");
+        let sk = SecretKey::generate(&params);
+        let pk = sk.public_key();
+        let n = params.n();
+        let ct = sk.encrypt_coeffs(&vec![7u64; n]).expect("enc");
+        let pt = Plaintext::from_coeffs(&params, &vec![3u64; n]).expect("pt");
+        let pos: Vec<usize> = (0..64).map(|i| i * 128 + 127).collect();
+        let mask = vec![5u64; pos.len()];
+        let reps = 200;
+        let time = |label: &str, f: &mut dyn FnMut()| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            eprintln!(
+                "{label}: {:.1} µs",
+                t.elapsed().as_secs_f64() * 1e6 / reps as f64
+            );
+        };
+        let md = &params.0.qs[0];
+        let mut x = vec![1u64; n];
+        time("NTT fwd (one 62-bit prime)", &mut || md.to_ntt(&mut x));
+        time("NTT inv (one 62-bit prime)", &mut || md.to_coeff(&mut x));
+        time("mul_plain", &mut || drop(params.mul_plain(&ct, &pt)));
+        let mut bytes = Vec::new();
+        time("mul_plain + finish_response_at + to_bytes", &mut || {
+            let r = params
+                .finish_response_at(params.mul_plain(&ct, &pt), &pk, 80, &pos, &mask, 44)
+                .expect("finish");
+            bytes = r.to_bytes();
+        });
+        time("dense finish_response (before)", &mut || {
+            let p = params.mul_plain(&ct, &pt);
+            drop(
+                params
+                    .finish_response(&p, &pk, 80, Some(&vec![5u64; n]), 44)
+                    .expect("f"),
+            );
+        });
+        time("from_bytes + decrypt_sparse", &mut || {
+            let r = SparseResponse::from_bytes(&params, pos.len(), &bytes).expect("parse");
+            drop(sk.decrypt_sparse(&r, &pos).expect("dec"));
+        });
+        let r = params
+            .finish_response_at(params.mul_plain(&ct, &pt), &pk, 80, &pos, &mask, 44)
+            .expect("finish");
+        let dense = Response {
+            log_q: 44,
+            c0: {
+                let mut c = vec![0u64; n];
+                for (&p, &v) in pos.iter().zip(&r.c0) {
+                    c[p] = v;
+                }
+                c
+            },
+            c1: r.c1.clone(),
+        };
+        time("decrypt_response_poly (before)", &mut || {
+            drop(sk.decrypt_response_poly(&dense).expect("dec"))
+        });
+    }
+}
