@@ -301,4 +301,25 @@ mod tests {
         p.dedup();
         assert!(p.len() == k && p.iter().all(|&x| x < l.n));
     }
+
+    /// `gather` (values listed as `positions(b)` lists them) reads the same results as
+    /// `extract` (full block polynomials), for grouped and ungrouped layouts with a short
+    /// last block.
+    #[test]
+    fn gather_matches_extract() {
+        for l in [
+            Layout::new(200, 100, 8192).unwrap_or_else(|e| panic!("{e}")),
+            Layout::batched(6, 700, 8192, 13, 131_108, 45_100).unwrap_or_else(|e| panic!("{e}")),
+            Layout::batched(384, 10, 8192, 30, 131_108, 45_100).unwrap_or_else(|e| panic!("{e}")),
+        ] {
+            let polys: Vec<Vec<u64>> = (0..l.blocks)
+                .map(|b| (0..l.n as u64).map(|i| (b as u64) << 20 | i).collect())
+                .collect();
+            let vals: Vec<Vec<u64>> = (0..l.blocks)
+                .map(|b| l.positions(b).iter().map(|&p| polys[b][p]).collect())
+                .collect();
+            assert_eq!(l.gather(&vals), l.extract(&polys), "{l:?}");
+            assert_eq!(l.gather(&vals).len(), l.group * l.rows);
+        }
+    }
 }
