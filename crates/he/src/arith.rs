@@ -176,22 +176,6 @@ impl Prg {
             }
         }
     }
-    /// Uniform in [-b, b] (b < 2^126), returned as i128.
-    pub(crate) fn uniform_i128(&mut self, b: u128) -> i128 {
-        let range = 2 * b + 1;
-        let bits = 128 - (range - 1).leading_zeros();
-        let mask = if bits == 128 {
-            u128::MAX
-        } else {
-            (1u128 << bits) - 1
-        };
-        loop {
-            let v = (((self.0.next_u64() as u128) << 64) | self.0.next_u64() as u128) & mask;
-            if v < range {
-                return v as i128 - b as i128;
-            }
-        }
-    }
     /// Ternary in {-1, 0, 1}, uniform.
     pub(crate) fn ternary(&mut self) -> i64 {
         loop {
@@ -209,6 +193,227 @@ impl Prg {
         let a = (v & 0x1F_FFFF).count_ones() as i64;
         let b = ((v >> 21) & 0x1F_FFFF).count_ones() as i64;
         a - b
+    }
+}
+
+/// AES blocks per refill of `AesPrg` (1 KiB of output).
+const AES_BATCH: usize = 64;
+
+/// AES-128 in counter mode, keyed from the OS CSPRNG: the server's per-response sampler
+/// (ternary u, errors, flooding). AES-NI makes it several times cheaper per byte than
+/// ChaCha20, and the response path draws ≈ 2n words per ciphertext. Only for fresh
+/// randomness: seeded expansions (`Prg::from_seed`) stay on ChaCha20, which is part of the
+/// wire format. Not `Debug`: it holds a key.
+pub(crate) struct AesPrg {
+    cipher: aes::Aes128,
+    ctr: u128,
+    buf: [u64; 2 * AES_BATCH],
+    pos: usize,
+    /// Unused random bits for the 2-bit ternary sampler (`nbits` of them, low first).
+    bits: u64,
+    nbits: u32,
+}
+
+impl AesPrg {
+    pub(crate) fn from_os() -> Self {
+        use aes::cipher::KeyInit;
+        let mut key = [0u8; 16];
+        rand_core::OsRng.fill_bytes(&mut key);
+        AesPrg {
+            cipher: aes::Aes128::new(&key.into()),
+            ctr: 0,
+            buf: [0; 2 * AES_BATCH],
+            pos: 2 * AES_BATCH,
+            bits: 0,
+            nbits: 0,
+        }
+    }
+    fn refill(&mut self) {
+        use aes::cipher::BlockEncrypt;
+        // Many blocks per call: the aes crate pipelines them through AES-NI.
+        let mut blocks = [aes::Block::default(); AES_BATCH];
+        for b in blocks.iter_mut() {
+            *b = self.ctr.to_le_bytes().into();
+            self.ctr = self.ctr.wrapping_add(1);
+        }
+        self.cipher.encrypt_blocks(&mut blocks);
+        for (i, b) in blocks.iter().enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[..8]);
+            self.buf[2 * i] = u64::from_le_bytes(w);
+            w.copy_from_slice(&b[8..]);
+            self.buf[2 * i + 1] = u64::from_le_bytes(w);
+        }
+        self.pos = 0;
+    }
+    #[inline]
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        if self.pos == 2 * AES_BATCH {
+            self.refill();
+        }
+        let v = self.buf[self.pos];
+        self.pos += 1;
+        v
+    }
+    /// Uniform on the 2b + 1 integers of [-b, b] (b < 2^126): draws of the smallest
+    /// power-of-two range ≥ 2b + 1, rejected when ≥ 2b + 1, so exactly uniform (what the
+    /// ChaCha sampler did before; acceptance > 1/2 per 128-bit draw).
+    pub(crate) fn uniform_i128(&mut self, b: u128) -> i128 {
+        let range = 2 * b + 1;
+        let bits = 128 - (range - 1).leading_zeros();
+        let mask = if bits == 128 {
+            u128::MAX
+        } else {
+            (1u128 << bits) - 1
+        };
+        loop {
+            let v = (((self.next_u64() as u128) << 64) | self.next_u64() as u128) & mask;
+            if v < range {
+                return v as i128 - b as i128;
+            }
+        }
+    }
+    /// Uniform ternary in {-1, 0, 1}: 2 random bits per try, the pattern 3 rejected (so
+    /// each value has probability exactly 1/3, as `Prg::ternary`), 32 tries per word.
+    #[inline]
+    pub(crate) fn ternary(&mut self) -> i64 {
+        loop {
+            if self.nbits == 0 {
+                self.bits = self.next_u64();
+                self.nbits = 64;
+            }
+            let v = self.bits & 3;
+            self.bits >>= 2;
+            self.nbits -= 2;
+            if v < 3 {
+                return v as i64 - 1;
+            }
+        }
+    }
+    /// Centered binomial with k = 21, as `Prg::gaussian` (σ ≈ 3.24, bounded by 21).
+    #[inline]
+    pub(crate) fn gaussian(&mut self) -> i64 {
+        let v = self.next_u64();
+        let a = (v & 0x1F_FFFF).count_ones() as i64;
+        let b = ((v >> 21) & 0x1F_FFFF).count_ones() as i64;
+        a - b
+    }
+}
+
+/// Two-prime RNS constants for the response path: Garner reconstruction, the exact
+/// rounding switch to 2^k and reductions of signed noise, all with u64 Shoup products
+/// (the u128 `%` and the f64-guided 256-bit division they replace were ≈ 15 % of a GRU
+/// session's CPU). Every routine is checked against the u128 reference formulas in tests.
+#[derive(Clone, Debug)]
+pub(crate) struct Rns2 {
+    q0: u64,
+    q1: u64,
+    q0_inv: u64,
+    q0_inv_s: u64,
+    qb: u128,
+    half: u128,
+    k: u32,
+    /// floor(2^k · 2^64 / q1): Shoup constant of the multiplier 2^k (< q1).
+    pow_k_s: u64,
+    /// 2^64 mod q_i and its Shoup constant (reduction of the high word of a u128).
+    r64: [u64; 2],
+    r64_s: [u64; 2],
+}
+
+impl Rns2 {
+    /// None when the fast path's preconditions fail (the caller keeps the u128 path):
+    /// q1 < q0 < 2·q1 < 2^64 (so x0 mod q1 is one conditional subtraction), both below 2^63
+    /// (Shoup), 1 ≤ k and 2^k < q1 (the Shoup quotient of h·2^k), Q < 2^125 (no overflow in
+    /// the rounding numerator r1·q0 + x0·2^k + Q/2 < 2Q + 2^(63+k)).
+    pub(crate) fn new(q0: u64, q1: u64, k: u32) -> Option<Rns2> {
+        if !(q1 < q0 && q0 / 2 < q1 && q0 < (1 << 63) && (1..63).contains(&k) && (1u64 << k) < q1) {
+            return None;
+        }
+        let qb = q0 as u128 * q1 as u128;
+        if qb >= 1u128 << 125 {
+            return None;
+        }
+        let q0_inv = inv_mod(q0 % q1, q1);
+        let r64 = [
+            ((1u128 << 64) % q0 as u128) as u64,
+            ((1u128 << 64) % q1 as u128) as u64,
+        ];
+        Some(Rns2 {
+            q0,
+            q1,
+            q0_inv,
+            q0_inv_s: shoup(q0_inv, q1),
+            qb,
+            half: qb / 2,
+            k,
+            pow_k_s: shoup(1u64 << k, q1),
+            r64,
+            r64_s: [shoup(r64[0], q0), shoup(r64[1], q1)],
+        })
+    }
+    pub(crate) fn q(&self, i: usize) -> u64 {
+        if i == 0 {
+            self.q0
+        } else {
+            self.q1
+        }
+    }
+    /// round(x · 2^k / Q) mod 2^k for x ∈ [0, Q) given as residues (x0 < q0, x1 < q1),
+    /// rounding half up exactly like `mul_div_round(x, 2^k, Q)`.
+    ///
+    /// Garner: x = x0 + q0·h, h = (x1 − x0)·q0⁻¹ mod q1. Then with h·2^k = qt·q1 + r1,
+    /// x·2^k = qt·Q + (r1·q0 + x0·2^k), so the result is qt + ⌊(r1·q0 + x0·2^k + ⌊Q/2⌋)/Q⌋
+    /// and that last quotient is 0, 1 or 2 (a compare each).
+    #[inline]
+    pub(crate) fn switch(&self, x0: u64, x1: u64) -> u64 {
+        let x0r = if x0 >= self.q1 { x0 - self.q1 } else { x0 };
+        let h = mul_shoup(
+            sub_mod(x1, x0r, self.q1),
+            self.q0_inv,
+            self.q0_inv_s,
+            self.q1,
+        );
+        // Shoup quotient of h·2^k by q1: off by at most one.
+        let est = ((h as u128 * self.pow_k_s as u128) >> 64) as u64;
+        let mut r = ((h as u128) << self.k) - est as u128 * self.q1 as u128;
+        let mut qt = est;
+        if r >= self.q1 as u128 {
+            r -= self.q1 as u128;
+            qt += 1;
+        }
+        let num = r * self.q0 as u128 + ((x0 as u128) << self.k) + self.half;
+        let c = u64::from(num >= self.qb) + u64::from(num >= 2 * self.qb);
+        (qt + c) & ((1u64 << self.k) - 1)
+    }
+    /// e mod q_i for a signed e with |e| < 2^127.
+    #[inline]
+    pub(crate) fn reduce_i128(&self, e: i128, i: usize) -> u64 {
+        let q = self.q(i);
+        let a = e.unsigned_abs();
+        let hi = ((a >> 64) as u64) % q;
+        let lo = (a as u64) % q;
+        let m = add_mod(mul_shoup(hi, self.r64[i], self.r64_s[i], q), lo, q);
+        neg_mod_if(m, q, e < 0)
+    }
+}
+
+/// a, or q − a (0 stays 0) when `neg`.
+#[inline(always)]
+pub(crate) fn neg_mod_if(a: u64, q: u64, neg: bool) -> u64 {
+    if neg {
+        neg_mod(a, q)
+    } else {
+        a
+    }
+}
+
+/// A small signed value (|v| < q) mod q without division.
+#[inline(always)]
+pub(crate) fn small_mod(v: i64, q: u64) -> u64 {
+    if v >= 0 {
+        v as u64
+    } else {
+        q - v.unsigned_abs()
     }
 }
 
@@ -314,5 +519,164 @@ mod tests {
                 assert_eq!(mul_div_round(s, m, q), div_256_by_128(num.0, num.1, q));
             }
         }
+    }
+    /// The two n8192 prime pairs the response path runs on.
+    const PAIRS: [(u64, u64); 2] = [
+        (4611685941117976577, 4611685692009873409),
+        (4611685476199956481, 4611685290174005249),
+    ];
+
+    fn lcg(s: &mut u64) -> u64 {
+        *s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *s ^ (*s >> 29)
+    }
+
+    /// Reference: CRT with u128 `%`, then the existing `mul_div_round` and `% 2^k`.
+    fn switch_ref(x0: u64, x1: u64, q0: u64, q1: u64, k: u32) -> u64 {
+        let qb = q0 as u128 * q1 as u128;
+        let inv = inv_mod(q0 % q1, q1);
+        let h = mul_mod(sub_mod(x1, x0 % q1, q1), inv, q1);
+        let x = x0 as u128 + q0 as u128 * h as u128;
+        assert!(x < qb);
+        (mul_div_round(x, 1u64 << k, qb) % (1u128 << k)) as u64
+    }
+
+    #[test]
+    fn rns2_switch_matches_u128_reference() {
+        let mut s = 7u64;
+        for (q0, q1) in PAIRS {
+            for k in [1u32, 20, 32, 44, 47, 58] {
+                let r = Rns2::new(q0, q1, k).expect("fast path applies");
+                let edges = [0, 1, q1 - 1, q1, q0 - 1];
+                for &x0 in &edges {
+                    for &x1 in &edges[..3] {
+                        assert_eq!(
+                            r.switch(x0, x1),
+                            switch_ref(x0, x1, q0, q1, k),
+                            "{x0} {x1} {k}"
+                        );
+                    }
+                }
+                for _ in 0..20_000 {
+                    let (x0, x1) = (lcg(&mut s) % q0, lcg(&mut s) % q1);
+                    assert_eq!(r.switch(x0, x1), switch_ref(x0, x1, q0, q1, k));
+                }
+                // Near rounding boundaries: x = ⌈(j + 1/2)·Q / 2^k⌉ + δ for random j.
+                let qb = q0 as u128 * q1 as u128;
+                for _ in 0..2_000 {
+                    let j = (lcg(&mut s) as u128) & ((1u128 << k) - 1);
+                    // (2j + 1)·Q / 2^(k+1), from the 256-bit product.
+                    let (h, l) = mul_wide(qb, (2 * j + 1) as u64);
+                    let base = (h << (127 - k)) | (l >> (k + 1));
+                    for d in [-1i128, 0, 1] {
+                        let x = (base as i128 + d).clamp(0, qb as i128 - 1) as u128;
+                        let (x0, x1) = ((x % q0 as u128) as u64, (x % q1 as u128) as u64);
+                        assert_eq!(r.switch(x0, x1), switch_ref(x0, x1, q0, q1, k), "x {x}");
+                    }
+                }
+            }
+            // Preconditions: refused where the fast path would be wrong.
+            assert!(Rns2::new(q1, q0, 44).is_none());
+            assert!(Rns2::new(q0, q1, 0).is_none());
+            assert!(Rns2::new(q0, q1, 63).is_none());
+            assert!(Rns2::new(q0, q0 / 2 - 1, 44).is_none());
+        }
+    }
+
+    #[test]
+    fn reduce_i128_and_small_mod_match_rem_euclid() {
+        let (q0, q1) = PAIRS[0];
+        let r = Rns2::new(q0, q1, 44).expect("fast path");
+        let mut s = 3u64;
+        let mut vals: Vec<i128> = vec![
+            0,
+            1,
+            -1,
+            q0 as i128,
+            -(q0 as i128),
+            q0 as i128 - 1,
+            (1i128 << 126) - 1,
+            -(1i128 << 126),
+            i128::MAX,
+            -i128::MAX,
+        ];
+        for _ in 0..5_000 {
+            let v = ((lcg(&mut s) as i128) << 64 | lcg(&mut s) as i128) >> (lcg(&mut s) % 100);
+            vals.push(v);
+        }
+        for v in vals {
+            for i in 0..2 {
+                let q = r.q(i);
+                assert_eq!(r.reduce_i128(v, i), v.rem_euclid(q as i128) as u64, "{v}");
+            }
+        }
+        for v in [-21i64, -1, 0, 1, 21, (q1 - 1) as i64, -((q1 - 1) as i64)] {
+            assert_eq!(small_mod(v, q1), from_i64(v, q1));
+        }
+    }
+
+    /// The AES-CTR sampler's ternary, binomial and flooding distributions: ranges, mean and
+    /// variance within 6 standard errors of the exact values, every value hit.
+    #[test]
+    fn aes_prg_distributions() {
+        let mut p = AesPrg::from_os();
+        let n = 200_000f64;
+        let stats = |xs: &[f64]| {
+            let m = xs.iter().sum::<f64>() / xs.len() as f64;
+            let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64;
+            (m, v)
+        };
+        // Ternary: P = 1/3 each, mean 0, variance 2/3.
+        let t: Vec<f64> = (0..n as usize).map(|_| p.ternary() as f64).collect();
+        assert!(t.iter().all(|&x| x == -1.0 || x == 0.0 || x == 1.0));
+        for c in [-1.0, 0.0, 1.0] {
+            let f = t.iter().filter(|&&x| x == c).count() as f64 / n;
+            assert!(
+                (f - 1.0 / 3.0).abs() < 6.0 * (2.0 / 9.0 / n).sqrt(),
+                "{c}: {f}"
+            );
+        }
+        let (m, v) = stats(&t);
+        assert!(m.abs() < 6.0 * (2.0 / 3.0 / n).sqrt() && (v - 2.0 / 3.0).abs() < 0.01);
+        // Centered binomial k = 21: |x| ≤ 21, mean 0, variance 10.5.
+        let g: Vec<f64> = (0..n as usize).map(|_| p.gaussian() as f64).collect();
+        assert!(g.iter().all(|x| x.abs() <= 21.0));
+        let (m, v) = stats(&g);
+        assert!(
+            m.abs() < 6.0 * (10.5 / n).sqrt() && (v - 10.5).abs() < 0.25,
+            "{m} {v}"
+        );
+        // Flooding U[−B, B]: bounds reached for small B, exact moments for B = 2^88.
+        for b in [0u128, 1, 2, 5] {
+            let mut seen = vec![false; 2 * b as usize + 1];
+            for _ in 0..1_000 {
+                let x = p.uniform_i128(b);
+                assert!(x.unsigned_abs() <= b);
+                seen[(x + b as i128) as usize] = true;
+            }
+            assert!(seen.iter().all(|&x| x), "B = {b}");
+        }
+        let b = 1u128 << 88;
+        let u: Vec<f64> = (0..n as usize)
+            .map(|_| {
+                let x = p.uniform_i128(b);
+                assert!(x.unsigned_abs() <= b);
+                x as f64 / b as f64
+            })
+            .collect();
+        let (m, v) = stats(&u);
+        // Scaled to [−1, 1]: mean 0 (sd 1/√(3n)), variance 1/3.
+        assert!(
+            m.abs() < 6.0 / (3.0 * n).sqrt() && (v - 1.0 / 3.0).abs() < 0.01,
+            "{m} {v}"
+        );
+        // Two generators from the OS never agree.
+        let mut q = AesPrg::from_os();
+        assert_ne!(
+            (0..4).map(|_| p.next_u64()).collect::<Vec<_>>(),
+            (0..4).map(|_| q.next_u64()).collect::<Vec<_>>()
+        );
     }
 }

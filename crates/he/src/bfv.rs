@@ -13,6 +13,9 @@ use crate::arith::{add_mod, center, from_i64, mul_mod, neg_mod, sub_mod, Prg};
 use crate::params::{Encoding, ModCtx, Params};
 use crate::HeError;
 
+mod sparse;
+pub use sparse::SparseResponse;
+
 // ---------------------------------------------------------------------------------------------
 // Buffer pool: the hot paths (ScMult, key switching) allocate and free many 32–64 KiB vectors;
 // recycling them per thread avoids the heap trimming and page faults that otherwise cost a
@@ -1784,8 +1787,8 @@ impl Params {
                 "response modulus 2^{log_q_out} unsupported"
             )));
         }
-        let mut prg = Prg::from_os();
-        let sigma = self.0.set.sigma;
+        // AES-128-CTR keyed from the OS: same distributions as `Prg`, cheaper per word.
+        let mut prg = crate::arith::AesPrg::from_os();
         let u: Vec<i64> = (0..n).map(|_| prg.ternary()).collect();
         let un = lift_signed(self, &u);
         let mut c0 = ct.c0.clone();
@@ -1808,6 +1811,7 @@ impl Params {
         let mut out0 = Vec::with_capacity(n);
         let mut out1 = Vec::with_capacity(n);
         let qr = 1u128 << log_q_out;
+        let qs = &self.0.set.q;
         if qb < (1u128 << 62) {
             // Q below 2^62 (one prime, or two 31-bit primes CRT-combined per coefficient):
             // everything in u64 with Shoup products and an f64-estimated, exactly corrected
@@ -1817,8 +1821,8 @@ impl Params {
             let ds = crate::arith::shoup(d, q);
             let ratio = qr as f64 / q as f64;
             for k in 0..n {
-                let e1 = prg.uniform_i128(flood) + prg.gaussian(sigma) as i128;
-                let e2 = prg.gaussian(sigma);
+                let e1 = prg.uniform_i128(flood) + prg.gaussian() as i128;
+                let e2 = prg.gaussian();
                 let (y0, y1) = (crt(self, &c0, k) as u64, crt(self, &c1, k) as u64);
                 let mut x0 = add_mod(y0, (e1.rem_euclid(q as i128)) as u64, q);
                 if let Some(m) = mask_poly {
@@ -1828,10 +1832,38 @@ impl Params {
                 out0.push(switch_u64(x0, q, log_q_out, ratio));
                 out1.push(switch_u64(x1, q, log_q_out, ratio));
             }
+        } else if let Some(rns) = (qs.len() == 2)
+            .then(|| crate::arith::Rns2::new(qs[0], qs[1], log_q_out))
+            .flatten()
+        {
+            // Two primes (n8192 sets): per-limb residues and the division-free switch of
+            // `arith::Rns2` (bit-exact with the u128 branch below; see its tests).
+            let dq = &self.0.delta_mod_q;
+            let ds = [
+                crate::arith::shoup(dq[0], qs[0]),
+                crate::arith::shoup(dq[1], qs[1]),
+            ];
+            for k in 0..n {
+                let e1 = prg.uniform_i128(flood) + prg.gaussian() as i128;
+                let e2 = prg.gaussian();
+                let mt = mask_poly.map(|m| m[k] % self.t());
+                let x0: [u64; 2] = std::array::from_fn(|i| {
+                    let q = qs[i];
+                    let y = add_mod(c0[i * n + k], rns.reduce_i128(e1, i), q);
+                    match mt {
+                        Some(mt) => sub_mod(y, crate::arith::mul_shoup(mt % q, dq[i], ds[i], q), q),
+                        None => y,
+                    }
+                });
+                let x1: [u64; 2] =
+                    std::array::from_fn(|i| add_mod(c1[i * n + k], from_i64(e2, qs[i]), qs[i]));
+                out0.push(rns.switch(x0[0], x0[1]));
+                out1.push(rns.switch(x1[0], x1[1]));
+            }
         } else {
             for k in 0..n {
-                let e1 = prg.uniform_i128(flood) + prg.gaussian(sigma) as i128;
-                let e2 = prg.gaussian(sigma) as i128;
+                let e1 = prg.uniform_i128(flood) + prg.gaussian() as i128;
+                let e2 = prg.gaussian() as i128;
                 let mut x0 = crt(self, &c0, k);
                 let mut x1 = crt(self, &c1, k);
                 x0 = add_signed(x0, e1, qb);

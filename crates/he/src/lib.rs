@@ -20,7 +20,7 @@ pub mod params;
 
 pub use bfv::{
     Ciphertext, Decomposed, ExtCiphertext, GaloisKeys, Plaintext, PublicKey, Response, SecretKey,
-    SeededCiphertext,
+    SeededCiphertext, SparseResponse,
 };
 pub use eval::{CountingEvaluator, Evaluator, HeEvaluator, OpCounts, PlainEvaluator};
 pub use kernels::{conv, gala, gazelle, naive, ConvMethod, ConvPlan, MatVecMethod, MatVecPlan};

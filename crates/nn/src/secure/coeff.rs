@@ -7,13 +7,14 @@
 //! at an exponent that is not ≡ m−1 (mod m) or, past n, wraps negacyclically below
 //! k·m + m − 1 − n < m − 1: it never touches a result coefficient.
 //!
-//! The server masks each product with a fresh uniform polynomial r (Enc(W x − r)), floods the
-//! noise (as much as Δ/4 leaves room for: see [`flood_bits`]), and switches the modulus down
-//! (`Params::finish_response`); the client's share is the decrypted coefficient, the server's
-//! the mask's.
+//! The server masks each product with a fresh uniform r at the result coefficients
+//! (Enc(W x − r)), floods the noise (as much as Δ/4 leaves room for: see [`flood_bits`]) and
+//! switches the modulus down (`Params::finish_response_at`, which computes and sends c0 only
+//! at the result coefficients); the client's share is the decrypted coefficient, the
+//! server's the mask's.
 use crate::error::{NnError, Result};
 use rayon::prelude::*;
-use secinfer_he::{Ciphertext, Params, Plaintext, PublicKey, Response, SecretKey};
+use secinfer_he::{Ciphertext, Params, Plaintext, PublicKey, SecretKey, SparseResponse};
 
 pub const T_BITS: u32 = 32;
 const T_MASK: u64 = (1u64 << T_BITS) - 1;
@@ -95,7 +96,9 @@ impl Layout {
     }
     /// The weight plaintexts (signed weights, row-major).
     pub fn weight_plaintexts(&self, params: &Params, w: &[i64]) -> Result<Vec<Plaintext>> {
+        // Independent NTTs per block: spread them over the rayon pool.
         (0..self.blocks)
+            .into_par_iter()
             .map(|b| {
                 let mut p = vec![0u64; self.n];
                 for i in 0..self.per_block {
@@ -133,6 +136,17 @@ impl Layout {
             .map(|(u, r)| polys[r / self.per_block][self.pos(u, r % self.per_block)] & T_MASK)
             .collect()
     }
+    /// The same order from per-block values listed as `positions(b)` lists them (value
+    /// (u, i) of block b at index u·rows_in(b) + i).
+    pub fn gather(&self, vals: &[Vec<u64>]) -> Vec<u64> {
+        (0..self.group)
+            .flat_map(|u| (0..self.rows).map(move |r| (u, r)))
+            .map(|(u, r)| {
+                let b = r / self.per_block;
+                vals[b][u * self.rows_in(b) + r % self.per_block]
+            })
+            .collect()
+    }
 }
 
 /// log2 of the response modulus: t, 2 bits of slack for the rounding, 10 std of the switch's
@@ -161,6 +175,10 @@ pub fn flood_bits(params: &Params, ct: &Ciphertext) -> (u32, f64) {
 /// Server: W·Enc(x) − r for each block, flooded and switched. Returns the serialised responses
 /// and the server's share (the masks at the result coefficients, one per row), plus the weakest
 /// statistical-flooding exponent.
+///
+/// Each block's response carries c0 only at the block's result coefficients
+/// (`Params::finish_response_at`): the rest of c0 is neither computed past the NTT, masked,
+/// flooded nor sent, and masks are drawn only where they are used.
 pub fn server_product(
     params: &Params,
     pk: &PublicKey,
@@ -176,14 +194,16 @@ pub fn server_product(
         .map(|(b, pt)| {
             let prod = params.mul_plain(ct, pt);
             let (fb, stat) = flood_bits(params, &prod);
+            let pos = lay.positions(b);
             let mut prg = secinfer_ot::Prg::new();
-            let mask: Vec<u64> = (0..params.n())
+            let mask: Vec<u64> = pos
+                .iter()
                 .map(|_| prg.next_block().low_u64() & T_MASK)
                 .collect();
-            let r: Response = params
-                .finish_response(&prod, pk, fb, Some(&mask), log_q)
+            let r = params
+                .finish_response_at(prod, pk, fb, &pos, &mask, log_q)
                 .map_err(he)?;
-            Ok((trim(lay, b, &r.to_bytes(), params.n())?, mask, stat))
+            Ok((r.to_bytes(), mask, stat))
         })
         .collect();
     let mut bytes = Vec::with_capacity(pts.len());
@@ -203,116 +223,36 @@ pub fn server_product(
              the model's weights are too large for this parameter set"
         )));
     }
-    Ok((bytes, lay.extract(&masks), stat))
+    Ok((bytes, lay.gather(&masks), stat))
 }
 
 /// Client: decrypts the block responses into its share (one per row).
 pub fn client_share(sk: &SecretKey, lay: &Layout, responses: &[Vec<u8>]) -> Result<Vec<u64>> {
     let params = sk.params();
-    let polys: Vec<Result<Vec<u64>>> = responses
+    if responses.len() != lay.blocks {
+        return Err(NnError::Protocol(format!(
+            "{} responses for {} blocks",
+            responses.len(),
+            lay.blocks
+        )));
+    }
+    let vals: Vec<Result<Vec<u64>>> = responses
         .par_iter()
         .enumerate()
         .map(|(blk, b)| {
-            let r = Response::from_bytes(params, &untrim(lay, blk, b, params.n())?).map_err(he)?;
-            sk.decrypt_response_poly(&r).map_err(he)
+            let pos = lay.positions(blk);
+            let r = SparseResponse::from_bytes(params, pos.len(), b).map_err(he)?;
+            sk.decrypt_sparse(&r, &pos).map_err(he)
         })
         .collect();
-    let polys = polys.into_iter().collect::<Result<Vec<_>>>()?;
-    Ok(lay.extract(&polys))
+    let vals = vals.into_iter().collect::<Result<Vec<_>>>()?;
+    Ok(lay.gather(&vals).into_iter().map(|v| v & T_MASK).collect())
 }
 
 /// Wire size of the trimmed response of block `b`: c0 only at the block's result
 /// coefficients (the client needs no other c0 coefficient), all of c1.
 pub fn response_len(params: &Params, lay: &Layout, b: usize) -> usize {
-    1 + ((lay.group * lay.rows_in(b) + params.n()) * response_bits(params) as usize).div_ceil(8)
-}
-
-fn pack(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Vec<u8>) {
-    let mut acc: u128 = 0;
-    let mut nb = 0u32;
-    for v in vals {
-        acc |= (v as u128) << nb;
-        nb += bits;
-        while nb >= 8 {
-            out.push(acc as u8);
-            acc >>= 8;
-            nb -= 8;
-        }
-    }
-    if nb > 0 {
-        out.push(acc as u8);
-    }
-}
-
-fn unpack(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>> {
-    if bytes.len() != (count * bits as usize).div_ceil(8) || bits == 0 || bits > 62 {
-        return Err(NnError::Protocol("response of the wrong length".into()));
-    }
-    let mask = (1u64 << bits) - 1;
-    // One unaligned 16-byte little-endian read per value (a value spans at most 9 bytes at
-    // ≤ 62 bits plus a 7-bit offset); the byte-at-a-time loop was ~4 % of a GRU session.
-    let read = |i: usize| -> u64 {
-        let bit = i * bits as usize;
-        let (at, sh) = (bit / 8, bit % 8);
-        let v = match bytes.get(at..at + 16) {
-            Some(w) => {
-                let mut b = [0u8; 16];
-                b.copy_from_slice(w);
-                u128::from_le_bytes(b)
-            }
-            None => {
-                let mut b = [0u8; 16];
-                let tail = &bytes[at.min(bytes.len())..];
-                b[..tail.len()].copy_from_slice(tail);
-                u128::from_le_bytes(b)
-            }
-        };
-        ((v >> sh) as u64) & mask
-    };
-    Ok((0..count).map(read).collect())
-}
-
-/// Server: keeps c0 only at the result coefficients of block `b` (format: log_q byte, then the
-/// kept c0 values and all n c1 values, packed at log_q bits).
-fn trim(lay: &Layout, b: usize, rsp: &[u8], n: usize) -> Result<Vec<u8>> {
-    if rsp.len() < 5 {
-        return Err(NnError::Crypto("HE: short response".into()));
-    }
-    let bits = rsp[3] as u32;
-    let vals = unpack(&rsp[5..], 2 * n, bits)?;
-    let mut out = vec![bits as u8];
-    pack(
-        lay.positions(b)
-            .into_iter()
-            .map(|p| vals[p])
-            .chain(vals[n..].iter().copied()),
-        bits,
-        &mut out,
-    );
-    Ok(out)
-}
-
-/// Client: rebuilds a full response (zeros at the c0 coefficients the server left out).
-fn untrim(lay: &Layout, b: usize, bytes: &[u8], n: usize) -> Result<Vec<u8>> {
-    let Some((&bits, rest)) = bytes.split_first() else {
-        return Err(NnError::Protocol("empty response".into()));
-    };
-    let pos = lay.positions(b);
-    let k = pos.len();
-    let vals = unpack(rest, k + n, bits as u32)?;
-    let mut c0 = vec![0u64; n];
-    for (i, &p) in pos.iter().enumerate() {
-        c0[p] = vals[i];
-    }
-    let mut out = b"RSP".to_vec();
-    out.push(bits);
-    out.push(0);
-    pack(
-        c0.into_iter().chain(vals[k..].iter().copied()),
-        bits as u32,
-        &mut out,
-    );
-    Ok(out)
+    SparseResponse::wire_len(params, lay.group * lay.rows_in(b), response_bits(params))
 }
 
 /// Wire size of one seeded upload.
@@ -361,39 +301,25 @@ mod tests {
         p.dedup();
         assert!(p.len() == k && p.iter().all(|&x| x < l.n));
     }
-}
 
-#[cfg(test)]
-mod pack_tests {
-    use super::{pack, unpack};
-
-    /// unpack inverts pack at every width the responses use and at the edges (all ones, last
-    /// value ending mid-byte), and refuses a wrong length.
+    /// `gather` (values listed as `positions(b)` lists them) reads the same results as
+    /// `extract` (full block polynomials), for grouped and ungrouped layouts with a short
+    /// last block.
     #[test]
-    fn unpack_inverts_pack() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for bits in [1u32, 7, 8, 13, 32, 44, 55, 62] {
-            let m = (1u64 << bits) - 1;
-            let vals: Vec<u64> = (0..37)
-                .map(|i| {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    if i % 5 == 0 {
-                        m
-                    } else {
-                        (x >> 7) & m
-                    }
-                })
+    fn gather_matches_extract() {
+        for l in [
+            Layout::new(200, 100, 8192).unwrap_or_else(|e| panic!("{e}")),
+            Layout::batched(6, 700, 8192, 13, 131_108, 45_100).unwrap_or_else(|e| panic!("{e}")),
+            Layout::batched(384, 10, 8192, 30, 131_108, 45_100).unwrap_or_else(|e| panic!("{e}")),
+        ] {
+            let polys: Vec<Vec<u64>> = (0..l.blocks)
+                .map(|b| (0..l.n as u64).map(|i| (b as u64) << 20 | i).collect())
                 .collect();
-            let mut out = Vec::new();
-            pack(vals.iter().copied(), bits, &mut out);
-            assert_eq!(
-                unpack(&out, vals.len(), bits).ok(),
-                Some(vals.clone()),
-                "{bits}"
-            );
-            assert!(unpack(&out[1..], vals.len(), bits).is_err());
+            let vals: Vec<Vec<u64>> = (0..l.blocks)
+                .map(|b| l.positions(b).iter().map(|&p| polys[b][p]).collect())
+                .collect();
+            assert_eq!(l.gather(&vals), l.extract(&polys), "{l:?}");
+            assert_eq!(l.gather(&vals).len(), l.group * l.rows);
         }
     }
 }

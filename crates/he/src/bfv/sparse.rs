@@ -1,0 +1,604 @@
+//! Sparse responses: c0 only at the coefficients the client reads, all of c1, switched to
+//! 2^k (the Cheetah-style coefficient matvec needs one c0 coefficient per inner product,
+//! so the rest of c0 is neither computed, flooded nor sent).
+//!
+//! Wire form (`SparseResponse::to_bytes`): one byte k, then the kept c0 values in the order
+//! of the caller's positions and the n values of c1, each k bits, packed little-endian
+//! (bit j of the stream is bit j mod 8 of byte j / 8), zero padding to a byte. Both sides
+//! derive the positions from the public layout, so they are not sent.
+
+use super::{
+    center_big, center_pow2, crt, give_back, take_dirty, Ciphertext, PublicKey, SecretKey,
+};
+use crate::arith::{add_mod, center, from_i64, mul_shoup, shoup, small_mod, sub_mod, AesPrg, Rns2};
+use crate::params::Params;
+use crate::HeError;
+
+/// A modulus-switched response that keeps c0 only at chosen coefficients.
+pub struct SparseResponse {
+    pub(crate) log_q: u32,
+    pub(crate) c0: Vec<u64>,
+    pub(crate) c1: Vec<u64>,
+}
+
+impl SparseResponse {
+    pub fn log_q(&self) -> u32 {
+        self.log_q
+    }
+    /// Number of c0 coefficients carried.
+    pub fn kept(&self) -> usize {
+        self.c0.len()
+    }
+    /// Wire size for `kept` c0 values at modulus 2^log_q.
+    pub fn wire_len(params: &Params, kept: usize, log_q: u32) -> usize {
+        1 + ((kept + params.n()) * log_q as usize).div_ceil(8)
+    }
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let total = self.c0.len() + self.c1.len();
+        let mut out = Vec::with_capacity(1 + (total * self.log_q as usize).div_ceil(8));
+        out.push(self.log_q as u8);
+        pack_into(
+            self.c0.iter().chain(&self.c1).copied(),
+            self.log_q,
+            &mut out,
+        );
+        out
+    }
+    /// Parses a response with `kept` c0 values. Hostile bytes: the modulus must be one the
+    /// client decrypts exactly (`max_response_bits`), the length exact, padding bits zero.
+    pub fn from_bytes(params: &Params, kept: usize, bytes: &[u8]) -> Result<Self, HeError> {
+        let Some((&k, rest)) = bytes.split_first() else {
+            return Err(HeError::WrongLength {
+                expected: 1,
+                got: 0,
+            });
+        };
+        let log_q = k as u32;
+        let max = super::max_response_bits(params);
+        if log_q == 0 || log_q > max {
+            return Err(HeError::BadHeader(format!(
+                "response modulus 2^{log_q} outside 2^1..=2^{max}"
+            )));
+        }
+        if kept > params.n() {
+            return Err(HeError::Shape(format!(
+                "{kept} kept coefficients > n = {}",
+                params.n()
+            )));
+        }
+        let expected = Self::wire_len(params, kept, log_q);
+        if bytes.len() != expected {
+            return Err(HeError::WrongLength {
+                expected,
+                got: bytes.len(),
+            });
+        }
+        let mut vals = unpack(rest, kept + params.n(), log_q)?;
+        let c1 = vals.split_off(kept);
+        Ok(SparseResponse {
+            log_q,
+            c0: vals,
+            c1,
+        })
+    }
+}
+
+/// Packs k-bit values (each < 2^k, k ≤ 62) little-endian, 8 bytes per store.
+pub(crate) fn pack_into(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Vec<u8>) {
+    let mut acc: u128 = 0;
+    let mut nb = 0u32;
+    for v in vals {
+        debug_assert!(bits == 64 || v >> bits == 0);
+        // nb < 64 and bits ≤ 62 before the shift: the accumulator never overflows.
+        acc |= (v as u128) << nb;
+        nb += bits;
+        if nb >= 64 {
+            out.extend_from_slice(&(acc as u64).to_le_bytes());
+            acc >>= 64;
+            nb -= 64;
+        }
+    }
+    let tail = nb.div_ceil(8) as usize;
+    out.extend_from_slice(&(acc as u64).to_le_bytes()[..tail]);
+}
+
+/// Inverse of `pack_into` for exactly `count` values: the length must be ⌈count·k/8⌉ and
+/// the padding bits zero (`BadHeader` otherwise), so one value has one encoding.
+pub(crate) fn unpack(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, HeError> {
+    if bits == 0 || bits > 62 {
+        return Err(HeError::BadHeader(format!("{bits}-bit packing")));
+    }
+    let expected = (count * bits as usize).div_ceil(8);
+    if bytes.len() != expected {
+        return Err(HeError::WrongLength {
+            expected,
+            got: bytes.len(),
+        });
+    }
+    let mask = (1u64 << bits) - 1;
+    let mut out = Vec::with_capacity(count);
+    let mut acc: u128 = 0;
+    let mut nb = 0u32;
+    let mut at = 0usize;
+    for _ in 0..count {
+        if nb < bits {
+            // Enough bytes remain: the length check guarantees count·bits bits.
+            let take = (bytes.len() - at).min(8);
+            let mut w = [0u8; 8];
+            w[..take].copy_from_slice(&bytes[at..at + take]);
+            acc |= (u64::from_le_bytes(w) as u128) << nb;
+            nb += 8 * take as u32;
+            at += take;
+        }
+        out.push(acc as u64 & mask);
+        acc >>= bits;
+        nb -= bits;
+    }
+    if acc != 0 || bytes[at..].iter().any(|&b| b != 0) {
+        return Err(HeError::BadHeader("non-zero padding bits".into()));
+    }
+    Ok(out)
+}
+
+impl Params {
+    /// Server: the sparse form of [`Params::finish_response`]. Adds a fresh public-key
+    /// encryption of zero (ternary u, c1 error e2 centered binomial), floods c0 at
+    /// `positions` with e1 = U[−2^flood_bits, 2^flood_bits] + centered binomial, subtracts
+    /// Δ·mask[j] at positions[j], and switches to 2^log_q_out. Only the kept c0 coefficients
+    /// are flooded: the others never leave the server. Sampling uses `AesPrg` (AES-128-CTR
+    /// keyed from the OS), with exactly the distributions of `finish_response`.
+    pub fn finish_response_at(
+        &self,
+        mut ct: Ciphertext,
+        pk: &PublicKey,
+        flood_bits: u32,
+        positions: &[usize],
+        mask: &[u64],
+        log_q_out: u32,
+    ) -> Result<SparseResponse, HeError> {
+        let n = self.n();
+        if log_q_out == 0 || log_q_out > super::max_response_bits(self) {
+            return Err(HeError::NoiseBudget(format!(
+                "response modulus 2^{log_q_out} unsupported"
+            )));
+        }
+        if positions.len() != mask.len() || positions.iter().any(|&p| p >= n) {
+            return Err(HeError::Shape(format!(
+                "{} positions (all < {n}) with {} mask values",
+                positions.len(),
+                mask.len()
+            )));
+        }
+        if flood_bits >= 125 {
+            return Err(HeError::NoiseBudget(format!("flood of 2^{flood_bits}")));
+        }
+        let qs = &self.0.set.q;
+        let rns = if qs.len() == 2 {
+            Rns2::new(qs[0], qs[1], log_q_out)
+        } else {
+            None
+        };
+        let Some(rns) = rns else {
+            // Other moduli: the dense path, then keep the positions.
+            let mut full = vec![0u64; n];
+            for (&p, &m) in positions.iter().zip(mask) {
+                full[p] = m;
+            }
+            let r = self.finish_response(&ct, pk, flood_bits, Some(&full), log_q_out)?;
+            return Ok(SparseResponse {
+                log_q: log_q_out,
+                c0: positions.iter().map(|&p| r.c0[p]).collect(),
+                c1: r.c1.clone(),
+            });
+        };
+        let mut prg = AesPrg::from_os();
+        // u ternary, lifted straight to residues (q − 1, 0, 1): no signed reduction.
+        let mut un = take_dirty(2 * n);
+        let (u0, u1) = un.split_at_mut(n);
+        for (a, b) in u0.iter_mut().zip(u1.iter_mut()) {
+            let t = prg.ternary();
+            *a = small_mod(t, qs[0]);
+            *b = small_mod(t, qs[1]);
+        }
+        // The product ciphertext is ours: re-randomise it in place (no copy).
+        let (c0, c1) = (&mut ct.c0, &mut ct.c1);
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let r = i * n..(i + 1) * n;
+            md.to_ntt(&mut un[r.clone()]);
+            md.mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
+            md.mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
+            md.to_coeff(&mut c0[r.clone()]);
+            md.to_coeff(&mut c1[r]);
+        }
+        give_back(un);
+        let (q0, q1) = (rns.q(0), rns.q(1));
+        let out1: Vec<u64> = c1[..n]
+            .iter()
+            .zip(&c1[n..])
+            .map(|(&y0, &y1)| {
+                let e = prg.gaussian();
+                rns.switch(
+                    add_mod(y0, small_mod(e, q0), q0),
+                    add_mod(y1, small_mod(e, q1), q1),
+                )
+            })
+            .collect();
+        let flood = if flood_bits > 0 {
+            1u128 << flood_bits
+        } else {
+            0
+        };
+        let t = self.t();
+        let dq = &self.0.delta_mod_q;
+        let ds = [shoup(dq[0], q0), shoup(dq[1], q1)];
+        let out0: Vec<u64> = positions
+            .iter()
+            .zip(mask)
+            .map(|(&p, &m)| {
+                let e1 = prg.uniform_i128(flood) + prg.gaussian() as i128;
+                let mt = m % t;
+                let x: [u64; 2] = std::array::from_fn(|i| {
+                    let q = rns.q(i);
+                    let y = add_mod(c0[i * n + p], rns.reduce_i128(e1, i), q);
+                    sub_mod(y, mul_shoup(mt % q, dq[i], ds[i], q), q)
+                });
+                rns.switch(x[0], x[1])
+            })
+            .collect();
+        Ok(SparseResponse {
+            log_q: log_q_out,
+            c0: out0,
+            c1: out1,
+        })
+    }
+}
+
+impl SecretKey {
+    /// Client: decrypts a sparse response at its positions (mod t, in the order given).
+    ///
+    /// c1·s is needed exactly over the integers; |c1·s| ≤ n·2^(k−1), so when n·2^k < q0 one
+    /// prime suffices (2 NTTs instead of 4 and no CRT); otherwise every Q prime and CRT.
+    pub fn decrypt_sparse(
+        &self,
+        r: &SparseResponse,
+        positions: &[usize],
+    ) -> Result<Vec<u64>, HeError> {
+        let params = &self.params;
+        let n = params.n();
+        if positions.len() != r.c0.len() || positions.iter().any(|&p| p >= n) || r.c1.len() != n {
+            return Err(HeError::Shape(format!(
+                "{} positions for {} kept coefficients",
+                positions.len(),
+                r.c0.len()
+            )));
+        }
+        let k = r.log_q;
+        let qs = &params.0.qs;
+        let limbs = if ((n as u128) << k) < qs[0].q as u128 {
+            1
+        } else {
+            params.l()
+        };
+        let mut c1 = take_dirty(n * limbs);
+        for (i, md) in qs.iter().take(limbs).enumerate() {
+            let q = md.q;
+            let ci = &mut c1[i * n..(i + 1) * n];
+            for (o, &c) in ci.iter_mut().zip(&r.c1) {
+                *o = from_i64(center_pow2(c, k), q);
+            }
+            md.to_ntt(ci);
+            let s = &self.ntt_qp[i * n..(i + 1) * n];
+            if md.plan32.is_none() {
+                // 64-bit plan: multiply by s and by n⁻¹ in one in-place pass, then the raw
+                // inverse transform (no copy, no separate normalisation pass).
+                md.plan.mul_assign_normalize(ci, s);
+                md.plan.inv(ci);
+            } else {
+                let mut prod = take_dirty(n);
+                md.mul_into(&mut prod, ci, s);
+                ci.copy_from_slice(&prod);
+                give_back(prod);
+                md.to_coeff(ci);
+            }
+        }
+        let t = params.t();
+        let qb = params.0.q_big;
+        let kmask = (1u128 << k) - 1;
+        let out = positions
+            .iter()
+            .zip(&r.c0)
+            .map(|(&p, &c0)| {
+                let prod = if limbs == 1 {
+                    center(c1[p], qs[0].q) as i128
+                } else {
+                    center_big(crt(params, &c1, p), qb)
+                };
+                // (c0 + c1·s) mod 2^k (two's complement masking), then round(x·t / 2^k).
+                let x = ((c0 as i128 + prod) as u128) & kmask;
+                (((x * t as u128 + (1u128 << (k - 1))) >> k) % t as u128) as u64
+            })
+            .collect();
+        give_back(c1);
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::Plaintext;
+
+    fn setup() -> (Params, SecretKey, PublicKey) {
+        let params = Params::by_name("n8192-z2k32").expect("params");
+        let sk = SecretKey::generate(&params);
+        let pk = sk.public_key();
+        (params, sk, pk)
+    }
+
+    /// Coefficient p of the negacyclic product a·b mod 2^32.
+    fn negacyclic_at(a: &[u64], b: &[u64], p: usize) -> u64 {
+        let n = a.len();
+        let mut acc = 0u64;
+        for (i, &ai) in a.iter().enumerate() {
+            let (j, neg) = if i <= p {
+                (p - i, false)
+            } else {
+                (n + p - i, true)
+            };
+            let v = ai.wrapping_mul(b[j]);
+            acc = if neg {
+                acc.wrapping_sub(v)
+            } else {
+                acc.wrapping_add(v)
+            };
+        }
+        acc & 0xffff_ffff
+    }
+
+    /// End to end: the sparse response of a product decrypts to (a·w − mask) mod 2^32 at
+    /// every kept position (first, last, scattered), through the wire form, at the GRU's
+    /// modulus (one-prime client path) and at 2^62 (two primes and CRT).
+    #[test]
+    fn sparse_response_decrypts_the_masked_product() {
+        let (params, sk, pk) = setup();
+        let n = params.n();
+        let mut s = 99u64;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s >> 20
+        };
+        let a: Vec<u64> = (0..n).map(|_| next() & 0xffff_ffff).collect();
+        // Small signed weights (as the GRU's), stored mod 2^32.
+        let w: Vec<u64> = (0..n)
+            .map(|i| {
+                if i % 7 == 0 {
+                    ((next() % 255) as i64 - 127) as u64 & 0xffff_ffff
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let ct = sk.encrypt_coeffs(&a).expect("encrypt");
+        let pt = Plaintext::from_coeffs(&params, &w).expect("plaintext");
+        let positions: Vec<usize> = vec![0, 1, 99, 4095, 4096, 8000, n - 1];
+        let mask: Vec<u64> = positions.iter().map(|_| next() & 0xffff_ffff).collect();
+        for k in [44u32, 62] {
+            let prod = params.mul_plain(&ct, &pt);
+            let r = params
+                .finish_response_at(prod, &pk, 80, &positions, &mask, k)
+                .expect("finish");
+            let bytes = r.to_bytes();
+            assert_eq!(
+                bytes.len(),
+                SparseResponse::wire_len(&params, positions.len(), k)
+            );
+            let r = SparseResponse::from_bytes(&params, positions.len(), &bytes).expect("parse");
+            let got = sk.decrypt_sparse(&r, &positions).expect("decrypt");
+            for (j, &p) in positions.iter().enumerate() {
+                let want = negacyclic_at(&a, &w, p).wrapping_sub(mask[j]) & 0xffff_ffff;
+                assert_eq!(got[j], want, "k {k} position {p}");
+            }
+        }
+    }
+
+    /// The client's sparse decryption equals the dense `decrypt_response_poly` on the same
+    /// response (both the one-prime and the two-prime path).
+    #[test]
+    fn sparse_decryption_matches_dense() {
+        let (params, sk, pk) = setup();
+        let n = params.n();
+        let m: Vec<u64> = (0..n as u64)
+            .map(|i| i.wrapping_mul(2654435761) & 0xffff_ffff)
+            .collect();
+        let ct = sk.encrypt_coeffs(&m).expect("encrypt");
+        let positions: Vec<usize> = (0..n).step_by(97).chain([n - 1]).collect();
+        for k in [40u32, 44, 62] {
+            let dense = params
+                .finish_response(&ct, &pk, 60, None, k)
+                .expect("dense");
+            let want = sk.decrypt_response_poly(&dense).expect("dense decrypt");
+            let sparse = SparseResponse {
+                log_q: k,
+                c0: positions.iter().map(|&p| dense.c0[p]).collect(),
+                c1: dense.c1.clone(),
+            };
+            let got = sk
+                .decrypt_sparse(&sparse, &positions)
+                .expect("sparse decrypt");
+            let want: Vec<u64> = positions.iter().map(|&p| want[p]).collect();
+            assert_eq!(got, want, "k {k}");
+            assert_eq!(got, positions.iter().map(|&p| m[p]).collect::<Vec<_>>());
+        }
+    }
+
+    /// Hostile or inconsistent input gives typed errors, never a panic.
+    #[test]
+    fn sparse_rejects_bad_input() {
+        let (params, sk, pk) = setup();
+        let n = params.n();
+        let ct = sk.encrypt_coeffs(&[1, 2, 3]).expect("encrypt");
+        let pos = [3usize, 5];
+        let good = params
+            .finish_response_at(params.add(&ct, &ct), &pk, 40, &pos, &[0, 0], 44)
+            .expect("finish")
+            .to_bytes();
+        assert!(SparseResponse::from_bytes(&params, 2, &good).is_ok());
+        assert!(SparseResponse::from_bytes(&params, 2, &[]).is_err());
+        assert!(SparseResponse::from_bytes(&params, 2, &good[..good.len() - 1]).is_err());
+        assert!(SparseResponse::from_bytes(&params, 3, &good).is_err());
+        assert!(SparseResponse::from_bytes(&params, n + 1, &good).is_err());
+        for k in [0u8, 63, 255] {
+            let mut b = good.clone();
+            b[0] = k;
+            assert!(SparseResponse::from_bytes(&params, 2, &b).is_err(), "{k}");
+        }
+        // (2 + n)·44 bits end on a byte boundary; 43 bits leave 4 padding bits to poison.
+        let r = params
+            .finish_response_at(params.add(&ct, &ct), &pk, 40, &pos, &[0, 0], 43)
+            .expect("finish");
+        let mut b = r.to_bytes();
+        assert!(SparseResponse::from_bytes(&params, 2, &b).is_ok());
+        *b.last_mut().expect("non-empty") |= 0x80;
+        assert!(matches!(
+            SparseResponse::from_bytes(&params, 2, &b),
+            Err(HeError::BadHeader(_))
+        ));
+        let r = SparseResponse::from_bytes(&params, 2, &good).expect("parse");
+        assert!(sk.decrypt_sparse(&r, &[3]).is_err());
+        assert!(sk.decrypt_sparse(&r, &[3, n]).is_err());
+        for (p, m, k) in [
+            (&[3usize, n][..], &[0u64, 0][..], 44u32),
+            (&[3, 5], &[0], 44),
+            (&[3, 5], &[0, 0], 0),
+            (&[3, 5], &[0, 0], 63),
+        ] {
+            assert!(params
+                .finish_response_at(params.add(&ct, &ct), &pk, 40, p, m, k)
+                .is_err());
+        }
+        assert!(params
+            .finish_response_at(params.add(&ct, &ct), &pk, 125, &pos, &[0, 0], 44)
+            .is_err());
+    }
+
+    /// unpack inverts pack_into at every width and at the edges (all ones, a last value
+    /// ending mid-byte), and refuses a wrong length or width.
+    #[test]
+    fn unpack_inverts_pack() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for bits in [1u32, 7, 8, 13, 32, 43, 44, 55, 62] {
+            let m = (1u64 << bits) - 1;
+            for count in [0usize, 1, 5, 37] {
+                let vals: Vec<u64> = (0..count)
+                    .map(|i| {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        if i % 5 == 0 {
+                            m
+                        } else {
+                            (x >> 7) & m
+                        }
+                    })
+                    .collect();
+                let mut out = Vec::new();
+                pack_into(vals.iter().copied(), bits, &mut out);
+                assert_eq!(out.len(), (count * bits as usize).div_ceil(8));
+                assert_eq!(unpack(&out, count, bits).ok(), Some(vals.clone()), "{bits}");
+                if !out.is_empty() {
+                    assert!(unpack(&out[1..], count, bits).is_err());
+                }
+                out.push(0);
+                assert!(unpack(&out, count, bits).is_err());
+            }
+        }
+        assert!(unpack(&[], 0, 0).is_err() && unpack(&[], 0, 63).is_err());
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use crate::bfv::{Plaintext, Response};
+    use std::time::Instant;
+
+    /// Manual timers for the response path (not a check): `cargo test --release -p
+    /// secinfer-he --lib response_path_timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn response_path_timing() {
+        let params = Params::by_name("n8192-z2k32").expect("params");
+        let sk = SecretKey::generate(&params);
+        let pk = sk.public_key();
+        let n = params.n();
+        let ct = sk.encrypt_coeffs(&vec![7u64; n]).expect("enc");
+        let pt = Plaintext::from_coeffs(&params, &vec![3u64; n]).expect("pt");
+        let pos: Vec<usize> = (0..64).map(|i| i * 128 + 127).collect();
+        let mask = vec![5u64; pos.len()];
+        let reps = 200;
+        let time = |label: &str, f: &mut dyn FnMut()| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            eprintln!(
+                "{label}: {:.1} µs",
+                t.elapsed().as_secs_f64() * 1e6 / reps as f64
+            );
+        };
+        let md = &params.0.qs[0];
+        let mut x = vec![1u64; n];
+        time("NTT fwd (one 62-bit prime)", &mut || md.to_ntt(&mut x));
+        time("NTT inv (one 62-bit prime)", &mut || md.to_coeff(&mut x));
+        time("mul_plain", &mut || drop(params.mul_plain(&ct, &pt)));
+        let mut bytes = Vec::new();
+        time("mul_plain + finish_response_at + to_bytes", &mut || {
+            let r = params
+                .finish_response_at(params.mul_plain(&ct, &pt), &pk, 80, &pos, &mask, 44)
+                .expect("finish");
+            bytes = r.to_bytes();
+        });
+        if std::env::var_os("SPARSE_ONLY").is_some() {
+            for _ in 0..2000 {
+                let r = params
+                    .finish_response_at(params.mul_plain(&ct, &pt), &pk, 80, &pos, &mask, 44)
+                    .expect("finish");
+                bytes = r.to_bytes();
+                let r = SparseResponse::from_bytes(&params, pos.len(), &bytes).expect("parse");
+                drop(sk.decrypt_sparse(&r, &pos).expect("dec"));
+            }
+            return;
+        }
+        time("dense finish_response", &mut || {
+            let p = params.mul_plain(&ct, &pt);
+            drop(
+                params
+                    .finish_response(&p, &pk, 80, Some(&vec![5u64; n]), 44)
+                    .expect("f"),
+            );
+        });
+        time("from_bytes + decrypt_sparse", &mut || {
+            let r = SparseResponse::from_bytes(&params, pos.len(), &bytes).expect("parse");
+            drop(sk.decrypt_sparse(&r, &pos).expect("dec"));
+        });
+        let r = params
+            .finish_response_at(params.mul_plain(&ct, &pt), &pk, 80, &pos, &mask, 44)
+            .expect("finish");
+        let dense = Response {
+            log_q: 44,
+            c0: {
+                let mut c = vec![0u64; n];
+                for (&p, &v) in pos.iter().zip(&r.c0) {
+                    c[p] = v;
+                }
+                c
+            },
+            c1: r.c1.clone(),
+        };
+        time("decrypt_response_poly", &mut || {
+            drop(sk.decrypt_response_poly(&dense).expect("dec"))
+        });
+    }
+}
