@@ -30,7 +30,7 @@ pub struct GruArgs {
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
     /// What fills the sessions' OT pools: iknp (16 B per COT) or ferret (silent OT: ≈ 1.5 MB
-    /// once, then nearly free; ≈ 0.1–0.2 s of CPU per party per 10^7-COT iteration).
+    /// once, then nearly free, but each 10^7-COT iteration takes ≈ 1.3 s on two cores).
     #[arg(long, default_value = "iknp")]
     pub ot: OtFiller,
     /// Seed of the random model and tokens.
