@@ -28,10 +28,6 @@ use secinfer_net::Channel;
 pub const KK_CODE_BITS: usize = 256;
 const DOMAIN_KK_LO: u64 = 0x1c4e_5000_0000_0101;
 const DOMAIN_KK_HI: u64 = 0x1c4e_5000_0000_0102;
-/// Target size of one frame of masked messages.
-const FRAME_BYTES: usize = 4 << 20;
-/// Candidate keys computed per frame at most (bounds the sender's 16-byte-per-key scratch).
-const MAX_FRAME_KEYS: usize = 1 << 16;
 
 /// The Walsh–Hadamard codeword of `x` as (bits 0..128, bits 128..256).
 pub(crate) fn codeword(x: u8) -> (Block, Block) {
@@ -52,13 +48,6 @@ fn check_n(n: usize) -> Result<(), OtError> {
             "1-of-N OT needs 2 ≤ N ≤ 256, got {n}"
         )))
     }
-}
-
-/// Rows per frame of masked messages: deterministic in `(n, bits)` so both sides agree.
-fn frame_rows(n: usize, bits: u32) -> usize {
-    (FRAME_BYTES * 8 / (n * bits as usize))
-        .min(MAX_FRAME_KEYS / n)
-        .max(1)
 }
 
 /// Rows whose candidate keys are hashed in one batch (one rayon task).
@@ -225,11 +214,10 @@ impl KkSender {
         check_n_msgs(n, msgs, bits)?;
         let count = msgs.len() / n;
         let offs = self.offsets(n);
-        let rows_per_frame = frame_rows(n, bits);
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (first, q) = self.extend_all(ch, count)?;
-            send_n_frames(ch, n, msgs, bits, rows_per_frame, |row0, keys| {
+            send_n_frames(ch, n, msgs, bits, |row0, keys| {
                 // Each row of `q` is two blocks (256 columns).
                 let qf = &q[2 * row0..2 * (row0 + keys.len() / n)];
                 candidate_keys(qf, first.wrapping_add(row0 as u64), &offs, keys);
@@ -353,13 +341,12 @@ impl KkReceiver {
     ) -> Result<Vec<u64>, OtError> {
         Self::check_choices(n, choices)?;
         check_bits(bits)?;
-        let rows_per_frame = frame_rows(n, bits);
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let hashed = self.extend_hashed(ch, choices)?;
             let mut out = low_bits(&hashed, bits);
             drop(hashed);
-            recv_n_frames(ch, n, &mut out, choices, bits, rows_per_frame)?;
+            recv_n_frames(ch, n, &mut out, choices, bits)?;
             Ok(out)
         });
         self.poisoned = poisoned;

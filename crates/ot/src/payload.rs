@@ -196,17 +196,29 @@ pub(crate) fn check_n_msgs(n: usize, msgs: &[u64], bits: u32) -> Result<(), OtEr
     check_fits(msgs, bits)
 }
 
-/// 1-of-N sender: for each frame of `rows_per_frame` rows, `keys_of(row0, keys)` writes the `n`
+/// Target size of one frame of 1-of-N payloads.
+const N_FRAME_BYTES: usize = 4 << 20;
+/// Candidate keys per frame at most (bounds the sender's 16-byte-per-key scratch).
+const N_FRAME_KEYS: usize = 1 << 16;
+
+/// Rows per frame of 1-of-N payloads: deterministic in `(n, bits)` so both sides agree.
+fn n_frame_rows(n: usize, bits: u32) -> usize {
+    (N_FRAME_BYTES * 8 / (n * bits as usize))
+        .min(N_FRAME_KEYS / n)
+        .max(1)
+}
+
+/// 1-of-N sender: for each frame of [`n_frame_rows`] rows, `keys_of(row0, keys)` writes the `n`
 /// candidate keys of rows `row0..` (`keys.len() / n` rows); the masked values go out packed.
 pub(crate) fn send_n_frames<C: Channel>(
     ch: &mut C,
     n: usize,
     msgs: &[u64],
     bits: u32,
-    rows_per_frame: usize,
     mut keys_of: impl FnMut(usize, &mut [Block]),
 ) -> Result<(), OtError> {
     let mk = mask(bits);
+    let rows_per_frame = n_frame_rows(n, bits);
     let count = msgs.len() / n;
     let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
     let mut frame = Vec::new();
@@ -232,8 +244,8 @@ pub(crate) fn recv_n_frames<C: Channel>(
     out: &mut [u64],
     choices: &[u8],
     bits: u32,
-    rows_per_frame: usize,
 ) -> Result<(), OtError> {
+    let rows_per_frame = n_frame_rows(n, bits);
     for (oc, cc) in out
         .chunks_mut(rows_per_frame)
         .zip(choices.chunks(rows_per_frame))

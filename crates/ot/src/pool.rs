@@ -72,9 +72,6 @@ const DOMAIN_N_OUTER: u64 = 0x1c4e_5300_0000_0000;
 const HASH_TASK: usize = 2048;
 /// 1-of-N rows per rayon task (and per batched hash call).
 const N_TASK_ROWS: usize = 64;
-/// Target size of one frame of 1-of-N payloads, and the cap on keys per frame (scratch bound).
-const N_FRAME_BYTES: usize = 4 << 20;
-const N_FRAME_KEYS: usize = 1 << 16;
 
 /// Which protocol fills the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,13 +212,6 @@ fn n_keys_receiver(mk: &[Block], choices: &[u8], first: u64, m: usize, out: &mut
                 tccr_tweaked(o, &itw[..rows]);
             },
         );
-}
-
-/// Rows per frame of 1-of-N payloads: deterministic in `(n, bits)` so both sides agree.
-fn n_frame_rows(n: usize, bits: u32) -> usize {
-    (N_FRAME_BYTES * 8 / (n * bits as usize))
-        .min(N_FRAME_KEYS / n)
-        .max(1)
 }
 
 /// Sends `d_j = b_j ⊕ r_j` packed, [`DERAND_FRAME_OTS`] per frame.
@@ -862,11 +852,10 @@ impl PooledOtSender {
         check_bits(bits)?;
         check_n_msgs(n, msgs, bits)?;
         let count = msgs.len() / n;
-        let rows_per_frame = n_frame_rows(n, bits);
         self.run(ch, |s, ch| {
             let (first, r) = s.derand(ch, count * m)?;
             let k = &s.pool[r];
-            send_n_frames(ch, n, msgs, bits, rows_per_frame, |row0, keys| {
+            send_n_frames(ch, n, msgs, bits, |row0, keys| {
                 let kf = &k[row0 * m..(row0 + keys.len() / n) * m];
                 let base = first.wrapping_add((row0 * m) as u64);
                 n_keys_sender(kf, s.delta, base, m, n, keys);
@@ -1256,12 +1245,11 @@ impl PooledOtReceiver {
     ) -> Result<Vec<u64>, OtError> {
         let m = Self::check_choices(n, choices)?;
         check_bits(bits)?;
-        let rows_per_frame = n_frame_rows(n, bits);
         self.run(ch, |s, ch| {
             let keys = s.n_keys(ch, m, choices)?;
             let mut out = low_bits(&keys, bits);
             drop(keys);
-            recv_n_frames(ch, n, &mut out, choices, bits, rows_per_frame)?;
+            recv_n_frames(ch, n, &mut out, choices, bits)?;
             Ok(out)
         })
     }
