@@ -65,7 +65,6 @@ pub(crate) fn send_chosen_u64_frames<C: Channel>(
     bits: u32,
     hash_pairs: impl Fn(&[Block], u64, &mut [Block]),
 ) -> Result<(), OtError> {
-    let mk = mask(bits);
     let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
     let mut frame = Vec::new();
     for (c, (kc, mc)) in keys
@@ -75,15 +74,27 @@ pub(crate) fn send_chosen_u64_frames<C: Channel>(
     {
         let y = &mut y[..2 * kc.len()];
         hash_pairs(kc, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-        let mflat: &[u64] = bytemuck::cast_slice(mc);
-        frame.clear();
-        pack_into(
-            y.iter().zip(mflat).map(|(h, m)| (h.low_u64() ^ m) & mk),
-            bits,
-            &mut frame,
-        );
-        ch.send_pod::<u8>(&frame)?;
+        send_masked(ch, y, bytemuck::cast_slice(mc), bits, &mut frame)?;
     }
+    Ok(())
+}
+
+/// Sends `(keys[j] ⊕ msgs[j]) mod 2^bits` packed to `bits`, as one frame (`frame` is scratch).
+fn send_masked<C: Channel>(
+    ch: &mut C,
+    keys: &[Block],
+    msgs: &[u64],
+    bits: u32,
+    frame: &mut Vec<u8>,
+) -> Result<(), OtError> {
+    let mk = mask(bits);
+    frame.clear();
+    pack_into(
+        keys.iter().zip(msgs).map(|(k, m)| (k.low_u64() ^ m) & mk),
+        bits,
+        frame,
+    );
+    ch.send_pod::<u8>(frame)?;
     Ok(())
 }
 
@@ -217,7 +228,6 @@ pub(crate) fn send_n_frames<C: Channel>(
     bits: u32,
     mut keys_of: impl FnMut(usize, &mut [Block]),
 ) -> Result<(), OtError> {
-    let mk = mask(bits);
     let rows_per_frame = n_frame_rows(n, bits);
     let count = msgs.len() / n;
     let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
@@ -225,13 +235,7 @@ pub(crate) fn send_n_frames<C: Channel>(
     for (f, mf) in msgs.chunks(rows_per_frame * n).enumerate() {
         let keys = &mut keys[..mf.len()];
         keys_of(f * rows_per_frame, keys);
-        frame.clear();
-        pack_into(
-            keys.iter().zip(mf).map(|(k, v)| (k.low_u64() ^ v) & mk),
-            bits,
-            &mut frame,
-        );
-        ch.send_pod::<u8>(&frame)?;
+        send_masked(ch, keys, mf, bits, &mut frame)?;
     }
     Ok(())
 }
