@@ -8,7 +8,7 @@
 //! hashes with `tccr(tweak(domain, idx), ·)`, where `idx` is a per-instance counter that both
 //! parties advance by the number of OTs of each call, so no (tweak, input) pair repeats.
 //!
-//! Messages: each call costs one frame of `u` per [`CHUNK_ROWS`] rows from receiver to sender
+//! Messages: each call costs one frame of `u` per [`CHUNK_ROWS`](crate::ext::CHUNK_ROWS) rows from receiver to sender
 //! (16 bytes per OT), then, for the chosen and additive flavours, one frame per chunk back. The
 //! sender reads every `u` before it answers, so the two directions never block on each other
 //! (bounded socket buffers cannot deadlock); the price is that the sender of a chosen or additive
@@ -21,8 +21,12 @@ use crate::aes::Prg;
 use crate::base::{base_ot_receive, base_ot_send};
 use crate::block::Block;
 use crate::error::OtError;
-use crate::ext::{pack_choices, tccr_inplace, tweak, ExtReceiver, ExtSender, CHUNK_ROWS};
-use crate::pack::{check_bits, mask, pack_into, packed_len, Unpacker};
+use crate::ext::{pack_choices, tccr_inplace, tweak, ExtReceiver, ExtSender};
+use crate::pack::check_bits;
+use crate::payload::{
+    check_fits, low_bits, recv_chosen_frames, recv_chosen_u64_frames, recv_correlated_frames,
+    send_chosen_frames, send_chosen_u64_frames, send_correlated_frames,
+};
 use rayon::prelude::*;
 use secinfer_net::Channel;
 
@@ -197,20 +201,7 @@ impl OtExtSender {
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (first, q) = self.extend_all(ch, msgs.len())?;
-            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
-            for (c, (qc, mc)) in q
-                .chunks(CHUNK_ROWS)
-                .zip(msgs.chunks(CHUNK_ROWS))
-                .enumerate()
-            {
-                let y = &mut y[..2 * qc.len()];
-                hash_pairs(qc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-                let mflat: &[Block] = bytemuck::cast_slice(mc);
-                for (y, m) in y.iter_mut().zip(mflat) {
-                    *y ^= *m;
-                }
-                ch.send_pod(y)?;
-            }
+            send_chosen_frames(ch, &q, first, msgs, |k, i, y| hash_pairs(k, delta, i, y))?;
             ch.flush()?;
             Ok(())
         });
@@ -226,34 +217,14 @@ impl OtExtSender {
         bits: u32,
     ) -> Result<(), OtError> {
         check_bits(bits)?;
-        let mk = mask(bits);
-        if msgs.iter().any(|m| m[0] & !mk != 0 || m[1] & !mk != 0) {
-            return Err(OtError::arg(format!(
-                "a message does not fit in {bits} bits"
-            )));
-        }
+        check_fits(bytemuck::cast_slice(msgs), bits)?;
         let delta = self.delta;
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (first, q) = self.extend_all(ch, msgs.len())?;
-            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
-            let mut frame = Vec::new();
-            for (c, (qc, mc)) in q
-                .chunks(CHUNK_ROWS)
-                .zip(msgs.chunks(CHUNK_ROWS))
-                .enumerate()
-            {
-                let y = &mut y[..2 * qc.len()];
-                hash_pairs(qc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-                let mflat: &[u64] = bytemuck::cast_slice(mc);
-                frame.clear();
-                pack_into(
-                    y.iter().zip(mflat).map(|(h, m)| (h.low_u64() ^ m) & mk),
-                    bits,
-                    &mut frame,
-                );
-                ch.send_pod::<u8>(&frame)?;
-            }
+            send_chosen_u64_frames(ch, &q, first, msgs, bits, |k, i, y| {
+                hash_pairs(k, delta, i, y)
+            })?;
             ch.flush()?;
             Ok(())
         });
@@ -271,36 +242,13 @@ impl OtExtSender {
         bits: u32,
     ) -> Result<Vec<u64>, OtError> {
         check_bits(bits)?;
-        let mk = mask(bits);
         let delta = self.delta;
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (first, q) = self.extend_all(ch, deltas.len())?;
-            let mut xs = vec![0u64; deltas.len()];
-            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
-            let mut frame = Vec::new();
-            for (c, ((qc, dc), xc)) in q
-                .chunks(CHUNK_ROWS)
-                .zip(deltas.chunks(CHUNK_ROWS))
-                .zip(xs.chunks_mut(CHUNK_ROWS))
-                .enumerate()
-            {
-                let y = &mut y[..2 * qc.len()];
-                hash_pairs(qc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-                for (x, h) in xc.iter_mut().zip(y.chunks_exact(2)) {
-                    *x = h[0].low_u64() & mk;
-                }
-                frame.clear();
-                pack_into(
-                    xc.iter()
-                        .zip(dc)
-                        .zip(y.chunks_exact(2))
-                        .map(|((x, d), h)| x.wrapping_add(*d).wrapping_sub(h[1].low_u64()) & mk),
-                    bits,
-                    &mut frame,
-                );
-                ch.send_pod::<u8>(&frame)?;
-            }
+            let xs = send_correlated_frames(ch, &q, first, deltas, bits, |k, i, y| {
+                hash_pairs(k, delta, i, y)
+            })?;
             ch.flush()?;
             Ok(xs)
         });
@@ -441,13 +389,7 @@ impl OtExtReceiver {
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (_, mut out) = self.extend_hashed(ch, choices)?;
-            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-                let y = ch.recv_pod::<Block>(2 * oc.len())?;
-                for ((o, &c), y) in oc.iter_mut().zip(cc).zip(y.chunks_exact(2)) {
-                    // Branch-free pick of y[c].
-                    *o ^= y[0].and_bit(!c) ^ y[1].and_bit(c);
-                }
-            }
+            recv_chosen_frames(ch, &mut out, choices)?;
             Ok(out)
         });
         self.poisoned = poisoned;
@@ -462,22 +404,12 @@ impl OtExtReceiver {
         bits: u32,
     ) -> Result<Vec<u64>, OtError> {
         check_bits(bits)?;
-        let mk = mask(bits);
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (_, hashed) = self.extend_hashed(ch, choices)?;
-            let mut out: Vec<u64> = hashed.iter().map(|h| h.low_u64() & mk).collect();
+            let mut out = low_bits(&hashed, bits);
             drop(hashed);
-            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-                let frame = ch.recv_pod::<u8>(packed_len(2 * oc.len(), bits))?;
-                let mut up = Unpacker::new(&frame, bits);
-                for (o, &c) in oc.iter_mut().zip(cc) {
-                    let y0 = up.next_value();
-                    let y1 = up.next_value();
-                    let cm = (c as u64).wrapping_neg();
-                    *o ^= (y0 & !cm) | (y1 & cm);
-                }
-            }
+            recv_chosen_u64_frames(ch, &mut out, choices, bits)?;
             Ok(out)
         });
         self.poisoned = poisoned;
@@ -492,21 +424,12 @@ impl OtExtReceiver {
         bits: u32,
     ) -> Result<Vec<u64>, OtError> {
         check_bits(bits)?;
-        let mk = mask(bits);
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (_, hashed) = self.extend_hashed(ch, choices)?;
-            let mut out: Vec<u64> = hashed.iter().map(|h| h.low_u64() & mk).collect();
+            let out = low_bits(&hashed, bits);
             drop(hashed);
-            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-                let frame = ch.recv_pod::<u8>(packed_len(oc.len(), bits))?;
-                let mut up = Unpacker::new(&frame, bits);
-                for (o, &c) in oc.iter_mut().zip(cc) {
-                    let y = up.next_value() & (c as u64).wrapping_neg();
-                    *o = o.wrapping_add(y) & mk;
-                }
-            }
-            Ok(out)
+            recv_correlated_frames(ch, out, choices, bits)
         });
         self.poisoned = poisoned;
         r

@@ -19,7 +19,8 @@ use crate::base::{base_ot_receive, base_ot_send};
 use crate::block::Block;
 use crate::error::OtError;
 use crate::ext::{tccr_inplace, tccr_tweaked, tweak, ExtReceiver, ExtSender};
-use crate::pack::{check_bits, mask, pack_into, packed_len, Unpacker};
+use crate::pack::check_bits;
+use crate::payload::{check_n_msgs, low_bits, recv_n_frames, send_n_frames};
 use rayon::prelude::*;
 use secinfer_net::Channel;
 
@@ -27,10 +28,6 @@ use secinfer_net::Channel;
 pub const KK_CODE_BITS: usize = 256;
 const DOMAIN_KK_LO: u64 = 0x1c4e_5000_0000_0101;
 const DOMAIN_KK_HI: u64 = 0x1c4e_5000_0000_0102;
-/// Target size of one frame of masked messages.
-const FRAME_BYTES: usize = 4 << 20;
-/// Candidate keys computed per frame at most (bounds the sender's 16-byte-per-key scratch).
-const MAX_FRAME_KEYS: usize = 1 << 16;
 
 /// The Walsh–Hadamard codeword of `x` as (bits 0..128, bits 128..256).
 pub(crate) fn codeword(x: u8) -> (Block, Block) {
@@ -51,13 +48,6 @@ fn check_n(n: usize) -> Result<(), OtError> {
             "1-of-N OT needs 2 ≤ N ≤ 256, got {n}"
         )))
     }
-}
-
-/// Rows per frame of masked messages: deterministic in `(n, bits)` so both sides agree.
-fn frame_rows(n: usize, bits: u32) -> usize {
-    (FRAME_BYTES * 8 / (n * bits as usize))
-        .min(MAX_FRAME_KEYS / n)
-        .max(1)
 }
 
 /// Rows whose candidate keys are hashed in one batch (one rayon task).
@@ -221,43 +211,17 @@ impl KkSender {
     ) -> Result<(), OtError> {
         check_n(n)?;
         check_bits(bits)?;
-        #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.85
-        if msgs.len() % n != 0 {
-            return Err(OtError::arg(format!(
-                "{} messages are not a whole number of rows of {n}",
-                msgs.len()
-            )));
-        }
-        let mk = mask(bits);
-        if msgs.iter().any(|m| m & !mk != 0) {
-            return Err(OtError::arg(format!(
-                "a message does not fit in {bits} bits"
-            )));
-        }
+        check_n_msgs(n, msgs, bits)?;
         let count = msgs.len() / n;
         let offs = self.offsets(n);
-        let rows_per_frame = frame_rows(n, bits);
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let (first, q) = self.extend_all(ch, count)?;
-            let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
-            let mut frame = Vec::new();
-            for (f, (qf, mf)) in q
-                .chunks(2 * rows_per_frame)
-                .zip(msgs.chunks(rows_per_frame * n))
-                .enumerate()
-            {
-                let base = first.wrapping_add((f * rows_per_frame) as u64);
-                let keys = &mut keys[..mf.len()];
-                candidate_keys(qf, base, &offs, keys);
-                frame.clear();
-                pack_into(
-                    keys.iter().zip(mf).map(|(k, m)| (k.low_u64() ^ m) & mk),
-                    bits,
-                    &mut frame,
-                );
-                ch.send_pod::<u8>(&frame)?;
-            }
+            send_n_frames(ch, n, msgs, bits, |row0, keys| {
+                // Each row of `q` is two blocks (256 columns).
+                let qf = &q[2 * row0..2 * (row0 + keys.len() / n)];
+                candidate_keys(qf, first.wrapping_add(row0 as u64), &offs, keys);
+            })?;
             ch.flush()?;
             Ok(())
         });
@@ -377,28 +341,12 @@ impl KkReceiver {
     ) -> Result<Vec<u64>, OtError> {
         Self::check_choices(n, choices)?;
         check_bits(bits)?;
-        let mk = mask(bits);
-        let rows_per_frame = frame_rows(n, bits);
         let mut poisoned = self.poisoned;
         let r = guarded(&mut poisoned, || {
             let hashed = self.extend_hashed(ch, choices)?;
-            let mut out: Vec<u64> = hashed.iter().map(|h| h.low_u64() & mk).collect();
+            let mut out = low_bits(&hashed, bits);
             drop(hashed);
-            for (oc, cc) in out
-                .chunks_mut(rows_per_frame)
-                .zip(choices.chunks(rows_per_frame))
-            {
-                let frame = ch.recv_pod::<u8>(packed_len(oc.len() * n, bits))?;
-                let mut up = Unpacker::new(&frame, bits);
-                for (o, &w) in oc.iter_mut().zip(cc) {
-                    let mut pick = 0u64;
-                    for x in 0..n {
-                        let v = up.next_value();
-                        pick |= v & ((x == w as usize) as u64).wrapping_neg();
-                    }
-                    *o ^= pick;
-                }
-            }
+            recv_n_frames(ch, n, &mut out, choices, bits)?;
             Ok(out)
         });
         self.poisoned = poisoned;

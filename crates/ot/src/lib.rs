@@ -42,6 +42,7 @@ pub mod ferret;
 mod iknp;
 mod kk;
 mod pack;
+mod payload;
 mod pool;
 pub mod transpose;
 

@@ -46,10 +46,15 @@
 use crate::aes::Prg;
 use crate::block::Block;
 use crate::error::OtError;
-use crate::ext::{pack_choices, tccr_inplace, tccr_tweaked, tweak, CHUNK_ROWS};
+use crate::ext::{pack_choices, tccr_inplace, tccr_tweaked, tweak};
 use crate::ferret::{FerretCotReceiver, FerretCotSender, FerretParams};
 use crate::iknp::{OtExtReceiver, OtExtSender};
-use crate::pack::{check_bits, mask, pack_into, packed_len, Unpacker};
+use crate::pack::{check_bits, mask};
+use crate::payload::{
+    check_fits, check_n_msgs, low_bits, recv_chosen_frames, recv_chosen_u64_frames,
+    recv_correlated_frames, recv_n_frames, send_chosen_frames, send_chosen_u64_frames,
+    send_correlated_frames, send_n_frames,
+};
 use rayon::prelude::*;
 use secinfer_net::Channel;
 
@@ -67,9 +72,6 @@ const DOMAIN_N_OUTER: u64 = 0x1c4e_5300_0000_0000;
 const HASH_TASK: usize = 2048;
 /// 1-of-N rows per rayon task (and per batched hash call).
 const N_TASK_ROWS: usize = 64;
-/// Target size of one frame of 1-of-N payloads, and the cap on keys per frame (scratch bound).
-const N_FRAME_BYTES: usize = 4 << 20;
-const N_FRAME_KEYS: usize = 1 << 16;
 
 /// Which protocol fills the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +109,11 @@ fn hash_pairs(k: &[Block], delta: Block, first: u64, out: &mut [Block]) {
             let base = first.wrapping_add((c * HASH_TASK) as u64);
             tccr_inplace(o, |i| tweak(DOMAIN_POOL, base.wrapping_add((i / 2) as u64)));
         });
+}
+
+/// [`hash_pairs`] under `Δ`, in the shape the payload framing takes.
+fn pairs(delta: Block) -> impl Fn(&[Block], u64, &mut [Block]) {
+    move |k, first, out| hash_pairs(k, delta, first, out)
 }
 
 /// `xs[j] = H(first + j, xs[j])`.
@@ -207,13 +214,6 @@ fn n_keys_receiver(mk: &[Block], choices: &[u8], first: u64, m: usize, out: &mut
         );
 }
 
-/// Rows per frame of 1-of-N payloads: deterministic in `(n, bits)` so both sides agree.
-fn n_frame_rows(n: usize, bits: u32) -> usize {
-    (N_FRAME_BYTES * 8 / (n * bits as usize))
-        .min(N_FRAME_KEYS / n)
-        .max(1)
-}
-
 /// Sends `d_j = b_j ⊕ r_j` packed, [`DERAND_FRAME_OTS`] per frame.
 fn send_derand<C: Channel>(ch: &mut C, b: &[bool], r: &[bool]) -> Result<(), OtError> {
     debug_assert_eq!(b.len(), r.len());
@@ -254,65 +254,6 @@ fn recv_derand<C: Channel>(ch: &mut C, k: &mut [Block], delta: Block) -> Result<
             });
     }
     Ok(())
-}
-
-/// Receiver: adds the sender's packed answer words (frames of [`CHUNK_ROWS`]) where the choice
-/// is 1: `out[j] += c_j·y_j mod 2^bits`.
-fn recv_correlated_frames<C: Channel>(
-    ch: &mut C,
-    mut out: Vec<u64>,
-    choices: &[bool],
-    bits: u32,
-) -> Result<Vec<u64>, OtError> {
-    let mk = mask(bits);
-    for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-        let frame = ch.recv_pod::<u8>(packed_len(oc.len(), bits))?;
-        let mut up = Unpacker::new(&frame, bits);
-        for (o, &c) in oc.iter_mut().zip(cc) {
-            let y = up.next_value() & (c as u64).wrapping_neg();
-            *o = o.wrapping_add(y) & mk;
-        }
-    }
-    Ok(out)
-}
-
-/// Sender: for the keys `k` (first global index `first`), returns `x_j = H(K_j)` and sends
-/// `x_j + deltas[j] − H(K_j ⊕ Δ)` packed to `bits`, in frames of [`CHUNK_ROWS`] (not flushed).
-fn send_correlated_frames<C: Channel>(
-    ch: &mut C,
-    k: &[Block],
-    delta: Block,
-    first: u64,
-    deltas: &[u64],
-    bits: u32,
-) -> Result<Vec<u64>, OtError> {
-    let mk = mask(bits);
-    let mut xs = vec![0u64; deltas.len()];
-    let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
-    let mut frame = Vec::new();
-    for (c, ((kc, dc), xc)) in k
-        .chunks(CHUNK_ROWS)
-        .zip(deltas.chunks(CHUNK_ROWS))
-        .zip(xs.chunks_mut(CHUNK_ROWS))
-        .enumerate()
-    {
-        let y = &mut y[..2 * kc.len()];
-        hash_pairs(kc, delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-        for (x, h) in xc.iter_mut().zip(y.chunks_exact(2)) {
-            *x = h[0].low_u64() & mk;
-        }
-        frame.clear();
-        pack_into(
-            xc.iter()
-                .zip(dc)
-                .zip(y.chunks_exact(2))
-                .map(|((x, d), h)| x.wrapping_add(*d).wrapping_sub(h[1].low_u64()) & mk),
-            bits,
-            &mut frame,
-        );
-        ch.send_pod::<u8>(&frame)?;
-    }
-    Ok(xs)
 }
 
 /// Receives `n` derandomisation bits as booleans (same frames and padding check as
@@ -415,6 +356,128 @@ impl PendingEarlyRecv {
     /// Whether the batch is empty.
     pub fn is_empty(&self) -> bool {
         self.v.is_empty()
+    }
+}
+
+/// What the sender's and the receiver's pools share: the guard that refuses calls after an
+/// error, and the cursor that hands out pooled COTs (refilling the deficit first). Both sides
+/// take the same counts in the same order, so their global indices and refills stay in step.
+trait Pool: Sized {
+    /// `(poisoned, pos, consumed)`: whether a call failed, where the unused COTs start, and how
+    /// many online calls took so far.
+    fn state(&mut self) -> (&mut bool, &mut usize, &mut u64);
+    /// Unused pooled COTs.
+    fn unused(&self) -> usize;
+    /// Adds at least `n` COTs to the pool (exactly `n` with IKNP, whole iterations with Ferret).
+    fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError>;
+
+    /// Runs `f` unless the instance failed earlier; any error marks it failed (its pool
+    /// position or filler is then out of step with the peer's).
+    fn run<C: Channel, T>(
+        &mut self,
+        ch: &mut C,
+        f: impl FnOnce(&mut Self, &mut C) -> Result<T, OtError>,
+    ) -> Result<T, OtError> {
+        if *self.state().0 {
+            return Err(OtError::arg(
+                "this pooled OT instance failed earlier and is out of step with its peer",
+            ));
+        }
+        let r = f(self, ch);
+        if r.is_err() {
+            *self.state().0 = true;
+        }
+        r
+    }
+
+    /// Takes `n` pooled COTs (refilling the deficit first) without reading or sending anything;
+    /// returns the global index of the first and where they lie in the pool.
+    fn take<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
+        if self.unused() < n {
+            let deficit = n - self.unused();
+            self.fill_inner(ch, deficit)?;
+        }
+        let (_, pos, consumed) = self.state();
+        let first = *consumed;
+        *consumed = first
+            .checked_add(n as u64)
+            .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
+        let range = *pos..*pos + n;
+        *pos += n;
+        Ok((first, range))
+    }
+}
+
+impl Pool for PooledOtSender {
+    fn state(&mut self) -> (&mut bool, &mut usize, &mut u64) {
+        (&mut self.poisoned, &mut self.pos, &mut self.consumed)
+    }
+    fn unused(&self) -> usize {
+        self.available()
+    }
+    fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        // Drop the used prefix first so the pool never grows past what is unused plus `n`.
+        self.pool.drain(..self.pos);
+        self.pos = 0;
+        let start = self.pool.len();
+        match &mut self.filler {
+            SenderFiller::Iknp(ext) => {
+                self.pool.resize(start + n, Block::ZERO);
+                ext.send_cot_into(ch, &mut self.pool[start..])
+            }
+            SenderFiller::Ferret(f) => {
+                // Reserve the final size once: growing a 10^7-block vector by doubling would
+                // copy it several times.
+                let p = f.params();
+                let iters = n.div_ceil(p.per_iteration());
+                self.pool
+                    .reserve(iters * p.per_iteration() + p.main.reserve());
+                while self.pool.len() < start + n {
+                    f.extend(ch, &mut self.pool)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Pool for PooledOtReceiver {
+    fn state(&mut self) -> (&mut bool, &mut usize, &mut u64) {
+        (&mut self.poisoned, &mut self.pos, &mut self.consumed)
+    }
+    fn unused(&self) -> usize {
+        self.available()
+    }
+    fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
+        self.keys.drain(..self.pos);
+        self.bits.drain(..self.pos);
+        self.pos = 0;
+        let start = self.keys.len();
+        match &mut self.filler {
+            ReceiverFiller::Iknp(ext) => {
+                let r = self.prg.bits(n);
+                self.keys.resize(start + n, Block::ZERO);
+                ext.recv_cot_into(ch, &r, &mut self.keys[start..])?;
+                self.bits.extend_from_slice(&r);
+                Ok(())
+            }
+            ReceiverFiller::Ferret(f) => {
+                let p = f.params();
+                let iters = n.div_ceil(p.per_iteration());
+                self.keys
+                    .reserve(iters * p.per_iteration() + p.main.reserve());
+                self.bits
+                    .reserve(iters * p.per_iteration() + p.main.reserve());
+                while self.keys.len() < start + n {
+                    f.extend(ch, &mut self.keys, &mut self.bits)?;
+                }
+                Ok(())
+            }
+        }
     }
 }
 
@@ -544,31 +607,6 @@ impl PooledOtSender {
         self.run(ch, |s, ch| s.fill_inner(ch, deficit))
     }
 
-    fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
-        // Drop the used prefix first so the pool never grows past what is unused plus `n`.
-        self.pool.drain(..self.pos);
-        self.pos = 0;
-        let start = self.pool.len();
-        match &mut self.filler {
-            SenderFiller::Iknp(ext) => {
-                self.pool.resize(start + n, Block::ZERO);
-                ext.send_cot_into(ch, &mut self.pool[start..])
-            }
-            SenderFiller::Ferret(f) => {
-                // Reserve the final size once: growing a 10^7-block vector by doubling would
-                // copy it several times.
-                let p = f.params();
-                let iters = n.div_ceil(p.per_iteration());
-                self.pool
-                    .reserve(iters * p.per_iteration() + p.main.reserve());
-                while self.pool.len() < start + n {
-                    f.extend(ch, &mut self.pool)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
     /// Takes `n` pooled COTs (refilling the deficit first) and applies the derandomisation bits
     /// read from the peer in place (they are consumed anyway); returns the global index of the
     /// first and where the `K'_j = K_j ⊕ d_j·Δ` lie in the pool.
@@ -580,42 +618,6 @@ impl PooledOtSender {
         let (first, range) = self.take(ch, n)?;
         recv_derand(ch, &mut self.pool[range.clone()], self.delta)?;
         Ok((first, range))
-    }
-
-    /// Takes `n` pooled COTs (refilling the deficit first) without reading anything.
-    fn take<C: Channel>(
-        &mut self,
-        ch: &mut C,
-        n: usize,
-    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
-        if self.available() < n {
-            let deficit = n - self.available();
-            self.fill_inner(ch, deficit)?;
-        }
-        let first = self.consumed;
-        self.consumed = first
-            .checked_add(n as u64)
-            .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
-        let range = self.pos..self.pos + n;
-        self.pos += n;
-        Ok((first, range))
-    }
-
-    fn run<C: Channel, T>(
-        &mut self,
-        ch: &mut C,
-        f: impl FnOnce(&mut Self, &mut C) -> Result<T, OtError>,
-    ) -> Result<T, OtError> {
-        if self.poisoned {
-            return Err(OtError::arg(
-                "this pooled OT instance failed earlier and is out of step with its peer",
-            ));
-        }
-        let r = f(self, ch);
-        if r.is_err() {
-            self.poisoned = true;
-        }
-        r
     }
 
     /// Correlated OT into a caller's buffer: `out[j] = m0_j`; the receiver gets `m0_j ⊕ c_j·Δ`.
@@ -672,21 +674,7 @@ impl PooledOtSender {
     ) -> Result<(), OtError> {
         self.run(ch, |s, ch| {
             let (first, r) = s.derand(ch, msgs.len())?;
-            let k = &s.pool[r];
-            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
-            for (c, (kc, mc)) in k
-                .chunks(CHUNK_ROWS)
-                .zip(msgs.chunks(CHUNK_ROWS))
-                .enumerate()
-            {
-                let y = &mut y[..2 * kc.len()];
-                hash_pairs(kc, s.delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-                let mflat: &[Block] = bytemuck::cast_slice(mc);
-                for (y, m) in y.iter_mut().zip(mflat) {
-                    *y ^= *m;
-                }
-                ch.send_pod(y)?;
-            }
+            send_chosen_frames(ch, &s.pool[r], first, msgs, pairs(s.delta))?;
             ch.flush()?;
             Ok(())
         })
@@ -700,33 +688,10 @@ impl PooledOtSender {
         bits: u32,
     ) -> Result<(), OtError> {
         check_bits(bits)?;
-        let mk = mask(bits);
-        if msgs.iter().any(|m| m[0] & !mk != 0 || m[1] & !mk != 0) {
-            return Err(OtError::arg(format!(
-                "a message does not fit in {bits} bits"
-            )));
-        }
+        check_fits(bytemuck::cast_slice(msgs), bits)?;
         self.run(ch, |s, ch| {
             let (first, r) = s.derand(ch, msgs.len())?;
-            let k = &s.pool[r];
-            let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(msgs.len())];
-            let mut frame = Vec::new();
-            for (c, (kc, mc)) in k
-                .chunks(CHUNK_ROWS)
-                .zip(msgs.chunks(CHUNK_ROWS))
-                .enumerate()
-            {
-                let y = &mut y[..2 * kc.len()];
-                hash_pairs(kc, s.delta, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-                let mflat: &[u64] = bytemuck::cast_slice(mc);
-                frame.clear();
-                pack_into(
-                    y.iter().zip(mflat).map(|(h, m)| (h.low_u64() ^ m) & mk),
-                    bits,
-                    &mut frame,
-                );
-                ch.send_pod::<u8>(&frame)?;
-            }
+            send_chosen_u64_frames(ch, &s.pool[r], first, msgs, bits, pairs(s.delta))?;
             ch.flush()?;
             Ok(())
         })
@@ -743,7 +708,7 @@ impl PooledOtSender {
         check_bits(bits)?;
         self.run(ch, |s, ch| {
             let (first, r) = s.derand(ch, deltas.len())?;
-            let xs = send_correlated_frames(ch, &s.pool[r], s.delta, first, deltas, bits)?;
+            let xs = send_correlated_frames(ch, &s.pool[r], first, deltas, bits, pairs(s.delta))?;
             ch.flush()?;
             Ok(xs)
         })
@@ -787,7 +752,14 @@ impl PooledOtSender {
             )));
         }
         self.run(ch, |s, ch| {
-            send_correlated_frames(ch, &pending.keys, s.delta, pending.first, deltas, bits)
+            send_correlated_frames(
+                ch,
+                &pending.keys,
+                pending.first,
+                deltas,
+                bits,
+                pairs(s.delta),
+            )
         })
     }
 
@@ -807,7 +779,7 @@ impl PooledOtSender {
         check_bits(bits)?;
         self.run(ch, |s, ch| {
             let (first, r) = s.take(ch, deltas.len())?;
-            let x = send_correlated_frames(ch, &s.pool[r], s.delta, first, deltas, bits)?;
+            let x = send_correlated_frames(ch, &s.pool[r], first, deltas, bits, pairs(s.delta))?;
             Ok(PendingEarlySend {
                 x,
                 deltas: deltas.to_vec(),
@@ -878,42 +850,16 @@ impl PooledOtSender {
     ) -> Result<(), OtError> {
         let m = log_n(n)?;
         check_bits(bits)?;
-        #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.85
-        if msgs.len() % n != 0 {
-            return Err(OtError::arg(format!(
-                "{} messages are not a whole number of rows of {n}",
-                msgs.len()
-            )));
-        }
-        let mk = mask(bits);
-        if msgs.iter().any(|v| v & !mk != 0) {
-            return Err(OtError::arg(format!(
-                "a message does not fit in {bits} bits"
-            )));
-        }
+        check_n_msgs(n, msgs, bits)?;
         let count = msgs.len() / n;
-        let rows_per_frame = n_frame_rows(n, bits);
         self.run(ch, |s, ch| {
             let (first, r) = s.derand(ch, count * m)?;
             let k = &s.pool[r];
-            let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
-            let mut frame = Vec::new();
-            for (f, (kf, mf)) in k
-                .chunks(rows_per_frame * m)
-                .zip(msgs.chunks(rows_per_frame * n))
-                .enumerate()
-            {
-                let keys = &mut keys[..mf.len()];
-                let base = first.wrapping_add((f * rows_per_frame * m) as u64);
+            send_n_frames(ch, n, msgs, bits, |row0, keys| {
+                let kf = &k[row0 * m..(row0 + keys.len() / n) * m];
+                let base = first.wrapping_add((row0 * m) as u64);
                 n_keys_sender(kf, s.delta, base, m, n, keys);
-                frame.clear();
-                pack_into(
-                    keys.iter().zip(mf).map(|(k, v)| (k.low_u64() ^ v) & mk),
-                    bits,
-                    &mut frame,
-                );
-                ch.send_pod::<u8>(&frame)?;
-            }
+            })?;
             ch.flush()?;
             Ok(())
         })
@@ -1007,51 +953,6 @@ impl PooledOtReceiver {
     pub fn reserve<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
         let deficit = n.saturating_sub(self.available());
         self.run(ch, |s, ch| s.fill_inner(ch, deficit))
-    }
-
-    fn fill_inner<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<(), OtError> {
-        self.keys.drain(..self.pos);
-        self.bits.drain(..self.pos);
-        self.pos = 0;
-        let start = self.keys.len();
-        match &mut self.filler {
-            ReceiverFiller::Iknp(ext) => {
-                let r = self.prg.bits(n);
-                self.keys.resize(start + n, Block::ZERO);
-                ext.recv_cot_into(ch, &r, &mut self.keys[start..])?;
-                self.bits.extend_from_slice(&r);
-                Ok(())
-            }
-            ReceiverFiller::Ferret(f) => {
-                let p = f.params();
-                let iters = n.div_ceil(p.per_iteration());
-                self.keys
-                    .reserve(iters * p.per_iteration() + p.main.reserve());
-                self.bits
-                    .reserve(iters * p.per_iteration() + p.main.reserve());
-                while self.keys.len() < start + n {
-                    f.extend(ch, &mut self.keys, &mut self.bits)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    fn run<C: Channel, T>(
-        &mut self,
-        ch: &mut C,
-        f: impl FnOnce(&mut Self, &mut C) -> Result<T, OtError>,
-    ) -> Result<T, OtError> {
-        if self.poisoned {
-            return Err(OtError::arg(
-                "this pooled OT instance failed earlier and is out of step with its peer",
-            ));
-        }
-        let r = f(self, ch);
-        if r.is_err() {
-            self.poisoned = true;
-        }
-        r
     }
 
     /// Takes `choices.len()` pooled COTs (refilling the deficit first) and sends the
@@ -1153,12 +1054,7 @@ impl PooledOtReceiver {
             let mut out = vec![Block::ZERO; choices.len()];
             let first = s.derand(ch, choices, &mut out)?;
             hash_rows(&mut out, first);
-            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-                let y = ch.recv_pod::<Block>(2 * oc.len())?;
-                for ((o, &c), y) in oc.iter_mut().zip(cc).zip(y.chunks_exact(2)) {
-                    *o ^= y[0].and_bit(!c) ^ y[1].and_bit(c);
-                }
-            }
+            recv_chosen_frames(ch, &mut out, choices)?;
             Ok(out)
         })
     }
@@ -1173,8 +1069,7 @@ impl PooledOtReceiver {
         let mut h = vec![Block::ZERO; choices.len()];
         let first = self.derand(ch, choices, &mut h)?;
         hash_rows(&mut h, first);
-        let mk = mask(bits);
-        Ok(h.iter().map(|h| h.low_u64() & mk).collect())
+        Ok(low_bits(&h, bits))
     }
 
     /// Chosen-message OT on `bits`-bit messages: returns `msgs[j][c_j]`.
@@ -1187,16 +1082,7 @@ impl PooledOtReceiver {
         check_bits(bits)?;
         self.run(ch, |s, ch| {
             let mut out = s.hashed_u64(ch, choices, bits)?;
-            for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-                let frame = ch.recv_pod::<u8>(packed_len(2 * oc.len(), bits))?;
-                let mut up = Unpacker::new(&frame, bits);
-                for (o, &c) in oc.iter_mut().zip(cc) {
-                    let y0 = up.next_value();
-                    let y1 = up.next_value();
-                    let cm = (c as u64).wrapping_neg();
-                    *o ^= (y0 & !cm) | (y1 & cm);
-                }
-            }
+            recv_chosen_u64_frames(ch, &mut out, choices, bits)?;
             Ok(out)
         })
     }
@@ -1255,9 +1141,7 @@ impl PooledOtReceiver {
                 choices,
             } = pending;
             hash_rows(&mut keys, first);
-            let mk = mask(bits);
-            let out = keys.iter().map(|h| h.low_u64() & mk).collect();
-            recv_correlated_frames(ch, out, &choices, bits)
+            recv_correlated_frames(ch, low_bits(&keys, bits), &choices, bits)
         })
     }
 
@@ -1277,10 +1161,8 @@ impl PooledOtReceiver {
             let (first, range) = s.take(ch, n)?;
             let mut h = s.keys[range.clone()].to_vec();
             hash_rows(&mut h, first);
-            let mk = mask(bits);
             let r = s.bits[range].to_vec();
-            let v0: Vec<u64> = h.iter().map(|h| h.low_u64() & mk).collect();
-            let v = recv_correlated_frames(ch, v0, &r, bits)?;
+            let v = recv_correlated_frames(ch, low_bits(&h, bits), &r, bits)?;
             Ok(PendingEarlyRecv { v, r, bits })
         })
     }
@@ -1311,25 +1193,6 @@ impl PooledOtReceiver {
                 .map(|(v, (&c, &r))| if c ^ r { v.wrapping_neg() & mk } else { *v })
                 .collect())
         })
-    }
-
-    /// Takes `n` pooled COTs (refilling the deficit first) without sending anything.
-    fn take<C: Channel>(
-        &mut self,
-        ch: &mut C,
-        n: usize,
-    ) -> Result<(u64, std::ops::Range<usize>), OtError> {
-        if self.available() < n {
-            let deficit = n - self.available();
-            self.fill_inner(ch, deficit)?;
-        }
-        let first = self.consumed;
-        self.consumed = first
-            .checked_add(n as u64)
-            .ok_or_else(|| OtError::arg("OT index counter overflow"))?;
-        let range = self.pos..self.pos + n;
-        self.pos += n;
-        Ok((first, range))
     }
 
     fn check_choices(n: usize, choices: &[u8]) -> Result<usize, OtError> {
@@ -1382,29 +1245,11 @@ impl PooledOtReceiver {
     ) -> Result<Vec<u64>, OtError> {
         let m = Self::check_choices(n, choices)?;
         check_bits(bits)?;
-        let mk = mask(bits);
-        let rows_per_frame = n_frame_rows(n, bits);
         self.run(ch, |s, ch| {
             let keys = s.n_keys(ch, m, choices)?;
-            let mut out: Vec<u64> = keys.iter().map(|k| k.low_u64() & mk).collect();
+            let mut out = low_bits(&keys, bits);
             drop(keys);
-            for (oc, cc) in out
-                .chunks_mut(rows_per_frame)
-                .zip(choices.chunks(rows_per_frame))
-            {
-                let frame = ch.recv_pod::<u8>(packed_len(oc.len() * n, bits))?;
-                let mut up = Unpacker::new(&frame, bits);
-                for (o, &w) in oc.iter_mut().zip(cc) {
-                    // Read every candidate (the position in the frame must not depend on `w`
-                    // through a branch), keep the chosen one.
-                    let mut pick = 0u64;
-                    for x in 0..n {
-                        let v = up.next_value();
-                        pick |= v & ((x == w as usize) as u64).wrapping_neg();
-                    }
-                    *o ^= pick;
-                }
-            }
+            recv_n_frames(ch, n, &mut out, choices, bits)?;
             Ok(out)
         })
     }

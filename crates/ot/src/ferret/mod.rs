@@ -181,6 +181,34 @@ fn take_front<T: Copy>(v: &mut Vec<T>, start: usize, m: usize, to: &mut Vec<T>) 
     }
 }
 
+/// Refuses a call on an instance that failed earlier (its reserve and iteration counter may be
+/// out of step with the peer's).
+fn check_usable(poisoned: bool) -> Result<(), OtError> {
+    if poisoned {
+        return Err(OtError::arg(
+            "this Ferret instance failed earlier and is out of step with its peer",
+        ));
+    }
+    Ok(())
+}
+
+/// Marks the instance unusable if an iteration failed.
+fn poison_on_err<T>(poisoned: &mut bool, r: Result<T, OtError>) -> Result<T, OtError> {
+    if r.is_err() {
+        *poisoned = true;
+    }
+    r
+}
+
+/// Refuses an iteration number the tweaks cannot hold.
+fn check_iter(iter: u64) -> Result<(), OtError> {
+    if iter >= 1 << 32 {
+        // The tweaks hold 32 bits of iteration number; 2^32 iterations are ~4·10^16 COTs.
+        return Err(OtError::arg("Ferret iteration counter exhausted"));
+    }
+    Ok(())
+}
+
 /// The Ferret sender (holds `Δ` and the reserve `K`). Not `Debug` (secret state).
 pub struct FerretCotSender {
     params: FerretParams,
@@ -257,17 +285,10 @@ impl FerretCotSender {
         ch: &mut C,
         out: &mut Vec<Block>,
     ) -> Result<usize, OtError> {
-        if self.poisoned {
-            return Err(OtError::arg(
-                "this Ferret instance failed earlier and is out of step with its peer",
-            ));
-        }
+        check_usable(self.poisoned)?;
         let main = self.params.main;
         let r = self.iterate(ch, &main, out, true);
-        if r.is_err() {
-            self.poisoned = true;
-        }
-        r
+        poison_on_err(&mut self.poisoned, r)
     }
 
     /// Runs one iteration with `p` on the current reserve (which must hold `p.reserve()`) and
@@ -283,10 +304,7 @@ impl FerretCotSender {
     ) -> Result<usize, OtError> {
         let h = p.log_bin as usize;
         debug_assert_eq!(self.reserve.len(), p.reserve());
-        if self.iter >= 1 << 32 {
-            // The tweaks hold 32 bits of iteration number; 2^32 iterations are ~4·10^16 COTs.
-            return Err(OtError::arg("Ferret iteration counter exhausted"));
-        }
+        check_iter(self.iter)?;
         let start = out.len();
         out.resize(start + p.n(), Block::ZERO);
         let seeds = self.prg.blocks(p.t);
@@ -376,20 +394,13 @@ impl FerretCotReceiver {
         out: &mut Vec<Block>,
         bits: &mut Vec<bool>,
     ) -> Result<usize, OtError> {
-        if self.poisoned {
-            return Err(OtError::arg(
-                "this Ferret instance failed earlier and is out of step with its peer",
-            ));
-        }
+        check_usable(self.poisoned)?;
         if out.len() != bits.len() {
             return Err(OtError::arg("Ferret extend: one bit per COT"));
         }
         let main = self.params.main;
         let r = self.iterate(ch, &main, out, bits, true);
-        if r.is_err() {
-            self.poisoned = true;
-        }
-        r
+        poison_on_err(&mut self.poisoned, r)
     }
 
     fn iterate<C: Channel>(
@@ -402,10 +413,7 @@ impl FerretCotReceiver {
     ) -> Result<usize, OtError> {
         let h = p.log_bin as usize;
         debug_assert_eq!(self.reserve.len(), p.reserve());
-        if self.iter >= 1 << 32 {
-            // The tweaks hold 32 bits of iteration number; 2^32 iterations are ~4·10^16 COTs.
-            return Err(OtError::arg("Ferret iteration counter exhausted"));
-        }
+        check_iter(self.iter)?;
         // The frame length is fixed by the public parameters: checked before allocation.
         let msg = ch.recv_pod::<Block>(p.t * mpcot::msg_blocks_per_tree(h))?;
         let start = out.len();
