@@ -22,6 +22,7 @@
 
 use rayon::prelude::*;
 
+use crate::bfv::{pool_pop, pool_push};
 use crate::params::Params;
 
 thread_local! {
@@ -30,12 +31,7 @@ thread_local! {
 
 /// A buffer of `len` u32 words (contents unspecified unless `zero`), recycled when possible.
 pub(crate) fn take32(len: usize, zero: bool) -> Vec<u32> {
-    let v = POOL32.with(|p| {
-        let mut p = p.borrow_mut();
-        p.iter()
-            .position(|v| v.capacity() >= len)
-            .map(|i| p.swap_remove(i))
-    });
+    let v = pool_pop(&POOL32, len);
     match v {
         Some(mut v) => {
             if zero {
@@ -53,15 +49,7 @@ pub(crate) fn take32(len: usize, zero: bool) -> Vec<u32> {
 }
 
 pub(crate) fn give32(v: Vec<u32>) {
-    if v.capacity() == 0 {
-        return;
-    }
-    POOL32.with(|p| {
-        let mut p = p.borrow_mut();
-        if p.len() < 64 {
-            p.push(v);
-        }
-    });
+    pool_push(&POOL32, v);
 }
 
 /// Defines `fn $name(args)` that runs its body compiled for AVX2 when the CPU has it (the
