@@ -25,14 +25,35 @@ thread_local! {
     static POOL: std::cell::RefCell<Vec<Vec<u64>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A zeroed buffer of `len` words, recycled when possible.
-pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
-    let v = POOL.with(|p| {
+/// A per-thread list of spare buffers (this one for u64 words, `ks32`'s for u32).
+pub(crate) type BufPool<T> = std::thread::LocalKey<std::cell::RefCell<Vec<Vec<T>>>>;
+
+/// Takes out of `pool` a buffer with capacity ≥ `cap`, if it has one (contents as left).
+pub(crate) fn pool_pop<T>(pool: &'static BufPool<T>, cap: usize) -> Option<Vec<T>> {
+    pool.with(|p| {
         let mut p = p.borrow_mut();
         p.iter()
-            .position(|v| v.capacity() >= len)
+            .position(|v| v.capacity() >= cap)
             .map(|i| p.swap_remove(i))
+    })
+}
+
+/// Returns `v` to `pool`, which keeps at most 64 buffers (and none without capacity).
+pub(crate) fn pool_push<T>(pool: &'static BufPool<T>, v: Vec<T>) {
+    if v.capacity() == 0 {
+        return;
+    }
+    pool.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 64 {
+            p.push(v);
+        }
     });
+}
+
+/// A zeroed buffer of `len` words, recycled when possible.
+pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
+    let v = pool_pop(&POOL, len);
     match v {
         Some(mut v) => {
             v.clear();
@@ -45,12 +66,7 @@ pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
 
 /// An empty buffer with capacity ≥ `cap`, recycled when possible (for callers that fill it).
 pub(crate) fn take_empty(cap: usize) -> Vec<u64> {
-    let v = POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        p.iter()
-            .position(|v| v.capacity() >= cap)
-            .map(|i| p.swap_remove(i))
-    });
+    let v = pool_pop(&POOL, cap);
     match v {
         Some(mut v) => {
             v.clear();
@@ -63,12 +79,7 @@ pub(crate) fn take_empty(cap: usize) -> Vec<u64> {
 /// A buffer of `len` words whose contents are unspecified (stale values of a recycled buffer):
 /// for callers that overwrite every word, so steady state pays no memset.
 pub(crate) fn take_dirty(len: usize) -> Vec<u64> {
-    let v = POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        p.iter()
-            .position(|v| v.capacity() >= len)
-            .map(|i| p.swap_remove(i))
-    });
+    let v = pool_pop(&POOL, len);
     match v {
         Some(mut v) => {
             if v.len() >= len {
@@ -83,15 +94,7 @@ pub(crate) fn take_dirty(len: usize) -> Vec<u64> {
 }
 
 pub(crate) fn give_back(v: Vec<u64>) {
-    if v.capacity() == 0 {
-        return;
-    }
-    POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        if p.len() < 64 {
-            p.push(v);
-        }
-    });
+    pool_push(&POOL, v);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@
 
 use rayon::prelude::*;
 
+use crate::bfv::{pool_pop, pool_push};
 use crate::params::Params;
 
 thread_local! {
@@ -30,12 +31,7 @@ thread_local! {
 
 /// A buffer of `len` u32 words (contents unspecified unless `zero`), recycled when possible.
 pub(crate) fn take32(len: usize, zero: bool) -> Vec<u32> {
-    let v = POOL32.with(|p| {
-        let mut p = p.borrow_mut();
-        p.iter()
-            .position(|v| v.capacity() >= len)
-            .map(|i| p.swap_remove(i))
-    });
+    let v = pool_pop(&POOL32, len);
     match v {
         Some(mut v) => {
             if zero {
@@ -53,15 +49,7 @@ pub(crate) fn take32(len: usize, zero: bool) -> Vec<u32> {
 }
 
 pub(crate) fn give32(v: Vec<u32>) {
-    if v.capacity() == 0 {
-        return;
-    }
-    POOL32.with(|p| {
-        let mut p = p.borrow_mut();
-        if p.len() < 64 {
-            p.push(v);
-        }
-    });
+    pool_push(&POOL32, v);
 }
 
 /// Defines `fn $name(args)` that runs its body compiled for AVX2 when the CPU has it (the
@@ -171,23 +159,32 @@ avx2_dispatch! {
     }
 }
 
+/// a·b mod q for u64-stored residues a, b < q, q in (2^30, 2^31), mu = ⌊2^62/q⌋.
+/// Barrett with 32×32-bit products only (one `vpmuludq` each under AVX2): x = a·b < 2^62,
+/// y = ⌊x/2^31⌋ < 2^31, q̂ = ⌊y·mu/2^31⌋ ∈ [⌊x/q⌋ − 3, ⌊x/q⌋] (y and mu each lose < 1 and
+/// q > 2^30), so r = x − q̂·q < 4q and two conditional subtractions finish it. Inlined into
+/// the AVX2 loops that call it.
+#[inline(always)]
+fn barrett_mul31(a: u64, b: u64, q: u64, mu: u64) -> u64 {
+    let x = (a as u32 as u64) * (b as u32 as u64);
+    let qh = (((x >> 31) as u32 as u64) * (mu as u32 as u64)) >> 31;
+    let mut r = x.wrapping_sub((qh as u32 as u64) * q);
+    if r >= 2 * q {
+        r -= 2 * q;
+    }
+    if r >= q {
+        r - q
+    } else {
+        r
+    }
+}
+
 avx2_dispatch! {
-    /// acc ← acc + a·b mod q on u64-stored residues, q in (2^30, 2^31), mu = ⌊2^62/q⌋.
-    /// Barrett with 32×32-bit products only (one `vpmuludq` each under AVX2): x = a·b < 2^62,
-    /// y = ⌊x/2^31⌋ < 2^31, q̂ = ⌊y·mu/2^31⌋ ∈ [⌊x/q⌋ − 3, ⌊x/q⌋] (y and mu each lose < 1 and
-    /// q > 2^30), so r = x − q̂·q < 4q and two conditional subtractions finish it.
+    /// acc ← acc + a·b mod q on u64-stored residues, q in (2^30, 2^31), mu = ⌊2^62/q⌋ (the
+    /// product by `barrett_mul31`).
     pub(crate) fn mul_acc_small(acc: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
         for ((o, &x), &y) in acc.iter_mut().zip(a).zip(b) {
-            let x = (x as u32 as u64) * (y as u32 as u64);
-            let qh = (((x >> 31) as u32 as u64) * (mu as u32 as u64)) >> 31;
-            let mut r = x.wrapping_sub((qh as u32 as u64) * q);
-            if r >= 2 * q {
-                r -= 2 * q;
-            }
-            if r >= q {
-                r -= q;
-            }
-            let s = *o + r;
+            let s = *o + barrett_mul31(x, y, q, mu);
             *o = if s >= q { s - q } else { s };
         }
     }
@@ -214,16 +211,10 @@ avx2_dispatch! {
 }
 
 avx2_dispatch! {
-    /// out ← a·b mod q on u64-stored residues (the Barrett product of `mul_acc_small`).
+    /// out ← a·b mod q on u64-stored residues (the product by `barrett_mul31`).
     pub(crate) fn mul_small(out: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
         for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-            let x = (x as u32 as u64) * (y as u32 as u64);
-            let qh = (((x >> 31) as u32 as u64) * (mu as u32 as u64)) >> 31;
-            let mut r = x.wrapping_sub((qh as u32 as u64) * q);
-            if r >= 2 * q {
-                r -= 2 * q;
-            }
-            *o = if r >= q { r - q } else { r };
+            *o = barrett_mul31(x, y, q, mu);
         }
     }
 }

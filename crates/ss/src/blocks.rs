@@ -712,16 +712,29 @@ pub(crate) fn mul_private_raw<C: Channel>(
     b_bits: u32,
     bits: u32,
 ) -> Result<Vec<u64>> {
+    bitwise_product(ctx, ch, v, b_bits, bits, shl)
+}
+
+/// The OT core of both private products: P0 correlates the k = `b_bits` values
+/// `delta(a, j)` (j < k) per element, P1 chooses by bit j of b, and the k shares of each
+/// element are summed mod 2^bits.
+fn bitwise_product<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    v: &[u64],
+    b_bits: u32,
+    bits: u32,
+    delta: impl Fn(u64, u32) -> u64,
+) -> Result<Vec<u64>> {
     let n = v.len();
     let k = b_bits as usize;
     let m = mask(bits);
-    let p0 = ctx.is_p0();
     let (mut deltas, mut choices) = (Vec::new(), Vec::new());
-    if p0 {
+    if ctx.is_p0() {
         deltas.reserve(n * k);
         for a in v {
             for j in 0..k {
-                deltas.push(shl(*a, j as u32) & m);
+                deltas.push(delta(*a, j as u32) & m);
             }
         }
     } else {
@@ -756,30 +769,9 @@ pub(crate) fn mul_private_trunc_raw<C: Channel>(
     if t >= 128 {
         return Err(invalid("mul_private_trunc: shift out of range"));
     }
-    let n = v.len();
-    let k = b_bits as usize;
-    let m = mask(bits);
-    let (mut deltas, mut choices) = (Vec::new(), Vec::new());
-    if ctx.is_p0() {
-        deltas.reserve(n * k);
-        for a in v {
-            for j in 0..k {
-                deltas.push((((*a as u128) << j) >> t) as u64 & m);
-            }
-        }
-    } else {
-        choices.reserve(n * k);
-        for b in v {
-            for j in 0..k {
-                choices.push((b >> j) & 1 == 1);
-            }
-        }
-    }
-    let r = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
-    Ok(r.chunks(k.max(1))
-        .map(|c| c.iter().fold(0u64, |s, x| add(s, *x, m)))
-        .take(n)
-        .collect())
+    bitwise_product(ctx, ch, v, b_bits, bits, |a, j| {
+        (((a as u128) << j) >> t) as u64
+    })
 }
 
 /// Product of two shared values in one ring: x0y0 + x1y1 locally, both cross terms by

@@ -29,6 +29,30 @@ fn traffic<C: Channel>(ch: &C) -> u64 {
     ch.meter().snapshot().total().bytes()
 }
 
+/// Test dealer, receiver side: reads `stride` messages per OT (all < 2^bits) and keeps the
+/// chosen one of each.
+#[cfg(feature = "test-dealer")]
+fn dealer_pick<C: Channel, T: Copy>(
+    ch: &mut C,
+    stride: usize,
+    choices: &[T],
+    bits: u32,
+) -> Result<Vec<u64>>
+where
+    usize: From<T>,
+{
+    let msg: Vec<u64> = ch.recv_pod(stride * choices.len())?;
+    let m = mask(bits);
+    if msg.iter().any(|v| v & !m != 0) {
+        return Err(SsErr::Malformed("dealer value out of range".into()));
+    }
+    Ok(choices
+        .iter()
+        .enumerate()
+        .map(|(j, c)| msg[j * stride + usize::from(*c)])
+        .collect())
+}
+
 /// Which side a party plays. The server is P0 (the OT/1-of-N sender where a protocol has one
 /// fixed sender), the client is P1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -466,6 +490,30 @@ impl Ctx {
         st.kk_ots += kk;
     }
 
+    /// Books `n` COTs to the direction whose sender is P0 (`p0_sends`) or P1.
+    fn count_cots(&mut self, p0_sends: bool, n: u64) {
+        if p0_sends {
+            self.used.cots_from_p0 += n;
+        } else {
+            self.used.cots_from_p1 += n;
+        }
+    }
+
+    /// Runs one raw OT call and charges its traffic, `cots` COTs and `kk` 1-of-n OTs to the
+    /// running block.
+    fn metered<C: Channel, R>(
+        &mut self,
+        ch: &mut C,
+        cots: u64,
+        kk: u64,
+        call: impl FnOnce(&mut Self, &mut C) -> Result<R>,
+    ) -> Result<R> {
+        let b0 = traffic(ch);
+        let r = call(self, ch);
+        self.charge(traffic(ch) - b0, cots, kk);
+        r
+    }
+
     pub(crate) fn rand_u64s(&mut self, n: usize, bits: u32) -> Vec<u64> {
         let m = mask(bits);
         (0..n).map(|_| self.prg.next_u64() & m).collect()
@@ -493,15 +541,9 @@ impl Ctx {
         deltas: &[u64],
         bits: u32,
     ) -> Result<Vec<u64>> {
-        if self.is_p0() {
-            self.used.cots_from_p0 += deltas.len() as u64;
-        } else {
-            self.used.cots_from_p1 += deltas.len() as u64;
-        }
-        let b0 = traffic(ch);
-        let r = self.cot_send_inner(ch, deltas, bits);
-        self.charge(traffic(ch) - b0, deltas.len() as u64, 0);
-        r
+        let n = deltas.len() as u64;
+        self.count_cots(self.is_p0(), n);
+        self.metered(ch, n, 0, |s, ch| s.cot_send_inner(ch, deltas, bits))
     }
     fn cot_send_inner<C: Channel>(
         &mut self,
@@ -532,15 +574,9 @@ impl Ctx {
         choices: &[bool],
         bits: u32,
     ) -> Result<Vec<u64>> {
-        if self.is_p0() {
-            self.used.cots_from_p1 += choices.len() as u64;
-        } else {
-            self.used.cots_from_p0 += choices.len() as u64;
-        }
-        let b0 = traffic(ch);
-        let r = self.cot_recv_inner(ch, choices, bits);
-        self.charge(traffic(ch) - b0, choices.len() as u64, 0);
-        r
+        let n = choices.len() as u64;
+        self.count_cots(!self.is_p0(), n);
+        self.metered(ch, n, 0, |s, ch| s.cot_recv_inner(ch, choices, bits))
     }
     fn cot_recv_inner<C: Channel>(
         &mut self,
@@ -552,18 +588,7 @@ impl Ctx {
             Backend::Real(r) => r.cot_recv(ch, choices, bits),
             Backend::Count => Ok(vec![0; choices.len()]),
             #[cfg(feature = "test-dealer")]
-            Backend::Dealer => {
-                let msg: Vec<u64> = ch.recv_pod(2 * choices.len())?;
-                let m = mask(bits);
-                if msg.iter().any(|v| v & !m != 0) {
-                    return Err(SsErr::Malformed("dealer value out of range".into()));
-                }
-                Ok(choices
-                    .iter()
-                    .enumerate()
-                    .map(|(j, c)| msg[2 * j + *c as usize])
-                    .collect())
-            }
+            Backend::Dealer => dealer_pick(ch, 2, choices, bits),
         }
     }
     /// 1-of-n OT (KK13) on `bits`-bit messages, sender side; `msgs` is count × n row-major.
@@ -577,11 +602,9 @@ impl Ctx {
         if !(2..=256).contains(&n) || msgs.len() / n * n != msgs.len() {
             return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256 and count·n messages"));
         }
-        self.used.cots_from_p0 += (msgs.len() / n) as u64 * log2_ceil(n);
-        let b0 = traffic(ch);
-        let r = self.kk_send_inner(ch, n, msgs, bits);
-        self.charge(traffic(ch) - b0, 0, (msgs.len() / n) as u64);
-        r
+        let count = (msgs.len() / n) as u64;
+        self.count_cots(true, count * log2_ceil(n));
+        self.metered(ch, 0, count, |s, ch| s.kk_send_inner(ch, n, msgs, bits))
     }
     fn kk_send_inner<C: Channel>(
         &mut self,
@@ -611,11 +634,9 @@ impl Ctx {
         if !(2..=256).contains(&n) || choices.iter().any(|c| *c as usize >= n) {
             return Err(invalid("1-of-n OT choice out of range"));
         }
-        self.used.cots_from_p0 += choices.len() as u64 * log2_ceil(n);
-        let b0 = traffic(ch);
-        let r = self.kk_recv_inner(ch, n, choices, bits);
-        self.charge(traffic(ch) - b0, 0, choices.len() as u64);
-        r
+        let count = choices.len() as u64;
+        self.count_cots(true, count * log2_ceil(n));
+        self.metered(ch, 0, count, |s, ch| s.kk_recv_inner(ch, n, choices, bits))
     }
     fn kk_recv_inner<C: Channel>(
         &mut self,
@@ -628,18 +649,7 @@ impl Ctx {
             Backend::Real(r) => r.kk_recv(ch, n, choices, bits),
             Backend::Count => Ok(vec![0; choices.len()]),
             #[cfg(feature = "test-dealer")]
-            Backend::Dealer => {
-                let msg: Vec<u64> = ch.recv_pod(n * choices.len())?;
-                let m = mask(bits);
-                if msg.iter().any(|v| v & !m != 0) {
-                    return Err(SsErr::Malformed("dealer value out of range".into()));
-                }
-                Ok(choices
-                    .iter()
-                    .enumerate()
-                    .map(|(j, c)| msg[j * n + *c as usize])
-                    .collect())
-            }
+            Backend::Dealer => dealer_pick(ch, n, choices, bits),
         }
     }
 
@@ -654,13 +664,7 @@ impl Ctx {
         choices: &[bool],
         bits: u32,
     ) -> Result<Vec<u64>> {
-        let m = mask(bits);
-        if self.is_p0() {
-            let x = self.cot_send(ch, deltas, bits)?;
-            Ok(x.into_iter().map(|v| v.wrapping_neg() & m).collect())
-        } else {
-            self.cot_recv(ch, choices, bits)
-        }
+        self.cross_from(true, ch, deltas, choices, bits)
     }
     /// Mirror of [`Ctx::cross_from_p0`]: P1 holds the δ's, P0 the bits.
     pub(crate) fn cross_from_p1<C: Channel>(
@@ -670,8 +674,20 @@ impl Ctx {
         choices: &[bool],
         bits: u32,
     ) -> Result<Vec<u64>> {
+        self.cross_from(false, ch, deltas, choices, bits)
+    }
+    /// Shares of δ·c with the δ's at P0 (`p0_sends`) or P1: the δ holder sends one COT per δ
+    /// and keeps −x, the other receives x + c·δ.
+    fn cross_from<C: Channel>(
+        &mut self,
+        p0_sends: bool,
+        ch: &mut C,
+        deltas: &[u64],
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<Vec<u64>> {
         let m = mask(bits);
-        if !self.is_p0() {
+        if self.is_p0() == p0_sends {
             let x = self.cot_send(ch, deltas, bits)?;
             Ok(x.into_iter().map(|v| v.wrapping_neg() & m).collect())
         } else {

@@ -116,10 +116,7 @@ fn round_down_msb0_with<C: Channel>(
     // Exact: round to nearest (bias 2^(t−1), exact floor). Cheap: ⌊x/2^t⌋ or ⌊x/2^t⌋ + 1 (no
     // bias), so the truncation's error stays below one unit either way.
     let bias = if exact { 1u64 << (t - 1) } else { 0 };
-    let b: Vec<u64> = v
-        .iter()
-        .map(|a| if p0 { add(*a, bias, mb) } else { a & mb })
-        .collect();
+    let b = add_public(v, p0, bias, mb);
     // Exact: the carry comes from the top ROUND_CARRY_BITS of the dropped bits only, which adds
     // at most 2^−ROUND_CARRY_BITS of an output unit to the rounding error.
     let cb = t.min(ROUND_CARRY_BITS);
@@ -420,14 +417,13 @@ pub fn exp_opaf<C: Channel>(
 /// Shares of 1 + e in the ring of `rb` bits at scale `f` (party 0 adds the public 1): the
 /// reciprocal's input in both sigmoids.
 fn one_plus(e: &[u64], p0: bool, f: u32, rb: u32) -> Vec<u64> {
-    e.iter()
-        .map(|a| {
-            if p0 {
-                add(*a, 1u64 << f, mask(rb))
-            } else {
-                a & mask(rb)
-            }
-        })
+    add_public(e, p0, 1u64 << f, mask(rb))
+}
+
+/// Shares of v + c for a public c in the ring of mask `m` = 2^k − 1 (party 0 adds c).
+fn add_public(v: &[u64], p0: bool, c: u64, m: u64) -> Vec<u64> {
+    v.iter()
+        .map(|a| if p0 { add(*a, c, m) } else { a & m })
         .collect()
 }
 
@@ -490,16 +486,7 @@ fn sigmoid_opaf_inner<C: Channel>(
     } else {
         let l = l0 + j;
         let half = 1u64 << (l0 - 1);
-        let y: Vec<u64> = x
-            .iter()
-            .map(|a| {
-                if p0 {
-                    add(*a, half, mask(l0))
-                } else {
-                    a & mask(l0)
-                }
-            })
-            .collect();
+        let y = add_public(x, p0, half, mask(l0));
         let (my, wy) = blocks::msb_and_wrap(ctx, ch, &y, l0)?;
         let m: Vec<u8> = my.iter().map(|b| if p0 { b ^ 1 } else { *b }).collect();
         let wa = ctx.block("b2a", |ctx| blocks::b2a_raw(ctx, ch, &wy, l))?;

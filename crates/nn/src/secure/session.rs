@@ -1499,6 +1499,24 @@ pub fn random_model(
     Ok((QuantizedModel::new(&model, fp), embed))
 }
 
+/// The step layouts the product tests sweep: unsigned 7-bit, signed 8-bit and unsigned
+/// 13-bit gates (product rings of 27, 27 and 32 bits) at L = 20, F = 12 and hidden width `hw`.
+#[cfg(test)]
+fn test_layouts(hw: usize) -> impl Iterator<Item = StepLayout> {
+    [(7, 27, false), (8, 27, true), (13, 32, false)]
+        .into_iter()
+        .map(move |(gb, pw, g_signed)| StepLayout {
+            acc: 32,
+            l: 20,
+            f: 12,
+            pw,
+            gb,
+            g_signed,
+            bo: 8,
+            hw,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1509,17 +1527,10 @@ mod tests {
     /// including the extremes of both.
     #[test]
     fn gate_product_equals_plaintext_mod_2_pw() {
-        for (gb, pw, g_signed) in [(7usize, 27usize, false), (8, 27, true), (13, 32, false)] {
-            let lay = StepLayout {
-                acc: 32,
-                l: 20,
-                f: 12,
-                pw,
-                gb,
-                g_signed,
-                bo: 8,
-                hw: 20,
-            };
+        for lay in test_layouts(20) {
+            let StepLayout {
+                gb, pw, g_signed, ..
+            } = lay;
             let pm = ring_mask(pw);
             let mut prg = Prg::from_seed(Block(0x5eed_0000 + gb as u128));
             let n = 300;
@@ -1587,17 +1598,10 @@ mod p_tests {
     /// that wrap L bits and negative words; unsigned and signed gates.
     #[test]
     fn product_decomposition_equals_plaintext_mod_2_pw() {
-        for (gb, pw, g_signed) in [(7usize, 27usize, false), (8, 27, true), (13, 32, false)] {
-            let lay = StepLayout {
-                acc: 32,
-                l: 20,
-                f: 12,
-                pw,
-                gb,
-                g_signed,
-                bo: 8,
-                hw: 16,
-            };
+        for lay in test_layouts(16) {
+            let StepLayout {
+                gb, pw, g_signed, ..
+            } = lay;
             let (l, f, pm) = (lay.l, lay.f, ring_mask(pw));
             let mut prg = Prg::from_seed(Block(0x9d0c + gb as u128));
             let mut rnd = |m: u64| prg.next_block().low_u64() & m;
