@@ -21,19 +21,16 @@ use crate::aes::Prg;
 use crate::base::{base_ot_receive, base_ot_send};
 use crate::block::Block;
 use crate::error::OtError;
-use crate::ext::{pack_choices, tccr_inplace, tweak, ExtReceiver, ExtSender};
+use crate::ext::{pack_choices, ExtReceiver, ExtSender};
 use crate::pack::check_bits;
 use crate::payload::{
-    check_fits, low_bits, recv_chosen_frames, recv_chosen_u64_frames, recv_correlated_frames,
-    send_chosen_frames, send_chosen_u64_frames, send_correlated_frames,
+    check_fits, hash_pairs_in, hash_rows_in, low_bits, recv_chosen_frames, recv_chosen_u64_frames,
+    recv_correlated_frames, send_chosen_frames, send_chosen_u64_frames, send_correlated_frames,
 };
-use rayon::prelude::*;
 use secinfer_net::Channel;
 
 /// Hash domain of 1-of-2 OTs (random, chosen, additive).
 const DOMAIN_IKNP: u64 = 0x1c4e_5000_0000_0001;
-/// Rows hashed per rayon task.
-const HASH_TASK: usize = 2048;
 
 /// Marks an instance unusable after a failed call (its PRGs may be out of step with the peer's).
 fn guarded<T>(poisoned: &mut bool, f: impl FnOnce() -> Result<T, OtError>) -> Result<T, OtError> {
@@ -60,25 +57,12 @@ fn advance(counter: &mut u64, n: usize) -> Result<u64, OtError> {
 
 /// `out[2j] = H(idx_j, q_j)`, `out[2j+1] = H(idx_j, q_j ⊕ Δ)` for `idx_j = first + j`.
 fn hash_pairs(q: &[Block], delta: Block, first: u64, out: &mut [Block]) {
-    out.par_chunks_mut(2 * HASH_TASK)
-        .zip(q.par_chunks(HASH_TASK))
-        .enumerate()
-        .for_each(|(c, (o, q))| {
-            for (pair, q) in o.chunks_exact_mut(2).zip(q) {
-                pair[0] = *q;
-                pair[1] = *q ^ delta;
-            }
-            let base = first.wrapping_add((c * HASH_TASK) as u64);
-            tccr_inplace(o, |k| tweak(DOMAIN_IKNP, base.wrapping_add((k / 2) as u64)));
-        });
+    hash_pairs_in(DOMAIN_IKNP, q, delta, first, out);
 }
 
 /// `xs[j] = H(first + j, xs[j])`.
 fn hash_rows(xs: &mut [Block], first: u64) {
-    xs.par_chunks_mut(HASH_TASK).enumerate().for_each(|(c, x)| {
-        let base = first.wrapping_add((c * HASH_TASK) as u64);
-        tccr_inplace(x, |k| tweak(DOMAIN_IKNP, base.wrapping_add(k as u64)));
-    });
+    hash_rows_in(DOMAIN_IKNP, xs, first);
 }
 
 /// The IKNP sender: holds the global `Δ`. Deliberately not `Debug` (secret state).

@@ -7,9 +7,37 @@
 //! exactly what its own module says. Nothing here flushes; callers flush at the end of a flight.
 use crate::block::Block;
 use crate::error::OtError;
-use crate::ext::CHUNK_ROWS;
+use crate::ext::{tccr_inplace, tweak, CHUNK_ROWS};
 use crate::pack::{mask, pack_into, packed_len, Unpacker};
+use rayon::prelude::*;
 use secinfer_net::Channel;
+
+/// Rows hashed per rayon task.
+const HASH_TASK: usize = 2048;
+
+/// `out[2j] = H(idx_j, k_j)`, `out[2j+1] = H(idx_j, k_j ⊕ Δ)` for `idx_j = first + j`, tweaked in
+/// the caller's `domain` (IKNP and the pool each keep their own, so their hashes never collide).
+pub(crate) fn hash_pairs_in(domain: u64, k: &[Block], delta: Block, first: u64, out: &mut [Block]) {
+    out.par_chunks_mut(2 * HASH_TASK)
+        .zip(k.par_chunks(HASH_TASK))
+        .enumerate()
+        .for_each(|(c, (o, k))| {
+            for (pair, k) in o.chunks_exact_mut(2).zip(k) {
+                pair[0] = *k;
+                pair[1] = *k ^ delta;
+            }
+            let base = first.wrapping_add((c * HASH_TASK) as u64);
+            tccr_inplace(o, |i| tweak(domain, base.wrapping_add((i / 2) as u64)));
+        });
+}
+
+/// `xs[j] = H(first + j, xs[j])` in the caller's `domain`.
+pub(crate) fn hash_rows_in(domain: u64, xs: &mut [Block], first: u64) {
+    xs.par_chunks_mut(HASH_TASK).enumerate().for_each(|(c, x)| {
+        let base = first.wrapping_add((c * HASH_TASK) as u64);
+        tccr_inplace(x, |k| tweak(domain, base.wrapping_add(k as u64)));
+    });
+}
 
 /// Refuses a message that does not fit in `bits` bits (it would leak through the packing).
 pub(crate) fn check_fits(msgs: &[u64], bits: u32) -> Result<(), OtError> {

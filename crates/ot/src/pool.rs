@@ -46,14 +46,14 @@
 use crate::aes::Prg;
 use crate::block::Block;
 use crate::error::OtError;
-use crate::ext::{pack_choices, tccr_inplace, tccr_tweaked, tweak};
+use crate::ext::{pack_choices, tccr_tweaked, tweak};
 use crate::ferret::{FerretCotReceiver, FerretCotSender, FerretParams};
 use crate::iknp::{OtExtReceiver, OtExtSender};
 use crate::pack::{check_bits, mask};
 use crate::payload::{
-    check_fits, check_n_msgs, low_bits, recv_chosen_frames, recv_chosen_u64_frames,
-    recv_correlated_frames, recv_n_frames, send_chosen_frames, send_chosen_u64_frames,
-    send_correlated_frames, send_n_frames,
+    check_fits, check_n_msgs, hash_pairs_in, hash_rows_in, low_bits, recv_chosen_frames,
+    recv_chosen_u64_frames, recv_correlated_frames, recv_n_frames, send_chosen_frames,
+    send_chosen_u64_frames, send_correlated_frames, send_n_frames,
 };
 use rayon::prelude::*;
 use secinfer_net::Channel;
@@ -68,8 +68,6 @@ const DOMAIN_POOL: u64 = 0x1c4e_5200_0000_0001;
 const DOMAIN_N_INNER: u64 = 0x1c4e_5200_0000_0002;
 /// Outer hash domain of pooled 1-of-N OTs; the candidate `x < 256` is OR-ed into the low byte.
 const DOMAIN_N_OUTER: u64 = 0x1c4e_5300_0000_0000;
-/// Rows hashed per rayon task.
-const HASH_TASK: usize = 2048;
 /// 1-of-N rows per rayon task (and per batched hash call).
 const N_TASK_ROWS: usize = 64;
 
@@ -98,17 +96,7 @@ fn log_n(n: usize) -> Result<usize, OtError> {
 
 /// `out[2j] = H(first + j, k_j)`, `out[2j+1] = H(first + j, k_j ⊕ Δ)`.
 fn hash_pairs(k: &[Block], delta: Block, first: u64, out: &mut [Block]) {
-    out.par_chunks_mut(2 * HASH_TASK)
-        .zip(k.par_chunks(HASH_TASK))
-        .enumerate()
-        .for_each(|(c, (o, k))| {
-            for (pair, k) in o.chunks_exact_mut(2).zip(k) {
-                pair[0] = *k;
-                pair[1] = *k ^ delta;
-            }
-            let base = first.wrapping_add((c * HASH_TASK) as u64);
-            tccr_inplace(o, |i| tweak(DOMAIN_POOL, base.wrapping_add((i / 2) as u64)));
-        });
+    hash_pairs_in(DOMAIN_POOL, k, delta, first, out);
 }
 
 /// [`hash_pairs`] under `Δ`, in the shape the payload framing takes.
@@ -118,10 +106,7 @@ fn pairs(delta: Block) -> impl Fn(&[Block], u64, &mut [Block]) {
 
 /// `xs[j] = H(first + j, xs[j])`.
 fn hash_rows(xs: &mut [Block], first: u64) {
-    xs.par_chunks_mut(HASH_TASK).enumerate().for_each(|(c, x)| {
-        let base = first.wrapping_add((c * HASH_TASK) as u64);
-        tccr_inplace(x, |k| tweak(DOMAIN_POOL, base.wrapping_add(k as u64)));
-    });
+    hash_rows_in(DOMAIN_POOL, xs, first);
 }
 
 /// The outer tweak of candidate `x` of the 1-of-N OT whose first COT has index `idx`.
