@@ -626,6 +626,25 @@ impl PooledOtSender {
         })
     }
 
+    /// Random OT on the pool's own random choice bits, with **no message** either way: takes
+    /// `out.len()` pooled COTs (refilling the deficit first, like every call) and writes
+    /// `(H(j, K_j), H(j, K_j ⊕ Δ))`; the receiver's [`PooledOtReceiver::take_random_rot_into`]
+    /// gets its pool bit `r_j` and `H(j, K_j ⊕ r_j·Δ)`. These are exactly the keys of
+    /// [`send_rot_into`](Self::send_rot_into) with the choice `c_j = r_j` (derandomisation bit
+    /// `d_j = 0`, which then need not travel), for material whose choice may be random (Beaver
+    /// bit triples). Each pooled COT is still consumed once under its global index.
+    pub fn take_random_rot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [[Block; 2]],
+    ) -> Result<(), OtError> {
+        self.run(ch, |s, ch| {
+            let (first, r) = s.take(ch, out.len())?;
+            hash_pairs(&s.pool[r], s.delta, first, bytemuck::cast_slice_mut(out));
+            Ok(())
+        })
+    }
+
     /// Random OT into a caller's buffer: `(k0_j, k1_j)`; the receiver gets `k_{c_j}`.
     pub fn send_rot_into<C: Channel>(
         &mut self,
@@ -999,6 +1018,29 @@ impl PooledOtReceiver {
         let mut out = vec![Block::ZERO; choices.len()];
         self.recv_cot_into(ch, choices, &mut out)?;
         Ok(out)
+    }
+
+    /// Random OT on the pool's own random choice bits, with no message: takes `out.len()`
+    /// pooled COTs and writes `choices[j] = r_j`, `out[j] = H(j, K_j ⊕ r_j·Δ)`; pairs with
+    /// [`PooledOtSender::take_random_rot_into`] (see there).
+    pub fn take_random_rot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &mut [bool],
+        out: &mut [Block],
+    ) -> Result<(), OtError> {
+        if out.len() != choices.len() {
+            return Err(OtError::arg(
+                "take_random_rot_into: one output block per choice",
+            ));
+        }
+        self.run(ch, |s, ch| {
+            let (first, r) = s.take(ch, out.len())?;
+            choices.copy_from_slice(&s.bits[r.clone()]);
+            out.copy_from_slice(&s.keys[r]);
+            hash_rows(out, first);
+            Ok(())
+        })
     }
 
     /// Random OT into a caller's buffer: `out[j] = k_{c_j}`.

@@ -89,6 +89,29 @@ pub(crate) fn and_raw<C: Channel>(
         .collect())
 }
 
+/// (x ∧ y, x ∧ z): on one triple with two b's each when ANDs run on triples, else two ANDs.
+pub(crate) fn and2_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u8],
+    y: &[u8],
+    z: &[u8],
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    same_len(x.len(), y.len())?;
+    same_len(x.len(), z.len())?;
+    if ctx.has_triples() {
+        return ctx.and2_bits(ch, x, y, z);
+    }
+    let n = x.len();
+    let mut xx = x.to_vec();
+    xx.extend_from_slice(x);
+    let mut yz = y.to_vec();
+    yz.extend_from_slice(z);
+    let mut r = and_raw(ctx, ch, &xx, &yz)?;
+    let second = r.split_off(n);
+    Ok((r, second))
+}
+
 /// Millionaires' comparison (CrypTFlow2): P0 inputs `a`, P1 inputs `b` (each its own `v`, both
 /// below 2^bits); returns XOR shares of [a < b]. Digits of m = mill_digit(bits) bits, one 1-of-2^m OT per digit
 /// giving shares of the digit's lt/eq bits, then a log-depth AND tree.
@@ -123,21 +146,18 @@ pub(crate) fn millionaire_raw<C: Channel>(
         // With AND gates on precomputed triples, 1-bit digits are cheapest online: a bit's
         // lt = ¬a ∧ b is one AND of the parties' own bits and eq = ¬a ⊕ b is local, so the whole
         // comparison is bit openings (no 1-of-2^m OT hashing 2m + 2^m keys per digit).
+        // Both operands of lt are private (P0's ¬a, P1's b), so each leaf takes a half triple
+        // (one COT of the P0 → P1 pool, one opened bit per party) instead of a full triple.
         let p0 = ctx.is_p0();
-        let mut x = vec![0u8; q * n];
-        let mut y = vec![0u8; q * n];
+        let mut mine = vec![0u8; q * n];
         for j in 0..q {
             for i in 0..n {
                 let bit = ((v[i] & m) >> j) as u8 & 1;
-                if p0 {
-                    x[j * n + i] = bit ^ 1;
-                } else {
-                    y[j * n + i] = bit;
-                }
+                mine[j * n + i] = if p0 { bit ^ 1 } else { bit };
             }
         }
-        lt = and_raw(ctx, ch, &x, &y)?;
-        eq = (0..q * n).map(|k| x[k] ^ y[k]).collect();
+        lt = ctx.and_private(ch, &mine)?;
+        eq = mine;
     } else if ctx.is_p0() {
         let r = ctx.rand_bits(2 * q * n);
         let mut msgs = vec![0u64; q * n * nd];
@@ -174,22 +194,26 @@ pub(crate) fn millionaire_raw<C: Channel>(
         let pairs = cnt / 2;
         // At the last level only lt is needed.
         let final_level = cnt == 2;
-        let per = if final_level { 1 } else { 2 };
-        let mut x = Vec::with_capacity(per * pairs * n);
-        let mut y = Vec::with_capacity(per * pairs * n);
+        let mut x = Vec::with_capacity(pairs * n);
+        let mut y = Vec::with_capacity(pairs * n);
+        let mut w = Vec::with_capacity(if final_level { 0 } else { pairs * n });
         for p in 0..pairs {
             let (lo, hi) = (2 * p, 2 * p + 1);
             x.extend_from_slice(&eq[hi * n..(hi + 1) * n]);
             y.extend_from_slice(&lt[lo * n..(lo + 1) * n]);
-        }
-        if !final_level {
-            for p in 0..pairs {
-                let (lo, hi) = (2 * p, 2 * p + 1);
-                x.extend_from_slice(&eq[hi * n..(hi + 1) * n]);
-                y.extend_from_slice(&eq[lo * n..(lo + 1) * n]);
+            if !final_level {
+                w.extend_from_slice(&eq[lo * n..(lo + 1) * n]);
             }
         }
-        let z = and_raw(ctx, ch, &x, &y)?;
+        // eq_hi ∧ lt_lo and eq_hi ∧ eq_lo share eq_hi: one triple with two b's for both.
+        let z = if final_level {
+            and_raw(ctx, ch, &x, &y)?
+        } else {
+            let (zl, ze) = and2_raw(ctx, ch, &x, &y, &w)?;
+            let mut z = zl;
+            z.extend_from_slice(&ze);
+            z
+        };
         let newcnt = cnt.div_ceil(2);
         let mut nlt = vec![0u8; newcnt * n];
         let mut neq = vec![0u8; newcnt * n];

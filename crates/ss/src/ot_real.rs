@@ -58,8 +58,8 @@ impl RealOt {
     /// same order on both sides (the P0 → P1 pool first). A pool that runs dry online refills
     /// itself on demand (correct, but then that traffic is online).
     pub(crate) fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
-        // Each bit triple takes one random OT each way.
-        let from_p0 = count(plan.cots_from_p0 + plan.triples)?;
+        // Each bit triple takes one random OT each way, each half triple one P0 → P1.
+        let from_p0 = count(plan.cots_from_p0 + plan.triples + plan.half_triples)?;
         let from_p1 = count(plan.cots_from_p1 + plan.triples)?;
         if self.party.is_p0() {
             let need = from_p0.saturating_sub(self.sender.available());
@@ -83,17 +83,23 @@ impl RealOt {
         Ok(())
     }
 
-    /// Random OTs as sender (from this party's outgoing pool): both keys per OT.
-    pub(crate) fn rot_send<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<[Block; 2]>> {
-        Ok(self.sender.send_rot(ch, n)?)
-    }
-    /// Random OTs as receiver: the chosen key per OT.
-    pub(crate) fn rot_recv<C: Channel>(
+    /// Random OTs on the pool's own random choices, as sender (this party's outgoing pool):
+    /// both keys per OT, no message.
+    pub(crate) fn rand_rot_send<C: Channel>(
         &mut self,
         ch: &mut C,
-        choices: &[bool],
-    ) -> Result<Vec<Block>> {
-        Ok(self.receiver.recv_rot(ch, choices)?)
+        out: &mut [[Block; 2]],
+    ) -> Result<()> {
+        Ok(self.sender.take_random_rot_into(ch, out)?)
+    }
+    /// Random OTs on the pool's own random choices, as receiver: the choice bits and keys.
+    pub(crate) fn rand_rot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &mut [bool],
+        out: &mut [Block],
+    ) -> Result<()> {
+        Ok(self.receiver.take_random_rot_into(ch, choices, out)?)
     }
 
     /// Unused pooled COTs per direction.
@@ -106,13 +112,13 @@ impl RealOt {
             Plan {
                 cots_from_p0: mine_out,
                 cots_from_p1: mine_in,
-                triples: 0,
+                ..Plan::default()
             }
         } else {
             Plan {
                 cots_from_p0: mine_in,
                 cots_from_p1: mine_out,
-                triples: 0,
+                ..Plan::default()
             }
         }
     }

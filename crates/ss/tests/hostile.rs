@@ -138,3 +138,33 @@ fn bad_and_opening_is_malformed() {
     let a = r.client.output;
     assert!(matches!(a, Some(SsError::Malformed(_))), "padding: {a:?}");
 }
+
+/// The millionaires' leaves open one bit per leaf on half triples: bits set past the last leaf
+/// are a typed error too.
+#[cfg(not(feature = "test-dealer"))]
+#[test]
+fn bad_private_and_opening_is_malformed() {
+    use secinfer_ss::{blocks, Ctx, Plan};
+    let plan = Plan {
+        triples: 8,
+        half_triples: 3,
+        ..Plan::default()
+    };
+    let r = simulate(
+        |ch| {
+            let mut c = Ctx::setup(Party::Client, ch).unwrap();
+            c.preprocess(ch, plan).unwrap();
+            blocks::millionaire(&mut c, ch, &[5], 3).err()
+        },
+        |ch| {
+            let mut s = Ctx::setup(Party::Server, ch).unwrap();
+            s.preprocess(ch, plan).unwrap();
+            // 3 leaves open 3 bits: one byte whose top five bits must be zero
+            let _ = ch.send_pod(&[0x0fu8]);
+            let _ = ch.flush();
+            let _ = ch.recv_frame();
+        },
+    );
+    let a = r.client.output;
+    assert!(matches!(a, Some(SsError::Malformed(_))), "padding: {a:?}");
+}
