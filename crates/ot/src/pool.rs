@@ -843,6 +843,36 @@ impl PooledOtSender {
         })
     }
 
+    /// Random 1-of-N on the pool's own random choices, with no message (`n` a power of two,
+    /// 2 ≤ n ≤ 256): takes `count·log2 n` pooled COTs and returns `count × n` keys, row-major:
+    /// those of [`send_random`](Self::send_random) with every derandomisation bit 0. The
+    /// receiver's [`PooledOtReceiver::take_random_n`] gets the random choice of each row (bit `i`
+    /// = the pool bit of its `i`-th COT) and that key. Offline material: the chooser later
+    /// sends `d = c ⊕ r` and the sender answers `m_x ⊕ K_{x ⊕ d}`, with no hashing online.
+    pub fn take_random_n<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+    ) -> Result<Vec<Block>, OtError> {
+        let m = log_n(n)?;
+        if !n.is_power_of_two() {
+            return Err(OtError::arg("random 1-of-N choices need N a power of two"));
+        }
+        let total = count
+            .checked_mul(n)
+            .ok_or_else(|| OtError::arg("count × N overflows"))?;
+        let cots = count
+            .checked_mul(m)
+            .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+        self.run(ch, |s, ch| {
+            let (first, r) = s.take(ch, cots)?;
+            let mut out = vec![Block::ZERO; total];
+            n_keys_sender(&s.pool[r], s.delta, first, m, n, &mut out);
+            Ok(out)
+        })
+    }
+
     /// Chosen 1-of-N on `bits`-bit values: `msgs` is `count × n`, row-major, each `< 2^bits`;
     /// the receiver learns `msgs[j·n + choices[j]]`. `N·bits` bits per OT back.
     pub fn send_u64<C: Channel>(
@@ -1249,6 +1279,38 @@ impl PooledOtReceiver {
         let mut out = vec![Block::ZERO; choices.len()];
         n_keys_receiver(&self.keys[range], choices, first, m, &mut out);
         Ok(out)
+    }
+
+    /// Random 1-of-N on the pool's own random choices, with no message; pairs with
+    /// [`PooledOtSender::take_random_n`]: returns each row's random choice `r` (bit `i` = the
+    /// pool bit of its `i`-th COT) and key `K_r`.
+    pub fn take_random_n<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+    ) -> Result<(Vec<u8>, Vec<Block>), OtError> {
+        let m = log_n(n)?;
+        if !n.is_power_of_two() {
+            return Err(OtError::arg("random 1-of-N choices need N a power of two"));
+        }
+        let cots = count
+            .checked_mul(m)
+            .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+        self.run(ch, |s, ch| {
+            let (first, range) = s.take(ch, cots)?;
+            let choices: Vec<u8> = s.bits[range.clone()]
+                .chunks_exact(m)
+                .map(|b| {
+                    b.iter()
+                        .enumerate()
+                        .fold(0u8, |a, (i, &x)| a | (x as u8) << i)
+                })
+                .collect();
+            let mut out = vec![Block::ZERO; count];
+            n_keys_receiver(&s.keys[range], &choices, first, m, &mut out);
+            Ok((choices, out))
+        })
     }
 
     /// Random 1-of-N: returns key `choices[j]` of row `j`.

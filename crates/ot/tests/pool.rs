@@ -807,3 +807,43 @@ fn random_rot_on_pool_bits_sends_nothing_and_matches_definition() {
         "pool bits look random: {ones} of 1300"
     );
 }
+
+#[test]
+fn random_one_of_n_on_pool_bits_sends_nothing_and_matches_definition() {
+    for n in [2usize, 4, 16, 256] {
+        let count = 300;
+        let r = pooled(
+            100,
+            move |r, ch| {
+                ch.set_phase(Phase::Offline);
+                assert!(r.take_random_n(ch, 6, 3).is_err(), "N not a power of two");
+                let got = r.take_random_n(ch, n, count).unwrap();
+                (got, ch.cost())
+            },
+            move |s, ch| {
+                ch.set_phase(Phase::Offline);
+                assert!(s.take_random_n(ch, 6, 3).is_err());
+                s.take_random_n(ch, n, count).unwrap()
+            },
+        );
+        let ((choices, keys), cost) = r.client.output;
+        let all = r.server.output;
+        assert_eq!(cost.online.bytes(), 0);
+        assert_eq!(all.len(), count * n);
+        let mut seen = vec![false; n];
+        for j in 0..count {
+            let c = choices[j] as usize;
+            assert!(c < n);
+            seen[c] = true;
+            for x in 0..n {
+                assert_eq!(keys[j] == all[j * n + x], x == c, "N {n} row {j} key {x}");
+            }
+        }
+        if n <= 16 {
+            assert!(
+                seen.iter().all(|s| *s),
+                "N {n}: every choice occurs in 300 rows"
+            );
+        }
+    }
+}

@@ -12,13 +12,31 @@ use secinfer_net::Channel;
 /// Largest digit size of the millionaires' protocol (one 1-of-2^m OT per digit).
 pub const MILL_DIGIT: u32 = 5;
 
-/// Digit size of the millionaires' leaves when ANDs run on triples. 1: a bit's lt is one AND
-/// and the comparison is bit openings only. 2 (a 1-of-4 pooled OT per digit, half the leaves,
-/// one AND level less) measured for OPAF sigmoid at 2^14: rounds 54 → 45, WAN online
-/// 1350 → 1165 ms, offline 5216 → 3082 B/elt and about half the offline time, but LAN online
-/// slower in 4 of 6 interleaved pairs at load ≈ 5.5 (min 109 → 146 ms: the 1-of-4 hashing
-/// competes for the 2 cores), so LAN keeps 1.
-pub const MILL_LEAF_BITS_TRIPLES: u32 = 1;
+/// Digit size of the millionaires' leaves when ANDs run on triples (default of
+/// [`mill_leaf_bits`]). 1: each leaf bit is a private AND on a half triple (1 COT). m ≥ 2: each
+/// m-bit leaf is a random 1-of-2^m OT made offline (m COTs, hashed offline) and derandomised
+/// online with m bits one way and 2^(m+1) bits back, so the leaves cost the same COTs per bit
+/// and the AND tree above them (2 COTs per node) shrinks m-fold. A b-bit comparison takes
+/// about 3b COTs with m = 1, 2b with m = 2 and 1.5b with m = 4; online bytes are equal for
+/// m = 1 and 2 (about 8 bits per compared bit) and 30 % more for m = 4, whose P0 also builds
+/// 16 masked entries per leaf. Measured for OPAF sigmoid at 2^14 (LAN, load 3): offline
+/// 3216 → 2528 → 2208 B/elt for m = 1, 2, 4, rounds 54 → 45 → 39, online 663 → 664 → 681 B/elt;
+/// online time within the run-to-run noise for m = 1 and 2 and higher for m = 4, so 2.
+pub const MILL_LEAF_BITS_TRIPLES: u32 = 2;
+
+/// Leaf size of the millionaires' when ANDs run on triples: `SECINFER_SS_MILL_LEAF` (1 to 4)
+/// if set, else [`MILL_LEAF_BITS_TRIPLES`]. Read once per process, so a dry run and the run it
+/// sizes agree (both parties must use the same value).
+pub fn mill_leaf_bits() -> u32 {
+    static M: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *M.get_or_init(|| {
+        std::env::var("SECINFER_SS_MILL_LEAF")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|m| (1..=4).contains(m))
+            .unwrap_or(MILL_LEAF_BITS_TRIPLES)
+    })
+}
 
 /// Digit size for a `bits`-bit comparison: the smallest m ≤ MILL_DIGIT whose AND tree is no
 /// deeper than with MILL_DIGIT. Rounds stay those of 5-bit digits, while each 1-of-2^m OT from
@@ -132,7 +150,7 @@ pub(crate) fn millionaire_raw<C: Channel>(
         return Ok(Vec::new());
     }
     let md = if ctx.has_triples() {
-        MILL_LEAF_BITS_TRIPLES.min(bits)
+        ctx.mill_leaf_bits().min(bits)
     } else {
         mill_digit(bits)
     };
@@ -158,6 +176,18 @@ pub(crate) fn millionaire_raw<C: Channel>(
         }
         lt = ctx.and_private(ch, &mine)?;
         eq = mine;
+    } else if ctx.has_triples() {
+        // m-bit leaves on random 1-of-2^m OTs made offline (m COTs each, no hashing online).
+        // (A comparison narrower than m bits uses narrower digits on the same OTs.)
+        let mut digits = vec![0u8; q * n];
+        for j in 0..q {
+            for i in 0..n {
+                digits[j * n + i] = (((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1)) as u8;
+            }
+        }
+        let r = ctx.leaf_cmp(ch, &digits)?;
+        lt = r.iter().map(|x| x & 1).collect();
+        eq = r.iter().map(|x| (x >> 1) & 1).collect();
     } else if ctx.is_p0() {
         let r = ctx.rand_bits(2 * q * n);
         let mut msgs = vec![0u64; q * n * nd];

@@ -103,6 +103,10 @@ pub struct Plan {
     /// leaves): P0 knows `u`, P1 knows `v`, both hold XOR shares of `u·v`; one random COT of
     /// the P0 → P1 pool each, no message offline.
     pub half_triples: u64,
+    /// Random 1-of-2^m OTs for the millionaires' m-bit leaves (m = [`crate::blocks::mill_leaf_bits`]
+    /// ≥ 2): m COTs of the P0 → P1 pool each, hashed offline, so a leaf online is m choice bits
+    /// one way and 2^(m+1) masked bits back, with no hashing.
+    pub leaf_ots: u64,
 }
 
 impl Plan {
@@ -111,6 +115,7 @@ impl Plan {
         self.cots_from_p1 += o.cots_from_p1;
         self.triples += o.triples;
         self.half_triples += o.half_triples;
+        self.leaf_ots += o.leaf_ots;
     }
 }
 
@@ -149,6 +154,40 @@ impl HalfTriples {
         self.t.drain(..self.pos);
         self.pos = 0;
     }
+}
+
+/// Precomputed random 1-of-2^m leaf OTs: P0 keeps the 2-bit masks of all 2^m keys (packed,
+/// mask x at bits 2x..2x+2; m ≤ 4), P1 its random choice r (bits 0..8) and the 2-bit mask of
+/// K_r (bits 8..10).
+#[derive(Default)]
+struct LeafOts {
+    t: Vec<u32>,
+    pos: usize,
+}
+
+impl LeafOts {
+    fn available(&self) -> usize {
+        self.t.len() - self.pos
+    }
+    fn compact(&mut self) {
+        self.t.drain(..self.pos);
+        self.pos = 0;
+    }
+}
+
+/// Unpacks `n` bits sent packed by the peer; padding bits past the end must be zero.
+fn unpack_bits(packed: &[u8], n: usize) -> Result<Vec<u8>> {
+    let tail = n & 7;
+    if tail != 0 {
+        if let Some(last) = packed.last() {
+            if last >> tail != 0 {
+                return Err(SsErr::Malformed(
+                    "bit frame has bits set past its end".into(),
+                ));
+            }
+        }
+    }
+    Ok((0..n).map(|i| (packed[i / 8] >> (i % 8)) & 1).collect())
 }
 
 /// Packs bits (bytes 0/1) into bytes, bit i at position i % 8 of byte i / 8.
@@ -233,6 +272,10 @@ pub struct Ctx {
     triples: Triples,
     /// Precomputed half triples for private-bit ANDs (real backend only).
     halves: HalfTriples,
+    /// Precomputed random 1-of-2^m OTs for the millionaires' leaves (real backend only).
+    leaves: LeafOts,
+    /// The millionaires' leaf size with triples (see [`Ctx::set_mill_leaf_bits`]).
+    mill_leaf: u32,
     /// Nesting depth of the running block.
     depth: u32,
     /// Print each block's wall time to stderr (env `SECINFER_SS_TRACE=1`; P0 only).
@@ -262,6 +305,8 @@ impl Ctx {
             used: Plan::default(),
             triples: Triples::default(),
             halves: HalfTriples::default(),
+            leaves: LeafOts::default(),
+            mill_leaf: crate::blocks::mill_leaf_bits(),
             depth: 0,
             trace,
         })
@@ -280,6 +325,8 @@ impl Ctx {
             used: Plan::default(),
             triples: Triples::default(),
             halves: HalfTriples::default(),
+            leaves: LeafOts::default(),
+            mill_leaf: crate::blocks::mill_leaf_bits(),
             depth: 0,
             trace: false,
         }
@@ -298,6 +345,8 @@ impl Ctx {
             used: Plan::default(),
             triples: Triples::default(),
             halves: HalfTriples::default(),
+            leaves: LeafOts::default(),
+            mill_leaf: crate::blocks::mill_leaf_bits(),
             depth: 0,
             trace: false,
         }
@@ -310,10 +359,30 @@ impl Ctx {
             Backend::Real(r) => Some(Plan {
                 triples: self.triples.available() as u64,
                 half_triples: self.halves.available() as u64,
+                leaf_ots: self.leaves.available() as u64,
                 ..r.available()
             }),
             _ => None,
         }
+    }
+
+    /// The millionaires' leaf size m when ANDs run on triples (1 to 4; default
+    /// [`crate::blocks::mill_leaf_bits`]).
+    pub fn mill_leaf_bits(&self) -> u32 {
+        self.mill_leaf
+    }
+
+    /// Sets the millionaires' leaf size m (1 to 4): the trade between offline COTs (about
+    /// (1 + 2/m)·b per b-bit comparison), online bytes and rounds (see
+    /// [`crate::blocks::MILL_LEAF_BITS_TRIPLES`]). Both parties, and the dry run that sizes the
+    /// offline phase ([`crate::plan_for`] uses the default), must use the same m; a mismatch with
+    /// the plan is not an error, the missing correlations are then made on demand online.
+    pub fn set_mill_leaf_bits(&mut self, m: u32) -> Result<()> {
+        if !(1..=4).contains(&m) {
+            return Err(invalid("the millionaires' leaf size must be 1 to 4 bits"));
+        }
+        self.mill_leaf = m;
+        Ok(())
     }
 
     /// The OTs consumed since this context was made.
@@ -326,7 +395,7 @@ impl Ctx {
     /// that has nothing to precompute it does nothing.
     pub fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
         match &mut self.backend {
-            Backend::Real(r) => r.preprocess(ch, plan)?,
+            Backend::Real(r) => r.preprocess(ch, plan, self.mill_leaf)?,
             Backend::Count => return Ok(()),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => return Ok(()),
@@ -337,7 +406,127 @@ impl Ctx {
         };
         let n = deficit(plan.triples, self.triples.available())?;
         let h = deficit(plan.half_triples, self.halves.available())?;
-        self.make_triples(ch, n, h)
+        let l = deficit(plan.leaf_ots, self.leaves.available())?;
+        self.make_triples(ch, n, h)?;
+        self.make_leaves(ch, l)
+    }
+
+    /// Makes `count` random 1-of-2^m leaf OTs (m = [`Ctx::mill_leaf_bits`]) from the
+    /// P0 → P1 pool, with no message (see [`LeafOts`]).
+    fn make_leaves<C: Channel>(&mut self, ch: &mut C, count: usize) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let m = self.mill_leaf;
+        if !(2..=4).contains(&m) {
+            return Err(invalid("leaf OTs need 2 ≤ m ≤ 4"));
+        }
+        let nd = 1usize << m;
+        let p0 = self.is_p0();
+        let r = match &mut self.backend {
+            Backend::Real(r) => r,
+            _ => return Err(invalid("leaf OTs need the real OT backend")),
+        };
+        self.leaves.compact();
+        self.leaves.t.reserve(count);
+        let mut done = 0;
+        while done < count {
+            let k = TRIPLE_BATCH.min(count - done);
+            if p0 {
+                let keys = r.rand_n_send(ch, nd, k)?;
+                self.leaves.t.extend(keys.chunks_exact(nd).map(|row| {
+                    row.iter()
+                        .enumerate()
+                        .fold(0u32, |a, (x, key)| a | ((key.0 & 3) as u32) << (2 * x))
+                }));
+            } else {
+                let (c, keys) = r.rand_n_recv(ch, nd, k)?;
+                self.leaves.t.extend(
+                    c.iter()
+                        .zip(&keys)
+                        .map(|(c, key)| *c as u32 | ((key.0 & 3) as u32) << 8),
+                );
+            }
+            done += k;
+        }
+        Ok(())
+    }
+
+    /// The millionaires' m-bit leaves on random 1-of-2^m OTs: P0 passes its digits `a`, P1 its
+    /// digits `b` (each < 2^m); returns XOR shares of ([a < b], [a = b]) as bits 0 and 1. P1
+    /// sends d = b ⊕ r (m bits), P0 answers y_x = msg_x ⊕ K_{x ⊕ d} for every x (2 bits
+    /// each), with msg_x = ([a < x] ⊕ s_l, [a = x] ⊕ s_e) and (s_l, s_e) its random shares;
+    /// P1 takes y_b ⊕ K_r = msg_b. One round trip, no hashing online.
+    pub(crate) fn leaf_cmp<C: Channel>(&mut self, ch: &mut C, digits: &[u8]) -> Result<Vec<u8>> {
+        let k = digits.len();
+        self.used.leaf_ots += k as u64;
+        match &self.backend {
+            Backend::Real(_) => {}
+            Backend::Count => return Ok(vec![0; k]),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => return Err(invalid("the dealer has no leaf OTs")),
+        }
+        let m = self.mill_leaf;
+        if m < 2 {
+            return Err(invalid("leaf OTs need 2 ≤ m ≤ 4"));
+        }
+        let nd = 1usize << m;
+        if digits.iter().any(|d| (*d as usize) >= nd) {
+            return Err(invalid("leaf digit out of range"));
+        }
+        if self.leaves.available() < k {
+            let need = k - self.leaves.available();
+            self.make_leaves(ch, need)?;
+        }
+        let b0 = traffic(ch);
+        let p = self.leaves.pos;
+        let out = if self.is_p0() {
+            let d = unpack_bits(
+                &ch.recv_pod::<u8>((k * m as usize).div_ceil(8))?,
+                k * m as usize,
+            )?;
+            let s = self.rand_bits(2 * k);
+            let t = &self.leaves.t[p..p + k];
+            let mut y = vec![0u8; 2 * nd * k];
+            for j in 0..k {
+                let dj =
+                    (0..m as usize).fold(0usize, |a, i| a | (d[j * m as usize + i] as usize) << i);
+                let a = digits[j] as usize;
+                for x in 0..nd {
+                    let key = (t[j] >> (2 * (x ^ dj))) & 3;
+                    let l = ((a < x) as u8) ^ s[2 * j];
+                    let e = ((a == x) as u8) ^ s[2 * j + 1];
+                    let v = (l | e << 1) ^ key as u8;
+                    y[2 * (j * nd + x)] = v & 1;
+                    y[2 * (j * nd + x) + 1] = v >> 1;
+                }
+            }
+            ch.send_pod(&pack_bits(&y))?;
+            (0..k).map(|j| s[2 * j] | s[2 * j + 1] << 1).collect()
+        } else {
+            let t = &self.leaves.t[p..p + k];
+            let mut d = vec![0u8; k * m as usize];
+            for j in 0..k {
+                let dj = (digits[j] as u32 ^ t[j]) & (nd as u32 - 1);
+                for i in 0..m as usize {
+                    d[j * m as usize + i] = ((dj >> i) & 1) as u8;
+                }
+            }
+            ch.send_pod(&pack_bits(&d))?;
+            ch.flush()?;
+            let y = unpack_bits(&ch.recv_pod::<u8>((2 * nd * k).div_ceil(8))?, 2 * nd * k)?;
+            let t = &self.leaves.t[p..p + k];
+            (0..k)
+                .map(|j| {
+                    let b = digits[j] as usize;
+                    let v = y[2 * (j * nd + b)] | y[2 * (j * nd + b) + 1] << 1;
+                    v ^ ((t[j] >> 8) & 3) as u8
+                })
+                .collect()
+        };
+        self.leaves.pos += k;
+        self.charge(traffic(ch) - b0, 0, 0);
+        Ok(out)
     }
 
     /// Makes `n` Beaver bit triples and `h` half triples from the pools' random COTs taken as
