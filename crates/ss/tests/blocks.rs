@@ -102,7 +102,7 @@ fn millionaire_every_leaf_size() {
                         let x = rng.bits(bits);
                         (
                             x,
-                            if rng.next() % 2 == 0 {
+                            if rng.next() & 1 == 0 {
                                 x ^ rng.bits(3)
                             } else {
                                 rng.bits(bits)
