@@ -430,8 +430,11 @@ impl Ctx {
         self.leaves.compact();
         self.leaves.t.reserve(count);
         let mut done = 0;
+        // Batches of TRIPLE_BATCH keys (the sender's keys are 2^m blocks per OT), so the
+        // hashed keys held at once stay at 1 MiB.
+        let batch = (TRIPLE_BATCH / nd).max(1);
         while done < count {
-            let k = TRIPLE_BATCH.min(count - done);
+            let k = batch.min(count - done);
             if p0 {
                 let keys = r.rand_n_send(ch, nd, k)?;
                 self.leaves.t.extend(keys.chunks_exact(nd).map(|row| {
