@@ -490,21 +490,36 @@ impl Ctx {
             )?;
             let s = self.rand_bits(2 * k);
             let t = &self.leaves.t[p..p + k];
-            let mut y = vec![0u8; 2 * nd * k];
+            // Each leaf's answer is one word of 2^m 2-bit fields (8, 16 or 32 bits: whole
+            // bytes, little-endian, the order `pack_bits` would give): field x = msg_x ⊕ K_{x⊕d}.
+            let per = 2 * nd / 8;
+            let full = u32::MAX >> (32 - 2 * nd);
+            let even = 0x5555_5555u32 & full;
+            let mut y = Vec::with_capacity(per * k);
             for j in 0..k {
-                let dj =
-                    (0..m as usize).fold(0usize, |a, i| a | (d[j * m as usize + i] as usize) << i);
-                let a = digits[j] as usize;
-                for x in 0..nd {
-                    let key = (t[j] >> (2 * (x ^ dj))) & 3;
-                    let l = ((a < x) as u8) ^ s[2 * j];
-                    let e = ((a == x) as u8) ^ s[2 * j + 1];
-                    let v = (l | e << 1) ^ key as u8;
-                    y[2 * (j * nd + x)] = v & 1;
-                    y[2 * (j * nd + x) + 1] = v >> 1;
+                let dj = (0..m as usize).fold(0u32, |a, i| a | (d[j * m as usize + i] as u32) << i);
+                // K_{x ⊕ d} at field x: swap field groups along every set bit of d (public).
+                let mut key = t[j] & full;
+                for (bit, mk) in [0x3333_3333u32, 0x0f0f_0f0f, 0x00ff_00ff, 0x0000_ffff]
+                    .into_iter()
+                    .enumerate()
+                    .take(m as usize)
+                {
+                    if (dj >> bit) & 1 == 1 {
+                        let sh = 2 << bit;
+                        key = ((key & mk) << sh) | ((key >> sh) & mk);
+                    }
                 }
+                let a = digits[j] as u32;
+                // lt_x = [a < x] in the even bits of fields x > a, eq_x = [a = x] in field a's
+                // odd bit, then P0's share bits on every field.
+                let lt = even & !(((1u64 << (2 * (a + 1))) - 1) as u32);
+                let eq = 2u32 << (2 * a);
+                let sh = (even * s[2 * j] as u32) | ((even << 1) * s[2 * j + 1] as u32);
+                let w = (lt ^ eq ^ sh ^ key) & full;
+                y.extend_from_slice(&w.to_le_bytes()[..per]);
             }
-            ch.send_pod(&pack_bits(&y))?;
+            ch.send_pod(&y)?;
             (0..k).map(|j| s[2 * j] | s[2 * j + 1] << 1).collect()
         } else {
             let t = &self.leaves.t[p..p + k];
@@ -517,13 +532,17 @@ impl Ctx {
             }
             ch.send_pod(&pack_bits(&d))?;
             ch.flush()?;
-            let y = unpack_bits(&ch.recv_pod::<u8>((2 * nd * k).div_ceil(8))?, 2 * nd * k)?;
+            // One word of 2^m 2-bit fields per leaf, whole bytes (no padding to check).
+            let per = 2 * nd / 8;
+            let y = ch.recv_pod::<u8>(per * k)?;
             let t = &self.leaves.t[p..p + k];
             (0..k)
                 .map(|j| {
-                    let b = digits[j] as usize;
-                    let v = y[2 * (j * nd + b)] | y[2 * (j * nd + b) + 1] << 1;
-                    v ^ ((t[j] >> 8) & 3) as u8
+                    let mut wb = [0u8; 4];
+                    wb[..per].copy_from_slice(&y[j * per..(j + 1) * per]);
+                    let w = u32::from_le_bytes(wb);
+                    let v = (w >> (2 * digits[j] as u32)) & 3;
+                    (v ^ ((t[j] >> 8) & 3)) as u8
                 })
                 .collect()
         };
