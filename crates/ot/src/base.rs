@@ -11,7 +11,7 @@
 use crate::aes::Prg;
 use crate::block::Block;
 use crate::error::OtError;
-use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
+use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::Identity;
 use rayon::prelude::*;
@@ -99,14 +99,17 @@ pub fn base_ot_receive<C: Channel>(
     let mut a_bytes = [0u8; 32];
     a_bytes.copy_from_slice(&a_frame);
     // B_i = b_i·G + c_i·A, with c_i·A as a scalar multiplication so there is no secret branch.
+    // Both multiples of A go through one precomputed table of A (constant-time fixed-base
+    // multiplication, ~3× cheaper per product than a variable-base one; built once per batch).
+    let table_a = RistrettoBasepointTable::create(&big_a);
     let out: Vec<([u8; 32], Block)> = scalars
         .par_iter()
         .zip(choices.par_iter())
         .enumerate()
         .map(|(i, (b, &c))| {
-            let big_b = RistrettoPoint::mul_base(b) + Scalar::from(c as u8) * big_a;
+            let big_b = RistrettoPoint::mul_base(b) + &table_a * &Scalar::from(c as u8);
             let enc = big_b.compress().to_bytes();
-            let k = key(&a_bytes, i, &enc, &(b * big_a));
+            let k = key(&a_bytes, i, &enc, &(&table_a * b));
             (enc, k)
         })
         .collect();

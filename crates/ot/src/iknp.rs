@@ -100,6 +100,28 @@ impl OtExtSender {
         })
     }
 
+    /// A sender on base OTs made elsewhere, e.g. by an OT extension already running the other
+    /// way (bootstrapping the second direction of a session costs 128 chosen OTs instead of
+    /// 128 public-key base OTs): `keys[i]` is the seed the peer's pair `i` gives for bit `i` of
+    /// `delta`, as [`base_ot_receive`] with those choices would return. The peer builds its
+    /// receiver on the pairs with [`OtExtReceiver::from_base_ots`]. `Δ = 0` and a count other
+    /// than 128 are refused.
+    pub fn from_base_ots(delta: Block, keys: &[Block]) -> Result<Self, OtError> {
+        if delta == Block::ZERO {
+            return Err(OtError::arg("Δ must be non-zero"));
+        }
+        if keys.len() != 128 {
+            return Err(OtError::arg("IKNP needs exactly 128 base OTs"));
+        }
+        let s: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
+        Ok(OtExtSender {
+            delta,
+            ext: ExtSender::new(keys, &s),
+            counter: 0,
+            poisoned: false,
+        })
+    }
+
     /// The global correlation `Δ`.
     pub fn delta(&self) -> Block {
         self.delta
@@ -254,6 +276,19 @@ impl OtExtReceiver {
         let keys = base_ot_send(ch, 128, prg)?;
         Ok(OtExtReceiver {
             ext: ExtReceiver::new(&keys),
+            counter: 0,
+            poisoned: false,
+        })
+    }
+
+    /// A receiver on base OTs made elsewhere (the 128 seed pairs this party sent); pairs with
+    /// [`OtExtSender::from_base_ots`] at the peer. A count other than 128 is refused.
+    pub fn from_base_ots(keys: &[[Block; 2]]) -> Result<Self, OtError> {
+        if keys.len() != 128 {
+            return Err(OtError::arg("IKNP needs exactly 128 base OTs"));
+        }
+        Ok(OtExtReceiver {
+            ext: ExtReceiver::new(keys),
             counter: 0,
             poisoned: false,
         })

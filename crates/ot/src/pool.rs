@@ -626,6 +626,25 @@ impl PooledOtSender {
         })
     }
 
+    /// Random OT on the pool's own random choice bits, with **no message** either way: takes
+    /// `out.len()` pooled COTs (refilling the deficit first, like every call) and writes
+    /// `(H(j, K_j), H(j, K_j ⊕ Δ))`; the receiver's [`PooledOtReceiver::take_random_rot_into`]
+    /// gets its pool bit `r_j` and `H(j, K_j ⊕ r_j·Δ)`. These are exactly the keys of
+    /// [`send_rot_into`](Self::send_rot_into) with the choice `c_j = r_j` (derandomisation bit
+    /// `d_j = 0`, which then need not travel), for material whose choice may be random (Beaver
+    /// bit triples). Each pooled COT is still consumed once under its global index.
+    pub fn take_random_rot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [[Block; 2]],
+    ) -> Result<(), OtError> {
+        self.run(ch, |s, ch| {
+            let (first, r) = s.take(ch, out.len())?;
+            hash_pairs(&s.pool[r], s.delta, first, bytemuck::cast_slice_mut(out));
+            Ok(())
+        })
+    }
+
     /// Random OT into a caller's buffer: `(k0_j, k1_j)`; the receiver gets `k_{c_j}`.
     pub fn send_rot_into<C: Channel>(
         &mut self,
@@ -824,6 +843,36 @@ impl PooledOtSender {
         })
     }
 
+    /// Random 1-of-N on the pool's own random choices, with no message (`n` a power of two,
+    /// 2 ≤ n ≤ 256): takes `count·log2 n` pooled COTs and returns `count × n` keys, row-major:
+    /// those of [`send_random`](Self::send_random) with every derandomisation bit 0. The
+    /// receiver's [`PooledOtReceiver::take_random_n`] gets the random choice of each row (bit `i`
+    /// = the pool bit of its `i`-th COT) and that key. Offline material: the chooser later
+    /// sends `d = c ⊕ r` and the sender answers `m_x ⊕ K_{x ⊕ d}`, with no hashing online.
+    pub fn take_random_n<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+    ) -> Result<Vec<Block>, OtError> {
+        let m = log_n(n)?;
+        if !n.is_power_of_two() {
+            return Err(OtError::arg("random 1-of-N choices need N a power of two"));
+        }
+        let total = count
+            .checked_mul(n)
+            .ok_or_else(|| OtError::arg("count × N overflows"))?;
+        let cots = count
+            .checked_mul(m)
+            .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+        self.run(ch, |s, ch| {
+            let (first, r) = s.take(ch, cots)?;
+            let mut out = vec![Block::ZERO; total];
+            n_keys_sender(&s.pool[r], s.delta, first, m, n, &mut out);
+            Ok(out)
+        })
+    }
+
     /// Chosen 1-of-N on `bits`-bit values: `msgs` is `count × n`, row-major, each `< 2^bits`;
     /// the receiver learns `msgs[j·n + choices[j]]`. `N·bits` bits per OT back.
     pub fn send_u64<C: Channel>(
@@ -999,6 +1048,29 @@ impl PooledOtReceiver {
         let mut out = vec![Block::ZERO; choices.len()];
         self.recv_cot_into(ch, choices, &mut out)?;
         Ok(out)
+    }
+
+    /// Random OT on the pool's own random choice bits, with no message: takes `out.len()`
+    /// pooled COTs and writes `choices[j] = r_j`, `out[j] = H(j, K_j ⊕ r_j·Δ)`; pairs with
+    /// [`PooledOtSender::take_random_rot_into`] (see there).
+    pub fn take_random_rot_into<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &mut [bool],
+        out: &mut [Block],
+    ) -> Result<(), OtError> {
+        if out.len() != choices.len() {
+            return Err(OtError::arg(
+                "take_random_rot_into: one output block per choice",
+            ));
+        }
+        self.run(ch, |s, ch| {
+            let (first, r) = s.take(ch, out.len())?;
+            choices.copy_from_slice(&s.bits[r.clone()]);
+            out.copy_from_slice(&s.keys[r]);
+            hash_rows(out, first);
+            Ok(())
+        })
     }
 
     /// Random OT into a caller's buffer: `out[j] = k_{c_j}`.
@@ -1207,6 +1279,38 @@ impl PooledOtReceiver {
         let mut out = vec![Block::ZERO; choices.len()];
         n_keys_receiver(&self.keys[range], choices, first, m, &mut out);
         Ok(out)
+    }
+
+    /// Random 1-of-N on the pool's own random choices, with no message; pairs with
+    /// [`PooledOtSender::take_random_n`]: returns each row's random choice `r` (bit `i` = the
+    /// pool bit of its `i`-th COT) and key `K_r`.
+    pub fn take_random_n<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+    ) -> Result<(Vec<u8>, Vec<Block>), OtError> {
+        let m = log_n(n)?;
+        if !n.is_power_of_two() {
+            return Err(OtError::arg("random 1-of-N choices need N a power of two"));
+        }
+        let cots = count
+            .checked_mul(m)
+            .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+        self.run(ch, |s, ch| {
+            let (first, range) = s.take(ch, cots)?;
+            let choices: Vec<u8> = s.bits[range.clone()]
+                .chunks_exact(m)
+                .map(|b| {
+                    b.iter()
+                        .enumerate()
+                        .fold(0u8, |a, (i, &x)| a | (x as u8) << i)
+                })
+                .collect();
+            let mut out = vec![Block::ZERO; count];
+            n_keys_receiver(&s.keys[range], &choices, first, m, &mut out);
+            Ok((choices, out))
+        })
     }
 
     /// Random 1-of-N: returns key `choices[j]` of row `j`.

@@ -691,3 +691,41 @@ fn kk13_crosses_chunk_boundaries_in_step() {
         assert_eq!(got[j], msgs[3 * j + choices[j] as usize], "1-of-3 OT {j}");
     }
 }
+
+/// The second direction of a session bootstrapped from the first: 128 chosen IKNP OTs carry
+/// the base OTs of the reverse extension, whose COTs then satisfy `t_j = q_j ⊕ c_j·Δ'`.
+#[test]
+fn reverse_extension_from_chosen_ots() {
+    let r = secinfer_net::simulate(
+        |ch| {
+            // Client: receiver of the first extension, sender of the second.
+            let mut prg = Prg::new();
+            let mut ext = OtExtReceiver::setup(ch, &mut prg).unwrap();
+            let delta = Block(0x1234_5678_9abc_def0_0fed_cba9_8765_4321);
+            let c: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
+            let keys = ext.recv_chosen(ch, &c).unwrap();
+            assert!(OtExtSender::from_base_ots(Block::ZERO, &keys).is_err());
+            assert!(OtExtSender::from_base_ots(delta, &keys[..127]).is_err());
+            let mut back = OtExtSender::from_base_ots(delta, &keys).unwrap();
+            (back.send_cot(ch, 1000).unwrap(), delta)
+        },
+        |ch| {
+            let mut prg = Prg::new();
+            let mut ext = OtExtSender::setup(ch, &mut prg).unwrap();
+            let seeds: Vec<[Block; 2]> = (0..128)
+                .map(|_| [prg.next_block(), prg.next_block()])
+                .collect();
+            ext.send_chosen(ch, &seeds).unwrap();
+            assert!(OtExtReceiver::from_base_ots(&seeds[..5]).is_err());
+            let mut back = OtExtReceiver::from_base_ots(&seeds).unwrap();
+            let choices = prg.bits(1000);
+            let t = back.recv_cot(ch, &choices).unwrap();
+            (t, choices)
+        },
+    );
+    let ((q, delta), (t, c)) = (r.client.output, r.server.output);
+    for j in 0..1000 {
+        let want = if c[j] { q[j] ^ delta } else { q[j] };
+        assert_eq!(t[j], want, "COT {j}");
+    }
+}

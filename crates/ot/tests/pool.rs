@@ -755,3 +755,95 @@ fn split_and_early_halves_refuse_hostile_frames() {
     assert!(is_invalid(&run.client.output), "{:?}", run.client.output);
     assert!(is_invalid(&run.server.output), "{:?}", run.server.output);
 }
+
+#[test]
+fn random_rot_on_pool_bits_sends_nothing_and_matches_definition() {
+    // Offline fill of 1000; the calls take 600 then 700 (the second refills 300, offline).
+    let r = pooled(
+        1000,
+        |r, ch| {
+            ch.set_phase(Phase::Offline);
+            let mut out = Vec::new();
+            for n in [600usize, 0, 700] {
+                let mut c = vec![false; n];
+                let mut k = vec![Block::ZERO; n];
+                r.take_random_rot_into(ch, &mut c, &mut k).unwrap();
+                out.push((c, k));
+            }
+            // Mismatched lengths: an argument error that does not poison the instance.
+            let mut c = vec![false; 2];
+            let mut k = vec![Block::ZERO; 3];
+            assert!(r.take_random_rot_into(ch, &mut c, &mut k).is_err());
+            assert_eq!(r.consumed(), 1300);
+            (out, ch.cost())
+        },
+        |s, ch| {
+            ch.set_phase(Phase::Offline);
+            let mut out = Vec::new();
+            for n in [600usize, 0, 700] {
+                let mut k = vec![[Block::ZERO; 2]; n];
+                s.take_random_rot_into(ch, &mut k).unwrap();
+                out.push(k);
+            }
+            // Same keys as a derandomised ROT would give for the same index: d_j = 0.
+            (out, s.delta())
+        },
+    );
+    let ((got, cost), (sent, delta)) = (r.client.output, r.server.output);
+    assert_eq!(delta, DELTA);
+    // Nothing online; offline only the fills (IKNP: 16 B per COT, padded to whole 128-row blocks).
+    assert_eq!(cost.online.bytes(), 0);
+    for ((c, k), s) in got.iter().zip(&sent) {
+        assert_eq!(c.len(), s.len());
+        for j in 0..c.len() {
+            assert_eq!(k[j], s[j][c[j] as usize], "chosen key");
+            assert_ne!(k[j], s[j][1 - c[j] as usize], "other key");
+            assert_ne!(s[j][0] ^ s[j][1], DELTA, "keys are hashed");
+        }
+    }
+    let ones: usize = got.iter().flat_map(|(c, _)| c).filter(|b| **b).count();
+    assert!(
+        (450..=850).contains(&ones),
+        "pool bits look random: {ones} of 1300"
+    );
+}
+
+#[test]
+fn random_one_of_n_on_pool_bits_sends_nothing_and_matches_definition() {
+    for n in [2usize, 4, 16, 256] {
+        let count = 300;
+        let r = pooled(
+            100,
+            move |r, ch| {
+                ch.set_phase(Phase::Offline);
+                assert!(r.take_random_n(ch, 6, 3).is_err(), "N not a power of two");
+                let got = r.take_random_n(ch, n, count).unwrap();
+                (got, ch.cost())
+            },
+            move |s, ch| {
+                ch.set_phase(Phase::Offline);
+                assert!(s.take_random_n(ch, 6, 3).is_err());
+                s.take_random_n(ch, n, count).unwrap()
+            },
+        );
+        let ((choices, keys), cost) = r.client.output;
+        let all = r.server.output;
+        assert_eq!(cost.online.bytes(), 0);
+        assert_eq!(all.len(), count * n);
+        let mut seen = vec![false; n];
+        for j in 0..count {
+            let c = choices[j] as usize;
+            assert!(c < n);
+            seen[c] = true;
+            for x in 0..n {
+                assert_eq!(keys[j] == all[j * n + x], x == c, "N {n} row {j} key {x}");
+            }
+        }
+        if n <= 16 {
+            assert!(
+                seen.iter().all(|s| *s),
+                "N {n}: every choice occurs in 300 rows"
+            );
+        }
+    }
+}

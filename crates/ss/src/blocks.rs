@@ -12,13 +12,31 @@ use secinfer_net::Channel;
 /// Largest digit size of the millionaires' protocol (one 1-of-2^m OT per digit).
 pub const MILL_DIGIT: u32 = 5;
 
-/// Digit size of the millionaires' leaves when ANDs run on triples. 1: a bit's lt is one AND
-/// and the comparison is bit openings only. 2 (a 1-of-4 pooled OT per digit, half the leaves,
-/// one AND level less) measured for OPAF sigmoid at 2^14: rounds 54 → 45, WAN online
-/// 1350 → 1165 ms, offline 5216 → 3082 B/elt and about half the offline time, but LAN online
-/// slower in 4 of 6 interleaved pairs at load ≈ 5.5 (min 109 → 146 ms: the 1-of-4 hashing
-/// competes for the 2 cores), so LAN keeps 1.
-pub const MILL_LEAF_BITS_TRIPLES: u32 = 1;
+/// Digit size of the millionaires' leaves when ANDs run on triples (default of
+/// [`mill_leaf_bits`]). 1: each leaf bit is a private AND on a half triple (1 COT). m ≥ 2: each
+/// m-bit leaf is a random 1-of-2^m OT made offline (m COTs, hashed offline) and derandomised
+/// online with m bits one way and 2^(m+1) bits back, so the leaves cost the same COTs per bit
+/// and the AND tree above them (2 COTs per node) shrinks m-fold. A b-bit comparison takes
+/// about 3b COTs with m = 1, 2b with m = 2 and 1.5b with m = 4; online bytes are equal for
+/// m = 1 and 2 (about 8 bits per compared bit) and 30 % more for m = 4, whose P0 also builds
+/// 16 masked entries per leaf. Measured for OPAF sigmoid at 2^14 (LAN, load 3): offline
+/// 3216 → 2528 → 2208 B/elt for m = 1, 2, 4, rounds 54 → 45 → 39, online 663 → 664 → 681 B/elt;
+/// online time within the run-to-run noise for m = 1 and 2 and higher for m = 4, so 2.
+pub const MILL_LEAF_BITS_TRIPLES: u32 = 2;
+
+/// Leaf size of the millionaires' when ANDs run on triples: `SECINFER_SS_MILL_LEAF` (1 to 4)
+/// if set, else [`MILL_LEAF_BITS_TRIPLES`]. Read once per process, so a dry run and the run it
+/// sizes agree (both parties must use the same value).
+pub fn mill_leaf_bits() -> u32 {
+    static M: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *M.get_or_init(|| {
+        std::env::var("SECINFER_SS_MILL_LEAF")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|m| (1..=4).contains(m))
+            .unwrap_or(MILL_LEAF_BITS_TRIPLES)
+    })
+}
 
 /// Digit size for a `bits`-bit comparison: the smallest m ≤ MILL_DIGIT whose AND tree is no
 /// deeper than with MILL_DIGIT. Rounds stay those of 5-bit digits, while each 1-of-2^m OT from
@@ -89,6 +107,29 @@ pub(crate) fn and_raw<C: Channel>(
         .collect())
 }
 
+/// (x ∧ y, x ∧ z): on one triple with two b's each when ANDs run on triples, else two ANDs.
+pub(crate) fn and2_raw<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u8],
+    y: &[u8],
+    z: &[u8],
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    same_len(x.len(), y.len())?;
+    same_len(x.len(), z.len())?;
+    if ctx.has_triples() {
+        return ctx.and2_bits(ch, x, y, z);
+    }
+    let n = x.len();
+    let mut xx = x.to_vec();
+    xx.extend_from_slice(x);
+    let mut yz = y.to_vec();
+    yz.extend_from_slice(z);
+    let mut r = and_raw(ctx, ch, &xx, &yz)?;
+    let second = r.split_off(n);
+    Ok((r, second))
+}
+
 /// Millionaires' comparison (CrypTFlow2): P0 inputs `a`, P1 inputs `b` (each its own `v`, both
 /// below 2^bits); returns XOR shares of [a < b]. Digits of m = mill_digit(bits) bits, one 1-of-2^m OT per digit
 /// giving shares of the digit's lt/eq bits, then a log-depth AND tree.
@@ -109,7 +150,7 @@ pub(crate) fn millionaire_raw<C: Channel>(
         return Ok(Vec::new());
     }
     let md = if ctx.has_triples() {
-        MILL_LEAF_BITS_TRIPLES.min(bits)
+        ctx.mill_leaf_bits().min(bits)
     } else {
         mill_digit(bits)
     };
@@ -123,21 +164,30 @@ pub(crate) fn millionaire_raw<C: Channel>(
         // With AND gates on precomputed triples, 1-bit digits are cheapest online: a bit's
         // lt = ¬a ∧ b is one AND of the parties' own bits and eq = ¬a ⊕ b is local, so the whole
         // comparison is bit openings (no 1-of-2^m OT hashing 2m + 2^m keys per digit).
+        // Both operands of lt are private (P0's ¬a, P1's b), so each leaf takes a half triple
+        // (one COT of the P0 → P1 pool, one opened bit per party) instead of a full triple.
         let p0 = ctx.is_p0();
-        let mut x = vec![0u8; q * n];
-        let mut y = vec![0u8; q * n];
+        let mut mine = vec![0u8; q * n];
         for j in 0..q {
             for i in 0..n {
                 let bit = ((v[i] & m) >> j) as u8 & 1;
-                if p0 {
-                    x[j * n + i] = bit ^ 1;
-                } else {
-                    y[j * n + i] = bit;
-                }
+                mine[j * n + i] = if p0 { bit ^ 1 } else { bit };
             }
         }
-        lt = and_raw(ctx, ch, &x, &y)?;
-        eq = (0..q * n).map(|k| x[k] ^ y[k]).collect();
+        lt = ctx.and_private(ch, &mine)?;
+        eq = mine;
+    } else if ctx.has_triples() {
+        // m-bit leaves on random 1-of-2^m OTs made offline (m COTs each, no hashing online).
+        // (A comparison narrower than m bits uses narrower digits on the same OTs.)
+        let mut digits = vec![0u8; q * n];
+        for j in 0..q {
+            for i in 0..n {
+                digits[j * n + i] = (((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1)) as u8;
+            }
+        }
+        let r = ctx.leaf_cmp(ch, &digits)?;
+        lt = r.iter().map(|x| x & 1).collect();
+        eq = r.iter().map(|x| (x >> 1) & 1).collect();
     } else if ctx.is_p0() {
         let r = ctx.rand_bits(2 * q * n);
         let mut msgs = vec![0u64; q * n * nd];
@@ -174,22 +224,26 @@ pub(crate) fn millionaire_raw<C: Channel>(
         let pairs = cnt / 2;
         // At the last level only lt is needed.
         let final_level = cnt == 2;
-        let per = if final_level { 1 } else { 2 };
-        let mut x = Vec::with_capacity(per * pairs * n);
-        let mut y = Vec::with_capacity(per * pairs * n);
+        let mut x = Vec::with_capacity(pairs * n);
+        let mut y = Vec::with_capacity(pairs * n);
+        let mut w = Vec::with_capacity(if final_level { 0 } else { pairs * n });
         for p in 0..pairs {
             let (lo, hi) = (2 * p, 2 * p + 1);
             x.extend_from_slice(&eq[hi * n..(hi + 1) * n]);
             y.extend_from_slice(&lt[lo * n..(lo + 1) * n]);
-        }
-        if !final_level {
-            for p in 0..pairs {
-                let (lo, hi) = (2 * p, 2 * p + 1);
-                x.extend_from_slice(&eq[hi * n..(hi + 1) * n]);
-                y.extend_from_slice(&eq[lo * n..(lo + 1) * n]);
+            if !final_level {
+                w.extend_from_slice(&eq[lo * n..(lo + 1) * n]);
             }
         }
-        let z = and_raw(ctx, ch, &x, &y)?;
+        // eq_hi ∧ lt_lo and eq_hi ∧ eq_lo share eq_hi: one triple with two b's for both.
+        let z = if final_level {
+            and_raw(ctx, ch, &x, &y)?
+        } else {
+            let (zl, ze) = and2_raw(ctx, ch, &x, &y, &w)?;
+            let mut z = zl;
+            z.extend_from_slice(&ze);
+            z
+        };
         let newcnt = cnt.div_ceil(2);
         let mut nlt = vec![0u8; newcnt * n];
         let mut neq = vec![0u8; newcnt * n];

@@ -95,8 +95,18 @@ pub struct Plan {
     pub cots_from_p0: u64,
     /// 1-of-2 OTs with P1 as sender: the pool P1 → P0.
     pub cots_from_p1: u64,
-    /// Beaver bit triples for AND gates (each made offline from one random OT each way).
+    /// Beaver bit triples for AND gates (each made offline from one random COT each way, on
+    /// the pools' own random choice bits, so with no message). Each carries a second `b`, so
+    /// it also serves two ANDs that share one operand (`x∧y`, `x∧z`: [`Ctx::and2_bits`]).
     pub triples: u64,
+    /// Half triples for ANDs of *private* bits (P0's `p`, P1's `q`, as in the millionaires'
+    /// leaves): P0 knows `u`, P1 knows `v`, both hold XOR shares of `u·v`; one random COT of
+    /// the P0 → P1 pool each, no message offline.
+    pub half_triples: u64,
+    /// Random 1-of-2^m OTs for the millionaires' m-bit leaves (m = [`crate::blocks::mill_leaf_bits`]
+    /// ≥ 2): m COTs of the P0 → P1 pool each, hashed offline, so a leaf online is m choice bits
+    /// one way and 2^(m+1) masked bits back, with no hashing.
+    pub leaf_ots: u64,
 }
 
 impl Plan {
@@ -104,23 +114,95 @@ impl Plan {
         self.cots_from_p0 += o.cots_from_p0;
         self.cots_from_p1 += o.cots_from_p1;
         self.triples += o.triples;
+        self.half_triples += o.half_triples;
+        self.leaf_ots += o.leaf_ots;
     }
 }
 
-/// Precomputed Beaver bit triples (this party's shares), consumed from `pos`.
+/// Precomputed Beaver bit triples (this party's shares), consumed from `pos`: a, b, b2 and
+/// c = a·b, c2 = a·b2 (XOR shares), packed as bits 0..5 of one byte per triple.
 #[derive(Default)]
 struct Triples {
-    a: Vec<u8>,
-    b: Vec<u8>,
-    c: Vec<u8>,
+    t: Vec<u8>,
     pos: usize,
 }
 
 impl Triples {
     fn available(&self) -> usize {
-        self.a.len() - self.pos
+        self.t.len() - self.pos
+    }
+    /// Drops the used prefix before appending.
+    fn compact(&mut self) {
+        self.t.drain(..self.pos);
+        self.pos = 0;
     }
 }
+
+/// Precomputed half triples: bit 0 = this party's known factor (P0's u, P1's v), bit 1 = its
+/// share of u·v.
+#[derive(Default)]
+struct HalfTriples {
+    t: Vec<u8>,
+    pos: usize,
+}
+
+impl HalfTriples {
+    fn available(&self) -> usize {
+        self.t.len() - self.pos
+    }
+    fn compact(&mut self) {
+        self.t.drain(..self.pos);
+        self.pos = 0;
+    }
+}
+
+/// Precomputed random 1-of-2^m leaf OTs: P0 keeps the 2-bit masks of all 2^m keys (packed,
+/// mask x at bits 2x..2x+2; m ≤ 4), P1 its random choice r (bits 0..8) and the 2-bit mask of
+/// K_r (bits 8..10).
+#[derive(Default)]
+struct LeafOts {
+    t: Vec<u32>,
+    pos: usize,
+}
+
+impl LeafOts {
+    fn available(&self) -> usize {
+        self.t.len() - self.pos
+    }
+    fn compact(&mut self) {
+        self.t.drain(..self.pos);
+        self.pos = 0;
+    }
+}
+
+/// Unpacks `n` bits sent packed by the peer; padding bits past the end must be zero.
+fn unpack_bits(packed: &[u8], n: usize) -> Result<Vec<u8>> {
+    let tail = n & 7;
+    if tail != 0 {
+        if let Some(last) = packed.last() {
+            if last >> tail != 0 {
+                return Err(SsErr::Malformed(
+                    "bit frame has bits set past its end".into(),
+                ));
+            }
+        }
+    }
+    Ok((0..n).map(|i| (packed[i / 8] >> (i % 8)) & 1).collect())
+}
+
+/// Packs bits (bytes 0/1) into bytes, bit i at position i % 8 of byte i / 8.
+fn pack_bits(bits: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; bits.len().div_ceil(8)];
+    for (o, c) in out.iter_mut().zip(bits.chunks(8)) {
+        for (k, b) in c.iter().enumerate() {
+            *o |= (b & 1) << k;
+        }
+    }
+    out
+}
+
+/// Random OTs per batch while making triples (bounds the hashed keys held at once).
+const TRIPLE_BATCH: usize = 1 << 16;
 
 /// ⌈log2 n⌉ for 2 ≤ n ≤ 256: the pooled COTs one 1-of-n OT takes.
 pub(crate) fn log2_ceil(n: usize) -> u64 {
@@ -188,6 +270,12 @@ pub struct Ctx {
     used: Plan,
     /// Precomputed bit triples (real backend only).
     triples: Triples,
+    /// Precomputed half triples for private-bit ANDs (real backend only).
+    halves: HalfTriples,
+    /// Precomputed random 1-of-2^m OTs for the millionaires' leaves (real backend only).
+    leaves: LeafOts,
+    /// The millionaires' leaf size with triples (see [`Ctx::set_mill_leaf_bits`]).
+    mill_leaf: u32,
     /// Nesting depth of the running block.
     depth: u32,
     /// Print each block's wall time to stderr (env `SECINFER_SS_TRACE=1`; P0 only).
@@ -216,6 +304,9 @@ impl Ctx {
             path: Vec::new(),
             used: Plan::default(),
             triples: Triples::default(),
+            halves: HalfTriples::default(),
+            leaves: LeafOts::default(),
+            mill_leaf: crate::blocks::mill_leaf_bits(),
             depth: 0,
             trace,
         })
@@ -233,6 +324,9 @@ impl Ctx {
             path: Vec::new(),
             used: Plan::default(),
             triples: Triples::default(),
+            halves: HalfTriples::default(),
+            leaves: LeafOts::default(),
+            mill_leaf: crate::blocks::mill_leaf_bits(),
             depth: 0,
             trace: false,
         }
@@ -250,6 +344,9 @@ impl Ctx {
             path: Vec::new(),
             used: Plan::default(),
             triples: Triples::default(),
+            halves: HalfTriples::default(),
+            leaves: LeafOts::default(),
+            mill_leaf: crate::blocks::mill_leaf_bits(),
             depth: 0,
             trace: false,
         }
@@ -261,10 +358,31 @@ impl Ctx {
         match &self.backend {
             Backend::Real(r) => Some(Plan {
                 triples: self.triples.available() as u64,
+                half_triples: self.halves.available() as u64,
+                leaf_ots: self.leaves.available() as u64,
                 ..r.available()
             }),
             _ => None,
         }
+    }
+
+    /// The millionaires' leaf size m when ANDs run on triples (1 to 4; default
+    /// [`crate::blocks::mill_leaf_bits`]).
+    pub fn mill_leaf_bits(&self) -> u32 {
+        self.mill_leaf
+    }
+
+    /// Sets the millionaires' leaf size m (1 to 4): the trade between offline COTs (about
+    /// (1 + 2/m)·b per b-bit comparison), online bytes and rounds (see
+    /// [`crate::blocks::MILL_LEAF_BITS_TRIPLES`]). Both parties, and the dry run that sizes the
+    /// offline phase ([`crate::plan_for`] uses the default), must use the same m; a mismatch with
+    /// the plan is not an error, the missing correlations are then made on demand online.
+    pub fn set_mill_leaf_bits(&mut self, m: u32) -> Result<()> {
+        if !(1..=4).contains(&m) {
+            return Err(invalid("the millionaires' leaf size must be 1 to 4 bits"));
+        }
+        self.mill_leaf = m;
+        Ok(())
     }
 
     /// The OTs consumed since this context was made.
@@ -277,56 +395,229 @@ impl Ctx {
     /// that has nothing to precompute it does nothing.
     pub fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
         match &mut self.backend {
-            Backend::Real(r) => r.preprocess(ch, plan)?,
+            Backend::Real(r) => r.preprocess(ch, plan, self.mill_leaf)?,
             Backend::Count => return Ok(()),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => return Ok(()),
         }
-        let have = self.triples.available() as u64;
-        if plan.triples > have {
-            let n = usize::try_from(plan.triples - have)
-                .map_err(|_| invalid("triple count overflows usize"))?;
-            self.make_triples(ch, n)?;
+        let deficit = |want: u64, have: usize| {
+            usize::try_from(want.saturating_sub(have as u64))
+                .map_err(|_| invalid("triple count overflows usize"))
+        };
+        let n = deficit(plan.triples, self.triples.available())?;
+        let h = deficit(plan.half_triples, self.halves.available())?;
+        let l = deficit(plan.leaf_ots, self.leaves.available())?;
+        self.make_triples(ch, n, h)?;
+        self.make_leaves(ch, l)
+    }
+
+    /// Makes `count` random 1-of-2^m leaf OTs (m = [`Ctx::mill_leaf_bits`]) from the
+    /// P0 → P1 pool, with no message (see [`LeafOts`]).
+    fn make_leaves<C: Channel>(&mut self, ch: &mut C, count: usize) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let m = self.mill_leaf;
+        if !(2..=4).contains(&m) {
+            return Err(invalid("leaf OTs need 2 ≤ m ≤ 4"));
+        }
+        let nd = 1usize << m;
+        let p0 = self.is_p0();
+        let r = match &mut self.backend {
+            Backend::Real(r) => r,
+            _ => return Err(invalid("leaf OTs need the real OT backend")),
+        };
+        self.leaves.compact();
+        self.leaves.t.reserve(count);
+        let mut done = 0;
+        // Batches of TRIPLE_BATCH keys (the sender's keys are 2^m blocks per OT), so the
+        // hashed keys held at once stay at 1 MiB.
+        let batch = (TRIPLE_BATCH / nd).max(1);
+        while done < count {
+            let k = batch.min(count - done);
+            if p0 {
+                let keys = r.rand_n_send(ch, nd, k)?;
+                self.leaves.t.extend(keys.chunks_exact(nd).map(|row| {
+                    row.iter()
+                        .enumerate()
+                        .fold(0u32, |a, (x, key)| a | ((key.0 & 3) as u32) << (2 * x))
+                }));
+            } else {
+                let (c, keys) = r.rand_n_recv(ch, nd, k)?;
+                self.leaves.t.extend(
+                    c.iter()
+                        .zip(&keys)
+                        .map(|(c, key)| *c as u32 | ((key.0 & 3) as u32) << 8),
+                );
+            }
+            done += k;
         }
         Ok(())
     }
 
-    /// Makes `n` Beaver bit triples (a, b, c = a∧b, each XOR-shared) from one random OT each
-    /// way: with P0's ROT keys (k0, k1) and P1's choice b1, P0 sets a0 = h(k0) ⊕ h(k1) and keeps
-    /// u0 = h(k0), P1 gets v1 = h(k_b1), so u0 ⊕ v1 = a0·b1; the mirror OT gives a1·b0; then
-    /// c_i = a_i·b_i ⊕ (its halves of both cross terms). h is the key's low bit (the keys are
-    /// already hashed). Both parties run the two OT batches in the same order (P0 → P1 first).
-    fn make_triples<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<()> {
-        let b = self.rand_bits(n);
-        let choices: Vec<bool> = b.iter().map(|x| *x == 1).collect();
+    /// The millionaires' m-bit leaves on random 1-of-2^m OTs: P0 passes its digits `a`, P1 its
+    /// digits `b` (each < 2^m); returns XOR shares of ([a < b], [a = b]) as bits 0 and 1. P1
+    /// sends d = b ⊕ r (m bits), P0 answers y_x = msg_x ⊕ K_{x ⊕ d} for every x (2 bits
+    /// each), with msg_x = ([a < x] ⊕ s_l, [a = x] ⊕ s_e) and (s_l, s_e) its random shares;
+    /// P1 takes y_b ⊕ K_r = msg_b. One round trip, no hashing online.
+    pub(crate) fn leaf_cmp<C: Channel>(&mut self, ch: &mut C, digits: &[u8]) -> Result<Vec<u8>> {
+        let k = digits.len();
+        self.used.leaf_ots += k as u64;
+        match &self.backend {
+            Backend::Real(_) => {}
+            Backend::Count => return Ok(vec![0; k]),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => return Err(invalid("the dealer has no leaf OTs")),
+        }
+        let m = self.mill_leaf;
+        if m < 2 {
+            return Err(invalid("leaf OTs need 2 ≤ m ≤ 4"));
+        }
+        let nd = 1usize << m;
+        if digits.iter().any(|d| (*d as usize) >= nd) {
+            return Err(invalid("leaf digit out of range"));
+        }
+        if self.leaves.available() < k {
+            let need = k - self.leaves.available();
+            self.make_leaves(ch, need)?;
+        }
+        let b0 = traffic(ch);
+        let p = self.leaves.pos;
+        let out = if self.is_p0() {
+            let d = unpack_bits(
+                &ch.recv_pod::<u8>((k * m as usize).div_ceil(8))?,
+                k * m as usize,
+            )?;
+            let s = self.rand_bits(2 * k);
+            let t = &self.leaves.t[p..p + k];
+            // Each leaf's answer is one word of 2^m 2-bit fields (8, 16 or 32 bits: whole
+            // bytes, little-endian, the order `pack_bits` would give): field x = msg_x ⊕ K_{x⊕d}.
+            let per = 2 * nd / 8;
+            let full = u32::MAX >> (32 - 2 * nd);
+            let even = 0x5555_5555u32 & full;
+            let mut y = Vec::with_capacity(per * k);
+            for j in 0..k {
+                let dj = (0..m as usize).fold(0u32, |a, i| a | (d[j * m as usize + i] as u32) << i);
+                // K_{x ⊕ d} at field x: swap field groups along every set bit of d (public).
+                let mut key = t[j] & full;
+                for (bit, mk) in [0x3333_3333u32, 0x0f0f_0f0f, 0x00ff_00ff, 0x0000_ffff]
+                    .into_iter()
+                    .enumerate()
+                    .take(m as usize)
+                {
+                    if (dj >> bit) & 1 == 1 {
+                        let sh = 2 << bit;
+                        key = ((key & mk) << sh) | ((key >> sh) & mk);
+                    }
+                }
+                let a = digits[j] as u32;
+                // lt_x = [a < x] in the even bits of fields x > a, eq_x = [a = x] in field a's
+                // odd bit, then P0's share bits on every field.
+                let lt = even & !(((1u64 << (2 * (a + 1))) - 1) as u32);
+                let eq = 2u32 << (2 * a);
+                let sh = (even * s[2 * j] as u32) | ((even << 1) * s[2 * j + 1] as u32);
+                let w = (lt ^ eq ^ sh ^ key) & full;
+                y.extend_from_slice(&w.to_le_bytes()[..per]);
+            }
+            ch.send_pod(&y)?;
+            (0..k).map(|j| s[2 * j] | s[2 * j + 1] << 1).collect()
+        } else {
+            let t = &self.leaves.t[p..p + k];
+            let mut d = vec![0u8; k * m as usize];
+            for j in 0..k {
+                let dj = (digits[j] as u32 ^ t[j]) & (nd as u32 - 1);
+                for i in 0..m as usize {
+                    d[j * m as usize + i] = ((dj >> i) & 1) as u8;
+                }
+            }
+            ch.send_pod(&pack_bits(&d))?;
+            ch.flush()?;
+            // One word of 2^m 2-bit fields per leaf, whole bytes (no padding to check).
+            let per = 2 * nd / 8;
+            let y = ch.recv_pod::<u8>(per * k)?;
+            let t = &self.leaves.t[p..p + k];
+            (0..k)
+                .map(|j| {
+                    let mut wb = [0u8; 4];
+                    wb[..per].copy_from_slice(&y[j * per..(j + 1) * per]);
+                    let w = u32::from_le_bytes(wb);
+                    let v = (w >> (2 * digits[j] as u32)) & 3;
+                    (v ^ ((t[j] >> 8) & 3)) as u8
+                })
+                .collect()
+        };
+        self.leaves.pos += k;
+        self.charge(traffic(ch) - b0, 0, 0);
+        Ok(out)
+    }
+
+    /// Makes `n` Beaver bit triples and `h` half triples from the pools' random COTs taken as
+    /// random OTs on the pools' own choice bits (`take_random_rot_into`: no message at all
+    /// unless a pool runs dry). Both parties take the same counts in the same order.
+    ///
+    /// Triple: with P0 → P1 ROT keys (k0, k1) and P1's random choice r1, P0 sets its two bits
+    /// (b0, b2_0) = low2(k0 ⊕ k1) and keeps u0 = low2(k0), P1 gets v1 = low2(k_r1), so
+    /// u0 ⊕ v1 = r1·(b0, b2_0); the mirror ROT gives r0·(b1, b2_1). With a_i = r_i,
+    /// c_i = a_i·b_i ⊕ u_i ⊕ v_i (and the same for b2) are shares of (a0 ⊕ a1)(b0 ⊕ b1).
+    /// Half triple: one P0 → P1 ROT, u = lsb(k0 ⊕ k1) at P0, v = r1 at P1, shares lsb(k0) and
+    /// lsb(k_r1) of u·v. The keys are hashed (tccr under their global index), so their low
+    /// bits are independent of Δ.
+    fn make_triples<C: Channel>(&mut self, ch: &mut C, n: usize, h: usize) -> Result<()> {
+        if n == 0 && h == 0 {
+            return Ok(());
+        }
         let p0 = self.is_p0();
         let r = match &mut self.backend {
             Backend::Real(r) => r,
             _ => return Err(invalid("bit triples need the real OT backend")),
         };
-        let lsb = |k: &Block| (k.0 & 1) as u8;
-        // (a_i, u_i) from this party's ROTs as sender, v_i from its ROTs as receiver.
-        let (sent, got) = if p0 {
-            let s = r.rot_send(ch, n)?;
-            let g = r.rot_recv(ch, &choices)?;
-            (s, g)
-        } else {
-            let g = r.rot_recv(ch, &choices)?;
-            let s = r.rot_send(ch, n)?;
-            (s, g)
-        };
-        let t = &mut self.triples;
-        t.a.drain(..t.pos);
-        t.b.drain(..t.pos);
-        t.c.drain(..t.pos);
-        t.pos = 0;
-        for j in 0..n {
-            let (k0, k1) = (lsb(&sent[j][0]), lsb(&sent[j][1]));
-            let a = k0 ^ k1;
-            let c = (a & b[j]) ^ k0 ^ lsb(&got[j]);
-            t.a.push(a);
-            t.b.push(b[j]);
-            t.c.push(c);
+        self.triples.compact();
+        self.halves.compact();
+        self.triples.t.reserve(n);
+        self.halves.t.reserve(h);
+        let low2 = |k: &Block| (k.0 & 3) as u8;
+        let mut sent = vec![[Block::ZERO; 2]; TRIPLE_BATCH.min(n.max(h))];
+        let mut got = vec![Block::ZERO; TRIPLE_BATCH.min(n.max(h))];
+        let mut bits = vec![false; TRIPLE_BATCH.min(n.max(h))];
+        let mut done = 0;
+        while done < n {
+            let m = TRIPLE_BATCH.min(n - done);
+            // The P0 → P1 pool first on both sides.
+            if p0 {
+                r.rand_rot_send(ch, &mut sent[..m])?;
+                r.rand_rot_recv(ch, &mut bits[..m], &mut got[..m])?;
+            } else {
+                r.rand_rot_recv(ch, &mut bits[..m], &mut got[..m])?;
+                r.rand_rot_send(ch, &mut sent[..m])?;
+            }
+            self.triples.t.extend((0..m).map(|j| {
+                let (k0, k1) = (low2(&sent[j][0]), low2(&sent[j][1]));
+                let b = k0 ^ k1;
+                let a = bits[j] as u8;
+                let c = (b * a) ^ k0 ^ low2(&got[j]);
+                a | (b & 1) << 1 | (b >> 1) << 2 | (c & 1) << 3 | (c >> 1) << 4
+            }));
+            done += m;
+        }
+        done = 0;
+        while done < h {
+            let m = TRIPLE_BATCH.min(h - done);
+            if p0 {
+                r.rand_rot_send(ch, &mut sent[..m])?;
+                self.halves.t.extend(sent[..m].iter().map(|k| {
+                    let (k0, k1) = ((k[0].0 & 1) as u8, (k[1].0 & 1) as u8);
+                    (k0 ^ k1) | k0 << 1
+                }));
+            } else {
+                r.rand_rot_recv(ch, &mut bits[..m], &mut got[..m])?;
+                self.halves.t.extend(
+                    bits[..m]
+                        .iter()
+                        .zip(&got[..m])
+                        .map(|(v, k)| *v as u8 | ((k.0 & 1) as u8) << 1),
+                );
+            }
+            done += m;
         }
         Ok(())
     }
@@ -338,6 +629,42 @@ impl Ctx {
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => false,
         }
+    }
+
+    /// Opens bits: each party sends its `mine` (bytes 0/1, packed) and gets the peer's, P0
+    /// sending first (one round trip on any channel). Padding bits past the end must be zero.
+    fn open_bits<C: Channel>(&mut self, ch: &mut C, mine: &[u8]) -> Result<Vec<u8>> {
+        let packed = pack_bits(mine);
+        let theirs = if self.is_p0() {
+            ch.send_pod(&packed)?;
+            ch.recv_pod::<u8>(packed.len())?
+        } else {
+            let t = ch.recv_pod::<u8>(packed.len())?;
+            ch.send_pod(&packed)?;
+            ch.flush()?;
+            t
+        };
+        let tail = mine.len() & 7; // bits used in the last byte (0: all eight)
+        if tail != 0 {
+            if let Some(last) = theirs.last() {
+                if last >> tail != 0 {
+                    return Err(SsErr::Malformed(
+                        "bit opening has bits set past its end".into(),
+                    ));
+                }
+            }
+        }
+        Ok((0..mine.len())
+            .map(|i| (theirs[i / 8] >> (i % 8)) & 1)
+            .collect())
+    }
+
+    /// Makes the triples (or half triples) an online call lacks, on demand (both parties
+    /// know the counts); the traffic then shows in the current phase.
+    fn ensure_triples<C: Channel>(&mut self, ch: &mut C, n: usize, h: usize) -> Result<()> {
+        let n = n.saturating_sub(self.triples.available());
+        let h = h.saturating_sub(self.halves.available());
+        self.make_triples(ch, n, h)
     }
 
     /// AND of XOR-shared bits with Beaver triples: each party opens x ⊕ a and y ⊕ b (P0 sends
@@ -361,52 +688,25 @@ impl Ctx {
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => return Err(invalid("the dealer has no triples")),
         }
-        if self.triples.available() < n {
-            let need = n - self.triples.available();
-            self.make_triples(ch, need)?;
-        }
+        self.ensure_triples(ch, n, 0)?;
         let b0 = traffic(ch);
         let p = self.triples.pos;
-        let (ta, tb, tc) = (
-            &self.triples.a[p..p + n],
-            &self.triples.b[p..p + n],
-            &self.triples.c[p..p + n],
-        );
-        // Packed: bit 2j = d_j, bit 2j + 1 = e_j.
-        let mut mine = vec![0u8; (2 * n).div_ceil(8)];
+        let t = &self.triples.t[p..p + n];
+        // Interleaved: 2j = d_j, 2j + 1 = e_j.
+        let mut mine = vec![0u8; 2 * n];
         for j in 0..n {
-            let d = (x[j] ^ ta[j]) & 1;
-            let e = (y[j] ^ tb[j]) & 1;
-            mine[(2 * j) / 8] |= d << ((2 * j) % 8);
-            mine[(2 * j + 1) / 8] |= e << ((2 * j + 1) % 8);
+            mine[2 * j] = (x[j] ^ t[j]) & 1;
+            mine[2 * j + 1] = (y[j] ^ (t[j] >> 1)) & 1;
         }
-        let theirs = if self.is_p0() {
-            ch.send_pod(&mine)?;
-            ch.recv_pod::<u8>(mine.len())?
-        } else {
-            let t = ch.recv_pod::<u8>(mine.len())?;
-            ch.send_pod(&mine)?;
-            ch.flush()?;
-            t
-        };
-        // Padding bits past the last pair must be zero: anything else is a malformed frame.
-        let tail = (2 * n) & 7; // bits used in the last byte (0: all eight)
-        if tail != 0 {
-            if let Some(last) = theirs.last() {
-                if last >> tail != 0 {
-                    return Err(SsErr::Malformed(
-                        "AND opening has bits set past its end".into(),
-                    ));
-                }
-            }
-        }
+        let theirs = self.open_bits(ch, &mine)?;
         let p0 = self.is_p0();
+        let t = &self.triples.t[p..p + n];
         let out = (0..n)
             .map(|j| {
-                let bit = |v: &[u8], i: usize| (v[i / 8] >> (i % 8)) & 1;
-                let d = bit(&mine, 2 * j) ^ bit(&theirs, 2 * j);
-                let e = bit(&mine, 2 * j + 1) ^ bit(&theirs, 2 * j + 1);
-                let mut z = tc[j] ^ (d & tb[j]) ^ (e & ta[j]);
+                let (a, b, c) = (t[j] & 1, (t[j] >> 1) & 1, (t[j] >> 3) & 1);
+                let d = mine[2 * j] ^ theirs[2 * j];
+                let e = mine[2 * j + 1] ^ theirs[2 * j + 1];
+                let mut z = c ^ (d & b) ^ (e & a);
                 if p0 {
                     z ^= d & e;
                 }
@@ -414,6 +714,105 @@ impl Ctx {
             })
             .collect();
         self.triples.pos += n;
+        self.charge(traffic(ch) - b0, 0, 0);
+        Ok(out)
+    }
+
+    /// Two ANDs sharing an operand, (x ∧ y, x ∧ z), on one triple each (its two b's): each
+    /// party opens x ⊕ a, y ⊕ b, z ⊕ b2 (3 bits instead of 4), one round trip.
+    pub(crate) fn and2_bits<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        x: &[u8],
+        y: &[u8],
+        z: &[u8],
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
+        let n = x.len();
+        if y.len() != n || z.len() != n {
+            return Err(invalid("AND needs equal lengths"));
+        }
+        self.used.triples += n as u64;
+        match &self.backend {
+            Backend::Real(_) => {}
+            Backend::Count => return Ok((vec![0; n], vec![0; n])),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => return Err(invalid("the dealer has no triples")),
+        }
+        self.ensure_triples(ch, n, 0)?;
+        let b0 = traffic(ch);
+        let p = self.triples.pos;
+        let t = &self.triples.t[p..p + n];
+        let mut mine = vec![0u8; 3 * n];
+        for j in 0..n {
+            mine[3 * j] = (x[j] ^ t[j]) & 1;
+            mine[3 * j + 1] = (y[j] ^ (t[j] >> 1)) & 1;
+            mine[3 * j + 2] = (z[j] ^ (t[j] >> 2)) & 1;
+        }
+        let theirs = self.open_bits(ch, &mine)?;
+        let p0 = self.is_p0() as u8;
+        let t = &self.triples.t[p..p + n];
+        let mut oy = Vec::with_capacity(n);
+        let mut oz = Vec::with_capacity(n);
+        for j in 0..n {
+            let w = t[j];
+            let (a, b, b2, c, c2) = (
+                w & 1,
+                (w >> 1) & 1,
+                (w >> 2) & 1,
+                (w >> 3) & 1,
+                (w >> 4) & 1,
+            );
+            let d = mine[3 * j] ^ theirs[3 * j];
+            let e = mine[3 * j + 1] ^ theirs[3 * j + 1];
+            let f = mine[3 * j + 2] ^ theirs[3 * j + 2];
+            oy.push(c ^ (d & b) ^ (e & a) ^ (p0 & d & e));
+            oz.push(c2 ^ (d & b2) ^ (f & a) ^ (p0 & d & f));
+        }
+        self.triples.pos += n;
+        self.charge(traffic(ch) - b0, 0, 0);
+        Ok((oy, oz))
+    }
+
+    /// AND of private bits: P0 passes its bits p, P1 its bits q; returns XOR shares of p ∧ q.
+    /// On half triples: P0 opens d = p ⊕ u, P1 opens e = q ⊕ v (1 bit each, one round trip);
+    /// p·q = d·e ⊕ e·u ⊕ d·v ⊕ u·v, P0 taking d·e ⊕ e·u and P1 d·v. u and v are uniform and
+    /// unknown to the peer, so each opening is a one-time pad.
+    pub(crate) fn and_private<C: Channel>(&mut self, ch: &mut C, mine: &[u8]) -> Result<Vec<u8>> {
+        let n = mine.len();
+        self.used.half_triples += n as u64;
+        match &self.backend {
+            Backend::Real(_) => {}
+            Backend::Count => return Ok(vec![0; n]),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => {
+                // The dealer has no triples: one 1-bit COT per AND (P0's bit as the δ).
+                let deltas: Vec<u64> = mine.iter().map(|b| (*b & 1) as u64).collect();
+                let choices: Vec<bool> = mine.iter().map(|b| *b & 1 == 1).collect();
+                let s = self.cross_from_p0(ch, &deltas, &choices, 1)?;
+                return Ok(s.into_iter().map(|v| v as u8 & 1).collect());
+            }
+        }
+        self.ensure_triples(ch, 0, n)?;
+        let b0 = traffic(ch);
+        let p = self.halves.pos;
+        let t = &self.halves.t[p..p + n];
+        let open: Vec<u8> = (0..n).map(|j| (mine[j] ^ t[j]) & 1).collect();
+        let theirs = self.open_bits(ch, &open)?;
+        let p0 = self.is_p0();
+        let t = &self.halves.t[p..p + n];
+        let out = (0..n)
+            .map(|j| {
+                let (k, w) = (t[j] & 1, (t[j] >> 1) & 1);
+                if p0 {
+                    // d = open[j], e = theirs[j], u = k
+                    (open[j] & theirs[j]) ^ (theirs[j] & k) ^ w
+                } else {
+                    // d = theirs[j], v = k
+                    (theirs[j] & k) ^ w
+                }
+            })
+            .collect();
+        self.halves.pos += n;
         self.charge(traffic(ch) - b0, 0, 0);
         Ok(out)
     }

@@ -4,7 +4,9 @@
 use crate::ctx::{Party, Plan};
 use crate::error::{Result, SsError};
 use secinfer_net::Channel;
-use secinfer_ot::{Block, CotSource, OtError, PooledOtReceiver, PooledOtSender, Prg};
+use secinfer_ot::{
+    Block, CotSource, OtError, OtExtReceiver, OtExtSender, PooledOtReceiver, PooledOtSender, Prg,
+};
 
 impl From<OtError> for SsError {
     fn from(e: OtError) -> Self {
@@ -35,6 +37,9 @@ impl RealOt {
         prg: &mut Prg,
         source: CotSource,
     ) -> Result<Self> {
+        if source == CotSource::Iknp {
+            return Self::setup_iknp(party, ch, prg);
+        }
         if party.is_p0() {
             let sender = PooledOtSender::setup_with_source(ch, prg, source)?;
             let receiver = PooledOtReceiver::setup_with_source(ch, prg, source)?;
@@ -54,12 +59,52 @@ impl RealOt {
         }
     }
 
+    /// IKNP setup with one set of public-key base OTs: the P0 → P1 extension is set up with
+    /// base OTs, then carries 128 chosen OTs that are the base OTs of the P1 → P0 extension
+    /// (P0 sends 128 random seed pairs, P1 picks by the bits of its fresh random Δ).
+    fn setup_iknp<C: Channel>(party: Party, ch: &mut C, prg: &mut Prg) -> Result<Self> {
+        if party.is_p0() {
+            let mut ext = OtExtSender::setup(ch, prg)?;
+            let seeds: Vec<[Block; 2]> = (0..128)
+                .map(|_| [prg.next_block(), prg.next_block()])
+                .collect();
+            ext.send_chosen(ch, &seeds)?;
+            let back = OtExtReceiver::from_base_ots(&seeds)?;
+            Ok(RealOt {
+                sender: PooledOtSender::from_iknp(ext),
+                receiver: PooledOtReceiver::from_iknp(back, prg),
+                party,
+            })
+        } else {
+            let mut ext = OtExtReceiver::setup(ch, prg)?;
+            let mut delta = prg.next_block();
+            while delta == Block::ZERO {
+                delta = prg.next_block();
+            }
+            let choices: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
+            let keys = ext.recv_chosen(ch, &choices)?;
+            let back = OtExtSender::from_base_ots(delta, &keys)?;
+            Ok(RealOt {
+                sender: PooledOtSender::from_iknp(back),
+                receiver: PooledOtReceiver::from_iknp(ext, prg),
+                party,
+            })
+        }
+    }
+
     /// Offline phase: fills both pools with what `plan` says the online phase takes, in the
     /// same order on both sides (the P0 → P1 pool first). A pool that runs dry online refills
     /// itself on demand (correct, but then that traffic is online).
-    pub(crate) fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
-        // Each bit triple takes one random OT each way.
-        let from_p0 = count(plan.cots_from_p0 + plan.triples)?;
+    pub(crate) fn preprocess<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        plan: Plan,
+        leaf_bits: u32,
+    ) -> Result<()> {
+        // Each bit triple takes one random OT each way, each half triple one P0 → P1.
+        let from_p0 = count(
+            plan.cots_from_p0 + plan.triples + plan.half_triples + plan.leaf_ots * leaf_bits as u64,
+        )?;
         let from_p1 = count(plan.cots_from_p1 + plan.triples)?;
         if self.party.is_p0() {
             let need = from_p0.saturating_sub(self.sender.available());
@@ -83,17 +128,42 @@ impl RealOt {
         Ok(())
     }
 
-    /// Random OTs as sender (from this party's outgoing pool): both keys per OT.
-    pub(crate) fn rot_send<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<[Block; 2]>> {
-        Ok(self.sender.send_rot(ch, n)?)
-    }
-    /// Random OTs as receiver: the chosen key per OT.
-    pub(crate) fn rot_recv<C: Channel>(
+    /// Random OTs on the pool's own random choices, as sender (this party's outgoing pool):
+    /// both keys per OT, no message.
+    pub(crate) fn rand_rot_send<C: Channel>(
         &mut self,
         ch: &mut C,
-        choices: &[bool],
+        out: &mut [[Block; 2]],
+    ) -> Result<()> {
+        Ok(self.sender.take_random_rot_into(ch, out)?)
+    }
+    /// Random OTs on the pool's own random choices, as receiver: the choice bits and keys.
+    pub(crate) fn rand_rot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &mut [bool],
+        out: &mut [Block],
+    ) -> Result<()> {
+        Ok(self.receiver.take_random_rot_into(ch, choices, out)?)
+    }
+
+    /// Random 1-of-n OTs on the P0 → P1 pool's own choices (P0: `count × n` keys).
+    pub(crate) fn rand_n_send<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
     ) -> Result<Vec<Block>> {
-        Ok(self.receiver.recv_rot(ch, choices)?)
+        Ok(self.sender.take_random_n(ch, n, count)?)
+    }
+    /// P1's side of [`RealOt::rand_n_send`]: the random choices and their keys.
+    pub(crate) fn rand_n_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+    ) -> Result<(Vec<u8>, Vec<Block>)> {
+        Ok(self.receiver.take_random_n(ch, n, count)?)
     }
 
     /// Unused pooled COTs per direction.
@@ -106,13 +176,13 @@ impl RealOt {
             Plan {
                 cots_from_p0: mine_out,
                 cots_from_p1: mine_in,
-                triples: 0,
+                ..Plan::default()
             }
         } else {
             Plan {
                 cots_from_p0: mine_in,
                 cots_from_p1: mine_out,
-                triples: 0,
+                ..Plan::default()
             }
         }
     }

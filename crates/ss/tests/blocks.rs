@@ -84,6 +84,52 @@ fn millionaire_exhaustive_8_and_random_wide() {
     }
 }
 
+/// Every leaf size of the millionaires' on triples (1: half triples; 2–4: random 1-of-2^m
+/// OTs), exhaustive at 6 bits and random at 19 (the msb width of the default formats), with
+/// the correlations made on demand.
+#[cfg(not(feature = "test-dealer"))]
+#[test]
+fn millionaire_every_leaf_size() {
+    let mut rng = Rng(17);
+    for leaf in 1u32..=4 {
+        for bits in [1u32, 2, 5, 6, 19] {
+            let (a, b): (Vec<u64>, Vec<u64>) = if bits <= 6 {
+                let n = 1u64 << bits;
+                (0..n * n).map(|k| (k / n, k % n)).unzip()
+            } else {
+                (0..2000)
+                    .map(|_| {
+                        let x = rng.bits(bits);
+                        (
+                            x,
+                            if rng.next() & 1 == 0 {
+                                x ^ rng.bits(3)
+                            } else {
+                                rng.bits(bits)
+                            },
+                        )
+                    })
+                    .unzip()
+            };
+            let r = run2(|ctx, ch| {
+                ctx.set_mill_leaf_bits(leaf).unwrap();
+                let v = if ctx.is_p0() { &a } else { &b };
+                blocks::millionaire(ctx, ch, v, bits).unwrap()
+            });
+            let got = xor_shares(&r.client, &r.server);
+            for i in 0..a.len() {
+                assert_eq!(
+                    got[i],
+                    (a[i] < b[i]) as u8,
+                    "leaf {leaf} bits {bits}: {} < {}",
+                    a[i],
+                    b[i]
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn and_b2a_mux() {
     let mut rng = Rng(11);

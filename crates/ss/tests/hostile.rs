@@ -138,3 +138,62 @@ fn bad_and_opening_is_malformed() {
     let a = r.client.output;
     assert!(matches!(a, Some(SsError::Malformed(_))), "padding: {a:?}");
 }
+
+/// The millionaires' leaves: with 1-bit leaves (half triples) P0 opens one bit per leaf first;
+/// with m-bit leaves (random 1-of-2^m OTs) P1 sends m choice bits per leaf first. Either way,
+/// bits set past the last leaf are a typed error.
+#[cfg(not(feature = "test-dealer"))]
+#[test]
+fn bad_leaf_frame_is_malformed() {
+    use secinfer_ss::{blocks, Ctx, Plan};
+    for leaf_bits in [1u32, 2, 3] {
+        let leaf = leaf_bits > 1;
+        let plan = Plan {
+            triples: 8,
+            half_triples: if leaf { 0 } else { 3 },
+            leaf_ots: if leaf { 3 } else { 0 },
+            ..Plan::default()
+        };
+        // The honest party: P1 when P0 speaks first (1-bit leaves), else P0.
+        let honest = if leaf { Party::Server } else { Party::Client };
+        let r = simulate(
+            move |ch| {
+                let mut c = Ctx::setup(Party::Client, ch).unwrap();
+                c.set_mill_leaf_bits(leaf_bits).unwrap();
+                c.preprocess(ch, plan).unwrap();
+                if honest == Party::Client {
+                    blocks::millionaire(&mut c, ch, &[5], 3).err()
+                } else {
+                    // ≤ 2 leaves of ≤ 3 bits: one byte whose top bits must be zero
+                    let _ = ch.send_pod(&[0xffu8]);
+                    let _ = ch.flush();
+                    let _ = ch.recv_frame();
+                    None
+                }
+            },
+            move |ch| {
+                let mut s = Ctx::setup(Party::Server, ch).unwrap();
+                s.set_mill_leaf_bits(leaf_bits).unwrap();
+                s.preprocess(ch, plan).unwrap();
+                if honest == Party::Server {
+                    blocks::millionaire(&mut s, ch, &[5], 3).err()
+                } else {
+                    // 3 leaves open 3 bits: one byte whose top five bits must be zero
+                    let _ = ch.send_pod(&[0x0fu8]);
+                    let _ = ch.flush();
+                    let _ = ch.recv_frame();
+                    None
+                }
+            },
+        );
+        let a = if honest == Party::Client {
+            r.client.output
+        } else {
+            r.server.output
+        };
+        assert!(
+            matches!(a, Some(SsError::Malformed(_))),
+            "leaf {leaf_bits}: padding: {a:?}"
+        );
+    }
+}
