@@ -1466,13 +1466,9 @@ impl Params {
     ) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
         if self.0.ks32.is_some() {
-            let digits = crate::ks32::decompose(self, &a.c1, true);
             let (kb, ka, kbs, kas) = key.key32(Some(&self.limb_key_indices()));
             let (c0, c1) =
-                crate::ks32::switch_permute(self, &a.c0, &digits, &kb, &ka, &kbs, &kas, &key.perms);
-            for d in digits {
-                crate::ks32::give32(d);
-            }
+                crate::ks32::rotate_limbs(self, &a.c0, &a.c1, &kb, &ka, &kbs, &kas, &key.perms);
             return Ok(Ciphertext {
                 c0,
                 c1,
@@ -1932,4 +1928,53 @@ pub fn encoding(params: &Params) -> Encoding {
 #[allow(dead_code)]
 fn _neg(a: u64, q: u64) -> u64 {
     neg_mod(a, q)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The task-split plain rotation (`ks32::rotate_limbs`) gives the same words with one and
+    /// with two threads, and the same words as the limb decomposition followed by the hoisted
+    /// key switch (`ks32::decompose` + `ks32::switch_permute`) that it replaces.
+    #[test]
+    fn rotate_limbs_two_threads_bit_exact() {
+        let params = Params::by_name("n4096").expect("n4096");
+        assert!(params.0.ks32.is_some());
+        let sk = SecretKey::generate(&params);
+        let steps = [1usize, 5, 1000];
+        let keys = sk.rotation_keys(&steps, false);
+        let t = params.t();
+        let v: Vec<u64> = (0..params.n() as u64).map(|i| (i * 7919 + 3) % t).collect();
+        let ct = sk.encrypt(&v).expect("encrypt");
+        let pool = |k: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(k)
+                .build()
+                .expect("pool")
+        };
+        let (p1, p2) = (pool(1), pool(2));
+        for &s in &steps {
+            let g = params.galois_elt_rotate(s);
+            let key = &keys.keys[&g];
+            let reference = {
+                let digits = crate::ks32::decompose(&params, &ct.c1, true);
+                let (kb, ka, kbs, kas) = key.key32(Some(&params.limb_key_indices()));
+                crate::ks32::switch_permute(
+                    &params, &ct.c0, &digits, &kb, &ka, &kbs, &kas, &key.perms,
+                )
+            };
+            let one = p1.install(|| params.rotate(&ct, s, &keys).expect("rotate"));
+            assert_eq!((&one.c0, &one.c1), (&reference.0, &reference.1));
+            // Repeat on the two-thread pool: which thread claims which task varies per run.
+            for _ in 0..20 {
+                let two = p2.install(|| {
+                    rayon::join(|| params.rotate(&ct, s, &keys).expect("rotate"), || ()).0
+                });
+                assert_eq!((&two.c0, &two.c1), (&one.c0, &one.c1));
+            }
+            let want = crate::eval::rotate_rows(&v, s, params.row_len());
+            assert_eq!(sk.decrypt(&one).expect("decrypt"), want);
+        }
+    }
 }
