@@ -141,6 +141,17 @@ avx2_dispatch! {
 }
 
 avx2_dispatch! {
+    /// (o1, o2) ← `lift` of src to two moduli in one pass (shifts `s1`, `s2`).
+    fn lift2(o1: &mut [u32], o2: &mut [u32], src: &[u32], half: u32, s1: u32, s2: u32) {
+        for ((a, b), &v) in o1.iter_mut().zip(o2.iter_mut()).zip(src) {
+            let big = v > half;
+            *a = if big { v.wrapping_add(s1) } else { v };
+            *b = if big { v.wrapping_add(s2) } else { v };
+        }
+    }
+}
+
+avx2_dispatch! {
     /// a ← a − b·w mod q.
     fn sub_mul(a: &mut [u32], b: &[u32], w: u32, ws: u32, q: u32) {
         for (o, &v) in a.iter_mut().zip(b) {
@@ -573,21 +584,23 @@ avx2_dispatch! {
 }
 
 avx2_dispatch! {
-    /// a ← (Σ_j d_j ∘ k_j − lp)·w mod q: the key inner product of one Q residue fused with the
-    /// division by P (`dot` then `sub_scale`, block by block while the block is in L1).
+    /// a ← (Σ_j d_j ∘ k_j − lp)·w (+ c) mod q: the key inner product of one Q residue fused
+    /// with the division by P (and the addition of c0, which the gather then permutes with
+    /// it), block by block while the block is in L1.
     fn dot_sub_scale(
         a: &mut [u32],
         d: &[&[u32]],
         k: &[&[u32]],
         ks: &[&[u32]],
         lp: &[u32],
+        c: Option<&[u64]>,
         w: u32,
         ws: u32,
         q: u32,
     ) {
         const B: usize = 256;
-        for (c, a) in a.chunks_mut(B).enumerate() {
-            let r = c * B..c * B + a.len();
+        for (blk, a) in a.chunks_mut(B).enumerate() {
+            let r = blk * B..blk * B + a.len();
             for (j, ((dj, kj), ksj)) in d.iter().zip(k).zip(ks).enumerate() {
                 let (dj, kj, ksj) = (&dj[r.clone()], &kj[r.clone()], &ksj[r.clone()]);
                 if j == 0 {
@@ -601,17 +614,54 @@ avx2_dispatch! {
                     }
                 }
             }
-            for (x, &y) in a.iter_mut().zip(&lp[r]) {
+            for (x, &y) in a.iter_mut().zip(&lp[r.clone()]) {
                 let d = x.wrapping_sub(y);
                 let d = d.min(d.wrapping_add(q));
                 *x = mul_shoup32(d, w, ws, q);
             }
+            if let Some(c) = c {
+                for (x, &y) in a.iter_mut().zip(&c[r]) {
+                    let s = *x + y as u32;
+                    *x = s.min(s.wrapping_sub(q));
+                }
+            }
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// (o1, o2) ← the centered value of (src·w mod q) lifted by `shift1`, `shift2`: the
+    /// inverse NTT's normalisation and the lifts to both other moduli of a two-limb set in one
+    /// pass.
+    fn scale_lift2(
+        o1: &mut [u32],
+        o2: &mut [u32],
+        src: &[u32],
+        w: u32,
+        ws: u32,
+        q: u32,
+        shift1: u32,
+        shift2: u32,
+    ) {
+        let half = q / 2;
+        for ((a, b), &v) in o1.iter_mut().zip(o2.iter_mut()).zip(src) {
+            let x = mul_shoup32(v, w, ws, q);
+            let big = x > half;
+            *a = if big { x.wrapping_add(shift1) } else { x };
+            *b = if big { x.wrapping_add(shift2) } else { x };
         }
     }
 }
 
 /// One residue k of every key-switching digit, as slices.
 type Residues<'a> = Vec<&'a [u32]>;
+
+/// `with_res(k, f)` calls f with residue k of every digit (waiting for them if another thread
+/// is producing them).
+type WithResidues<'r> = dyn Fn(usize, &mut dyn FnMut(&Residues<'_>)) + 'r;
+
+/// A key's residues and their Shoup constants, per digit.
+type KeyPair<'a> = (&'a [&'a [u32]], &'a [&'a [u32]]);
 
 /// One output component of an eager key switch, with the digits' residues obtained through
 /// `with_res(k, f)` (which may wait until another thread has produced them): the key inner
@@ -621,7 +671,7 @@ type Residues<'a> = Vec<&'a [u32]>;
 /// of `out`.
 fn component(
     params: &Params,
-    with_res: &dyn Fn(usize, &mut dyn FnMut(&Residues<'_>)),
+    with_res: &WithResidues<'_>,
     key: &[&[u32]],
     key_s: &[&[u32]],
     perms: &[Vec<u32>],
@@ -641,22 +691,31 @@ fn component(
     });
     // The key's P residue carries n^{-1} mod P, so the raw inverse NTT gives coefficients.
     plan(params, l).inv(&mut accp);
-    let mut lp = take32(n, false);
+    // [x]_P lifted to every Q prime (one pass for the two limbs of `n4096`).
+    let mut lps: Vec<Vec<u32>> = (0..l).map(|_| take32(n, false)).collect();
+    if let [l0, l1] = &mut lps[..] {
+        let (s0, s1) = (ks.m[0].wrapping_sub(p), ks.m[1].wrapping_sub(p));
+        lift2(l0, l1, &accp, p / 2, s0, s1);
+    } else {
+        for (lp, &qi) in lps.iter_mut().zip(&ks.m) {
+            lift(lp, &accp, p / 2, qi.wrapping_sub(p));
+        }
+    }
     let mut a = take32(n, false);
-    for i in 0..l {
+    for (i, mut lp) in lps.into_iter().enumerate() {
         let qi = ks.m[i];
-        lift(&mut lp, &accp, p / 2, qi.wrapping_sub(p));
         plan(params, i).fwd(&mut lp);
         let (w, ws) = ks.p_inv[i];
+        let ci = c0.map(|c| &c[i * n..(i + 1) * n]);
         with_res(i, &mut |d| {
             let (kk, kks) = (slice(key, i, n), slice(key_s, i, n));
-            dot_sub_scale(&mut a, d, &kk, &kks, &lp, w, ws, qi);
+            dot_sub_scale(&mut a, d, &kk, &kks, &lp, ci, w, ws, qi);
         });
-        let o = &mut out[i * n..(i + 1) * n];
-        gather(o, &a, c0.map(|c| &c[i * n..(i + 1) * n]), &perms[i], qi);
+        // σ_g(a) where a already holds c0's residue: one gather of u32 words.
+        gather_plain(&mut out[i * n..(i + 1) * n], &a, &perms[i]);
+        give32(lp);
     }
     give32(a);
-    give32(lp);
     give32(accp);
 }
 
@@ -689,7 +748,7 @@ struct RotTasks<'a> {
     params: &'a Params,
     c0: &'a [u64],
     c1: &'a [u64],
-    keys: [(&'a [&'a [u32]], &'a [&'a [u32]]); 2],
+    keys: [KeyPair<'a>; 2],
     perms: &'a [Vec<u32>],
     next: AtomicUsize,
     res: Vec<Mutex<Vec<u32>>>,
@@ -734,13 +793,29 @@ impl RotTasks<'_> {
         self.ready[self.idx(i, i)].store(true, Ordering::Release);
         plan(params, i).inv(&mut coef);
         let (ni, nis) = ks.n_inv[i];
-        for k in std::iter::once(l).chain((0..l).filter(|&k| k != i)) {
-            let mk = ks.m[k];
-            {
-                let mut dk = locked(&self.res[self.idx(i, k)]);
-                scale_lift(&mut dk, &coef, ni, nis, qi, mk.wrapping_sub(qi));
-                plan(params, k).fwd(&mut dk);
+        // P first: both components start with it.
+        let targets: Vec<usize> = std::iter::once(l)
+            .chain((0..l).filter(|&k| k != i))
+            .collect();
+        let mut guards: Vec<_> = targets
+            .iter()
+            .map(|&k| locked(&self.res[self.idx(i, k)]))
+            .collect();
+        if let [g1, g2] = &mut guards[..] {
+            let (s1, s2) = (
+                ks.m[targets[0]].wrapping_sub(qi),
+                ks.m[targets[1]].wrapping_sub(qi),
+            );
+            scale_lift2(g1, g2, &coef, ni, nis, qi, s1, s2);
+        } else {
+            for (g, &k) in guards.iter_mut().zip(&targets) {
+                scale_lift(g, &coef, ni, nis, qi, ks.m[k].wrapping_sub(qi));
             }
+        }
+        for (g, &k) in guards.into_iter().zip(&targets) {
+            let mut g = g;
+            plan(params, k).fwd(&mut g);
+            drop(g);
             self.ready[self.idx(i, k)].store(true, Ordering::Release);
         }
         give32(coef);
