@@ -768,26 +768,75 @@ impl SecretKey {
     fn phase(&self, ct: &Ciphertext) -> Vec<u128> {
         let params = &self.params;
         let n = params.n();
+        let x = self.phase_residues(ct);
+        (0..n).map(|k| crt(params, &x, k)).collect()
+    }
+
+    /// c0 + c1·s in coefficient form, per Q prime.
+    fn phase_residues(&self, ct: &Ciphertext) -> Vec<u64> {
+        let params = &self.params;
+        let n = params.n();
         let mut x = ct.c0.clone();
         for (i, md) in params.0.qs.iter().enumerate() {
-            let q = md.q;
             let r = i * n..(i + 1) * n;
             let s = &self.ntt_qp[r.clone()];
-            let _ = q;
             md.mul_accumulate(&mut x[r.clone()], &ct.c1[r.clone()], s);
             md.to_coeff(&mut x[r]);
         }
-        (0..n).map(|k| crt(params, &x, k)).collect()
+        x
     }
 
     /// Decrypts to the coefficient polynomial mod t.
     pub fn decrypt_poly(&self, ct: &Ciphertext) -> Vec<u64> {
         let params = &self.params;
         let t = params.t();
-        self.phase(ct)
-            .into_iter()
-            .map(|x| (crate::arith::mul_div_round(x, t, params.0.q_big) % t as u128) as u64)
-            .collect()
+        let qb = params.0.q_big;
+        let n = params.n();
+        let x = self.phase_residues(ct);
+        let q = &params.0.set.q;
+        // ⌊(x·t + ⌊Q/2⌋)/Q⌋ without a 128-bit division per coefficient (what
+        // `mul_div_round` computes; x < Q < 2^127 and t < 2^64 keep x·t + Q/2 below 2^128
+        // when Q < 2^64, the case taken here): an f64 quotient estimate, off by at most a few
+        // units, corrected exactly with 128-bit products.
+        let fast = qb < (1u128 << 64) && t < (1u64 << 32);
+        let inv_q = 1.0 / qb as f64;
+        let round = |xk: u128| -> u128 {
+            if !fast {
+                return crate::arith::mul_div_round(xk, t, qb);
+            }
+            let num = xk * t as u128 + qb / 2;
+            let mut v = (num as f64 * inv_q) as u128;
+            let mut p = v * qb;
+            while p > num {
+                v -= 1;
+                p -= qb;
+            }
+            while num - p >= qb {
+                v += 1;
+                p += qb;
+            }
+            v
+        };
+        if q.len() == 2 {
+            // Garner with a Shoup product: x = x0 + q0·((x1 − x0)·q0^{-1} mod q1).
+            let (q0, q1) = (q[0], q[1]);
+            let w = params.0.q0_inv_mod_q1;
+            let ws = crate::arith::shoup(w, q1);
+            (0..n)
+                .map(|k| {
+                    let (x0, x1) = (x[k], x[n + k]);
+                    let x0r = if x0 >= q1 { x0 % q1 } else { x0 };
+                    let d = sub_mod(x1, x0r, q1);
+                    let h = crate::arith::mul_shoup(d, w, ws, q1);
+                    let xk = x0 as u128 + q0 as u128 * h as u128;
+                    (round(xk) % t as u128) as u64
+                })
+                .collect()
+        } else {
+            (0..n)
+                .map(|k| (round(crt(params, &x, k)) % t as u128) as u64)
+                .collect()
+        }
     }
 
     /// Decrypts to SIMD slot values.
@@ -1112,9 +1161,7 @@ pub fn max_response_bits(params: &Params) -> u32 {
 
 impl Params {
     pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
-        let mut r = a.clone();
-        self.add_assign(&mut r, b);
-        r
+        self.combine(a, b, false)
     }
 
     pub fn add_assign(&self, a: &mut Ciphertext, b: &Ciphertext) {
@@ -1122,9 +1169,32 @@ impl Params {
     }
 
     pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
-        let mut r = a.clone();
-        self.combine_assign(&mut r, b, true);
-        r
+        self.combine(a, b, true)
+    }
+
+    /// `op(a, b)` into recycled buffers in one pass (no clone of `a` followed by a second
+    /// pass); same words and variance as `combine_assign`.
+    fn combine(&self, a: &Ciphertext, b: &Ciphertext, sub: bool) -> Ciphertext {
+        let n = self.n();
+        let l = self.l();
+        let op = if sub {
+            crate::ks32::sub_mod_to
+        } else {
+            crate::ks32::add_mod_to
+        };
+        let mut c0 = take_dirty(l * n);
+        let mut c1 = take_dirty(l * n);
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let q = md.q;
+            let r = i * n..(i + 1) * n;
+            op(&mut c0[r.clone()], &a.c0[r.clone()], &b.c0[r.clone()], q);
+            op(&mut c1[r.clone()], &a.c1[r.clone()], &b.c1[r.clone()], q);
+        }
+        Ciphertext {
+            c0,
+            c1,
+            var: corr_sum(a.var, b.var),
+        }
     }
 
     /// `a ← op(a, b)` coefficient-wise in every residue of both components (add or sub mod q);
@@ -1975,6 +2045,60 @@ mod tests {
             }
             let want = crate::eval::rotate_rows(&v, s, params.row_len());
             assert_eq!(sk.decrypt(&one).expect("decrypt"), want);
+        }
+    }
+
+    /// `decrypt_poly`'s division-free rounding and Shoup CRT equal `mul_div_round` of the CRT
+    /// phase on every coefficient, for fresh ciphertexts and for uniformly random ones (whose
+    /// phases cover the whole of [0, Q), rounding boundaries included in expectation), and
+    /// at the edge phases 0, 1, Q − 1 and around Q/2.
+    #[test]
+    fn decrypt_fast_rounding_matches_reference() {
+        use rand_core::{RngCore, SeedableRng};
+        for name in ["n4096", "n8192"] {
+            let params = Params::by_name(name).expect("set");
+            let sk = SecretKey::generate(&params);
+            let n = params.n();
+            let t = params.t();
+            let qb = params.0.q_big;
+            let reference = |ct: &Ciphertext| -> Vec<u64> {
+                sk.phase(ct)
+                    .into_iter()
+                    .map(|x| (crate::arith::mul_div_round(x, t, qb) % t as u128) as u64)
+                    .collect()
+            };
+            let v: Vec<u64> = (0..n as u64).map(|i| (i * 31 + 7) % t).collect();
+            let ct = sk.encrypt(&v).expect("encrypt");
+            assert_eq!(sk.decrypt_poly(&ct), reference(&ct));
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+            for _ in 0..4 {
+                let mut c0 = vec![0u64; params.l() * n];
+                let mut c1 = vec![0u64; params.l() * n];
+                for (i, md) in params.0.qs.iter().enumerate() {
+                    for k in i * n..(i + 1) * n {
+                        c0[k] = rng.next_u64() % md.q;
+                        c1[k] = rng.next_u64() % md.q;
+                    }
+                }
+                let ct = Ciphertext { c0, c1, var: 0.0 };
+                assert_eq!(sk.decrypt_poly(&ct), reference(&ct));
+            }
+            // Phase = c0 when c1 = 0: put edge values in coefficient form into c0.
+            let edges: Vec<u128> =
+                vec![0, 1, qb - 1, qb / 2 - 1, qb / 2, qb / 2 + 1, qb / t as u128];
+            let mut coef = vec![0u64; params.l() * n];
+            for (i, md) in params.0.qs.iter().enumerate() {
+                for (k, &e) in edges.iter().cycle().take(n).enumerate() {
+                    coef[i * n + k] = (e % md.q as u128) as u64;
+                }
+                md.to_ntt(&mut coef[i * n..(i + 1) * n]);
+            }
+            let ct = Ciphertext {
+                c0: coef,
+                c1: vec![0u64; params.l() * n],
+                var: 0.0,
+            };
+            assert_eq!(sk.decrypt_poly(&ct), reference(&ct));
         }
     }
 }

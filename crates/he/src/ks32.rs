@@ -214,6 +214,26 @@ avx2_dispatch! {
 }
 
 avx2_dispatch! {
+    /// o ← a + b mod q (u64 residues, q < 2^63).
+    pub(crate) fn add_mod_to(o: &mut [u64], a: &[u64], b: &[u64], q: u64) {
+        for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
+            let s = x + y;
+            *o = if s >= q { s - q } else { s };
+        }
+    }
+}
+
+avx2_dispatch! {
+    /// o ← a − b mod q (u64 residues, q < 2^63).
+    pub(crate) fn sub_mod_to(o: &mut [u64], a: &[u64], b: &[u64], q: u64) {
+        for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
+            let d = x.wrapping_sub(y);
+            *o = if x >= y { d } else { d.wrapping_add(q) };
+        }
+    }
+}
+
+avx2_dispatch! {
     /// out ← a·b mod q on u64-stored residues (the product by `barrett_mul31`).
     pub(crate) fn mul_small(out: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
         for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
