@@ -1,5 +1,5 @@
 //! Profiling loop for one key-switched rotation (perf record --call-graph).
-//! `cargo run --release -p secinfer-he --example rotprof -- [n4096] [iters] [rotate|hoisted|lazy|decompose]`
+//! `cargo run --release -p secinfer-he --example rotprof -- [n4096] [iters] [rotate|hoisted|lazy|decompose|decrypt]`
 use secinfer_he::{Params, SecretKey};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -13,7 +13,7 @@ fn main() {
     let ct = sk.encrypt(&v).expect("rotprof");
     let h = params.decompose(&ct);
     // On a pool worker, as `secinfer bench he-ops` does (RAYON_NUM_THREADS sets the pool).
-    rayon::join(|| run(&params, &ct, &h, &keys, iters, op), || ());
+    rayon::join(|| run(&params, &sk, &ct, &h, &keys, iters, op), || ());
     let r = params.rotate(&ct, 1, &keys).expect("rotprof");
     let want = secinfer_he::eval::rotate_rows(&v, 1, params.row_len());
     assert_eq!(sk.decrypt(&r).expect("rotprof"), want);
@@ -21,6 +21,7 @@ fn main() {
 
 fn run(
     params: &Params,
+    sk: &SecretKey,
     ct: &secinfer_he::Ciphertext,
     h: &secinfer_he::Decomposed,
     keys: &secinfer_he::GaloisKeys,
@@ -40,6 +41,7 @@ fn run(
                     params.rotate_hoisted(h, 1, keys).expect("rotprof"),
                 )),
                 "decompose" => drop(std::hint::black_box(params.decompose(ct))),
+                "decrypt" => drop(std::hint::black_box(sk.decrypt(ct).ok())),
                 "lazy" => drop(std::hint::black_box(
                     params.rotate_hoisted_ext(h, 1, keys).expect("rotprof"),
                 )),

@@ -794,49 +794,50 @@ impl SecretKey {
         let n = params.n();
         let x = self.phase_residues(ct);
         let q = &params.0.set.q;
-        // ⌊(x·t + ⌊Q/2⌋)/Q⌋ without a 128-bit division per coefficient (what
-        // `mul_div_round` computes; x < Q < 2^127 and t < 2^64 keep x·t + Q/2 below 2^128
-        // when Q < 2^64, the case taken here): an f64 quotient estimate, off by at most a few
-        // units, corrected exactly with 128-bit products.
-        let fast = qb < (1u128 << 64) && t < (1u64 << 32);
-        let inv_q = 1.0 / qb as f64;
-        let round = |xk: u128| -> u128 {
-            if !fast {
-                return crate::arith::mul_div_round(xk, t, qb);
-            }
-            let num = xk * t as u128 + qb / 2;
-            let mut v = (num as f64 * inv_q) as u128;
-            let mut p = v * qb;
-            while p > num {
-                v -= 1;
-                p -= qb;
-            }
-            while num - p >= qb {
-                v += 1;
-                p += qb;
-            }
-            v
-        };
-        if q.len() == 2 {
-            // Garner with a Shoup product: x = x0 + q0·((x1 − x0)·q0^{-1} mod q1).
-            let (q0, q1) = (q[0], q[1]);
-            let w = params.0.q0_inv_mod_q1;
-            let ws = crate::arith::shoup(w, q1);
-            (0..n)
+        let fast = q.len() == 2 && qb < (1u128 << 64) && t < (1u64 << 32);
+        if !fast {
+            return (0..n)
                 .map(|k| {
-                    let (x0, x1) = (x[k], x[n + k]);
-                    let x0r = if x0 >= q1 { x0 % q1 } else { x0 };
-                    let d = sub_mod(x1, x0r, q1);
-                    let h = crate::arith::mul_shoup(d, w, ws, q1);
-                    let xk = x0 as u128 + q0 as u128 * h as u128;
-                    (round(xk) % t as u128) as u64
+                    let xk = crt(params, &x, k);
+                    (crate::arith::mul_div_round(xk, t, qb) % t as u128) as u64
                 })
-                .collect()
-        } else {
-            (0..n)
-                .map(|k| (round(crt(params, &x, k)) % t as u128) as u64)
-                .collect()
+                .collect();
         }
+        // Q = q0·q1 < 2^64, t < 2^32 (n4096): Garner's x = x0 + q0·h with h = (x1 − x0)·q0^{-1}
+        // mod q1 (a Shoup product), and v = ⌊(x·t + ⌊Q/2⌋)/Q⌋ (what `mul_div_round`
+        // computes) from the f64 estimate h·t/q1 + x0·t/Q + 1/2 (error far below 1: every
+        // operand is below 2^32), corrected exactly with 128-bit products; no 128-bit
+        // division. v ≤ t since x < Q, so v mod t is one compare.
+        let (q0, q1) = (q[0], q[1]);
+        let w = params.0.q0_inv_mod_q1;
+        let ws = crate::arith::shoup(w, q1);
+        let (a1, a0) = (t as f64 / q1 as f64, t as f64 / qb as f64);
+        let half = qb / 2;
+        (0..n)
+            .map(|k| {
+                let (x0, x1) = (x[k], x[n + k]);
+                let x0r = if x0 >= q1 { x0 % q1 } else { x0 };
+                let d = sub_mod(x1, x0r, q1);
+                let h = crate::arith::mul_shoup(d, w, ws, q1);
+                let num = (x0 as u128 + q0 as u128 * h as u128) * t as u128 + half;
+                // (Signed conversions: single instructions on x86-64; the values are < 2^33.)
+                let mut v = ((h as i64) as f64 * a1 + (x0 as i64) as f64 * a0 + 0.5) as i64 as u64;
+                let mut p = v as u128 * qb;
+                while p > num {
+                    v -= 1;
+                    p -= qb;
+                }
+                while num - p >= qb {
+                    v += 1;
+                    p += qb;
+                }
+                if v == t {
+                    0
+                } else {
+                    v
+                }
+            })
+            .collect()
     }
 
     /// Decrypts to SIMD slot values.
