@@ -794,7 +794,10 @@ impl SecretKey {
         let n = params.n();
         let x = self.phase_residues(ct);
         let q = &params.0.set.q;
-        let fast = q.len() == 2 && qb < (1u128 << 64) && t < (1u64 << 32);
+        let fast = q.len() == 2
+            && qb < (1u128 << 62)
+            && q.iter().all(|&m| m < (1u64 << 31))
+            && t < q[1].min(1u64 << 31);
         if !fast {
             return (0..n)
                 .map(|k| {
@@ -803,33 +806,42 @@ impl SecretKey {
                 })
                 .collect();
         }
-        // Q = q0·q1 < 2^64, t < 2^32 (n4096): Garner's x = x0 + q0·h with h = (x1 − x0)·q0^{-1}
-        // mod q1 (a Shoup product), and v = ⌊(x·t + ⌊Q/2⌋)/Q⌋ (what `mul_div_round`
-        // computes) from the f64 estimate h·t/q1 + x0·t/Q + 1/2 (error far below 1: every
-        // operand is below 2^32), corrected exactly with 128-bit products; no 128-bit
-        // division. v ≤ t since x < Q, so v mod t is one compare.
+        // Q = q0·q1 < 2^62, q_i < 2^31, t < q1 (n4096), all in u64: Garner's x = x0 + q0·h
+        // with h = (x1 − x0)·q0^{-1} mod q1 (a Shoup product); h·t = a·q1 + b (a from an f64
+        // estimate of h·t/q1 < 2^51, corrected exactly); then
+        // x·t + ⌊Q/2⌋ = a·Q + r with r = q0·b + x0·t + ⌊Q/2⌋ < 1.5·Q + q0·t < 2^64, so
+        // v = ⌊(x·t + ⌊Q/2⌋)/Q⌋ (what `mul_div_round` computes) = a + ⌊r/Q⌋, ⌊r/Q⌋ ≤ 2.
+        // v ≤ t since x < Q, so v mod t is one compare. No 128-bit arithmetic.
         let (q0, q1) = (q[0], q[1]);
+        let qs = qb as u64;
         let w = params.0.q0_inv_mod_q1;
         let ws = crate::arith::shoup(w, q1);
-        let (a1, a0) = (t as f64 / q1 as f64, t as f64 / qb as f64);
-        let half = qb / 2;
+        let inv_q1 = 1.0 / q1 as f64;
+        let half = qs / 2;
         (0..n)
             .map(|k| {
                 let (x0, x1) = (x[k], x[n + k]);
                 let x0r = if x0 >= q1 { x0 % q1 } else { x0 };
                 let d = sub_mod(x1, x0r, q1);
                 let h = crate::arith::mul_shoup(d, w, ws, q1);
-                let num = (x0 as u128 + q0 as u128 * h as u128) * t as u128 + half;
-                // (Signed conversions: single instructions on x86-64; the values are < 2^33.)
-                let mut v = ((h as i64) as f64 * a1 + (x0 as i64) as f64 * a0 + 0.5) as i64 as u64;
-                let mut p = v as u128 * qb;
-                while p > num {
-                    v -= 1;
-                    p -= qb;
+                let ht = h * t;
+                // (Signed conversions: single instructions on x86-64; ht < 2^51.)
+                let mut a = ((ht as i64) as f64 * inv_q1) as i64 as u64;
+                let mut p = a * q1;
+                while p > ht {
+                    a -= 1;
+                    p -= q1;
                 }
-                while num - p >= qb {
+                while ht - p >= q1 {
+                    a += 1;
+                    p += q1;
+                }
+                let b = ht - p;
+                let mut r = q0 * b + x0 * t + half;
+                let mut v = a;
+                while r >= qs {
+                    r -= qs;
                     v += 1;
-                    p += qb;
                 }
                 if v == t {
                     0

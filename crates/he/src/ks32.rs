@@ -114,7 +114,7 @@ macro_rules! avx2_dispatch {
 
 avx2_dispatch! {
     /// x ← x·w mod q (x < q < 2^31), w given with its Shoup constant.
-    fn scale(x: &mut [u32], w: u32, ws: u32, q: u32) {
+    pub(crate) fn scale(x: &mut [u32], w: u32, ws: u32, q: u32) {
         for v in x.iter_mut() {
             *v = mul_shoup32(*v, w, ws, q);
         }
