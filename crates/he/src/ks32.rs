@@ -768,10 +768,15 @@ fn component(
 
 /// Waits until `flag` is set by the thread producing the data it guards. Only called for work
 /// that another thread has claimed and is running to completion without waiting itself, so it
-/// always ends.
-fn wait_for(flag: &AtomicBool) {
+/// always ends — unless that task panicked, which `failed` reports (the panic then propagates
+/// here too instead of leaving this thread spinning).
+fn wait_for(flag: &AtomicBool, failed: &AtomicBool) {
     let mut spins = 0u32;
     while !flag.load(Ordering::Acquire) {
+        assert!(
+            !failed.load(Ordering::Acquire),
+            "a key-switching task panicked on another thread"
+        );
         if spins < 2000 {
             std::hint::spin_loop();
             spins += 1;
@@ -800,13 +805,27 @@ struct RotTasks<'a> {
     next: AtomicUsize,
     res: Vec<Mutex<Vec<u32>>>,
     ready: Vec<AtomicBool>,
+    /// Set when a task panics (see `wait_for`).
+    failed: AtomicBool,
     out: [Mutex<Vec<u64>>; 2],
+}
+
+/// Sets `failed` if dropped while its thread unwinds from a panic.
+struct PanicFlag<'a>(&'a AtomicBool);
+
+impl Drop for PanicFlag<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Release);
+        }
+    }
 }
 
 impl RotTasks<'_> {
     /// Claims and runs tasks until none is left (every participating thread runs this).
     fn work(&self) {
         let l = self.params.l();
+        let _flag = PanicFlag(&self.failed);
         loop {
             let t = self.next.fetch_add(1, Ordering::AcqRel);
             if t < l {
@@ -875,7 +894,7 @@ impl RotTasks<'_> {
         let n = params.n();
         let with_res = |k: usize, f: &mut dyn FnMut(&Residues<'_>)| {
             for i in 0..l {
-                wait_for(&self.ready[self.idx(i, k)]);
+                wait_for(&self.ready[self.idx(i, k)], &self.failed);
             }
             let guards: Vec<_> = (0..l).map(|i| locked(&self.res[self.idx(i, k)])).collect();
             let d: Residues<'_> = guards.iter().map(|g| win(g, n)).collect();
@@ -916,6 +935,7 @@ pub(crate) fn rotate_limbs(
         next: AtomicUsize::new(0),
         res: (0..cells).map(|_| Mutex::new(take32a(n))).collect(),
         ready: (0..cells).map(|_| AtomicBool::new(false)).collect(),
+        failed: AtomicBool::new(false),
         // Every word of both outputs is written by the gathers: no zeroing.
         out: [
             Mutex::new(crate::bfv::take_dirty(l * n)),
