@@ -768,25 +768,87 @@ impl SecretKey {
     fn phase(&self, ct: &Ciphertext) -> Vec<u128> {
         let params = &self.params;
         let n = params.n();
+        let x = self.phase_residues(ct);
+        (0..n).map(|k| crt(params, &x, k)).collect()
+    }
+
+    /// c0 + c1·s in coefficient form, per Q prime.
+    fn phase_residues(&self, ct: &Ciphertext) -> Vec<u64> {
+        let params = &self.params;
+        let n = params.n();
         let mut x = ct.c0.clone();
         for (i, md) in params.0.qs.iter().enumerate() {
-            let q = md.q;
             let r = i * n..(i + 1) * n;
             let s = &self.ntt_qp[r.clone()];
-            let _ = q;
             md.mul_accumulate(&mut x[r.clone()], &ct.c1[r.clone()], s);
             md.to_coeff(&mut x[r]);
         }
-        (0..n).map(|k| crt(params, &x, k)).collect()
+        x
     }
 
     /// Decrypts to the coefficient polynomial mod t.
     pub fn decrypt_poly(&self, ct: &Ciphertext) -> Vec<u64> {
         let params = &self.params;
         let t = params.t();
-        self.phase(ct)
-            .into_iter()
-            .map(|x| (crate::arith::mul_div_round(x, t, params.0.q_big) % t as u128) as u64)
+        let qb = params.0.q_big;
+        let n = params.n();
+        let x = self.phase_residues(ct);
+        let q = &params.0.set.q;
+        let fast = q.len() == 2
+            && qb < (1u128 << 62)
+            && q.iter().all(|&m| m < (1u64 << 31))
+            && t < q[1].min(1u64 << 31);
+        if !fast {
+            return (0..n)
+                .map(|k| {
+                    let xk = crt(params, &x, k);
+                    (crate::arith::mul_div_round(xk, t, qb) % t as u128) as u64
+                })
+                .collect();
+        }
+        // Q = q0·q1 < 2^62, q_i < 2^31, t < q1 (n4096), all in u64: Garner's x = x0 + q0·h
+        // with h = (x1 − x0)·q0^{-1} mod q1 (a Shoup product); h·t = a·q1 + b (a from an f64
+        // estimate of h·t/q1 < 2^51, corrected exactly); then
+        // x·t + ⌊Q/2⌋ = a·Q + r with r = q0·b + x0·t + ⌊Q/2⌋ < 1.5·Q + q0·t < 2^64, so
+        // v = ⌊(x·t + ⌊Q/2⌋)/Q⌋ (what `mul_div_round` computes) = a + ⌊r/Q⌋, ⌊r/Q⌋ ≤ 2.
+        // v ≤ t since x < Q, so v mod t is one compare. No 128-bit arithmetic.
+        let (q0, q1) = (q[0], q[1]);
+        let qs = qb as u64;
+        let w = params.0.q0_inv_mod_q1;
+        let ws = crate::arith::shoup(w, q1);
+        let inv_q1 = 1.0 / q1 as f64;
+        let half = qs / 2;
+        (0..n)
+            .map(|k| {
+                let (x0, x1) = (x[k], x[n + k]);
+                let x0r = if x0 >= q1 { x0 % q1 } else { x0 };
+                let d = sub_mod(x1, x0r, q1);
+                let h = crate::arith::mul_shoup(d, w, ws, q1);
+                let ht = h * t;
+                // (Signed conversions: single instructions on x86-64; ht < 2^51.)
+                let mut a = ((ht as i64) as f64 * inv_q1) as i64 as u64;
+                let mut p = a * q1;
+                while p > ht {
+                    a -= 1;
+                    p -= q1;
+                }
+                while ht - p >= q1 {
+                    a += 1;
+                    p += q1;
+                }
+                let b = ht - p;
+                let mut r = q0 * b + x0 * t + half;
+                let mut v = a;
+                while r >= qs {
+                    r -= qs;
+                    v += 1;
+                }
+                if v == t {
+                    0
+                } else {
+                    v
+                }
+            })
             .collect()
     }
 
@@ -1112,9 +1174,7 @@ pub fn max_response_bits(params: &Params) -> u32 {
 
 impl Params {
     pub fn add(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
-        let mut r = a.clone();
-        self.add_assign(&mut r, b);
-        r
+        self.combine(a, b, false)
     }
 
     pub fn add_assign(&self, a: &mut Ciphertext, b: &Ciphertext) {
@@ -1122,9 +1182,32 @@ impl Params {
     }
 
     pub fn sub(&self, a: &Ciphertext, b: &Ciphertext) -> Ciphertext {
-        let mut r = a.clone();
-        self.combine_assign(&mut r, b, true);
-        r
+        self.combine(a, b, true)
+    }
+
+    /// `op(a, b)` into recycled buffers in one pass (no clone of `a` followed by a second
+    /// pass); same words and variance as `combine_assign`.
+    fn combine(&self, a: &Ciphertext, b: &Ciphertext, sub: bool) -> Ciphertext {
+        let n = self.n();
+        let l = self.l();
+        let op = if sub {
+            crate::ks32::sub_mod_to
+        } else {
+            crate::ks32::add_mod_to
+        };
+        let mut c0 = take_dirty(l * n);
+        let mut c1 = take_dirty(l * n);
+        for (i, md) in self.0.qs.iter().enumerate() {
+            let q = md.q;
+            let r = i * n..(i + 1) * n;
+            op(&mut c0[r.clone()], &a.c0[r.clone()], &b.c0[r.clone()], q);
+            op(&mut c1[r.clone()], &a.c1[r.clone()], &b.c1[r.clone()], q);
+        }
+        Ciphertext {
+            c0,
+            c1,
+            var: corr_sum(a.var, b.var),
+        }
     }
 
     /// `a ← op(a, b)` coefficient-wise in every residue of both components (add or sub mod q);
@@ -1466,13 +1549,9 @@ impl Params {
     ) -> Result<Ciphertext, HeError> {
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
         if self.0.ks32.is_some() {
-            let digits = crate::ks32::decompose(self, &a.c1, true);
             let (kb, ka, kbs, kas) = key.key32(Some(&self.limb_key_indices()));
             let (c0, c1) =
-                crate::ks32::switch_permute(self, &a.c0, &digits, &kb, &ka, &kbs, &kas, &key.perms);
-            for d in digits {
-                crate::ks32::give32(d);
-            }
+                crate::ks32::rotate_limbs(self, &a.c0, &a.c1, &kb, &ka, &kbs, &kas, &key.perms);
             return Ok(Ciphertext {
                 c0,
                 c1,
@@ -1932,4 +2011,107 @@ pub fn encoding(params: &Params) -> Encoding {
 #[allow(dead_code)]
 fn _neg(a: u64, q: u64) -> u64 {
     neg_mod(a, q)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The task-split plain rotation (`ks32::rotate_limbs`) gives the same words with one and
+    /// with two threads, and the same words as the limb decomposition followed by the hoisted
+    /// key switch (`ks32::decompose` + `ks32::switch_permute`) that it replaces.
+    #[test]
+    fn rotate_limbs_two_threads_bit_exact() {
+        let params = Params::by_name("n4096").expect("n4096");
+        assert!(params.0.ks32.is_some());
+        let sk = SecretKey::generate(&params);
+        let steps = [1usize, 5, 1000];
+        let keys = sk.rotation_keys(&steps, false);
+        let t = params.t();
+        let v: Vec<u64> = (0..params.n() as u64).map(|i| (i * 7919 + 3) % t).collect();
+        let ct = sk.encrypt(&v).expect("encrypt");
+        let pool = |k: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(k)
+                .build()
+                .expect("pool")
+        };
+        let (p1, p2) = (pool(1), pool(2));
+        for &s in &steps {
+            let g = params.galois_elt_rotate(s);
+            let key = &keys.keys[&g];
+            let reference = {
+                let digits = crate::ks32::decompose(&params, &ct.c1, true);
+                let (kb, ka, kbs, kas) = key.key32(Some(&params.limb_key_indices()));
+                crate::ks32::switch_permute(
+                    &params, &ct.c0, &digits, &kb, &ka, &kbs, &kas, &key.perms,
+                )
+            };
+            let one = p1.install(|| params.rotate(&ct, s, &keys).expect("rotate"));
+            assert_eq!((&one.c0, &one.c1), (&reference.0, &reference.1));
+            // Repeat on the two-thread pool: which thread claims which task varies per run.
+            for _ in 0..20 {
+                let two = p2.install(|| {
+                    rayon::join(|| params.rotate(&ct, s, &keys).expect("rotate"), || ()).0
+                });
+                assert_eq!((&two.c0, &two.c1), (&one.c0, &one.c1));
+            }
+            let want = crate::eval::rotate_rows(&v, s, params.row_len());
+            assert_eq!(sk.decrypt(&one).expect("decrypt"), want);
+        }
+    }
+
+    /// `decrypt_poly`'s division-free rounding and Shoup CRT equal `mul_div_round` of the CRT
+    /// phase on every coefficient, for fresh ciphertexts and for uniformly random ones (whose
+    /// phases cover the whole of [0, Q), rounding boundaries included in expectation), and
+    /// at the edge phases 0, 1, Q − 1 and around Q/2.
+    #[test]
+    fn decrypt_fast_rounding_matches_reference() {
+        use rand_core::{RngCore, SeedableRng};
+        for name in ["n4096", "n8192"] {
+            let params = Params::by_name(name).expect("set");
+            let sk = SecretKey::generate(&params);
+            let n = params.n();
+            let t = params.t();
+            let qb = params.0.q_big;
+            let reference = |ct: &Ciphertext| -> Vec<u64> {
+                sk.phase(ct)
+                    .into_iter()
+                    .map(|x| (crate::arith::mul_div_round(x, t, qb) % t as u128) as u64)
+                    .collect()
+            };
+            let v: Vec<u64> = (0..n as u64).map(|i| (i * 31 + 7) % t).collect();
+            let ct = sk.encrypt(&v).expect("encrypt");
+            assert_eq!(sk.decrypt_poly(&ct), reference(&ct));
+            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+            for _ in 0..4 {
+                let mut c0 = vec![0u64; params.l() * n];
+                let mut c1 = vec![0u64; params.l() * n];
+                for (i, md) in params.0.qs.iter().enumerate() {
+                    for k in i * n..(i + 1) * n {
+                        c0[k] = rng.next_u64() % md.q;
+                        c1[k] = rng.next_u64() % md.q;
+                    }
+                }
+                let ct = Ciphertext { c0, c1, var: 0.0 };
+                assert_eq!(sk.decrypt_poly(&ct), reference(&ct));
+            }
+            // Phase = c0 when c1 = 0: put edge values in coefficient form into c0.
+            let edges: Vec<u128> =
+                vec![0, 1, qb - 1, qb / 2 - 1, qb / 2, qb / 2 + 1, qb / t as u128];
+            let mut coef = vec![0u64; params.l() * n];
+            for (i, md) in params.0.qs.iter().enumerate() {
+                for (k, &e) in edges.iter().cycle().take(n).enumerate() {
+                    coef[i * n + k] = (e % md.q as u128) as u64;
+                }
+                md.to_ntt(&mut coef[i * n..(i + 1) * n]);
+            }
+            let ct = Ciphertext {
+                c0: coef,
+                c1: vec![0u64; params.l() * n],
+                var: 0.0,
+            };
+            assert_eq!(sk.decrypt_poly(&ct), reference(&ct));
+        }
+    }
 }
