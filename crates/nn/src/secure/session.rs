@@ -20,8 +20,8 @@ use crate::error::{NnError, Result};
 use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
 use crate::model::{Candidate, ModelConfig};
 use secinfer_gc::protocol::{
-    evaluate_offline_with, evaluate_online_preset, garble_offline_with, garble_online_preset,
-    pack_bits, unpack_bits, wire_outputs, GarbledBatch, ReceivedBatch, Reveal,
+    evaluate_offline_with, evaluate_online_preset, garble_offline_batches, garble_online_preset,
+    pack_bits, unpack_bits, wire_outputs, BatchJob, GarbledBatch, ReceivedBatch, Reveal,
 };
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
@@ -1260,29 +1260,48 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     ots.fill(ch, fwd).map_err(ot)?;
     mux_r.fill(ch, rev).map_err(ot)?;
     let m0 = ots.send_cot(ch, n_labels).map_err(ot)?;
-    let mut batches: Vec<[GarbledBatch; 3]> = Vec::with_capacity(steps);
+    // All 3T step batches and the final circuit in one pipelined call: the pool garbles while
+    // this thread sends (same messages as one garble_offline_with call per batch).
+    let mut jobs = Vec::with_capacity(3 * steps + 1);
     let mut o = 0;
     for _ in 0..steps {
-        let mut one = |circ: &Circuit, g_in: usize, e_in: usize| -> Result<GarbledBatch> {
-            let z = &m0[o..o + h * e_in];
+        for (circ, g_in, e_in) in [
+            (&sc.a, lay.a_garbler(), lay.a_evaluator()),
+            (&sc.b, lay.b_garbler(), lay.b_evaluator()),
+            (&sc.c, lay.c_garbler(), lay.c_evaluator()),
+        ] {
+            jobs.push(BatchJob {
+                circ,
+                g_in,
+                n: h,
+                e_zero: Some(&m0[o..o + h * e_in]),
+                reveal: Reveal::Garbler,
+            });
             o += h * e_in;
-            garble_offline_with(ch, circ, g_in, h, delta, Some(z), Reveal::Garbler).map_err(gc)
-        };
-        let ba = one(&sc.a, lay.a_garbler(), lay.a_evaluator())?;
-        let bb = one(&sc.b, lay.b_garbler(), lay.b_evaluator())?;
-        let bc = one(&sc.c, lay.c_garbler(), lay.c_evaluator())?;
-        batches.push([ba, bb, bc]);
+        }
     }
-    let fin_batch = garble_offline_with(
-        ch,
-        &fin,
-        c * lay.acc,
-        1,
-        delta,
-        Some(&m0[o..]),
-        Reveal::Evaluator,
-    )
-    .map_err(gc)?;
+    jobs.push(BatchJob {
+        circ: &fin,
+        g_in: c * lay.acc,
+        n: 1,
+        e_zero: Some(&m0[o..]),
+        reveal: Reveal::Evaluator,
+    });
+    let mut garbled = garble_offline_batches(ch, &jobs, delta)
+        .map_err(gc)?
+        .into_iter();
+    let mut batches: Vec<[GarbledBatch; 3]> = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let mut next = || {
+            garbled
+                .next()
+                .ok_or_else(|| NnError::Protocol("missing garbled batch".into()))
+        };
+        batches.push([next()?, next()?, next()?]);
+    }
+    let fin_batch = garbled
+        .next()
+        .ok_or_else(|| NnError::Protocol("missing garbled batch".into()))?;
     ch.flush().map_err(net)?;
     rep.gc_bytes += acc.take(ch);
     rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
