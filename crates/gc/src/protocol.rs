@@ -300,9 +300,16 @@ fn garble_task(
     let n_in = circ.n_inputs;
     let e_in = n_in - g_in;
     let (c0, c1) = (t.c0, t.c1);
-    let mut g = Garbler::<LANES>::new(delta, nonce, (c0 * LANES) as u32, Prg::from_seed(t.seed))?;
-    g.tables
-        .reserve_exact((c1 - c0) * circ.and_count() as usize * 2 * LANES);
+    // Tables go out as wire frames every FRAME_BLOCKS blocks, copied while still in cache; the
+    // garbler's own buffer stays one frame long.
+    let mut g = Garbler::<LANES, FrameSink>::with_sink(
+        delta,
+        nonce,
+        (c0 * LANES) as u32,
+        Prg::from_seed(t.seed),
+        Some(FrameSink(Vec::new())),
+    )?;
+    g.tables.reserve_exact(FRAME_BLOCKS + 2 * LANES);
     let mut flat = Vec::with_capacity((c1 - c0) * n_in * LANES);
     let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
     for c in c0..c1 {
@@ -328,13 +335,19 @@ fn garble_task(
         flat.extend(ins.iter().flat_map(|w| w.iter().copied()));
     }
     g.finish()?;
-    // Cut into wire frames here, on the worker, so the sending thread only moves them.
-    let frames = g
-        .tables
-        .chunks(FRAME_BLOCKS)
-        .map(|f| bytemuck::cast_slice::<Block, u8>(f).to_vec())
-        .collect();
+    let frames = g.into_sink().map(|s| s.0).unwrap_or_default();
     Ok((frames, flat, dec))
+}
+
+/// Collects a task's tables as wire frames (on the worker, so the sending thread only moves
+/// them).
+struct FrameSink(Vec<Vec<u8>>);
+impl crate::garble::TableSink for FrameSink {
+    fn put(&mut self, blocks: &[Block]) -> Result<(), GcError> {
+        self.0
+            .push(bytemuck::cast_slice::<Block, u8>(blocks).to_vec());
+        Ok(())
+    }
 }
 
 /// [`garble_offline_with`] for several batches at once, on the wire exactly as the same calls
