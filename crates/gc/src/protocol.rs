@@ -116,8 +116,10 @@ pub struct GarbledBatch {
     g_in: usize,
     e_in: usize,
     n: usize,
-    /// Per chunk, per input wire, `LANES` zero-labels.
+    /// Per chunk, per kept input wire (`stride` of them: all, or only the garbler's for a
+    /// preset batch), `LANES` zero-labels.
     labels: Vec<Block>,
+    stride: usize,
     /// Garbler input wires whose labels were already sent (input-independent values).
     early: std::ops::Range<usize>,
     /// The evaluator's input labels came from offline COTs ([`garble_offline_with`]).
@@ -136,7 +138,7 @@ impl GarbledBatch {
     }
     fn zero(&self, i: usize, w: usize) -> Block {
         let (c, l) = (i / LANES, i % LANES);
-        self.labels[(c * (self.g_in + self.e_in) + w) * LANES + l]
+        self.labels[(c * self.stride + w) * LANES + l]
     }
 
     /// The active labels of the garbler's late (not early-sent) inputs, instance-major.
@@ -310,19 +312,30 @@ fn garble_task(
         Some(FrameSink(Vec::new())),
     )?;
     g.tables.reserve_exact(FRAME_BLOCKS + 2 * LANES);
-    let mut flat = Vec::with_capacity((c1 - c0) * n_in * LANES);
+    let stride = stride(job);
+    let mut flat = Vec::with_capacity((c1 - c0) * stride * LANES);
     let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
     for c in c0..c1 {
         g.set_instances(nonce, (c * LANES) as u32)?;
-        let mut ins: Vec<[Block; LANES]> = (0..n_in).map(|_| g.input()).collect();
-        if let Some(z) = job.e_zero {
-            // Copies past n (the last chunk's padding) keep random labels.
-            let real = n.saturating_sub(c * LANES).min(LANES);
-            for (w, lanes) in ins[g_in..].iter_mut().enumerate() {
-                for (l, lab) in lanes.iter_mut().enumerate().take(real) {
-                    *lab = z[(c * LANES + l) * e_in + w];
+        let mut ins: Vec<[Block; LANES]> = (0..g_in).map(|_| g.input()).collect();
+        match job.e_zero {
+            Some(z) => {
+                // The COTs' m0 are the zero-labels; copies past n (the last chunk's padding)
+                // get random ones.
+                let real = n.saturating_sub(c * LANES).min(LANES);
+                for w in 0..e_in {
+                    let mut lanes = if real < LANES {
+                        g.input()
+                    } else {
+                        [Block::ZERO; LANES]
+                    };
+                    for (l, lab) in lanes.iter_mut().enumerate().take(real) {
+                        *lab = z[(c * LANES + l) * e_in + w];
+                    }
+                    ins.push(lanes);
                 }
             }
+            None => ins.extend((0..e_in).map(|_| g.input())),
         }
         let outs = circ.eval(&mut g, &ins);
         for l in 0..LANES {
@@ -332,11 +345,22 @@ fn garble_task(
                 }
             }
         }
-        flat.extend(ins.iter().flat_map(|w| w.iter().copied()));
+        flat.extend(ins[..stride].iter().flat_map(|w| w.iter().copied()));
     }
     g.finish()?;
     let frames = g.into_sink().map(|s| s.0).unwrap_or_default();
     Ok((frames, flat, dec))
+}
+
+/// Input wires whose zero-labels a batch keeps per chunk: all of them, or only the garbler's
+/// when the evaluator's came from offline COTs (they are never needed again: the evaluator
+/// already holds its active labels).
+fn stride(job: &BatchJob<'_>) -> usize {
+    if job.e_zero.is_some() {
+        job.g_in
+    } else {
+        job.circ.n_inputs
+    }
 }
 
 /// Collects a task's tables as wire frames (on the worker, so the sending thread only moves
@@ -410,6 +434,7 @@ pub fn garble_offline_batches<C: Channel>(
             e_in: job.circ.n_inputs - job.g_in,
             n: job.n,
             labels,
+            stride: stride(job),
             early: 0..0,
             preset: job.e_zero.is_some(),
             decode: kept,
