@@ -865,6 +865,7 @@ pub fn client_session_with<C: Channel>(
             rv["error"].as_str().unwrap_or("?")
         )));
     }
+    rep.he_bytes += acc.take(ch);
     progress("keys", 0, 2);
     let params = Params::by_name(HE_PARAMS).map_err(he)?;
     let n = params.n();
@@ -1240,6 +1241,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let ot_src = ot_src.unwrap_or_default();
     ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
         .map_err(net)?;
+    rep.he_bytes += acc.take(ch);
     let params = &m.params;
     let mut prg = Prg::new();
     let delta = Block(prg.next_block().0 | 1);
