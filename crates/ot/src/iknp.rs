@@ -100,6 +100,22 @@ impl OtExtSender {
         })
     }
 
+    /// An extension sender from base OTs run elsewhere: `keys[i]` is the base-OT receiver's
+    /// output for choice bit i of `delta` (128 of them). For bootstrapping from random OTs of an
+    /// existing extension in the other direction (their random choices become `Δ`).
+    pub fn from_base_ots(delta: Block, keys: &[Block]) -> Result<Self, OtError> {
+        if delta == Block::ZERO || keys.len() != 128 {
+            return Err(OtError::arg("128 base-OT keys and a non-zero Δ"));
+        }
+        let s: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
+        Ok(OtExtSender {
+            delta,
+            ext: ExtSender::new(keys, &s),
+            counter: 0,
+            poisoned: false,
+        })
+    }
+
     /// The global correlation `Δ`.
     pub fn delta(&self) -> Block {
         self.delta
@@ -254,6 +270,19 @@ impl OtExtReceiver {
         let keys = base_ot_send(ch, 128, prg)?;
         Ok(OtExtReceiver {
             ext: ExtReceiver::new(&keys),
+            counter: 0,
+            poisoned: false,
+        })
+    }
+
+    /// An extension receiver from base OTs run elsewhere: the base-OT sender's 128 key pairs
+    /// (pairs with [`OtExtSender::from_base_ots`]).
+    pub fn from_base_ots(keys: &[[Block; 2]]) -> Result<Self, OtError> {
+        if keys.len() != 128 {
+            return Err(OtError::arg("128 base-OT key pairs"));
+        }
+        Ok(OtExtReceiver {
+            ext: ExtReceiver::new(keys),
             counter: 0,
             poisoned: false,
         })
