@@ -919,15 +919,19 @@ pub fn client_session_with<C: Channel>(
     let mut otr =
         PooledOtReceiver::setup_with_source(ch, &mut Prg::new(), filler.source()).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    // The multiplexers' second direction: the client sends. Its IKNP base OTs are 128 random
-    // OTs of the first pool (server → client, hashed: independent of its Δ), whose random choice
-    // bits become this pool's Δ: no second set of public-key base OTs.
-    let mut kp = Prg::new();
-    let d_mux = kp.next_block();
-    let s_mux: Vec<bool> = (0..128).map(|i| (d_mux.0 >> i) & 1 == 1).collect();
-    let base = otr.recv_rot(ch, &s_mux).map_err(ot)?;
-    let mut mux_s =
-        PooledOtSender::from_iknp(OtExtSender::from_base_ots(d_mux, &base).map_err(ot)?);
+    // The multiplexers' second direction: the client sends. With the IKNP filler its IKNP base
+    // OTs are 128 random OTs of the first pool (server → client, hashed: independent of its Δ),
+    // whose random choice bits become this pool's Δ: no second set of public-key base OTs. (A
+    // Ferret pool would pay a whole LPN iteration for 128 COTs here: Chou–Orlandi instead.)
+    let mut mux_s = if filler == OtFiller::Iknp {
+        let mut kp = Prg::new();
+        let d_mux = kp.next_block();
+        let s_mux: Vec<bool> = (0..128).map(|i| (d_mux.0 >> i) & 1 == 1).collect();
+        let base = otr.recv_rot(ch, &s_mux).map_err(ot)?;
+        PooledOtSender::from_iknp(OtExtSender::from_base_ots(d_mux, &base).map_err(ot)?)
+    } else {
+        PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?
+    };
     rep.mux_bytes += acc.take(ch);
     progress("keys", 1, 2);
     let ClientKeys {
@@ -1258,10 +1262,14 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let mut ots = PooledOtSender::setup_with_source_and_delta(ch, &mut prg, ot_src.source(), delta)
         .map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    // The multiplexers' pool (client → server): bootstrapped from 128 random OTs of the first.
-    let base = ots.send_rot(ch, 128).map_err(ot)?;
-    let mut mux_r =
-        PooledOtReceiver::from_iknp(OtExtReceiver::from_base_ots(&base).map_err(ot)?, &mut prg);
+    // The multiplexers' pool (client → server): with IKNP, bootstrapped from 128 random OTs of
+    // the first (as the client does).
+    let mut mux_r = if ot_src == OtFiller::Iknp {
+        let base = ots.send_rot(ch, 128).map_err(ot)?;
+        PooledOtReceiver::from_iknp(OtExtReceiver::from_base_ots(&base).map_err(ot)?, &mut prg)
+    } else {
+        PooledOtReceiver::setup(ch, &mut prg).map_err(ot)?
+    };
     rep.mux_bytes += acc.take(ch);
     // The client's BFV public key follows the base OTs (it makes it meanwhile). Seed plus one
     // compact residue per coefficient and Q limb (4 or 8 bytes: the set decides).
