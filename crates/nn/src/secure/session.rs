@@ -968,25 +968,50 @@ pub fn client_session_with<C: Channel>(
     otr.fill(ch, fwd).map_err(ot)?;
     mux_s.fill(ch, rev).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    let recv_shares = |ch: &mut C, lay: &Layout, count: usize| -> Result<Vec<Vec<u64>>> {
-        let mut out = Vec::with_capacity(count);
-        for g in 0..count.div_ceil(lay.group) {
+    // The responses of every upload, in upload order; each group is decrypted on the pool as
+    // soon as its frames are in, groups in parallel (an input-projection group is one block).
+    let groups: Vec<(&Layout, usize)> = [(&ih, steps), (&hh, steps - 1), (&fcl, 1)]
+        .into_iter()
+        .flat_map(|(lay, count)| {
+            (0..count.div_ceil(lay.group)).map(move |g| (lay, lay.group.min(count - g * lay.group)))
+        })
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Vec<u64>>)>();
+    let sk_r = &sk;
+    rayon::in_place_scope(|s| -> Result<()> {
+        for (gi, &(lay, _)) in groups.iter().enumerate() {
             let r: Vec<Vec<u8>> = (0..lay.blocks)
                 .map(|b| {
                     ch.recv_bytes(coeff::response_len(&params, lay, b))
                         .map_err(net)
                 })
                 .collect::<Result<_>>()?;
-            let sh = client_share(&sk, lay, &r)?;
-            let k = lay.group.min(count - g * lay.group);
-            out.extend(sh.chunks(lay.rows).take(k).map(|v| v.to_vec()));
+            let tx = tx.clone();
+            s.spawn(move |_| {
+                let _ = tx.send((gi, client_share(sk_r, lay, &r)));
+            });
         }
-        Ok(out)
-    };
+        Ok(())
+    })?;
+    drop(tx);
+    let mut shares: Vec<Option<Vec<u64>>> = vec![None; groups.len()];
+    for (gi, r) in rx {
+        shares[gi] = Some(r?);
+    }
+    let mut per_input = groups.iter().zip(shares).flat_map(|(&(lay, k), sh)| {
+        sh.unwrap_or_default()
+            .chunks(lay.rows)
+            .take(k)
+            .map(|v| v.to_vec())
+            .collect::<Vec<_>>()
+    });
     // c_x(t) + S_x(t) = W_ih ρ_x(t), c_h(t) + S_h(t) = W_hh ρ_h(t) (t ≥ 1), c_fc + S_fc = W_fc ρ_h(T)
-    let cx = recv_shares(ch, &ih, steps)?;
-    let chh = recv_shares(ch, &hh, steps - 1)?;
-    let cfc = recv_shares(ch, &fcl, 1)?.concat();
+    let cx: Vec<Vec<u64>> = per_input.by_ref().take(steps).collect();
+    let chh: Vec<Vec<u64>> = per_input.by_ref().take(steps - 1).collect();
+    let cfc: Vec<u64> = per_input.next().unwrap_or_default();
+    if cx.len() != steps || chh.len() != steps - 1 || cfc.len() != c {
+        return Err(NnError::Protocol("missing HE shares".into()));
+    }
     rep.he_bytes += acc.take(ch);
     // ---- offline: the client's GC inputs are all known now; their labels by COT
     // Per step and element: λ_r, λ_z (gb bits), β, π_P, β_d, π_Q (PW bits), λ_n (bo bits).
