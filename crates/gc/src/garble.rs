@@ -221,6 +221,11 @@ impl<const L: usize, S: TableSink> Garbler<L, S> {
         }
     }
 
+    /// The sink, after [`Garbler::finish`] handed it the last tables.
+    pub fn into_sink(self) -> Option<S> {
+        self.sink
+    }
+
     /// AND gates garbled so far (per lane).
     pub fn and_gates(&self) -> u64 {
         self.gate as u64

@@ -116,8 +116,10 @@ pub struct GarbledBatch {
     g_in: usize,
     e_in: usize,
     n: usize,
-    /// Per chunk, per input wire, `LANES` zero-labels.
+    /// Per chunk, per kept input wire (`stride` of them: all, or only the garbler's for a
+    /// preset batch), `LANES` zero-labels.
     labels: Vec<Block>,
+    stride: usize,
     /// Garbler input wires whose labels were already sent (input-independent values).
     early: std::ops::Range<usize>,
     /// The evaluator's input labels came from offline COTs ([`garble_offline_with`]).
@@ -136,7 +138,7 @@ impl GarbledBatch {
     }
     fn zero(&self, i: usize, w: usize) -> Block {
         let (c, l) = (i / LANES, i % LANES);
-        self.labels[(c * (self.g_in + self.e_in) + w) * LANES + l]
+        self.labels[(c * self.stride + w) * LANES + l]
     }
 
     /// The active labels of the garbler's late (not early-sent) inputs, instance-major.
@@ -257,100 +259,252 @@ pub fn garble_offline_with<C: Channel>(
     e_zero: Option<&[Block]>,
     reveal: Reveal,
 ) -> Result<GarbledBatch, GcError> {
-    check_shape(circ, g_in, n)?;
+    let job = BatchJob {
+        circ,
+        g_in,
+        n,
+        e_zero,
+        reveal,
+    };
+    let mut out = garble_offline_batches(ch, std::slice::from_ref(&job), delta)?;
+    Ok(out.remove(0))
+}
+
+/// One batch for [`garble_offline_batches`]: the arguments of [`garble_offline_with`].
+#[derive(Clone, Copy)]
+pub struct BatchJob<'a> {
+    pub circ: &'a Circuit,
+    pub g_in: usize,
+    pub n: usize,
+    pub e_zero: Option<&'a [Block]>,
+    pub reveal: Reveal,
+}
+
+/// One rayon task's share of a batch: chunks `c0..c1` with their own label PRG.
+struct GarbleTask {
+    job: usize,
+    c0: usize,
+    c1: usize,
+    seed: Block,
+}
+
+/// A task's output: its tables already cut into wire frames, its input zero-labels and the
+/// output permute bits.
+type TaskOut = (Vec<Vec<u8>>, Vec<Block>, Vec<bool>);
+
+fn garble_task(
+    job: &BatchJob<'_>,
+    nonce: u64,
+    delta: Block,
+    t: &GarbleTask,
+) -> Result<TaskOut, GcError> {
+    let (circ, g_in, n) = (job.circ, job.g_in, job.n);
+    let n_in = circ.n_inputs;
+    let e_in = n_in - g_in;
+    let (c0, c1) = (t.c0, t.c1);
+    // Tables go out as wire frames every FRAME_BLOCKS blocks, copied while still in cache; the
+    // garbler's own buffer stays one frame long.
+    let mut g = Garbler::<LANES, FrameSink>::with_sink(
+        delta,
+        nonce,
+        (c0 * LANES) as u32,
+        Prg::from_seed(t.seed),
+        Some(FrameSink(Vec::new())),
+    )?;
+    g.tables.reserve_exact(FRAME_BLOCKS + 2 * LANES);
+    let stride = stride(job);
+    let mut flat = Vec::with_capacity((c1 - c0) * stride * LANES);
+    let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
+    for c in c0..c1 {
+        g.set_instances(nonce, (c * LANES) as u32)?;
+        let mut ins: Vec<[Block; LANES]> = (0..g_in).map(|_| g.input()).collect();
+        match job.e_zero {
+            Some(z) => {
+                // The COTs' m0 are the zero-labels; copies past n (the last chunk's padding)
+                // get random ones.
+                let real = n.saturating_sub(c * LANES).min(LANES);
+                for w in 0..e_in {
+                    let mut lanes = if real < LANES {
+                        g.input()
+                    } else {
+                        [Block::ZERO; LANES]
+                    };
+                    for (l, lab) in lanes.iter_mut().enumerate().take(real) {
+                        *lab = z[(c * LANES + l) * e_in + w];
+                    }
+                    ins.push(lanes);
+                }
+            }
+            None => ins.extend((0..e_in).map(|_| g.input())),
+        }
+        let outs = circ.eval(&mut g, &ins);
+        for l in 0..LANES {
+            for o in &outs {
+                if let Bit::Wire(w) = o {
+                    dec.push(w[l].lsb());
+                }
+            }
+        }
+        flat.extend(ins[..stride].iter().flat_map(|w| w.iter().copied()));
+    }
+    g.finish()?;
+    let frames = g.into_sink().map(|s| s.0).unwrap_or_default();
+    Ok((frames, flat, dec))
+}
+
+/// Input wires whose zero-labels a batch keeps per chunk: all of them, or only the garbler's
+/// when the evaluator's came from offline COTs (they are never needed again: the evaluator
+/// already holds its active labels).
+fn stride(job: &BatchJob<'_>) -> usize {
+    if job.e_zero.is_some() {
+        job.g_in
+    } else {
+        job.circ.n_inputs
+    }
+}
+
+/// Collects a task's tables as wire frames (on the worker, so the sending thread only moves
+/// them).
+struct FrameSink(Vec<Vec<u8>>);
+impl crate::garble::TableSink for FrameSink {
+    fn put(&mut self, blocks: &[Block]) -> Result<(), GcError> {
+        self.0
+            .push(bytemuck::cast_slice::<Block, u8>(blocks).to_vec());
+        Ok(())
+    }
+}
+
+/// [`garble_offline_with`] for several batches at once, on the wire exactly as the same calls
+/// one after the other (per batch: nonce, table frames, decoding bits if revealed), but
+/// pipelined: every batch's tasks are garbled on the rayon pool in order, at most a few tasks
+/// ahead of the sender, while this thread sends finished tasks' frames. With one call per
+/// batch the pool idled during each batch's sends and each batch paid a fork-join.
+pub fn garble_offline_batches<C: Channel>(
+    ch: &mut C,
+    jobs: &[BatchJob<'_>],
+    delta: Block,
+) -> Result<Vec<GarbledBatch>, GcError> {
     if !delta.lsb() {
         return Err(GcError::invalid("free-XOR offset needs lsb(Δ) = 1"));
     }
-    if let Some(z) = e_zero {
-        if z.len() != n * (circ.n_inputs - g_in) {
-            return Err(GcError::invalid(
-                "evaluator zero-labels: one per input bit per copy",
-            ));
-        }
-    }
     let mut prg = Prg::new();
-    let nonce = prg.next_block().low_u64();
-    ch.send_pod(&[nonce])?;
-    let n_in = circ.n_inputs;
-    let e_in = n_in - g_in;
-    let nch = chunks(n);
-    let (per_task, wave) = task_split(circ, nch);
-    let mut labels = Vec::with_capacity(nch * n_in * LANES);
-    let mut decode = Vec::with_capacity(nch * LANES * wire_outputs(circ));
-    let mut t0 = 0;
-    while t0 < nch {
-        let t1 = (t0 + per_task * wave).min(nch);
-        let tasks: Vec<(usize, usize, Block)> = (t0..t1)
-            .step_by(per_task)
-            .map(|c| (c, (c + per_task).min(t1), prg.next_block()))
-            .collect();
-        type TaskOut = (Vec<Block>, Vec<Block>, Vec<bool>);
-        let results: Vec<Result<TaskOut, GcError>> = tasks
-            .into_par_iter()
-            .map(|(c0, c1, seed)| {
-                let mut g =
-                    Garbler::<LANES>::new(delta, nonce, (c0 * LANES) as u32, Prg::from_seed(seed))?;
-                g.tables
-                    .reserve_exact((c1 - c0) * circ.and_count() as usize * 2 * LANES);
-                let mut flat = Vec::with_capacity((c1 - c0) * n_in * LANES);
-                let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
-                for c in c0..c1 {
-                    g.set_instances(nonce, (c * LANES) as u32)?;
-                    let mut ins: Vec<[Block; LANES]> = (0..n_in).map(|_| g.input()).collect();
-                    if let Some(z) = e_zero {
-                        // Copies past n (the last chunk's padding) keep random labels.
-                        let real = n.saturating_sub(c * LANES).min(LANES);
-                        for (w, lanes) in ins[g_in..].iter_mut().enumerate() {
-                            for (l, lab) in lanes.iter_mut().enumerate().take(real) {
-                                *lab = z[(c * LANES + l) * e_in + w];
-                            }
-                        }
-                    }
-                    let outs = circ.eval(&mut g, &ins);
-                    for l in 0..LANES {
-                        for o in &outs {
-                            if let Bit::Wire(w) = o {
-                                dec.push(w[l].lsb());
-                            }
-                        }
-                    }
-                    flat.extend(ins.iter().flat_map(|w| w.iter().copied()));
-                }
-                g.finish()?;
-                Ok((std::mem::take(&mut g.tables), flat, dec))
-            })
-            .collect();
-        for r in results {
-            let (t, l, d) = r?;
-            labels.extend(l);
-            decode.extend(d);
-            for f in t.chunks(FRAME_BLOCKS) {
-                ch.send_pod(f)?;
+    let mut nonces = Vec::with_capacity(jobs.len());
+    let mut tasks: Vec<GarbleTask> = Vec::new();
+    // First task of each job, and one past its last.
+    let mut bounds = Vec::with_capacity(jobs.len() + 1);
+    for (j, job) in jobs.iter().enumerate() {
+        let (circ, g_in, n) = (job.circ, job.g_in, job.n);
+        check_shape(circ, g_in, n)?;
+        if let Some(z) = job.e_zero {
+            if z.len() != n * (circ.n_inputs - g_in) {
+                return Err(GcError::invalid(
+                    "evaluator zero-labels: one per input bit per copy",
+                ));
             }
         }
-        t0 = t1;
+        nonces.push(prg.next_block().low_u64());
+        bounds.push(tasks.len());
+        let nch = chunks(n);
+        let (per_task, _) = task_split(circ, nch);
+        for c0 in (0..nch).step_by(per_task) {
+            tasks.push(GarbleTask {
+                job: j,
+                c0,
+                c1: (c0 + per_task).min(nch),
+                seed: prg.next_block(),
+            });
+        }
     }
-    // decode bits of the real copies only (instance-major)
-    let wo = wire_outputs(circ);
-    decode.truncate(n * wo);
-    let kept = if reveal == Reveal::Evaluator {
-        ch.send_pod(&pack_bits(&decode))?;
-        Vec::new()
-    } else {
-        decode
+    bounds.push(tasks.len());
+    let mut out: Vec<GarbledBatch> = Vec::with_capacity(jobs.len());
+    let mut batch = |j: usize, labels: Vec<Block>, mut decode: Vec<bool>, ch: &mut C| {
+        let job = &jobs[j];
+        let wo = wire_outputs(job.circ);
+        // decode bits of the real copies only (instance-major)
+        decode.truncate(job.n * wo);
+        let kept = if job.reveal == Reveal::Evaluator {
+            ch.send_pod(&pack_bits(&decode))?;
+            Vec::new()
+        } else {
+            decode
+        };
+        out.push(GarbledBatch {
+            delta,
+            g_in: job.g_in,
+            e_in: job.circ.n_inputs - job.g_in,
+            n: job.n,
+            labels,
+            stride: stride(job),
+            early: 0..0,
+            preset: job.e_zero.is_some(),
+            decode: kept,
+            reveal: job.reveal,
+        });
+        Ok::<(), GcError>(())
     };
+    // Sends task `i`'s frames, opening and closing its batch on the way.
+    let mut labels = Vec::new();
+    let mut decode = Vec::new();
+    let mut emit = |i: usize, r: TaskOut, ch: &mut C| -> Result<(), GcError> {
+        let j = tasks[i].job;
+        if i == bounds[j] {
+            ch.send_pod(&[nonces[j]])?;
+        }
+        let (frames, l, d) = r;
+        for f in frames {
+            ch.send_frame_vec(f)?;
+        }
+        labels.extend(l);
+        decode.extend(d);
+        if i + 1 == bounds[j + 1] {
+            batch(
+                j,
+                std::mem::take(&mut labels),
+                std::mem::take(&mut decode),
+                ch,
+            )?;
+        }
+        Ok(())
+    };
+    // Workers garble tasks in order, at most `window` ahead of this thread, which sends the
+    // finished tasks' frames in order meanwhile. Workers never wait on the sender (the result
+    // queue is unbounded; the window bounds it), so the pool stays free for the peer when both
+    // parties share it; a panicking task becomes an error.
+    let window = 2 * rayon::current_num_threads().max(1);
+    let ntasks = tasks.len();
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<TaskOut, GcError>)>();
+    let (tasks, nonces_r) = (&tasks, &nonces);
+    rayon::in_place_scope(|s| {
+        let mut spawned = 0;
+        let mut pending: std::collections::BTreeMap<usize, TaskOut> = Default::default();
+        for want in 0..ntasks {
+            while spawned < ntasks && spawned < want + window {
+                let (i, tx) = (spawned, tx.clone());
+                s.spawn(move |_| {
+                    let t = &tasks[i];
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        garble_task(&jobs[t.job], nonces_r[t.job], delta, t)
+                    }))
+                    .unwrap_or_else(|_| Err(GcError::invalid("garbling task panicked")));
+                    let _ = tx.send((i, r));
+                });
+                spawned += 1;
+            }
+            let r = loop {
+                if let Some(r) = pending.remove(&want) {
+                    break r;
+                }
+                let (i, r) = rx
+                    .recv()
+                    .map_err(|_| GcError::invalid("garbling results lost"))?;
+                pending.insert(i, r?);
+            };
+            emit(want, r, ch)?;
+        }
+        Ok::<(), GcError>(())
+    })?;
     ch.flush()?;
-    Ok(GarbledBatch {
-        delta,
-        g_in,
-        e_in,
-        n,
-        labels,
-        early: 0..0,
-        preset: e_zero.is_some(),
-        decode: kept,
-        reveal,
-    })
+    Ok(out)
 }
 
 /// The evaluator's state between the phases: the tables and decoding bits.

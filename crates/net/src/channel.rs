@@ -35,6 +35,12 @@ pub trait Channel: Send {
         self.meter().snapshot()
     }
 
+    /// Queues one frame the caller no longer needs: an in-memory channel moves it to the peer
+    /// instead of copying it (same bytes, same metering as [`Channel::send_frame`]).
+    fn send_frame_vec(&mut self, frame: Vec<u8>) -> Result<()> {
+        self.send_frame(&frame)
+    }
+
     /// Sends a slice of plain-old-data values (u8, u32, u64, u128, blocks) as one frame.
     fn send_pod<T: Pod>(&mut self, items: &[T]) -> Result<()>
     where
@@ -132,7 +138,21 @@ pub trait Channel: Send {
     where
         Self: Sized,
     {
-        self.recv_pod::<u8>(len)
+        if len > self.max_frame() {
+            return Err(NetError::FrameTooLarge {
+                len,
+                max: self.max_frame(),
+            });
+        }
+        // The frame is the result: no copy (recv_pod copies into a buffer of T).
+        let bytes = self.recv_frame()?;
+        if bytes.len() != len {
+            return Err(NetError::UnexpectedLength {
+                expected: len,
+                got: bytes.len(),
+            });
+        }
+        Ok(bytes)
     }
 }
 
@@ -142,6 +162,9 @@ compile_error!("secinfer's wire format is little-endian; big-endian targets are 
 impl<C: Channel + ?Sized> Channel for Box<C> {
     fn send_frame(&mut self, frame: &[u8]) -> Result<()> {
         (**self).send_frame(frame)
+    }
+    fn send_frame_vec(&mut self, frame: Vec<u8>) -> Result<()> {
+        (**self).send_frame_vec(frame)
     }
     fn recv_frame(&mut self) -> Result<Vec<u8>> {
         (**self).recv_frame()
@@ -163,6 +186,9 @@ impl<C: Channel + ?Sized> Channel for Box<C> {
 impl<C: Channel + ?Sized> Channel for &mut C {
     fn send_frame(&mut self, frame: &[u8]) -> Result<()> {
         (**self).send_frame(frame)
+    }
+    fn send_frame_vec(&mut self, frame: Vec<u8>) -> Result<()> {
+        (**self).send_frame_vec(frame)
     }
     fn recv_frame(&mut self) -> Result<Vec<u8>> {
         (**self).recv_frame()

@@ -45,19 +45,24 @@ pub fn mem_pair_with(max_frame: usize, timeout: Option<Duration>) -> (MemChannel
 
 impl Channel for MemChannel {
     fn send_frame(&mut self, frame: &[u8]) -> Result<()> {
-        if frame.len() > self.max_frame {
+        self.send_frame_vec(frame.to_vec())
+    }
+
+    /// Moves the frame into the queue: no copy.
+    fn send_frame_vec(&mut self, v: Vec<u8>) -> Result<()> {
+        let len = v.len();
+        if len > self.max_frame {
             return Err(NetError::FrameTooLarge {
-                len: frame.len(),
+                len,
                 max: self.max_frame,
             });
         }
-        let v = frame.to_vec();
         match self.tx.try_send(v) {
             Ok(()) => {}
             Err(TrySendError::Full(v)) => self.tx.send(v).map_err(|_| NetError::Closed)?,
             Err(TrySendError::Disconnected(_)) => return Err(NetError::Closed),
         }
-        self.meter.record_send(frame.len());
+        self.meter.record_send(len);
         Ok(())
     }
 

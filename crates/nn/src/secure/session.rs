@@ -20,17 +20,20 @@ use crate::error::{NnError, Result};
 use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
 use crate::model::{Candidate, ModelConfig};
 use secinfer_gc::protocol::{
-    evaluate_offline_with, evaluate_online_preset, garble_offline_with, garble_online_preset,
-    pack_bits, unpack_bits, wire_outputs, GarbledBatch, ReceivedBatch, Reveal,
+    evaluate_offline_with, evaluate_online_preset, garble_offline_batches, garble_online_preset,
+    pack_bits, unpack_bits, wire_outputs, BatchJob, GarbledBatch, ReceivedBatch, Reveal,
 };
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
 use secinfer_net::{Channel, Cost, Phase};
-use secinfer_ot::{Block, CotSource, FerretParams, PooledOtReceiver, PooledOtSender, Prg};
+use secinfer_ot::{
+    Block, CotSource, FerretParams, OtExtReceiver, OtExtSender, PooledOtReceiver, PooledOtSender,
+    Prg,
+};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/3";
+pub const PROTOCOL: &str = "secinfer-gru/4";
 const HE_PARAMS: &str = "n8192-z2k32";
 const MAX_HANDSHAKE: usize = 4096;
 
@@ -865,79 +868,152 @@ pub fn client_session_with<C: Channel>(
             rv["error"].as_str().unwrap_or("?")
         )));
     }
+    rep.he_bytes += acc.take(ch);
     progress("keys", 0, 2);
     let params = Params::by_name(HE_PARAMS).map_err(he)?;
-    let sk = SecretKey::generate(&params);
-    let pk = sk.public_key();
-    ch.send_frame(&pk.to_bytes()).map_err(net)?;
-    rep.he_bytes += acc.take(ch);
-    progress("keys", 1, 2);
-    let mut otr =
-        PooledOtReceiver::setup_with_source(ch, &mut Prg::new(), filler.source()).map_err(ot)?;
-    rep.gc_bytes += acc.take(ch);
-    // The multiplexers' second direction: the client sends.
-    let mut mux_s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
-    rep.mux_bytes += acc.take(ch);
-    progress("keys", 2, 2);
-    // ---- offline: HE products on the masks
-    ch.set_phase(Phase::Offline);
     let n = params.n();
     let ih = input_layout(&params, 3 * h, e, steps)?;
     let hh = input_layout(&params, 3 * h, h, steps.saturating_sub(1).max(1))?;
     let fcl = Layout::new(c, h, n)?;
-    let mut prg = Prg::new();
-    let rho_x: Vec<Vec<u64>> = (0..steps).map(|_| uniform(&mut prg, e)).collect();
-    // ρ_h(t) masks h(t), t = 1..=T; h(0) = 0 is public, so ρ_h(0) = 0.
-    let rho_h: Vec<Vec<u64>> = (0..=steps)
-        .map(|t| {
-            if t == 0 {
-                vec![0; h]
-            } else {
-                uniform(&mut prg, h)
-            }
-        })
-        .collect();
-    let enc =
-        |x: &[u64]| -> Result<Vec<u8>> { Ok(sk.encrypt_poly_seeded(x).map_err(he)?.to_bytes()) };
-    let upload = |ch: &mut C, lay: &Layout, xs: &[Vec<u64>]| -> Result<()> {
-        for chunk in xs.chunks(lay.group) {
-            let refs: Vec<&[u64]> = chunk.iter().map(|x| x.as_slice()).collect();
-            ch.send_frame(&enc(&lay.input_poly_group(&refs))?)
-                .map_err(net)?;
-        }
-        Ok(())
-    };
-    upload(ch, &ih, &rho_x)?;
-    upload(ch, &hh, &rho_h[1..steps])?;
-    upload(ch, &fcl, &rho_h[steps..])?;
-    ch.flush().map_err(net)?;
-    let recv_shares = |ch: &mut C, lay: &Layout, count: usize| -> Result<Vec<Vec<u64>>> {
-        let mut out = Vec::with_capacity(count);
-        for g in 0..count.div_ceil(lay.group) {
-            let r: Vec<Vec<u8>> = (0..lay.blocks)
-                .map(|b| {
-                    ch.recv_bytes(coeff::response_len(&params, lay, b))
-                        .map_err(net)
+    // The BFV key, the masks and their encrypted uploads need nothing from the server: a helper
+    // thread makes them while this one runs the OT pools' base OTs (which mostly wait on the
+    // server); the public key follows the base OTs, the uploads open the offline phase.
+    let keys = {
+        let params = params.clone();
+        std::thread::spawn(move || -> Result<ClientKeys> {
+            let sk = SecretKey::generate(&params);
+            let pk = sk.public_key().to_bytes();
+            let mut prg = Prg::new();
+            let rho_x: Vec<Vec<u64>> = (0..steps).map(|_| uniform(&mut prg, e)).collect();
+            // ρ_h(t) masks h(t), t = 1..=T; h(0) = 0 is public, so ρ_h(0) = 0.
+            let rho_h: Vec<Vec<u64>> = (0..=steps)
+                .map(|t| {
+                    if t == 0 {
+                        vec![0; h]
+                    } else {
+                        uniform(&mut prg, h)
+                    }
                 })
-                .collect::<Result<_>>()?;
-            let sh = client_share(&sk, lay, &r)?;
-            let k = lay.group.min(count - g * lay.group);
-            out.extend(sh.chunks(lay.rows).take(k).map(|v| v.to_vec()));
-        }
-        Ok(out)
+                .collect();
+            let mut uploads = Vec::new();
+            for (lay, xs) in [
+                (&ih, &rho_x[..]),
+                (&hh, &rho_h[1..steps]),
+                (&fcl, &rho_h[steps..]),
+            ] {
+                for chunk in xs.chunks(lay.group) {
+                    let refs: Vec<&[u64]> = chunk.iter().map(|x| x.as_slice()).collect();
+                    let ct = sk.encrypt_poly_seeded(&lay.input_poly_group(&refs));
+                    uploads.push(ct.map_err(he)?.to_bytes());
+                }
+            }
+            Ok(ClientKeys {
+                sk,
+                pk,
+                rho_x,
+                rho_h,
+                uploads,
+            })
+        })
     };
-    // c_x(t) + S_x(t) = W_ih ρ_x(t), c_h(t) + S_h(t) = W_hh ρ_h(t) (t ≥ 1), c_fc + S_fc = W_fc ρ_h(T)
-    let cx = recv_shares(ch, &ih, steps)?;
-    let chh = recv_shares(ch, &hh, steps - 1)?;
-    let cfc = recv_shares(ch, &fcl, 1)?.concat();
+    let mut otr =
+        PooledOtReceiver::setup_with_source(ch, &mut Prg::new(), filler.source()).map_err(ot)?;
+    rep.gc_bytes += acc.take(ch);
+    // The multiplexers' second direction: the client sends. With the IKNP filler its IKNP base
+    // OTs are 128 random OTs of the first pool (server → client, hashed: independent of its Δ),
+    // whose random choice bits become this pool's Δ: no second set of public-key base OTs. (A
+    // Ferret pool would pay a whole LPN iteration for 128 COTs here: Chou–Orlandi instead.)
+    let mut mux_s = if filler == OtFiller::Iknp {
+        let mut kp = Prg::new();
+        let d_mux = kp.next_block();
+        let s_mux: Vec<bool> = (0..128).map(|i| (d_mux.0 >> i) & 1 == 1).collect();
+        let base = otr.recv_rot(ch, &s_mux).map_err(ot)?;
+        PooledOtSender::from_iknp(OtExtSender::from_base_ots(d_mux, &base).map_err(ot)?)
+    } else {
+        PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?
+    };
+    rep.mux_bytes += acc.take(ch);
+    progress("keys", 1, 2);
+    let ClientKeys {
+        sk,
+        pk,
+        rho_x,
+        rho_h,
+        uploads,
+    } = keys
+        .join()
+        .map_err(|_| NnError::Crypto("key generation panicked".into()))??;
+    ch.send_frame_vec(pk).map_err(net)?;
     rep.he_bytes += acc.take(ch);
-    // ---- offline: the client's GC inputs are all known now; their labels by COT
+    progress("keys", 2, 2);
+    // ---- offline: HE products on the masks
+    ch.set_phase(Phase::Offline);
+    let mut prg = Prg::new();
+    for u in uploads {
+        ch.send_frame_vec(u).map_err(net)?;
+    }
+    ch.flush().map_err(net)?;
+    rep.he_bytes += acc.take(ch);
     let sc = step_circuits(&m.fp, a.activation == Candidate::Tanh);
     let lay = sc.lay;
     let fin = final_circuit(&m.fp, c, opts.reveal_logits);
     let amask = (1u64 << lay.acc) - 1;
     let pmask = ring_mask(lay.pw);
     let ei = lay.evaluator_inputs();
+    let n_labels = steps * h * ei + c * lay.acc;
+    // Fill both pools with every COT the session will use (the labels' COTs below, the B2A and
+    // multiplexer OTs online), so online OTs cost one derandomisation bit each. The server
+    // computes the HE responses meanwhile; they follow the fills.
+    let (fwd, rev) = pool_sizes(&lay, steps, h, n_labels);
+    otr.fill(ch, fwd).map_err(ot)?;
+    mux_s.fill(ch, rev).map_err(ot)?;
+    rep.gc_bytes += acc.take(ch);
+    // The responses of every upload, in upload order; each group is decrypted on the pool as
+    // soon as its frames are in, groups in parallel (an input-projection group is one block).
+    let groups: Vec<(&Layout, usize)> = [(&ih, steps), (&hh, steps - 1), (&fcl, 1)]
+        .into_iter()
+        .flat_map(|(lay, count)| {
+            (0..count.div_ceil(lay.group)).map(move |g| (lay, lay.group.min(count - g * lay.group)))
+        })
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Vec<u64>>)>();
+    let sk_r = &sk;
+    rayon::in_place_scope(|s| -> Result<()> {
+        for (gi, &(lay, _)) in groups.iter().enumerate() {
+            let r: Vec<Vec<u8>> = (0..lay.blocks)
+                .map(|b| {
+                    ch.recv_bytes(coeff::response_len(&params, lay, b))
+                        .map_err(net)
+                })
+                .collect::<Result<_>>()?;
+            let tx = tx.clone();
+            s.spawn(move |_| {
+                let _ = tx.send((gi, client_share(sk_r, lay, &r)));
+            });
+        }
+        Ok(())
+    })?;
+    drop(tx);
+    let mut shares: Vec<Option<Vec<u64>>> = vec![None; groups.len()];
+    for (gi, r) in rx {
+        shares[gi] = Some(r?);
+    }
+    let mut per_input = groups.iter().zip(shares).flat_map(|(&(lay, k), sh)| {
+        sh.unwrap_or_default()
+            .chunks(lay.rows)
+            .take(k)
+            .map(|v| v.to_vec())
+            .collect::<Vec<_>>()
+    });
+    // c_x(t) + S_x(t) = W_ih ρ_x(t), c_h(t) + S_h(t) = W_hh ρ_h(t) (t ≥ 1), c_fc + S_fc = W_fc ρ_h(T)
+    let cx: Vec<Vec<u64>> = per_input.by_ref().take(steps).collect();
+    let chh: Vec<Vec<u64>> = per_input.by_ref().take(steps - 1).collect();
+    let cfc: Vec<u64> = per_input.next().unwrap_or_default();
+    if cx.len() != steps || chh.len() != steps - 1 || cfc.len() != c {
+        return Err(NnError::Protocol("missing HE shares".into()));
+    }
+    rep.he_bytes += acc.take(ch);
+    // ---- offline: the client's GC inputs are all known now; their labels by COT
     // Per step and element: λ_r, λ_z (gb bits), β, π_P, β_d, π_Q (PW bits), λ_n (bo bits).
     let masks: Vec<Vec<ElemMasks>> = (0..steps)
         .map(|_| (0..h).map(|_| ElemMasks::draw(&mut prg, &lay)).collect())
@@ -971,11 +1047,9 @@ pub fn client_session_with<C: Channel>(
     for v in &cfc {
         bits_of(&mut choices, neg(*v) & amask, lay.acc);
     }
-    // Offline: fill both pools with every COT the session will use (the labels' COTs now, the
-    // B2A and multiplexer OTs online), so online OTs cost one derandomisation bit each.
-    let (fwd, rev) = pool_sizes(&lay, steps, h, choices.len());
-    otr.fill(ch, fwd).map_err(ot)?;
-    mux_s.fill(ch, rev).map_err(ot)?;
+    if choices.len() != n_labels {
+        return Err(NnError::Protocol("label count mismatch".into()));
+    }
     let labels = otr.recv_cot(ch, &choices).map_err(ot)?;
     let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
     let mut o = 0;
@@ -1151,6 +1225,15 @@ pub fn client_session_with<C: Channel>(
     })
 }
 
+/// What the client's helper thread prepares during the base OTs.
+struct ClientKeys {
+    sk: SecretKey,
+    pk: Vec<u8>,
+    rho_x: Vec<Vec<u64>>,
+    rho_h: Vec<Vec<u64>>,
+    uploads: Vec<Vec<u8>>,
+}
+
 /// The server's side of one session.
 pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<SessionReport> {
     let a = &m.q.config.arch;
@@ -1197,18 +1280,27 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let ot_src = ot_src.unwrap_or_default();
     ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
         .map_err(net)?;
-    let params = &m.params;
-    // Seed plus one compact residue per coefficient and Q limb (4 or 8 bytes: the set decides).
-    let pk_len = 32 + params.residue_bytes() * params.n() * params.set().q.len();
-    let pk = PublicKey::from_bytes(params, &ch.recv_bytes(pk_len).map_err(net)?).map_err(he)?;
     rep.he_bytes += acc.take(ch);
+    let params = &m.params;
     let mut prg = Prg::new();
     let delta = Block(prg.next_block().0 | 1);
     let mut ots = PooledOtSender::setup_with_source_and_delta(ch, &mut prg, ot_src.source(), delta)
         .map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    let mut mux_r = PooledOtReceiver::setup(ch, &mut prg).map_err(ot)?;
+    // The multiplexers' pool (client → server): with IKNP, bootstrapped from 128 random OTs of
+    // the first (as the client does).
+    let mut mux_r = if ot_src == OtFiller::Iknp {
+        let base = ots.send_rot(ch, 128).map_err(ot)?;
+        PooledOtReceiver::from_iknp(OtExtReceiver::from_base_ots(&base).map_err(ot)?, &mut prg)
+    } else {
+        PooledOtReceiver::setup(ch, &mut prg).map_err(ot)?
+    };
     rep.mux_bytes += acc.take(ch);
+    // The client's BFV public key follows the base OTs (it makes it meanwhile). Seed plus one
+    // compact residue per coefficient and Q limb (4 or 8 bytes: the set decides).
+    let pk_len = 32 + params.residue_bytes() * params.n() * params.set().q.len();
+    let pk = PublicKey::from_bytes(params, &ch.recv_bytes(pk_len).map_err(net)?).map_err(he)?;
+    rep.he_bytes += acc.take(ch);
     // ---- offline: HE products on the client's masks
     ch.set_phase(Phase::Offline);
     let up = coeff::upload_len(params);
@@ -1222,34 +1314,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         .map(|_| ch.recv_bytes(up).map_err(net))
         .collect::<Result<_>>()?;
     let ct_fc = ch.recv_bytes(up).map_err(net)?;
-    // The server's shares S of W·ρ, per input vector.
-    let mut answer = |ch: &mut C,
-                      lay: &Layout,
-                      pts: &[Plaintext],
-                      cts: &[Vec<u8>],
-                      count: usize|
-     -> Result<Vec<Vec<u64>>> {
-        let mut out = Vec::with_capacity(count);
-        for b in cts {
-            let ct = SeededCiphertext::from_bytes(params, b)
-                .map_err(he)?
-                .expand(params);
-            let (resp, share, stat) = server_product(params, &pk, lay, pts, &ct)?;
-            rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
-            for r in &resp {
-                ch.send_frame(r).map_err(net)?;
-            }
-            let k = lay.group.min(count - out.len());
-            out.extend(share.chunks(lay.rows).take(k).map(|v| v.to_vec()));
-        }
-        Ok(out)
-    };
-    let sx = answer(ch, ih, ihp, &cts_x, steps)?;
-    let sh = answer(ch, hh, hhp, &cts_h, steps - 1)?;
-    let sfc = answer(ch, fcl, fcp, std::slice::from_ref(&ct_fc), 1)?.concat();
-    ch.flush().map_err(net)?;
     rep.he_bytes += acc.take(ch);
-    // ---- offline: COTs for every client input, then garbling with their m0 as zero-labels
     let sc = &m.step;
     let lay = sc.lay;
     let fin = final_circuit(&m.fp, c, reveal);
@@ -1257,32 +1322,112 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let pmask = ring_mask(lay.pw);
     let n_labels = steps * h * ei + c * lay.acc;
     let (fwd, rev) = pool_sizes(&lay, steps, h, n_labels);
-    ots.fill(ch, fwd).map_err(ot)?;
-    mux_r.fill(ch, rev).map_err(ot)?;
+    // The HE responses (W·ρ − S, flooded) are computed in the background while this thread
+    // fills both OT pools with the client: the fills are a few flights whose parties mostly wait
+    // for each other, the HE products keep both cores busy. The responses follow the fills on the
+    // wire, in upload order; the client decrypts them as they arrive.
+    type Answer = Result<(Vec<Vec<u8>>, Vec<u64>, f64)>;
+    let work: Vec<(&Layout, &[Plaintext], &[u8])> = cts_x
+        .iter()
+        .map(|b| (ih, ihp.as_slice(), b.as_slice()))
+        .chain(cts_h.iter().map(|b| (hh, hhp.as_slice(), b.as_slice())))
+        .chain(std::iter::once((fcl, fcp.as_slice(), ct_fc.as_slice())))
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel::<Answer>();
+    let pk = &pk;
+    let answers: Result<Vec<Vec<u64>>> = std::thread::scope(|s| {
+        let work = &work;
+        s.spawn(move || {
+            for &(lay, pts, b) in work {
+                let r = SeededCiphertext::from_bytes(params, b)
+                    .map_err(he)
+                    .and_then(|ct| server_product(params, pk, lay, pts, &ct.expand(params)));
+                let failed = r.is_err();
+                // The receiver is gone when the fills failed: stop.
+                if tx.send(r).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        let filled = ots
+            .fill(ch, fwd)
+            .map_err(ot)
+            .and_then(|_| mux_r.fill(ch, rev).map_err(ot));
+        rep.gc_bytes += acc.take(ch);
+        let rx = rx;
+        filled?;
+        // The server's shares S of W·ρ, one per input vector, in upload order.
+        let mut shares = Vec::with_capacity(work.len());
+        for _ in work {
+            let (resp, share, stat) = rx
+                .recv()
+                .map_err(|_| NnError::Protocol("HE worker stopped".into()))??;
+            rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
+            for r in resp {
+                ch.send_frame_vec(r).map_err(net)?;
+            }
+            shares.push(share);
+        }
+        Ok(shares)
+    });
+    let answers = answers?;
+    let split = |lay: &Layout, from: usize, cts: usize, count: usize| -> Vec<Vec<u64>> {
+        answers[from..from + cts]
+            .iter()
+            .flat_map(|sh| sh.chunks(lay.rows))
+            .take(count)
+            .map(|v| v.to_vec())
+            .collect()
+    };
+    let sx = split(ih, 0, cts_x.len(), steps);
+    let sh = split(hh, cts_x.len(), cts_h.len(), steps - 1);
+    let sfc = split(fcl, cts_x.len() + cts_h.len(), 1, 1).concat();
+    ch.flush().map_err(net)?;
+    rep.he_bytes += acc.take(ch);
+    // ---- offline: COTs for every client input, then garbling with their m0 as zero-labels
     let m0 = ots.send_cot(ch, n_labels).map_err(ot)?;
-    let mut batches: Vec<[GarbledBatch; 3]> = Vec::with_capacity(steps);
+    // All 3T step batches and the final circuit in one pipelined call: the pool garbles while
+    // this thread sends (same messages as one garble_offline_with call per batch).
+    let mut jobs = Vec::with_capacity(3 * steps + 1);
     let mut o = 0;
     for _ in 0..steps {
-        let mut one = |circ: &Circuit, g_in: usize, e_in: usize| -> Result<GarbledBatch> {
-            let z = &m0[o..o + h * e_in];
+        for (circ, g_in, e_in) in [
+            (&sc.a, lay.a_garbler(), lay.a_evaluator()),
+            (&sc.b, lay.b_garbler(), lay.b_evaluator()),
+            (&sc.c, lay.c_garbler(), lay.c_evaluator()),
+        ] {
+            jobs.push(BatchJob {
+                circ,
+                g_in,
+                n: h,
+                e_zero: Some(&m0[o..o + h * e_in]),
+                reveal: Reveal::Garbler,
+            });
             o += h * e_in;
-            garble_offline_with(ch, circ, g_in, h, delta, Some(z), Reveal::Garbler).map_err(gc)
-        };
-        let ba = one(&sc.a, lay.a_garbler(), lay.a_evaluator())?;
-        let bb = one(&sc.b, lay.b_garbler(), lay.b_evaluator())?;
-        let bc = one(&sc.c, lay.c_garbler(), lay.c_evaluator())?;
-        batches.push([ba, bb, bc]);
+        }
     }
-    let fin_batch = garble_offline_with(
-        ch,
-        &fin,
-        c * lay.acc,
-        1,
-        delta,
-        Some(&m0[o..]),
-        Reveal::Evaluator,
-    )
-    .map_err(gc)?;
+    jobs.push(BatchJob {
+        circ: &fin,
+        g_in: c * lay.acc,
+        n: 1,
+        e_zero: Some(&m0[o..]),
+        reveal: Reveal::Evaluator,
+    });
+    let mut garbled = garble_offline_batches(ch, &jobs, delta)
+        .map_err(gc)?
+        .into_iter();
+    let mut batches: Vec<[GarbledBatch; 3]> = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let mut next = || {
+            garbled
+                .next()
+                .ok_or_else(|| NnError::Protocol("missing garbled batch".into()))
+        };
+        batches.push([next()?, next()?, next()?]);
+    }
+    let fin_batch = garbled
+        .next()
+        .ok_or_else(|| NnError::Protocol("missing garbled batch".into()))?;
     ch.flush().map_err(net)?;
     rep.gc_bytes += acc.take(ch);
     rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
