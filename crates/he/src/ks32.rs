@@ -121,6 +121,32 @@ avx2_dispatch! {
     }
 }
 
+/// a ← Σ_j d_j[r] ∘ k_j[r] mod q for one block `r` (`a.len()` = `r.len()`); inlined into the
+/// AVX2-compiled callers.
+#[inline(always)]
+fn dot_block(
+    a: &mut [u32],
+    d: &[&[u32]],
+    k: &[&[u32]],
+    ks: &[&[u32]],
+    r: std::ops::Range<usize>,
+    q: u32,
+) {
+    for (j, ((dj, kj), ksj)) in d.iter().zip(k).zip(ks).enumerate() {
+        let (dj, kj, ksj) = (&dj[r.clone()], &kj[r.clone()], &ksj[r.clone()]);
+        if j == 0 {
+            for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
+                *o = mul_shoup32(x, w, wsh, q);
+            }
+        } else {
+            for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
+                let s = *o + mul_shoup32(x, w, wsh, q);
+                *o = s.min(s.wrapping_sub(q));
+            }
+        }
+    }
+}
+
 avx2_dispatch! {
     /// acc ← Σ_j d_j ∘ k_j mod q, each key residue k with its Shoup constant ks. Blocks of
     /// 256 keep the accumulator in L1 while the digits stream past.
@@ -128,19 +154,7 @@ avx2_dispatch! {
         const B: usize = 256;
         for (c, a) in acc.chunks_mut(B).enumerate() {
             let r = c * B..c * B + a.len();
-            for (j, ((dj, kj), ksj)) in d.iter().zip(k).zip(ks).enumerate() {
-                let (dj, kj, ksj) = (&dj[r.clone()], &kj[r.clone()], &ksj[r.clone()]);
-                if j == 0 {
-                    for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
-                        *o = mul_shoup32(x, w, wsh, q);
-                    }
-                } else {
-                    for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
-                        let s = *o + mul_shoup32(x, w, wsh, q);
-                        *o = s.min(s.wrapping_sub(q));
-                    }
-                }
-            }
+            dot_block(a, d, k, ks, r.clone(), q);
         }
     }
 }
@@ -646,19 +660,7 @@ avx2_dispatch! {
         const B: usize = 256;
         for (blk, a) in a.chunks_mut(B).enumerate() {
             let r = blk * B..blk * B + a.len();
-            for (j, ((dj, kj), ksj)) in d.iter().zip(k).zip(ks).enumerate() {
-                let (dj, kj, ksj) = (&dj[r.clone()], &kj[r.clone()], &ksj[r.clone()]);
-                if j == 0 {
-                    for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
-                        *o = mul_shoup32(x, w, wsh, q);
-                    }
-                } else {
-                    for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
-                        let s = *o + mul_shoup32(x, w, wsh, q);
-                        *o = s.min(s.wrapping_sub(q));
-                    }
-                }
-            }
+            dot_block(a, d, k, ks, r.clone(), q);
             for (x, &y) in a.iter_mut().zip(&lp[r.clone()]) {
                 let d = x.wrapping_sub(y);
                 let d = d.min(d.wrapping_add(q));

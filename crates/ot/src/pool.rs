@@ -94,6 +94,22 @@ fn log_n(n: usize) -> Result<usize, OtError> {
     }
 }
 
+/// Sizes of `count` random 1-of-N OTs: `(log2 N, count·N keys, count·log2 N pooled COTs)`.
+/// `pow2`: N must be a power of two (the no-message forms, whose choices are the pool's bits).
+fn n_sizes(n: usize, count: usize, pow2: bool) -> Result<(usize, usize, usize), OtError> {
+    let m = log_n(n)?;
+    if pow2 && !n.is_power_of_two() {
+        return Err(OtError::arg("random 1-of-N choices need N a power of two"));
+    }
+    let total = count
+        .checked_mul(n)
+        .ok_or_else(|| OtError::arg("count × N overflows"))?;
+    let cots = count
+        .checked_mul(m)
+        .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+    Ok((m, total, cots))
+}
+
 /// `out[2j] = H(first + j, k_j)`, `out[2j+1] = H(first + j, k_j ⊕ Δ)`.
 fn hash_pairs(k: &[Block], delta: Block, first: u64, out: &mut [Block]) {
     hash_pairs_in(DOMAIN_POOL, k, delta, first, out);
@@ -827,13 +843,7 @@ impl PooledOtSender {
         n: usize,
         count: usize,
     ) -> Result<Vec<Block>, OtError> {
-        let m = log_n(n)?;
-        let total = count
-            .checked_mul(n)
-            .ok_or_else(|| OtError::arg("count × N overflows"))?;
-        let cots = count
-            .checked_mul(m)
-            .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+        let (m, total, cots) = n_sizes(n, count, false)?;
         self.run(ch, |s, ch| {
             let (first, r) = s.derand(ch, cots)?;
             let k = &s.pool[r];
@@ -855,16 +865,7 @@ impl PooledOtSender {
         n: usize,
         count: usize,
     ) -> Result<Vec<Block>, OtError> {
-        let m = log_n(n)?;
-        if !n.is_power_of_two() {
-            return Err(OtError::arg("random 1-of-N choices need N a power of two"));
-        }
-        let total = count
-            .checked_mul(n)
-            .ok_or_else(|| OtError::arg("count × N overflows"))?;
-        let cots = count
-            .checked_mul(m)
-            .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+        let (m, total, cots) = n_sizes(n, count, true)?;
         self.run(ch, |s, ch| {
             let (first, r) = s.take(ch, cots)?;
             let mut out = vec![Block::ZERO; total];
@@ -1290,13 +1291,7 @@ impl PooledOtReceiver {
         n: usize,
         count: usize,
     ) -> Result<(Vec<u8>, Vec<Block>), OtError> {
-        let m = log_n(n)?;
-        if !n.is_power_of_two() {
-            return Err(OtError::arg("random 1-of-N choices need N a power of two"));
-        }
-        let cots = count
-            .checked_mul(m)
-            .ok_or_else(|| OtError::arg("count × log2 N overflows"))?;
+        let (m, _, cots) = n_sizes(n, count, true)?;
         self.run(ch, |s, ch| {
             let (first, range) = s.take(ch, cots)?;
             let choices: Vec<u8> = s.bits[range.clone()]

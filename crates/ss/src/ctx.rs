@@ -119,61 +119,36 @@ impl Plan {
     }
 }
 
-/// Precomputed Beaver bit triples (this party's shares), consumed from `pos`: a, b, b2 and
-/// c = a·b, c2 = a·b2 (XOR shares), packed as bits 0..5 of one byte per triple.
+/// Offline material of one kind, consumed in order from `pos` (the used prefix is dropped
+/// before more is appended).
 #[derive(Default)]
-struct Triples {
-    t: Vec<u8>,
+struct Stock<T> {
+    t: Vec<T>,
     pos: usize,
 }
 
-impl Triples {
+impl<T> Stock<T> {
     fn available(&self) -> usize {
         self.t.len() - self.pos
     }
-    /// Drops the used prefix before appending.
     fn compact(&mut self) {
         self.t.drain(..self.pos);
         self.pos = 0;
     }
 }
+
+/// Precomputed Beaver bit triples (this party's shares): a, b, b2 and c = a·b, c2 = a·b2 (XOR
+/// shares), packed as bits 0..5 of one byte per triple.
+type Triples = Stock<u8>;
 
 /// Precomputed half triples: bit 0 = this party's known factor (P0's u, P1's v), bit 1 = its
 /// share of u·v.
-#[derive(Default)]
-struct HalfTriples {
-    t: Vec<u8>,
-    pos: usize,
-}
-
-impl HalfTriples {
-    fn available(&self) -> usize {
-        self.t.len() - self.pos
-    }
-    fn compact(&mut self) {
-        self.t.drain(..self.pos);
-        self.pos = 0;
-    }
-}
+type HalfTriples = Stock<u8>;
 
 /// Precomputed random 1-of-2^m leaf OTs: P0 keeps the 2-bit masks of all 2^m keys (packed,
 /// mask x at bits 2x..2x+2; m ≤ 4), P1 its random choice r (bits 0..8) and the 2-bit mask of
 /// K_r (bits 8..10).
-#[derive(Default)]
-struct LeafOts {
-    t: Vec<u32>,
-    pos: usize,
-}
-
-impl LeafOts {
-    fn available(&self) -> usize {
-        self.t.len() - self.pos
-    }
-    fn compact(&mut self) {
-        self.t.drain(..self.pos);
-        self.pos = 0;
-    }
-}
+type LeafOts = Stock<u32>;
 
 /// Unpacks `n` bits sent packed by the peer; padding bits past the end must be zero.
 fn unpack_bits(packed: &[u8], n: usize) -> Result<Vec<u8>> {

@@ -67,20 +67,29 @@ fn millionaire_exhaustive_8_and_random_wide() {
             }
             (a, b)
         };
-        let r = run2(|ctx, ch| {
-            let v = if ctx.is_p0() { &a } else { &b };
-            blocks::millionaire(ctx, ch, v, bits).unwrap()
-        });
-        let got = xor_shares(&r.client, &r.server);
-        for i in 0..a.len() {
-            assert_eq!(
-                got[i],
-                (a[i] < b[i]) as u8,
-                "bits {bits}: {} < {}",
-                a[i],
-                b[i]
-            );
+        check_millionaire(&a, &b, bits, None);
+    }
+}
+
+/// The millionaire's XOR-shared output equals a < b for every pair (P0 holds `a`, P1 `b`),
+/// with the context's default leaf size or `leaf` bits.
+fn check_millionaire(a: &[u64], b: &[u64], bits: u32, leaf: Option<u32>) {
+    let r = run2(|ctx, ch| {
+        if let Some(m) = leaf {
+            ctx.set_mill_leaf_bits(m).unwrap();
         }
+        let v = if ctx.is_p0() { a } else { b };
+        blocks::millionaire(ctx, ch, v, bits).unwrap()
+    });
+    let got = xor_shares(&r.client, &r.server);
+    for i in 0..a.len() {
+        assert_eq!(
+            got[i],
+            (a[i] < b[i]) as u8,
+            "leaf {leaf:?} bits {bits}: {} < {}",
+            a[i],
+            b[i]
+        );
     }
 }
 
@@ -111,21 +120,7 @@ fn millionaire_every_leaf_size() {
                     })
                     .unzip()
             };
-            let r = run2(|ctx, ch| {
-                ctx.set_mill_leaf_bits(leaf).unwrap();
-                let v = if ctx.is_p0() { &a } else { &b };
-                blocks::millionaire(ctx, ch, v, bits).unwrap()
-            });
-            let got = xor_shares(&r.client, &r.server);
-            for i in 0..a.len() {
-                assert_eq!(
-                    got[i],
-                    (a[i] < b[i]) as u8,
-                    "leaf {leaf} bits {bits}: {} < {}",
-                    a[i],
-                    b[i]
-                );
-            }
+            check_millionaire(&a, &b, bits, Some(leaf));
         }
     }
 }
