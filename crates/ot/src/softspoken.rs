@@ -24,9 +24,10 @@
 //!   counter runs on across calls (so every batch uses fresh output); `r_x = G(s_x)` is `m` bits.
 //!   The receiver computes `u = ⊕_x r_x` and, for each bit `j < w`,
 //!   `v_j = ⊕_{x : x_j = 1} r_x`, and sends `d = u ⊕ c` (`m` bits per chunk: `⌈128/k⌉` bits per
-//!   row). The sender, lacking `r_{Δ_i}`, computes the same sums over `x ≠ Δ_i` (`u'`, `v'_j`);
-//!   then `⊕_{x : x_j ≠ Δ_j} r_x = v'_j ⊕ Δ_j·u'` (the `x = Δ_i` term never belongs to that set),
-//!   which equals `v_j ⊕ Δ_j·u`, and it sets `q_j = v'_j ⊕ Δ_j·(u' ⊕ d) = v_j ⊕ Δ_j·c`. Column
+//!   row). The sender, lacking `r_{Δ_i}`, computes the same sums `u'`, `v'_j` with any stand-in
+//!   for it (a dummy leaf); `v'_j ⊕ Δ_j·u' = ⊕_{x : x_j ≠ Δ_j} r_x` never contains the
+//!   `x = Δ_i` term (the stand-in cancels, so nothing branches on `Δ_i`) and equals
+//!   `v_j ⊕ Δ_j·u`; it sets `q_j = v'_j ⊕ Δ_j·(u' ⊕ d) = v_j ⊕ Δ_j·c`. Column
 //!   `i·k + j` of the receiver is `v_j`: stacking the chunks' columns and transposing (the
 //!   same [`transpose`](crate::transpose) as IKNP) gives rows with `t_j = q_j ⊕ c_j·Δ`. All sums
 //!   run over the leaves in order with a stack of partial subtree sums, about two XORs of an
@@ -101,54 +102,53 @@ fn guarded<T>(poisoned: &mut bool, f: impl FnOnce() -> Result<T, OtError>) -> Re
     r
 }
 
-/// One chunk's leaves (a PRG each; the sender's punctured leaf is a dummy masked to zero).
+/// One chunk's leaves (a PRG each; the sender's punctured leaf is a dummy whose output cancels).
 struct Chunk {
     w: usize,
     leaves: Vec<Prg>,
 }
 
+/// Blocks per leaf per pass of [`accumulate`]: one AES call's worth, so the stack of partial
+/// sums and the `v` accumulators (`2·k + 1` arrays of 1 KiB) stay in L1 across all leaves.
+const SUB: usize = 64;
+
 /// `v[j·nb..]` = XOR of `r_x` over the leaves with bit `j` of `x` set, `u` = XOR of all, where
-/// `r_x` is the next `nb` blocks of leaf `x` (AND-ed with `mask[x]` when given). Leaves are
-/// visited in order with a stack of completed subtree sums (level `l` waits for its sibling).
-fn accumulate(
-    chunk: &mut Chunk,
-    mask: Option<&[Block]>,
-    nb: usize,
-    v: &mut [Block],
-    u: &mut [Block],
-) {
+/// `r_x` is the next `nb` blocks of leaf `x`. Leaves are visited in order with a stack of
+/// completed subtree sums (level `l` waits for its sibling), `SUB` blocks at a time.
+fn accumulate(chunk: &mut Chunk, nb: usize, v: &mut [Block], u: &mut [Block]) {
     let w = chunk.w;
-    v.fill(Block::ZERO);
-    let mut scratch = vec![Block::ZERO; (w + 1) * nb];
-    let (stack, cur) = scratch.split_at_mut(w * nb);
-    for (x, leaf) in chunk.leaves.iter_mut().enumerate() {
-        leaf.fill_blocks(cur);
-        if let Some(m) = mask {
-            let m = m[x];
-            for c in cur.iter_mut() {
-                *c &= m;
+    let mut stack = [[Block::ZERO; SUB]; SOFTSPOKEN_MAX_K as usize];
+    let mut acc = [[Block::ZERO; SUB]; SOFTSPOKEN_MAX_K as usize];
+    let mut cur = [Block::ZERO; SUB];
+    for b0 in (0..nb).step_by(SUB) {
+        let n = SUB.min(nb - b0);
+        for a in acc.iter_mut().take(w) {
+            a[..n].fill(Block::ZERO);
+        }
+        for (x, leaf) in chunk.leaves.iter_mut().enumerate() {
+            let cur = &mut cur[..n];
+            leaf.fill_blocks(cur);
+            let mut idx = x;
+            let mut l = 0;
+            while l < w {
+                if idx & 1 == 0 {
+                    stack[l][..n].copy_from_slice(cur);
+                    break;
+                }
+                // An odd node at level l: every leaf below it has bit l set.
+                for ((c, a), s) in cur.iter_mut().zip(&mut acc[l][..n]).zip(&stack[l][..n]) {
+                    *a ^= *c;
+                    *c ^= *s;
+                }
+                idx >>= 1;
+                l += 1;
+            }
+            if l == w {
+                u[b0..b0 + n].copy_from_slice(cur);
             }
         }
-        let mut idx = x;
-        let mut l = 0;
-        while l < w {
-            let st = &mut stack[l * nb..(l + 1) * nb];
-            if idx & 1 == 0 {
-                st.copy_from_slice(cur);
-                break;
-            }
-            // An odd node at level l: every leaf below it has bit l set.
-            for (a, c) in v[l * nb..(l + 1) * nb].iter_mut().zip(cur.iter()) {
-                *a ^= *c;
-            }
-            for (c, s) in cur.iter_mut().zip(st.iter()) {
-                *c ^= *s;
-            }
-            idx >>= 1;
-            l += 1;
-        }
-        if l == w {
-            u.copy_from_slice(cur);
+        for (j, a) in acc.iter().enumerate().take(w) {
+            v[j * nb + b0..j * nb + b0 + n].copy_from_slice(&a[..n]);
         }
     }
 }
@@ -158,8 +158,6 @@ pub struct SoftSpokenSender {
     k: usize,
     delta: Block,
     chunks: Vec<Chunk>,
-    /// Per chunk, per leaf: all-ones except at the punctured leaf `Δ_i`.
-    masks: Vec<Vec<Block>>,
     /// Per column: all-ones where the bit of `Δ` is 1.
     delta_masks: Vec<Block>,
     cols: Vec<Block>,
@@ -216,7 +214,6 @@ impl SoftSpokenSender {
         };
         let mut msgs = msg.chunks_exact(2);
         let mut chunks = Vec::new();
-        let mut masks = Vec::new();
         for (col0, w) in layout(k) {
             let di = ((delta.0 >> col0) as usize) & ((1 << w) - 1);
             // Level 1: the node off the path is the base-OT key of the chunk's top bit.
@@ -251,18 +248,12 @@ impl SoftSpokenSender {
                 level = next;
             }
             let leaves = level.iter().map(|s| Prg::from_seed(*s)).collect();
-            masks.push(
-                (0..1usize << w)
-                    .map(|x| Block::ONES.and_bit(x != di))
-                    .collect(),
-            );
             chunks.push(Chunk { w, leaves });
         }
         Ok(SoftSpokenSender {
             k,
             delta,
             chunks,
-            masks,
             delta_masks: s_masks(delta),
             cols: Vec::new(),
             poisoned: false,
@@ -319,11 +310,13 @@ impl SoftSpokenSender {
             self.cols[..128 * nb]
                 .par_chunks_mut(k * nb)
                 .zip(d.par_chunks(nb * 16))
-                .zip(self.chunks.par_iter_mut().zip(self.masks.par_iter()))
+                .zip(self.chunks.par_iter_mut())
                 .zip(self.delta_masks.par_chunks(k))
-                .for_each(|(((v, d), (chunk, mask)), dm)| {
+                .for_each(|(((v, d), chunk), dm)| {
+                    // The punctured leaf's (dummy) output lands in both u and every v_j with
+                    // Δ_j = 1, so it cancels from v_j ⊕ Δ_j·u: no branch or mask on Δ_i.
                     let mut u = vec![Block::ZERO; nb];
-                    accumulate(chunk, Some(mask), nb, v, &mut u);
+                    accumulate(chunk, nb, v, &mut u);
                     // u' ⊕ d, then q_j = v'_j ⊕ Δ_j·(u' ⊕ d).
                     for (u, d) in u.iter_mut().zip(d.chunks_exact(16)) {
                         let mut b = [0u8; 16];
@@ -477,7 +470,7 @@ impl SoftSpokenReceiver {
                 .zip(self.corr[..nchunks * nb].par_chunks_mut(nb))
                 .zip(self.chunks.par_iter_mut())
                 .for_each(|((v, d), chunk)| {
-                    accumulate(chunk, None, nb, v, d);
+                    accumulate(chunk, nb, v, d);
                     for (d, c) in d.iter_mut().zip(code) {
                         *d ^= *c;
                     }
@@ -509,7 +502,7 @@ mod tests {
     #[test]
     fn accumulate_matches_naive_sums() {
         for w in 1..=5 {
-            let nb = 3;
+            let nb = 3 + SUB;
             let mk = |seed: u128| Chunk {
                 w,
                 leaves: (0..1u128 << w).map(|x| Prg::from_seed(Block(seed + x))).collect(),
@@ -517,7 +510,7 @@ mod tests {
             let mut c = mk(100);
             let mut v = vec![Block::ONES; w * nb];
             let mut u = vec![Block::ZERO; nb];
-            accumulate(&mut c, None, nb, &mut v, &mut u);
+            accumulate(&mut c, nb, &mut v, &mut u);
             let r: Vec<Vec<Block>> = mk(100).leaves.iter_mut().map(|p| p.blocks(nb)).collect();
             for b in 0..nb {
                 let all = r.iter().fold(Block::ZERO, |a, x| a ^ x[b]);
