@@ -58,8 +58,8 @@ pub use ext::CHUNK_ROWS;
 pub use ferret::{FerretCotReceiver, FerretCotSender, FerretParams, LpnParams};
 pub use iknp::{OtExtReceiver, OtExtSender};
 pub use kk::{KkReceiver, KkSender, KK_CODE_BITS};
-pub use softspoken::{SoftSpokenReceiver, SoftSpokenSender, SOFTSPOKEN_MAX_K};
 pub use pool::{
     CotSource, PendingEarlyRecv, PendingEarlySend, PendingOtRecv, PendingOtSend, PooledOtReceiver,
     PooledOtSender, DERAND_FRAME_OTS,
 };
+pub use softspoken::{SoftSpokenReceiver, SoftSpokenSender, SOFTSPOKEN_MAX_K};

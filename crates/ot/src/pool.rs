@@ -49,13 +49,13 @@ use crate::error::OtError;
 use crate::ext::{pack_choices, tccr_tweaked, tweak};
 use crate::ferret::{FerretCotReceiver, FerretCotSender, FerretParams};
 use crate::iknp::{OtExtReceiver, OtExtSender};
-use crate::softspoken::{SoftSpokenReceiver, SoftSpokenSender};
 use crate::pack::{check_bits, mask};
 use crate::payload::{
     check_fits, check_n_msgs, hash_pairs_in, hash_rows_in, low_bits, recv_chosen_frames,
     recv_chosen_u64_frames, recv_correlated_frames, recv_n_frames, send_chosen_frames,
     send_chosen_u64_frames, send_correlated_frames, send_n_frames,
 };
+use crate::softspoken::{SoftSpokenReceiver, SoftSpokenSender};
 use rayon::prelude::*;
 use secinfer_net::Channel;
 
@@ -538,9 +538,9 @@ impl PooledOtSender {
         match source {
             CotSource::Iknp => Self::setup(ch, prg),
             CotSource::Ferret(p) => Ok(Self::from_ferret(FerretCotSender::setup(ch, prg, p)?)),
-            CotSource::SoftSpoken { k } => Ok(Self::from_softspoken(SoftSpokenSender::setup(
-                ch, prg, k,
-            )?)),
+            CotSource::SoftSpoken { k } => {
+                Ok(Self::from_softspoken(SoftSpokenSender::setup(ch, prg, k)?))
+            }
         }
     }
 

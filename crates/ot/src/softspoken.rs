@@ -505,7 +505,9 @@ mod tests {
             let nb = 3 + SUB;
             let mk = |seed: u128| Chunk {
                 w,
-                leaves: (0..1u128 << w).map(|x| Prg::from_seed(Block(seed + x))).collect(),
+                leaves: (0..1u128 << w)
+                    .map(|x| Prg::from_seed(Block(seed + x)))
+                    .collect(),
             };
             let mut c = mk(100);
             let mut v = vec![Block::ONES; w * nb];

@@ -80,11 +80,12 @@ fn cot_correlation_holds_for_every_pair_and_k() {
         assert_eq!(client.phase(Phase::Offline).bytes_sent, expect, "k {k}");
         assert_eq!(server.phase(Phase::Offline).bytes_sent, 0, "k {k}");
         // Setup: IKNP's base OTs (32 B each way per OT, plus A) and the GGM level sums.
-        let ggm = (cols * (k as usize - 1) * 32) as u64 - if 128 % k == 0 {
-            0
-        } else {
-            32 * (k as u64 - (128 % k) as u64)
-        };
+        let ggm = (cols * (k as usize - 1) * 32) as u64
+            - if 128 % k == 0 {
+                0
+            } else {
+                32 * (k as u64 - (128 % k) as u64)
+            };
         assert_eq!(client.phase(Phase::Setup).bytes_sent, 32 + ggm, "k {k}");
         assert_eq!(server.phase(Phase::Setup).bytes_sent, 32 * 128, "k {k}");
     }

@@ -1,6 +1,6 @@
 //! The real OT backend: pooled random COTs in both directions (`secinfer-ot`'s pooled OT, filled
-//! by IKNP or Ferret in the offline phase), derandomised online at 1 bit per 1-of-2 OT plus its
-//! payload; 1-of-N OTs (P0 sends) take ⌈log2 N⌉ COTs of the P0 → P1 pool each.
+//! by IKNP, SoftSpokenOT or Ferret in the offline phase), derandomised online at 1 bit per 1-of-2
+//! OT plus its payload; 1-of-N OTs (P0 sends) take ⌈log2 N⌉ COTs of the P0 → P1 pool each.
 use crate::ctx::{Party, Plan};
 use crate::error::{Result, SsError};
 use secinfer_net::Channel;

@@ -55,7 +55,10 @@ fn sigmoid_on_softspoken_pools_matches_iknp_and_sends_less() {
             .map(|(a, b)| a.abs_diff(*b))
             .max()
             .unwrap();
-        assert!(worst <= 2, "k {k}: outputs {worst} ULP from the IKNP-filled run");
+        assert!(
+            worst <= 2,
+            "k {k}: outputs {worst} ULP from the IKNP-filled run"
+        );
         assert_eq!(left, Some(Plan::default()), "k {k}: pools not used up");
         // Both directions' fills shrink by k (the derandomisation-free offline traffic is all
         // COT fills, padded to 128 rows per call).
@@ -69,6 +72,9 @@ fn sigmoid_on_softspoken_pools_matches_iknp_and_sends_less() {
         }
         // One set of public-key base OTs, as with IKNP: setup grows only by the GGM message
         // and the 128 setup COTs' correction bits.
-        assert!(setup < setup_iknp + 8192, "k {k}: setup {setup} vs {setup_iknp}");
+        assert!(
+            setup < setup_iknp + 8192,
+            "k {k}: setup {setup} vs {setup_iknp}"
+        );
     }
 }

@@ -23,13 +23,9 @@ fn pooled<A: Send, B: Send>(
             client(&mut r, ch)
         },
         move |ch| {
-            let mut s = PooledOtSender::setup_with_source_and_delta(
-                ch,
-                &mut Prg::new(),
-                SOURCE,
-                DELTA,
-            )
-            .expect("setup");
+            let mut s =
+                PooledOtSender::setup_with_source_and_delta(ch, &mut Prg::new(), SOURCE, DELTA)
+                    .expect("setup");
             assert_eq!(s.source(), SOURCE);
             ch.set_phase(Phase::Offline);
             s.fill(ch, fill).expect("fill");
