@@ -93,7 +93,7 @@ const GATHER: usize = 4;
 
 /// Transposes `w` groups of 128 columns (`cols[col·nb + b]`) into rows: row `r` of the chunk is
 /// `rows[r·w .. r·w + w]`. `rows` holds only the real rows (the last 128-block may be partial).
-fn cols_to_rows(cols: &[Block], nb: usize, w: usize, rows: &mut [Block]) {
+pub(crate) fn cols_to_rows(cols: &[Block], nb: usize, w: usize, rows: &mut [Block]) {
     rows.par_chunks_mut(GATHER * 128 * w)
         .enumerate()
         .for_each(|(t, out)| {

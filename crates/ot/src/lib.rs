@@ -16,6 +16,9 @@
 //!   Ferret ([`CotSource`]), consumed online by derandomisation — 1 bit per 1-of-2 OT and
 //!   `⌈log2 N⌉` bits per 1-of-N OT from the receiver, plus the payloads — with the same method
 //!   signatures as the IKNP and KK13 types;
+//! * semi-honest SoftSpokenOT ([`SoftSpokenSender`], [`SoftSpokenReceiver`]): IKNP's
+//!   correlation from `⌈128/k⌉` small-field VOLEs, `128/k` bits per COT for `k ≤ 8`, at
+//!   `≈ 2^k/k` AES blocks per COT; a [`CotSource`] for the pools;
 //! * semi-honest Ferret silent COT ([`ferret`]: GGM SPCOT, regular-noise MPCOT, primal LPN with a
 //!   `d = 10` local code, emp-ot's 128-bit `ferret_b11/b12/b13` parameter sets): 0.44 bits per
 //!   COT for [`FerretParams::B13`], bootstrapped from IKNP.
@@ -44,6 +47,7 @@ mod kk;
 mod pack;
 mod payload;
 mod pool;
+mod softspoken;
 pub mod transpose;
 
 pub use crate::aes::{fixed_key_aes, AesCipher, FixedKeyAes, Prg};
@@ -58,3 +62,4 @@ pub use pool::{
     CotSource, PendingEarlyRecv, PendingEarlySend, PendingOtRecv, PendingOtSend, PooledOtReceiver,
     PooledOtSender, DERAND_FRAME_OTS,
 };
+pub use softspoken::{SoftSpokenReceiver, SoftSpokenSender, SOFTSPOKEN_MAX_K};

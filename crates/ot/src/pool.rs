@@ -3,7 +3,7 @@
 //!
 //! The pool holds random COTs under the sender's global `Δ`: the sender keeps `K_j`, the receiver
 //! a random bit `r_j` and `M_j = K_j ⊕ r_j·Δ`. [`PooledOtSender::fill`] /
-//! [`PooledOtReceiver::fill`] generate them with IKNP (or Ferret, see [`CotSource`]); the
+//! [`PooledOtReceiver::fill`] generate them with IKNP (or SoftSpokenOT or Ferret, see [`CotSource`]); the
 //! online calls then cost only:
 //!
 //! * the receiver's derandomisation bits `d_j = b_j ⊕ r_j`, packed 1 bit per OT; the sender sets
@@ -55,6 +55,7 @@ use crate::payload::{
     recv_chosen_u64_frames, recv_correlated_frames, recv_n_frames, send_chosen_frames,
     send_chosen_u64_frames, send_correlated_frames, send_n_frames,
 };
+use crate::softspoken::{SoftSpokenReceiver, SoftSpokenSender};
 use rayon::prelude::*;
 use secinfer_net::Channel;
 
@@ -81,6 +82,14 @@ pub enum CotSource {
     /// iteration of `params.per_iteration()` COTs (0.44 bits per COT for `FerretParams::B13`);
     /// the pool grows by whole iterations.
     Ferret(FerretParams),
+    /// SoftSpokenOT (semi-honest) with `k`-bit chunks, `1 ≤ k ≤ 8` (anything else is a typed
+    /// error at setup): `⌈128/k⌉` bits per COT from receiver to sender (16 bytes at `k = 1`,
+    /// exactly IKNP; 4 bytes at `k = 4`) for `≈ 2^k/k` AES blocks per COT, any batch size; setup
+    /// adds `⌈128/k⌉·(k − 1)·32` bytes to IKNP's base OTs.
+    SoftSpoken {
+        /// Bits of `Δ` per small-field VOLE.
+        k: u32,
+    },
 }
 
 /// `⌈log2 n⌉` for the 1-of-N range, or an argument error.
@@ -430,6 +439,10 @@ impl Pool for PooledOtSender {
                 self.pool.resize(start + n, Block::ZERO);
                 ext.send_cot_into(ch, &mut self.pool[start..])
             }
+            SenderFiller::SoftSpoken(ext) => {
+                self.pool.resize(start + n, Block::ZERO);
+                ext.send_cot_into(ch, &mut self.pool[start..])
+            }
             SenderFiller::Ferret(f) => {
                 // Reserve the final size once: growing a 10^7-block vector by doubling would
                 // copy it several times.
@@ -466,6 +479,13 @@ impl Pool for PooledOtReceiver {
                 self.bits.extend_from_slice(&r);
                 Ok(())
             }
+            ReceiverFiller::SoftSpoken(ext) => {
+                let r = self.prg.bits(n);
+                self.keys.resize(start + n, Block::ZERO);
+                ext.recv_cot_into(ch, &r, &mut self.keys[start..])?;
+                self.bits.extend_from_slice(&r);
+                Ok(())
+            }
             ReceiverFiller::Ferret(f) => {
                 let p = f.params();
                 let iters = n.div_ceil(p.per_iteration());
@@ -485,12 +505,14 @@ impl Pool for PooledOtReceiver {
 /// What fills the sender's pool.
 enum SenderFiller {
     Iknp(OtExtSender),
+    SoftSpoken(SoftSpokenSender),
     Ferret(FerretCotSender),
 }
 
 /// What fills the receiver's pool.
 enum ReceiverFiller {
     Iknp(OtExtReceiver),
+    SoftSpoken(SoftSpokenReceiver),
     Ferret(FerretCotReceiver),
 }
 
@@ -532,6 +554,9 @@ impl PooledOtSender {
         match source {
             CotSource::Iknp => Self::setup(ch, prg),
             CotSource::Ferret(p) => Ok(Self::from_ferret(FerretCotSender::setup(ch, prg, p)?)),
+            CotSource::SoftSpoken { k } => {
+                Ok(Self::from_softspoken(SoftSpokenSender::setup(ch, prg, k)?))
+            }
         }
     }
 
@@ -547,12 +572,20 @@ impl PooledOtSender {
             CotSource::Ferret(p) => Ok(Self::from_ferret(FerretCotSender::setup_with_delta(
                 ch, prg, p, delta,
             )?)),
+            CotSource::SoftSpoken { k } => Ok(Self::from_softspoken(
+                SoftSpokenSender::setup_with_delta(ch, prg, delta, k)?,
+            )),
         }
     }
 
     /// Wraps a bootstrapped Ferret sender (its `Δ` becomes the pool's).
     pub fn from_ferret(f: FerretCotSender) -> Self {
         Self::with_filler(f.delta(), SenderFiller::Ferret(f))
+    }
+
+    /// Wraps a SoftSpokenOT sender that is already set up (its `Δ` becomes the pool's).
+    pub fn from_softspoken(ext: SoftSpokenSender) -> Self {
+        Self::with_filler(ext.delta(), SenderFiller::SoftSpoken(ext))
     }
 
     /// Wraps an IKNP sender that is already set up (its `Δ` becomes the pool's).
@@ -580,6 +613,7 @@ impl PooledOtSender {
     pub fn source(&self) -> CotSource {
         match &self.filler {
             SenderFiller::Iknp(_) => CotSource::Iknp,
+            SenderFiller::SoftSpoken(s) => CotSource::SoftSpoken { k: s.k() },
             SenderFiller::Ferret(f) => CotSource::Ferret(f.params()),
         }
     }
@@ -933,6 +967,10 @@ impl PooledOtReceiver {
                 let f = FerretCotReceiver::setup(ch, prg, p)?;
                 Ok(Self::from_ferret(f, prg))
             }
+            CotSource::SoftSpoken { k } => {
+                let r = SoftSpokenReceiver::setup(ch, prg, k)?;
+                Ok(Self::from_softspoken(r, prg))
+            }
         }
     }
 
@@ -940,6 +978,11 @@ impl PooledOtReceiver {
     /// from the protocol, but seeds any later needs the same way as `from_iknp`).
     pub fn from_ferret(f: FerretCotReceiver, prg: &mut Prg) -> Self {
         Self::with_filler(ReceiverFiller::Ferret(f), prg)
+    }
+
+    /// Wraps a SoftSpokenOT receiver that is already set up; `prg` seeds the pool's choice bits.
+    pub fn from_softspoken(ext: SoftSpokenReceiver, prg: &mut Prg) -> Self {
+        Self::with_filler(ReceiverFiller::SoftSpoken(ext), prg)
     }
 
     /// Wraps an IKNP receiver that is already set up; `prg` seeds the pool's choice bits.
@@ -963,6 +1006,7 @@ impl PooledOtReceiver {
     pub fn source(&self) -> CotSource {
         match &self.filler {
             ReceiverFiller::Iknp(_) => CotSource::Iknp,
+            ReceiverFiller::SoftSpoken(r) => CotSource::SoftSpoken { k: r.k() },
             ReceiverFiller::Ferret(f) => CotSource::Ferret(f.params()),
         }
     }

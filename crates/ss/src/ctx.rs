@@ -264,8 +264,9 @@ impl Ctx {
         Self::setup_with(party, ch, CotSource::Iknp)
     }
 
-    /// Setup with a chosen filler for the COT pools (IKNP: 16 bytes per COT offline; Ferret:
-    /// well under a bit per COT offline, but it makes ~10^7 COTs per iteration).
+    /// Setup with a chosen filler for the COT pools (IKNP: 16 bytes per COT offline;
+    /// SoftSpokenOT: 16/k bytes per COT offline for more CPU; Ferret: well under a bit per COT
+    /// offline, but it makes ~10^7 COTs per iteration).
     pub fn setup_with<C: Channel>(party: Party, ch: &mut C, source: CotSource) -> Result<Ctx> {
         let mut prg = Prg::new();
         let real = crate::ot_real::RealOt::setup(party, ch, &mut prg, source)?;

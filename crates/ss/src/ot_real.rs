@@ -1,11 +1,12 @@
 //! The real OT backend: pooled random COTs in both directions (`secinfer-ot`'s pooled OT, filled
-//! by IKNP or Ferret in the offline phase), derandomised online at 1 bit per 1-of-2 OT plus its
-//! payload; 1-of-N OTs (P0 sends) take ⌈log2 N⌉ COTs of the P0 → P1 pool each.
+//! by IKNP, SoftSpokenOT or Ferret in the offline phase), derandomised online at 1 bit per 1-of-2
+//! OT plus its payload; 1-of-N OTs (P0 sends) take ⌈log2 N⌉ COTs of the P0 → P1 pool each.
 use crate::ctx::{Party, Plan};
 use crate::error::{Result, SsError};
 use secinfer_net::Channel;
 use secinfer_ot::{
     Block, CotSource, OtError, OtExtReceiver, OtExtSender, PooledOtReceiver, PooledOtSender, Prg,
+    SoftSpokenReceiver, SoftSpokenSender,
 };
 
 impl From<OtError> for SsError {
@@ -39,6 +40,9 @@ impl RealOt {
     ) -> Result<Self> {
         if source == CotSource::Iknp {
             return Self::setup_iknp(party, ch, prg);
+        }
+        if let CotSource::SoftSpoken { k } = source {
+            return Self::setup_softspoken(party, ch, prg, k);
         }
         if party.is_p0() {
             let sender = PooledOtSender::setup_with_source(ch, prg, source)?;
@@ -87,6 +91,45 @@ impl RealOt {
             Ok(RealOt {
                 sender: PooledOtSender::from_iknp(back),
                 receiver: PooledOtReceiver::from_iknp(ext, prg),
+                party,
+            })
+        }
+    }
+
+    /// SoftSpokenOT setup with one set of public-key base OTs, as [`setup_iknp`](Self::setup_iknp):
+    /// the P0 → P1 pool (128 COTs, made in the setup phase) carries 128 chosen OTs that are the
+    /// base OTs of the P1 → P0 extension, whose GGM message then follows.
+    fn setup_softspoken<C: Channel>(
+        party: Party,
+        ch: &mut C,
+        prg: &mut Prg,
+        k: u32,
+    ) -> Result<Self> {
+        let source = CotSource::SoftSpoken { k };
+        if party.is_p0() {
+            let mut sender = PooledOtSender::setup_with_source(ch, prg, source)?;
+            let seeds: Vec<[Block; 2]> = (0..128)
+                .map(|_| [prg.next_block(), prg.next_block()])
+                .collect();
+            sender.send_chosen(ch, &seeds)?;
+            let back = SoftSpokenReceiver::from_base_ots(ch, &seeds, k)?;
+            Ok(RealOt {
+                sender,
+                receiver: PooledOtReceiver::from_softspoken(back, prg),
+                party,
+            })
+        } else {
+            let mut receiver = PooledOtReceiver::setup_with_source(ch, prg, source)?;
+            let mut delta = prg.next_block();
+            while delta == Block::ZERO {
+                delta = prg.next_block();
+            }
+            let choices: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
+            let keys = receiver.recv_chosen(ch, &choices)?;
+            let back = SoftSpokenSender::from_base_ots(ch, delta, &keys, k)?;
+            Ok(RealOt {
+                sender: PooledOtSender::from_softspoken(back),
+                receiver,
                 party,
             })
         }

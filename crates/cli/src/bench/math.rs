@@ -47,19 +47,33 @@ pub struct MathArgs {
     /// s + 4 bits), exhaustive up to 2^16 inputs, else 2^16 evenly spaced inputs (`--n` unused).
     #[arg(long = "ulp-table")]
     pub ulp_table: bool,
-    /// What fills the COT pools offline: `iknp` (16 bytes per COT) or `ferret` (silent OT,
-    /// emp-ot's b13 set: well under a bit per COT, ~10^7 COTs per iteration).
+    /// What fills the COT pools offline: `iknp` (16 bytes per COT), `softspoken`
+    /// (SoftSpokenOT with `--k`: 16/k bytes per COT) or `ferret` (silent OT, emp-ot's b13 set:
+    /// well under a bit per COT, ~10^7 COTs per iteration).
     #[arg(long = "cot-source", default_value = "iknp")]
     pub cot_source: String,
+    /// SoftSpokenOT bits per chunk (1..=8) for `--cot-source softspoken` (2: 8 bytes per COT,
+    /// measured no slower than IKNP at the lan profile; 4: 4 bytes for ~1.5× IKNP's CPU).
+    #[arg(long, default_value_t = 2)]
+    pub k: u32,
     #[command(flatten)]
     pub net: NetArgs,
 }
 
-fn cot_source(name: &str) -> Result<CotSource, Error> {
+fn cot_source(name: &str, k: u32) -> Result<CotSource, Error> {
     match name {
         "iknp" => Ok(CotSource::Iknp),
         "ferret" => Ok(CotSource::Ferret(FerretParams::B13)),
-        _ => Err(Error::msg("--cot-source must be iknp or ferret")),
+        "softspoken" if (1..=secinfer_ot::SOFTSPOKEN_MAX_K).contains(&k) => {
+            Ok(CotSource::SoftSpoken { k })
+        }
+        "softspoken" => Err(Error::msg(format!(
+            "--k must be in 1..={}, got {k}",
+            secinfer_ot::SOFTSPOKEN_MAX_K
+        ))),
+        _ => Err(Error::msg(
+            "--cot-source must be iknp, softspoken or ferret",
+        )),
     }
 }
 
@@ -248,7 +262,15 @@ fn measure(
     .param("out_scale", out.scale)
     .param("net", net.net_name())
     .param("profile", net.profile.name)
-    .param("threads", threads);
+    .param("threads", threads)
+    .param(
+        "cot_source",
+        match source {
+            CotSource::Iknp => "iknp".to_string(),
+            CotSource::SoftSpoken { k } => format!("softspoken-k{k}"),
+            other => format!("{other:?}"),
+        },
+    );
     let online_bytes = client_cost.online.bytes();
     rec = rec
         .field("online_s", online_s)
@@ -285,7 +307,7 @@ pub fn run(args: MathArgs, out: &mut Reporter) -> Result<(), Error> {
         outf,
         args.n,
         &args.net,
-        cot_source(&args.cot_source)?,
+        cot_source(&args.cot_source, args.k)?,
     )?;
     out.emit(rec);
     Ok(())
@@ -327,7 +349,7 @@ fn ulp_table(imp: Impl, args: &MathArgs, out: &mut Reporter) -> Result<(), Error
                 outf,
                 n,
                 &args.net,
-                cot_source(&args.cot_source)?,
+                cot_source(&args.cot_source, args.k)?,
             ) {
                 Ok(r) => r.extra.get("max_ulp").cloned().unwrap_or(Value::Null),
                 Err(_) => Value::Null,

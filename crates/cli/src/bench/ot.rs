@@ -14,7 +14,8 @@ use clap::{Args, ValueEnum};
 use secinfer_net::{Channel, DynChannel, Phase};
 use secinfer_ot::{
     Block, CotSource, FerretCotReceiver, FerretCotSender, FerretParams, KkReceiver, KkSender,
-    OtExtReceiver, OtExtSender, PooledOtReceiver, PooledOtSender, Prg,
+    OtExtReceiver, OtExtSender, PooledOtReceiver, PooledOtSender, Prg, SoftSpokenReceiver,
+    SoftSpokenSender,
 };
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -30,6 +31,9 @@ pub enum OtKind {
     /// Ferret silent random COT (semi-honest; `--ferret-params`, default emp-ot's b13), IKNP
     /// bootstrapping in the setup phase; the count is rounded up to whole iterations.
     Ferret,
+    /// SoftSpokenOT correlated OT (semi-honest) with `--k`-bit chunks: IKNP's correlation at
+    /// 128/k bits per COT.
+    Softspoken,
     /// Pooled 1-of-16 OT on 8-bit messages: IKNP fills the pool offline (4 COTs per OT), the
     /// online phase sends 4 derandomisation bits per OT plus the masked messages.
     PoolKk,
@@ -42,6 +46,8 @@ pub enum OtKind {
 pub enum PoolSource {
     Iknp,
     Ferret,
+    /// SoftSpokenOT with `--k`.
+    Softspoken,
 }
 
 /// Published Ferret parameter sets (emp-ot's constants).
@@ -77,6 +83,7 @@ impl OtKind {
             OtKind::Chosen => "chosen",
             OtKind::Kk => "kk",
             OtKind::Ferret => "ferret",
+            OtKind::Softspoken => "softspoken",
             OtKind::PoolKk => "pool-kk",
             OtKind::PoolCot => "pool-cot",
         }
@@ -97,6 +104,10 @@ pub struct OtArgs {
     /// Ferret parameter set (`--kind ferret`, `--pool-source ferret`).
     #[arg(long, value_enum, default_value_t = FerretSet::B13)]
     pub ferret_params: FerretSet,
+    /// SoftSpokenOT bits per chunk, 1..=8 (`--kind softspoken`, `--pool-source softspoken`);
+    /// 2 measured fastest at the lan profile (8 B/COT), larger k saves bytes for CPU.
+    #[arg(long, default_value_t = 2)]
+    pub k: u32,
     #[command(flatten)]
     pub net: NetArgs,
 }
@@ -116,7 +127,7 @@ const SEED: Block = Block(0x5ec1_f3e0_0000_0000_0000_0000_0000_0042);
 
 fn batch(kind: OtKind) -> usize {
     match kind {
-        OtKind::Cot | OtKind::Rot | OtKind::PoolCot => BATCH_ONE_WAY,
+        OtKind::Cot | OtKind::Rot | OtKind::PoolCot | OtKind::Softspoken => BATCH_ONE_WAY,
         OtKind::Chosen | OtKind::Kk | OtKind::PoolKk => BATCH_TWO_WAY,
         // One Ferret iteration per "batch" (the count is rounded up to whole iterations).
         OtKind::Ferret => usize::MAX,
@@ -175,6 +186,7 @@ fn client(
     kind: OtKind,
     ferret: FerretParams,
     source: CotSource,
+    ss_k: u32,
     count: usize,
     inp: &Inputs,
     ch: &mut DynChannel,
@@ -217,6 +229,15 @@ fn client(
                 }
             }
         }
+        OtKind::Softspoken => {
+            let mut r = SoftSpokenReceiver::setup(ch, &mut prg, ss_k)?;
+            ch.set_phase(Phase::Offline);
+            let mut buf = vec![Block::ZERO; batch(kind).min(count)];
+            for n in batches(kind, count) {
+                r.recv_cot_into(ch, &inp.choices[..n], &mut buf[..n])?;
+                sample.extend(buf.iter().take(SAMPLE).map(|&b| split(b)));
+            }
+        }
         OtKind::Kk => {
             let mut r = KkReceiver::setup(ch, &mut prg)?;
             ch.set_phase(Phase::Offline);
@@ -255,6 +276,7 @@ fn server(
     kind: OtKind,
     ferret: FerretParams,
     source: CotSource,
+    ss_k: u32,
     count: usize,
     inp: &Inputs,
     ch: &mut DynChannel,
@@ -289,6 +311,16 @@ fn server(
                     let q = s.send_cot(ch, n)?;
                     sample.extend(q.iter().take(SAMPLE).map(|&b| split(b)));
                 }
+            }
+        }
+        OtKind::Softspoken => {
+            let mut s = SoftSpokenSender::setup(ch, &mut prg, ss_k)?;
+            ch.set_phase(Phase::Offline);
+            sample.push(split(s.delta()));
+            let mut buf = vec![Block::ZERO; batch(kind).min(count)];
+            for n in batches(kind, count) {
+                s.send_cot_into(ch, &mut buf[..n])?;
+                sample.extend(buf.iter().take(SAMPLE).map(|&b| split(b)));
             }
         }
         OtKind::Kk => {
@@ -364,7 +396,7 @@ fn check(
                 .ok_or_else(|| Error::msg("client sample too short"))?;
             let c = inp.choices[j];
             let ok = match kind {
-                OtKind::Cot | OtKind::PoolCot => {
+                OtKind::Cot | OtKind::PoolCot | OtKind::Softspoken => {
                     let delta = join(sent[0]);
                     join(g) == join(sent[1 + k]) ^ delta.and_bit(c)
                 }
@@ -393,15 +425,25 @@ pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
     let source = match args.pool_source {
         PoolSource::Iknp => CotSource::Iknp,
         PoolSource::Ferret => CotSource::Ferret(ferret),
+        PoolSource::Softspoken => CotSource::SoftSpoken { k: args.k },
     };
+    let ss_k = args.k;
+    if (matches!(kind, OtKind::Softspoken) || matches!(args.pool_source, PoolSource::Softspoken))
+        && !(1..=secinfer_ot::SOFTSPOKEN_MAX_K).contains(&ss_k)
+    {
+        return Err(Error::msg(format!(
+            "--k must be in 1..={}, got {ss_k}",
+            secinfer_ot::SOFTSPOKEN_MAX_K
+        )));
+    }
     if count == 0 {
         return Err(Error::msg("--count must be positive"));
     }
     let inp = inputs(kind, count);
     let r = run_pair(
         &args.net,
-        |ch| client(kind, ferret, source, count, &inp, ch),
-        |ch| server(kind, ferret, source, count, &inp, ch),
+        |ch| client(kind, ferret, source, ss_k, count, &inp, ch),
+        |ch| server(kind, ferret, source, ss_k, count, &inp, ch),
     )?;
     check(kind, count, &inp, &r.client, &r.server)?;
     let threads = std::thread::available_parallelism()
@@ -428,8 +470,12 @@ pub fn run(args: OtArgs, out: &mut Reporter) -> Result<(), Error> {
             match args.pool_source {
                 PoolSource::Iknp => "iknp",
                 PoolSource::Ferret => "ferret",
+                PoolSource::Softspoken => "softspoken",
             },
         );
+    }
+    if matches!(kind, OtKind::Softspoken) || matches!(args.pool_source, PoolSource::Softspoken) {
+        rec = rec.param("k", ss_k);
     }
     // Ferret makes whole iterations: the figures are per COT actually made.
     let count = match kind {
