@@ -83,33 +83,65 @@ fn mismatched_client_is_refused_with_a_typed_error() {
     assert!(matches!(run.server.output, Err(NnError::Protocol(_))));
 }
 
-/// The same session with its OT pools filled by Ferret silent OT instead of IKNP: still bit for
-/// bit (one case: a Ferret iteration is 10^7 COTs).
+/// The same session with its OT pools filled by Ferret silent OT or SoftSpokenOT instead of
+/// IKNP: still bit for bit (one Ferret case: an iteration is 10^7 COTs).
 #[test]
-fn secure_gru_with_ferret_filled_pools_is_bit_exact() {
-    let (q, embed) = random_model(6, 5, 3, 3, Variant::Cg2, 9).unwrap();
-    let tokens = [3u32, 17, 40];
-    let want = Reference::new(&q, CircuitActivations::default()).classify(&tokens);
-    let cm = ClientModel::new(q.config.clone(), &embed, Variant::Cg2, 3).unwrap();
-    let sm = ServerModel::new(q, Variant::Cg2, 3).unwrap();
-    let run = simulate(
-        move |ch| {
-            client_session_with(
-                ch,
-                &cm,
-                &tokens,
-                ClientOptions {
-                    reveal_logits: true,
-                },
-                OtFiller::Ferret,
-                &mut |_, _, _| {},
-            )
-        },
-        move |ch| server_session(ch, &sm),
+fn secure_gru_with_other_pool_fillers_is_bit_exact() {
+    for filler in [
+        OtFiller::Ferret,
+        OtFiller::SoftSpoken { k: 2 },
+        OtFiller::SoftSpoken { k: 5 },
+    ] {
+        let (q, embed) = random_model(6, 5, 3, 3, Variant::Cg2, 9).unwrap();
+        let tokens = [3u32, 17, 40];
+        let want = Reference::new(&q, CircuitActivations::default()).classify(&tokens);
+        let cm = ClientModel::new(q.config.clone(), &embed, Variant::Cg2, 3).unwrap();
+        let sm = ServerModel::new(q, Variant::Cg2, 3).unwrap();
+        let run = simulate(
+            move |ch| {
+                client_session_with(
+                    ch,
+                    &cm,
+                    &tokens,
+                    ClientOptions {
+                        reveal_logits: true,
+                    },
+                    filler,
+                    &mut |_, _, _| {},
+                )
+            },
+            move |ch| server_session(ch, &sm),
+        );
+        run.server.output.unwrap();
+        let out = run.client.output.unwrap();
+        assert_eq!(out.logits.as_deref(), Some(&want[..]), "{}", filler.name());
+    }
+}
+
+/// Filler names round-trip through the handshake's parser; bad ones are refused.
+#[test]
+fn ot_filler_names_parse() {
+    for f in [
+        OtFiller::Iknp,
+        OtFiller::Ferret,
+        OtFiller::SoftSpoken { k: 1 },
+        OtFiller::SoftSpoken { k: 8 },
+    ] {
+        assert_eq!(f.name().parse::<OtFiller>(), Ok(f));
+    }
+    assert_eq!(
+        "softspoken".parse::<OtFiller>(),
+        Ok(OtFiller::SoftSpoken { k: 2 })
     );
-    run.server.output.unwrap();
-    let out = run.client.output.unwrap();
-    assert_eq!(out.logits.as_deref(), Some(&want[..]));
+    for bad in [
+        "softspoken-k0",
+        "softspoken-k9",
+        "softspoken-kx",
+        "silent",
+        "",
+    ] {
+        assert!(bad.parse::<OtFiller>().is_err(), "{bad}");
+    }
 }
 
 /// Hidden states driven to the extremes of their proven range (StepLayout::for_step narrows h,

@@ -618,6 +618,33 @@ impl PooledOtSender {
         }
     }
 
+    /// The extension running the other way (this party receiving), bootstrapped on 128 random
+    /// OTs of this pool instead of a second run of public-key base OTs (the standard reverse
+    /// bootstrap): the random OTs' hashed key pairs, independent of this pool's Δ, are the new
+    /// extension's base-OT pairs. The peer calls [`PooledOtReceiver::bootstrap_reverse`] at the
+    /// same point. Same filler as this pool; Ferret pools are refused (128 COTs would cost a
+    /// whole LPN iteration: set the other direction up with base OTs instead).
+    pub fn bootstrap_reverse<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        prg: &mut Prg,
+    ) -> Result<PooledOtReceiver, OtError> {
+        let source = self.source();
+        if matches!(source, CotSource::Ferret(_)) {
+            return Err(OtError::arg(
+                "a Ferret pool is not bootstrapped in reverse (use base OTs)",
+            ));
+        }
+        let base = self.send_rot(ch, 128)?;
+        Ok(match source {
+            CotSource::SoftSpoken { k } => PooledOtReceiver::from_softspoken(
+                SoftSpokenReceiver::from_base_ots(ch, &base, k)?,
+                prg,
+            ),
+            _ => PooledOtReceiver::from_iknp(OtExtReceiver::from_base_ots(&base)?, prg),
+        })
+    }
+
     /// Unused pooled COTs.
     pub fn available(&self) -> usize {
         self.pool.len() - self.pos
@@ -1009,6 +1036,34 @@ impl PooledOtReceiver {
             ReceiverFiller::SoftSpoken(r) => CotSource::SoftSpoken { k: r.k() },
             ReceiverFiller::Ferret(f) => CotSource::Ferret(f.params()),
         }
+    }
+
+    /// The peer's side of [`PooledOtSender::bootstrap_reverse`]: draws a fresh Δ ≠ 0, takes
+    /// 128 random OTs of this pool with Δ's bits as choices, and returns the sender of the
+    /// extension running the other way (same filler as this pool; Ferret refused).
+    pub fn bootstrap_reverse<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        prg: &mut Prg,
+    ) -> Result<PooledOtSender, OtError> {
+        let source = self.source();
+        if matches!(source, CotSource::Ferret(_)) {
+            return Err(OtError::arg(
+                "a Ferret pool is not bootstrapped in reverse (use base OTs)",
+            ));
+        }
+        let mut delta = prg.next_block();
+        while delta == Block::ZERO {
+            delta = prg.next_block();
+        }
+        let bits: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
+        let keys = self.recv_rot(ch, &bits)?;
+        Ok(match source {
+            CotSource::SoftSpoken { k } => PooledOtSender::from_softspoken(
+                SoftSpokenSender::from_base_ots(ch, delta, &keys, k)?,
+            ),
+            _ => PooledOtSender::from_iknp(OtExtSender::from_base_ots(delta, &keys)?),
+        })
     }
 
     /// Unused pooled COTs.

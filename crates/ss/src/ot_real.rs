@@ -4,10 +4,7 @@
 use crate::ctx::{Party, Plan};
 use crate::error::{Result, SsError};
 use secinfer_net::Channel;
-use secinfer_ot::{
-    Block, CotSource, OtError, OtExtReceiver, OtExtSender, PooledOtReceiver, PooledOtSender, Prg,
-    SoftSpokenReceiver, SoftSpokenSender,
-};
+use secinfer_ot::{Block, CotSource, OtError, PooledOtReceiver, PooledOtSender, Prg};
 
 impl From<OtError> for SsError {
     fn from(e: OtError) -> Self {
@@ -38,97 +35,30 @@ impl RealOt {
         prg: &mut Prg,
         source: CotSource,
     ) -> Result<Self> {
-        if source == CotSource::Iknp {
-            return Self::setup_iknp(party, ch, prg);
-        }
-        if let CotSource::SoftSpoken { k } = source {
-            return Self::setup_softspoken(party, ch, prg, k);
-        }
-        if party.is_p0() {
-            let sender = PooledOtSender::setup_with_source(ch, prg, source)?;
-            let receiver = PooledOtReceiver::setup_with_source(ch, prg, source)?;
-            Ok(RealOt {
-                sender,
-                receiver,
-                party,
-            })
-        } else {
-            let receiver = PooledOtReceiver::setup_with_source(ch, prg, source)?;
-            let sender = PooledOtSender::setup_with_source(ch, prg, source)?;
-            Ok(RealOt {
-                sender,
-                receiver,
-                party,
-            })
-        }
-    }
-
-    /// IKNP setup with one set of public-key base OTs: the P0 → P1 extension is set up with
-    /// base OTs, then carries 128 chosen OTs that are the base OTs of the P1 → P0 extension
-    /// (P0 sends 128 random seed pairs, P1 picks by the bits of its fresh random Δ).
-    fn setup_iknp<C: Channel>(party: Party, ch: &mut C, prg: &mut Prg) -> Result<Self> {
-        if party.is_p0() {
-            let mut ext = OtExtSender::setup(ch, prg)?;
-            let seeds: Vec<[Block; 2]> = (0..128)
-                .map(|_| [prg.next_block(), prg.next_block()])
-                .collect();
-            ext.send_chosen(ch, &seeds)?;
-            let back = OtExtReceiver::from_base_ots(&seeds)?;
-            Ok(RealOt {
-                sender: PooledOtSender::from_iknp(ext),
-                receiver: PooledOtReceiver::from_iknp(back, prg),
-                party,
-            })
-        } else {
-            let mut ext = OtExtReceiver::setup(ch, prg)?;
-            let mut delta = prg.next_block();
-            while delta == Block::ZERO {
-                delta = prg.next_block();
-            }
-            let choices: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
-            let keys = ext.recv_chosen(ch, &choices)?;
-            let back = OtExtSender::from_base_ots(delta, &keys)?;
-            Ok(RealOt {
-                sender: PooledOtSender::from_iknp(back),
-                receiver: PooledOtReceiver::from_iknp(ext, prg),
-                party,
-            })
-        }
-    }
-
-    /// SoftSpokenOT setup with one set of public-key base OTs, as [`setup_iknp`](Self::setup_iknp):
-    /// the P0 → P1 pool (128 COTs, made in the setup phase) carries 128 chosen OTs that are the
-    /// base OTs of the P1 → P0 extension, whose GGM message then follows.
-    fn setup_softspoken<C: Channel>(
-        party: Party,
-        ch: &mut C,
-        prg: &mut Prg,
-        k: u32,
-    ) -> Result<Self> {
-        let source = CotSource::SoftSpoken { k };
+        // IKNP and SoftSpoken: one set of public-key base OTs; the P1 → P0 extension is
+        // bootstrapped on 128 random OTs of the P0 → P1 pool.
+        let reverse = !matches!(source, CotSource::Ferret(_));
         if party.is_p0() {
             let mut sender = PooledOtSender::setup_with_source(ch, prg, source)?;
-            let seeds: Vec<[Block; 2]> = (0..128)
-                .map(|_| [prg.next_block(), prg.next_block()])
-                .collect();
-            sender.send_chosen(ch, &seeds)?;
-            let back = SoftSpokenReceiver::from_base_ots(ch, &seeds, k)?;
+            let receiver = if reverse {
+                sender.bootstrap_reverse(ch, prg)?
+            } else {
+                PooledOtReceiver::setup_with_source(ch, prg, source)?
+            };
             Ok(RealOt {
                 sender,
-                receiver: PooledOtReceiver::from_softspoken(back, prg),
+                receiver,
                 party,
             })
         } else {
             let mut receiver = PooledOtReceiver::setup_with_source(ch, prg, source)?;
-            let mut delta = prg.next_block();
-            while delta == Block::ZERO {
-                delta = prg.next_block();
-            }
-            let choices: Vec<bool> = (0..128).map(|i| (delta.0 >> i) & 1 == 1).collect();
-            let keys = receiver.recv_chosen(ch, &choices)?;
-            let back = SoftSpokenSender::from_base_ots(ch, delta, &keys, k)?;
+            let sender = if reverse {
+                receiver.bootstrap_reverse(ch, prg)?
+            } else {
+                PooledOtSender::setup_with_source(ch, prg, source)?
+            };
             Ok(RealOt {
-                sender: PooledOtSender::from_softspoken(back),
+                sender,
                 receiver,
                 party,
             })

@@ -26,10 +26,7 @@ use secinfer_gc::protocol::{
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
 use secinfer_net::{Channel, Cost, Phase};
-use secinfer_ot::{
-    Block, CotSource, FerretParams, OtExtReceiver, OtExtSender, PooledOtReceiver, PooledOtSender,
-    Prg,
-};
+use secinfer_ot::{Block, CotSource, FerretParams, PooledOtReceiver, PooledOtSender, Prg};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
@@ -307,26 +304,34 @@ pub struct ClientOptions {
 }
 
 /// What fills the session's pool of random COTs (all OTs of the session are drawn from it and
-/// derandomised at one bit each): IKNP (16 bytes per COT, cheap to compute) or Ferret silent
-/// OT (≈ 1.5 MB once for setup and one iteration of 10^7 COTs, then nearly free, but an
-/// iteration of 10^7 COTs takes ≈ 1.3 s on two cores: `secinfer bench ot --kind ferret`).
+/// derandomised at one bit each): IKNP (16 bytes per COT, cheap to compute), SoftSpokenOT with
+/// k bits per chunk (16/k bytes per COT, CPU growing like 2^k/k: `secinfer bench ot --kind
+/// softspoken`) or Ferret silent OT (≈ 1.5 MB once for setup and one iteration of 10^7 COTs,
+/// then nearly free, but an iteration of 10^7 COTs takes ≈ 1.3 s on two cores: `secinfer bench
+/// ot --kind ferret`). A cost trade-off, not a security one: all are semi-honest secure.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OtFiller {
     #[default]
     Iknp,
+    SoftSpoken {
+        k: u32,
+    },
     Ferret,
 }
 
 impl OtFiller {
-    pub fn name(self) -> &'static str {
+    /// The handshake's name: `iknp`, `softspoken-k<k>` or `ferret`.
+    pub fn name(self) -> String {
         match self {
-            OtFiller::Iknp => "iknp",
-            OtFiller::Ferret => "ferret",
+            OtFiller::Iknp => "iknp".into(),
+            OtFiller::SoftSpoken { k } => format!("softspoken-k{k}"),
+            OtFiller::Ferret => "ferret".into(),
         }
     }
     fn source(self) -> CotSource {
         match self {
             OtFiller::Iknp => CotSource::Iknp,
+            OtFiller::SoftSpoken { k } => CotSource::SoftSpoken { k },
             OtFiller::Ferret => CotSource::Ferret(FerretParams::B13),
         }
     }
@@ -334,11 +339,25 @@ impl OtFiller {
 
 impl std::str::FromStr for OtFiller {
     type Err = String;
+    /// `iknp`, `ferret`, `softspoken` (k = 2) or `softspoken-k<k>` with 1 ≤ k ≤ 8.
     fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let bad =
+            || format!("unknown OT filler {s:?} (iknp, softspoken, softspoken-k<1..=8>, ferret)");
         match s {
             "iknp" => Ok(OtFiller::Iknp),
             "ferret" => Ok(OtFiller::Ferret),
-            o => Err(format!("unknown OT filler {o:?} (iknp, ferret)")),
+            "softspoken" => Ok(OtFiller::SoftSpoken { k: 2 }),
+            o => {
+                let k: u32 = o
+                    .strip_prefix("softspoken-k")
+                    .and_then(|k| k.parse().ok())
+                    .ok_or_else(bad)?;
+                if (1..=secinfer_ot::SOFTSPOKEN_MAX_K).contains(&k) {
+                    Ok(OtFiller::SoftSpoken { k })
+                } else {
+                    Err(bad())
+                }
+            }
         }
     }
 }
@@ -919,18 +938,14 @@ pub fn client_session_with<C: Channel>(
     let mut otr =
         PooledOtReceiver::setup_with_source(ch, &mut Prg::new(), filler.source()).map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    // The multiplexers' second direction: the client sends. With the IKNP filler its IKNP base
-    // OTs are 128 random OTs of the first pool (server → client, hashed: independent of its Δ),
-    // whose random choice bits become this pool's Δ: no second set of public-key base OTs. (A
-    // Ferret pool would pay a whole LPN iteration for 128 COTs here: Chou–Orlandi instead.)
-    let mut mux_s = if filler == OtFiller::Iknp {
-        let mut kp = Prg::new();
-        let d_mux = kp.next_block();
-        let s_mux: Vec<bool> = (0..128).map(|i| (d_mux.0 >> i) & 1 == 1).collect();
-        let base = otr.recv_rot(ch, &s_mux).map_err(ot)?;
-        PooledOtSender::from_iknp(OtExtSender::from_base_ots(d_mux, &base).map_err(ot)?)
-    } else {
+    // The multiplexers' second direction: the client sends. With IKNP or SoftSpoken it is
+    // bootstrapped on 128 random OTs of the first pool (`bootstrap_reverse`): no second set of
+    // public-key base OTs. (A Ferret pool would pay a whole LPN iteration for 128 COTs there:
+    // Chou–Orlandi base OTs and IKNP instead.)
+    let mut mux_s = if filler == OtFiller::Ferret {
         PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?
+    } else {
+        otr.bootstrap_reverse(ch, &mut Prg::new()).map_err(ot)?
     };
     rep.mux_bytes += acc.take(ch);
     progress("keys", 1, 2);
@@ -1287,13 +1302,12 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let mut ots = PooledOtSender::setup_with_source_and_delta(ch, &mut prg, ot_src.source(), delta)
         .map_err(ot)?;
     rep.gc_bytes += acc.take(ch);
-    // The multiplexers' pool (client → server): with IKNP, bootstrapped from 128 random OTs of
-    // the first (as the client does).
-    let mut mux_r = if ot_src == OtFiller::Iknp {
-        let base = ots.send_rot(ch, 128).map_err(ot)?;
-        PooledOtReceiver::from_iknp(OtExtReceiver::from_base_ots(&base).map_err(ot)?, &mut prg)
-    } else {
+    // The multiplexers' pool (client → server): bootstrapped from 128 random OTs of the first
+    // (as the client does), except with Ferret.
+    let mut mux_r = if ot_src == OtFiller::Ferret {
         PooledOtReceiver::setup(ch, &mut prg).map_err(ot)?
+    } else {
+        ots.bootstrap_reverse(ch, &mut prg).map_err(ot)?
     };
     rep.mux_bytes += acc.take(ch);
     // The client's BFV public key follows the base OTs (it makes it meanwhile). Seed plus one

@@ -869,3 +869,37 @@ fn random_one_of_n_on_pool_bits_sends_nothing_and_matches_definition() {
         }
     }
 }
+
+/// `bootstrap_reverse` on both sides gives pools running the other way, with the same filler,
+/// whose COTs satisfy the correlation under the new sender's Δ (which is not the first pool's)
+/// across a refill; 128 COTs of the first pool are spent on it.
+#[test]
+fn reverse_bootstrap_gives_working_pools_the_other_way() {
+    let n = 1000;
+    let mut prg = Prg::from_seed(Block(77));
+    let choices = prg.bits(n);
+    let c2 = choices.clone();
+    let run = pooled(
+        128,
+        move |r, ch| {
+            let mut back = r.bootstrap_reverse(ch, &mut Prg::new()).expect("reverse");
+            assert_eq!(back.source(), SOURCE);
+            assert_eq!(r.available(), 0);
+            let d = back.delta();
+            (d, back.send_cot(ch, n).expect("cot"))
+        },
+        move |s, ch| {
+            let mut back = s.bootstrap_reverse(ch, &mut Prg::new()).expect("reverse");
+            assert_eq!(back.source(), SOURCE);
+            back.recv_cot(ch, &c2).expect("cot")
+        },
+    );
+    let (delta, k0) = run.client.output;
+    let got = run.server.output;
+    assert_ne!(delta, DELTA);
+    assert_ne!(delta, Block::ZERO);
+    for j in 0..n {
+        let want = if choices[j] { k0[j] ^ delta } else { k0[j] };
+        assert_eq!(got[j], want, "COT {j}");
+    }
+}
