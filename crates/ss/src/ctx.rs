@@ -41,7 +41,12 @@ fn dealer_pick<C: Channel, T: Copy>(
 where
     usize: From<T>,
 {
-    let msg: Vec<u64> = ch.recv_pod(stride * choices.len())?;
+    let total = stride * choices.len();
+    let mut msg: Vec<u64> = Vec::with_capacity(total);
+    while msg.len() < total {
+        let part: Vec<u64> = ch.recv_pod(DEALER_FRAME_WORDS.min(total - msg.len()))?;
+        msg.extend_from_slice(&part);
+    }
     let m = mask(bits);
     if msg.iter().any(|v| v & !m != 0) {
         return Err(SsErr::Malformed("dealer value out of range".into()));
@@ -51,6 +56,21 @@ where
         .enumerate()
         .map(|(j, c)| msg[j * stride + usize::from(*c)])
         .collect())
+}
+
+/// Words per dealer frame: large batches (the exhaustive 2^20-input tests) would exceed the
+/// channel's frame limit in one message.
+#[cfg(feature = "test-dealer")]
+const DEALER_FRAME_WORDS: usize = 1 << 22;
+
+/// Sends the dealer's message in frames of at most [`DEALER_FRAME_WORDS`] words, as
+/// [`dealer_pick`] reads it.
+#[cfg(feature = "test-dealer")]
+fn dealer_send<C: Channel>(ch: &mut C, msg: &[u64]) -> Result<()> {
+    for part in msg.chunks(DEALER_FRAME_WORDS) {
+        ch.send_pod(part)?;
+    }
+    Ok(())
 }
 
 /// Which side a party plays. The server is P0 (the OT/1-of-N sender where a protocol has one
@@ -938,7 +958,7 @@ impl Ctx {
                     msg.push(*a);
                     msg.push(a.wrapping_add(*d) & m);
                 }
-                ch.send_pod(&msg)?;
+                dealer_send(ch, &msg)?;
                 Ok(x)
             }
         }
@@ -994,7 +1014,7 @@ impl Ctx {
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => {
                 let _ = bits;
-                ch.send_pod(msgs)?;
+                dealer_send(ch, msgs)?;
                 Ok(())
             }
         }
