@@ -12,10 +12,11 @@
 //!   `bits`-bit messages, and additively correlated OT over `Z_{2^bits}`;
 //! * KK13 1-of-N OT extension, N ≤ 256, with the 256-bit Walsh–Hadamard code ([`KkSender`],
 //!   [`KkReceiver`]), for the lookup tables of the math library;
-//! * pooled OT ([`PooledOtSender`], [`PooledOtReceiver`]): random COTs made offline by IKNP or
-//!   Ferret ([`CotSource`]), consumed online by derandomisation — 1 bit per 1-of-2 OT and
-//!   `⌈log2 N⌉` bits per 1-of-N OT from the receiver, plus the payloads — with the same method
-//!   signatures as the IKNP and KK13 types;
+//! * pooled OT ([`PooledOtSender`], [`PooledOtReceiver`]): random COTs made offline by IKNP,
+//!   SoftSpokenOT or Ferret ([`CotSource`]), consumed online by derandomisation — 1 bit per 1-of-2
+//!   OT and `⌈log2 N⌉` bits per 1-of-N OT from the receiver, plus the payloads — with the same
+//!   method signatures as the IKNP and KK13 types; `bootstrap_reverse` sets up the other
+//!   direction on 128 random OTs of a pool instead of a second run of base OTs;
 //! * semi-honest SoftSpokenOT ([`SoftSpokenSender`], [`SoftSpokenReceiver`]): IKNP's
 //!   correlation from `⌈128/k⌉` small-field VOLEs, `128/k` bits per COT for `k ≤ 8`, at
 //!   `≈ 2^k/k` AES blocks per COT; a [`CotSource`] for the pools;
