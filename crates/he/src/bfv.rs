@@ -913,6 +913,7 @@ impl SecretKey {
     }
 }
 
+#[inline]
 fn center_pow2(c: u64, k: u32) -> i64 {
     let q = 1i64 << k;
     let c = c as i64;

@@ -14,6 +14,48 @@ use crate::arith::{add_mod, center, from_i64, mul_shoup, shoup, small_mod, sub_m
 use crate::params::Params;
 use crate::HeError;
 
+/// Defines `fn $name(args) -> R` that runs its body compiled for AVX2, BMI1/2, POPCNT and
+/// LZCNT when the CPU has them, and the same body as plain code otherwise. This crate is built
+/// for baseline x86-64, where the response path's per-coefficient loops get a software
+/// popcount (two per centered-binomial sample), no MULX and 2-lane SSE2 at best; the body is
+/// the same integer code either way, so both versions compute identical results.
+macro_rules! fast_dispatch {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) -> $ret {
+            #[inline(always)]
+            fn body($($arg: $ty),*) -> $ret $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
+                #[allow(unsafe_code)]
+                unsafe fn fast($($arg: $ty),*) -> $ret {
+                    body($($arg),*)
+                }
+                if has_fast_features() {
+                    // SAFETY: the running CPU supports AVX2, BMI1, BMI2, POPCNT and LZCNT
+                    // (checked on the line above), which is the only requirement for calling
+                    // a function with exactly those `target_feature`s; the body is safe code.
+                    #[allow(unsafe_code)]
+                    return unsafe { fast($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+
+/// Whether the CPU has the features `fast_dispatch!` compiles for (cached by std).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_fast_features() -> bool {
+    std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("bmi1")
+        && std::is_x86_feature_detected!("bmi2")
+        && std::is_x86_feature_detected!("popcnt")
+        && std::is_x86_feature_detected!("lzcnt")
+}
+
 /// A modulus-switched response that keeps c0 only at chosen coefficients.
 pub struct SparseResponse {
     pub(crate) log_q: u32,
@@ -37,11 +79,7 @@ impl SparseResponse {
         let total = self.c0.len() + self.c1.len();
         let mut out = Vec::with_capacity(1 + (total * self.log_q as usize).div_ceil(8));
         out.push(self.log_q as u8);
-        pack_into(
-            self.c0.iter().chain(&self.c1).copied(),
-            self.log_q,
-            &mut out,
-        );
+        pack_pair(&self.c0, &self.c1, self.log_q, &mut out);
         out
     }
     /// Parses a response with `kept` c0 values. Hostile bytes: the modulus must be one the
@@ -83,7 +121,15 @@ impl SparseResponse {
     }
 }
 
+fast_dispatch! {
+    /// `pack_into` of a's values then b's.
+    fn pack_pair(a: &[u64], b: &[u64], bits: u32, out: &mut Vec<u8>) -> () {
+        pack_into(a.iter().chain(b).copied(), bits, out)
+    }
+}
+
 /// Packs k-bit values (each < 2^k, k ≤ 62) little-endian, 8 bytes per store.
+#[inline(always)]
 pub(crate) fn pack_into(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Vec<u8>) {
     let mut acc: u128 = 0;
     let mut nb = 0u32;
@@ -105,6 +151,17 @@ pub(crate) fn pack_into(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Ve
 /// Inverse of `pack_into` for exactly `count` values: the length must be ⌈count·k/8⌉ and
 /// the padding bits zero (`BadHeader` otherwise), so one value has one encoding.
 pub(crate) fn unpack(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, HeError> {
+    unpack_fast(bytes, count, bits)
+}
+
+fast_dispatch! {
+    fn unpack_fast(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, HeError> {
+        unpack_body(bytes, count, bits)
+    }
+}
+
+#[inline(always)]
+fn unpack_body(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, HeError> {
     if bits == 0 || bits > 62 {
         return Err(HeError::BadHeader(format!("{bits}-bit packing")));
     }
@@ -194,12 +251,7 @@ impl Params {
         let mut prg = AesPrg::from_os();
         // u ternary, lifted straight to residues (q − 1, 0, 1): no signed reduction.
         let mut un = take_dirty(2 * n);
-        let (u0, u1) = un.split_at_mut(n);
-        for (a, b) in u0.iter_mut().zip(u1.iter_mut()) {
-            let t = prg.ternary();
-            *a = small_mod(t, qs[0]);
-            *b = small_mod(t, qs[1]);
-        }
+        sample_ternary2(&mut prg, &mut un, qs[0], qs[1]);
         // The product ciphertext is ours: re-randomise it in place (no copy).
         let (c0, c1) = (&mut ct.c0, &mut ct.c1);
         for (i, md) in self.0.qs.iter().enumerate() {
@@ -212,17 +264,7 @@ impl Params {
         }
         give_back(un);
         let (q0, q1) = (rns.q(0), rns.q(1));
-        let out1: Vec<u64> = c1[..n]
-            .iter()
-            .zip(&c1[n..])
-            .map(|(&y0, &y1)| {
-                let e = prg.gaussian();
-                rns.switch(
-                    add_mod(y0, small_mod(e, q0), q0),
-                    add_mod(y1, small_mod(e, q1), q1),
-                )
-            })
-            .collect();
+        let out1 = switch_c1(&mut prg, &rns, c1, n);
         let flood = if flood_bits > 0 {
             1u128 << flood_bits
         } else {
@@ -250,6 +292,47 @@ impl Params {
             c0: out0,
             c1: out1,
         })
+    }
+}
+
+fast_dispatch! {
+    /// u ← ternary, lifted to the residues (q0 − 1, 0, 1) and (q1 − 1, 0, 1): the first half
+    /// of `un` mod q0, the second mod q1, one draw per coefficient.
+    fn sample_ternary2(prg: &mut AesPrg, un: &mut [u64], q0: u64, q1: u64) -> () {
+        let (u0, u1) = un.split_at_mut(un.len() / 2);
+        for (a, b) in u0.iter_mut().zip(u1.iter_mut()) {
+            let t = prg.ternary();
+            *a = small_mod(t, q0);
+            *b = small_mod(t, q1);
+        }
+    }
+}
+
+fast_dispatch! {
+    /// c1 + e2 (one centered-binomial draw per coefficient, in coefficient order) switched to
+    /// 2^k, from the residues c1[..n] mod q0 and c1[n..2n] mod q1.
+    fn switch_c1(prg: &mut AesPrg, rns: &Rns2, c1: &[u64], n: usize) -> Vec<u64> {
+        let (q0, q1) = (rns.q(0), rns.q(1));
+        // A plain loop (not `map().collect()`, whose `fold` is not inlined here and so would
+        // run without the features above).
+        let mut out = vec![0u64; n];
+        for ((o, &y0), &y1) in out.iter_mut().zip(&c1[..n]).zip(&c1[n..2 * n]) {
+            let e = prg.gaussian();
+            *o = rns.switch(
+                add_mod(y0, small_mod(e, q0), q0),
+                add_mod(y1, small_mod(e, q1), q1),
+            );
+        }
+        out
+    }
+}
+
+fast_dispatch! {
+    /// o[i] ← the centered lift of c[i] (mod 2^k) into Z_q.
+    fn lift_pow2(o: &mut [u64], c: &[u64], k: u32, q: u64) -> () {
+        for (o, &c) in o.iter_mut().zip(c) {
+            *o = from_i64(center_pow2(c, k), q);
+        }
     }
 }
 
@@ -283,9 +366,7 @@ impl SecretKey {
         for (i, md) in qs.iter().take(limbs).enumerate() {
             let q = md.q;
             let ci = &mut c1[i * n..(i + 1) * n];
-            for (o, &c) in ci.iter_mut().zip(&r.c1) {
-                *o = from_i64(center_pow2(c, k), q);
-            }
+            lift_pow2(ci, &r.c1, k, q);
             md.to_ntt(ci);
             let s = &self.ntt_qp[i * n..(i + 1) * n];
             if md.plan32.is_none() {
