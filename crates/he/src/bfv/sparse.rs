@@ -111,13 +111,9 @@ impl SparseResponse {
                 got: bytes.len(),
             });
         }
-        let mut vals = unpack(rest, kept + params.n(), log_q)?;
-        let c1 = vals.split_off(kept);
-        Ok(SparseResponse {
-            log_q,
-            c0: vals,
-            c1,
-        })
+        // Straight into c0 and c1 (no split_off copy of c1).
+        let (c0, c1) = unpack_fast(rest, kept + params.n(), log_q, kept)?;
+        Ok(SparseResponse { log_q, c0, c1 })
     }
 }
 
@@ -150,18 +146,22 @@ pub(crate) fn pack_into(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Ve
 
 /// Inverse of `pack_into` for exactly `count` values: the length must be ⌈count·k/8⌉ and
 /// the padding bits zero (`BadHeader` otherwise), so one value has one encoding.
+#[cfg(test)]
 pub(crate) fn unpack(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, HeError> {
-    unpack_fast(bytes, count, bits)
+    unpack_fast(bytes, count, bits, count).map(|(v, _)| v)
 }
 
+type Split = (Vec<u64>, Vec<u64>);
+
 fast_dispatch! {
-    fn unpack_fast(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, HeError> {
-        unpack_body(bytes, count, bits)
+    /// `unpack`, the first `split` values (≤ count) in the first vector, the rest in the second.
+    fn unpack_fast(bytes: &[u8], count: usize, bits: u32, split: usize) -> Result<Split, HeError> {
+        unpack_body(bytes, count, bits, split)
     }
 }
 
 #[inline(always)]
-fn unpack_body(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, HeError> {
+fn unpack_body(bytes: &[u8], count: usize, bits: u32, split: usize) -> Result<Split, HeError> {
     if bits == 0 || bits > 62 {
         return Err(HeError::BadHeader(format!("{bits}-bit packing")));
     }
@@ -172,29 +172,33 @@ fn unpack_body(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, HeErro
             got: bytes.len(),
         });
     }
+    let split = split.min(count);
     let mask = (1u64 << bits) - 1;
-    let mut out = Vec::with_capacity(count);
+    let mut first = Vec::with_capacity(split);
+    let mut second = Vec::with_capacity(count - split);
     let mut acc: u128 = 0;
     let mut nb = 0u32;
     let mut at = 0usize;
-    for _ in 0..count {
-        if nb < bits {
-            // Enough bytes remain: the length check guarantees count·bits bits.
-            let take = (bytes.len() - at).min(8);
-            let mut w = [0u8; 8];
-            w[..take].copy_from_slice(&bytes[at..at + take]);
-            acc |= (u64::from_le_bytes(w) as u128) << nb;
-            nb += 8 * take as u32;
-            at += take;
+    for (out, len) in [(&mut first, split), (&mut second, count - split)] {
+        for _ in 0..len {
+            if nb < bits {
+                // Enough bytes remain: the length check guarantees count·bits bits.
+                let take = (bytes.len() - at).min(8);
+                let mut w = [0u8; 8];
+                w[..take].copy_from_slice(&bytes[at..at + take]);
+                acc |= (u64::from_le_bytes(w) as u128) << nb;
+                nb += 8 * take as u32;
+                at += take;
+            }
+            out.push(acc as u64 & mask);
+            acc >>= bits;
+            nb -= bits;
         }
-        out.push(acc as u64 & mask);
-        acc >>= bits;
-        nb -= bits;
     }
     if acc != 0 || bytes[at..].iter().any(|&b| b != 0) {
         return Err(HeError::BadHeader("non-zero padding bits".into()));
     }
-    Ok(out)
+    Ok((first, second))
 }
 
 impl Params {
@@ -743,6 +747,10 @@ mod tests {
                 pack_into(vals.iter().copied(), bits, &mut out);
                 assert_eq!(out.len(), (count * bits as usize).div_ceil(8));
                 assert_eq!(unpack(&out, count, bits).ok(), Some(vals.clone()), "{bits}");
+                for split in [0, count / 3, count, count + 1] {
+                    let (a, b) = unpack_fast(&out, count, bits, split).expect("split");
+                    assert_eq!([a, b].concat(), vals, "{bits} {split}");
+                }
                 if !out.is_empty() {
                     assert!(unpack(&out[1..], count, bits).is_err());
                 }
