@@ -290,6 +290,34 @@ impl AesPrg {
             }
         }
     }
+    /// `out.len()` draws of [`AesPrg::ternary`]: exactly the values, and the state after,
+    /// that as many calls give, but whole words without a branch per try: a word's 32 2-bit
+    /// fields are written in order and the write position steps past those < 3 (the scalar
+    /// sampler's 25 % rejections were unpredictable branches).
+    pub(crate) fn fill_ternary(&mut self, out: &mut [i8]) {
+        let mut i = 0;
+        // Bits left from an earlier call: the scalar path until a word is used up.
+        while i < out.len() && self.nbits > 0 {
+            out[i] = self.ternary() as i8;
+            i += 1;
+        }
+        // A fresh word yields at most 32 values: whole words while they all fit.
+        while out.len() - i >= 32 {
+            let w = self.next_u64();
+            let dst = &mut out[i..i + 32];
+            let mut c = 0usize;
+            for j in 0..32 {
+                let v = (w >> (2 * j)) & 3;
+                dst[c] = v as i8 - 1;
+                c += usize::from(v != 3);
+            }
+            i += c;
+        }
+        // The tail through the scalar path (it starts a fresh word and keeps what is left).
+        for o in &mut out[i..] {
+            *o = self.ternary() as i8;
+        }
+    }
     /// Centered binomial with k = 21, as `Prg::gaussian` (σ ≈ 3.24, bounded by 21).
     #[inline]
     pub(crate) fn gaussian(&mut self) -> i64 {
@@ -614,6 +642,41 @@ mod tests {
         }
         for v in [-21i64, -1, 0, 1, 21, (q1 - 1) as i64, -((q1 - 1) as i64)] {
             assert_eq!(small_mod(v, q1), from_i64(v, q1));
+        }
+    }
+
+    /// `fill_ternary` gives exactly the values and leaves exactly the state of as many
+    /// `ternary` calls, from every starting state (0..40 earlier draws leave 0..62 bits) and
+    /// for lengths around the 32-per-word boundary.
+    #[test]
+    fn fill_ternary_matches_scalar_draws() {
+        use aes::cipher::KeyInit;
+        let new = |k: u8| AesPrg {
+            cipher: aes::Aes128::new(&[k; 16].into()),
+            ctr: 0,
+            buf: [0; 2 * AES_BATCH],
+            pos: 2 * AES_BATCH,
+            bits: 0,
+            nbits: 0,
+        };
+        for k in 0..3u8 {
+            for pre in [0usize, 1, 5, 23, 24, 31, 40] {
+                for len in [0usize, 1, 31, 32, 33, 63, 64, 100, 1000, 8192] {
+                    let (mut a, mut b) = (new(k), new(k));
+                    for _ in 0..pre {
+                        assert_eq!(a.ternary(), b.ternary());
+                    }
+                    let mut got = vec![7i8; len];
+                    a.fill_ternary(&mut got);
+                    let want: Vec<i8> = (0..len).map(|_| b.ternary() as i8).collect();
+                    assert_eq!(got, want, "key {k} pre {pre} len {len}");
+                    assert_eq!((a.bits, a.nbits), (b.bits, b.nbits));
+                    for _ in 0..70 {
+                        assert_eq!(a.ternary(), b.ternary());
+                    }
+                    assert_eq!(a.next_u64(), b.next_u64());
+                }
+            }
         }
     }
 

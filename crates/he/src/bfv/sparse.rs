@@ -304,10 +304,11 @@ fast_dispatch! {
     /// of `un` mod q0, the second mod q1, one draw per coefficient.
     fn sample_ternary2(prg: &mut AesPrg, un: &mut [u64], q0: u64, q1: u64) -> () {
         let (u0, u1) = un.split_at_mut(un.len() / 2);
-        for (a, b) in u0.iter_mut().zip(u1.iter_mut()) {
-            let t = prg.ternary();
-            *a = small_mod(t, q0);
-            *b = small_mod(t, q1);
+        let mut t = vec![0i8; u0.len()];
+        prg.fill_ternary(&mut t);
+        for ((a, b), &t) in u0.iter_mut().zip(u1.iter_mut()).zip(&t) {
+            *a = small_mod(t as i64, q0);
+            *b = small_mod(t as i64, q1);
         }
     }
 }
