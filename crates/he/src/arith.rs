@@ -346,6 +346,8 @@ pub(crate) struct Rns2 {
     /// 2^64 mod q_i and its Shoup constant (reduction of the high word of a u128).
     r64: [u64; 2],
     r64_s: [u64; 2],
+    /// shoup(1, q_i): reduction of a whole u64 by one Shoup product.
+    one_s: [u64; 2],
 }
 
 impl Rns2 {
@@ -377,6 +379,7 @@ impl Rns2 {
             pow_k_s: shoup(1u64 << k, q1),
             r64,
             r64_s: [shoup(r64[0], q0), shoup(r64[1], q1)],
+            one_s: [shoup(1, q0), shoup(1, q1)],
         })
     }
     pub(crate) fn q(&self, i: usize) -> u64 {
@@ -414,12 +417,17 @@ impl Rns2 {
         (qt + c) & ((1u64 << self.k) - 1)
     }
     /// e mod q_i for a signed e with |e| < 2^127.
+    ///
+    /// No division: a Shoup product a·w mod q (w < q < 2^63, w' = shoup(w, q)) is exact for
+    /// every a < 2^64, not only a < q: ⌊a·w'/2^64⌋ is ⌊a·w/q⌋ or one less (the truncation of
+    /// w' costs less than a/2^64 < 1), so a·w − ⌊a·w'/2^64⌋·q ∈ [0, 2q) before the final
+    /// subtraction. Hence hi·2^64 mod q with w = 2^64 mod q, and lo mod q with w = 1.
     #[inline]
     pub(crate) fn reduce_i128(&self, e: i128, i: usize) -> u64 {
         let q = self.q(i);
         let a = e.unsigned_abs();
-        let hi = ((a >> 64) as u64) % q;
-        let lo = (a as u64) % q;
+        let hi = (a >> 64) as u64;
+        let lo = mul_shoup(a as u64, 1, self.one_s[i], q);
         let m = add_mod(mul_shoup(hi, self.r64[i], self.r64_s[i], q), lo, q);
         neg_mod_if(m, q, e < 0)
     }
@@ -629,6 +637,11 @@ mod tests {
             -(1i128 << 126),
             i128::MAX,
             -i128::MAX,
+            u64::MAX as i128,
+            -(u64::MAX as i128),
+            (u64::MAX as i128) << 64 | u64::MAX as i128 >> 1,
+            ((q1 as i128) << 64) | (2 * q0) as i128,
+            -(((q0 as i128) << 64) | (3 * q1) as i128),
         ];
         for _ in 0..5_000 {
             let v = ((lcg(&mut s) as i128) << 64 | lcg(&mut s) as i128) >> (lcg(&mut s) % 100);

@@ -282,11 +282,13 @@ impl Params {
             .zip(mask)
             .map(|(&p, &m)| {
                 let e1 = prg.uniform_i128(flood) + prg.gaussian() as i128;
-                let mt = m % t;
+                // m < t < q_i in practice (the caller's masks): skip the divisions then.
+                let mt = if m < t { m } else { m % t };
                 let x: [u64; 2] = std::array::from_fn(|i| {
                     let q = rns.q(i);
                     let y = add_mod(c0[i * n + p], rns.reduce_i128(e1, i), q);
-                    sub_mod(y, mul_shoup(mt % q, dq[i], ds[i], q), q)
+                    let mq = if mt < q { mt } else { mt % q };
+                    sub_mod(y, mul_shoup(mq, dq[i], ds[i], q), q)
                 });
                 rns.switch(x[0], x[1])
             })
