@@ -404,15 +404,20 @@ impl Rns2 {
             self.q0_inv_s,
             self.q1,
         );
-        // Shoup quotient of h·2^k by q1: off by at most one.
+        // Shoup quotient of h·2^k by q1: off by at most one. The remainder is < 2·q1 < 2^64,
+        // so wrapping u64 arithmetic gives it exactly; 2^k enters as a multiplier (k < 63),
+        // not as a variable u128 shift (which compiles to branches or cmovs on k ≥ 64).
+        let pow_k = 1u64 << self.k;
         let est = ((h as u128 * self.pow_k_s as u128) >> 64) as u64;
-        let mut r = ((h as u128) << self.k) - est as u128 * self.q1 as u128;
+        let mut r = h
+            .wrapping_mul(pow_k)
+            .wrapping_sub(est.wrapping_mul(self.q1));
         let mut qt = est;
-        if r >= self.q1 as u128 {
-            r -= self.q1 as u128;
+        if r >= self.q1 {
+            r -= self.q1;
             qt += 1;
         }
-        let num = r * self.q0 as u128 + ((x0 as u128) << self.k) + self.half;
+        let num = r as u128 * self.q0 as u128 + x0 as u128 * pow_k as u128 + self.half;
         let c = u64::from(num >= self.qb) + u64::from(num >= 2 * self.qb);
         (qt + c) & ((1u64 << self.k) - 1)
     }

@@ -322,9 +322,14 @@ fast_dispatch! {
         let (q0, q1) = (rns.q(0), rns.q(1));
         // A plain loop (not `map().collect()`, whose `fold` is not inlined here and so would
         // run without the features above).
+        // The draws first (same order), so the switch loop has no generator state in it.
+        let mut e = vec![0i8; n];
+        for e in e.iter_mut() {
+            *e = prg.gaussian() as i8;
+        }
         let mut out = vec![0u64; n];
-        for ((o, &y0), &y1) in out.iter_mut().zip(&c1[..n]).zip(&c1[n..2 * n]) {
-            let e = prg.gaussian();
+        for (((o, &y0), &y1), &e) in out.iter_mut().zip(&c1[..n]).zip(&c1[n..2 * n]).zip(&e) {
+            let e = e as i64;
             *o = rns.switch(
                 add_mod(y0, small_mod(e, q0), q0),
                 add_mod(y1, small_mod(e, q1), q1),
