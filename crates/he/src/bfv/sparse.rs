@@ -174,6 +174,40 @@ fn unpack_body(bytes: &[u8], count: usize, bits: u32, split: usize) -> Result<Sp
     }
     let split = split.min(count);
     let mask = (1u64 << bits) - 1;
+    if bits <= 56 {
+        // Each value from one unaligned 8-byte window (its ≤ 56 bits plus a shift < 8 fit),
+        // independent of the others: no carried bit accumulator. Windows that would pass the
+        // end read zero-padded copies.
+        let len = bytes.len();
+        let safe = if len >= 8 {
+            count.min((len - 8) * 8 / bits as usize + 1)
+        } else {
+            0
+        };
+        let get = |i: usize| -> u64 {
+            let pos = i * bits as usize;
+            let b = pos / 8;
+            let w = if i < safe {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&bytes[b..b + 8]);
+                u64::from_le_bytes(w)
+            } else {
+                let mut w = [0u8; 8];
+                let end = len.min(b + 8);
+                w[..end - b].copy_from_slice(&bytes[b..end]);
+                u64::from_le_bytes(w)
+            };
+            (w >> (pos % 8)) & mask
+        };
+        let first: Vec<u64> = (0..split).map(get).collect();
+        let second: Vec<u64> = (split..count).map(get).collect();
+        // The bits past count·bits in the last byte must be zero (the length is exact).
+        let used = (count * bits as usize) % 8;
+        if used != 0 && bytes[len - 1] >> used != 0 {
+            return Err(HeError::BadHeader("non-zero padding bits".into()));
+        }
+        return Ok((first, second));
+    }
     let mut first = Vec::with_capacity(split);
     let mut second = Vec::with_capacity(count - split);
     let mut acc: u128 = 0;
@@ -736,9 +770,9 @@ mod tests {
     #[test]
     fn unpack_inverts_pack() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for bits in [1u32, 7, 8, 13, 32, 43, 44, 55, 62] {
+        for bits in [1u32, 7, 8, 13, 32, 43, 44, 55, 56, 57, 62] {
             let m = (1u64 << bits) - 1;
-            for count in [0usize, 1, 5, 37] {
+            for count in [0usize, 1, 2, 5, 7, 8, 9, 37, 8250] {
                 let vals: Vec<u64> = (0..count)
                     .map(|i| {
                         x = x
@@ -761,6 +795,14 @@ mod tests {
                 }
                 if !out.is_empty() {
                     assert!(unpack(&out[1..], count, bits).is_err());
+                }
+                if (count * bits as usize) % 8 != 0 {
+                    let mut bad = out.clone();
+                    *bad.last_mut().expect("non-empty") |= 0x80;
+                    assert!(
+                        matches!(unpack(&bad, count, bits), Err(HeError::BadHeader(_))),
+                        "{bits} {count}"
+                    );
                 }
                 out.push(0);
                 assert!(unpack(&out, count, bits).is_err());
