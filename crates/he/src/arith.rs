@@ -290,6 +290,34 @@ impl AesPrg {
             }
         }
     }
+    /// `out.len()` draws of [`AesPrg::ternary`]: exactly the values, and the state after,
+    /// that as many calls give, but whole words without a branch per try: a word's 32 2-bit
+    /// fields are written in order and the write position steps past those < 3 (the scalar
+    /// sampler's 25 % rejections were unpredictable branches).
+    pub(crate) fn fill_ternary(&mut self, out: &mut [i8]) {
+        let mut i = 0;
+        // Bits left from an earlier call: the scalar path until a word is used up.
+        while i < out.len() && self.nbits > 0 {
+            out[i] = self.ternary() as i8;
+            i += 1;
+        }
+        // A fresh word yields at most 32 values: whole words while they all fit.
+        while out.len() - i >= 32 {
+            let w = self.next_u64();
+            let dst = &mut out[i..i + 32];
+            let mut c = 0usize;
+            for j in 0..32 {
+                let v = (w >> (2 * j)) & 3;
+                dst[c] = v as i8 - 1;
+                c += usize::from(v != 3);
+            }
+            i += c;
+        }
+        // The tail through the scalar path (it starts a fresh word and keeps what is left).
+        for o in &mut out[i..] {
+            *o = self.ternary() as i8;
+        }
+    }
     /// Centered binomial with k = 21, as `Prg::gaussian` (σ ≈ 3.24, bounded by 21).
     #[inline]
     pub(crate) fn gaussian(&mut self) -> i64 {
@@ -318,6 +346,8 @@ pub(crate) struct Rns2 {
     /// 2^64 mod q_i and its Shoup constant (reduction of the high word of a u128).
     r64: [u64; 2],
     r64_s: [u64; 2],
+    /// shoup(1, q_i): reduction of a whole u64 by one Shoup product.
+    one_s: [u64; 2],
 }
 
 impl Rns2 {
@@ -349,6 +379,7 @@ impl Rns2 {
             pow_k_s: shoup(1u64 << k, q1),
             r64,
             r64_s: [shoup(r64[0], q0), shoup(r64[1], q1)],
+            one_s: [shoup(1, q0), shoup(1, q1)],
         })
     }
     pub(crate) fn q(&self, i: usize) -> u64 {
@@ -373,25 +404,35 @@ impl Rns2 {
             self.q0_inv_s,
             self.q1,
         );
-        // Shoup quotient of h·2^k by q1: off by at most one.
+        // Shoup quotient of h·2^k by q1: off by at most one. The remainder is < 2·q1 < 2^64,
+        // so wrapping u64 arithmetic gives it exactly; 2^k enters as a multiplier (k < 63),
+        // not as a variable u128 shift (which compiles to branches or cmovs on k ≥ 64).
+        let pow_k = 1u64 << self.k;
         let est = ((h as u128 * self.pow_k_s as u128) >> 64) as u64;
-        let mut r = ((h as u128) << self.k) - est as u128 * self.q1 as u128;
+        let mut r = h
+            .wrapping_mul(pow_k)
+            .wrapping_sub(est.wrapping_mul(self.q1));
         let mut qt = est;
-        if r >= self.q1 as u128 {
-            r -= self.q1 as u128;
+        if r >= self.q1 {
+            r -= self.q1;
             qt += 1;
         }
-        let num = r * self.q0 as u128 + ((x0 as u128) << self.k) + self.half;
+        let num = r as u128 * self.q0 as u128 + x0 as u128 * pow_k as u128 + self.half;
         let c = u64::from(num >= self.qb) + u64::from(num >= 2 * self.qb);
         (qt + c) & ((1u64 << self.k) - 1)
     }
     /// e mod q_i for a signed e with |e| < 2^127.
+    ///
+    /// No division: a Shoup product a·w mod q (w < q < 2^63, w' = shoup(w, q)) is exact for
+    /// every a < 2^64, not only a < q: ⌊a·w'/2^64⌋ is ⌊a·w/q⌋ or one less (the truncation of
+    /// w' costs less than a/2^64 < 1), so a·w − ⌊a·w'/2^64⌋·q ∈ [0, 2q) before the final
+    /// subtraction. Hence hi·2^64 mod q with w = 2^64 mod q, and lo mod q with w = 1.
     #[inline]
     pub(crate) fn reduce_i128(&self, e: i128, i: usize) -> u64 {
         let q = self.q(i);
         let a = e.unsigned_abs();
-        let hi = ((a >> 64) as u64) % q;
-        let lo = (a as u64) % q;
+        let hi = (a >> 64) as u64;
+        let lo = mul_shoup(a as u64, 1, self.one_s[i], q);
         let m = add_mod(mul_shoup(hi, self.r64[i], self.r64_s[i], q), lo, q);
         neg_mod_if(m, q, e < 0)
     }
@@ -601,6 +642,11 @@ mod tests {
             -(1i128 << 126),
             i128::MAX,
             -i128::MAX,
+            u64::MAX as i128,
+            -(u64::MAX as i128),
+            (u64::MAX as i128) << 64 | u64::MAX as i128 >> 1,
+            ((q1 as i128) << 64) | (2 * q0) as i128,
+            -(((q0 as i128) << 64) | (3 * q1) as i128),
         ];
         for _ in 0..5_000 {
             let v = ((lcg(&mut s) as i128) << 64 | lcg(&mut s) as i128) >> (lcg(&mut s) % 100);
@@ -614,6 +660,41 @@ mod tests {
         }
         for v in [-21i64, -1, 0, 1, 21, (q1 - 1) as i64, -((q1 - 1) as i64)] {
             assert_eq!(small_mod(v, q1), from_i64(v, q1));
+        }
+    }
+
+    /// `fill_ternary` gives exactly the values and leaves exactly the state of as many
+    /// `ternary` calls, from every starting state (0..40 earlier draws leave 0..62 bits) and
+    /// for lengths around the 32-per-word boundary.
+    #[test]
+    fn fill_ternary_matches_scalar_draws() {
+        use aes::cipher::KeyInit;
+        let new = |k: u8| AesPrg {
+            cipher: aes::Aes128::new(&[k; 16].into()),
+            ctr: 0,
+            buf: [0; 2 * AES_BATCH],
+            pos: 2 * AES_BATCH,
+            bits: 0,
+            nbits: 0,
+        };
+        for k in 0..3u8 {
+            for pre in [0usize, 1, 5, 23, 24, 31, 40] {
+                for len in [0usize, 1, 31, 32, 33, 63, 64, 100, 1000, 8192] {
+                    let (mut a, mut b) = (new(k), new(k));
+                    for _ in 0..pre {
+                        assert_eq!(a.ternary(), b.ternary());
+                    }
+                    let mut got = vec![7i8; len];
+                    a.fill_ternary(&mut got);
+                    let want: Vec<i8> = (0..len).map(|_| b.ternary() as i8).collect();
+                    assert_eq!(got, want, "key {k} pre {pre} len {len}");
+                    assert_eq!((a.bits, a.nbits), (b.bits, b.nbits));
+                    for _ in 0..70 {
+                        assert_eq!(a.ternary(), b.ternary());
+                    }
+                    assert_eq!(a.next_u64(), b.next_u64());
+                }
+            }
         }
     }
 

@@ -63,6 +63,9 @@ pub fn he_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
 }
 
 fn he_ops_on_pool(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
+    if params.set().encoding == crate::params::Encoding::Coefficient {
+        return coeff_ops(params, iters);
+    }
     let sk = SecretKey::generate(params);
     let pk = sk.public_key();
     let steps: Vec<usize> = (1..=16).collect();
@@ -220,6 +223,92 @@ fn he_ops_on_pool(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeErro
         }),
         iters,
     );
+    Ok(out)
+}
+
+/// The coefficient-encoded (Cheetah-style) matvec's operations: the server's sparse response
+/// (product, public-key re-randomisation, flooding, switch to 2^44, wire form) and the
+/// client's sparse decryption, at the GRU's kept counts (58: a hidden-projection block of
+/// GRU(·, 128, 30); 810: an input-projection block of GRU(10, 128, 30)).
+fn coeff_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
+    use crate::bfv::SparseResponse;
+    let sk = SecretKey::generate(params);
+    let pk = sk.public_key();
+    let n = params.n();
+    let t = params.t();
+    let v: Vec<u64> = (0..n as u64).map(|i| (i * 7919) % t).collect();
+    let ct = sk.encrypt_coeffs(&v)?;
+    let w: Vec<u64> = (0..n as u64).map(|i| (i * 31) % 255).collect();
+    let pt = Plaintext::from_coeffs(params, &w)?;
+    let mut out = Vec::new();
+    let mut push = |op: &'static str, (micros, cpu_micros): (f64, f64), iters: usize| {
+        out.push(OpTiming {
+            op,
+            micros,
+            cpu_micros,
+            iters,
+        })
+    };
+    let mut x = v.clone();
+    let q0 = &params.0.qs[0];
+    push(
+        "ntt_fwd (one prime)",
+        time(iters * 4, || q0.to_ntt(&mut x)),
+        iters * 4,
+    );
+    push(
+        "encrypt_poly_seeded",
+        time(iters, || {
+            std::hint::black_box(sk.encrypt_poly_seeded(&v).ok());
+        }),
+        iters,
+    );
+    push(
+        "sc_mult",
+        time(iters * 10, || {
+            std::hint::black_box(params.mul_plain(&ct, &pt));
+        }),
+        iters * 10,
+    );
+    for (kept, resp_op, dec_op) in [
+        (
+            58usize,
+            "sparse response, 58 kept (sc_mult+finish_response_at+to_bytes)",
+            "sparse decrypt, 58 kept (from_bytes+decrypt_sparse)",
+        ),
+        (
+            810,
+            "sparse response, 810 kept (sc_mult+finish_response_at+to_bytes)",
+            "sparse decrypt, 810 kept (from_bytes+decrypt_sparse)",
+        ),
+    ] {
+        let pos: Vec<usize> = (0..kept).map(|i| i * (n / kept) + 7).collect();
+        let mask = vec![5u64; kept];
+        let respond = || {
+            params
+                .finish_response_at(params.mul_plain(&ct, &pt), &pk, 80, &pos, &mask, 44)
+                .map(|r| r.to_bytes())
+        };
+        let bytes = respond()?;
+        push(
+            resp_op,
+            time(iters, || {
+                std::hint::black_box(respond().ok());
+            }),
+            iters,
+        );
+        push(
+            dec_op,
+            time(iters, || {
+                std::hint::black_box(
+                    SparseResponse::from_bytes(params, kept, &bytes)
+                        .and_then(|r| sk.decrypt_sparse(&r, &pos))
+                        .ok(),
+                );
+            }),
+            iters,
+        );
+    }
     Ok(out)
 }
 

@@ -140,9 +140,12 @@ fn center_big(x: u128, q: u128) -> i128 {
 /// The client's secret key (ternary). Not `Debug`, not serialisable.
 pub struct SecretKey {
     params: Params,
-    coeffs: Vec<i64>,
+    pub(crate) coeffs: Vec<i64>,
     /// NTT form mod each Q prime, then mod P (length (L+1)·n).
     ntt_qp: Vec<u64>,
+    /// Sign masks of s's negacyclic windows, built on first use by `decrypt_sparse`'s
+    /// direct path (`SecretKey::window_masks`).
+    pub(crate) window_masks: std::sync::OnceLock<Vec<i8>>,
 }
 
 impl SecretKey {
@@ -164,6 +167,7 @@ impl SecretKey {
             params: params.clone(),
             coeffs,
             ntt_qp,
+            window_masks: std::sync::OnceLock::new(),
         }
     }
 
@@ -913,6 +917,7 @@ impl SecretKey {
     }
 }
 
+#[inline]
 fn center_pow2(c: u64, k: u32) -> i64 {
     let q = 1i64 << k;
     let c = c as i64;

@@ -14,6 +14,48 @@ use crate::arith::{add_mod, center, from_i64, mul_shoup, shoup, small_mod, sub_m
 use crate::params::Params;
 use crate::HeError;
 
+/// Defines `fn $name(args) -> R` that runs its body compiled for AVX2, BMI1/2, POPCNT and
+/// LZCNT when the CPU has them, and the same body as plain code otherwise. This crate is built
+/// for baseline x86-64, where the response path's per-coefficient loops get a software
+/// popcount (two per centered-binomial sample), no MULX and 2-lane SSE2 at best; the body is
+/// the same integer code either way, so both versions compute identical results.
+macro_rules! fast_dispatch {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($arg: $ty),*) -> $ret {
+            #[inline(always)]
+            fn body($($arg: $ty),*) -> $ret $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
+                #[allow(unsafe_code)]
+                unsafe fn fast($($arg: $ty),*) -> $ret {
+                    body($($arg),*)
+                }
+                if has_fast_features() {
+                    // SAFETY: the running CPU supports AVX2, BMI1, BMI2, POPCNT and LZCNT
+                    // (checked on the line above), which is the only requirement for calling
+                    // a function with exactly those `target_feature`s; the body is safe code.
+                    #[allow(unsafe_code)]
+                    return unsafe { fast($($arg),*) };
+                }
+            }
+            body($($arg),*)
+        }
+    };
+}
+
+/// Whether the CPU has the features `fast_dispatch!` compiles for (cached by std).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_fast_features() -> bool {
+    std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("bmi1")
+        && std::is_x86_feature_detected!("bmi2")
+        && std::is_x86_feature_detected!("popcnt")
+        && std::is_x86_feature_detected!("lzcnt")
+}
+
 /// A modulus-switched response that keeps c0 only at chosen coefficients.
 pub struct SparseResponse {
     pub(crate) log_q: u32,
@@ -37,11 +79,7 @@ impl SparseResponse {
         let total = self.c0.len() + self.c1.len();
         let mut out = Vec::with_capacity(1 + (total * self.log_q as usize).div_ceil(8));
         out.push(self.log_q as u8);
-        pack_into(
-            self.c0.iter().chain(&self.c1).copied(),
-            self.log_q,
-            &mut out,
-        );
+        pack_pair(&self.c0, &self.c1, self.log_q, &mut out);
         out
     }
     /// Parses a response with `kept` c0 values. Hostile bytes: the modulus must be one the
@@ -73,17 +111,21 @@ impl SparseResponse {
                 got: bytes.len(),
             });
         }
-        let mut vals = unpack(rest, kept + params.n(), log_q)?;
-        let c1 = vals.split_off(kept);
-        Ok(SparseResponse {
-            log_q,
-            c0: vals,
-            c1,
-        })
+        // Straight into c0 and c1 (no split_off copy of c1).
+        let (c0, c1) = unpack_fast(rest, kept + params.n(), log_q, kept)?;
+        Ok(SparseResponse { log_q, c0, c1 })
+    }
+}
+
+fast_dispatch! {
+    /// `pack_into` of a's values then b's.
+    fn pack_pair(a: &[u64], b: &[u64], bits: u32, out: &mut Vec<u8>) -> () {
+        pack_into(a.iter().chain(b).copied(), bits, out)
     }
 }
 
 /// Packs k-bit values (each < 2^k, k ≤ 62) little-endian, 8 bytes per store.
+#[inline(always)]
 pub(crate) fn pack_into(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Vec<u8>) {
     let mut acc: u128 = 0;
     let mut nb = 0u32;
@@ -104,7 +146,22 @@ pub(crate) fn pack_into(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Ve
 
 /// Inverse of `pack_into` for exactly `count` values: the length must be ⌈count·k/8⌉ and
 /// the padding bits zero (`BadHeader` otherwise), so one value has one encoding.
+#[cfg(test)]
 pub(crate) fn unpack(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, HeError> {
+    unpack_fast(bytes, count, bits, count).map(|(v, _)| v)
+}
+
+type Split = (Vec<u64>, Vec<u64>);
+
+fast_dispatch! {
+    /// `unpack`, the first `split` values (≤ count) in the first vector, the rest in the second.
+    fn unpack_fast(bytes: &[u8], count: usize, bits: u32, split: usize) -> Result<Split, HeError> {
+        unpack_body(bytes, count, bits, split)
+    }
+}
+
+#[inline(always)]
+fn unpack_body(bytes: &[u8], count: usize, bits: u32, split: usize) -> Result<Split, HeError> {
     if bits == 0 || bits > 62 {
         return Err(HeError::BadHeader(format!("{bits}-bit packing")));
     }
@@ -115,29 +172,67 @@ pub(crate) fn unpack(bytes: &[u8], count: usize, bits: u32) -> Result<Vec<u64>, 
             got: bytes.len(),
         });
     }
+    let split = split.min(count);
     let mask = (1u64 << bits) - 1;
-    let mut out = Vec::with_capacity(count);
+    if bits <= 56 {
+        // Each value from one unaligned 8-byte window (its ≤ 56 bits plus a shift < 8 fit),
+        // independent of the others: no carried bit accumulator. Windows that would pass the
+        // end read zero-padded copies.
+        let len = bytes.len();
+        let safe = if len >= 8 {
+            count.min((len - 8) * 8 / bits as usize + 1)
+        } else {
+            0
+        };
+        let get = |i: usize| -> u64 {
+            let pos = i * bits as usize;
+            let b = pos / 8;
+            let w = if i < safe {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&bytes[b..b + 8]);
+                u64::from_le_bytes(w)
+            } else {
+                let mut w = [0u8; 8];
+                let end = len.min(b + 8);
+                w[..end - b].copy_from_slice(&bytes[b..end]);
+                u64::from_le_bytes(w)
+            };
+            (w >> (pos % 8)) & mask
+        };
+        let first: Vec<u64> = (0..split).map(get).collect();
+        let second: Vec<u64> = (split..count).map(get).collect();
+        // The bits past count·bits in the last byte must be zero (the length is exact).
+        let used = (count * bits as usize) % 8;
+        if used != 0 && bytes[len - 1] >> used != 0 {
+            return Err(HeError::BadHeader("non-zero padding bits".into()));
+        }
+        return Ok((first, second));
+    }
+    let mut first = Vec::with_capacity(split);
+    let mut second = Vec::with_capacity(count - split);
     let mut acc: u128 = 0;
     let mut nb = 0u32;
     let mut at = 0usize;
-    for _ in 0..count {
-        if nb < bits {
-            // Enough bytes remain: the length check guarantees count·bits bits.
-            let take = (bytes.len() - at).min(8);
-            let mut w = [0u8; 8];
-            w[..take].copy_from_slice(&bytes[at..at + take]);
-            acc |= (u64::from_le_bytes(w) as u128) << nb;
-            nb += 8 * take as u32;
-            at += take;
+    for (out, len) in [(&mut first, split), (&mut second, count - split)] {
+        for _ in 0..len {
+            if nb < bits {
+                // Enough bytes remain: the length check guarantees count·bits bits.
+                let take = (bytes.len() - at).min(8);
+                let mut w = [0u8; 8];
+                w[..take].copy_from_slice(&bytes[at..at + take]);
+                acc |= (u64::from_le_bytes(w) as u128) << nb;
+                nb += 8 * take as u32;
+                at += take;
+            }
+            out.push(acc as u64 & mask);
+            acc >>= bits;
+            nb -= bits;
         }
-        out.push(acc as u64 & mask);
-        acc >>= bits;
-        nb -= bits;
     }
     if acc != 0 || bytes[at..].iter().any(|&b| b != 0) {
         return Err(HeError::BadHeader("non-zero padding bits".into()));
     }
-    Ok(out)
+    Ok((first, second))
 }
 
 impl Params {
@@ -194,12 +289,7 @@ impl Params {
         let mut prg = AesPrg::from_os();
         // u ternary, lifted straight to residues (q − 1, 0, 1): no signed reduction.
         let mut un = take_dirty(2 * n);
-        let (u0, u1) = un.split_at_mut(n);
-        for (a, b) in u0.iter_mut().zip(u1.iter_mut()) {
-            let t = prg.ternary();
-            *a = small_mod(t, qs[0]);
-            *b = small_mod(t, qs[1]);
-        }
+        sample_ternary2(&mut prg, &mut un, qs[0], qs[1]);
         // The product ciphertext is ours: re-randomise it in place (no copy).
         let (c0, c1) = (&mut ct.c0, &mut ct.c1);
         for (i, md) in self.0.qs.iter().enumerate() {
@@ -212,17 +302,7 @@ impl Params {
         }
         give_back(un);
         let (q0, q1) = (rns.q(0), rns.q(1));
-        let out1: Vec<u64> = c1[..n]
-            .iter()
-            .zip(&c1[n..])
-            .map(|(&y0, &y1)| {
-                let e = prg.gaussian();
-                rns.switch(
-                    add_mod(y0, small_mod(e, q0), q0),
-                    add_mod(y1, small_mod(e, q1), q1),
-                )
-            })
-            .collect();
+        let out1 = switch_c1(&mut prg, &rns, c1, n);
         let flood = if flood_bits > 0 {
             1u128 << flood_bits
         } else {
@@ -236,11 +316,13 @@ impl Params {
             .zip(mask)
             .map(|(&p, &m)| {
                 let e1 = prg.uniform_i128(flood) + prg.gaussian() as i128;
-                let mt = m % t;
+                // m < t < q_i in practice (the caller's masks): skip the divisions then.
+                let mt = if m < t { m } else { m % t };
                 let x: [u64; 2] = std::array::from_fn(|i| {
                     let q = rns.q(i);
                     let y = add_mod(c0[i * n + p], rns.reduce_i128(e1, i), q);
-                    sub_mod(y, mul_shoup(mt % q, dq[i], ds[i], q), q)
+                    let mq = if mt < q { mt } else { mt % q };
+                    sub_mod(y, mul_shoup(mq, dq[i], ds[i], q), q)
                 });
                 rns.switch(x[0], x[1])
             })
@@ -253,7 +335,125 @@ impl Params {
     }
 }
 
+fast_dispatch! {
+    /// u ← ternary, lifted to the residues (q0 − 1, 0, 1) and (q1 − 1, 0, 1): the first half
+    /// of `un` mod q0, the second mod q1, one draw per coefficient.
+    fn sample_ternary2(prg: &mut AesPrg, un: &mut [u64], q0: u64, q1: u64) -> () {
+        let (u0, u1) = un.split_at_mut(un.len() / 2);
+        let mut t = vec![0i8; u0.len()];
+        prg.fill_ternary(&mut t);
+        for ((a, b), &t) in u0.iter_mut().zip(u1.iter_mut()).zip(&t) {
+            *a = small_mod(t as i64, q0);
+            *b = small_mod(t as i64, q1);
+        }
+    }
+}
+
+fast_dispatch! {
+    /// c1 + e2 (one centered-binomial draw per coefficient, in coefficient order) switched to
+    /// 2^k, from the residues c1[..n] mod q0 and c1[n..2n] mod q1.
+    fn switch_c1(prg: &mut AesPrg, rns: &Rns2, c1: &[u64], n: usize) -> Vec<u64> {
+        let (q0, q1) = (rns.q(0), rns.q(1));
+        // A plain loop (not `map().collect()`, whose `fold` is not inlined here and so would
+        // run without the features above).
+        // The draws first (same order), so the switch loop has no generator state in it.
+        let mut e = vec![0i8; n];
+        for e in e.iter_mut() {
+            *e = prg.gaussian() as i8;
+        }
+        let mut out = vec![0u64; n];
+        for (((o, &y0), &y1), &e) in out.iter_mut().zip(&c1[..n]).zip(&c1[n..2 * n]).zip(&e) {
+            let e = e as i64;
+            *o = rns.switch(
+                add_mod(y0, small_mod(e, q0), q0),
+                add_mod(y1, small_mod(e, q1), q1),
+            );
+        }
+        out
+    }
+}
+
+fast_dispatch! {
+    /// o[i] ← the centered lift of c[i] (mod 2^k) into Z_q.
+    fn lift_pow2(o: &mut [u64], c: &[u64], k: u32, q: u64) -> () {
+        for (o, &c) in o.iter_mut().zip(c) {
+            *o = from_i64(center_pow2(c, k), q);
+        }
+    }
+}
+
+/// Largest number of kept coefficients for which `decrypt_sparse` computes c1·s directly at
+/// each position (n ternary-weighted additions each, ≈ 0.75 µs at n = 8192 with AVX2) rather
+/// than by a lift, two NTTs and a product over the whole ring (≈ 135 µs): the two cost the
+/// same near 170 positions (`response_path_timing`). The GRU's hidden-projection responses
+/// keep 58, its input-projection ones 810.
+const DIRECT_MAX_KEPT: usize = 160;
+
+/// Low bits of each centered c1 value in `window_products`' split.
+const SPLIT: u32 = 21;
+/// Coefficients per partial sum there: with |lo| < 2^21 and |hi| ≤ 2^(k − 22) ≤ 2^22 (k ≤ 44),
+/// 256 ternary-weighted terms stay below 2^30 in i32.
+const CHUNK: usize = 256;
+/// Largest response modulus (bits) the direct path takes.
+const DIRECT_MAX_BITS: u32 = 44;
+
+fast_dispatch! {
+    /// out[j] ← (c·s)[positions[j]] over the integers, c = hi·2^21 + lo the centered c1
+    /// (k ≤ 44 bits) split into i32 halves, from the window of s (`SecretKey::window_masks`):
+    /// the coefficient of c[i] in position p is F[n − 1 − p + i] ∈ {−1, 0, 1}. Partial sums
+    /// over CHUNK coefficients are exact in i32 (8 lanes per AVX2 op), their total in i64;
+    /// each chunk of c serves every position from L1.
+    fn window_products(lo: &[i32], hi: &[i32], f: &[i8], positions: &[usize], out: &mut Vec<i64>) -> () {
+        let n = lo.len();
+        let mut acc = vec![0i64; positions.len()];
+        for s0 in (0..n).step_by(CHUNK) {
+            let e = (s0 + CHUNK).min(n);
+            let (l, h) = (&lo[s0..e], &hi[s0..e]);
+            for (a, &p) in acc.iter_mut().zip(positions) {
+                let w = n - 1 - p + s0;
+                let (mut x, mut y) = (0i32, 0i32);
+                for ((&vl, &vh), &fw) in l.iter().zip(h).zip(&f[w..w + l.len()]) {
+                    x = x.wrapping_add(vl.wrapping_mul(fw as i32));
+                    y = y.wrapping_add(vh.wrapping_mul(fw as i32));
+                }
+                *a += ((y as i64) << SPLIT) + x as i64;
+            }
+        }
+        out.extend_from_slice(&acc);
+    }
+}
+
+fast_dispatch! {
+    /// The centered values of c mod 2^k, split as c = hi·2^21 + lo with 0 ≤ lo < 2^21.
+    fn center_split(lo: &mut [i32], hi: &mut [i32], c: &[u64], k: u32) -> () {
+        for ((l, h), &c) in lo.iter_mut().zip(hi.iter_mut()).zip(c) {
+            let v = center_pow2(c, k);
+            *l = (v & ((1 << SPLIT) - 1)) as i32;
+            *h = (v >> SPLIT) as i32;
+        }
+    }
+}
+
 impl SecretKey {
+    /// s's negacyclic window: with E[x] = −s[x] for x < n and s[x − n] for n ≤ x < 2n, and
+    /// F[y] = E[2n − 1 − y] (2n bytes), (c·s)[p] = Σ_i c[i]·F[n − 1 − p + i].
+    fn window_masks(&self) -> &[i8] {
+        self.window_masks.get_or_init(|| {
+            let n = self.params.n();
+            (0..2 * n)
+                .map(|y| {
+                    let x = 2 * n - 1 - y;
+                    let f = if x < n {
+                        -self.coeffs[x]
+                    } else {
+                        self.coeffs[x - n]
+                    };
+                    f as i8
+                })
+                .collect()
+        })
+    }
+
     /// Client: decrypts a sparse response at its positions (mod t, in the order given).
     ///
     /// c1·s is needed exactly over the integers; |c1·s| ≤ n·2^(k−1), so when n·2^k < q0 one
@@ -262,6 +462,18 @@ impl SecretKey {
         &self,
         r: &SparseResponse,
         positions: &[usize],
+    ) -> Result<Vec<u64>, HeError> {
+        let direct = positions.len() <= DIRECT_MAX_KEPT;
+        self.decrypt_sparse_with(r, positions, direct)
+    }
+
+    /// `decrypt_sparse`, computing c1·s at the positions directly (`direct`, when the
+    /// modulus allows it) or by NTTs; both are exact, so the results are identical.
+    fn decrypt_sparse_with(
+        &self,
+        r: &SparseResponse,
+        positions: &[usize],
+        direct: bool,
     ) -> Result<Vec<u64>, HeError> {
         let params = &self.params;
         let n = params.n();
@@ -279,13 +491,32 @@ impl SecretKey {
         } else {
             params.l()
         };
+        let t = params.t();
+        let kmask = (1u128 << k) - 1;
+        // (c0 + c1·s) mod 2^k (two's complement masking), then round(x·t / 2^k).
+        let finish = |c0: u64, prod: i128| -> u64 {
+            let x = ((c0 as i128 + prod) as u128) & kmask;
+            (((x * t as u128 + (1u128 << (k - 1))) >> k) % t as u128) as u64
+        };
+        // One prime suffices means |c1·s| ≤ n·2^(k−1) < q0/2 < 2^62: the direct sums are
+        // exact in i64.
+        if direct && limbs == 1 && k <= DIRECT_MAX_BITS {
+            let (mut lo, mut hi) = (vec![0i32; n], vec![0i32; n]);
+            center_split(&mut lo, &mut hi, &r.c1, k);
+            let mut prods = Vec::with_capacity(positions.len());
+            window_products(&lo, &hi, self.window_masks(), positions, &mut prods);
+            return Ok(r
+                .c0
+                .iter()
+                .zip(&prods)
+                .map(|(&c0, &p)| finish(c0, p as i128))
+                .collect());
+        }
         let mut c1 = take_dirty(n * limbs);
         for (i, md) in qs.iter().take(limbs).enumerate() {
             let q = md.q;
             let ci = &mut c1[i * n..(i + 1) * n];
-            for (o, &c) in ci.iter_mut().zip(&r.c1) {
-                *o = from_i64(center_pow2(c, k), q);
-            }
+            lift_pow2(ci, &r.c1, k, q);
             md.to_ntt(ci);
             let s = &self.ntt_qp[i * n..(i + 1) * n];
             if md.plan32.is_none() {
@@ -301,9 +532,7 @@ impl SecretKey {
                 md.to_coeff(ci);
             }
         }
-        let t = params.t();
         let qb = params.0.q_big;
-        let kmask = (1u128 << k) - 1;
         let out = positions
             .iter()
             .zip(&r.c0)
@@ -313,9 +542,7 @@ impl SecretKey {
                 } else {
                     center_big(crt(params, &c1, p), qb)
                 };
-                // (c0 + c1·s) mod 2^k (two's complement masking), then round(x·t / 2^k).
-                let x = ((c0 as i128 + prod) as u128) & kmask;
-                (((x * t as u128 + (1u128 << (k - 1))) >> k) % t as u128) as u64
+                finish(c0, prod)
             })
             .collect();
         give_back(c1);
@@ -433,6 +660,61 @@ mod tests {
         }
     }
 
+    /// The direct c1·s path of `decrypt_sparse` equals the NTT path (both exact) on random
+    /// and extreme c1 (all 2^(k−1), the most negative centered value, all 2^(k−1) − 1, zero),
+    /// with a random secret and with all-ones and all-minus-ones secrets (the largest
+    /// partial sums), at first, last, repeated and scattered positions, for k up to the
+    /// direct path's bound and past it (where it falls back).
+    #[test]
+    fn direct_sparse_decryption_matches_ntt_path() {
+        let params = Params::by_name("n8192-z2k32").expect("params");
+        let n = params.n();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let keys = [
+            SecretKey::generate(&params),
+            SecretKey::from_coeffs(&params, vec![1; n]),
+            SecretKey::from_coeffs(&params, vec![-1; n]),
+            SecretKey::from_coeffs(&params, (0..n).map(|i| [1, -1, 0][i % 3]).collect()),
+        ];
+        let positions: Vec<usize> = [0, 1, 255, 256, 257, 4095, n - 2, n - 1, 1, 0]
+            .into_iter()
+            .chain((0..40).map(|i| (i * 2_654_435_761usize) % n))
+            .collect();
+        for k in [1u32, 2, 21, 22, 23, 43, 44, 45, 48] {
+            let m = (1u64 << k) - 1;
+            let c1s: [Vec<u64>; 5] = [
+                (0..n).map(|_| next() & m).collect(),
+                vec![1u64 << (k - 1); n],
+                vec![(1u64 << (k - 1)) - 1; n],
+                vec![0; n],
+                (0..n)
+                    .map(|i| if i % 2 == 0 { 1u64 << (k - 1) } else { m >> 1 })
+                    .collect(),
+            ];
+            for sk in &keys {
+                for c1 in &c1s {
+                    let r = SparseResponse {
+                        log_q: k,
+                        c0: positions.iter().map(|_| next() & m).collect(),
+                        c1: c1.clone(),
+                    };
+                    let want = sk.decrypt_sparse_with(&r, &positions, false).expect("ntt");
+                    let got = sk
+                        .decrypt_sparse_with(&r, &positions, true)
+                        .expect("direct");
+                    assert_eq!(got, want, "k {k}");
+                    assert_eq!(sk.decrypt_sparse(&r, &positions).expect("auto"), want);
+                }
+            }
+        }
+    }
+
     /// Hostile or inconsistent input gives typed errors, never a panic.
     #[test]
     fn sparse_rejects_bad_input() {
@@ -488,9 +770,9 @@ mod tests {
     #[test]
     fn unpack_inverts_pack() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for bits in [1u32, 7, 8, 13, 32, 43, 44, 55, 62] {
+        for bits in [1u32, 7, 8, 13, 32, 43, 44, 55, 56, 57, 62] {
             let m = (1u64 << bits) - 1;
-            for count in [0usize, 1, 5, 37] {
+            for count in [0usize, 1, 2, 5, 7, 8, 9, 37, 8250] {
                 let vals: Vec<u64> = (0..count)
                     .map(|i| {
                         x = x
@@ -507,8 +789,20 @@ mod tests {
                 pack_into(vals.iter().copied(), bits, &mut out);
                 assert_eq!(out.len(), (count * bits as usize).div_ceil(8));
                 assert_eq!(unpack(&out, count, bits).ok(), Some(vals.clone()), "{bits}");
+                for split in [0, count / 3, count, count + 1] {
+                    let (a, b) = unpack_fast(&out, count, bits, split).expect("split");
+                    assert_eq!([a, b].concat(), vals, "{bits} {split}");
+                }
                 if !out.is_empty() {
                     assert!(unpack(&out[1..], count, bits).is_err());
+                }
+                if (count * bits as usize) % 8 != 0 {
+                    let mut bad = out.clone();
+                    *bad.last_mut().expect("non-empty") |= 0x80;
+                    assert!(
+                        matches!(unpack(&bad, count, bits), Err(HeError::BadHeader(_))),
+                        "{bits} {count}"
+                    );
                 }
                 out.push(0);
                 assert!(unpack(&out, count, bits).is_err());
@@ -579,6 +873,22 @@ mod timing {
                     .expect("f"),
             );
         });
+        for kept in [2usize, 32, 58, 96, 128] {
+            let pk_ = &pk;
+            let p2: Vec<usize> = (0..kept).map(|i| i * (n / kept)).collect();
+            let m2 = vec![5u64; kept];
+            let r = params
+                .finish_response_at(params.mul_plain(&ct, &pt), pk_, 80, &p2, &m2, 44)
+                .expect("finish");
+            for direct in [false, true] {
+                time(
+                    &format!("decrypt_sparse kept {kept} direct {direct}"),
+                    &mut || {
+                        drop(sk.decrypt_sparse_with(&r, &p2, direct).expect("dec"));
+                    },
+                );
+            }
+        }
         time("from_bytes + decrypt_sparse", &mut || {
             let r = SparseResponse::from_bytes(&params, pos.len(), &bytes).expect("parse");
             drop(sk.decrypt_sparse(&r, &pos).expect("dec"));
