@@ -80,39 +80,7 @@ fn win_mut(v: &mut [u32], n: usize) -> &mut [u32] {
     &mut v[o..o + n]
 }
 
-/// Defines `fn $name(args)` that runs its body compiled for AVX2 when the CPU has it (the
-/// element-wise loops then vectorise 8 lanes wide: this crate is built for baseline x86-64,
-/// where they would not), and the same body as plain code otherwise.
-macro_rules! avx2_dispatch {
-    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $(#[$m])*
-        $vis fn $name($($arg: $ty),*) {
-            #[inline(always)]
-            fn body($($arg: $ty),*) $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2")]
-                #[allow(unsafe_code)]
-                unsafe fn avx2($($arg: $ty),*) {
-                    body($($arg),*)
-                }
-                if std::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the running CPU supports AVX2 (checked on the line above), which
-                    // is the only requirement for calling a `target_feature(enable = "avx2")`
-                    // function; the body itself is safe code.
-                    #[allow(unsafe_code)]
-                    unsafe {
-                        avx2($($arg),*);
-                    }
-                    return;
-                }
-            }
-            body($($arg),*)
-        }
-    };
-}
-
-avx2_dispatch! {
+fast_dispatch! {
     /// x ← x·w mod q (x < q < 2^31), w given with its Shoup constant.
     pub(crate) fn scale(x: &mut [u32], w: u32, ws: u32, q: u32) {
         for v in x.iter_mut() {
@@ -147,7 +115,7 @@ fn dot_block(
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// acc ← Σ_j d_j ∘ k_j mod q, each key residue k with its Shoup constant ks. Blocks of
     /// 256 keep the accumulator in L1 while the digits stream past.
     fn dot(acc: &mut [u32], d: &[&[u32]], k: &[&[u32]], ks: &[&[u32]], q: u32) {
@@ -159,7 +127,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// out ← src read as centered mod its modulus (v > half means v − modulus) and lifted to
     /// another modulus by adding `shift` = target − source (see the module note: no
     /// reduction needed when both lie in (2^30, 2^31)).
@@ -170,7 +138,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// out ← (src >> sh) & mask.
     fn extract(out: &mut [u32], src: &[u32], sh: u32, mask: u32) {
         for (o, &v) in out.iter_mut().zip(src) {
@@ -179,7 +147,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// (o1, o2) ← `lift` of src to two moduli in one pass (shifts `s1`, `s2`).
     fn lift2(o1: &mut [u32], o2: &mut [u32], src: &[u32], half: u32, s1: u32, s2: u32) {
         for ((a, b), &v) in o1.iter_mut().zip(o2.iter_mut()).zip(src) {
@@ -190,7 +158,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// a ← a − b·w mod q.
     fn sub_mul(a: &mut [u32], b: &[u32], w: u32, ws: u32, q: u32) {
         for (o, &v) in a.iter_mut().zip(b) {
@@ -221,7 +189,7 @@ fn barrett_mul31(a: u64, b: u64, q: u64, mu: u64) -> u64 {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// acc ← acc + a·b mod q on u64-stored residues, q in (2^30, 2^31), mu = ⌊2^62/q⌋ (the
     /// product by `barrett_mul31`).
     pub(crate) fn mul_acc_small(acc: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
@@ -232,7 +200,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// a ← a + b mod q (u64 residues, q < 2^63).
     pub(crate) fn add_assign_mod(a: &mut [u64], b: &[u64], q: u64) {
         for (x, &y) in a.iter_mut().zip(b) {
@@ -242,7 +210,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// a ← a − b mod q (u64 residues, q < 2^63).
     pub(crate) fn sub_assign_mod(a: &mut [u64], b: &[u64], q: u64) {
         for (x, &y) in a.iter_mut().zip(b) {
@@ -252,7 +220,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// o ← a + b mod q (u64 residues, q < 2^63).
     pub(crate) fn add_mod_to(o: &mut [u64], a: &[u64], b: &[u64], q: u64) {
         for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
@@ -262,7 +230,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// o ← a − b mod q (u64 residues, q < 2^63).
     pub(crate) fn sub_mod_to(o: &mut [u64], a: &[u64], b: &[u64], q: u64) {
         for ((o, &x), &y) in o.iter_mut().zip(a).zip(b) {
@@ -272,7 +240,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// out ← a·b mod q on u64-stored residues (the product by `barrett_mul31`).
     pub(crate) fn mul_small(out: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
         for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
@@ -519,7 +487,7 @@ fn gather(o: &mut [u64], a: &[u32], add: Option<&[u64]>, perm: &[u32], q: u32) {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// o[j] = a[perm[j]]. Indices are masked by n − 1 (a no-op: perm holds indices < n) so
     /// the compiler can drop the bounds checks and use vector gathers.
     fn gather_plain(o: &mut [u64], a: &[u32], perm: &[u32]) {
@@ -531,7 +499,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// o[j] = a[perm[j]] + c[perm[j]] mod q (indices masked as in `gather_plain`).
     fn gather_add(o: &mut [u64], a: &[u32], c: &[u64], perm: &[u32], q: u32) {
         let mask = a.len() - 1;
@@ -618,7 +586,7 @@ pub(crate) fn switch_permute_ext(
     )
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// out ← the centered value of (src·w mod q) lifted by `shift` (see `lift`): the inverse
     /// NTT's normalisation by n^{-1} fused into the lift to another modulus (one pass instead
     /// of two).
@@ -631,7 +599,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// o ← c1 (u64-stored residues < 2^32) as u32, written to two buffers at once (the digit's
     /// own residue and the inverse NTT's input).
     fn narrow2(o1: &mut [u32], o2: &mut [u32], c: &[u64]) {
@@ -642,7 +610,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// a ← (Σ_j d_j ∘ k_j − lp)·w (+ c) mod q: the key inner product of one Q residue fused
     /// with the division by P (and the addition of c0, which the gather then permutes with
     /// it), block by block while the block is in L1.
@@ -676,7 +644,7 @@ avx2_dispatch! {
     }
 }
 
-avx2_dispatch! {
+fast_dispatch! {
     /// (o1, o2) ← the centered value of (src·w mod q) lifted by `shift1`, `shift2`: the
     /// inverse NTT's normalisation and the lifts to both other moduli of a two-limb set in one
     /// pass.

@@ -10,6 +10,8 @@
 // `u64::is_multiple_of` needs Rust 1.87; the workspace's rust-version is 1.85.
 #![allow(clippy::manual_is_multiple_of)]
 
+#[macro_use]
+mod dispatch;
 pub mod arith;
 pub mod bench;
 pub mod bfv;

@@ -14,48 +14,6 @@ use crate::arith::{add_mod, center, from_i64, mul_shoup, shoup, small_mod, sub_m
 use crate::params::Params;
 use crate::HeError;
 
-/// Defines `fn $name(args) -> R` that runs its body compiled for AVX2, BMI1/2, POPCNT and
-/// LZCNT when the CPU has them, and the same body as plain code otherwise. This crate is built
-/// for baseline x86-64, where the response path's per-coefficient loops get a software
-/// popcount (two per centered-binomial sample), no MULX and 2-lane SSE2 at best; the body is
-/// the same integer code either way, so both versions compute identical results.
-macro_rules! fast_dispatch {
-    ($(#[$m:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty $body:block) => {
-        $(#[$m])*
-        $vis fn $name($($arg: $ty),*) -> $ret {
-            #[inline(always)]
-            fn body($($arg: $ty),*) -> $ret $body
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx2,bmi1,bmi2,popcnt,lzcnt")]
-                #[allow(unsafe_code)]
-                unsafe fn fast($($arg: $ty),*) -> $ret {
-                    body($($arg),*)
-                }
-                if has_fast_features() {
-                    // SAFETY: the running CPU supports AVX2, BMI1, BMI2, POPCNT and LZCNT
-                    // (checked on the line above), which is the only requirement for calling
-                    // a function with exactly those `target_feature`s; the body is safe code.
-                    #[allow(unsafe_code)]
-                    return unsafe { fast($($arg),*) };
-                }
-            }
-            body($($arg),*)
-        }
-    };
-}
-
-/// Whether the CPU has the features `fast_dispatch!` compiles for (cached by std).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn has_fast_features() -> bool {
-    std::is_x86_feature_detected!("avx2")
-        && std::is_x86_feature_detected!("bmi1")
-        && std::is_x86_feature_detected!("bmi2")
-        && std::is_x86_feature_detected!("popcnt")
-        && std::is_x86_feature_detected!("lzcnt")
-}
-
 /// A modulus-switched response that keeps c0 only at chosen coefficients.
 pub struct SparseResponse {
     pub(crate) log_q: u32,
