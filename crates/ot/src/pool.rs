@@ -103,6 +103,17 @@ fn log_n(n: usize) -> Result<usize, OtError> {
     }
 }
 
+/// `source` if a pool it fills can bootstrap the other direction (`bootstrap_reverse`): IKNP
+/// and SoftSpokenOT; Ferret is refused (128 COTs would cost a whole LPN iteration).
+fn reversible(source: CotSource) -> Result<CotSource, OtError> {
+    if matches!(source, CotSource::Ferret(_)) {
+        return Err(OtError::arg(
+            "a Ferret pool is not bootstrapped in reverse (use base OTs)",
+        ));
+    }
+    Ok(source)
+}
+
 /// Sizes of `count` random 1-of-N OTs: `(log2 N, count·N keys, count·log2 N pooled COTs)`.
 /// `pow2`: N must be a power of two (the no-message forms, whose choices are the pool's bits).
 fn n_sizes(n: usize, count: usize, pow2: bool) -> Result<(usize, usize, usize), OtError> {
@@ -629,12 +640,7 @@ impl PooledOtSender {
         ch: &mut C,
         prg: &mut Prg,
     ) -> Result<PooledOtReceiver, OtError> {
-        let source = self.source();
-        if matches!(source, CotSource::Ferret(_)) {
-            return Err(OtError::arg(
-                "a Ferret pool is not bootstrapped in reverse (use base OTs)",
-            ));
-        }
+        let source = reversible(self.source())?;
         let base = self.send_rot(ch, 128)?;
         Ok(match source {
             CotSource::SoftSpoken { k } => PooledOtReceiver::from_softspoken(
@@ -1046,12 +1052,7 @@ impl PooledOtReceiver {
         ch: &mut C,
         prg: &mut Prg,
     ) -> Result<PooledOtSender, OtError> {
-        let source = self.source();
-        if matches!(source, CotSource::Ferret(_)) {
-            return Err(OtError::arg(
-                "a Ferret pool is not bootstrapped in reverse (use base OTs)",
-            ));
-        }
+        let source = reversible(self.source())?;
         let mut delta = prg.next_block();
         while delta == Block::ZERO {
             delta = prg.next_block();
