@@ -352,8 +352,14 @@ mod vaes {
 
     #[target_feature(enable = "aes,avx2,vaes")]
     unsafe fn encrypt_wide(rk: &[Block; 11], blocks: &mut [Block]) {
-        let k1: [__m128i; 11] = rk.map(to_m128);
-        let k2: [__m256i; 11] = k1.map(|k| _mm256_broadcastsi128_si256(k));
+        // Plain loops, not `array::map`: a closure does not inherit this function's target
+        // features, so its intrinsics would become calls (per 64-block hash, that showed).
+        let mut k1 = [_mm_setzero_si128(); 11];
+        let mut k2 = [_mm256_setzero_si256(); 11];
+        for i in 0..11 {
+            k1[i] = to_m128(rk[i]);
+            k2[i] = _mm256_broadcastsi128_si256(k1[i]);
+        }
         let mut chunks = blocks.chunks_exact_mut(16);
         for c in &mut chunks {
             let p = c.as_mut_ptr() as *mut __m256i;
