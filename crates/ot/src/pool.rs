@@ -1146,9 +1146,12 @@ impl PooledOtReceiver {
         ch: &mut C,
         choices: &[bool],
     ) -> Result<Vec<Block>, OtError> {
-        let mut out = vec![Block::ZERO; choices.len()];
-        self.recv_cot_into(ch, choices, &mut out)?;
-        Ok(out)
+        // Copied straight out of the pool: a zeroed buffer first would cost a pass over it
+        // (13 MB for the GRU's labels).
+        self.run(ch, |s, ch| {
+            let (_, range) = s.derand_range(ch, choices)?;
+            Ok(s.keys[range].to_vec())
+        })
     }
 
     /// Random OT on the pool's own random choice bits, with no message: takes `out.len()`
