@@ -81,6 +81,15 @@ fn tweak_base(nonce: u64, instance: u32) -> u128 {
     ((nonce as u128) << 64) | ((instance as u128) << 32)
 }
 
+/// `w[out] = w[x] ⊕ w[y]`, lane by lane (no wire-sized temporaries; `out` may equal `x`/`y`).
+#[inline]
+fn xor_lanes<const L: usize>(w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
+    for l in 0..L {
+        let v = w[x][l] ^ w[y][l];
+        w[out][l] = v;
+    }
+}
+
 /// Where the garbler's tables go.
 pub trait TableSink {
     fn put(&mut self, blocks: &[Block]) -> Result<(), GcError>;
@@ -234,6 +243,11 @@ impl<const L: usize, S: TableSink> Garbler<L, S> {
 
 impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
     type Wire = [Block; L];
+
+    #[inline]
+    fn xor_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
+        xor_lanes(w, x, y, out);
+    }
 
     #[inline]
     fn xor(&mut self, a: &[Block; L], b: &[Block; L]) -> [Block; L] {
@@ -502,6 +516,11 @@ impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
 
 impl<const L: usize, Src: TableSource> Backend for Evaluator<L, Src> {
     type Wire = [Block; L];
+
+    #[inline]
+    fn xor_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
+        xor_lanes(w, x, y, out);
+    }
 
     #[inline]
     fn xor(&mut self, a: &[Block; L], b: &[Block; L]) -> [Block; L] {
