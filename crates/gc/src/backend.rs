@@ -25,6 +25,13 @@ pub trait Backend {
         let o = self.xor(&w[x], &w[y]);
         w[out] = o;
     }
+    /// `w[out] = w[x] ∧ w[y]` on the slots of a circuit replay (label backends write the
+    /// output lane by lane, for the same reason as [`Backend::xor_slots`]).
+    #[inline]
+    fn and_slots(&mut self, w: &mut [Self::Wire], x: usize, y: usize, out: usize) {
+        let o = self.and(&w[x], &w[y]);
+        w[out] = o;
+    }
 }
 
 /// A wire or a public constant.

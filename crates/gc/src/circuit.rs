@@ -273,7 +273,10 @@ impl Circuit {
                     b.xor_slots(&mut w, x as usize, y as usize, op.out as usize);
                     continue;
                 }
-                Gate::And(x, y) => b.and(&w[x as usize], &w[y as usize]),
+                Gate::And(x, y) => {
+                    b.and_slots(&mut w, x as usize, y as usize, op.out as usize);
+                    continue;
+                }
                 Gate::Not(x) => b.not(&w[x as usize]),
                 Gate::Const(v) => b.constant(v),
             };
