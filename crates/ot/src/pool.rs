@@ -701,6 +701,14 @@ impl PooledOtSender {
         })
     }
 
+    /// [`PooledOtSender::send_cot`] without the copy: the `m0_j` as a view into the pool, valid
+    /// while the pool is not used again (the GRU's ≈ 0.8 M label COTs feed the garbler
+    /// straight from it).
+    pub fn send_cot_view<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<&[Block], OtError> {
+        let r = self.run(ch, |s, ch| s.derand(ch, n).map(|(_, r)| r))?;
+        Ok(&self.pool[r])
+    }
+
     /// Correlated OT: returns `m0_j`; the receiver gets `m0_j ⊕ (c_j · Δ)`.
     pub fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, OtError> {
         self.run(ch, |s, ch| {
