@@ -81,6 +81,32 @@ fn tweak_base(nonce: u64, instance: u32) -> u128 {
     ((nonce as u128) << 64) | ((instance as u128) << 32)
 }
 
+/// `(&w[x], &w[y], &mut w[out])` when `out` is neither `x` nor `y` (`x = y` is fine); `None`
+/// otherwise. (`slice::get_disjoint_mut` would need Rust 1.86, past the workspace's minimum,
+/// and refuses `x = y`.)
+#[inline]
+#[allow(clippy::type_complexity)]
+fn split_slots<const L: usize>(
+    w: &mut [[Block; L]],
+    x: usize,
+    y: usize,
+    out: usize,
+) -> Option<(&[Block; L], &[Block; L], &mut [Block; L])> {
+    if out == x || out == y {
+        return None;
+    }
+    let (lo, rest) = w.split_at_mut(out);
+    let (o, hi) = rest.split_first_mut()?;
+    let pick = |i: usize| -> &[Block; L] {
+        if i < out {
+            &lo[i]
+        } else {
+            &hi[i - out - 1]
+        }
+    };
+    Some((pick(x), pick(y), o))
+}
+
 /// `w[out] = w[x] ⊕ w[y]`, lane by lane (no wire-sized temporaries; `out` may equal `x`/`y`).
 #[inline]
 // Indexed, not iterated: `out` may be `x` or `y`, so no two borrows of `w` can be held.
@@ -283,10 +309,10 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
 
     #[inline]
     fn and_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
-        match w.get_disjoint_mut([x, y, out]) {
-            Ok([a, b, o]) => self.and_core(a, b, o),
-            // A wire ANDed with itself, or the output reusing an input's slot.
-            Err(_) => {
+        match split_slots(w, x, y, out) {
+            Some((a, b, o)) => self.and_core(a, b, o),
+            // The output reuses an input's slot.
+            None => {
                 let o = self.and(&w[x], &w[y]);
                 w[out] = o;
             }
@@ -569,10 +595,10 @@ impl<const L: usize, Src: TableSource> Backend for Evaluator<L, Src> {
 
     #[inline]
     fn and_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
-        match w.get_disjoint_mut([x, y, out]) {
-            Ok([a, b, o]) => self.and_core(a, b, o),
-            // A wire ANDed with itself, or the output reusing an input's slot.
-            Err(_) => {
+        match split_slots(w, x, y, out) {
+            Some((a, b, o)) => self.and_core(a, b, o),
+            // The output reuses an input's slot.
+            None => {
                 let o = self.and(&w[x], &w[y]);
                 w[out] = o;
             }

@@ -21,7 +21,7 @@ const CALL: usize = 64;
 pub struct AesCipher {
     aes: Aes128,
     /// The round keys for the VAES path, when the CPU has VAES, AES-NI and AVX2.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", secinfer_vaes))]
     wide: Option<[Block; 11]>,
 }
 
@@ -29,7 +29,7 @@ impl AesCipher {
     pub fn new(key: Block) -> Self {
         AesCipher {
             aes: Aes128::new(&GenericArray::from(key.to_bytes())),
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(all(target_arch = "x86_64", secinfer_vaes))]
             wide: vaes::round_keys(key),
         }
     }
@@ -44,7 +44,7 @@ impl AesCipher {
     /// Encrypts every block in place (VAES: 16 blocks in flight; else 64 per `aes` call,
     /// 8-way pipelined).
     pub fn encrypt_many(&self, blocks: &mut [Block]) {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", secinfer_vaes))]
         if let Some(rk) = &self.wide {
             vaes::encrypt(rk, blocks);
             return;
@@ -68,7 +68,7 @@ impl AesCipher {
 
     /// Counter mode: `out[j] = E(start + j)`; returns the next counter.
     pub fn ctr_fill(&self, start: u128, out: &mut [Block]) -> u128 {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(all(target_arch = "x86_64", secinfer_vaes))]
         if let Some(rk) = &self.wide {
             let mut ctr = start;
             for b in out.iter_mut() {
@@ -283,8 +283,9 @@ impl FixedKeyAes {
 /// AES-128 encryption with VAES (x86-64): two blocks per `vaesenc` on 256-bit registers, 16
 /// blocks in flight so the AES units stay busy (latency 4, two per cycle on Zen 3). The `aes`
 /// crate (0.8) uses 128-bit AES-NI only, which caps the fixed-key hashes of the garbler, the
-/// evaluator and the OT extensions at half the CPU's AES throughput.
-#[cfg(target_arch = "x86_64")]
+/// evaluator and the OT extensions at half the CPU's AES throughput. Compiled with Rust ≥ 1.89
+/// only (`secinfer_vaes`, set by build.rs: the `vaes` feature and intrinsics are stable since).
+#[cfg(all(target_arch = "x86_64", secinfer_vaes))]
 #[allow(unsafe_code)]
 mod vaes {
     use super::Block;
