@@ -17,6 +17,21 @@ pub trait Backend {
     /// A wire carrying a public constant (only needed when a constant must become a real wire,
     /// e.g. a circuit output; gadgets otherwise keep constants as [`Bit::Const`]).
     fn constant(&mut self, v: bool) -> Self::Wire;
+    /// `w[out] = w[x] ⊕ w[y]` on the slots of a circuit replay ([`crate::Circuit::eval`]). The
+    /// label backends override it to XOR lane by lane in place: a by-value wire of 16 labels
+    /// (256 bytes) cost memcpy calls per XOR gate in the replay loop.
+    #[inline]
+    fn xor_slots(&mut self, w: &mut [Self::Wire], x: usize, y: usize, out: usize) {
+        let o = self.xor(&w[x], &w[y]);
+        w[out] = o;
+    }
+    /// `w[out] = w[x] ∧ w[y]` on the slots of a circuit replay (label backends write the
+    /// output lane by lane, for the same reason as [`Backend::xor_slots`]).
+    #[inline]
+    fn and_slots(&mut self, w: &mut [Self::Wire], x: usize, y: usize, out: usize) {
+        let o = self.and(&w[x], &w[y]);
+        w[out] = o;
+    }
 }
 
 /// A wire or a public constant.

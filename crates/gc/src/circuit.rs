@@ -269,8 +269,14 @@ impl Circuit {
         w[..inputs.len()].clone_from_slice(inputs);
         for op in &self.sched {
             let o = match op.gate {
-                Gate::Xor(x, y) => b.xor(&w[x as usize], &w[y as usize]),
-                Gate::And(x, y) => b.and(&w[x as usize], &w[y as usize]),
+                Gate::Xor(x, y) => {
+                    b.xor_slots(&mut w, x as usize, y as usize, op.out as usize);
+                    continue;
+                }
+                Gate::And(x, y) => {
+                    b.and_slots(&mut w, x as usize, y as usize, op.out as usize);
+                    continue;
+                }
                 Gate::Not(x) => b.not(&w[x as usize]),
                 Gate::Const(v) => b.constant(v),
             };

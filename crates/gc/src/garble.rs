@@ -81,6 +81,43 @@ fn tweak_base(nonce: u64, instance: u32) -> u128 {
     ((nonce as u128) << 64) | ((instance as u128) << 32)
 }
 
+/// `(&w[x], &w[y], &mut w[out])` when `out` is neither `x` nor `y` (`x = y` is fine); `None`
+/// otherwise. (`slice::get_disjoint_mut` would need Rust 1.86, past the workspace's minimum,
+/// and refuses `x = y`.)
+#[inline]
+#[allow(clippy::type_complexity)]
+fn split_slots<const L: usize>(
+    w: &mut [[Block; L]],
+    x: usize,
+    y: usize,
+    out: usize,
+) -> Option<(&[Block; L], &[Block; L], &mut [Block; L])> {
+    if out == x || out == y {
+        return None;
+    }
+    let (lo, rest) = w.split_at_mut(out);
+    let (o, hi) = rest.split_first_mut()?;
+    let pick = |i: usize| -> &[Block; L] {
+        if i < out {
+            &lo[i]
+        } else {
+            &hi[i - out - 1]
+        }
+    };
+    Some((pick(x), pick(y), o))
+}
+
+/// `w[out] = w[x] ⊕ w[y]`, lane by lane (no wire-sized temporaries; `out` may equal `x`/`y`).
+#[inline]
+// Indexed, not iterated: `out` may be `x` or `y`, so no two borrows of `w` can be held.
+#[allow(clippy::needless_range_loop)]
+fn xor_lanes<const L: usize>(w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
+    for l in 0..L {
+        let v = w[x][l] ^ w[y][l];
+        w[out][l] = v;
+    }
+}
+
 /// Where the garbler's tables go.
 pub trait TableSink {
     fn put(&mut self, blocks: &[Block]) -> Result<(), GcError>;
@@ -236,6 +273,11 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
     type Wire = [Block; L];
 
     #[inline]
+    fn xor_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
+        xor_lanes(w, x, y, out);
+    }
+
+    #[inline]
     fn xor(&mut self, a: &[Block; L], b: &[Block; L]) -> [Block; L] {
         let mut o = *a;
         for (x, y) in o.iter_mut().zip(b) {
@@ -260,6 +302,28 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
 
     #[inline]
     fn and(&mut self, a: &[Block; L], b: &[Block; L]) -> [Block; L] {
+        let mut out = [Block::ZERO; L];
+        self.and_core(a, b, &mut out);
+        out
+    }
+
+    #[inline]
+    fn and_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
+        match split_slots(w, x, y, out) {
+            Some((a, b, o)) => self.and_core(a, b, o),
+            // The output reuses an input's slot.
+            None => {
+                let o = self.and(&w[x], &w[y]);
+                w[out] = o;
+            }
+        }
+    }
+}
+
+impl<const L: usize, S: TableSink> Garbler<L, S> {
+    /// One AND gate's tables, `out` ← the output zero-labels (written lane by lane).
+    #[inline]
+    fn and_core(&mut self, a: &[Block; L], b: &[Block; L], out: &mut [Block; L]) {
         let j = self.gate;
         if j >= (1 << 31) {
             self.err.get_or_insert(GcError::invalid(
@@ -285,7 +349,6 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
         self.hash
             .hash_with(&t[..4 * L], &mut x[..4 * L], &mut px[..4 * L]);
         let x = &self.x;
-        let mut out = [Block::ZERO; L];
         self.tables.reserve(2 * L);
         for l in 0..L {
             let (ha0, ha1, hb0, hb1) = (x[l], x[L + l], x[2 * L + l], x[3 * L + l]);
@@ -302,7 +365,6 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
         if self.sink.is_some() {
             self.flush_if_full(false);
         }
-        out
     }
 }
 
@@ -504,6 +566,11 @@ impl<const L: usize, Src: TableSource> Backend for Evaluator<L, Src> {
     type Wire = [Block; L];
 
     #[inline]
+    fn xor_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
+        xor_lanes(w, x, y, out);
+    }
+
+    #[inline]
     fn xor(&mut self, a: &[Block; L], b: &[Block; L]) -> [Block; L] {
         let mut o = *a;
         for (x, y) in o.iter_mut().zip(b) {
@@ -521,14 +588,39 @@ impl<const L: usize, Src: TableSource> Backend for Evaluator<L, Src> {
 
     #[inline]
     fn and(&mut self, a: &[Block; L], b: &[Block; L]) -> [Block; L] {
+        let mut out = [Block::ZERO; L];
+        self.and_core(a, b, &mut out);
+        out
+    }
+
+    #[inline]
+    fn and_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
+        match split_slots(w, x, y, out) {
+            Some((a, b, o)) => self.and_core(a, b, o),
+            // The output reuses an input's slot.
+            None => {
+                let o = self.and(&w[x], &w[y]);
+                w[out] = o;
+            }
+        }
+    }
+}
+
+impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
+    /// One AND gate from its tables, `out` ← the output labels (written lane by lane; all
+    /// zero after an error).
+    #[inline]
+    fn and_core(&mut self, a: &[Block; L], b: &[Block; L], out: &mut [Block; L]) {
         let j = self.gate;
         self.gate = j.wrapping_add(1);
         if self.err.is_some() {
-            return [Block::ZERO; L];
+            *out = [Block::ZERO; L];
+            return;
         }
         if let Err(e) = self.src.fill(&mut self.tab[..2 * L]) {
             self.err = Some(e);
-            return [Block::ZERO; L];
+            *out = [Block::ZERO; L];
+            return;
         }
         let (x, t, px, tab) = (&mut self.x, &mut self.t, &mut self.px, &self.tab);
         let t0 = (2 * j) as u128;
@@ -540,13 +632,11 @@ impl<const L: usize, Src: TableSource> Backend for Evaluator<L, Src> {
         }
         self.hash
             .hash_with(&t[..2 * L], &mut x[..2 * L], &mut px[..2 * L]);
-        let mut out = [Block::ZERO; L];
         for l in 0..L {
             let (tg, te) = (tab[2 * l], tab[2 * l + 1]);
             let wg = x[l] ^ tg.and_bit(a[l].lsb());
             let we = x[L + l] ^ (te ^ a[l]).and_bit(b[l].lsb());
             out[l] = wg ^ we;
         }
-        out
     }
 }

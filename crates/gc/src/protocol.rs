@@ -141,14 +141,18 @@ impl GarbledBatch {
         self.labels[(c * self.stride + w) * LANES + l]
     }
 
-    /// The active labels of the garbler's late (not early-sent) inputs, instance-major.
-    fn active_late(&self, g_inputs: &[bool]) -> Vec<Block> {
+    /// The active labels of the garbler's late (not early-sent) inputs, instance-major, as the
+    /// frame that carries them (blocks little-endian, as `send_pod` would lay them out): built
+    /// in place, so the channel moves it instead of copying (the GRU's online labels are
+    /// ≈ 14 MB, on the online critical path).
+    fn active_late(&self, g_inputs: &[bool]) -> Vec<u8> {
         let d = self.delta;
         let late: Vec<usize> = (0..self.g_in).filter(|w| !self.early.contains(w)).collect();
-        let mut mine: Vec<Block> = Vec::with_capacity(self.n * late.len());
+        let mut mine: Vec<u8> = Vec::with_capacity(16 * self.n * late.len());
         for i in 0..self.n {
             for &w in &late {
-                mine.push(self.zero(i, w) ^ d.and_bit(g_inputs[i * self.g_in + w]));
+                let b = self.zero(i, w) ^ d.and_bit(g_inputs[i * self.g_in + w]);
+                mine.extend_from_slice(&b.to_bytes());
             }
         }
         mine
@@ -518,8 +522,10 @@ pub struct ReceivedBatch {
     decode: Vec<bool>,
     early: std::ops::Range<usize>,
     early_labels: Vec<Block>,
-    /// Active labels of the evaluator's inputs from offline COTs (secret).
-    e_labels: Option<Vec<Block>>,
+    /// Active labels of the evaluator's inputs from offline COTs (secret): a range of a
+    /// buffer that may hold other batches' labels too (one COT call serves all of a session's
+    /// batches; sharing it saves a copy of every label).
+    e_labels: Option<(std::sync::Arc<Vec<Block>>, std::ops::Range<usize>)>,
     reveal: Reveal,
 }
 
@@ -532,12 +538,28 @@ impl ReceivedBatch {
         circ: &Circuit,
         labels: Vec<Block>,
     ) -> Result<(), GcError> {
-        if labels.len() != self.n * (circ.n_inputs - self.g_in) || self.e_labels.is_some() {
+        let len = labels.len();
+        self.set_evaluator_labels_shared(circ, std::sync::Arc::new(labels), 0..len)
+    }
+
+    /// [`ReceivedBatch::set_evaluator_labels`] from `labels[range]` of a buffer shared with
+    /// other batches (no copy).
+    pub fn set_evaluator_labels_shared(
+        &mut self,
+        circ: &Circuit,
+        labels: std::sync::Arc<Vec<Block>>,
+        range: std::ops::Range<usize>,
+    ) -> Result<(), GcError> {
+        if range.end > labels.len()
+            || range.start > range.end
+            || range.len() != self.n * (circ.n_inputs - self.g_in)
+            || self.e_labels.is_some()
+        {
             return Err(GcError::invalid(
                 "evaluator labels: one per input bit per copy, once",
             ));
         }
-        self.e_labels = Some(labels);
+        self.e_labels = Some((labels, range));
         Ok(())
     }
 
@@ -697,7 +719,7 @@ pub fn garble_online<C: Channel, S: CotSender>(
         Vec::new()
     };
     if !mine.is_empty() {
-        ch.send_pod(&mine)?;
+        ch.send_frame_vec(mine)?;
     }
     if !corr.is_empty() {
         ch.send_pod(&corr)?;
@@ -751,7 +773,7 @@ pub fn garble_online_preset<C: Channel>(
     }
     let mine = batch.active_late(g_inputs);
     if !mine.is_empty() {
-        ch.send_pod(&mine)?;
+        ch.send_frame_vec(mine)?;
     }
     ch.flush()?;
     Ok(())
@@ -765,11 +787,11 @@ pub fn evaluate_online_preset<C: Channel>(
     circ: &Circuit,
     batch: &ReceivedBatch,
 ) -> Result<Vec<bool>, GcError> {
-    let Some(e_labels) = batch.e_labels.as_ref() else {
+    let Some((e_buf, e_range)) = batch.e_labels.as_ref() else {
         return Err(GcError::invalid("no preset evaluator labels"));
     };
     let g_labels = recv_garbler_labels(ch, batch)?;
-    evaluate_labels(circ, batch, &g_labels, e_labels)
+    evaluate_labels(circ, batch, &g_labels, &e_buf[e_range.clone()])
 }
 
 /// The garbler's late labels (one flight) merged with its early ones: `n × g_in`.
@@ -779,16 +801,31 @@ fn recv_garbler_labels<C: Channel>(
 ) -> Result<Vec<Block>, GcError> {
     let (n, g_in) = (batch.n, batch.g_in);
     let late: Vec<usize> = (0..g_in).filter(|w| !batch.early.contains(w)).collect();
-    let late_labels: Vec<Block> = if n * late.len() > 0 {
-        ch.recv_pod(n * late.len())?
+    // The frame is read in place (no intermediate `recv_pod` copy): its length is checked
+    // first, so a short or long frame from the peer is an error, never a panic.
+    let late_bytes: Vec<u8> = if n * late.len() > 0 {
+        let expected = 16 * n * late.len();
+        let f = ch.recv_frame()?;
+        if f.len() != expected {
+            return Err(secinfer_net::NetError::UnexpectedLength {
+                expected,
+                got: f.len(),
+            }
+            .into());
+        }
+        f
     } else {
         Vec::new()
     };
+    let mut late_labels = late_bytes
+        .chunks_exact(16)
+        .map(|c| Block(bytemuck::pod_read_unaligned::<u128>(c)));
     let ek = batch.early.len();
     let mut g_labels = vec![Block::ZERO; n * g_in];
     for i in 0..n {
-        for (j, &w) in late.iter().enumerate() {
-            g_labels[i * g_in + w] = late_labels[i * late.len() + j];
+        for &w in &late {
+            // The length check above guarantees one block per late label.
+            g_labels[i * g_in + w] = late_labels.next().unwrap_or(Block::ZERO);
         }
         for j in 0..ek {
             g_labels[i * g_in + batch.early.start + j] = batch.early_labels[i * ek + j];

@@ -570,11 +570,19 @@ fn preset_evaluator_labels_and_garbler_decoding_equal_plaintext() {
             circ.eval_plain(&ins)
         })
         .collect();
-    for reveal in [Reveal::Garbler, Reveal::Evaluator] {
+    // `pad` > 0: the labels are a range of a larger shared buffer (as the GRU session passes
+    // them), after `pad` COTs that belong to something else.
+    for (reveal, pad) in [
+        (Reveal::Garbler, 0),
+        (Reveal::Evaluator, 0),
+        (Reveal::Garbler, 5),
+        (Reveal::Evaluator, 7),
+    ] {
         let d = delta();
         let (so, co) = ot_pair(d);
         let (c1, c2) = (circ.clone(), circ.clone());
-        let (gi2, ei2) = (gi.clone(), ei.clone());
+        let (gi2, mut ei2) = (gi.clone(), vec![false; pad]);
+        ei2.extend_from_slice(&ei);
         let run = simulate(
             move |ch| {
                 let mut ot = co(ch);
@@ -582,7 +590,23 @@ fn preset_evaluator_labels_and_garbler_decoding_equal_plaintext() {
                     .recv_cot(ch, &ei2)
                     .map_err(|e| GcError::Ot(e.to_string()))?;
                 let mut b = evaluate_offline_with(ch, &c1, 16, n, reveal)?;
-                b.set_evaluator_labels(&c1, labels)?;
+                if pad == 0 {
+                    b.set_evaluator_labels(&c1, labels)?;
+                } else {
+                    let all = std::sync::Arc::new(labels);
+                    let len = all.len();
+                    // Wrong lengths and ranges past the buffer are refused.
+                    for bad in [pad - 1..len, pad..len - 1, pad + 1..len + 1] {
+                        assert!(b
+                            .set_evaluator_labels_shared(&c1, all.clone(), bad)
+                            .is_err());
+                    }
+                    b.set_evaluator_labels_shared(&c1, all.clone(), pad..len)?;
+                    // Once only.
+                    assert!(b
+                        .set_evaluator_labels_shared(&c1, all.clone(), pad..len)
+                        .is_err());
+                }
                 let out = evaluate_online_preset(ch, &c1, &b)?;
                 if reveal == Reveal::Garbler {
                     ch.send_pod(&pack_bits(&out))?;
@@ -593,9 +617,9 @@ fn preset_evaluator_labels_and_garbler_decoding_equal_plaintext() {
             move |ch| {
                 let mut ot = so(ch);
                 let m0 = ot
-                    .send_cot(ch, n * 16)
+                    .send_cot(ch, pad + n * 16)
                     .map_err(|e| GcError::Ot(e.to_string()))?;
-                let b = garble_offline_with(ch, &c2, 16, n, d, Some(&m0), reveal)?;
+                let b = garble_offline_with(ch, &c2, 16, n, d, Some(&m0[pad..]), reveal)?;
                 garble_online_preset(ch, &b, &gi2)?;
                 if reveal == Reveal::Garbler {
                     let p: Vec<u8> = ch.recv_pod((n * wo).div_ceil(8))?;
@@ -620,5 +644,66 @@ fn preset_evaluator_labels_and_garbler_decoding_equal_plaintext() {
             }
             Reveal::Evaluator => assert_eq!(got_e, want),
         }
+    }
+}
+
+/// The evaluator reads the garbler's online labels in place: a frame one block short or long
+/// (hostile or broken garbler) is a typed error, not a panic or a wrong evaluation.
+#[test]
+fn preset_online_labels_of_the_wrong_length_are_refused() {
+    use secinfer_gc::protocol::{
+        evaluate_offline_with, evaluate_online_preset, garble_offline_with, Reveal,
+    };
+    let circ = Circuit::build(8, |b, x| secinfer_gc::gadgets::add(b, &x[..4], &x[4..]));
+    let n = 3;
+    for delta_blocks in [-1i64, 1] {
+        let d = delta();
+        let (so, co) = ot_pair(d);
+        let (c1, c2) = (circ.clone(), circ.clone());
+        let run = simulate(
+            move |ch| {
+                let mut ot = co(ch);
+                let labels = ot
+                    .recv_cot(ch, &[true; 12])
+                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let mut b = evaluate_offline_with(ch, &c1, 4, n, Reveal::Evaluator)?;
+                b.set_evaluator_labels(&c1, labels)?;
+                evaluate_online_preset(ch, &c1, &b)
+            },
+            move |ch| {
+                let mut ot = so(ch);
+                let m0 = ot
+                    .send_cot(ch, n * 4)
+                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let _b = garble_offline_with(ch, &c2, 4, n, d, Some(&m0), Reveal::Evaluator)?;
+                let blocks = (n as i64 * 4 + delta_blocks) as usize;
+                ch.send_pod(&vec![Block::ZERO; blocks])?;
+                ch.flush()?;
+                Ok::<_, GcError>(())
+            },
+        );
+        assert!(run.client.output.is_err(), "{delta_blocks}");
+    }
+}
+
+/// The replay's slot-level gates (`Backend::and_slots`, `xor_slots`) in every aliasing case: a
+/// wire ANDed or XORed with itself and outputs reusing an input's slot (a long chain frees
+/// slots as it goes), garbled and evaluated against plaintext.
+#[test]
+fn replay_with_aliased_slots_equals_plaintext() {
+    use secinfer_gc::backend::{and, xor};
+    let c = Circuit::build(6, |b, x| {
+        let sq = and(b, &x[0], &x[0]);
+        let zz = xor(b, &x[1], &x[1]);
+        let mut acc = and(b, &x[2], &x[3]);
+        for i in 0..12 {
+            acc = and(b, &acc, &x[i % 6]);
+            acc = xor(b, &acc, &x[(i + 1) % 6]);
+            acc = and(b, &acc, &acc);
+        }
+        vec![sq, zz, acc]
+    });
+    for seed in 0..4 {
+        local_roundtrip(&c, seed);
     }
 }

@@ -83,11 +83,13 @@ fn mismatched_client_is_refused_with_a_typed_error() {
     assert!(matches!(run.server.output, Err(NnError::Protocol(_))));
 }
 
-/// The same session with its OT pools filled by Ferret silent OT or SoftSpokenOT instead of
-/// IKNP: still bit for bit (one Ferret case: an iteration is 10^7 COTs).
+/// The same session with its OT pools filled by IKNP, Ferret silent OT or SoftSpokenOT with
+/// other k than the default (SoftSpokenOT, k = 4): still bit for bit (one Ferret case: an
+/// iteration is 10^7 COTs).
 #[test]
 fn secure_gru_with_other_pool_fillers_is_bit_exact() {
     for filler in [
+        OtFiller::Iknp,
         OtFiller::Ferret,
         OtFiller::SoftSpoken { k: 2 },
         OtFiller::SoftSpoken { k: 5 },
@@ -118,9 +120,12 @@ fn secure_gru_with_other_pool_fillers_is_bit_exact() {
     }
 }
 
-/// Filler names round-trip through the handshake's parser; bad ones are refused.
+/// Filler names round-trip through the handshake's parser; bad ones are refused; the default
+/// is SoftSpokenOT with k = 4 (`secinfer-gru/5`).
 #[test]
 fn ot_filler_names_parse() {
+    assert_eq!(OtFiller::default(), OtFiller::SoftSpoken { k: 4 });
+    assert_eq!(OtFiller::default().name(), "softspoken-k4");
     for f in [
         OtFiller::Iknp,
         OtFiller::Ferret,

@@ -701,6 +701,14 @@ impl PooledOtSender {
         })
     }
 
+    /// [`PooledOtSender::send_cot`] without the copy: the `m0_j` as a view into the pool, valid
+    /// while the pool is not used again (the GRU's ≈ 0.8 M label COTs feed the garbler
+    /// straight from it).
+    pub fn send_cot_view<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<&[Block], OtError> {
+        let r = self.run(ch, |s, ch| s.derand(ch, n).map(|(_, r)| r))?;
+        Ok(&self.pool[r])
+    }
+
     /// Correlated OT: returns `m0_j`; the receiver gets `m0_j ⊕ (c_j · Δ)`.
     pub fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, OtError> {
         self.run(ch, |s, ch| {
@@ -1146,9 +1154,12 @@ impl PooledOtReceiver {
         ch: &mut C,
         choices: &[bool],
     ) -> Result<Vec<Block>, OtError> {
-        let mut out = vec![Block::ZERO; choices.len()];
-        self.recv_cot_into(ch, choices, &mut out)?;
-        Ok(out)
+        // Copied straight out of the pool: a zeroed buffer first would cost a pass over it
+        // (13 MB for the GRU's labels).
+        self.run(ch, |s, ch| {
+            let (_, range) = s.derand_range(ch, choices)?;
+            Ok(s.keys[range].to_vec())
+        })
     }
 
     /// Random OT on the pool's own random choice bits, with no message: takes `out.len()`

@@ -29,10 +29,11 @@ pub struct GruArgs {
     /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations).
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
-    /// What fills the sessions' OT pools: iknp (16 B per COT), softspoken-k<K> (SoftSpokenOT,
-    /// 16/K B per COT for more CPU, K in 1..=8; `softspoken` = K 2) or ferret (silent OT:
-    /// ≈ 1.5 MB once, then nearly free, but each 10^7-COT iteration takes ≈ 1.3 s on two cores).
-    #[arg(long, default_value = "iknp")]
+    /// What fills the sessions' OT pools: softspoken-k<K> (SoftSpokenOT, 16/K B per COT for
+    /// more CPU, K in 1..=8; `softspoken` = K 2; the default K 4 costs IKNP's time here), iknp
+    /// (16 B per COT) or ferret (silent OT: ≈ 1.5 MB once, then nearly free, but each
+    /// 10^7-COT iteration takes ≈ 1.3 s on two cores).
+    #[arg(long, default_value = "softspoken-k4")]
     pub ot: OtFiller,
     /// Seed of the random model and tokens.
     #[arg(long, default_value_t = 1)]

@@ -30,7 +30,7 @@ use secinfer_ot::{Block, CotSource, FerretParams, PooledOtReceiver, PooledOtSend
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/4";
+pub const PROTOCOL: &str = "secinfer-gru/5";
 const HE_PARAMS: &str = "n8192-z2k32";
 const MAX_HANDSHAKE: usize = 4096;
 
@@ -309,14 +309,22 @@ pub struct ClientOptions {
 /// softspoken`) or Ferret silent OT (≈ 1.5 MB once for setup and one iteration of 10^7 COTs,
 /// then nearly free, but an iteration of 10^7 COTs takes ≈ 1.3 s on two cores: `secinfer bench
 /// ot --kind ferret`). A cost trade-off, not a security one: all are semi-honest secure.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///
+/// The default (`secinfer-gru/5`) is SoftSpokenOT with k = 4: 4 bytes per COT instead of IKNP's
+/// 16 (GRU(10,128,30) CG-2 90.3 → 76.7 MB, GRU(100,64,30) 46.5 → 39.7 MB) at the same session
+/// time on two cores since the VAES path of `secinfer_ot::AesCipher` (docs/gru-protocol.md);
+/// k = 5, 6 save under 1 MB more and cost time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OtFiller {
-    #[default]
     Iknp,
-    SoftSpoken {
-        k: u32,
-    },
+    SoftSpoken { k: u32 },
     Ferret,
+}
+
+impl Default for OtFiller {
+    fn default() -> Self {
+        OtFiller::SoftSpoken { k: 4 }
+    }
 }
 
 impl OtFiller {
@@ -843,7 +851,7 @@ pub fn client_session<C: Channel>(
     opts: ClientOptions,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<GruOutcome> {
-    client_session_with(ch, m, tokens, opts, OtFiller::Iknp, progress)
+    client_session_with(ch, m, tokens, opts, OtFiller::default(), progress)
 }
 
 /// [`client_session`] with a chosen OT filler (the server follows the client's choice).
@@ -1065,13 +1073,14 @@ pub fn client_session_with<C: Channel>(
     if choices.len() != n_labels {
         return Err(NnError::Protocol("label count mismatch".into()));
     }
-    let labels = otr.recv_cot(ch, &choices).map_err(ot)?;
+    // One buffer for every batch's labels, shared rather than copied batch by batch.
+    let labels = std::sync::Arc::new(otr.recv_cot(ch, &choices).map_err(ot)?);
     let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
     let mut o = 0;
     for t in 0..steps {
         let mut one = |circ: &Circuit, g_in: usize, e_in: usize| -> Result<ReceivedBatch> {
             let mut b = evaluate_offline_with(ch, circ, g_in, h, Reveal::Garbler).map_err(gc)?;
-            b.set_evaluator_labels(circ, labels[o..o + h * e_in].to_vec())
+            b.set_evaluator_labels_shared(circ, labels.clone(), o..o + h * e_in)
                 .map_err(gc)?;
             o += h * e_in;
             Ok(b)
@@ -1085,7 +1094,7 @@ pub fn client_session_with<C: Channel>(
     let mut fin_batch =
         evaluate_offline_with(ch, &fin, c * lay.acc, 1, Reveal::Evaluator).map_err(gc)?;
     fin_batch
-        .set_evaluator_labels(&fin, labels[o..].to_vec())
+        .set_evaluator_labels_shared(&fin, labels.clone(), o..labels.len())
         .map_err(gc)?;
     progress("garbled tables", steps as u64 + 1, steps as u64 + 1);
     rep.gc_bytes += acc.take(ch);
@@ -1271,8 +1280,12 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
     let want = handshake_json(&m.q.config, &m.fp, m.variant, steps, reveal);
-    // The client picks the OT filler (a cost trade-off, not a security one); absent = IKNP.
-    let ot_src: std::result::Result<OtFiller, String> = hv["ot"].as_str().unwrap_or("iknp").parse();
+    // The client picks the OT filler (a cost trade-off, not a security one); absent = the
+    // default.
+    let ot_src: std::result::Result<OtFiller, String> = match hv["ot"].as_str() {
+        Some(name) => name.parse(),
+        None => Ok(OtFiller::default()),
+    };
     let mut problem = ot_src.as_ref().err().cloned();
     for k in ["protocol", "variant", "steps", "arch"] {
         if problem.is_none() && hv[k] != want[k] {
@@ -1399,7 +1412,8 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     ch.flush().map_err(net)?;
     rep.he_bytes += acc.take(ch);
     // ---- offline: COTs for every client input, then garbling with their m0 as zero-labels
-    let m0 = ots.send_cot(ch, n_labels).map_err(ot)?;
+    // Borrowed from the pool, not copied (13 MB for GRU(10,128,30), on the path to garbling).
+    let m0 = ots.send_cot_view(ch, n_labels).map_err(ot)?;
     // All 3T step batches and the final circuit in one pipelined call: the pool garbles while
     // this thread sends (same messages as one garble_offline_with call per batch).
     let mut jobs = Vec::with_capacity(3 * steps + 1);

@@ -133,6 +133,43 @@ fn online_cost_is_one_bit_per_ot_when_pooled() {
     assert_eq!(run.client.cost.phase(Phase::Online).messages_sent, 1);
 }
 
+/// `send_cot_view` is `send_cot` without the copy: same messages, same correlation, and the
+/// pools stay in step for the calls after it.
+#[test]
+fn cot_view_matches_the_receivers_cots() {
+    let mut prg = Prg::from_seed(Block(24));
+    let sizes = [0usize, 1, 777, CHUNK_ROWS + 5];
+    let choices: Vec<Vec<bool>> = sizes.iter().map(|&n| prg.bits(n)).collect();
+    let total: usize = sizes.iter().sum();
+    let c2 = choices.clone();
+    let run = pooled(
+        2 * total,
+        move |r, ch| {
+            let mut out: Vec<Vec<Block>> =
+                c2.iter().map(|c| r.recv_cot(ch, c).expect("cot")).collect();
+            out.push(r.recv_cot(ch, &[true, false]).expect("after"));
+            out
+        },
+        move |s, ch| {
+            let mut out: Vec<Vec<Block>> = sizes
+                .iter()
+                .map(|&n| s.send_cot_view(ch, n).expect("view").to_vec())
+                .collect();
+            out.push(s.send_cot(ch, 2).expect("after"));
+            out
+        },
+    );
+    let (t, q) = (run.client.output, run.server.output);
+    let mut all = choices;
+    all.push(vec![true, false]);
+    for ((t, q), c) in t.iter().zip(&q).zip(&all) {
+        assert_eq!(t.len(), c.len());
+        for j in 0..c.len() {
+            assert_eq!(t[j], q[j] ^ DELTA.and_bit(c[j]));
+        }
+    }
+}
+
 #[test]
 fn pooled_chosen_block_and_every_width() {
     let mut prg = Prg::from_seed(Block(23));
