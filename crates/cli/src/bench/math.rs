@@ -47,14 +47,15 @@ pub struct MathArgs {
     /// s + 4 bits), exhaustive up to 2^16 inputs, else 2^16 evenly spaced inputs (`--n` unused).
     #[arg(long = "ulp-table")]
     pub ulp_table: bool,
-    /// What fills the COT pools offline: `iknp` (16 bytes per COT), `softspoken`
-    /// (SoftSpokenOT with `--k`: 16/k bytes per COT) or `ferret` (silent OT, emp-ot's b13 set:
-    /// well under a bit per COT, ~10^7 COTs per iteration).
-    #[arg(long = "cot-source", default_value = "iknp")]
+    /// What fills the COT pools offline: `softspoken` (SoftSpokenOT with `--k`: 16/k bytes per
+    /// COT; the default, as in the secure GRU), `iknp` (16 bytes per COT) or `ferret` (silent
+    /// OT, emp-ot's b13 set: well under a bit per COT, ~10^7 COTs per iteration).
+    #[arg(long = "cot-source", default_value = "softspoken")]
     pub cot_source: String,
-    /// SoftSpokenOT bits per chunk (1..=8) for `--cot-source softspoken` (2: 8 bytes per COT,
-    /// measured no slower than IKNP at the lan profile; 4: 4 bytes for ~1.5× IKNP's CPU).
-    #[arg(long, default_value_t = 2)]
+    /// SoftSpokenOT bits per chunk (1..=8) for `--cot-source softspoken`. 4 (the default):
+    /// 4 bytes per COT, measured as fast as IKNP at the lan profile for sigmoid, tanh, exp_neg
+    /// and ReLU with 2.3–3.6× fewer total bytes (docs/benchmarks.md, session 4); 2: 8 bytes.
+    #[arg(long, default_value_t = 4)]
     pub k: u32,
     #[command(flatten)]
     pub net: NetArgs,
