@@ -81,6 +81,41 @@ fn tweak_base(nonce: u64, instance: u32) -> u128 {
     ((nonce as u128) << 64) | ((instance as u128) << 32)
 }
 
+/// One AND gate lane by lane into `out`: the garbler's tables or the evaluator's labels. The
+/// two `Backend` entry points (`and` by value, `and_slots` in place) are written once on top.
+trait AndCore<const L: usize> {
+    fn and_core(&mut self, a: &[Block; L], b: &[Block; L], out: &mut [Block; L]);
+}
+
+#[inline]
+fn and_by_value<const L: usize, T: AndCore<L>>(
+    t: &mut T,
+    a: &[Block; L],
+    b: &[Block; L],
+) -> [Block; L] {
+    let mut out = [Block::ZERO; L];
+    t.and_core(a, b, &mut out);
+    out
+}
+
+#[inline]
+fn and_in_slots<const L: usize, T: AndCore<L>>(
+    t: &mut T,
+    w: &mut [[Block; L]],
+    x: usize,
+    y: usize,
+    out: usize,
+) {
+    match split_slots(w, x, y, out) {
+        Some((a, b, o)) => t.and_core(a, b, o),
+        // The output reuses an input's slot.
+        None => {
+            let o = and_by_value(t, &w[x], &w[y]);
+            w[out] = o;
+        }
+    }
+}
+
 /// `(&w[x], &w[y], &mut w[out])` when `out` is neither `x` nor `y` (`x = y` is fine); `None`
 /// otherwise. (`slice::get_disjoint_mut` would need Rust 1.86, past the workspace's minimum,
 /// and refuses `x = y`.)
@@ -302,25 +337,16 @@ impl<const L: usize, S: TableSink> Backend for Garbler<L, S> {
 
     #[inline]
     fn and(&mut self, a: &[Block; L], b: &[Block; L]) -> [Block; L] {
-        let mut out = [Block::ZERO; L];
-        self.and_core(a, b, &mut out);
-        out
+        and_by_value(self, a, b)
     }
 
     #[inline]
     fn and_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
-        match split_slots(w, x, y, out) {
-            Some((a, b, o)) => self.and_core(a, b, o),
-            // The output reuses an input's slot.
-            None => {
-                let o = self.and(&w[x], &w[y]);
-                w[out] = o;
-            }
-        }
+        and_in_slots(self, w, x, y, out)
     }
 }
 
-impl<const L: usize, S: TableSink> Garbler<L, S> {
+impl<const L: usize, S: TableSink> AndCore<L> for Garbler<L, S> {
     /// One AND gate's tables, `out` ← the output zero-labels (written lane by lane).
     #[inline]
     fn and_core(&mut self, a: &[Block; L], b: &[Block; L], out: &mut [Block; L]) {
@@ -588,25 +614,16 @@ impl<const L: usize, Src: TableSource> Backend for Evaluator<L, Src> {
 
     #[inline]
     fn and(&mut self, a: &[Block; L], b: &[Block; L]) -> [Block; L] {
-        let mut out = [Block::ZERO; L];
-        self.and_core(a, b, &mut out);
-        out
+        and_by_value(self, a, b)
     }
 
     #[inline]
     fn and_slots(&mut self, w: &mut [[Block; L]], x: usize, y: usize, out: usize) {
-        match split_slots(w, x, y, out) {
-            Some((a, b, o)) => self.and_core(a, b, o),
-            // The output reuses an input's slot.
-            None => {
-                let o = self.and(&w[x], &w[y]);
-                w[out] = o;
-            }
-        }
+        and_in_slots(self, w, x, y, out)
     }
 }
 
-impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
+impl<const L: usize, Src: TableSource> AndCore<L> for Evaluator<L, Src> {
     /// One AND gate from its tables, `out` ← the output labels (written lane by lane; all
     /// zero after an error).
     #[inline]
