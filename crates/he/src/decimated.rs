@@ -199,13 +199,22 @@ fast_dispatch! {
     /// y[k] ← Σ a[order[j]]·twist[j] over the k-th run of s entries, reduced (÷ R²) mod q.
     fn class_sums(mont: Mont, order: &[u32], twist: &[u64], a: &[u64], s: usize, y: &mut [u64]) -> () {
         for ((y, idx), tw) in y.iter_mut().zip(order.chunks_exact(s)).zip(twist.chunks_exact(s)) {
-            let (mut sum, mut carries) = (0u128, 0u64);
-            for (&i, &w) in idx.iter().zip(tw) {
-                let (v, c) = sum.overflowing_add(a[i as usize] as u128 * w as u128);
-                sum = v;
-                carries += c as u64;
+            // Two independent sums (even and odd terms): half the add-with-carry chain each.
+            let mut sums = [(0u128, 0u64); 2];
+            let pairs = idx.chunks_exact(2).zip(tw.chunks_exact(2));
+            for (i2, w2) in pairs {
+                for ((sum, carries), (&i, &w)) in sums.iter_mut().zip(i2.iter().zip(w2)) {
+                    let (v, c) = sum.overflowing_add(a[i as usize] as u128 * w as u128);
+                    *sum = v;
+                    *carries += c as u64;
+                }
             }
-            *y = mont.reduce_sum(carries, sum);
+            if s % 2 == 1 {
+                let (v, c) = sums[0].0.overflowing_add(a[idx[s - 1] as usize] as u128 * tw[s - 1] as u128);
+                sums[0] = (v, sums[0].1 + c as u64);
+            }
+            let (v, c) = sums[0].0.overflowing_add(sums[1].0);
+            *y = mont.reduce_sum(sums[0].1 + sums[1].1 + c as u64, v);
         }
     }
 }
