@@ -24,11 +24,12 @@ use crate::params::ModCtx;
 
 /// Most classes n/s the decimated path takes: each wanted coefficient costs n/s products.
 const MAX_CLASSES: usize = 256;
-/// Fewest classes a new table is built with: a table for s = n would serve one position only,
-/// one for s = n/32 serves every position of a 32-class residue (n + 32 products each).
+/// Fewest classes a new table is built with: a block with one result has s = n, and a table
+/// for that s would serve that one residue mod n only; with s ≤ n/32 it also serves the
+/// layout's other blocks (at n + 32 products per coefficient, still well under the budget).
 const MIN_CLASSES: usize = 32;
 /// Most cached tables (each ≈ 12·n + 8·2n/s bytes per limb, ≈ 200 KiB at n = 8192, two limbs).
-/// A layout uses one or two classes; past the bound the transform falls back to the full one.
+/// A GRU session needs one or two tables; past the bound the full transform runs instead.
 const MAX_TABLES: usize = 8;
 
 /// Whether the decimated transform for `count` coefficients with n/s = `classes` costs less
@@ -121,8 +122,8 @@ impl Decimated {
         Some(Decimated { s, r, limbs })
     }
 
-    /// a[p] ← the coefficient p of the inverse NTT of `a` (limb `limb`, NTT order, values
-    /// < q) for each p in `positions`, all ≡ r (mod s) (as `Cache::tables_for` chose); the
+    /// a[p] ← the coefficient p of the inverse NTT of `a` (limb `limb`, NTT order, any u64
+    /// values: the products stay below q·2^64) for each p in `positions`, all ≡ r (mod s) (as `Cache::tables_for` chose); the
     /// other entries of `a` are left as they were (NTT values). Returns false, touching
     /// nothing, on a position outside the class or the ring, or a wrong limb or length.
     pub(crate) fn coeffs_at(&self, limb: usize, a: &mut [u64], positions: &[usize]) -> bool {
