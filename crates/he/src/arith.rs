@@ -216,9 +216,13 @@ pub(crate) struct AesPrg {
 
 impl AesPrg {
     pub(crate) fn from_os() -> Self {
-        use aes::cipher::KeyInit;
         let mut key = [0u8; 16];
         rand_core::OsRng.fill_bytes(&mut key);
+        Self::from_key(key)
+    }
+    /// A generator with a chosen key: tests replay one response's draws along two paths.
+    pub(crate) fn from_key(key: [u8; 16]) -> Self {
+        use aes::cipher::KeyInit;
         AesPrg {
             cipher: aes::Aes128::new(&key.into()),
             ctr: 0,

@@ -270,19 +270,29 @@ fn coeff_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
         }),
         iters * 10,
     );
-    for (kept, resp_op, dec_op) in [
+    // Scattered positions (stride n/kept + 7: the full inverse NTT of c0), and the GRU(·,128,·)
+    // hidden projection's layout (stride 128: the decimated inverse transform).
+    for (kept, stride, resp_op, dec_op) in [
         (
             58usize,
+            n / 58,
             "sparse response, 58 kept (sc_mult+finish_response_at+to_bytes)",
             "sparse decrypt, 58 kept (from_bytes+decrypt_sparse)",
         ),
         (
+            58,
+            128,
+            "sparse response, 58 kept at stride 128 (sc_mult+finish_response_at+to_bytes)",
+            "sparse decrypt, 58 kept at stride 128 (from_bytes+decrypt_sparse)",
+        ),
+        (
             810,
+            n / 810,
             "sparse response, 810 kept (sc_mult+finish_response_at+to_bytes)",
             "sparse decrypt, 810 kept (from_bytes+decrypt_sparse)",
         ),
     ] {
-        let pos: Vec<usize> = (0..kept).map(|i| i * (n / kept) + 7).collect();
+        let pos: Vec<usize> = (0..kept).map(|i| i * stride + 7).collect();
         let mask = vec![5u64; kept];
         let respond = || {
             params

@@ -15,6 +15,7 @@ mod dispatch;
 pub mod arith;
 pub mod bench;
 pub mod bfv;
+mod decimated;
 pub mod eval;
 pub mod kernels;
 mod ks32;

@@ -257,6 +257,8 @@ fn q_pair_one_mod_t(bits: u32, m: u64, t: u64) -> Result<(u64, u64), HeError> {
 /// into permutations of NTT slots.
 pub(crate) struct ModCtx {
     pub(crate) q: u64,
+    /// ζ, the primitive 2n-th root of the transform: NTT slot i holds poly(ζ^exp_of_idx[i]).
+    pub(crate) root: u64,
     /// 64-bit plan: element-wise products on u64 residues (any modulus).
     pub(crate) plan: Plan,
     /// 32-bit plan for moduli below 2^31: tfhe-ntt's 32-bit transforms are ≈ 3× faster than
@@ -330,6 +332,7 @@ impl ModCtx {
         };
         Ok(ModCtx {
             q,
+            root: zeta,
             plan,
             plan32,
             n_inv32,
@@ -431,6 +434,9 @@ pub(crate) struct ParamsInner {
     pub(crate) p_mod_q: Vec<u64>,
     /// 32-bit RNS key switching, when every modulus is in (2^30, 2^31) and digits are limbs.
     pub(crate) ks32: Option<crate::ks32::Ks32>,
+    /// Tables of the decimated inverse transform (`finish_response_at`'s c0), built on first
+    /// use per residue class.
+    pub(crate) decimated: crate::decimated::Cache,
 }
 
 /// Validated parameters with their precomputed NTT context. Cheap to clone (Arc).
@@ -499,6 +505,7 @@ impl Params {
             p_inv_mod_q,
             p_mod_q,
             ks32,
+            decimated: crate::decimated::Cache::default(),
         })))
     }
 

@@ -202,12 +202,30 @@ impl Params {
     /// keyed from the OS), with exactly the distributions of `finish_response`.
     pub fn finish_response_at(
         &self,
+        ct: Ciphertext,
+        pk: &PublicKey,
+        flood_bits: u32,
+        positions: &[usize],
+        mask: &[u64],
+        log_q_out: u32,
+    ) -> Result<SparseResponse, HeError> {
+        let draws = AesPrg::from_os;
+        self.finish_response_at_with(ct, pk, flood_bits, positions, mask, log_q_out, draws, true)
+    }
+
+    /// `finish_response_at` drawing from `draws()`, with c0 by the decimated inverse transform
+    /// where it is cheaper (`decimated`) or always by the full one: tests compare the two.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn finish_response_at_with(
+        &self,
         mut ct: Ciphertext,
         pk: &PublicKey,
         flood_bits: u32,
         positions: &[usize],
         mask: &[u64],
         log_q_out: u32,
+        draws: impl FnOnce() -> AesPrg,
+        decimated: bool,
     ) -> Result<SparseResponse, HeError> {
         let n = self.n();
         if log_q_out == 0 || log_q_out > super::max_response_bits(self) {
@@ -244,10 +262,19 @@ impl Params {
                 c1: r.c1.clone(),
             });
         };
-        let mut prg = AesPrg::from_os();
+        let mut prg = draws();
         // u ternary, lifted straight to residues (q − 1, 0, 1): no signed reduction.
         let mut un = take_dirty(2 * n);
         sample_ternary2(&mut prg, &mut un, qs[0], qs[1]);
+        // Only c0 at `positions` is read below. When they share a residue mod a power of two
+        // s (the hidden projections' result coefficients, s = H), a decimated inverse
+        // transform computes just those from the NTT slots: n + (n/s)·|positions| products
+        // instead of a full inverse NTT. The rest of c0 stays in NTT form, unread.
+        let tables = if decimated {
+            self.0.decimated.tables_for(&self.0.qs, n, positions)
+        } else {
+            None
+        };
         // The product ciphertext is ours: re-randomise it in place (no copy).
         let (c0, c1) = (&mut ct.c0, &mut ct.c1);
         for (i, md) in self.0.qs.iter().enumerate() {
@@ -255,7 +282,12 @@ impl Params {
             md.to_ntt(&mut un[r.clone()]);
             md.mul_accumulate(&mut c0[r.clone()], &un[r.clone()], &pk.b[r.clone()]);
             md.mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
-            md.to_coeff(&mut c0[r.clone()]);
+            let done = tables
+                .as_ref()
+                .is_some_and(|t| t.coeffs_at(i, &mut c0[r.clone()], positions));
+            if !done {
+                md.to_coeff(&mut c0[r.clone()]);
+            }
             md.to_coeff(&mut c1[r]);
         }
         give_back(un);
@@ -668,6 +700,88 @@ mod tests {
                         .expect("direct");
                     assert_eq!(got, want, "k {k}");
                     assert_eq!(sk.decrypt_sparse(&r, &positions).expect("auto"), want);
+                }
+            }
+        }
+    }
+
+    /// The decimated c0 gives bit-identical responses (same draws: same AES key along both
+    /// paths) to the full inverse NTT: the GRU's hidden-projection layouts (H = 128, 64), parts
+    /// of them, one position, other classes mod 64 and 128, and layouts where the fallback
+    /// must run (input projections at stride 10 and 100, scattered positions), at k = 44 and 58
+    /// (k = 62 leaves the two-prime path: `Rns2` needs 2^k < q1).
+    #[test]
+    fn decimated_response_is_bit_identical() {
+        let (params, sk, pk) = setup();
+        let n = params.n();
+        let mut s = 0x1234_5678u64;
+        let mut next = move || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s >> 11
+        };
+        let a: Vec<u64> = (0..n).map(|_| next() & 0xffff_ffff).collect();
+        let w: Vec<u64> = (0..n).map(|_| next() & 0xffff_ffff).collect();
+        let ct = sk.encrypt_coeffs(&a).expect("encrypt");
+        let pt = Plaintext::from_coeffs(&params, &w).expect("plaintext");
+        let at = |m: usize, r: usize, rows: usize| -> Vec<usize> {
+            (0..rows).map(|i| i * m + r).collect()
+        };
+        let fast: Vec<Vec<usize>> = vec![
+            at(128, 127, 58),
+            at(128, 127, 64),
+            at(64, 63, 128),
+            at(64, 63, 37),
+            at(128, 0, 64),
+            at(128, 5, 13),
+            at(64, 17, 100),
+            (0..20)
+                .map(|_| (next() as usize % 64) * 128 + 127)
+                .collect(),
+            vec![128 * 9 + 127],
+        ];
+        let slow: Vec<Vec<usize>> = vec![
+            at(10, 9, 810),
+            at(100, 99, 81),
+            (0..58).map(|_| next() as usize % n).collect(),
+        ];
+        for (positions, decimated) in fast
+            .iter()
+            .map(|p| (p, true))
+            .chain(slow.iter().map(|p| (p, false)))
+        {
+            let takes = params
+                .0
+                .decimated
+                .tables_for(&params.0.qs, n, positions)
+                .is_some();
+            assert_eq!(takes, decimated, "{positions:?}");
+            let mask: Vec<u64> = positions.iter().map(|_| next() & 0xffff_ffff).collect();
+            for k in [44u32, 58] {
+                let key = [next() as u8; 16];
+                let run = |dec: bool| {
+                    params
+                        .finish_response_at_with(
+                            params.mul_plain(&ct, &pt),
+                            &pk,
+                            80,
+                            positions,
+                            &mask,
+                            k,
+                            || AesPrg::from_key(key),
+                            dec,
+                        )
+                        .expect("finish")
+                };
+                let (got, want) = (run(true), run(false));
+                assert_eq!(got.c0, want.c0, "k {k} {positions:?}");
+                assert_eq!(got.c1, want.c1, "k {k}");
+                assert_eq!(got.to_bytes(), want.to_bytes());
+                let dec = sk.decrypt_sparse(&got, positions).expect("decrypt");
+                for (j, &p) in positions.iter().enumerate() {
+                    let want = negacyclic_at(&a, &w, p).wrapping_sub(mask[j]) & 0xffff_ffff;
+                    assert_eq!(dec[j], want, "k {k} position {p}");
                 }
             }
         }
