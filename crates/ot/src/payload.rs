@@ -137,20 +137,20 @@ pub(crate) fn send_correlated_frames<C: Channel>(
     hash_pairs: impl Fn(&[Block], u64, &mut [Block]),
 ) -> Result<Vec<u64>, OtError> {
     let mk = mask(bits);
-    let mut xs = vec![0u64; deltas.len()];
+    // Filled chunk by chunk rather than zeroed first: every x_j is written once.
+    let mut xs = Vec::with_capacity(deltas.len());
     let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
     let mut frame = Vec::new();
-    for (c, ((kc, dc), xc)) in keys
+    for (c, (kc, dc)) in keys
         .chunks(CHUNK_ROWS)
         .zip(deltas.chunks(CHUNK_ROWS))
-        .zip(xs.chunks_mut(CHUNK_ROWS))
         .enumerate()
     {
         let y = &mut y[..2 * kc.len()];
         hash_pairs(kc, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-        for (x, h) in xc.iter_mut().zip(y.chunks_exact(2)) {
-            *x = h[0].low_u64() & mk;
-        }
+        let start = xs.len();
+        xs.extend(y.chunks_exact(2).map(|h| h[0].low_u64() & mk));
+        let xc = &xs[start..];
         frame.clear();
         pack_into(
             xc.iter()

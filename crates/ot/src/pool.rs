@@ -1235,10 +1235,12 @@ impl PooledOtReceiver {
         choices: &[bool],
         bits: u32,
     ) -> Result<Vec<u64>, OtError> {
-        let mut h = vec![Block::ZERO; choices.len()];
-        let first = self.derand(ch, choices, &mut h)?;
-        hash_rows(&mut h, first);
-        Ok(low_bits(&h, bits))
+        // Hashed in place in the pool: these M_j are consumed here (the used prefix is dropped
+        // at the next refill), so a zeroed copy of n blocks would only cost time and pages.
+        let (first, range) = self.derand_range(ch, choices)?;
+        let h = &mut self.keys[range];
+        hash_rows(h, first);
+        Ok(low_bits(h, bits))
     }
 
     /// Chosen-message OT on `bits`-bit messages: returns `msgs[j][c_j]`.
