@@ -191,7 +191,7 @@ pub(crate) fn recv_chosen_u64_frames<C: Channel>(
     bits: u32,
 ) -> Result<(), OtError> {
     for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-        let frame = ch.recv_pod::<u8>(packed_len(2 * oc.len(), bits))?;
+        let frame = ch.recv_bytes(packed_len(2 * oc.len(), bits))?;
         let mut up = Unpacker::new(&frame, bits);
         for (o, &c) in oc.iter_mut().zip(cc) {
             let y0 = up.next_value();
@@ -213,7 +213,7 @@ pub(crate) fn recv_correlated_frames<C: Channel>(
 ) -> Result<Vec<u64>, OtError> {
     let mk = mask(bits);
     for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-        let frame = ch.recv_pod::<u8>(packed_len(oc.len(), bits))?;
+        let frame = ch.recv_bytes(packed_len(oc.len(), bits))?;
         let mut up = Unpacker::new(&frame, bits);
         for (o, &c) in oc.iter_mut().zip(cc) {
             let y = up.next_value() & (c as u64).wrapping_neg();
@@ -282,7 +282,7 @@ pub(crate) fn recv_n_frames<C: Channel>(
         .chunks_mut(rows_per_frame)
         .zip(choices.chunks(rows_per_frame))
     {
-        let frame = ch.recv_pod::<u8>(packed_len(oc.len() * n, bits))?;
+        let frame = ch.recv_bytes(packed_len(oc.len() * n, bits))?;
         let mut up = Unpacker::new(&frame, bits);
         for (o, &w) in oc.iter_mut().zip(cc) {
             // Read every candidate (the position in the frame must not depend on `w` through a

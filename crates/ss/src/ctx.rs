@@ -543,7 +543,7 @@ impl Ctx {
         let p = self.leaves.pos;
         let out = if self.is_p0() {
             let d = unpack_bits(
-                &ch.recv_pod::<u8>((k * m as usize).div_ceil(8))?,
+                &ch.recv_bytes((k * m as usize).div_ceil(8))?,
                 k * m as usize,
             )?;
             let s = self.rand_bits(2 * k);
@@ -592,7 +592,7 @@ impl Ctx {
             ch.flush()?;
             // One word of 2^m 2-bit fields per leaf, whole bytes (no padding to check).
             let per = 2 * nd / 8;
-            let y = ch.recv_pod::<u8>(per * k)?;
+            let y = ch.recv_bytes(per * k)?;
             let t = &self.leaves.t[p..p + k];
             (0..k)
                 .map(|j| {
@@ -722,9 +722,9 @@ impl Ctx {
         let packed = pack_bits(mine);
         let theirs = if self.is_p0() {
             ch.send_pod(&packed)?;
-            ch.recv_pod::<u8>(packed.len())?
+            ch.recv_bytes(packed.len())?
         } else {
-            let t = ch.recv_pod::<u8>(packed.len())?;
+            let t = ch.recv_bytes(packed.len())?;
             ch.send_pod(&packed)?;
             ch.flush()?;
             t
