@@ -1,8 +1,9 @@
 //! In-process network shaping: one-way latency and bandwidth imposed on frame delivery.
 //!
 //! These kernels have no netem, so both ends of a shaped pair live in one process and share a
-//! clock epoch. Each frame carries its delivery time (8 bytes, not metered); the receiver waits
-//! until then. The sender never blocks: its link is a queue that drains at the profile's bandwidth.
+//! clock epoch. Each frame carries its delivery time (an 8-byte trailer, not metered); the receiver
+//! waits until then. A trailer rather than a header: the receiver strips it by truncating, where
+//! a header would move the whole frame (megabytes in the offline phase). The sender never blocks: its link is a queue that drains at the profile's bandwidth.
 use crate::channel::Channel;
 use crate::error::{NetError, Result};
 use crate::meter::Meter;
@@ -110,34 +111,42 @@ fn wait_until(t: Instant) {
 
 impl<C: Channel> Channel for Shaped<C> {
     fn send_frame(&mut self, frame: &[u8]) -> Result<()> {
+        // One copy (frame plus trailer), then moved to the inner channel.
+        let mut buf = Vec::with_capacity(frame.len() + 8);
+        buf.extend_from_slice(frame);
+        self.send_frame_vec(buf)
+    }
+
+    /// Appends the trailer to the caller's buffer and moves it on: no copy of the frame unless
+    /// the buffer has no room for 8 more bytes.
+    fn send_frame_vec(&mut self, mut buf: Vec<u8>) -> Result<()> {
+        let len = buf.len();
         let now = self.epoch.elapsed();
         let start = now.max(self.link_free_at);
         let tx = match self.profile.bits_per_second {
-            Some(bps) => Duration::from_secs_f64((frame.len() as f64 + 8.0) * 8.0 / bps),
+            Some(bps) => Duration::from_secs_f64((len as f64 + 8.0) * 8.0 / bps),
             None => Duration::ZERO,
         };
         self.link_free_at = start + tx;
         let deliver = (self.link_free_at + self.profile.one_way).as_nanos() as u64;
-        let mut buf = Vec::with_capacity(frame.len() + 8);
         buf.extend_from_slice(&deliver.to_le_bytes());
-        buf.extend_from_slice(frame);
-        self.inner.send_frame(&buf)?;
-        self.meter.record_send(frame.len());
+        self.inner.send_frame_vec(buf)?;
+        self.meter.record_send(len);
         Ok(())
     }
 
     fn recv_frame(&mut self) -> Result<Vec<u8>> {
         let mut buf = self.inner.recv_frame()?;
-        if buf.len() < 8 {
+        let Some(body) = buf.len().checked_sub(8) else {
             return Err(NetError::malformed(
-                "shaped frame shorter than its 8-byte header",
+                "shaped frame shorter than its 8-byte trailer",
             ));
-        }
+        };
         let mut t = [0u8; 8];
-        t.copy_from_slice(&buf[..8]);
+        t.copy_from_slice(&buf[body..]);
         let deliver = Duration::from_nanos(u64::from_le_bytes(t));
         wait_until(self.epoch + deliver);
-        buf.drain(..8);
+        buf.truncate(body);
         self.meter.record_recv(buf.len());
         Ok(buf)
     }

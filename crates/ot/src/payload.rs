@@ -137,20 +137,20 @@ pub(crate) fn send_correlated_frames<C: Channel>(
     hash_pairs: impl Fn(&[Block], u64, &mut [Block]),
 ) -> Result<Vec<u64>, OtError> {
     let mk = mask(bits);
-    let mut xs = vec![0u64; deltas.len()];
+    // Filled chunk by chunk rather than zeroed first: every x_j is written once.
+    let mut xs = Vec::with_capacity(deltas.len());
     let mut y = vec![Block::ZERO; 2 * CHUNK_ROWS.min(deltas.len())];
     let mut frame = Vec::new();
-    for (c, ((kc, dc), xc)) in keys
+    for (c, (kc, dc)) in keys
         .chunks(CHUNK_ROWS)
         .zip(deltas.chunks(CHUNK_ROWS))
-        .zip(xs.chunks_mut(CHUNK_ROWS))
         .enumerate()
     {
         let y = &mut y[..2 * kc.len()];
         hash_pairs(kc, first.wrapping_add((c * CHUNK_ROWS) as u64), y);
-        for (x, h) in xc.iter_mut().zip(y.chunks_exact(2)) {
-            *x = h[0].low_u64() & mk;
-        }
+        let start = xs.len();
+        xs.extend(y.chunks_exact(2).map(|h| h[0].low_u64() & mk));
+        let xc = &xs[start..];
         frame.clear();
         pack_into(
             xc.iter()
@@ -191,7 +191,7 @@ pub(crate) fn recv_chosen_u64_frames<C: Channel>(
     bits: u32,
 ) -> Result<(), OtError> {
     for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-        let frame = ch.recv_pod::<u8>(packed_len(2 * oc.len(), bits))?;
+        let frame = ch.recv_bytes(packed_len(2 * oc.len(), bits))?;
         let mut up = Unpacker::new(&frame, bits);
         for (o, &c) in oc.iter_mut().zip(cc) {
             let y0 = up.next_value();
@@ -213,7 +213,7 @@ pub(crate) fn recv_correlated_frames<C: Channel>(
 ) -> Result<Vec<u64>, OtError> {
     let mk = mask(bits);
     for (oc, cc) in out.chunks_mut(CHUNK_ROWS).zip(choices.chunks(CHUNK_ROWS)) {
-        let frame = ch.recv_pod::<u8>(packed_len(oc.len(), bits))?;
+        let frame = ch.recv_bytes(packed_len(oc.len(), bits))?;
         let mut up = Unpacker::new(&frame, bits);
         for (o, &c) in oc.iter_mut().zip(cc) {
             let y = up.next_value() & (c as u64).wrapping_neg();
@@ -282,7 +282,7 @@ pub(crate) fn recv_n_frames<C: Channel>(
         .chunks_mut(rows_per_frame)
         .zip(choices.chunks(rows_per_frame))
     {
-        let frame = ch.recv_pod::<u8>(packed_len(oc.len() * n, bits))?;
+        let frame = ch.recv_bytes(packed_len(oc.len() * n, bits))?;
         let mut up = Unpacker::new(&frame, bits);
         for (o, &w) in oc.iter_mut().zip(cc) {
             // Read every candidate (the position in the frame must not depend on `w` through a

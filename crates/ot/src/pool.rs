@@ -258,7 +258,7 @@ fn send_derand<C: Channel>(ch: &mut C, b: &[bool], r: &[bool]) -> Result<(), OtE
 fn recv_derand<C: Channel>(ch: &mut C, k: &mut [Block], delta: Block) -> Result<(), OtError> {
     for kc in k.chunks_mut(DERAND_FRAME_OTS) {
         let len = kc.len();
-        let frame = ch.recv_pod::<u8>(len.div_ceil(8))?;
+        let frame = ch.recv_bytes(len.div_ceil(8))?;
         if len % 8 != 0 && frame[len / 8] >> (len % 8) != 0 {
             return Err(OtError::malformed(
                 "derandomisation frame has bits set past its last OT",
@@ -284,7 +284,7 @@ fn recv_derand_bits<C: Channel>(ch: &mut C, n: usize) -> Result<Vec<bool>, OtErr
     let mut left = n;
     while left > 0 {
         let len = left.min(DERAND_FRAME_OTS);
-        let frame = ch.recv_pod::<u8>(len.div_ceil(8))?;
+        let frame = ch.recv_bytes(len.div_ceil(8))?;
         #[allow(clippy::manual_is_multiple_of)] // is_multiple_of needs Rust 1.87; the MSRV is 1.85
         if len % 8 != 0 && frame[len / 8] >> (len % 8) != 0 {
             return Err(OtError::malformed(
@@ -1235,10 +1235,12 @@ impl PooledOtReceiver {
         choices: &[bool],
         bits: u32,
     ) -> Result<Vec<u64>, OtError> {
-        let mut h = vec![Block::ZERO; choices.len()];
-        let first = self.derand(ch, choices, &mut h)?;
-        hash_rows(&mut h, first);
-        Ok(low_bits(&h, bits))
+        // Hashed in place in the pool: these M_j are consumed here (the used prefix is dropped
+        // at the next refill), so a zeroed copy of n blocks would only cost time and pages.
+        let (first, range) = self.derand_range(ch, choices)?;
+        let h = &mut self.keys[range];
+        hash_rows(h, first);
+        Ok(low_bits(h, bits))
     }
 
     /// Chosen-message OT on `bits`-bit messages: returns `msgs[j][c_j]`.

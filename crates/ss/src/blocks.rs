@@ -1013,24 +1013,25 @@ pub(crate) fn lut_rows_raw<C: Channel>(
     let km = mask(k);
     if ctx.is_p0() {
         let rs: Vec<Vec<u64>> = bits.iter().map(|b| ctx.rand_u64s(n, *b)).collect();
-        let mut msgs = vec![0u64; n * rows * nn];
+        // Written in order rather than zeroed first (n·2^k words: tens of MB at n = 2^14):
+        // row (i, q) holds entry t at ((i·rows) + q)·nn + t, packed rows one word per t.
+        let mut msgs = Vec::with_capacity(n * rows * nn);
         for i in 0..n {
             let i0 = idx[i] & km;
-            for t in 0..nn {
-                let j = ((t as u64).wrapping_add(i0) & km) as usize;
-                let mut w = 0u64;
-                let mut off = 0u32;
-                for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
-                    let val = sub(entry(i, j, q), r[i], mask(*b));
-                    if packed {
-                        w |= shl(val, off);
+            let j = |t: usize| ((t as u64).wrapping_add(i0) & km) as usize;
+            if packed {
+                msgs.extend((0..nn).map(|t| {
+                    let mut w = 0u64;
+                    let mut off = 0u32;
+                    for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
+                        w |= shl(sub(entry(i, j(t), q), r[i], mask(*b)), off);
                         off += b;
-                    } else {
-                        msgs[((i * rows) + q) * nn + t] = val;
                     }
-                }
-                if packed {
-                    msgs[i * nn + t] = w;
+                    w
+                }));
+            } else {
+                for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
+                    msgs.extend((0..nn).map(|t| sub(entry(i, j(t), q), r[i], mask(*b))));
                 }
             }
         }

@@ -390,8 +390,8 @@ impl Ctx {
     /// only what depends on the inputs. Both parties call it with the same plan. With a backend
     /// that has nothing to precompute it does nothing.
     pub fn preprocess<C: Channel>(&mut self, ch: &mut C, plan: Plan) -> Result<()> {
-        match &mut self.backend {
-            Backend::Real(r) => r.preprocess(ch, plan, self.mill_leaf)?,
+        match &self.backend {
+            Backend::Real(_) => {}
             Backend::Count => return Ok(()),
             #[cfg(feature = "test-dealer")]
             Backend::Dealer => return Ok(()),
@@ -403,8 +403,70 @@ impl Ctx {
         let n = deficit(plan.triples, self.triples.available())?;
         let h = deficit(plan.half_triples, self.halves.available())?;
         let l = deficit(plan.leaf_ots, self.leaves.available())?;
-        self.make_triples(ch, n, h)?;
-        self.make_leaves(ch, l)
+        self.make_offline(ch, n, h, l, Some(plan))
+    }
+
+    /// Makes `n` bit triples, `h` half triples and `l` leaf OTs, and with `online` tops the
+    /// pools up to the COTs the online phase takes from them.
+    ///
+    /// Pool by pool, in the order each pool is consumed (the P0 → P1 pool: triples, half
+    /// triples, leaves, then the online COTs; the P1 → P0 pool: triples, then the online COTs),
+    /// each pool refilling on demand one batch at a time. So the pools only ever hold one batch
+    /// plus the online COTs (rather than every offline COT at once: tens of MB of fresh pages
+    /// at n = 2^14), and each party still sends on one pool's filler, then the other's: the
+    /// same rounds as filling both pools up front. Every pool is consumed in the same order as
+    /// before, so each correlation comes from the same pooled COT index.
+    fn make_offline<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        h: usize,
+        l: usize,
+        online: Option<Plan>,
+    ) -> Result<()> {
+        self.triples.compact();
+        let base = self.triples.t.len();
+        self.triples.t.resize(base + n, 0);
+        let r = self.make_offline_inner(ch, base, n, h, l, online);
+        if r.is_err() {
+            // Half-made triples must never be used (the pools refuse further calls after an
+            // error, but ANDs on stocked triples would not touch them).
+            self.triples.t.truncate(base);
+        }
+        r
+    }
+
+    fn make_offline_inner<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        base: usize,
+        n: usize,
+        h: usize,
+        l: usize,
+        online: Option<Plan>,
+    ) -> Result<()> {
+        self.triple_pass(ch, true, base, n)?;
+        self.make_halves(ch, h)?;
+        self.make_leaves(ch, l)?;
+        if let Some(p) = online {
+            self.real()?.top_up(ch, true, p.cots_from_p0)?;
+        }
+        self.triple_pass(ch, false, base, n)?;
+        if let Some(p) = online {
+            self.real()?.top_up(ch, false, p.cots_from_p1)?;
+        }
+        // c = a·b ⊕ u ⊕ v: the passes XORed in u, v (bits 3..5), b (bits 1..3) and a (bit 0).
+        for t in &mut self.triples.t[base..base + n] {
+            *t ^= (((*t >> 1) & 3) * (*t & 1)) << 3;
+        }
+        Ok(())
+    }
+
+    fn real(&mut self) -> Result<&mut crate::ot_real::RealOt> {
+        match &mut self.backend {
+            Backend::Real(r) => Ok(r),
+            _ => Err(invalid("offline correlations need the real OT backend")),
+        }
     }
 
     /// Makes `count` random 1-of-2^m leaf OTs (m = [`Ctx::mill_leaf_bits`]) from the
@@ -481,7 +543,7 @@ impl Ctx {
         let p = self.leaves.pos;
         let out = if self.is_p0() {
             let d = unpack_bits(
-                &ch.recv_pod::<u8>((k * m as usize).div_ceil(8))?,
+                &ch.recv_bytes((k * m as usize).div_ceil(8))?,
                 k * m as usize,
             )?;
             let s = self.rand_bits(2 * k);
@@ -530,7 +592,7 @@ impl Ctx {
             ch.flush()?;
             // One word of 2^m 2-bit fields per leaf, whole bytes (no padding to check).
             let per = 2 * nd / 8;
-            let y = ch.recv_pod::<u8>(per * k)?;
+            let y = ch.recv_bytes(per * k)?;
             let t = &self.leaves.t[p..p + k];
             (0..k)
                 .map(|j| {
@@ -547,19 +609,64 @@ impl Ctx {
         Ok(out)
     }
 
-    /// Makes `n` Beaver bit triples and `h` half triples from the pools' random COTs taken as
-    /// random OTs on the pools' own choice bits (`take_random_rot_into`: no message at all
-    /// unless a pool runs dry). Both parties take the same counts in the same order.
+    /// One pool's share of `n` Beaver bit triples (stored at `triples.t[base..]`), from the
+    /// pools' random COTs taken as random OTs on the pools' own choice bits
+    /// (`take_random_rot_into`: no message at all unless a pool runs dry). Both parties take
+    /// the same counts in the same order.
     ///
     /// Triple: with P0 → P1 ROT keys (k0, k1) and P1's random choice r1, P0 sets its two bits
     /// (b0, b2_0) = low2(k0 ⊕ k1) and keeps u0 = low2(k0), P1 gets v1 = low2(k_r1), so
     /// u0 ⊕ v1 = r1·(b0, b2_0); the mirror ROT gives r0·(b1, b2_1). With a_i = r_i,
     /// c_i = a_i·b_i ⊕ u_i ⊕ v_i (and the same for b2) are shares of (a0 ⊕ a1)(b0 ⊕ b1).
-    /// Half triple: one P0 → P1 ROT, u = lsb(k0 ⊕ k1) at P0, v = r1 at P1, shares lsb(k0) and
-    /// lsb(k_r1) of u·v. The keys are hashed (tccr under their global index), so their low
-    /// bits are independent of Δ.
-    fn make_triples<C: Channel>(&mut self, ch: &mut C, n: usize, h: usize) -> Result<()> {
-        if n == 0 && h == 0 {
+    /// The sender's pass XORs in b (bits 1..3) and u (bits 3..5), the receiver's a (bit 0) and
+    /// v (bits 3..5); [`Ctx::make_offline`] adds a·b once both passes are done. The keys are
+    /// hashed (tccr under their global index), so their low bits are independent of Δ.
+    fn triple_pass<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        from_p0: bool,
+        base: usize,
+        n: usize,
+    ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let sends = self.is_p0() == from_p0;
+        let r = match &mut self.backend {
+            Backend::Real(r) => r,
+            _ => return Err(invalid("bit triples need the real OT backend")),
+        };
+        let low2 = |k: &Block| (k.0 & 3) as u8;
+        let cap = TRIPLE_BATCH.min(n);
+        let t = &mut self.triples.t[base..base + n];
+        if sends {
+            let mut keys = vec![[Block::ZERO; 2]; cap];
+            for tc in t.chunks_mut(TRIPLE_BATCH) {
+                let keys = &mut keys[..tc.len()];
+                r.rand_rot_send(ch, keys)?;
+                for (t, k) in tc.iter_mut().zip(keys.iter()) {
+                    let k0 = low2(&k[0]);
+                    *t ^= (k0 ^ low2(&k[1])) << 1 | k0 << 3;
+                }
+            }
+        } else {
+            let mut got = vec![Block::ZERO; cap];
+            let mut bits = vec![false; cap];
+            for tc in t.chunks_mut(TRIPLE_BATCH) {
+                let (got, bits) = (&mut got[..tc.len()], &mut bits[..tc.len()]);
+                r.rand_rot_recv(ch, bits, got)?;
+                for ((t, k), a) in tc.iter_mut().zip(got.iter()).zip(bits.iter()) {
+                    *t ^= *a as u8 | low2(k) << 3;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes `h` half triples from the P0 → P1 pool: u = lsb(k0 ⊕ k1) at P0, v = r1 at P1,
+    /// shares lsb(k0) and lsb(k_r1) of u·v (see [`Ctx::triple_pass`]).
+    fn make_halves<C: Channel>(&mut self, ch: &mut C, h: usize) -> Result<()> {
+        if h == 0 {
             return Ok(());
         }
         let p0 = self.is_p0();
@@ -567,44 +674,26 @@ impl Ctx {
             Backend::Real(r) => r,
             _ => return Err(invalid("bit triples need the real OT backend")),
         };
-        self.triples.compact();
         self.halves.compact();
-        self.triples.t.reserve(n);
         self.halves.t.reserve(h);
-        let low2 = |k: &Block| (k.0 & 3) as u8;
-        let mut sent = vec![[Block::ZERO; 2]; TRIPLE_BATCH.min(n.max(h))];
-        let mut got = vec![Block::ZERO; TRIPLE_BATCH.min(n.max(h))];
-        let mut bits = vec![false; TRIPLE_BATCH.min(n.max(h))];
+        let cap = TRIPLE_BATCH.min(h);
         let mut done = 0;
-        while done < n {
-            let m = TRIPLE_BATCH.min(n - done);
-            // The P0 → P1 pool first on both sides.
-            if p0 {
-                r.rand_rot_send(ch, &mut sent[..m])?;
-                r.rand_rot_recv(ch, &mut bits[..m], &mut got[..m])?;
-            } else {
-                r.rand_rot_recv(ch, &mut bits[..m], &mut got[..m])?;
-                r.rand_rot_send(ch, &mut sent[..m])?;
-            }
-            self.triples.t.extend((0..m).map(|j| {
-                let (k0, k1) = (low2(&sent[j][0]), low2(&sent[j][1]));
-                let b = k0 ^ k1;
-                let a = bits[j] as u8;
-                let c = (b * a) ^ k0 ^ low2(&got[j]);
-                a | (b & 1) << 1 | (b >> 1) << 2 | (c & 1) << 3 | (c >> 1) << 4
-            }));
-            done += m;
-        }
-        done = 0;
-        while done < h {
-            let m = TRIPLE_BATCH.min(h - done);
-            if p0 {
+        if p0 {
+            let mut sent = vec![[Block::ZERO; 2]; cap];
+            while done < h {
+                let m = TRIPLE_BATCH.min(h - done);
                 r.rand_rot_send(ch, &mut sent[..m])?;
                 self.halves.t.extend(sent[..m].iter().map(|k| {
                     let (k0, k1) = ((k[0].0 & 1) as u8, (k[1].0 & 1) as u8);
                     (k0 ^ k1) | k0 << 1
                 }));
-            } else {
+                done += m;
+            }
+        } else {
+            let mut got = vec![Block::ZERO; cap];
+            let mut bits = vec![false; cap];
+            while done < h {
+                let m = TRIPLE_BATCH.min(h - done);
                 r.rand_rot_recv(ch, &mut bits[..m], &mut got[..m])?;
                 self.halves.t.extend(
                     bits[..m]
@@ -612,8 +701,8 @@ impl Ctx {
                         .zip(&got[..m])
                         .map(|(v, k)| *v as u8 | ((k.0 & 1) as u8) << 1),
                 );
+                done += m;
             }
-            done += m;
         }
         Ok(())
     }
@@ -633,9 +722,9 @@ impl Ctx {
         let packed = pack_bits(mine);
         let theirs = if self.is_p0() {
             ch.send_pod(&packed)?;
-            ch.recv_pod::<u8>(packed.len())?
+            ch.recv_bytes(packed.len())?
         } else {
-            let t = ch.recv_pod::<u8>(packed.len())?;
+            let t = ch.recv_bytes(packed.len())?;
             ch.send_pod(&packed)?;
             ch.flush()?;
             t
@@ -660,7 +749,10 @@ impl Ctx {
     fn ensure_triples<C: Channel>(&mut self, ch: &mut C, n: usize, h: usize) -> Result<()> {
         let n = n.saturating_sub(self.triples.available());
         let h = h.saturating_sub(self.halves.available());
-        self.make_triples(ch, n, h)
+        if n == 0 && h == 0 {
+            return Ok(());
+        }
+        self.make_offline(ch, n, h, 0, None)
     }
 
     /// AND of XOR-shared bits with Beaver triples: each party opens x ⊕ a and y ⊕ b (P0 sends

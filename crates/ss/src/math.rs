@@ -625,16 +625,19 @@ fn lut_digits<C: Channel>(
     ctx.block("lut", |ctx| {
         if ctx.is_p0() {
             let mut shares = Vec::with_capacity(q);
-            let mut msgs = vec![0u64; q * n * nn];
+            // Written row by row rather than zeroed first (tens of MB at n = 2^14): each row
+            // is its 2^w entries, then zeros up to nn for a narrower digit.
+            let mut msgs = Vec::with_capacity(q * n * nn);
             for (k, (dv, w)) in digits.iter().enumerate() {
                 let r = ctx.rand_u64s(n, bits);
                 let wm = mask(*w);
                 for i in 0..n {
                     let i0 = dv[i] & wm;
-                    for t in 0..(1usize << w) {
+                    msgs.extend((0..(1usize << w)).map(|t| {
                         let j = ((t as u64 + i0) & wm) as usize;
-                        msgs[(k * n + i) * nn + t] = sub(tables[k][j], r[i], mb);
-                    }
+                        sub(tables[k][j], r[i], mb)
+                    }));
+                    msgs.resize((k * n + i + 1) * nn, 0);
                 }
                 shares.push(r);
             }

@@ -65,37 +65,20 @@ impl RealOt {
         }
     }
 
-    /// Offline phase: fills both pools with what `plan` says the online phase takes, in the
-    /// same order on both sides (the P0 → P1 pool first). A pool that runs dry online refills
-    /// itself on demand (correct, but then that traffic is online).
-    pub(crate) fn preprocess<C: Channel>(
-        &mut self,
-        ch: &mut C,
-        plan: Plan,
-        leaf_bits: u32,
-    ) -> Result<()> {
-        // Each bit triple takes one random OT each way, each half triple one P0 → P1.
-        let from_p0 = count(
-            plan.cots_from_p0 + plan.triples + plan.half_triples + plan.leaf_ots * leaf_bits as u64,
-        )?;
-        let from_p1 = count(plan.cots_from_p1 + plan.triples)?;
-        if self.party.is_p0() {
-            let need = from_p0.saturating_sub(self.sender.available());
+    /// Offline phase: tops the P0 → P1 pool (`from_p0`) or the P1 → P0 pool up to `n` unused
+    /// COTs. Both parties call it at the same point with the same arguments. A pool that runs
+    /// dry online refills itself on demand (correct, but then that traffic is online).
+    pub(crate) fn top_up<C: Channel>(&mut self, ch: &mut C, from_p0: bool, n: u64) -> Result<()> {
+        let n = count(n)?;
+        if self.party.is_p0() == from_p0 {
+            let need = n.saturating_sub(self.sender.available());
             if need > 0 {
                 self.sender.fill(ch, need)?;
-            }
-            let need = from_p1.saturating_sub(self.receiver.available());
-            if need > 0 {
-                self.receiver.fill(ch, need)?;
             }
         } else {
-            let need = from_p0.saturating_sub(self.receiver.available());
+            let need = n.saturating_sub(self.receiver.available());
             if need > 0 {
                 self.receiver.fill(ch, need)?;
-            }
-            let need = from_p1.saturating_sub(self.sender.available());
-            if need > 0 {
-                self.sender.fill(ch, need)?;
             }
         }
         Ok(())
