@@ -508,13 +508,12 @@ impl<const L: usize, S: TableSink> Garbler<L, S> {
             .hash_with(&t[..6 * L], &mut x[..6 * L], &mut px[..6 * L]);
         // Two random bits per lane (L ≤ 16: 32 of the block's 128).
         let r = self.prg.next_block().0;
-        let start = self.tables.len();
-        self.tables.resize(start + three_halves::table_bytes(L), 0);
-        let tab = &mut self.tables[start..];
         let x = &self.x;
+        let mut g = [0u64; 3 * MAX_LANES];
+        let mut ctrl = 0u128;
         for l in 0..L {
             let (ah, bh) = hats[l];
-            let mut g = [0u64; 3];
+            let mut gl = [0u64; 3];
             let (c0, z) = three_halves::garble_lane::<L>(
                 &x[..],
                 l,
@@ -524,11 +523,13 @@ impl<const L: usize, S: TableSink> Garbler<L, S> {
                 bh,
                 d,
                 (r >> (2 * l)) as u32 & 3,
-                &mut g,
+                &mut gl,
             );
             out[l] = c0;
-            three_halves::put_lane::<L>(tab, l, &g, z);
+            g[3 * l..3 * l + 3].copy_from_slice(&gl);
+            ctrl |= (z as u128) << (5 * l);
         }
+        three_halves::put_gate::<L>(&mut self.tables, &g, ctrl);
     }
 }
 
@@ -829,10 +830,12 @@ impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
         }
         self.hash
             .hash_with(&t[..3 * L], &mut x[..3 * L], &mut px[..3 * L]);
-        let tab = &self.tab[..three_halves::table_bytes(L)];
+        let mut g = [0u64; 3 * MAX_LANES];
+        let ctrl = three_halves::get_gate::<L>(&self.tab[..three_halves::table_bytes(L)], &mut g);
         for l in 0..L {
-            let (g, z) = three_halves::get_lane::<L>(tab, l);
-            out[l] = three_halves::eval_lane(a[l], b[l], x[l], x[L + l], x[2 * L + l], g, z);
+            let gl = [g[3 * l], g[3 * l + 1], g[3 * l + 2]];
+            let z = (ctrl >> (5 * l)) as u32 & 31;
+            out[l] = three_halves::eval_lane(a[l], b[l], x[l], x[L + l], x[2 * L + l], gl, z);
         }
     }
 }

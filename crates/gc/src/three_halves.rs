@@ -112,6 +112,42 @@ pub(crate) const GARBLE_MATS: [u32; 16] = [
     mat(["010100", "101000", "010110", "101001", "100100"]),
 ];
 
+/// [`GARBLE_MATS`] as word masks (all ones where a coefficient is 1), row-major: entry
+/// 6k + c is row k's coefficient of basis half c. Expanded once so a lane's five rows are 30
+/// AND/XOR on words, without bit extraction.
+const GARBLE_MASKS: [[u64; 30]; 16] = {
+    let mut t = [[0u64; 30]; 16];
+    let mut m = 0;
+    while m < 16 {
+        let mut k = 0;
+        while k < 30 {
+            if (GARBLE_MATS[m] >> k) & 1 == 1 {
+                t[m][k] = u64::MAX;
+            }
+            k += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// [`EVAL_MATS`] as word masks: entry 4h + c is C_h's coefficient of input half c.
+const EVAL_MASKS: [[u64; 8]; 16] = {
+    let mut t = [[0u64; 8]; 16];
+    let mut m = 0;
+    while m < 16 {
+        let mut k = 0;
+        while k < 8 {
+            if (EVAL_MATS[m] >> k) & 1 == 1 {
+                t[m][k] = u64::MAX;
+            }
+            k += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
 /// Rows written as in the derivation (leftmost character = coefficient of Â_L).
 const fn mat(rows: [&str; 5]) -> u32 {
     let mut m = 0u32;
@@ -199,12 +235,12 @@ pub(crate) fn garble_lane<const L: usize>(
     let abar = 1 ^ a0.lsb() as u32;
     let bbar = 1 ^ b0.lsb() as u32;
     let (r0, r1) = (r & 1, (r >> 1) & 1);
-    let m = GARBLE_MATS[((abar << 3) | (bbar << 2) | (r0 << 1) | r1) as usize];
+    let m = &GARBLE_MASKS[((abar << 3) | (bbar << 2) | (r0 << 1) | r1) as usize];
     let basis = [hi(ah), lo(ah), hi(bh), lo(bh), hi(d), lo(d)];
-    let row = |k: u32| -> u64 {
+    let row = |k: usize| -> u64 {
         let mut v = 0u64;
-        for (c, &x) in basis.iter().enumerate() {
-            v ^= x & mask(m >> (6 * k + c as u32));
+        for c in 0..6 {
+            v ^= basis[c] & m[6 * k + c];
         }
         v
     };
@@ -250,49 +286,35 @@ pub(crate) fn eval_lane(
     let z4 = (z >> 4) & 1;
     let d0 = (z & 1) ^ (i & (z >> 2)) ^ (ij & z4) ^ hf(ha) ^ hf(hab);
     let d1 = ((z >> 1) & 1) ^ (j & (z >> 3)) ^ (ij & z4) ^ hf(hb) ^ hf(hab);
-    let rm = EVAL_MATS[((i << 3) | (j << 2) | ((d0 & 1) << 1) | (d1 & 1)) as usize] as u32;
+    let rm = &EVAL_MASKS[((i << 3) | (j << 2) | ((d0 & 1) << 1) | (d1 & 1)) as usize];
     let ins = [hi(a), lo(a), hi(b), lo(b)];
     let mut cl = hh(ha) ^ hh(hab) ^ (g[0] & mask(i)) ^ (g[2] & mask(ij));
     let mut cr = hh(hb) ^ hh(hab) ^ (g[1] & mask(j)) ^ (g[2] & mask(ij));
-    for (c, &x) in ins.iter().enumerate() {
-        cl ^= x & mask(rm >> c);
-        cr ^= x & mask(rm >> (4 + c));
+    for c in 0..4 {
+        cl ^= ins[c] & rm[c];
+        cr ^= ins[c] & rm[4 + c];
     }
     join(cl, cr)
 }
 
-/// Writes lane `l`'s three half-ciphertexts and five control bits into a gate's table
-/// (`out.len() == table_bytes(L)`, control bytes zeroed by the caller).
+/// Appends one gate's table: the lanes' half-ciphertexts `g` (3 per lane, lane-major) and
+/// control bits `ctrl` (bit 5l + k = z_k of lane l), as laid out in the module doc.
 #[inline(always)]
-pub(crate) fn put_lane<const L: usize>(out: &mut [u8], l: usize, g: &[u64; 3], z: u32) {
-    for (k, v) in g.iter().enumerate() {
-        out[(3 * l + k) * 8..(3 * l + k + 1) * 8].copy_from_slice(&v.to_le_bytes());
-    }
-    let bit = 5 * l;
-    let word = u16::from(z as u8 & 31) << (bit % 8);
-    let p = 24 * L + bit / 8;
-    out[p] |= word as u8;
-    if let Some(q) = out.get_mut(p + 1) {
-        *q |= (word >> 8) as u8;
-    }
+pub(crate) fn put_gate<const L: usize>(out: &mut Vec<u8>, g: &[u64], ctrl: u128) {
+    // Little-endian words (the workspace refuses big-endian targets).
+    out.extend_from_slice(bytemuck::cast_slice::<u64, u8>(&g[..3 * L]));
+    out.extend_from_slice(&ctrl.to_le_bytes()[..(5 * L).div_ceil(8)]);
 }
 
-/// Reads lane `l`'s half-ciphertexts and control bits from a gate's table.
+/// Reads one gate's table (`tab.len() == table_bytes(L)`) into half-ciphertexts `g` (3 per
+/// lane) and returns the control bits.
 #[inline(always)]
-pub(crate) fn get_lane<const L: usize>(tab: &[u8], l: usize) -> ([u64; 3], u32) {
-    let mut g = [0u64; 3];
-    for (k, v) in g.iter_mut().enumerate() {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&tab[(3 * l + k) * 8..(3 * l + k + 1) * 8]);
-        *v = u64::from_le_bytes(w);
-    }
-    let bit = 5 * l;
-    let p = 24 * L + bit / 8;
-    let mut word = tab[p] as u16;
-    if let Some(&q) = tab.get(p + 1) {
-        word |= (q as u16) << 8;
-    }
-    (g, ((word >> (bit % 8)) & 31) as u32)
+pub(crate) fn get_gate<const L: usize>(tab: &[u8], g: &mut [u64]) -> u128 {
+    bytemuck::cast_slice_mut::<u64, u8>(&mut g[..3 * L]).copy_from_slice(&tab[..24 * L]);
+    let mut c = [0u8; 16];
+    let n = (5 * L).div_ceil(8);
+    c[..n].copy_from_slice(&tab[24 * L..24 * L + n]);
+    u128::from_le_bytes(c)
 }
 
 #[cfg(test)]
@@ -360,20 +382,17 @@ mod tests {
     #[test]
     fn control_bits_pack_and_unpack_for_every_lane_count() {
         fn case<const L: usize>() {
-            let mut t = vec![0u8; table_bytes(L)];
+            let g: Vec<u64> = (0..3 * L as u64).map(|v| v * 0x9e37_79b9 + 1).collect();
+            let mut ctrl = 0u128;
             for l in 0..L {
-                put_lane::<L>(
-                    &mut t,
-                    l,
-                    &[l as u64, !(l as u64), 7 * l as u64],
-                    (l as u32 * 7 + 3) & 31,
-                );
+                ctrl |= (((l as u128) * 7 + 3) & 31) << (5 * l);
             }
-            for l in 0..L {
-                let (g, z) = get_lane::<L>(&t, l);
-                assert_eq!(g, [l as u64, !(l as u64), 7 * l as u64]);
-                assert_eq!(z, (l as u32 * 7 + 3) & 31);
-            }
+            let mut t = Vec::new();
+            put_gate::<L>(&mut t, &g, ctrl);
+            assert_eq!(t.len(), table_bytes(L));
+            let mut back = vec![0u64; 3 * L];
+            assert_eq!(get_gate::<L>(&t, &mut back), ctrl);
+            assert_eq!(back, g);
         }
         case::<1>();
         case::<3>();
