@@ -4,12 +4,14 @@
 //! labels are the same for both, so one circuit definition runs on either.
 //!
 //! * A wire carries `L` independent circuit copies at once (`[Block; L]`): the `4L` hashes of an
-//!   AND gate (garbler) or `2L` (evaluator) go through AES-NI in one pipelined batch.
+//!   AND gate (garbler; `6L` with three-halves) or `2L` (evaluator; `3L`) go through AES-NI in
+//!   one pipelined batch.
 //! * Labels: the garbler's wire is the zero-label `W0` (the one-label is `W0 ⊕ Δ`, lsb(Δ) = 1, so
 //!   the permute bit is lsb(W0)); the evaluator's wire is the active label. XOR and NOT are free.
 //! * Hash: the tweakable circular correlation-robust hash H(i, x) = π(π(x) ⊕ i) ⊕ π(x) of
 //!   `secinfer-ot` (fixed-key AES, same key), with tweak i = nonce‖instance‖(2j or 2j+1) for AND
-//!   gate j of circuit copy `instance`: unique per gate in a session.
+//!   gate j of circuit copy `instance` (three-halves: 3j, 3j+1, 3j+2 for its A, B and A ⊕ B
+//!   hashes, j < 2^30): unique per hash position in a session (the nonce is fresh per batch).
 //! * Half-gates: two ciphertexts (32 bytes) per AND gate and copy; three-halves: 24.625 bytes
 //!   ([`Scheme::table_bytes`] gives a gate's bytes for `L` copies, the size framing code must
 //!   use). Tables are bytes: they go to a [`TableSink`]; the evaluator reads them from a
