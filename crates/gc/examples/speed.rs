@@ -1,7 +1,7 @@
 //! Garbling/evaluation throughput on one core and the 16384 × 8-bit ReLU end-to-end case.
 //! `cargo run -p secinfer-gc --release --example speed`
 use secinfer_gc::activation::{ActSpec, Func};
-use secinfer_gc::garble::{Evaluator, Garbler, SliceSource};
+use secinfer_gc::garble::{Evaluator, Garbler, Scheme, SliceSource};
 use secinfer_gc::shares::{evaluate_apply, garble_apply, share_circuit, ShareDomain};
 use secinfer_net::simulate;
 use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
@@ -36,53 +36,14 @@ fn main() {
     let spec = ActSpec::default_for(Func::Tanh, 16);
     let c = share_circuit(ShareDomain::Pow2(16), &spec).expect("circuit");
     let d = Block(Prg::new().next_block().0 | 1);
-    let reps = 3000;
-    // one chunk's tables buffer reused (as the protocol streams them out), garbled `reps` times
-    let mut g = Garbler::<16>::new(d, 1, 0, Prg::from_seed(Block(1))).expect("g");
-    let ins: Vec<[Block; 16]> = (0..c.n_inputs).map(|_| g.input()).collect();
-    g.tables.reserve(c.and_count() as usize * 32);
-    let t = Instant::now();
-    let cpu = cpu_ns();
-    for _ in 0..reps {
-        g.tables.clear();
-        c.eval(&mut g, &ins);
+    for scheme in [Scheme::HalfGates, Scheme::ThreeHalves] {
+        println!(
+            "-- {} ({} bytes per 16-lane AND gate)",
+            scheme.name(),
+            scheme.table_bytes(16)
+        );
+        tables_speed(&c, d, scheme);
     }
-    let dt = t.elapsed().as_secs_f64();
-    let dc = (cpu_ns() - cpu) / 1e9;
-    let ands = c.and_count() as f64 * 16.0 * reps as f64;
-    println!("garble 16-bit tanh share circuit: {} ANDs/circuit ({} XOR), {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", c.and_count(), c.stats().xors, ands / dt / 1e6, ands / dc / 1e6);
-    let tables = std::mem::take(&mut g.tables);
-    let t = Instant::now();
-    let cpu = cpu_ns();
-    for _ in 0..reps {
-        let mut e = Evaluator::<16, _>::new(1, 0, SliceSource::new(&tables)).expect("e");
-        c.eval(&mut e, &ins);
-    }
-    let dt = t.elapsed().as_secs_f64();
-    let dc = (cpu_ns() - cpu) / 1e9;
-    println!(
-        "evaluate: {:.1} M AND/s wall, {:.1} M AND/s per CPU-second",
-        ands / dt / 1e6,
-        ands / dc / 1e6
-    );
-    // an AND-dominated circuit: 32-bit multiplier
-    let m = secinfer_gc::Circuit::build(64, |b, x| {
-        secinfer_gc::gadgets::mul_lo(b, &x[..32], &x[32..])
-    });
-    let ins: Vec<[Block; 16]> = (0..64).map(|_| g.input()).collect();
-    g.tables.reserve(m.and_count() as usize * 32);
-    let reps = 1000;
-    let t = Instant::now();
-    let cpu = cpu_ns();
-    for _ in 0..reps {
-        g.tables.clear();
-        m.eval(&mut g, &ins);
-    }
-    let dt = t.elapsed().as_secs_f64();
-    let dc = (cpu_ns() - cpu) / 1e9;
-    let ands = m.and_count() as f64 * 16.0 * reps as f64;
-    println!("garble 32-bit multiplier: {} ANDs ({} XOR), {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", m.and_count(), m.stats().xors, ands / dt / 1e6, ands / dc / 1e6);
-
     for _ in 0..3 {
         let n = 16384;
         let domain = ShareDomain::Pow2(8);
@@ -152,4 +113,61 @@ fn main() {
         cpu / reps as f64 * 1e3,
         wall / reps as f64 * 1e3
     );
+}
+
+/// Garbling and evaluation throughput of `scheme` on the tanh share circuit and a 32-bit
+/// multiplier (one core, CPU time).
+fn tables_speed(c: &secinfer_gc::Circuit, d: Block, scheme: Scheme) {
+    let reps = 3000;
+    // one chunk's tables buffer reused (as the protocol streams them out), garbled `reps` times
+    let mut g = Garbler::<16>::new(d, 1, 0, Prg::from_seed(Block(1)))
+        .expect("g")
+        .with_scheme(scheme);
+    let ins: Vec<[Block; 16]> = (0..c.n_inputs).map(|_| g.input()).collect();
+    g.tables
+        .reserve(c.and_count() as usize * scheme.table_bytes(16));
+    let t = Instant::now();
+    let cpu = cpu_ns();
+    for _ in 0..reps {
+        g.tables.clear();
+        c.eval(&mut g, &ins);
+    }
+    let dt = t.elapsed().as_secs_f64();
+    let dc = (cpu_ns() - cpu) / 1e9;
+    let ands = c.and_count() as f64 * 16.0 * reps as f64;
+    println!("garble 16-bit tanh share circuit: {} ANDs/circuit ({} XOR), {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", c.and_count(), c.stats().xors, ands / dt / 1e6, ands / dc / 1e6);
+    let tables = std::mem::take(&mut g.tables);
+    let t = Instant::now();
+    let cpu = cpu_ns();
+    for _ in 0..reps {
+        let mut e = Evaluator::<16, _>::new(1, 0, SliceSource::new(&tables))
+            .expect("e")
+            .with_scheme(scheme);
+        c.eval(&mut e, &ins);
+    }
+    let dt = t.elapsed().as_secs_f64();
+    let dc = (cpu_ns() - cpu) / 1e9;
+    println!(
+        "evaluate: {:.1} M AND/s wall, {:.1} M AND/s per CPU-second",
+        ands / dt / 1e6,
+        ands / dc / 1e6
+    );
+    // an AND-dominated circuit: 32-bit multiplier
+    let m = secinfer_gc::Circuit::build(64, |b, x| {
+        secinfer_gc::gadgets::mul_lo(b, &x[..32], &x[32..])
+    });
+    let ins: Vec<[Block; 16]> = (0..64).map(|_| g.input()).collect();
+    g.tables
+        .reserve(m.and_count() as usize * scheme.table_bytes(16));
+    let reps = 1000;
+    let t = Instant::now();
+    let cpu = cpu_ns();
+    for _ in 0..reps {
+        g.tables.clear();
+        m.eval(&mut g, &ins);
+    }
+    let dt = t.elapsed().as_secs_f64();
+    let dc = (cpu_ns() - cpu) / 1e9;
+    let ands = m.and_count() as f64 * 16.0 * reps as f64;
+    println!("garble 32-bit multiplier: {} ANDs ({} XOR), {:.1} M AND/s wall, {:.1} M AND/s per CPU-second", m.and_count(), m.stats().xors, ands / dt / 1e6, ands / dc / 1e6);
 }

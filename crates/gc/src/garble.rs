@@ -1,16 +1,27 @@
-//! Half-gates garbling (Zahur–Rosulek–Evans 2015) with free-XOR and point-and-permute.
+//! Garbling with free-XOR and point-and-permute, AND gates by one of two schemes ([`Scheme`]):
+//! half-gates (Zahur–Rosulek–Evans 2015, 2κ bits per AND) or three-halves (Rosulek–Roy 2021,
+//! 1.5κ + 5 bits per AND; [`crate::three_halves`]). XOR, NOT, constants, input and output
+//! labels are the same for both, so one circuit definition runs on either.
 //!
 //! * A wire carries `L` independent circuit copies at once (`[Block; L]`): the `4L` hashes of an
-//!   AND gate (garbler) or `2L` (evaluator) go through AES-NI in one pipelined batch.
+//!   AND gate (garbler; `6L` with three-halves) or `2L` (evaluator; `3L`) go through AES-NI in
+//!   one pipelined batch.
 //! * Labels: the garbler's wire is the zero-label `W0` (the one-label is `W0 ⊕ Δ`, lsb(Δ) = 1, so
 //!   the permute bit is lsb(W0)); the evaluator's wire is the active label. XOR and NOT are free.
 //! * Hash: the tweakable circular correlation-robust hash H(i, x) = π(π(x) ⊕ i) ⊕ π(x) of
 //!   `secinfer-ot` (fixed-key AES, same key), with tweak i = nonce‖instance‖(2j or 2j+1) for AND
-//!   gate j of circuit copy `instance`: unique per gate in a session.
-//! * Two ciphertexts (32 bytes) per AND gate. Tables go to a [`TableSink`]; the evaluator reads
-//!   them from a [`TableSource`]. A short or failing source is recorded (the evaluator then
-//!   produces garbage labels instead of panicking) and reported by [`Evaluator::finish`].
+//!   gate j of circuit copy `instance` (three-halves: 3j, 3j+1, 3j+2 for its A, B and A ⊕ B
+//!   hashes, j < 2^30): unique per hash position in a session (the nonce is fresh per batch).
+//! * Half-gates: two ciphertexts (32 bytes) per AND gate and copy; three-halves: 24.625 bytes
+//!   ([`Scheme::table_bytes`] gives a gate's bytes for `L` copies, the size framing code must
+//!   use). Tables are bytes: they go to a [`TableSink`]; the evaluator reads them from a
+//!   [`TableSource`]. A short or failing source is recorded (the evaluator then produces
+//!   garbage labels instead of panicking) and reported by [`Evaluator::finish`].
+//! * Δ: the garbler refuses lsb(Δ) = 0 (point-and-permute needs the colour of X ⊕ Δ to differ
+//!   from X's); Δ must be uniform otherwise and secret (the COT pools' Δ in the protocols). The
+//!   same Δ serves both schemes.
 use crate::backend::Backend;
+use crate::three_halves;
 use crate::GcError;
 use secinfer_net::Channel;
 use secinfer_ot::{AesCipher, Block, Prg};
@@ -20,8 +31,66 @@ use secinfer_ot::{AesCipher, Block, Prg};
 const FIXED_KEY: u128 = 0x243f6a88_85a308d3_13198a2e_03707344;
 /// Largest lane count (stack scratch is sized for it).
 pub const MAX_LANES: usize = 16;
-/// Blocks per table frame on the wire (64 KiB).
-pub const FRAME_BLOCKS: usize = 4096;
+/// Bytes per table frame on the wire, at most (64 KiB; a frame holds whole gates).
+pub const FRAME_BYTES: usize = 65536;
+/// [`FRAME_BYTES`] in blocks.
+pub const FRAME_BLOCKS: usize = FRAME_BYTES / 16;
+
+/// How AND gates are garbled. Both sides of a batch must agree (the GRU session puts it in its
+/// handshake); labels, Δ, XOR/NOT and outputs are the same for both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Scheme {
+    /// Zahur–Rosulek–Evans half-gates: two 128-bit ciphertexts per AND gate, 2 + 2 fixed-key
+    /// AES calls (garbler 4 hashes, evaluator 2).
+    #[default]
+    HalfGates,
+    /// Rosulek–Roy three-halves ([`crate::three_halves`]): three 64-bit half-ciphertexts and
+    /// five control bits per AND gate; garbler 6 hashes, evaluator 3.
+    ThreeHalves,
+}
+
+impl Scheme {
+    /// Bytes of one AND gate's table for `lanes` circuit copies garbled together (the unit
+    /// the evaluator reads; 16 lanes: 512 bytes half-gates, 394 three-halves).
+    pub const fn table_bytes(self, lanes: usize) -> usize {
+        match self {
+            Scheme::HalfGates => 32 * lanes,
+            Scheme::ThreeHalves => three_halves::table_bytes(lanes),
+        }
+    }
+    /// Bytes of `and_gates` AND gates' tables for `chunks` chunks of `lanes` copies, or `None`
+    /// on overflow.
+    pub fn tables_bytes(self, and_gates: u64, chunks: u64, lanes: usize) -> Option<u64> {
+        and_gates
+            .checked_mul(chunks)?
+            .checked_mul(self.table_bytes(lanes) as u64)
+    }
+    /// Largest number of AND gates in one circuit copy (tweak space: the gate field is 32 bits
+    /// and holds 2g + k resp. 3g + k).
+    pub const fn max_and_gates(self) -> u32 {
+        match self {
+            Scheme::HalfGates => 1 << 31,
+            Scheme::ThreeHalves => 1 << 30,
+        }
+    }
+    /// The name used on the command line and in handshakes.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Scheme::HalfGates => "half-gates",
+            Scheme::ThreeHalves => "three-halves",
+        }
+    }
+    /// Parses [`Scheme::name`].
+    pub fn parse(s: &str) -> Result<Self, GcError> {
+        match s {
+            "half-gates" => Ok(Scheme::HalfGates),
+            "three-halves" => Ok(Scheme::ThreeHalves),
+            _ => Err(GcError::invalid(format!(
+                "garbling scheme {s:?} is not half-gates or three-halves"
+            ))),
+        }
+    }
+}
 
 /// Batched tweakable CCR hash.
 #[derive(Clone)]
@@ -153,25 +222,25 @@ fn xor_lanes<const L: usize>(w: &mut [[Block; L]], x: usize, y: usize, out: usiz
     }
 }
 
-/// Where the garbler's tables go.
+/// Where the garbler's tables go (bytes, whole gates).
 pub trait TableSink {
-    fn put(&mut self, blocks: &[Block]) -> Result<(), GcError>;
+    fn put(&mut self, bytes: &[u8]) -> Result<(), GcError>;
 }
 
 /// Keeps tables in [`Garbler::tables`] (bounded by the caller: one chunk of circuit copies).
 #[derive(Debug, Default)]
 pub struct Buffer;
 impl TableSink for Buffer {
-    fn put(&mut self, _blocks: &[Block]) -> Result<(), GcError> {
+    fn put(&mut self, _bytes: &[u8]) -> Result<(), GcError> {
         Ok(())
     }
 }
 
-/// Streams tables to the peer in frames of [`FRAME_BLOCKS`].
+/// Streams tables to the peer in frames of at most [`FRAME_BYTES`].
 pub struct ChannelSink<'a, C: Channel>(pub &'a mut C);
 impl<C: Channel> TableSink for ChannelSink<'_, C> {
-    fn put(&mut self, blocks: &[Block]) -> Result<(), GcError> {
-        self.0.send_pod(blocks)?;
+    fn put(&mut self, bytes: &[u8]) -> Result<(), GcError> {
+        self.0.send_frame(bytes)?;
         Ok(())
     }
 }
@@ -180,16 +249,18 @@ impl<C: Channel> TableSink for ChannelSink<'_, C> {
 pub struct Garbler<const L: usize, S: TableSink = Buffer> {
     delta: Block,
     hash: TccrHash,
+    scheme: Scheme,
     bases: [u128; L],
     gate: u32,
-    /// Tables produced and not yet handed to the sink: per AND gate, per lane, (TG, TE).
-    pub tables: Vec<Block>,
+    /// Tables produced and not yet handed to the sink, as bytes: per AND gate
+    /// [`Scheme::table_bytes`]`(L)` (half-gates: per lane TG, TE as little-endian blocks).
+    pub tables: Vec<u8>,
     sink: Option<S>,
     prg: Prg,
     err: Option<GcError>,
-    x: [Block; 4 * MAX_LANES],
-    t: [Block; 4 * MAX_LANES],
-    px: [Block; 4 * MAX_LANES],
+    x: [Block; 6 * MAX_LANES],
+    t: [Block; 6 * MAX_LANES],
+    px: [Block; 6 * MAX_LANES],
 }
 
 impl<const L: usize> Garbler<L, Buffer> {
@@ -228,16 +299,28 @@ impl<const L: usize, S: TableSink> Garbler<L, S> {
         Ok(Garbler {
             delta,
             hash: TccrHash::new(),
+            scheme: Scheme::HalfGates,
             bases,
             gate: 0,
             tables: Vec::new(),
             sink,
             prg,
             err: None,
-            x: [Block::ZERO; 4 * MAX_LANES],
-            t: [Block::ZERO; 4 * MAX_LANES],
-            px: [Block::ZERO; 4 * MAX_LANES],
+            x: [Block::ZERO; 6 * MAX_LANES],
+            t: [Block::ZERO; 6 * MAX_LANES],
+            px: [Block::ZERO; 6 * MAX_LANES],
         })
+    }
+
+    /// This garbler with AND gates garbled by `scheme` (half-gates unless set; set it before
+    /// the first gate).
+    pub fn with_scheme(mut self, scheme: Scheme) -> Self {
+        self.scheme = scheme;
+        self
+    }
+
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
     }
 
     pub fn delta(&self) -> Block {
@@ -270,9 +353,13 @@ impl<const L: usize, S: TableSink> Garbler<L, S> {
         w0 ^ self.delta.and_bit(bit)
     }
 
+    /// Hands the tables to the sink when forced or when the next gate would not fit in a
+    /// frame (frames hold whole gates and at most [`FRAME_BYTES`]; half-gates frames are
+    /// exactly 64 KiB as before).
     fn flush_if_full(&mut self, force: bool) {
+        let gate = self.scheme.table_bytes(L);
         if let Some(s) = self.sink.as_mut() {
-            if (force && !self.tables.is_empty()) || self.tables.len() >= FRAME_BLOCKS {
+            if (force && !self.tables.is_empty()) || self.tables.len() + gate > FRAME_BYTES {
                 if self.err.is_none() {
                     if let Err(e) = s.put(&self.tables) {
                         self.err = Some(e);
@@ -351,12 +438,25 @@ impl<const L: usize, S: TableSink> AndCore<L> for Garbler<L, S> {
     #[inline]
     fn and_core(&mut self, a: &[Block; L], b: &[Block; L], out: &mut [Block; L]) {
         let j = self.gate;
-        if j >= (1 << 31) {
+        if j >= self.scheme.max_and_gates() {
             self.err.get_or_insert(GcError::invalid(
-                "more than 2^31 AND gates in one circuit copy",
+                "too many AND gates in one circuit copy for the tweak space",
             ));
         }
         self.gate = j.wrapping_add(1);
+        match self.scheme {
+            Scheme::HalfGates => self.half_gates(j, a, b, out),
+            Scheme::ThreeHalves => self.three_halves(j, a, b, out),
+        }
+        if self.sink.is_some() {
+            self.flush_if_full(false);
+        }
+    }
+}
+
+impl<const L: usize, S: TableSink> Garbler<L, S> {
+    #[inline(always)]
+    fn half_gates(&mut self, j: u32, a: &[Block; L], b: &[Block; L], out: &mut [Block; L]) {
         let d = self.delta;
         let (x, t, px) = (&mut self.x, &mut self.t, &mut self.px);
         let t0 = (2 * j) as u128;
@@ -375,7 +475,7 @@ impl<const L: usize, S: TableSink> AndCore<L> for Garbler<L, S> {
         self.hash
             .hash_with(&t[..4 * L], &mut x[..4 * L], &mut px[..4 * L]);
         let x = &self.x;
-        self.tables.reserve(2 * L);
+        self.tables.reserve(32 * L);
         for l in 0..L {
             let (ha0, ha1, hb0, hb1) = (x[l], x[L + l], x[2 * L + l], x[3 * L + l]);
             let pa = a[l].lsb();
@@ -385,37 +485,78 @@ impl<const L: usize, S: TableSink> AndCore<L> for Garbler<L, S> {
             let te = hb0 ^ hb1 ^ a[l];
             let we0 = hb0 ^ (te ^ a[l]).and_bit(pb);
             out[l] = wg0 ^ we0;
-            self.tables.push(tg);
-            self.tables.push(te);
+            self.tables.extend_from_slice(&tg.to_bytes());
+            self.tables.extend_from_slice(&te.to_bytes());
         }
-        if self.sink.is_some() {
-            self.flush_if_full(false);
+    }
+
+    /// Three-halves (Rosulek–Roy 2021): six hashes per lane, tweaks 3j, 3j + 1, 3j + 2 for the
+    /// A, B and A ⊕ B positions; two fresh random bits r per lane from the PRG.
+    #[inline(always)]
+    fn three_halves(&mut self, j: u32, a: &[Block; L], b: &[Block; L], out: &mut [Block; L]) {
+        let d = self.delta;
+        let (x, t, px) = (&mut self.x, &mut self.t, &mut self.px);
+        let t0 = (3 * j) as u128;
+        let mut hats = [(Block::ZERO, Block::ZERO); L];
+        for l in 0..L {
+            hats[l] = three_halves::garble_inputs::<L>(a[l], b[l], d, l, &mut x[..]);
+            for k in 0..3 {
+                let tw = Block(self.bases[l] | (t0 + k as u128));
+                t[2 * k * L + l] = tw;
+                t[(2 * k + 1) * L + l] = tw;
+            }
         }
+        self.hash
+            .hash_with(&t[..6 * L], &mut x[..6 * L], &mut px[..6 * L]);
+        // Two random bits per lane (L ≤ 16: 32 of the block's 128).
+        let r = self.prg.next_block().0;
+        let x = &self.x;
+        let mut g = [0u64; 3 * MAX_LANES];
+        let mut ctrl = 0u128;
+        for l in 0..L {
+            let (ah, bh) = hats[l];
+            let mut gl = [0u64; 3];
+            let (c0, z) = three_halves::garble_lane::<L>(
+                &x[..],
+                l,
+                a[l],
+                b[l],
+                ah,
+                bh,
+                d,
+                (r >> (2 * l)) as u32 & 3,
+                &mut gl,
+            );
+            out[l] = c0;
+            g[3 * l..3 * l + 3].copy_from_slice(&gl);
+            ctrl |= (z as u128) << (5 * l);
+        }
+        three_halves::put_gate::<L>(&mut self.tables, &g, ctrl);
     }
 }
 
-/// Where the evaluator's tables come from.
+/// Where the evaluator's tables come from (bytes, in the garbler's order).
 pub trait TableSource {
-    /// Fills `out` with the next tables.
-    fn fill(&mut self, out: &mut [Block]) -> Result<(), GcError>;
+    /// Fills `out` with the next table bytes.
+    fn fill(&mut self, out: &mut [u8]) -> Result<(), GcError>;
 }
 
 /// Tables already in memory (received in the offline phase).
 pub struct SliceSource<'a> {
-    data: &'a [Block],
+    data: &'a [u8],
     pos: usize,
 }
 impl<'a> SliceSource<'a> {
-    pub fn new(data: &'a [Block]) -> Self {
+    pub fn new(data: &'a [u8]) -> Self {
         SliceSource { data, pos: 0 }
     }
-    /// Blocks not consumed.
+    /// Bytes not consumed.
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
 }
 impl TableSource for SliceSource<'_> {
-    fn fill(&mut self, out: &mut [Block]) -> Result<(), GcError> {
+    fn fill(&mut self, out: &mut [u8]) -> Result<(), GcError> {
         let end = self.pos + out.len();
         if end > self.data.len() {
             return Err(GcError::Truncated {
@@ -429,7 +570,7 @@ impl TableSource for SliceSource<'_> {
     }
 }
 
-/// Tables kept as the raw frames they arrived in (no copy into one buffer), read from block
+/// Tables kept as the raw frames they arrived in (no copy into one buffer), read from byte
 /// offset `start`.
 pub struct FrameSource<'a> {
     frames: &'a [Vec<u8>],
@@ -437,15 +578,15 @@ pub struct FrameSource<'a> {
     pos: usize,
 }
 impl<'a> FrameSource<'a> {
-    /// `starts[i]` is the block offset of frame i (prefix sums of frame lengths / 16).
+    /// `starts[i]` is the byte offset of frame i (prefix sums of frame lengths).
     pub fn at(frames: &'a [Vec<u8>], starts: &[u64], start: u64) -> Self {
         let fi = starts.partition_point(|&s| s <= start).saturating_sub(1);
-        let pos = starts.get(fi).map_or(0, |&s| ((start - s) * 16) as usize);
+        let pos = starts.get(fi).map_or(0, |&s| (start - s) as usize);
         FrameSource { frames, fi, pos }
     }
 }
 impl TableSource for FrameSource<'_> {
-    fn fill(&mut self, out: &mut [Block]) -> Result<(), GcError> {
+    fn fill(&mut self, out: &mut [u8]) -> Result<(), GcError> {
         let mut k = 0;
         while k < out.len() {
             let Some(f) = self.frames.get(self.fi) else {
@@ -459,26 +600,19 @@ impl TableSource for FrameSource<'_> {
                 self.pos = 0;
                 continue;
             }
-            let take = (out.len() - k).min((f.len() - self.pos) / 16);
-            for (o, b) in out[k..k + take]
-                .iter_mut()
-                .zip(f[self.pos..self.pos + take * 16].chunks_exact(16))
-            {
-                let mut a = [0u8; 16];
-                a.copy_from_slice(b);
-                *o = Block::from_bytes(a);
-            }
-            self.pos += take * 16;
+            let take = (out.len() - k).min(f.len() - self.pos);
+            out[k..k + take].copy_from_slice(&f[self.pos..self.pos + take]);
+            self.pos += take;
             k += take;
         }
         Ok(())
     }
 }
 
-/// Tables streamed from the peer in frames of at most [`FRAME_BLOCKS`] blocks.
+/// Tables streamed from the peer in frames of at most [`FRAME_BYTES`].
 pub struct ChannelSource<'a, C: Channel> {
     ch: &'a mut C,
-    frame: Vec<Block>,
+    frame: Vec<u8>,
     pos: usize,
     got: u64,
 }
@@ -493,11 +627,11 @@ impl<'a, C: Channel> ChannelSource<'a, C> {
     }
 }
 impl<C: Channel> TableSource for ChannelSource<'_, C> {
-    fn fill(&mut self, out: &mut [Block]) -> Result<(), GcError> {
+    fn fill(&mut self, out: &mut [u8]) -> Result<(), GcError> {
         let mut k = 0;
         while k < out.len() {
             if self.pos == self.frame.len() {
-                let f: Vec<Block> = match self.ch.recv_pod_upto(FRAME_BLOCKS) {
+                let f = match self.ch.recv_frame() {
                     Ok(f) => f,
                     Err(secinfer_net::NetError::Closed) => {
                         return Err(GcError::Truncated {
@@ -509,6 +643,12 @@ impl<C: Channel> TableSource for ChannelSource<'_, C> {
                 };
                 if f.is_empty() {
                     return Err(GcError::Malformed("empty table frame".into()));
+                }
+                if f.len() > FRAME_BYTES {
+                    return Err(GcError::Malformed(format!(
+                        "table frame of {} bytes (at most {FRAME_BYTES})",
+                        f.len()
+                    )));
                 }
                 self.got += f.len() as u64;
                 self.frame = f;
@@ -526,14 +666,15 @@ impl<C: Channel> TableSource for ChannelSource<'_, C> {
 /// The evaluator backend for `L` copies of a circuit.
 pub struct Evaluator<const L: usize, Src: TableSource> {
     hash: TccrHash,
+    scheme: Scheme,
     bases: [u128; L],
     gate: u32,
     src: Src,
     err: Option<GcError>,
-    tab: [Block; 2 * MAX_LANES],
-    x: [Block; 2 * MAX_LANES],
-    t: [Block; 2 * MAX_LANES],
-    px: [Block; 2 * MAX_LANES],
+    tab: [u8; 32 * MAX_LANES],
+    x: [Block; 3 * MAX_LANES],
+    t: [Block; 3 * MAX_LANES],
+    px: [Block; 3 * MAX_LANES],
 }
 
 impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
@@ -552,15 +693,22 @@ impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
         }
         Ok(Evaluator {
             hash: TccrHash::new(),
+            scheme: Scheme::HalfGates,
             bases,
             gate: 0,
             src,
             err: None,
-            tab: [Block::ZERO; 2 * MAX_LANES],
-            x: [Block::ZERO; 2 * MAX_LANES],
-            t: [Block::ZERO; 2 * MAX_LANES],
-            px: [Block::ZERO; 2 * MAX_LANES],
+            tab: [0; 32 * MAX_LANES],
+            x: [Block::ZERO; 3 * MAX_LANES],
+            t: [Block::ZERO; 3 * MAX_LANES],
+            px: [Block::ZERO; 3 * MAX_LANES],
         })
+    }
+
+    /// This evaluator for tables garbled by `scheme` (half-gates unless set).
+    pub fn with_scheme(mut self, scheme: Scheme) -> Self {
+        self.scheme = scheme;
+        self
     }
 
     /// Restarts gate numbering for the next `L` circuit copies (see [`Garbler::set_instances`]).
@@ -634,11 +782,22 @@ impl<const L: usize, Src: TableSource> AndCore<L> for Evaluator<L, Src> {
             *out = [Block::ZERO; L];
             return;
         }
-        if let Err(e) = self.src.fill(&mut self.tab[..2 * L]) {
+        let nb = self.scheme.table_bytes(L);
+        if let Err(e) = self.src.fill(&mut self.tab[..nb]) {
             self.err = Some(e);
             *out = [Block::ZERO; L];
             return;
         }
+        match self.scheme {
+            Scheme::HalfGates => self.half_gates(j, a, b, out),
+            Scheme::ThreeHalves => self.three_halves(j, a, b, out),
+        }
+    }
+}
+
+impl<const L: usize, Src: TableSource> Evaluator<L, Src> {
+    #[inline(always)]
+    fn half_gates(&mut self, j: u32, a: &[Block; L], b: &[Block; L], out: &mut [Block; L]) {
         let (x, t, px, tab) = (&mut self.x, &mut self.t, &mut self.px, &self.tab);
         let t0 = (2 * j) as u128;
         for l in 0..L {
@@ -650,10 +809,43 @@ impl<const L: usize, Src: TableSource> AndCore<L> for Evaluator<L, Src> {
         self.hash
             .hash_with(&t[..2 * L], &mut x[..2 * L], &mut px[..2 * L]);
         for l in 0..L {
-            let (tg, te) = (tab[2 * l], tab[2 * l + 1]);
+            let tg = block_at(tab, 2 * l);
+            let te = block_at(tab, 2 * l + 1);
             let wg = x[l] ^ tg.and_bit(a[l].lsb());
             let we = x[L + l] ^ (te ^ a[l]).and_bit(b[l].lsb());
             out[l] = wg ^ we;
         }
     }
+
+    /// Three-halves (Rosulek–Roy 2021): three hashes per lane under the garbler's tweaks.
+    #[inline(always)]
+    fn three_halves(&mut self, j: u32, a: &[Block; L], b: &[Block; L], out: &mut [Block; L]) {
+        let (x, t, px) = (&mut self.x, &mut self.t, &mut self.px);
+        let t0 = (3 * j) as u128;
+        for l in 0..L {
+            x[l] = a[l];
+            x[L + l] = b[l];
+            x[2 * L + l] = a[l] ^ b[l];
+            t[l] = Block(self.bases[l] | t0);
+            t[L + l] = Block(self.bases[l] | (t0 + 1));
+            t[2 * L + l] = Block(self.bases[l] | (t0 + 2));
+        }
+        self.hash
+            .hash_with(&t[..3 * L], &mut x[..3 * L], &mut px[..3 * L]);
+        let mut g = [0u64; 3 * MAX_LANES];
+        let ctrl = three_halves::get_gate::<L>(&self.tab[..three_halves::table_bytes(L)], &mut g);
+        for l in 0..L {
+            let gl = [g[3 * l], g[3 * l + 1], g[3 * l + 2]];
+            let z = (ctrl >> (5 * l)) as u32 & 31;
+            out[l] = three_halves::eval_lane(a[l], b[l], x[l], x[L + l], x[2 * L + l], gl, z);
+        }
+    }
+}
+
+/// Block `k` of a table read as little-endian bytes.
+#[inline(always)]
+fn block_at(tab: &[u8], k: usize) -> Block {
+    let mut w = [0u8; 16];
+    w.copy_from_slice(&tab[16 * k..16 * k + 16]);
+    Block::from_bytes(w)
 }

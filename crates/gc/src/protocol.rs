@@ -25,12 +25,16 @@
 //! (or the evaluator returns the lsbs and the garbler decodes, [`GarbledBatch::decode`]).
 //!
 //! The garbler keeps only input zero-labels between the phases; the evaluator keeps the tables
-//! (32 bytes per AND gate per copy). For circuits too big to store, [`stream_garble`] /
+//! ([`Scheme::table_bytes`] per AND gate and `LANES` copies: 32 bytes per AND and copy with
+//! half-gates, 24.625 with three-halves; a batch's scheme is [`BatchJob::scheme`] on the
+//! garbler's side and the argument of [`evaluate_offline_scheme`] on the evaluator's). For circuits too big to store, [`stream_garble`] /
 //! [`stream_evaluate`] run everything online with tables garbled, sent and evaluated in frames
 //! (memory bounded on both sides).
 use crate::backend::{wires, Backend, Bit};
 use crate::circuit::Circuit;
-use crate::garble::{ChannelSink, ChannelSource, Evaluator, FrameSource, Garbler, FRAME_BLOCKS};
+use crate::garble::{
+    ChannelSink, ChannelSource, Evaluator, FrameSource, Garbler, Scheme, FRAME_BYTES,
+};
 use crate::GcError;
 use rayon::prelude::*;
 use secinfer_net::Channel;
@@ -88,9 +92,9 @@ pub fn wire_outputs(c: &Circuit) -> usize {
 /// chunks; a wave (2 tasks per thread, ≤ 32 chunks and ≤ 4 MiB of tables each) is garbled in
 /// parallel and sent before the next starts, so sending overlaps the peer's receiving and the
 /// garbler's memory stays bounded.
-fn task_split(circ: &Circuit, nch: usize) -> (usize, usize) {
+fn task_split(circ: &Circuit, scheme: Scheme, nch: usize) -> (usize, usize) {
     let threads = rayon::current_num_threads().max(1);
-    let chunk_bytes = (circ.and_count() as usize * 2 * LANES * 16).max(1);
+    let chunk_bytes = (circ.and_count() as usize * scheme.table_bytes(LANES)).max(1);
     let cap = ((4 << 20) / chunk_bytes).max(1);
     let per_task = nch.div_ceil(threads * 16).clamp(1, cap.min(32));
     (per_task, threads * 2)
@@ -269,12 +273,14 @@ pub fn garble_offline_with<C: Channel>(
         n,
         e_zero,
         reveal,
+        scheme: Scheme::HalfGates,
     };
     let mut out = garble_offline_batches(ch, std::slice::from_ref(&job), delta)?;
     Ok(out.remove(0))
 }
 
-/// One batch for [`garble_offline_batches`]: the arguments of [`garble_offline_with`].
+/// One batch for [`garble_offline_batches`]: the arguments of [`garble_offline_with`] and the
+/// AND-gate scheme (the evaluator must pass the same one to [`evaluate_offline_scheme`]).
 #[derive(Clone, Copy)]
 pub struct BatchJob<'a> {
     pub circ: &'a Circuit,
@@ -282,6 +288,7 @@ pub struct BatchJob<'a> {
     pub n: usize,
     pub e_zero: Option<&'a [Block]>,
     pub reveal: Reveal,
+    pub scheme: Scheme,
 }
 
 /// One rayon task's share of a batch: chunks `c0..c1` with their own label PRG.
@@ -306,16 +313,18 @@ fn garble_task(
     let n_in = circ.n_inputs;
     let e_in = n_in - g_in;
     let (c0, c1) = (t.c0, t.c1);
-    // Tables go out as wire frames every FRAME_BLOCKS blocks, copied while still in cache; the
-    // garbler's own buffer stays one frame long.
+    // Tables go out as wire frames of at most FRAME_BYTES (whole gates), copied while still in
+    // cache; the garbler's own buffer stays one frame long.
     let mut g = Garbler::<LANES, FrameSink>::with_sink(
         delta,
         nonce,
         (c0 * LANES) as u32,
         Prg::from_seed(t.seed),
         Some(FrameSink(Vec::new())),
-    )?;
-    g.tables.reserve_exact(FRAME_BLOCKS + 2 * LANES);
+    )?
+    .with_scheme(job.scheme);
+    g.tables
+        .reserve_exact(FRAME_BYTES + job.scheme.table_bytes(LANES));
     let stride = stride(job);
     let mut flat = Vec::with_capacity((c1 - c0) * stride * LANES);
     let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
@@ -371,9 +380,8 @@ fn stride(job: &BatchJob<'_>) -> usize {
 /// them).
 struct FrameSink(Vec<Vec<u8>>);
 impl crate::garble::TableSink for FrameSink {
-    fn put(&mut self, blocks: &[Block]) -> Result<(), GcError> {
-        self.0
-            .push(bytemuck::cast_slice::<Block, u8>(blocks).to_vec());
+    fn put(&mut self, bytes: &[u8]) -> Result<(), GcError> {
+        self.0.push(bytes.to_vec());
         Ok(())
     }
 }
@@ -409,7 +417,7 @@ pub fn garble_offline_batches<C: Channel>(
         nonces.push(prg.next_block().low_u64());
         bounds.push(tasks.len());
         let nch = chunks(n);
-        let (per_task, _) = task_split(circ, nch);
+        let (per_task, _) = task_split(circ, job.scheme, nch);
         for c0 in (0..nch).step_by(per_task) {
             tasks.push(GarbleTask {
                 job: j,
@@ -514,9 +522,10 @@ pub fn garble_offline_batches<C: Channel>(
 /// The evaluator's state between the phases: the tables and decoding bits.
 pub struct ReceivedBatch {
     nonce: u64,
+    scheme: Scheme,
     g_in: usize,
     n: usize,
-    /// The table frames as received (each a multiple of 16 bytes) and their block offsets.
+    /// The table frames as received (whole gates each) and their byte offsets.
     frames: Vec<Vec<u8>>,
     starts: Vec<u64>,
     decode: Vec<bool>,
@@ -597,7 +606,7 @@ impl ReceivedBatch {
     }
 }
 
-/// Offline: receives the nonce, exactly the expected number of table blocks, and the decoding
+/// Offline: receives the nonce, exactly the expected number of table bytes, and the decoding
 /// bits. A short stream gives [`GcError::Truncated`]; an oversized one [`GcError::Malformed`].
 pub fn evaluate_offline<C: Channel>(
     ch: &mut C,
@@ -617,10 +626,25 @@ pub fn evaluate_offline_with<C: Channel>(
     n: usize,
     reveal: Reveal,
 ) -> Result<ReceivedBatch, GcError> {
+    evaluate_offline_scheme(ch, circ, g_in, n, reveal, Scheme::HalfGates)
+}
+
+/// [`evaluate_offline_with`] for a batch whose AND gates were garbled by `scheme`
+/// ([`BatchJob::scheme`]): exactly [`Scheme::tables_bytes`] bytes of tables are accepted, in
+/// frames of whole gates of at most [`FRAME_BYTES`].
+pub fn evaluate_offline_scheme<C: Channel>(
+    ch: &mut C,
+    circ: &Circuit,
+    g_in: usize,
+    n: usize,
+    reveal: Reveal,
+    scheme: Scheme,
+) -> Result<ReceivedBatch, GcError> {
     check_shape(circ, g_in, n)?;
     let nonce = ch.recv_pod::<u64>(1)?[0];
-    let expected = (chunks(n) as u64)
-        .checked_mul(circ.and_count() * 2 * LANES as u64)
+    let gate = scheme.table_bytes(LANES);
+    let expected = scheme
+        .tables_bytes(circ.and_count(), chunks(n) as u64, LANES)
         .ok_or_else(|| GcError::invalid("table size overflows"))?;
     let mut frames: Vec<Vec<u8>> = Vec::new();
     let mut starts: Vec<u64> = Vec::new();
@@ -633,19 +657,15 @@ pub fn evaluate_offline_with<C: Channel>(
             }
             Err(e) => return Err(e.into()),
         };
-        let blocks = (f.len() / 16) as u64;
-        if f.is_empty()
-            || f.len() % 16 != 0
-            || f.len() > FRAME_BLOCKS * 16
-            || got + blocks > expected
-        {
+        let len = f.len() as u64;
+        if f.is_empty() || f.len() % gate != 0 || f.len() > FRAME_BYTES || got + len > expected {
             return Err(GcError::Malformed(format!(
-                "table frame of {} bytes after {got} of {expected} blocks",
+                "table frame of {} bytes after {got} of {expected} bytes",
                 f.len()
             )));
         }
         starts.push(got);
-        got += blocks;
+        got += len;
         frames.push(f);
     }
     let nd = if reveal == Reveal::Evaluator {
@@ -670,6 +690,7 @@ pub fn evaluate_offline_with<C: Channel>(
     };
     Ok(ReceivedBatch {
         nonce,
+        scheme,
         g_in,
         n,
         frames,
@@ -845,10 +866,10 @@ fn evaluate_labels(
     let (n, g_in) = (batch.n, batch.g_in);
     let e_in = circ.n_inputs - g_in;
     let raw = batch.reveal == Reveal::Garbler;
-    let per_chunk = circ.and_count() as usize * 2 * LANES;
+    let per_chunk = circ.and_count() as usize * batch.scheme.table_bytes(LANES);
     let wo = wire_outputs(circ);
     let n_out = circ.n_outputs();
-    let (per_task, _) = task_split(circ, chunks(n));
+    let (per_task, _) = task_split(circ, batch.scheme, chunks(n));
     let nch = chunks(n);
     let results: Vec<Result<Vec<bool>, GcError>> = (0..nch)
         .step_by(per_task)
@@ -857,7 +878,8 @@ fn evaluate_labels(
         .map(|c0| {
             let c1 = (c0 + per_task).min(nch);
             let src = FrameSource::at(&batch.frames, &batch.starts, (c0 * per_chunk) as u64);
-            let mut ev = Evaluator::<LANES, _>::new(batch.nonce, (c0 * LANES) as u32, src)?;
+            let mut ev = Evaluator::<LANES, _>::new(batch.nonce, (c0 * LANES) as u32, src)?
+                .with_scheme(batch.scheme);
             let mut bits = Vec::with_capacity((c1 - c0) * LANES * n_out);
             let mut ins = vec![[Block::ZERO; LANES]; circ.n_inputs];
             for c in c0..c1 {

@@ -347,7 +347,8 @@ fn stream_case(
                 let _ = ch.send_pod(&vec![Block::ZERO; 16]);
                 let m0 = ot.send_cot(ch, 16).expect("cot");
                 let _ = ch.send_pod(&m0);
-                let _ = ch.send_pod(&vec![Block::ZERO; 100]);
+                // Whole gates (3 × 16 lanes × 32 bytes): a frame of partial gates is Malformed.
+                let _ = ch.send_pod(&vec![Block::ZERO; 96]);
                 let _ = ch.flush();
                 return Ok(());
             }
@@ -412,7 +413,8 @@ fn truncated_table_stream_gives_typed_error() {
         move |ch| ShareEvaluator::offline(ch, domain, &spec, 64).map(|_| ()),
         move |ch| {
             let _ = ch.send_pod(&[1u64]);
-            let _ = ch.send_pod(&vec![Block::ZERO; 100]);
+            // Whole gates (3 × 16 lanes × 32 bytes): a frame of partial gates is Malformed.
+            let _ = ch.send_pod(&vec![Block::ZERO; 96]);
             let _ = ch.flush();
         },
     );
@@ -425,27 +427,23 @@ fn truncated_table_stream_gives_typed_error() {
 #[test]
 fn frame_source_reads_across_uneven_frames_from_any_offset() {
     use secinfer_gc::garble::{FrameSource, TableSource};
-    let blocks: Vec<Block> = (0..100u128).map(Block).collect();
-    let sizes = [7usize, 1, 30, 62];
+    let bytes: Vec<u8> = (0..1600u32).map(|i| (i * 7 + i / 256) as u8).collect();
+    // Frames of whole blocks (half-gates) and of odd byte counts (three-halves gates).
+    let sizes = [112usize, 16, 480, 394, 598];
     let mut frames = Vec::new();
     let mut starts = Vec::new();
     let mut at = 0;
     for s in sizes {
         starts.push(at as u64);
-        frames.push(
-            blocks[at..at + s]
-                .iter()
-                .flat_map(|b| b.to_bytes())
-                .collect::<Vec<u8>>(),
-        );
+        frames.push(bytes[at..at + s].to_vec());
         at += s;
     }
-    for start in [0usize, 3, 7, 8, 9, 37, 38, 99] {
+    for start in [0usize, 3, 48, 112, 127, 128, 129, 607, 608, 1001, 1599] {
         let mut src = FrameSource::at(&frames, &starts, start as u64);
-        let mut out = vec![Block::ZERO; 100 - start];
+        let mut out = vec![0u8; 1600 - start];
         src.fill(&mut out).expect("fill");
-        assert_eq!(out, blocks[start..].to_vec(), "start {start}");
-        let mut more = [Block::ZERO; 1];
+        assert_eq!(out, bytes[start..].to_vec(), "start {start}");
+        let mut more = [0u8; 1];
         assert!(matches!(
             src.fill(&mut more),
             Err(GcError::Truncated { .. })

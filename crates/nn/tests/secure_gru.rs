@@ -3,12 +3,29 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use secinfer_net::simulate;
 use secinfer_nn::secure::{
-    client_session, client_session_with, random_model, server_session, CircuitActivations,
-    ClientModel, ClientOptions, OtFiller, ServerModel, Variant,
+    client_session, client_session_garbling, client_session_with, random_model, server_session,
+    CircuitActivations, ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, ServerModel,
+    SessionReport, Variant, DEFAULT_GARBLING,
 };
 use secinfer_nn::{argmax, NnError, Reference};
 
 fn run_case(e: usize, h: usize, c: usize, steps: usize, v: Variant, seed: u64, reveal: bool) {
+    for s in [Scheme::HalfGates, Scheme::ThreeHalves] {
+        run_case_with(e, h, c, steps, v, seed, reveal, s);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_case_with(
+    e: usize,
+    h: usize,
+    c: usize,
+    steps: usize,
+    v: Variant,
+    seed: u64,
+    reveal: bool,
+    scheme: Scheme,
+) -> (GruOutcome, SessionReport) {
     let (q, embed) = random_model(e, h, c, steps, v, seed).unwrap();
     let tokens: Vec<u32> = (0..steps as u32)
         .map(|i| (i * 7 + seed as u32 * 13) % 64)
@@ -20,33 +37,60 @@ fn run_case(e: usize, h: usize, c: usize, steps: usize, v: Variant, seed: u64, r
     let toks = tokens.clone();
     let run = simulate(
         move |ch| {
-            client_session(
+            client_session_garbling(
                 ch,
                 &cm,
                 &toks,
                 ClientOptions {
                     reveal_logits: reveal,
                 },
+                OtFiller::default(),
+                scheme,
                 &mut |_, _, _| {},
             )
         },
         move |ch| server_session(ch, &sm),
     );
     let out = run.client.output.unwrap();
-    run.server.output.unwrap();
+    let srep = run.server.output.unwrap();
     if reveal {
         assert_eq!(
             out.logits.as_deref(),
             Some(&want[..]),
-            "{v:?} E{e} H{h} C{c} T{steps} seed {seed}"
+            "{v:?} {scheme:?} E{e} H{h} C{c} T{steps} seed {seed}"
         );
     }
     assert_eq!(
         out.class,
         argmax(&want),
-        "{v:?} E{e} H{h} C{c} T{steps} seed {seed}"
+        "{v:?} {scheme:?} E{e} H{h} C{c} T{steps} seed {seed}"
     );
     assert!(out.report.gc_bytes > 0 && out.report.he_bytes > 0);
+    assert_eq!((out.report.garbling, srep.garbling), (scheme, scheme));
+    (out, srep)
+}
+
+/// Three-halves changes only the tables: same HE (but for the scheme's name in the handshake)
+/// and multiplexer bytes, GC bytes lower by a multiple of 512 − 394 bytes (one 16-copy AND
+/// gate), and the same logits.
+#[test]
+fn three_halves_saves_exactly_the_table_bytes() {
+    let (e, h, c, steps) = (6, 20, 3, 2);
+    let (hg, _) = run_case_with(e, h, c, steps, Variant::Cg2, 7, true, Scheme::HalfGates);
+    let (th, _) = run_case_with(e, h, c, steps, Variant::Cg2, 7, true, Scheme::ThreeHalves);
+    assert_eq!(hg.logits, th.logits);
+    // HE bytes include the handshake, which names the scheme.
+    let names = (Scheme::ThreeHalves.name().len() - Scheme::HalfGates.name().len()) as u64;
+    assert_eq!(hg.report.he_bytes + names, th.report.he_bytes);
+    assert_eq!(hg.report.mux_bytes, th.report.mux_bytes);
+    assert_eq!(hg.report.and_gates, th.report.and_gates);
+    let saved = hg.report.gc_bytes - th.report.gc_bytes;
+    // Per 16-lane gate 512 − 394 bytes; the step batches have ⌈20/16⌉ = 2 chunks, the final
+    // circuit one (its padding lanes are garbled too).
+    let per_gate = (Scheme::HalfGates.table_bytes(16) - Scheme::ThreeHalves.table_bytes(16)) as u64;
+    assert_eq!(saved % per_gate, 0, "saved {saved}");
+    assert!(saved > 0);
+    assert_eq!(DEFAULT_GARBLING, Scheme::HalfGates);
 }
 
 #[test]

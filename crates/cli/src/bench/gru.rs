@@ -7,8 +7,8 @@ use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::Args;
 use secinfer_nn::secure::{
-    client_session_with, random_model, server_session, CircuitActivations, ClientModel,
-    ClientOptions, OtFiller, ServerModel, Variant,
+    client_session_garbling, random_model, server_session, CircuitActivations, ClientModel,
+    ClientOptions, OtFiller, Scheme, ServerModel, Variant, DEFAULT_GARBLING,
 };
 use secinfer_nn::{argmax, Reference};
 
@@ -35,6 +35,10 @@ pub struct GruArgs {
     /// 10^7-COT iteration takes ≈ 1.3 s on two cores).
     #[arg(long, default_value = "softspoken-k4")]
     pub ot: OtFiller,
+    /// How AND gates are garbled: half-gates (32 B per AND gate) or three-halves (Rosulek–Roy,
+    /// 24.625 B per AND gate, ≈ 1.5× the garbling hashes). Default: the session's default.
+    #[arg(long, value_parser = parse_scheme)]
+    pub garbling: Option<Scheme>,
     /// Seed of the random model and tokens.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -42,7 +46,12 @@ pub struct GruArgs {
     pub net: NetArgs,
 }
 
+fn parse_scheme(s: &str) -> Result<Scheme, String> {
+    Scheme::parse(s).map_err(|e| e.to_string())
+}
+
 pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
+    let garbling = a.garbling.unwrap_or(DEFAULT_GARBLING);
     if a.input == 0
         || a.hidden == 0
         || a.steps == 0
@@ -68,12 +77,13 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
     let r = run_pair(
         &a.net,
         move |ch| {
-            Ok(client_session_with(
+            Ok(client_session_garbling(
                 ch,
                 &cm,
                 &toks,
                 ClientOptions::default(),
                 a.ot,
+                garbling,
                 &mut |_, _, _| {},
             )?)
         },
@@ -102,6 +112,7 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
         .param("net", a.net.net_name())
         .param("profile", a.net.profile.name)
         .param("ot", a.ot.name())
+        .param("garbling", garbling.name())
         .param("threads", threads);
     out.emit(
         rec.field("gc_bytes", rep.gc_bytes)

@@ -8,6 +8,7 @@ pub mod session;
 
 pub use circuits::CircuitActivations;
 pub use session::{
-    client_session, client_session_with, fp_for_variant, random_model, server_session, ClientModel,
-    ClientOptions, GruOutcome, OtFiller, ServerModel, SessionReport, Variant, PROTOCOL,
+    client_session, client_session_garbling, client_session_with, fp_for_variant, random_model,
+    server_session, ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, ServerModel,
+    SessionReport, Variant, DEFAULT_GARBLING, PROTOCOL,
 };

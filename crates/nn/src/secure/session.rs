@@ -19,8 +19,9 @@ use super::coeff::{self, client_share, plain_affine, server_product, to_ring, La
 use crate::error::{NnError, Result};
 use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
 use crate::model::{Candidate, ModelConfig};
+pub use secinfer_gc::garble::Scheme;
 use secinfer_gc::protocol::{
-    evaluate_offline_with, evaluate_online_preset, garble_offline_batches, garble_online_preset,
+    evaluate_offline_scheme, evaluate_online_preset, garble_offline_batches, garble_online_preset,
     pack_bits, unpack_bits, wire_outputs, BatchJob, GarbledBatch, ReceivedBatch, Reveal,
 };
 use secinfer_gc::Circuit;
@@ -30,7 +31,11 @@ use secinfer_ot::{Block, CotSource, FerretParams, PooledOtReceiver, PooledOtSend
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/5";
+pub const PROTOCOL: &str = "secinfer-gru/6";
+/// How the session's AND gates are garbled unless the client asks otherwise (`/6`: the client
+/// names the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
+/// garbling (wip-3h)").
+pub const DEFAULT_GARBLING: Scheme = Scheme::HalfGates;
 const HE_PARAMS: &str = "n8192-z2k32";
 const MAX_HANDSHAKE: usize = 4096;
 
@@ -168,6 +173,8 @@ pub struct SessionReport {
     pub steps: usize,
     /// Weakest statistical-flooding exponent of the server's responses (server side only).
     pub flood_stat_bits: f64,
+    /// The AND-gate scheme the session's tables used.
+    pub garbling: Scheme,
 }
 
 /// Bytes (both directions) so far on a channel.
@@ -863,6 +870,20 @@ pub fn client_session_with<C: Channel>(
     filler: OtFiller,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<GruOutcome> {
+    client_session_garbling(ch, m, tokens, opts, filler, DEFAULT_GARBLING, progress)
+}
+
+/// [`client_session_with`] with a chosen AND-gate garbling scheme (half-gates or three-halves:
+/// 32 or 24.625 bytes per AND gate; the server follows the client's choice).
+pub fn client_session_garbling<C: Channel>(
+    ch: &mut C,
+    m: &ClientModel,
+    tokens: &[u32],
+    opts: ClientOptions,
+    filler: OtFiller,
+    garbling: Scheme,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<GruOutcome> {
     let a = &m.config.arch;
     let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
     let steps = m.steps;
@@ -875,6 +896,7 @@ pub fn client_session_with<C: Channel>(
     crate::fixed::check_tokens(tokens, a.vocab)?;
     let mut rep = SessionReport {
         steps,
+        garbling,
         ..Default::default()
     };
     let mut acc = Acc::start(ch);
@@ -882,6 +904,7 @@ pub fn client_session_with<C: Channel>(
     ch.set_phase(Phase::Setup);
     let mut hs = handshake_json(&m.config, &m.fp, m.variant, steps, opts.reveal_logits);
     hs["ot"] = serde_json::Value::from(filler.name());
+    hs["garbling"] = serde_json::Value::from(garbling.name());
     ch.send_frame(hs.to_string().as_bytes()).map_err(net)?;
     let reply = ch.recv_frame().map_err(net)?;
     if reply.len() > MAX_HANDSHAKE {
@@ -1079,7 +1102,8 @@ pub fn client_session_with<C: Channel>(
     let mut o = 0;
     for t in 0..steps {
         let mut one = |circ: &Circuit, g_in: usize, e_in: usize| -> Result<ReceivedBatch> {
-            let mut b = evaluate_offline_with(ch, circ, g_in, h, Reveal::Garbler).map_err(gc)?;
+            let mut b = evaluate_offline_scheme(ch, circ, g_in, h, Reveal::Garbler, garbling)
+                .map_err(gc)?;
             b.set_evaluator_labels_shared(circ, labels.clone(), o..o + h * e_in)
                 .map_err(gc)?;
             o += h * e_in;
@@ -1092,7 +1116,8 @@ pub fn client_session_with<C: Channel>(
         progress("garbled tables", t as u64 + 1, steps as u64 + 1);
     }
     let mut fin_batch =
-        evaluate_offline_with(ch, &fin, c * lay.acc, 1, Reveal::Evaluator).map_err(gc)?;
+        evaluate_offline_scheme(ch, &fin, c * lay.acc, 1, Reveal::Evaluator, garbling)
+            .map_err(gc)?;
     fin_batch
         .set_evaluator_labels_shared(&fin, labels.clone(), o..labels.len())
         .map_err(gc)?;
@@ -1296,6 +1321,15 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             break;
         }
     }
+    // The client picks the garbling scheme too (a cost trade-off: both are semi-honest secure
+    // under the same hash assumption); `/6` handshakes always name it.
+    let garbling = match hv["garbling"].as_str() {
+        Some(name) => Scheme::parse(name).map_err(|e| e.to_string()),
+        None => Err("the handshake names no garbling scheme".to_string()),
+    };
+    if problem.is_none() {
+        problem = garbling.as_ref().err().cloned();
+    }
     if let Some(p) = problem {
         let _ = ch.send_frame(
             serde_json::json!({"ok": false, "error": p})
@@ -1306,6 +1340,8 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         return Err(NnError::Protocol(p));
     }
     let ot_src = ot_src.unwrap_or_default();
+    let garbling = garbling.unwrap_or(DEFAULT_GARBLING);
+    rep.garbling = garbling;
     ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
         .map_err(net)?;
     rep.he_bytes += acc.take(ch);
@@ -1430,6 +1466,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
                 n: h,
                 e_zero: Some(&m0[o..o + h * e_in]),
                 reveal: Reveal::Garbler,
+                scheme: garbling,
             });
             o += h * e_in;
         }
@@ -1440,6 +1477,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         n: 1,
         e_zero: Some(&m0[o..]),
         reveal: Reveal::Evaluator,
+        scheme: garbling,
     });
     let mut garbled = garble_offline_batches(ch, &jobs, delta)
         .map_err(gc)?
