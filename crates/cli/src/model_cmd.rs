@@ -3,7 +3,9 @@
 use crate::error::Error;
 use clap::Args;
 use secinfer_nn::runtime::Client;
-use secinfer_nn::secure::{CircuitActivations, ClientOptions, SessionReport, Variant};
+use secinfer_nn::secure::{
+    CircuitActivations, ClientOptions, OtFiller, Scheme, SessionReport, Variant, DEFAULT_GARBLING,
+};
 use secinfer_nn::{
     argmax, check_tokens, ExactActivations, Model, QuantizedModel, Reference, Task, Vocab,
 };
@@ -109,6 +111,20 @@ pub struct InferArgs {
     /// it beside the secure prediction.
     #[arg(long)]
     pub compare_plaintext: bool,
+    /// What fills the session's OT pools (the server follows the client): softspoken-k<K>
+    /// (SoftSpokenOT, 16/K bytes per COT, K in 1..=8), iknp (16 bytes per COT) or ferret
+    /// (silent OT). A cost trade-off only: all are semi-honest secure.
+    #[arg(long, default_value = "softspoken-k4")]
+    pub ot: OtFiller,
+    /// How the server garbles AND gates (the server follows the client): half-gates (32 bytes
+    /// per AND gate) or three-halves (Rosulek–Roy, 24.625 bytes per AND gate, ≈ 1.5× the
+    /// garbling CPU). Default: half-gates.
+    #[arg(long, value_parser = parse_scheme)]
+    pub garbling: Option<Scheme>,
+}
+
+fn parse_scheme(s: &str) -> Result<Scheme, String> {
+    Scheme::parse(s).map_err(|e| e.to_string())
 }
 
 struct Input {
@@ -203,12 +219,14 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     let mut rows = Vec::new();
     for inp in &ins {
         let mut bars = Progress::new();
-        let out = client.infer(
+        let out = client.infer_with(
             server,
             &inp.tokens,
             ClientOptions {
                 reveal_logits: a.reveal_logits,
             },
+            a.ot,
+            a.garbling.unwrap_or(DEFAULT_GARBLING),
             &mut |s, d, t| bars.update(s, d, t),
         );
         bars.finish();

@@ -84,5 +84,32 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
     );
     assert!(so.contains("[match]") && !so.contains("MISMATCH"), "{so}");
     assert!(so.contains("GC bytes") && so.contains("HE bytes"), "{so}");
+    // 5. a client choosing three-halves garbling and IKNP pools: the server follows the
+    // handshake, and the class still equals the reference's.
+    let out = infer(
+        &addr,
+        &[
+            "--compare-plaintext",
+            "--limit",
+            "1",
+            "--garbling",
+            "three-halves",
+            "--ot",
+            "iknp",
+            "--model",
+        ],
+    )
+    .arg(&model)
+    .arg("--samples")
+    .arg(&samples)
+    .output()
+    .unwrap();
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{so}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(so.contains("[match]") && !so.contains("MISMATCH"), "{so}");
     drop(srv);
 }

@@ -6,8 +6,8 @@ use crate::error::{NnError, Result};
 use crate::info::ModelInfo;
 use crate::model::{Model, Vocab};
 use crate::secure::{
-    client_session, fp_for_variant, server_session, ClientModel, ClientOptions, GruOutcome,
-    ServerModel, SessionReport, Variant,
+    client_session_garbling, fp_for_variant, server_session, ClientModel, ClientOptions,
+    GruOutcome, OtFiller, Scheme, ServerModel, SessionReport, Variant, DEFAULT_GARBLING,
 };
 use crate::{check_tokens, QuantizedModel};
 use secinfer_net::{TcpChannel, TcpOptions};
@@ -161,7 +161,8 @@ impl Client {
             .encode(text))
     }
 
-    /// Runs one secure inference against `server` ("host:port").
+    /// Runs one secure inference against `server` ("host:port") with the default OT filler
+    /// and garbling scheme.
     pub fn infer(
         &self,
         server: &str,
@@ -169,9 +170,38 @@ impl Client {
         opts: ClientOptions,
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Result<GruOutcome> {
+        self.infer_with(
+            server,
+            tokens,
+            opts,
+            OtFiller::default(),
+            DEFAULT_GARBLING,
+            progress,
+        )
+    }
+
+    /// [`Client::infer`] with the client's choice of OT filler and AND-gate garbling scheme
+    /// (both are agreed in the handshake; the server follows the client).
+    pub fn infer_with(
+        &self,
+        server: &str,
+        tokens: &[u32],
+        opts: ClientOptions,
+        filler: OtFiller,
+        garbling: Scheme,
+        progress: &mut dyn FnMut(&str, u64, u64),
+    ) -> Result<GruOutcome> {
         check_tokens(tokens, self.model.config.arch.vocab)?;
         let mut ch = TcpChannel::connect(server, Duration::from_secs(10), &TcpOptions::default())
             .map_err(net)?;
-        client_session(&mut ch, &self.model, tokens, opts, progress)
+        client_session_garbling(
+            &mut ch,
+            &self.model,
+            tokens,
+            opts,
+            filler,
+            garbling,
+            progress,
+        )
     }
 }
