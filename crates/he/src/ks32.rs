@@ -96,26 +96,46 @@ fast_dispatch! {
 /// two in [0, 4q) still fits a u32, so each term costs one conditional subtraction (of 2q)
 /// instead of two.
 #[inline(always)]
-fn dot_block_lazy(
+fn dot_block_lazy<'d>(
     a: &mut [u32],
-    d: &[&[u32]],
-    k: &[&[u32]],
-    ks: &[&[u32]],
+    d: &[&'d [u32]],
+    k: &[&'d [u32]],
+    ks: &[&'d [u32]],
     r: std::ops::Range<usize>,
     q: u32,
 ) {
     let q2 = 2 * q;
-    for (j, ((dj, kj), ksj)) in d.iter().zip(k).zip(ks).enumerate() {
-        let (dj, kj, ksj) = (&dj[r.clone()], &kj[r.clone()], &ksj[r.clone()]);
-        if j == 0 {
-            for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
-                *o = mul_shoup32_lazy(x, w, wsh, q);
+    let cut = |v: &[&'d [u32]], j: usize| -> &'d [u32] { &v[j][r.clone()] };
+    // Digits two at a time (one load and store of the accumulator and three conditional
+    // subtractions per pair instead of two and four); an odd last digit alone.
+    let mut j = 0;
+    while j < d.len() {
+        let (d0, k0, s0) = (cut(d, j), cut(k, j), cut(ks, j));
+        if j + 1 < d.len() {
+            let (d1, k1, s1) = (cut(d, j + 1), cut(k, j + 1), cut(ks, j + 1));
+            let pairs = d0.iter().zip(k0).zip(s0).zip(d1.iter().zip(k1).zip(s1));
+            for (o, (((&x0, &w0), &v0), ((&x1, &w1), &v1))) in a.iter_mut().zip(pairs) {
+                let t = mul_shoup32_lazy(x0, w0, v0, q) + mul_shoup32_lazy(x1, w1, v1, q);
+                let t = t.min(t.wrapping_sub(q2));
+                *o = if j == 0 {
+                    t
+                } else {
+                    let s = *o + t;
+                    s.min(s.wrapping_sub(q2))
+                };
             }
+            j += 2;
         } else {
-            for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
-                let s = *o + mul_shoup32_lazy(x, w, wsh, q);
-                *o = s.min(s.wrapping_sub(q2));
+            for (((o, &x), &w), &v) in a.iter_mut().zip(d0).zip(k0).zip(s0) {
+                let t = mul_shoup32_lazy(x, w, v, q);
+                *o = if j == 0 {
+                    t
+                } else {
+                    let s = *o + t;
+                    s.min(s.wrapping_sub(q2))
+                };
             }
+            j += 1;
         }
     }
 }
@@ -756,8 +776,13 @@ fn component(
 /// always ends — unless that task panicked, which `failed` reports (the panic then propagates
 /// here too instead of leaving this thread spinning).
 fn wait_for(flag: &AtomicBool, failed: &AtomicBool) {
+    wait_until(|| flag.load(Ordering::Acquire), failed);
+}
+
+/// Spins (then yields) until `ready()`; see `wait_for`.
+fn wait_until(ready: impl Fn() -> bool, failed: &AtomicBool) {
     let mut spins = 0u32;
-    while !flag.load(Ordering::Acquire) {
+    while !ready() {
         assert!(
             !failed.load(Ordering::Acquire),
             "a key-switching task panicked on another thread"
@@ -788,10 +813,16 @@ struct RotTasks<'a> {
     keys: [KeyPair<'a>; 2],
     perms: &'a [Vec<u32>],
     next: AtomicUsize,
+    /// Tasks finished (see `work`).
+    done: AtomicUsize,
+    /// Digit residue (i, k): taken by the thread that computes limb i from its own pool and
+    /// given back to that pool once every task has finished (see `work`), so that a thread
+    /// writes buffers its own cache last held instead of ones the other core used.
     res: Vec<Mutex<Vec<u32>>>,
     ready: Vec<AtomicBool>,
     /// Set when a task panics (see `wait_for`).
     failed: AtomicBool,
+    /// The two output components, each set by the task that computes it.
     out: [Mutex<Vec<u64>>; 2],
 }
 
@@ -811,14 +842,30 @@ impl RotTasks<'_> {
     fn work(&self) {
         let l = self.params.l();
         let _flag = PanicFlag(&self.failed);
+        // Limbs this thread decomposed (bit i; L ≤ 2): their residue buffers go back to its
+        // pool.
+        let mut mine = 0u64;
         loop {
             let t = self.next.fetch_add(1, Ordering::AcqRel);
             if t < l {
                 self.limb(t);
+                mine |= 1 << t;
             } else if t < l + 2 {
                 self.component(t - l);
             } else {
-                return;
+                break;
+            }
+            self.done.fetch_add(1, Ordering::AcqRel);
+        }
+        if mine == 0 {
+            return;
+        }
+        // The other thread's component may still read them: wait until every task is done
+        // (the tasks left are running on the other thread and never wait for this one).
+        wait_until(|| self.done.load(Ordering::Acquire) == l + 2, &self.failed);
+        for i in (0..l).filter(|&i| mine & (1 << i) != 0) {
+            for k in 0..=l {
+                give32(std::mem::take(&mut *locked(&self.res[self.idx(i, k)])));
             }
         }
     }
@@ -838,6 +885,9 @@ impl RotTasks<'_> {
         let qi = ks.m[i];
         let mut coef_buf = take32a(n);
         let coef = win_mut(&mut coef_buf, n);
+        for k in 0..=l {
+            *locked(&self.res[self.idx(i, k)]) = take32a(n);
+        }
         {
             let mut own = locked(&self.res[self.idx(i, i)]);
             narrow2(win_mut(&mut own, n), coef, &self.c1[i * n..(i + 1) * n]);
@@ -886,9 +936,13 @@ impl RotTasks<'_> {
             f(&d);
         };
         let (key, key_s) = self.keys[c];
-        let mut out = locked(&self.out[c]);
+        // The output is taken from the pool of the thread that writes it: a buffer the other
+        // core used last would cost a cross-core transfer per cache line (every word is
+        // written by the gathers: no zeroing).
+        let mut out = crate::bfv::take_dirty(l * n);
         let c0 = (c == 0).then_some(self.c0);
         component(params, &with_res, key, key_s, self.perms, c0, &mut out);
+        *locked(&self.out[c]) = out;
     }
 }
 
@@ -908,7 +962,6 @@ pub(crate) fn rotate_limbs(
     key_as: &[&[u32]],
     perms: &[Vec<u32>],
 ) -> (Vec<u64>, Vec<u64>) {
-    let n = params.n();
     let l = params.l();
     let cells = l * (l + 1);
     let tasks = RotTasks {
@@ -918,14 +971,11 @@ pub(crate) fn rotate_limbs(
         keys: [(key_b, key_bs), (key_a, key_as)],
         perms,
         next: AtomicUsize::new(0),
-        res: (0..cells).map(|_| Mutex::new(take32a(n))).collect(),
+        done: AtomicUsize::new(0),
+        res: (0..cells).map(|_| Mutex::new(Vec::new())).collect(),
         ready: (0..cells).map(|_| AtomicBool::new(false)).collect(),
         failed: AtomicBool::new(false),
-        // Every word of both outputs is written by the gathers: no zeroing.
-        out: [
-            Mutex::new(crate::bfv::take_dirty(l * n)),
-            Mutex::new(crate::bfv::take_dirty(l * n)),
-        ],
+        out: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
     };
     if rayon::current_num_threads() > 1 {
         rayon::join(|| tasks.work(), || tasks.work());
