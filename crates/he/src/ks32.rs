@@ -104,15 +104,31 @@ fn dot_block_lazy<'d>(
     r: std::ops::Range<usize>,
     q: u32,
 ) {
+    dot_block_lazy_at(a, d, k, ks, r.start, r.start, q);
+}
+
+/// [`dot_block_lazy`] with the digits read from index `ds` and the keys from `ko` (the slot-order
+/// lazy rotation reads its digits at the rotation's offset): a[j] ← Σ_i d_i[ds + j]·k_i[ko + j].
+#[inline(always)]
+fn dot_block_lazy_at<'d>(
+    a: &mut [u32],
+    d: &[&'d [u32]],
+    k: &[&'d [u32]],
+    ks: &[&'d [u32]],
+    ds: usize,
+    ko: usize,
+    q: u32,
+) {
     let q2 = 2 * q;
-    let cut = |v: &[&'d [u32]], j: usize| -> &'d [u32] { &v[j][r.clone()] };
+    let len = a.len();
+    let cut = |v: &[&'d [u32]], j: usize, o: usize| -> &'d [u32] { &v[j][o..o + len] };
     // Digits two at a time (one load and store of the accumulator and three conditional
     // subtractions per pair instead of two and four); an odd last digit alone.
     let mut j = 0;
     while j < d.len() {
-        let (d0, k0, s0) = (cut(d, j), cut(k, j), cut(ks, j));
+        let (d0, k0, s0) = (cut(d, j, ds), cut(k, j, ko), cut(ks, j, ko));
         if j + 1 < d.len() {
-            let (d1, k1, s1) = (cut(d, j + 1), cut(k, j + 1), cut(ks, j + 1));
+            let (d1, k1, s1) = (cut(d, j + 1, ds), cut(k, j + 1, ko), cut(ks, j + 1, ko));
             let pairs = d0.iter().zip(k0).zip(s0).zip(d1.iter().zip(k1).zip(s1));
             for (o, (((&x0, &w0), &v0), ((&x1, &w1), &v1))) in a.iter_mut().zip(pairs) {
                 let t = mul_shoup32_lazy(x0, w0, v0, q) + mul_shoup32_lazy(x1, w1, v1, q);
@@ -313,6 +329,13 @@ pub(crate) struct Ks32 {
     pub(crate) p_inv: Vec<(u32, u32)>,
     /// (n^{-1} mod q_i, Shoup constant): the inverse NTT's normalisation.
     pub(crate) n_inv: Vec<(u32, u32)>,
+    /// Slot order per modulus (Q primes then P): `slot[k][s]` is the NTT index of the
+    /// evaluation point ζ^(±3^e) for s = h·n/2 + e (h = 0: +, h = 1: −). A rotation of the
+    /// rows by r (X → X^(3^r)) maps the value at point x to the one at x^(3^r), i.e. it is a
+    /// cyclic shift by r within each half in this order (see `switch_shift_ext`).
+    pub(crate) slot: Vec<Vec<u32>>,
+    /// Inverse of `slot` per modulus: the slot index of each NTT index.
+    pub(crate) slot_inv: Vec<Vec<u32>>,
 }
 
 impl Ks32 {
@@ -352,7 +375,46 @@ impl Ks32 {
                 (w, shoup32(w, qi as u32))
             })
             .collect();
-        Some(Ks32 { m, p_inv, n_inv })
+        Some(Ks32 {
+            m,
+            p_inv,
+            n_inv,
+            slot: Vec::new(),
+            slot_inv: Vec::new(),
+        })
+    }
+
+    /// Fills `slot` / `slot_inv` from each modulus' table of root exponents at NTT indices
+    /// (`idx_of_exp[e]`: the NTT index holding the value at ζ^e, e odd < 2n).
+    pub(crate) fn set_slot_maps(&mut self, idx_of_exp: &[&[u32]]) {
+        self.slot = idx_of_exp
+            .iter()
+            .map(|ie| {
+                let two_n = ie.len() as u64;
+                let half = ie.len() / 4;
+                let mut s = Vec::with_capacity(2 * half);
+                for h in 0..2 {
+                    let mut e = 1u64;
+                    for _ in 0..half {
+                        let x = if h == 0 { e } else { two_n - e };
+                        s.push(ie[x as usize]);
+                        e = e * 3 % two_n;
+                    }
+                }
+                s
+            })
+            .collect();
+        self.slot_inv = self
+            .slot
+            .iter()
+            .map(|s| {
+                let mut inv = vec![0u32; s.len()];
+                for (j, &i) in s.iter().enumerate() {
+                    inv[i as usize] = j as u32;
+                }
+                inv
+            })
+            .collect();
     }
 }
 
@@ -619,6 +681,274 @@ pub(crate) fn switch_permute_ext(
         || one(key_b, key_bs, Some(c0_p)),
         || one(key_a, key_as, None),
     )
+}
+
+fast_dispatch! {
+    /// out[j] ← Σ_i x_i[xo + j]·w_i[wo + j] (+ add[wo + j]) mod q, widened to u64, for
+    /// j < out.len(), w_i given with Shoup constants ws_i: one contiguous segment of a
+    /// slot-order lazy rotation (x: the keys, stored already shifted; w: the digits, and P·c0,
+    /// read at the rotation's offset). Blocks of 256 in a stack buffer, so nothing but the u64
+    /// output is stored.
+    fn dot_shift(
+        out: &mut [u64],
+        x: &[&[u32]],
+        w: &[&[u32]],
+        ws: &[&[u32]],
+        add: Option<&[u32]>,
+        xo: usize,
+        wo: usize,
+        q: u32,
+    ) {
+        const B: usize = 256;
+        let mut buf = [0u32; B];
+        for (c, o) in out.chunks_mut(B).enumerate() {
+            let j = c * B;
+            let a = &mut buf[..o.len()];
+            dot_block_lazy_at(a, x, w, ws, xo + j, wo + j, q);
+            match add {
+                // x ∈ [0, 2q) plus y < q: below 3q < 2^32; two conditional subtractions.
+                Some(c) => {
+                    for ((o, &x), &y) in o.iter_mut().zip(a.iter()).zip(&c[wo + j..]) {
+                        let s = x + y;
+                        let s = s.min(s.wrapping_sub(2 * q));
+                        *o = s.min(s.wrapping_sub(q)) as u64;
+                    }
+                }
+                None => {
+                    for (o, &x) in o.iter_mut().zip(a.iter()) {
+                        *o = x.min(x.wrapping_sub(q)) as u64;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A Galois key for a row rotation by `r` slots, rearranged for [`switch_shift_ext`]: per
+/// digit and residue, K'[s] = key[π(s ⊕ r)] (π: `Ks32::slot`, s ⊕ r: s shifted by r within
+/// its half), i.e. the key in slot order already shifted. No Shoup constants: in this path the
+/// digits carry them (see [`SlotDigits`]), which halves the key bytes each rotation streams.
+pub(crate) struct SlotKey {
+    pub(crate) r: usize,
+    pub(crate) b: Vec<Vec<u32>>,
+    pub(crate) a: Vec<Vec<u32>>,
+}
+
+/// A hoisted ciphertext's digits in slot order with their Shoup constants, and P·c0 (mod Q,
+/// L residues) in slot order: made once per hoisted ciphertext and shared by all its lazy
+/// rotations. A Shoup product is symmetric in what it needs (one factor < q with its
+/// constant, the other any u32), so the constants go with the operand every rotation reuses
+/// (the digits, hot in cache) instead of the one each rotation streams (its key).
+pub(crate) struct SlotDigits {
+    pub(crate) d: Vec<Vec<u32>>,
+    pub(crate) ds: Vec<Vec<u32>>,
+    pub(crate) c0_p: Vec<u32>,
+}
+
+impl SlotDigits {
+    /// From NTT-order digits ((L+1)·n each) and P·c0 mod Q (L·n, u64 storage).
+    pub(crate) fn new(params: &Params, digits: &[Vec<u32>], c0_p: &[u64]) -> SlotDigits {
+        let n = params.n();
+        let l = params.l();
+        let m = &ks(params).m;
+        let d: Vec<Vec<u32>> = digits.iter().map(|x| to_slot32(params, x, l + 1)).collect();
+        let ds = d
+            .iter()
+            .map(|x| {
+                let mut o = take32(x.len(), false);
+                for (k, &mk) in m.iter().enumerate() {
+                    let r = k * n..(k + 1) * n;
+                    shoup_all(&mut o[r.clone()], &x[r], mk);
+                }
+                o
+            })
+            .collect();
+        let mut c32 = take32(l * n, false);
+        for (o, &v) in c32.iter_mut().zip(c0_p) {
+            *o = v as u32;
+        }
+        let c = to_slot32(params, &c32, l);
+        give32(c32);
+        SlotDigits { d, ds, c0_p: c }
+    }
+}
+
+impl Drop for SlotDigits {
+    fn drop(&mut self) {
+        for v in self.d.drain(..).chain(self.ds.drain(..)) {
+            give32(v);
+        }
+        give32(std::mem::take(&mut self.c0_p));
+    }
+}
+
+fast_dispatch! {
+    /// o[j] ← ⌊x[j]·2^32 / q⌋ (Shoup constants, x < q < 2^31) without a division per word: the
+    /// f64 quotient is within 1 of the exact one (relative error 2^-52 on a value < 2^32), and
+    /// one multiply-and-compare corrects it.
+    fn shoup_all(o: &mut [u32], x: &[u32], q: u32) {
+        let inv = 4294967296.0f64 / q as f64;
+        let q64 = q as u64;
+        for (o, &w) in o.iter_mut().zip(x) {
+            let mut e = (w as f64 * inv) as u64;
+            let num = (w as u64) << 32;
+            // e ∈ {floor − 1, floor, floor + 1}.
+            if e * q64 > num {
+                e -= 1;
+            }
+            if num - e * q64 >= q64 {
+                e += 1;
+            }
+            *o = e as u32;
+        }
+    }
+}
+
+/// The slot-order form of a Galois key whose automorphism is a row rotation (`perms`: its
+/// NTT-index permutations, out[j] = in[perm[j]]; key residues pre-permuted as stored), or
+/// `None` when the permutation is not a shift within the halves in slot order (e.g. the row
+/// swap), which then keeps the gather path. Built once per key (on first lazy use).
+pub(crate) fn slot_key(
+    params: &Params,
+    perms: &[Vec<u32>],
+    b: &[&[u32]],
+    a: &[&[u32]],
+) -> Option<SlotKey> {
+    let n = params.n();
+    let half = n / 2;
+    let ks = ks(params);
+    let (slot, slot_inv) = (&ks.slot, &ks.slot_inv);
+    if slot.len() != perms.len() {
+        return None;
+    }
+    // r from modulus 0, slot 0; then every index of every modulus must agree.
+    let r = slot_inv[0][perms[0][slot[0][0] as usize] as usize] as usize;
+    if r >= half {
+        return None;
+    }
+    for (k, perm) in perms.iter().enumerate() {
+        for s in 0..n {
+            let (h, e) = (s / half, s % half);
+            let t = h * half + (e + r) % half;
+            if perm[slot[k][s] as usize] != slot[k][t] {
+                return None;
+            }
+        }
+    }
+    // K'[s] = key[perm[π(s)]] (= key[π(s ⊕ r)]).
+    let re = |v: &[&[u32]]| -> Vec<Vec<u32>> {
+        v.iter()
+            .map(|x| {
+                let mut o = vec![0u32; x.len()];
+                for (k, perm) in perms.iter().enumerate() {
+                    let off = k * n;
+                    for (s, &j) in slot[k].iter().enumerate() {
+                        o[off + s] = x[off + perm[j as usize] as usize];
+                    }
+                }
+                o
+            })
+            .collect()
+    };
+    Some(SlotKey {
+        r,
+        b: re(b),
+        a: re(a),
+    })
+}
+
+/// x (NTT order, `res` residues of n) → slot order: o[s] = x[π(s)] per residue.
+pub(crate) fn to_slot32(params: &Params, x: &[u32], res: usize) -> Vec<u32> {
+    let n = params.n();
+    let slot = &ks(params).slot;
+    let mut o = take32(res * n, false);
+    for k in 0..res {
+        gather32(&mut o[k * n..(k + 1) * n], &x[k * n..(k + 1) * n], &slot[k]);
+    }
+    o
+}
+
+fast_dispatch! {
+    /// o[j] = a[perm[j]] (u32 words).
+    fn gather32(o: &mut [u32], a: &[u32], perm: &[u32]) {
+        let mask = a.len() - 1;
+        let a = &a[..=mask];
+        for (oi, &pj) in o.iter_mut().zip(perm) {
+            *oi = a[pj as usize & mask];
+        }
+    }
+}
+
+fast_dispatch! {
+    /// o[j] = a[perm[j]] (u64 words).
+    fn gather64(o: &mut [u64], a: &[u64], perm: &[u32]) {
+        let mask = a.len() - 1;
+        let a = &a[..=mask];
+        for (oi, &pj) in o.iter_mut().zip(perm) {
+            *oi = a[pj as usize & mask];
+        }
+    }
+}
+
+/// Reorders u64 residues (every residue of n words, `to_slot`: NTT order → slot order, else
+/// back) into a fresh buffer.
+pub(crate) fn reorder64(params: &Params, x: &[u64], to_slot: bool) -> Vec<u64> {
+    let mut o = crate::bfv::take_dirty(x.len());
+    reorder64_into(params, x, &mut o, to_slot);
+    o
+}
+
+/// [`reorder64`] into `o` (same length as x).
+pub(crate) fn reorder64_into(params: &Params, x: &[u64], o: &mut [u64], to_slot: bool) {
+    let n = params.n();
+    let ks = ks(params);
+    let maps = if to_slot { &ks.slot } else { &ks.slot_inv };
+    for (k, (oc, xc)) in o.chunks_mut(n).zip(x.chunks(n)).enumerate() {
+        gather64(oc, xc, &maps[k]);
+    }
+}
+
+/// Lazy hoisted rotation by a [`SlotKey`]'s r slots with everything in slot order (the
+/// automorphism permutes evaluation points; ordered by powers of the generator 3 it is a cyclic
+/// shift by r within each half, so σ_g costs no gather: the digits are read at an offset, two
+/// contiguous segments per half). `digits` and `c0_p` (P·c0 mod Q, L residues) are in slot
+/// order ([`to_slot32`], once per hoisted ciphertext); the result, Σ_j σ_g(d_j)·key_j +
+/// σ_g(P·c0) over Q·P, is in slot order too (u64 storage, (L+1)·n per component) and goes back
+/// to NTT order once per sum, before its mod-down. This is "double hoisting" (Bossuat, Mouchet,
+/// Troncoso-Pastoriza, Hubaux, Eurocrypt 2021: the mod-down deferred to the sum of rotations)
+/// with the automorphism turned into index arithmetic by the slot order.
+pub(crate) fn switch_shift_ext(
+    params: &Params,
+    h: &SlotDigits,
+    key: &SlotKey,
+) -> (Vec<u64>, Vec<u64>) {
+    let n = params.n();
+    let l = params.l();
+    let half = n / 2;
+    let r = key.r;
+    let m = &ks(params).m;
+    let one = |kk: &[Vec<u32>], add: Option<&[u32]>| -> Vec<u64> {
+        let mut out = crate::bfv::take_dirty((l + 1) * n);
+        for (k, &mk) in m.iter().enumerate() {
+            let base = k * n;
+            fn cut(v: &[Vec<u32>], r: std::ops::Range<usize>) -> Vec<&[u32]> {
+                v.iter().map(|v| &v[r.clone()]).collect()
+            }
+            let rr = base..base + n;
+            let (d, ds, key) = (cut(&h.d, rr.clone()), cut(&h.ds, rr.clone()), cut(kk, rr));
+            let add = add.filter(|_| k < l).map(|c| &c[base..base + n]);
+            let o = &mut out[base..base + n];
+            for hh in 0..2 {
+                let hb = hh * half;
+                // Slots e < half − r read e + r; the last r read e + r − half.
+                let (o1, o2) = o[hb..hb + half].split_at_mut(half - r);
+                dot_shift(o1, &key, &d, &ds, add, hb, hb + r, mk);
+                dot_shift(o2, &key, &d, &ds, add, hb + half - r, hb, mk);
+            }
+        }
+        out
+    };
+    join(|| one(&key.b, Some(&h.c0_p)), || one(&key.a, None))
 }
 
 fast_dispatch! {

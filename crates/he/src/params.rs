@@ -507,7 +507,16 @@ impl Params {
             .map(|&q| ((64 - q.leading_zeros()) as usize).div_ceil(w))
             .collect();
         let have_plans = qs.iter().all(|m| m.plan32.is_some()) && pm.plan32.is_some();
-        let ks32 = crate::ks32::Ks32::new(n, &set.q, set.p, set.ks_digit_bits, &dpp, have_plans);
+        let ks32 = crate::ks32::Ks32::new(n, &set.q, set.p, set.ks_digit_bits, &dpp, have_plans)
+            .map(|mut k| {
+                let ie: Vec<&[u32]> = qs
+                    .iter()
+                    .chain(std::iter::once(&pm))
+                    .map(|m| m.idx_of_exp.as_slice())
+                    .collect();
+                k.set_slot_maps(&ie);
+                k
+            });
         Ok(Params(Arc::new(ParamsInner {
             set,
             qs,
