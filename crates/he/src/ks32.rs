@@ -783,23 +783,22 @@ impl Drop for SlotDigits {
 }
 
 fast_dispatch! {
-    /// o[j] ← ⌊x[j]·2^32 / q⌋ (Shoup constants, x < q < 2^31) without a division per word: the
-    /// f64 quotient is within 1 of the exact one (relative error 2^-52 on a value < 2^32), and
-    /// one multiply-and-compare corrects it.
+    /// o[j] ← ⌊x[j]·2^32 / q⌋ (Shoup constants, x < q < 2^30) without a division per word: q
+    /// has b ≤ 30 bits, v = ⌊2^(32+b)/q⌋ < 2^33 (split as vh·2^32 + vl, vh ∈ {0, 1}),
+    /// e = ⌊x·v/2^b⌋ (x·v < 2^63) is the exact quotient or one less (x·v/2^b > x·2^32/q − x/2^b),
+    /// and one multiply-and-compare corrects it; every product is 32 × 32 bits (`vpmuludq`).
     fn shoup_all(o: &mut [u32], x: &[u32], q: u32) {
-        let inv = 4294967296.0f64 / q as f64;
+        let b = 32 - q.leading_zeros();
+        let v = (1u64 << (32 + b)) / q as u64;
+        let vl = v & 0xffff_ffff;
+        let hi_mask = if v >> 32 != 0 { u64::MAX } else { 0 };
         let q64 = q as u64;
         for (o, &w) in o.iter_mut().zip(x) {
-            let mut e = (w as f64 * inv) as u64;
-            let num = (w as u64) << 32;
-            // e ∈ {floor − 1, floor, floor + 1}.
-            if e * q64 > num {
-                e -= 1;
-            }
-            if num - e * q64 >= q64 {
-                e += 1;
-            }
-            *o = e as u32;
+            let w64 = w as u64;
+            let t = w64 * vl + ((w64 << 32) & hi_mask);
+            let e = (t >> b) as u32 as u64;
+            let r = (w64 << 32).wrapping_sub(e * q64);
+            *o = (e + (r >= q64) as u64) as u32;
         }
     }
 }
@@ -1323,6 +1322,36 @@ pub(crate) fn rotate_limbs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `shoup_all` equals `shoup32` (one division per word) at both ends of the 30-bit octave,
+    /// for the `n4096` primes and for smaller moduli, at random and edge residues.
+    #[test]
+    fn shoup_all_matches_division() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for q in [
+            (1u32 << 29) + 1,
+            1073692673,
+            978247681,
+            (1 << 30) - 35,
+            12289,
+            (1 << 28) - 57,
+        ] {
+            let mut w: Vec<u32> = (0..4096)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % q as u64) as u32
+                })
+                .collect();
+            w.extend([0, 1, 2, q / 2, q - 2, q - 1]);
+            let mut o = vec![0u32; w.len()];
+            shoup_all(&mut o, &w, q);
+            for (&v, &s) in w.iter().zip(&o) {
+                assert_eq!(s, shoup32(v, q), "q {q} w {v}");
+            }
+        }
+    }
 
     /// The lazily reduced key products (`dot`, `dot_sub_scale`) are exact mod q for the
     /// largest 30-bit NTT prime, with 2, 3 (the generic loop) and 4 digits, at random residues and at the extremes
