@@ -1900,6 +1900,16 @@ impl Params {
 
     /// Divides a lazy ciphertext by P: back to an ordinary ciphertext mod Q.
     pub fn mod_down_ext(&self, mut a: ExtCiphertext) -> Ciphertext {
+        if self.0.ks32.is_some() {
+            // 32-bit plans, both components in parallel; a slot-order input is read through
+            // the inverse slot map (no separate reorder).
+            let (c0, c1) = crate::ks32::mod_down_pair(self, &a.c0, &a.c1, a.slot);
+            return Ciphertext {
+                c0,
+                c1,
+                var: a.var + self.ks_var(),
+            };
+        }
         if a.slot {
             self.reorder_ext(&mut a, false);
         }
@@ -2231,8 +2241,13 @@ mod tests {
             assert_eq!((&one.c0, &one.c1), (&want.c0, &want.c1), "step {s}");
         }
         assert!(sum_slot.slot && !sum_ntt.slot);
+        // The 64-bit division by P (`Params::mod_down`) of the NTT-order sum is the reference
+        // for the 32-bit one (`ks32::mod_down`) on both orders.
+        let (mut r0, mut r1) = (sum_ntt.c0.clone(), sum_ntt.c1.clone());
+        let want = (params.mod_down(&mut r0), params.mod_down(&mut r1));
         let (a, b) = (params.mod_down_ext(sum_slot), params.mod_down_ext(sum_ntt));
         assert_eq!((&a.c0, &a.c1), (&b.c0, &b.c1));
+        assert_eq!((&a.c0, &a.c1), (&want.0, &want.1));
         // The row swap is no shift in slot order: gather path, NTT order.
         let g = params.galois_elt_row_swap();
         let key = &keys.keys[&g];

@@ -951,6 +951,87 @@ pub(crate) fn switch_shift_ext(
 }
 
 fast_dispatch! {
+    /// o[j] ← x[idx[j]] narrowed to u32 (u64-stored residues < 2^32), or x[j] without `idx`.
+    fn narrow_from(o: &mut [u32], x: &[u64], idx: Option<&[u32]>) {
+        match idx {
+            Some(idx) => {
+                let mask = x.len() - 1;
+                let x = &x[..=mask];
+                for (o, &i) in o.iter_mut().zip(idx) {
+                    *o = x[i as usize & mask] as u32;
+                }
+            }
+            None => {
+                for (o, &v) in o.iter_mut().zip(x) {
+                    *o = v as u32;
+                }
+            }
+        }
+    }
+}
+
+fast_dispatch! {
+    /// o[j] ← (x[idx[j]] + q − lp[j])·w mod q (x[j] without `idx`): the last step of a division
+    /// by P, reading a slot-order residue through the inverse slot map (no separate reorder).
+    fn sub_scale_from(o: &mut [u64], x: &[u64], idx: Option<&[u32]>, lp: &[u32], w: u32, ws: u32, q: u32) {
+        match idx {
+            Some(idx) => {
+                let mask = x.len() - 1;
+                let x = &x[..=mask];
+                for ((o, &i), &y) in o.iter_mut().zip(idx).zip(lp) {
+                    *o = mul_shoup32(x[i as usize & mask] as u32 + (q - y), w, ws, q) as u64;
+                }
+            }
+            None => {
+                for ((o, &v), &y) in o.iter_mut().zip(x).zip(lp) {
+                    *o = mul_shoup32(v as u32 + (q - y), w, ws, q) as u64;
+                }
+            }
+        }
+    }
+}
+
+/// Division by P of one lazy component ((L+1)·n u64-stored residues in NTT order, or in slot
+/// order when `slot`; its P residue carries n^{-1} like the Galois keys'), on the 32-bit plans:
+/// (x_Q − [x]_P)·P^{-1} with [x]_P centered, the same values as `Params::mod_down` (its
+/// 64-bit counterpart) word for word. A slot-order input goes back to NTT order inside the
+/// first and last passes (reads through the inverse slot map).
+pub(crate) fn mod_down(params: &Params, x: &[u64], slot: bool) -> Vec<u64> {
+    let n = params.n();
+    let l = params.l();
+    let ks = ks(params);
+    let p = ks.m[l];
+    let idx = |k: usize| slot.then(|| ks.slot_inv[k].as_slice());
+    let mut accp_buf = take32a(n);
+    let accp = win_mut(&mut accp_buf, n);
+    narrow_from(accp, &x[l * n..(l + 1) * n], idx(l));
+    plan(params, l).inv(accp);
+    let mut out = crate::bfv::take_dirty(l * n);
+    let mut lp_buf = take32a(n);
+    for (i, o) in out.chunks_mut(n).enumerate() {
+        let qi = ks.m[i];
+        let lp = win_mut(&mut lp_buf, n);
+        lift(lp, accp, p / 2, qi.wrapping_sub(p));
+        plan(params, i).fwd(lp);
+        let (w, ws) = ks.p_inv[i];
+        sub_scale_from(o, &x[i * n..(i + 1) * n], idx(i), lp, w, ws, qi);
+    }
+    give32(lp_buf);
+    give32(accp_buf);
+    out
+}
+
+/// [`mod_down`] of both components of a lazy ciphertext, in parallel when rayon has threads.
+pub(crate) fn mod_down_pair(
+    params: &Params,
+    c0: &[u64],
+    c1: &[u64],
+    slot: bool,
+) -> (Vec<u64>, Vec<u64>) {
+    join(|| mod_down(params, c0, slot), || mod_down(params, c1, slot))
+}
+
+fast_dispatch! {
     /// out ← the centered value of (src·w mod q) lifted by `shift` (see `lift`): the inverse
     /// NTT's normalisation by n^{-1} fused into the lift to another modulus (one pass instead
     /// of two).
