@@ -28,32 +28,60 @@ thread_local! {
 /// A per-thread list of spare buffers (this one for u64 words, `ks32`'s for u32).
 pub(crate) type BufPool<T> = std::thread::LocalKey<std::cell::RefCell<Vec<Vec<T>>>>;
 
-/// Takes out of `pool` a buffer with capacity ≥ `cap`, if it has one (contents as left).
-pub(crate) fn pool_pop<T>(pool: &'static BufPool<T>, cap: usize) -> Option<Vec<T>> {
-    pool.with(|p| {
-        let mut p = p.borrow_mut();
+/// Buffers a thread's full pool passes on, for threads whose pools run dry. With two threads a
+/// key switch's output components are taken on both threads but dropped on the caller's, so
+/// without this the other thread's pool stays empty and it allocates (and zeroes) a fresh
+/// 64 KiB output every rotation.
+pub(crate) type SharedPool<T> = std::sync::Mutex<Vec<Vec<T>>>;
+
+static SHARED: SharedPool<u64> = std::sync::Mutex::new(Vec::new());
+
+/// Takes out of `pool` (else out of `shared`) a buffer with capacity ≥ `cap`, if one has it
+/// (contents as left).
+pub(crate) fn pool_pop<T>(
+    pool: &'static BufPool<T>,
+    shared: &SharedPool<T>,
+    cap: usize,
+) -> Option<Vec<T>> {
+    let take = |p: &mut Vec<Vec<T>>| {
         p.iter()
             .position(|v| v.capacity() >= cap)
             .map(|i| p.swap_remove(i))
+    };
+    pool.with(|p| take(&mut p.borrow_mut())).or_else(|| {
+        // A poisoned lock only means another thread panicked while pushing or popping a
+        // spare buffer: the list is still a list of buffers.
+        let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
+        take(&mut g)
     })
 }
 
-/// Returns `v` to `pool`, which keeps at most 64 buffers (and none without capacity).
-pub(crate) fn pool_push<T>(pool: &'static BufPool<T>, v: Vec<T>) {
+/// Returns `v` to `pool`, which keeps at most 64 buffers (and none without capacity); beyond
+/// that to `shared` (at most 64 more), else it is freed.
+pub(crate) fn pool_push<T>(pool: &'static BufPool<T>, shared: &SharedPool<T>, v: Vec<T>) {
     if v.capacity() == 0 {
         return;
     }
-    pool.with(|p| {
+    let rest = pool.with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 64 {
             p.push(v);
+            None
+        } else {
+            Some(v)
         }
     });
+    if let Some(v) = rest {
+        let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() < 64 {
+            g.push(v);
+        }
+    }
 }
 
 /// A zeroed buffer of `len` words, recycled when possible.
 pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
-    let v = pool_pop(&POOL, len);
+    let v = pool_pop(&POOL, &SHARED, len);
     match v {
         Some(mut v) => {
             v.clear();
@@ -66,7 +94,7 @@ pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
 
 /// An empty buffer with capacity ≥ `cap`, recycled when possible (for callers that fill it).
 pub(crate) fn take_empty(cap: usize) -> Vec<u64> {
-    let v = pool_pop(&POOL, cap);
+    let v = pool_pop(&POOL, &SHARED, cap);
     match v {
         Some(mut v) => {
             v.clear();
@@ -79,7 +107,7 @@ pub(crate) fn take_empty(cap: usize) -> Vec<u64> {
 /// A buffer of `len` words whose contents are unspecified (stale values of a recycled buffer):
 /// for callers that overwrite every word, so steady state pays no memset.
 pub(crate) fn take_dirty(len: usize) -> Vec<u64> {
-    let v = pool_pop(&POOL, len);
+    let v = pool_pop(&POOL, &SHARED, len);
     match v {
         Some(mut v) => {
             if v.len() >= len {
@@ -94,7 +122,7 @@ pub(crate) fn take_dirty(len: usize) -> Vec<u64> {
 }
 
 pub(crate) fn give_back(v: Vec<u64>) {
-    pool_push(&POOL, v);
+    pool_push(&POOL, &SHARED, v);
 }
 
 // ---------------------------------------------------------------------------------------------

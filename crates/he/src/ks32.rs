@@ -26,7 +26,9 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use crate::bfv::{pool_pop, pool_push};
+use crate::bfv::{pool_pop, pool_push, SharedPool};
+
+static SHARED32: SharedPool<u32> = Mutex::new(Vec::new());
 use crate::params::Params;
 
 thread_local! {
@@ -35,7 +37,7 @@ thread_local! {
 
 /// A buffer of `len` u32 words (contents unspecified unless `zero`), recycled when possible.
 pub(crate) fn take32(len: usize, zero: bool) -> Vec<u32> {
-    let v = pool_pop(&POOL32, len);
+    let v = pool_pop(&POOL32, &SHARED32, len);
     match v {
         Some(mut v) => {
             if zero {
@@ -53,7 +55,7 @@ pub(crate) fn take32(len: usize, zero: bool) -> Vec<u32> {
 }
 
 pub(crate) fn give32(v: Vec<u32>) {
-    pool_push(&POOL32, v);
+    pool_push(&POOL32, &SHARED32, v);
 }
 
 /// Extra words of a buffer taken with `take32a`: room to start a 64-byte-aligned window.
