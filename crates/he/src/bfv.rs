@@ -1697,12 +1697,9 @@ impl Params {
                 .slot32
                 .get_or_init(|| crate::ks32::slot_key(self, &key.perms, &kb, &ka));
             if let Some(sk) = sk {
-                let hs = h.slot32.get_or_init(|| {
-                    let c0_p = self.times_p(&h.c0);
-                    let s = crate::ks32::SlotDigits::new(self, &h.digits32, &c0_p);
-                    give_back(c0_p);
-                    s
-                });
+                let hs = h
+                    .slot32
+                    .get_or_init(|| crate::ks32::SlotDigits::new(self, &h.digits32, &h.c0));
                 let (c0, c1) = crate::ks32::switch_shift_ext(self, hs, sk);
                 return Ok(ExtCiphertext {
                     c0,

@@ -748,30 +748,68 @@ pub(crate) struct SlotDigits {
 }
 
 impl SlotDigits {
-    /// From NTT-order digits ((L+1)·n each) and P·c0 mod Q (L·n, u64 storage).
-    pub(crate) fn new(params: &Params, digits: &[Vec<u32>], c0_p: &[u64]) -> SlotDigits {
+    /// From NTT-order digits ((L+1)·n each) and c0 (L·n, u64 storage, NTT order). Each slot-order
+    /// word is gathered once and its Shoup constant (or its product by P) computed in the same
+    /// pass.
+    pub(crate) fn new(params: &Params, digits: &[Vec<u32>], c0: &[u64]) -> SlotDigits {
         let n = params.n();
         let l = params.l();
-        let m = &ks(params).m;
-        let d: Vec<Vec<u32>> = digits.iter().map(|x| to_slot32(params, x, l + 1)).collect();
-        let ds = d
-            .iter()
-            .map(|x| {
-                let mut o = take32(x.len(), false);
-                for (k, &mk) in m.iter().enumerate() {
-                    let r = k * n..(k + 1) * n;
-                    shoup_all(&mut o[r.clone()], &x[r], mk);
-                }
-                o
-            })
-            .collect();
-        let mut c32 = take32(l * n, false);
-        for (o, &v) in c32.iter_mut().zip(c0_p) {
-            *o = v as u32;
+        let ks = ks(params);
+        let m = &ks.m;
+        let (mut d, mut ds) = (Vec::new(), Vec::new());
+        for x in digits {
+            let (mut o, mut os) = (take32(x.len(), false), take32(x.len(), false));
+            for (k, &mk) in m.iter().enumerate() {
+                let r = k * n..(k + 1) * n;
+                gather_shoup(
+                    &mut o[r.clone()],
+                    &mut os[r.clone()],
+                    &x[r],
+                    &ks.slot[k],
+                    mk,
+                );
+            }
+            d.push(o);
+            ds.push(os);
         }
-        let c = to_slot32(params, &c32, l);
-        give32(c32);
+        let mut c = take32(l * n, false);
+        let p = m[l];
+        for (i, &qi) in m.iter().enumerate().take(l) {
+            let r = i * n..(i + 1) * n;
+            let pq = p % qi;
+            gather_scale(
+                &mut c[r.clone()],
+                &c0[r],
+                &ks.slot[i],
+                pq,
+                shoup32(pq, qi),
+                qi,
+            );
+        }
         SlotDigits { d, ds, c0_p: c }
+    }
+}
+
+fast_dispatch! {
+    /// o[j] ← x[idx[j]] and os[j] ← its Shoup constant mod q (see `shoup_all`).
+    fn gather_shoup(o: &mut [u32], os: &mut [u32], x: &[u32], idx: &[u32], q: u32) {
+        let mask = x.len() - 1;
+        let x = &x[..=mask];
+        for (o, &i) in o.iter_mut().zip(idx) {
+            *o = x[i as usize & mask];
+        }
+        shoup_all(os, o, q);
+    }
+}
+
+fast_dispatch! {
+    /// o[j] ← x[idx[j]]·w mod q (u64-stored residues x < q < 2^31; ws = shoup32(w, q)).
+    fn gather_scale(o: &mut [u32], x: &[u64], idx: &[u32], w: u32, ws: u32, q: u32) {
+        let mask = x.len() - 1;
+        let x = &x[..=mask];
+        for (o, &i) in o.iter_mut().zip(idx) {
+            *o = mul_shoup32(x[i as usize & mask] as u32, w, ws, q);
+        }
     }
 }
 
@@ -785,22 +823,19 @@ impl Drop for SlotDigits {
 }
 
 fast_dispatch! {
-    /// o[j] ← ⌊x[j]·2^32 / q⌋ (Shoup constants, x < q < 2^30) without a division per word: q
-    /// has b ≤ 30 bits, v = ⌊2^(32+b)/q⌋ < 2^33 (split as vh·2^32 + vl, vh ∈ {0, 1}),
-    /// e = ⌊x·v/2^b⌋ (x·v < 2^63) is the exact quotient or one less (x·v/2^b > x·2^32/q − x/2^b),
-    /// and one multiply-and-compare corrects it; every product is 32 × 32 bits (`vpmuludq`).
+    /// o[j] ← ⌊x[j]·2^32 / q⌋ (Shoup constants, x < q < 2^31) without a division per word, in
+    /// 32-bit lanes: with 2^32 = a·q + b, ⌊x·2^32/q⌋ = a·x + ⌊x·b/q⌋, and the quotient
+    /// ⌊x·b/q⌋ is what a Shoup product by b computes on the way (hi, plus one when the lazy
+    /// remainder x·b − hi·q ∈ [0, 2q) is ≥ q). The result is < 2^32, so wrapping u32
+    /// arithmetic is exact.
     fn shoup_all(o: &mut [u32], x: &[u32], q: u32) {
-        let b = 32 - q.leading_zeros();
-        let v = (1u64 << (32 + b)) / q as u64;
-        let vl = v & 0xffff_ffff;
-        let hi_mask = if v >> 32 != 0 { u64::MAX } else { 0 };
-        let q64 = q as u64;
+        let a = ((1u64 << 32) / q as u64) as u32;
+        let b = ((1u64 << 32) % q as u64) as u32;
+        let bs = shoup32(b, q);
         for (o, &w) in o.iter_mut().zip(x) {
-            let w64 = w as u64;
-            let t = w64 * vl + ((w64 << 32) & hi_mask);
-            let e = (t >> b) as u32 as u64;
-            let r = (w64 << 32).wrapping_sub(e * q64);
-            *o = (e + (r >= q64) as u64) as u32;
+            let hi = ((w as u64 * bs as u64) >> 32) as u32;
+            let r = w.wrapping_mul(b).wrapping_sub(hi.wrapping_mul(q));
+            *o = a.wrapping_mul(w).wrapping_add(hi).wrapping_add((r >= q) as u32);
         }
     }
 }
@@ -856,28 +891,6 @@ pub(crate) fn slot_key(
         b: re(b),
         a: re(a),
     })
-}
-
-/// x (NTT order, `res` residues of n) → slot order: o[s] = x[π(s)] per residue.
-pub(crate) fn to_slot32(params: &Params, x: &[u32], res: usize) -> Vec<u32> {
-    let n = params.n();
-    let slot = &ks(params).slot;
-    let mut o = take32(res * n, false);
-    for k in 0..res {
-        gather32(&mut o[k * n..(k + 1) * n], &x[k * n..(k + 1) * n], &slot[k]);
-    }
-    o
-}
-
-fast_dispatch! {
-    /// o[j] = a[perm[j]] (u32 words).
-    fn gather32(o: &mut [u32], a: &[u32], perm: &[u32]) {
-        let mask = a.len() - 1;
-        let a = &a[..=mask];
-        for (oi, &pj) in o.iter_mut().zip(perm) {
-            *oi = a[pj as usize & mask];
-        }
-    }
 }
 
 fast_dispatch! {
@@ -1406,8 +1419,8 @@ pub(crate) fn rotate_limbs(
 mod tests {
     use super::*;
 
-    /// `shoup_all` equals `shoup32` (one division per word) at both ends of the 30-bit octave,
-    /// for the `n4096` primes and for smaller moduli, at random and edge residues.
+    /// `shoup_all` equals `shoup32` (one division per word) at both ends of the 30- and 31-bit
+    /// octaves, for the `n4096` primes and for smaller moduli, at random and edge residues.
     #[test]
     fn shoup_all_matches_division() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -1418,6 +1431,8 @@ mod tests {
             (1 << 30) - 35,
             12289,
             (1 << 28) - 57,
+            (1 << 31) - 1,
+            (1 << 30) + 3,
         ] {
             let mut w: Vec<u32> = (0..4096)
                 .map(|_| {
