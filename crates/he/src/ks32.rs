@@ -9,7 +9,7 @@
 //!   digit's own limb *is* c1's limb in NTT form, so it needs no transform) and one forward NTT
 //!   to each of the L other moduli (2 + 4 at L = 2); then the division by P of both components,
 //!   one inverse NTT mod P and one forward NTT per Q prime (2 × (1 + 2));
-//! * hoisting takes the base-2^w digits of each limb (w = 16 at `n4096`: 4 digits), whose
+//! * hoisting takes the base-2^w digits of each limb (w = 15 at `n4096`: 4 digits), whose
 //!   key-switching error is negligible next to the rounding of the division by P — needed
 //!   where a plaintext multiplies the rotated ciphertext.
 //!
