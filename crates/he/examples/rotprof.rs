@@ -1,5 +1,5 @@
 //! Profiling loop for one key-switched rotation (perf record --call-graph).
-//! `cargo run --release -p secinfer-he --example rotprof -- [n4096] [iters] [rotate|hoisted|lazy|decompose|decrypt]`
+//! `cargo run --release -p secinfer-he --example rotprof -- [n4096] [iters] [rotate|hoisted|lazy|decompose|decompose+lazy|decompose+lazy+moddown|decrypt]`
 use secinfer_he::{Params, SecretKey};
 fn main() {
     let a: Vec<String> = std::env::args().collect();
@@ -45,6 +45,19 @@ fn run(
                 "lazy" => drop(std::hint::black_box(
                     params.rotate_hoisted_ext(h, 1, keys).expect("rotprof"),
                 )),
+                // A fresh hoisted ciphertext and its first lazy rotation (the one that pays
+                // for the slot-order conversion), then its division by P.
+                "decompose+lazy" => {
+                    let h = params.decompose(ct);
+                    drop(std::hint::black_box(
+                        params.rotate_hoisted_ext(&h, 1, keys).expect("rotprof"),
+                    ))
+                }
+                "decompose+lazy+moddown" => {
+                    let h = params.decompose(ct);
+                    let e = params.rotate_hoisted_ext(&h, 1, keys).expect("rotprof");
+                    drop(std::hint::black_box(params.mod_down_ext(e)))
+                }
                 _ => panic!("op"),
             }
         }

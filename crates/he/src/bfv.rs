@@ -28,32 +28,60 @@ thread_local! {
 /// A per-thread list of spare buffers (this one for u64 words, `ks32`'s for u32).
 pub(crate) type BufPool<T> = std::thread::LocalKey<std::cell::RefCell<Vec<Vec<T>>>>;
 
-/// Takes out of `pool` a buffer with capacity ≥ `cap`, if it has one (contents as left).
-pub(crate) fn pool_pop<T>(pool: &'static BufPool<T>, cap: usize) -> Option<Vec<T>> {
-    pool.with(|p| {
-        let mut p = p.borrow_mut();
+/// Buffers a thread's full pool passes on, for threads whose pools run dry. With two threads a
+/// key switch's output components are taken on both threads but dropped on the caller's, so
+/// without this the other thread's pool stays empty and it allocates (and zeroes) a fresh
+/// 64 KiB output every rotation.
+pub(crate) type SharedPool<T> = std::sync::Mutex<Vec<Vec<T>>>;
+
+static SHARED: SharedPool<u64> = std::sync::Mutex::new(Vec::new());
+
+/// Takes out of `pool` (else out of `shared`) a buffer with capacity ≥ `cap`, if one has it
+/// (contents as left).
+pub(crate) fn pool_pop<T>(
+    pool: &'static BufPool<T>,
+    shared: &SharedPool<T>,
+    cap: usize,
+) -> Option<Vec<T>> {
+    let take = |p: &mut Vec<Vec<T>>| {
         p.iter()
             .position(|v| v.capacity() >= cap)
             .map(|i| p.swap_remove(i))
+    };
+    pool.with(|p| take(&mut p.borrow_mut())).or_else(|| {
+        // A poisoned lock only means another thread panicked while pushing or popping a
+        // spare buffer: the list is still a list of buffers.
+        let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
+        take(&mut g)
     })
 }
 
-/// Returns `v` to `pool`, which keeps at most 64 buffers (and none without capacity).
-pub(crate) fn pool_push<T>(pool: &'static BufPool<T>, v: Vec<T>) {
+/// Returns `v` to `pool`, which keeps at most 64 buffers (and none without capacity); beyond
+/// that to `shared` (at most 64 more), else it is freed.
+pub(crate) fn pool_push<T>(pool: &'static BufPool<T>, shared: &SharedPool<T>, v: Vec<T>) {
     if v.capacity() == 0 {
         return;
     }
-    pool.with(|p| {
+    let rest = pool.with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 64 {
             p.push(v);
+            None
+        } else {
+            Some(v)
         }
     });
+    if let Some(v) = rest {
+        let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() < 64 {
+            g.push(v);
+        }
+    }
 }
 
 /// A zeroed buffer of `len` words, recycled when possible.
 pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
-    let v = pool_pop(&POOL, len);
+    let v = pool_pop(&POOL, &SHARED, len);
     match v {
         Some(mut v) => {
             v.clear();
@@ -66,7 +94,7 @@ pub(crate) fn take_zeroed(len: usize) -> Vec<u64> {
 
 /// An empty buffer with capacity ≥ `cap`, recycled when possible (for callers that fill it).
 pub(crate) fn take_empty(cap: usize) -> Vec<u64> {
-    let v = pool_pop(&POOL, cap);
+    let v = pool_pop(&POOL, &SHARED, cap);
     match v {
         Some(mut v) => {
             v.clear();
@@ -79,7 +107,7 @@ pub(crate) fn take_empty(cap: usize) -> Vec<u64> {
 /// A buffer of `len` words whose contents are unspecified (stale values of a recycled buffer):
 /// for callers that overwrite every word, so steady state pays no memset.
 pub(crate) fn take_dirty(len: usize) -> Vec<u64> {
-    let v = pool_pop(&POOL, len);
+    let v = pool_pop(&POOL, &SHARED, len);
     match v {
         Some(mut v) => {
             if v.len() >= len {
@@ -94,7 +122,7 @@ pub(crate) fn take_dirty(len: usize) -> Vec<u64> {
 }
 
 pub(crate) fn give_back(v: Vec<u64>) {
-    pool_push(&POOL, v);
+    pool_push(&POOL, &SHARED, v);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,6 +364,11 @@ struct GaloisKey {
     a32s: Vec<Vec<u32>>,
     /// What travels: per digit the seed of `a` and the unpermuted `b`.
     wire: Vec<([u8; 32], Vec<u64>)>,
+    /// `ks32` only: the key rearranged for lazy rotations in slot order (`None` when the
+    /// automorphism is not a row rotation), built on first lazy use: 196,608 B more per key at
+    /// `n4096` (half of what the u32 residues above take with their Shoup constants), which
+    /// only keys used by lazy hoisted rotations pay.
+    slot32: std::sync::OnceLock<Option<crate::ks32::SlotKey>>,
 }
 
 /// A Galois key's 32-bit residues for a chosen set of digits: (b, a, b Shoup, a Shoup).
@@ -428,6 +461,7 @@ impl GaloisKey {
             b32s,
             a32s,
             wire,
+            slot32: std::sync::OnceLock::new(),
         }
     }
 
@@ -576,6 +610,9 @@ pub struct Plaintext {
     /// NTT form mod P, built on first use by a product in the extended Q·P basis
     /// ([`Params::mul_plain_ext`]).
     ntt_p: std::sync::OnceLock<Vec<u64>>,
+    /// `ks32` only: the NTT form mod Q·P in slot order, built on first use by a product with a
+    /// lazy ciphertext in slot order.
+    slot: std::sync::OnceLock<Vec<u64>>,
 }
 
 impl Plaintext {
@@ -597,6 +634,7 @@ impl Plaintext {
             ntt: lift_signed(params, &c),
             var,
             ntt_p: std::sync::OnceLock::new(),
+            slot: std::sync::OnceLock::new(),
         }
     }
 
@@ -614,6 +652,17 @@ impl Plaintext {
             }
             pm.to_ntt(&mut x);
             x
+        })
+    }
+
+    /// NTT form mod Q·P in slot order (see `ExtCiphertext::slot`).
+    fn slot_qp(&self, params: &Params) -> &[u64] {
+        self.slot.get_or_init(|| {
+            let mut x = self.ntt.clone();
+            x.extend_from_slice(self.ntt_p(params));
+            let mut o = vec![0u64; x.len()];
+            crate::ks32::reorder64_into(params, &x, &mut o, true);
+            o
         })
     }
 }
@@ -1063,6 +1112,9 @@ pub struct Decomposed {
     var: f64,
     /// P·c0 mod Q, made by the first lazy rotation and shared by the others.
     c0_p: std::sync::OnceLock<Vec<u64>>,
+    /// `ks32` only: the digits and P·c0 (u32) in slot order, made by the first lazy rotation
+    /// in slot order (`ks32::switch_shift_ext`) and shared by the others.
+    slot32: std::sync::OnceLock<crate::ks32::SlotDigits>,
 }
 
 /// A ciphertext in the extended Q·P basis, encrypting P·m (lazy key switching, see
@@ -1072,6 +1124,10 @@ pub struct ExtCiphertext {
     c0: Vec<u64>,
     c1: Vec<u64>,
     var: f64,
+    /// Residues in slot order (`ks32::Ks32::slot`) instead of NTT order: what lazy hoisted
+    /// rotations in slot order produce; element-wise operations keep it, `mod_down_ext` goes
+    /// back to NTT order first.
+    slot: bool,
 }
 
 impl Drop for ExtCiphertext {
@@ -1343,6 +1399,7 @@ impl Params {
             digits32,
             var: a.var,
             c0_p: std::sync::OnceLock::new(),
+            slot32: std::sync::OnceLock::new(),
         }
     }
 
@@ -1630,13 +1687,29 @@ impl Params {
                 c0,
                 c1: e1,
                 var: h.var,
+                slot: false,
             });
         }
         let g = self.galois_elt_rotate(step);
         let key = keys.keys.get(&g).ok_or(HeError::MissingGaloisKey(g))?;
-        let c0_p = h.c0_p.get_or_init(|| self.times_p(&h.c0));
         if self.0.ks32.is_some() {
             let (kb, ka, kbs, kas) = key.key32(None);
+            let sk = key
+                .slot32
+                .get_or_init(|| crate::ks32::slot_key(self, &key.perms, &kb, &ka));
+            if let Some(sk) = sk {
+                let hs = h
+                    .slot32
+                    .get_or_init(|| crate::ks32::SlotDigits::new(self, &h.digits32, &h.c0));
+                let (c0, c1) = crate::ks32::switch_shift_ext(self, hs, sk);
+                return Ok(ExtCiphertext {
+                    c0,
+                    c1,
+                    var: h.var + self.ks_product_var(),
+                    slot: true,
+                });
+            }
+            let c0_p = h.c0_p.get_or_init(|| self.times_p(&h.c0));
             let (c0, c1) = crate::ks32::switch_permute_ext(
                 self,
                 c0_p,
@@ -1651,8 +1724,10 @@ impl Params {
                 c0,
                 c1,
                 var: h.var + self.ks_product_var(),
+                slot: false,
             });
         }
+        let c0_p = h.c0_p.get_or_init(|| self.times_p(&h.c0));
         Ok(self.switch_permute_ext(c0_p, &h.digits, h.var, key))
     }
 
@@ -1716,6 +1791,7 @@ impl Params {
             c0,
             c1,
             var: var + self.ks_product_var(),
+            slot: false,
         }
     }
 
@@ -1733,7 +1809,12 @@ impl Params {
                 c1[k] = crate::arith::mul_shoup(a.c1[k], pq, ps, q);
             }
         }
-        ExtCiphertext { c0, c1, var: a.var }
+        ExtCiphertext {
+            c0,
+            c1,
+            var: a.var,
+            slot: false,
+        }
     }
 
     /// Lazy Perm: rotation by `step` with key switching but without the division by P.
@@ -1763,6 +1844,7 @@ impl Params {
                 c0,
                 c1,
                 var: a.var + self.ks_product_var_limbs(),
+                slot: false,
             });
         }
         let digits = self.decompose_digits(&a.c1);
@@ -1784,12 +1866,18 @@ impl Params {
         // Every word is written by `mul_into`: no zeroing.
         let mut c0 = take_dirty(a.c0.len());
         let mut c1 = take_dirty(a.c1.len());
+        // A slot-order ciphertext is multiplied by the plaintext in slot order (element-wise
+        // products do not care about the order, as long as both share it).
+        let (pq, pp) = if a.slot {
+            p.slot_qp(self).split_at(l * n)
+        } else {
+            (&p.ntt[..], p.ntt_p(self))
+        };
         for (i, md) in self.0.qs.iter().enumerate() {
             let r = i * n..(i + 1) * n;
-            md.mul_into(&mut c0[r.clone()], &a.c0[r.clone()], &p.ntt[r.clone()]);
-            md.mul_into(&mut c1[r.clone()], &a.c1[r.clone()], &p.ntt[r]);
+            md.mul_into(&mut c0[r.clone()], &a.c0[r.clone()], &pq[r.clone()]);
+            md.mul_into(&mut c1[r.clone()], &a.c1[r.clone()], &pq[r]);
         }
-        let pp = p.ntt_p(self);
         let r = l * n..(l + 1) * n;
         let pm = &self.0.pm;
         pm.mul_into(&mut c0[r.clone()], &a.c0[r.clone()], pp);
@@ -1798,12 +1886,30 @@ impl Params {
             c0,
             c1,
             var: self.mul_plain_var(a.var, p),
+            slot: a.slot,
         }
     }
 
     /// Adds two lazy (Q·P-basis) ciphertexts.
     pub fn ext_add_assign(&self, a: &mut ExtCiphertext, b: &ExtCiphertext) {
         let n = self.n();
+        // Mixed orders: the sum takes slot order (a sum that gets one slot-order term usually
+        // gets more), so at most one conversion per sum before its mod-down.
+        if b.slot && !a.slot {
+            self.reorder_ext(a, true);
+        }
+        let converted;
+        let b = if a.slot && !b.slot {
+            converted = ExtCiphertext {
+                c0: crate::ks32::reorder64(self, &b.c0, true),
+                c1: crate::ks32::reorder64(self, &b.c1, true),
+                var: b.var,
+                slot: true,
+            };
+            &converted
+        } else {
+            b
+        };
         let mods: Vec<&ModCtx> = self
             .0
             .qs
@@ -1820,6 +1926,19 @@ impl Params {
 
     /// Divides a lazy ciphertext by P: back to an ordinary ciphertext mod Q.
     pub fn mod_down_ext(&self, mut a: ExtCiphertext) -> Ciphertext {
+        if self.0.ks32.is_some() {
+            // 32-bit plans, both components in parallel; a slot-order input is read through
+            // the inverse slot map (no separate reorder).
+            let (c0, c1) = crate::ks32::mod_down_pair(self, &a.c0, &a.c1, a.slot);
+            return Ciphertext {
+                c0,
+                c1,
+                var: a.var + self.ks_var(),
+            };
+        }
+        if a.slot {
+            self.reorder_ext(&mut a, false);
+        }
         let c0 = self.mod_down(&mut a.c0);
         let c1 = self.mod_down(&mut a.c1);
         Ciphertext {
@@ -1827,6 +1946,15 @@ impl Params {
             c1,
             var: a.var + self.ks_var(),
         }
+    }
+
+    /// Puts a lazy ciphertext's residues in slot order (`to_slot`) or back in NTT order.
+    fn reorder_ext(&self, a: &mut ExtCiphertext, to_slot: bool) {
+        for c in [&mut a.c0, &mut a.c1] {
+            let o = crate::ks32::reorder64(self, c, to_slot);
+            give_back(std::mem::replace(c, o));
+        }
+        a.slot = to_slot;
     }
 
     fn recompose_c1(&self, h: &Decomposed) -> Vec<u64> {
@@ -2064,6 +2192,97 @@ mod tests {
             let want = crate::eval::rotate_rows(&v, s, params.row_len());
             assert_eq!(sk.decrypt(&one).expect("decrypt"), want);
         }
+    }
+
+    /// Lazy hoisted rotations in slot order (`ks32::switch_shift_ext`: no gather, keys and
+    /// digits in slot order) equal the gather path (`ks32::switch_permute_ext`) word for word
+    /// once put back in NTT order, for steps from 1 to n/2 − 1 (the edge shifts included: one
+    /// segment of each half nearly empty), on one and two threads; the row swap has no slot key (gather
+    /// path); products with plaintexts and sums that mix both orders, and the mod-down of a
+    /// slot-order sum, equal the NTT-order computation word for word; decryption is right.
+    #[test]
+    fn slot_order_lazy_rotations_bit_exact() {
+        let params = Params::by_name("n4096").expect("n4096");
+        let n = params.n();
+        let half = n / 2;
+        let sk = SecretKey::generate(&params);
+        let steps = [
+            1usize, 2, 3, 5, 8, 16, 31, 64, 255, 256, 1000, 1023, 1024, 1025, 2046, 2047,
+        ];
+        assert_eq!(steps[steps.len() - 1], half - 1);
+        let keys = sk.rotation_keys(&steps, true);
+        let t = params.t();
+        let v: Vec<u64> = (0..n as u64).map(|i| (i * 7919 + 3) % t).collect();
+        let ct = sk.encrypt(&v).expect("encrypt");
+        let h = params.decompose(&ct);
+        let c0_p = params.times_p(&h.c0);
+        let w: Vec<u64> = (0..n as u64).map(|i| (i * 31 + 5) % t).collect();
+        let pt = Plaintext::from_slots(&params, &w).expect("pt");
+        let p2 = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("pool");
+        let reference = |g: usize| {
+            let key = &keys.keys[&g];
+            let (kb, ka, kbs, kas) = key.key32(None);
+            let (c0, c1) = crate::ks32::switch_permute_ext(
+                &params,
+                &c0_p,
+                &h.digits32,
+                &kb,
+                &ka,
+                &kbs,
+                &kas,
+                &key.perms,
+            );
+            ExtCiphertext {
+                c0,
+                c1,
+                var: 0.0,
+                slot: false,
+            }
+        };
+        let mut sum_slot = params.lift_ext(&ct);
+        let mut sum_ntt = params.lift_ext(&ct);
+        for &s in &steps {
+            let g = params.galois_elt_rotate(s);
+            let want = reference(g);
+            let mut one = params.rotate_hoisted_ext(&h, s, &keys).expect("lazy");
+            assert!(one.slot, "step {s} should take the slot-order path");
+            {
+                let two =
+                    p2.install(|| rayon::join(|| params.rotate_hoisted_ext(&h, s, &keys), || ()).0);
+                let two = two.expect("lazy");
+                assert_eq!(
+                    (&two.c0, &two.c1),
+                    (&one.c0, &one.c1),
+                    "step {s}, 2 threads"
+                );
+                // Products and mixed-order sums, then one mod-down each.
+                let prod = params.mul_plain_ext(&one, &pt);
+                params.ext_add_assign(&mut sum_slot, &prod);
+                params.ext_add_assign(&mut sum_ntt, &params.mul_plain_ext(&want, &pt));
+            }
+            params.reorder_ext(&mut one, false);
+            assert_eq!((&one.c0, &one.c1), (&want.c0, &want.c1), "step {s}");
+        }
+        assert!(sum_slot.slot && !sum_ntt.slot);
+        // The 64-bit division by P (`Params::mod_down`) of the NTT-order sum is the reference
+        // for the 32-bit one (`ks32::mod_down`) on both orders.
+        let (mut r0, mut r1) = (sum_ntt.c0.clone(), sum_ntt.c1.clone());
+        let want = (params.mod_down(&mut r0), params.mod_down(&mut r1));
+        let (a, b) = (params.mod_down_ext(sum_slot), params.mod_down_ext(sum_ntt));
+        assert_eq!((&a.c0, &a.c1), (&b.c0, &b.c1));
+        assert_eq!((&a.c0, &a.c1), (&want.0, &want.1));
+        // The row swap is no shift in slot order: gather path, NTT order.
+        let g = params.galois_elt_row_swap();
+        let key = &keys.keys[&g];
+        let (kb, ka, _, _) = key.key32(None);
+        assert!(crate::ks32::slot_key(&params, &key.perms, &kb, &ka).is_none());
+        // Decryption of a mod-down of one slot-order rotation.
+        let r = params.mod_down_ext(params.rotate_hoisted_ext(&h, 5, &keys).expect("lazy"));
+        let want = crate::eval::rotate_rows(&v, 5, params.row_len());
+        assert_eq!(sk.decrypt(&r).expect("decrypt"), want);
     }
 
     /// `decrypt_poly`'s division-free rounding and Shoup CRT equal `mul_div_round` of the CRT

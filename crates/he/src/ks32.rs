@@ -1,5 +1,5 @@
 //! Key switching on 32-bit RNS limbs (the `n4096` set: Q = q0·q1 and P, all primes in
-//! (2^30, 2^31)), with every transform on tfhe-ntt's 32-bit plans.
+//! (2^29, 2^30)), with every transform on tfhe-ntt's 32-bit plans.
 //!
 //! Two decompositions of c1 share one key set (keys for base-2^w digits of each limb):
 //!
@@ -9,13 +9,14 @@
 //!   digit's own limb *is* c1's limb in NTT form, so it needs no transform) and one forward NTT
 //!   to each of the L other moduli (2 + 4 at L = 2); then the division by P of both components,
 //!   one inverse NTT mod P and one forward NTT per Q prime (2 × (1 + 2));
-//! * hoisting takes the base-2^w digits of each limb (w = 16 at `n4096`: 4 digits), whose
+//! * hoisting takes the base-2^w digits of each limb (w = 15 at `n4096`: 4 digits), whose
 //!   key-switching error is negligible next to the rounding of the division by P — needed
 //!   where a plaintext multiplies the rotated ciphertext.
 //!
-//! Because all moduli lie in (2^30, 2^31), lifting a centered residue from one modulus to
-//! another needs no reduction: v ≤ q/2 < 2^30 < q' stays as is, and v > q/2 maps to
-//! v − q + q' ∈ (q' − q/2, q') ⊂ [0, q'). Both lifts are one compare and one add.
+//! Because all moduli lie in one octave (2^(b−1), 2^b) (b = 30 at `n4096`), lifting a
+//! centered residue from one modulus to another needs no reduction: v ≤ q/2 < 2^(b−1) < q'
+//! stays as is, and v > q/2 maps to v − q + q' ∈ (q' − q/2, q') ⊂ [0, q'). Both lifts are one
+//! compare and one add.
 //!
 //! Buffers are `u32` and recycled per thread (`take32` / `give32`), so a rotation does no
 //! heap allocation once warm.
@@ -25,7 +26,9 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use crate::bfv::{pool_pop, pool_push};
+use crate::bfv::{pool_pop, pool_push, SharedPool};
+
+static SHARED32: SharedPool<u32> = Mutex::new(Vec::new());
 use crate::params::Params;
 
 thread_local! {
@@ -34,7 +37,7 @@ thread_local! {
 
 /// A buffer of `len` u32 words (contents unspecified unless `zero`), recycled when possible.
 pub(crate) fn take32(len: usize, zero: bool) -> Vec<u32> {
-    let v = pool_pop(&POOL32, len);
+    let v = pool_pop(&POOL32, &SHARED32, len);
     match v {
         Some(mut v) => {
             if zero {
@@ -52,7 +55,7 @@ pub(crate) fn take32(len: usize, zero: bool) -> Vec<u32> {
 }
 
 pub(crate) fn give32(v: Vec<u32>) {
-    pool_push(&POOL32, v);
+    pool_push(&POOL32, &SHARED32, v);
 }
 
 /// Extra words of a buffer taken with `take32a`: room to start a 64-byte-aligned window.
@@ -89,40 +92,96 @@ fast_dispatch! {
     }
 }
 
-/// a ← Σ_j d_j[r] ∘ k_j[r] mod q for one block `r` (`a.len()` = `r.len()`); inlined into the
-/// AVX2-compiled callers.
+/// a ← Σ_j d_j[r] ∘ k_j[r] mod q for one block `r` (`a.len()` = `r.len()`), left in [0, 2q)
+/// (callers finish the reduction, often fused with what they do next); inlined into the
+/// AVX2-compiled callers. With q < 2^30 each lazy Shoup product is in [0, 2q) and the sum of
+/// two in [0, 4q) still fits a u32, so each term costs one conditional subtraction (of 2q)
+/// instead of two.
 #[inline(always)]
-fn dot_block(
+fn dot_block_lazy<'d>(
     a: &mut [u32],
-    d: &[&[u32]],
-    k: &[&[u32]],
-    ks: &[&[u32]],
+    d: &[&'d [u32]],
+    k: &[&'d [u32]],
+    ks: &[&'d [u32]],
     r: std::ops::Range<usize>,
     q: u32,
 ) {
-    for (j, ((dj, kj), ksj)) in d.iter().zip(k).zip(ks).enumerate() {
-        let (dj, kj, ksj) = (&dj[r.clone()], &kj[r.clone()], &ksj[r.clone()]);
-        if j == 0 {
-            for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
-                *o = mul_shoup32(x, w, wsh, q);
+    dot_block_lazy_at(a, d, k, ks, r.start, r.start, q);
+}
+
+/// [`dot_block_lazy`] with the digits read from index `ds` and the keys from `ko` (the slot-order
+/// lazy rotation reads its digits at the rotation's offset): a[j] ← Σ_i d_i[ds + j]·k_i[ko + j].
+#[inline(always)]
+fn dot_block_lazy_at<'d>(
+    a: &mut [u32],
+    d: &[&'d [u32]],
+    k: &[&'d [u32]],
+    ks: &[&'d [u32]],
+    ds: usize,
+    ko: usize,
+    q: u32,
+) {
+    let q2 = 2 * q;
+    let len = a.len();
+    let cut = |v: &[&'d [u32]], j: usize, o: usize| -> &'d [u32] { &v[j][o..o + len] };
+    // Digits two at a time (one load and store of the accumulator and three conditional
+    // subtractions per pair instead of two and four); an odd last digit alone.
+    let mut j = 0;
+    while j < d.len() {
+        let (d0, k0, s0) = (cut(d, j, ds), cut(k, j, ko), cut(ks, j, ko));
+        if j + 1 < d.len() {
+            let (d1, k1, s1) = (cut(d, j + 1, ds), cut(k, j + 1, ko), cut(ks, j + 1, ko));
+            let pairs = d0.iter().zip(k0).zip(s0).zip(d1.iter().zip(k1).zip(s1));
+            for (o, (((&x0, &w0), &v0), ((&x1, &w1), &v1))) in a.iter_mut().zip(pairs) {
+                let t = mul_shoup32_lazy(x0, w0, v0, q) + mul_shoup32_lazy(x1, w1, v1, q);
+                let t = t.min(t.wrapping_sub(q2));
+                *o = if j == 0 {
+                    t
+                } else {
+                    let s = *o + t;
+                    s.min(s.wrapping_sub(q2))
+                };
             }
+            j += 2;
         } else {
-            for (((o, &x), &w), &wsh) in a.iter_mut().zip(dj).zip(kj).zip(ksj) {
-                let s = *o + mul_shoup32(x, w, wsh, q);
-                *o = s.min(s.wrapping_sub(q));
+            for (((o, &x), &w), &v) in a.iter_mut().zip(d0).zip(k0).zip(s0) {
+                let t = mul_shoup32_lazy(x, w, v, q);
+                *o = if j == 0 {
+                    t
+                } else {
+                    let s = *o + t;
+                    s.min(s.wrapping_sub(q2))
+                };
             }
+            j += 1;
         }
     }
 }
 
 fast_dispatch! {
-    /// acc ← Σ_j d_j ∘ k_j mod q, each key residue k with its Shoup constant ks. Blocks of
-    /// 256 keep the accumulator in L1 while the digits stream past.
-    fn dot(acc: &mut [u32], d: &[&[u32]], k: &[&[u32]], ks: &[&[u32]], q: u32) {
+    /// acc ← Σ_j d_j ∘ k_j (+ add) mod q, each key residue k with its Shoup constant ks (add:
+    /// u64-stored residues < q, e.g. P·c0, so that the automorphism's gather after it is a
+    /// plain one). Blocks of 256 keep the accumulator in L1 while the digits stream past.
+    fn dot(acc: &mut [u32], d: &[&[u32]], k: &[&[u32]], ks: &[&[u32]], add: Option<&[u64]>, q: u32) {
         const B: usize = 256;
         for (c, a) in acc.chunks_mut(B).enumerate() {
             let r = c * B..c * B + a.len();
-            dot_block(a, d, k, ks, r.clone(), q);
+            dot_block_lazy(a, d, k, ks, r.clone(), q);
+            match add {
+                // x ∈ [0, 2q) plus y < q: below 3q < 2^32; two conditional subtractions.
+                Some(c) => {
+                    for (x, &y) in a.iter_mut().zip(&c[r]) {
+                        let s = *x + y as u32;
+                        let s = s.min(s.wrapping_sub(2 * q));
+                        *x = s.min(s.wrapping_sub(q));
+                    }
+                }
+                None => {
+                    for x in a.iter_mut() {
+                        *x = (*x).min(x.wrapping_sub(q));
+                    }
+                }
+            }
         }
     }
 }
@@ -130,7 +189,7 @@ fast_dispatch! {
 fast_dispatch! {
     /// out ← src read as centered mod its modulus (v > half means v − modulus) and lifted to
     /// another modulus by adding `shift` = target − source (see the module note: no
-    /// reduction needed when both lie in (2^30, 2^31)).
+    /// reduction needed when both lie in one octave).
     fn lift(out: &mut [u32], src: &[u32], half: u32, shift: u32) {
         for (o, &v) in out.iter_mut().zip(src) {
             *o = if v > half { v.wrapping_add(shift) } else { v };
@@ -169,15 +228,16 @@ fast_dispatch! {
     }
 }
 
-/// a·b mod q for u64-stored residues a, b < q, q in (2^30, 2^31), mu = ⌊2^62/q⌋.
-/// Barrett with 32×32-bit products only (one `vpmuludq` each under AVX2): x = a·b < 2^62,
-/// y = ⌊x/2^31⌋ < 2^31, q̂ = ⌊y·mu/2^31⌋ ∈ [⌊x/q⌋ − 3, ⌊x/q⌋] (y and mu each lose < 1 and
-/// q > 2^30), so r = x − q̂·q < 4q and two conditional subtractions finish it. Inlined into
-/// the AVX2 loops that call it.
+/// a·b mod q for u64-stored residues a, b < q, q < 2^31 of bit length `bits` (b), so
+/// 2^(b−1) < q < 2^b; mu = ⌊2^(2b)/q⌋ < 2^(b+1). Barrett with 32×32-bit products only (one
+/// `vpmuludq` each under AVX2): x = a·b < 2^(2b), y = ⌊x/2^(b−1)⌋ < 2^(b+1) ≤ 2^32,
+/// q̂ = ⌊y·mu/2^(b+1)⌋ > x/q − 3 (y and mu each lose < 1, and x/2^(b−1), 2^(2b)/q are both
+/// below 2^(b+1)), so r = x − q̂·q < 3q and two conditional subtractions finish it. Inlined
+/// into the AVX2 loops that call it.
 #[inline(always)]
-fn barrett_mul31(a: u64, b: u64, q: u64, mu: u64) -> u64 {
+fn barrett_mul31(a: u64, b: u64, q: u64, mu: u64, bits: u32) -> u64 {
     let x = (a as u32 as u64) * (b as u32 as u64);
-    let qh = (((x >> 31) as u32 as u64) * (mu as u32 as u64)) >> 31;
+    let qh = (((x >> (bits - 1)) as u32 as u64) * (mu as u32 as u64)) >> (bits + 1);
     let mut r = x.wrapping_sub((qh as u32 as u64) * q);
     if r >= 2 * q {
         r -= 2 * q;
@@ -190,11 +250,11 @@ fn barrett_mul31(a: u64, b: u64, q: u64, mu: u64) -> u64 {
 }
 
 fast_dispatch! {
-    /// acc ← acc + a·b mod q on u64-stored residues, q in (2^30, 2^31), mu = ⌊2^62/q⌋ (the
-    /// product by `barrett_mul31`).
-    pub(crate) fn mul_acc_small(acc: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
+    /// acc ← acc + a·b mod q on u64-stored residues, q < 2^31 of bit length `bits`,
+    /// mu = ⌊2^(2·bits)/q⌋ (the product by `barrett_mul31`).
+    pub(crate) fn mul_acc_small(acc: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64, bits: u32) {
         for ((o, &x), &y) in acc.iter_mut().zip(a).zip(b) {
-            let s = *o + barrett_mul31(x, y, q, mu);
+            let s = *o + barrett_mul31(x, y, q, mu, bits);
             *o = if s >= q { s - q } else { s };
         }
     }
@@ -242,9 +302,9 @@ fast_dispatch! {
 
 fast_dispatch! {
     /// out ← a·b mod q on u64-stored residues (the product by `barrett_mul31`).
-    pub(crate) fn mul_small(out: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64) {
+    pub(crate) fn mul_small(out: &mut [u64], a: &[u64], b: &[u64], q: u64, mu: u64, bits: u32) {
         for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-            *o = barrett_mul31(x, y, q, mu);
+            *o = barrett_mul31(x, y, q, mu, bits);
         }
     }
 }
@@ -271,11 +331,18 @@ pub(crate) struct Ks32 {
     pub(crate) p_inv: Vec<(u32, u32)>,
     /// (n^{-1} mod q_i, Shoup constant): the inverse NTT's normalisation.
     pub(crate) n_inv: Vec<(u32, u32)>,
+    /// Slot order per modulus (Q primes then P): `slot[k][s]` is the NTT index of the
+    /// evaluation point ζ^(±3^e) for s = h·n/2 + e (h = 0: +, h = 1: −). A rotation of the
+    /// rows by r (X → X^(3^r)) maps the value at point x to the one at x^(3^r), i.e. it is a
+    /// cyclic shift by r within each half in this order (see `switch_shift_ext`).
+    pub(crate) slot: Vec<Vec<u32>>,
+    /// Inverse of `slot` per modulus: the slot index of each NTT index.
+    pub(crate) slot_inv: Vec<Vec<u32>>,
 }
 
 impl Ks32 {
-    /// The constants when the set qualifies: every modulus in (2^30, 2^31) with a 32-bit
-    /// plan.
+    /// The constants when the set qualifies: every modulus in one octave (2^(b−1), 2^b)
+    /// (the reduction-free lifts), b ≤ 30 (the lazy reductions), with a 32-bit plan.
     pub(crate) fn new(
         n: usize,
         q: &[u64],
@@ -284,12 +351,14 @@ impl Ks32 {
         digits_per_prime: &[usize],
         have_plans: bool,
     ) -> Option<Ks32> {
-        let in_range = |m: u64| m > (1u64 << 30) && m < (1u64 << 31);
-        if !have_plans || !q.iter().all(|&m| in_range(m)) || !in_range(p) {
+        let bits = |m: u64| 64 - m.leading_zeros();
+        let b = bits(p);
+        // b ≤ 30: the lazy sums of `dot_block_lazy` (< 4q) must fit a u32.
+        if !have_plans || b > 30 || !q.iter().all(|&m| bits(m) == b) {
             return None;
         }
-        // Base-2^w digits must stay below every modulus (w ≤ 30) unless each limb is one digit.
-        if digits_per_prime.contains(&0) || (digits_per_prime.iter().any(|&d| d > 1) && w > 30) {
+        // Base-2^w digits must stay below every modulus (w < b) unless each limb is one digit.
+        if digits_per_prime.contains(&0) || (digits_per_prime.iter().any(|&d| d > 1) && w >= b) {
             return None;
         }
         let mut m: Vec<u32> = q.iter().map(|&v| v as u32).collect();
@@ -308,7 +377,46 @@ impl Ks32 {
                 (w, shoup32(w, qi as u32))
             })
             .collect();
-        Some(Ks32 { m, p_inv, n_inv })
+        Some(Ks32 {
+            m,
+            p_inv,
+            n_inv,
+            slot: Vec::new(),
+            slot_inv: Vec::new(),
+        })
+    }
+
+    /// Fills `slot` / `slot_inv` from each modulus' table of root exponents at NTT indices
+    /// (`idx_of_exp[e]`: the NTT index holding the value at ζ^e, e odd < 2n).
+    pub(crate) fn set_slot_maps(&mut self, idx_of_exp: &[&[u32]]) {
+        self.slot = idx_of_exp
+            .iter()
+            .map(|ie| {
+                let two_n = ie.len() as u64;
+                let half = ie.len() / 4;
+                let mut s = Vec::with_capacity(2 * half);
+                for h in 0..2 {
+                    let mut e = 1u64;
+                    for _ in 0..half {
+                        let x = if h == 0 { e } else { two_n - e };
+                        s.push(ie[x as usize]);
+                        e = e * 3 % two_n;
+                    }
+                }
+                s
+            })
+            .collect();
+        self.slot_inv = self
+            .slot
+            .iter()
+            .map(|s| {
+                let mut inv = vec![0u32; s.len()];
+                for (j, &i) in s.iter().enumerate() {
+                    inv[i as usize] = j as u32;
+                }
+                inv
+            })
+            .collect();
     }
 }
 
@@ -321,10 +429,16 @@ pub(crate) fn shoup32(w: u32, q: u32) -> u32 {
 /// x·w mod q with ws = shoup32(w, q); x < 2^32, q < 2^31.
 #[inline(always)]
 fn mul_shoup32(x: u32, w: u32, ws: u32, q: u32) -> u32 {
-    let hi = ((x as u64 * ws as u64) >> 32) as u32;
-    let r = x.wrapping_mul(w).wrapping_sub(hi.wrapping_mul(q));
-    // r ∈ [0, 2q).
+    let r = mul_shoup32_lazy(x, w, ws, q);
     r.min(r.wrapping_sub(q))
+}
+
+/// x·w mod q up to one q: a value in [0, 2q) congruent to x·w (ws = shoup32(w, q); x < 2^32,
+/// w < q < 2^31).
+#[inline(always)]
+fn mul_shoup32_lazy(x: u32, w: u32, ws: u32, q: u32) -> u32 {
+    let hi = ((x as u64 * ws as u64) >> 32) as u32;
+    x.wrapping_mul(w).wrapping_sub(hi.wrapping_mul(q))
 }
 
 fn plan(params: &Params, k: usize) -> &tfhe_ntt::prime32::Plan {
@@ -406,7 +520,7 @@ fn limb_digits(params: &Params, c1: &[u64], i: usize, limbs: bool) -> Vec<Vec<u3
         }
         out.push(d);
     } else {
-        // Base-2^w digits (w ≤ 30, so every digit is below every modulus: no reduction).
+        // Base-2^w digits (w < b, so every digit is below every modulus: no reduction).
         let mask = (1u32 << w) - 1;
         for j in 0..dc {
             let sh = w * j as u32;
@@ -461,9 +575,16 @@ pub(crate) fn recompose(params: &Params, digits: &[Vec<u32>]) -> Vec<u64> {
     c1
 }
 
-/// Σ_j d_j ∘ key_j over every residue of Q·P (NTT form, unpermuted), into a fresh buffer.
-/// `key` holds each digit's key residues, `key_s` their Shoup constants.
-fn inner(params: &Params, digits: &[Vec<u32>], key: &[&[u32]], key_s: &[&[u32]]) -> Vec<u32> {
+/// Σ_j d_j ∘ key_j (+ `add` on the Q residues) over every residue of Q·P (NTT form,
+/// unpermuted), into a fresh buffer. `key` holds each digit's key residues, `key_s` their
+/// Shoup constants; `add` has L·n u64-stored residues.
+fn inner(
+    params: &Params,
+    digits: &[Vec<u32>],
+    key: &[&[u32]],
+    key_s: &[&[u32]],
+    add: Option<&[u64]>,
+) -> Vec<u32> {
     let n = params.n();
     let l = params.l();
     let m = &ks(params).m;
@@ -473,18 +594,10 @@ fn inner(params: &Params, digits: &[Vec<u32>], key: &[&[u32]], key_s: &[&[u32]])
         let d: Vec<&[u32]> = digits.iter().map(|d| &d[r.clone()]).collect();
         let kk: Vec<&[u32]> = key.iter().map(|v| &v[r.clone()]).collect();
         let kks: Vec<&[u32]> = key_s.iter().map(|v| &v[r.clone()]).collect();
-        dot(&mut acc[r.clone()], &d, &kk, &kks, mk);
+        let add = add.filter(|_| k < l).map(|c| &c[r.clone()]);
+        dot(&mut acc[r.clone()], &d, &kk, &kks, add, mk);
     }
     acc
-}
-
-/// Appends σ_g(a) (+ σ_g(add) mod q) to `out`: the automorphism as a gather of NTT slots
-/// (out[j] = a[perm[j]]). `a.len()` = `perm.len()` = n, a power of two.
-fn gather(o: &mut [u64], a: &[u32], add: Option<&[u64]>, perm: &[u32], q: u32) {
-    match add {
-        Some(c) => gather_add(o, a, c, perm, q),
-        None => gather_plain(o, a, perm),
-    }
 }
 
 fast_dispatch! {
@@ -495,20 +608,6 @@ fast_dispatch! {
         let a = &a[..=mask];
         for (oi, &pj) in o.iter_mut().zip(perm) {
             *oi = a[pj as usize & mask] as u64;
-        }
-    }
-}
-
-fast_dispatch! {
-    /// o[j] = a[perm[j]] + c[perm[j]] mod q (indices masked as in `gather_plain`).
-    fn gather_add(o: &mut [u64], a: &[u32], c: &[u64], perm: &[u32], q: u32) {
-        let mask = a.len() - 1;
-        let a = &a[..=mask];
-        let c = &c[..=mask];
-        for (oi, &pj) in o.iter_mut().zip(perm) {
-            let pj = pj as usize & mask;
-            let s = a[pj] + c[pj] as u32;
-            *oi = s.min(s.wrapping_sub(q)) as u64;
         }
     }
 }
@@ -568,14 +667,14 @@ pub(crate) fn switch_permute_ext(
 ) -> (Vec<u64>, Vec<u64>) {
     let n = params.n();
     let l = params.l();
-    let m = &ks(params).m;
     let one = |key: &[&[u32]], key_s: &[&[u32]], add: Option<&[u64]>| -> Vec<u64> {
-        let acc = inner(params, digits, key, key_s);
+        // P·c0 is added before σ_g (σ_g(x) + σ_g(y) = σ_g(x + y)), in the inner product's
+        // last pass: the gathers then move one stream instead of two.
+        let acc = inner(params, digits, key, key_s, add);
         let mut out = crate::bfv::take_dirty((l + 1) * n);
-        for (k, &mk) in m.iter().enumerate() {
+        for (k, perm) in perms.iter().enumerate().take(l + 1) {
             let r = k * n..(k + 1) * n;
-            let add = add.filter(|_| k < l).map(|c| &c[r.clone()]);
-            gather(&mut out[r.clone()], &acc[r], add, &perms[k], mk);
+            gather_plain(&mut out[r.clone()], &acc[r], perm);
         }
         give32(acc);
         out
@@ -584,6 +683,367 @@ pub(crate) fn switch_permute_ext(
         || one(key_b, key_bs, Some(c0_p)),
         || one(key_a, key_as, None),
     )
+}
+
+fast_dispatch! {
+    /// out[j] ← Σ_i x_i[xo + j]·w_i[wo + j] (+ add[wo + j]) mod q, widened to u64, for
+    /// j < out.len(), w_i given with Shoup constants ws_i: one contiguous segment of a
+    /// slot-order lazy rotation (x: the keys, stored already shifted; w: the digits, and P·c0,
+    /// read at the rotation's offset). Blocks of 256 in a stack buffer, so nothing but the u64
+    /// output is stored.
+    fn dot_shift(
+        out: &mut [u64],
+        x: &[&[u32]],
+        w: &[&[u32]],
+        ws: &[&[u32]],
+        add: Option<&[u32]>,
+        xo: usize,
+        wo: usize,
+        q: u32,
+    ) {
+        const B: usize = 256;
+        let mut buf = [0u32; B];
+        for (c, o) in out.chunks_mut(B).enumerate() {
+            let j = c * B;
+            let a = &mut buf[..o.len()];
+            dot_block_lazy_at(a, x, w, ws, xo + j, wo + j, q);
+            match add {
+                // x ∈ [0, 2q) plus y < q: below 3q < 2^32; two conditional subtractions.
+                Some(c) => {
+                    for ((o, &x), &y) in o.iter_mut().zip(a.iter()).zip(&c[wo + j..]) {
+                        let s = x + y;
+                        let s = s.min(s.wrapping_sub(2 * q));
+                        *o = s.min(s.wrapping_sub(q)) as u64;
+                    }
+                }
+                None => {
+                    for (o, &x) in o.iter_mut().zip(a.iter()) {
+                        *o = x.min(x.wrapping_sub(q)) as u64;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A Galois key for a row rotation by `r` slots, rearranged for [`switch_shift_ext`]: per
+/// digit and residue, K'[s] = key[π(s ⊕ r)] (π: `Ks32::slot`, s ⊕ r: s shifted by r within
+/// its half), i.e. the key in slot order already shifted. No Shoup constants: in this path the
+/// digits carry them (see [`SlotDigits`]), which halves the key bytes each rotation streams.
+pub(crate) struct SlotKey {
+    pub(crate) r: usize,
+    pub(crate) b: Vec<Vec<u32>>,
+    pub(crate) a: Vec<Vec<u32>>,
+}
+
+/// A hoisted ciphertext's digits in slot order with their Shoup constants, and P·c0 (mod Q,
+/// L residues) in slot order: made once per hoisted ciphertext and shared by all its lazy
+/// rotations. A Shoup product is symmetric in what it needs (one factor < q with its
+/// constant, the other any u32), so the constants go with the operand every rotation reuses
+/// (the digits, hot in cache) instead of the one each rotation streams (its key).
+pub(crate) struct SlotDigits {
+    pub(crate) d: Vec<Vec<u32>>,
+    pub(crate) ds: Vec<Vec<u32>>,
+    pub(crate) c0_p: Vec<u32>,
+}
+
+impl SlotDigits {
+    /// From NTT-order digits ((L+1)·n each) and c0 (L·n, u64 storage, NTT order). Each slot-order
+    /// word is gathered once and its Shoup constant (or its product by P) computed in the same
+    /// pass.
+    pub(crate) fn new(params: &Params, digits: &[Vec<u32>], c0: &[u64]) -> SlotDigits {
+        let n = params.n();
+        let l = params.l();
+        let ks = ks(params);
+        let m = &ks.m;
+        let (mut d, mut ds) = (Vec::new(), Vec::new());
+        for x in digits {
+            let (mut o, mut os) = (take32(x.len(), false), take32(x.len(), false));
+            for (k, &mk) in m.iter().enumerate() {
+                let r = k * n..(k + 1) * n;
+                gather_shoup(
+                    &mut o[r.clone()],
+                    &mut os[r.clone()],
+                    &x[r],
+                    &ks.slot[k],
+                    mk,
+                );
+            }
+            d.push(o);
+            ds.push(os);
+        }
+        let mut c = take32(l * n, false);
+        let p = m[l];
+        for (i, &qi) in m.iter().enumerate().take(l) {
+            let r = i * n..(i + 1) * n;
+            let pq = p % qi;
+            gather_scale(
+                &mut c[r.clone()],
+                &c0[r],
+                &ks.slot[i],
+                pq,
+                shoup32(pq, qi),
+                qi,
+            );
+        }
+        SlotDigits { d, ds, c0_p: c }
+    }
+}
+
+fast_dispatch! {
+    /// o[j] ← x[idx[j]] and os[j] ← its Shoup constant mod q (see `shoup_all`).
+    fn gather_shoup(o: &mut [u32], os: &mut [u32], x: &[u32], idx: &[u32], q: u32) {
+        let mask = x.len() - 1;
+        let x = &x[..=mask];
+        for (o, &i) in o.iter_mut().zip(idx) {
+            *o = x[i as usize & mask];
+        }
+        shoup_all(os, o, q);
+    }
+}
+
+fast_dispatch! {
+    /// o[j] ← x[idx[j]]·w mod q (u64-stored residues x < q < 2^31; ws = shoup32(w, q)).
+    fn gather_scale(o: &mut [u32], x: &[u64], idx: &[u32], w: u32, ws: u32, q: u32) {
+        let mask = x.len() - 1;
+        let x = &x[..=mask];
+        for (o, &i) in o.iter_mut().zip(idx) {
+            *o = mul_shoup32(x[i as usize & mask] as u32, w, ws, q);
+        }
+    }
+}
+
+impl Drop for SlotDigits {
+    fn drop(&mut self) {
+        for v in self.d.drain(..).chain(self.ds.drain(..)) {
+            give32(v);
+        }
+        give32(std::mem::take(&mut self.c0_p));
+    }
+}
+
+fast_dispatch! {
+    /// o[j] ← ⌊x[j]·2^32 / q⌋ (Shoup constants, x < q < 2^31) without a division per word, in
+    /// 32-bit lanes: with 2^32 = a·q + b, ⌊x·2^32/q⌋ = a·x + ⌊x·b/q⌋, and the quotient
+    /// ⌊x·b/q⌋ is what a Shoup product by b computes on the way (hi, plus one when the lazy
+    /// remainder x·b − hi·q ∈ [0, 2q) is ≥ q). The result is < 2^32, so wrapping u32
+    /// arithmetic is exact.
+    fn shoup_all(o: &mut [u32], x: &[u32], q: u32) {
+        let a = ((1u64 << 32) / q as u64) as u32;
+        let b = ((1u64 << 32) % q as u64) as u32;
+        let bs = shoup32(b, q);
+        for (o, &w) in o.iter_mut().zip(x) {
+            let hi = ((w as u64 * bs as u64) >> 32) as u32;
+            let r = w.wrapping_mul(b).wrapping_sub(hi.wrapping_mul(q));
+            *o = a.wrapping_mul(w).wrapping_add(hi).wrapping_add((r >= q) as u32);
+        }
+    }
+}
+
+/// The slot-order form of a Galois key whose automorphism is a row rotation (`perms`: its
+/// NTT-index permutations, out[j] = in[perm[j]]; key residues pre-permuted as stored), or
+/// `None` when the permutation is not a shift within the halves in slot order (e.g. the row
+/// swap), which then keeps the gather path. Built once per key (on first lazy use).
+pub(crate) fn slot_key(
+    params: &Params,
+    perms: &[Vec<u32>],
+    b: &[&[u32]],
+    a: &[&[u32]],
+) -> Option<SlotKey> {
+    let n = params.n();
+    let half = n / 2;
+    let ks = ks(params);
+    let (slot, slot_inv) = (&ks.slot, &ks.slot_inv);
+    if slot.len() != perms.len() {
+        return None;
+    }
+    // r from modulus 0, slot 0; then every index of every modulus must agree.
+    let r = slot_inv[0][perms[0][slot[0][0] as usize] as usize] as usize;
+    if r >= half {
+        return None;
+    }
+    for (k, perm) in perms.iter().enumerate() {
+        for s in 0..n {
+            let (h, e) = (s / half, s % half);
+            let t = h * half + (e + r) % half;
+            if perm[slot[k][s] as usize] != slot[k][t] {
+                return None;
+            }
+        }
+    }
+    // K'[s] = key[perm[π(s)]] (= key[π(s ⊕ r)]).
+    let re = |v: &[&[u32]]| -> Vec<Vec<u32>> {
+        v.iter()
+            .map(|x| {
+                let mut o = vec![0u32; x.len()];
+                for (k, perm) in perms.iter().enumerate() {
+                    let off = k * n;
+                    for (s, &j) in slot[k].iter().enumerate() {
+                        o[off + s] = x[off + perm[j as usize] as usize];
+                    }
+                }
+                o
+            })
+            .collect()
+    };
+    Some(SlotKey {
+        r,
+        b: re(b),
+        a: re(a),
+    })
+}
+
+fast_dispatch! {
+    /// o[j] = a[perm[j]] (u64 words).
+    fn gather64(o: &mut [u64], a: &[u64], perm: &[u32]) {
+        let mask = a.len() - 1;
+        let a = &a[..=mask];
+        for (oi, &pj) in o.iter_mut().zip(perm) {
+            *oi = a[pj as usize & mask];
+        }
+    }
+}
+
+/// Reorders u64 residues (every residue of n words, `to_slot`: NTT order → slot order, else
+/// back) into a fresh buffer.
+pub(crate) fn reorder64(params: &Params, x: &[u64], to_slot: bool) -> Vec<u64> {
+    let mut o = crate::bfv::take_dirty(x.len());
+    reorder64_into(params, x, &mut o, to_slot);
+    o
+}
+
+/// [`reorder64`] into `o` (same length as x).
+pub(crate) fn reorder64_into(params: &Params, x: &[u64], o: &mut [u64], to_slot: bool) {
+    let n = params.n();
+    let ks = ks(params);
+    let maps = if to_slot { &ks.slot } else { &ks.slot_inv };
+    for (k, (oc, xc)) in o.chunks_mut(n).zip(x.chunks(n)).enumerate() {
+        gather64(oc, xc, &maps[k]);
+    }
+}
+
+/// Lazy hoisted rotation by a [`SlotKey`]'s r slots with everything in slot order (the
+/// automorphism permutes evaluation points; ordered by powers of the generator 3 it is a cyclic
+/// shift by r within each half, so σ_g costs no gather: the digits are read at an offset, two
+/// contiguous segments per half). `digits` and `c0_p` (P·c0 mod Q, L residues) are in slot
+/// order ([`to_slot32`], once per hoisted ciphertext); the result, Σ_j σ_g(d_j)·key_j +
+/// σ_g(P·c0) over Q·P, is in slot order too (u64 storage, (L+1)·n per component) and goes back
+/// to NTT order once per sum, before its mod-down. This is "double hoisting" (Bossuat, Mouchet,
+/// Troncoso-Pastoriza, Hubaux, Eurocrypt 2021: the mod-down deferred to the sum of rotations)
+/// with the automorphism turned into index arithmetic by the slot order.
+pub(crate) fn switch_shift_ext(
+    params: &Params,
+    h: &SlotDigits,
+    key: &SlotKey,
+) -> (Vec<u64>, Vec<u64>) {
+    let n = params.n();
+    let l = params.l();
+    let half = n / 2;
+    let r = key.r;
+    let m = &ks(params).m;
+    let one = |kk: &[Vec<u32>], add: Option<&[u32]>| -> Vec<u64> {
+        let mut out = crate::bfv::take_dirty((l + 1) * n);
+        for (k, &mk) in m.iter().enumerate() {
+            let base = k * n;
+            fn cut(v: &[Vec<u32>], r: std::ops::Range<usize>) -> Vec<&[u32]> {
+                v.iter().map(|v| &v[r.clone()]).collect()
+            }
+            let rr = base..base + n;
+            let (d, ds, key) = (cut(&h.d, rr.clone()), cut(&h.ds, rr.clone()), cut(kk, rr));
+            let add = add.filter(|_| k < l).map(|c| &c[base..base + n]);
+            let o = &mut out[base..base + n];
+            for hh in 0..2 {
+                let hb = hh * half;
+                // Slots e < half − r read e + r; the last r read e + r − half.
+                let (o1, o2) = o[hb..hb + half].split_at_mut(half - r);
+                dot_shift(o1, &key, &d, &ds, add, hb, hb + r, mk);
+                dot_shift(o2, &key, &d, &ds, add, hb + half - r, hb, mk);
+            }
+        }
+        out
+    };
+    join(|| one(&key.b, Some(&h.c0_p)), || one(&key.a, None))
+}
+
+fast_dispatch! {
+    /// o[j] ← x[idx[j]] narrowed to u32 (u64-stored residues < 2^32), or x[j] without `idx`.
+    fn narrow_from(o: &mut [u32], x: &[u64], idx: Option<&[u32]>) {
+        match idx {
+            Some(idx) => {
+                let mask = x.len() - 1;
+                let x = &x[..=mask];
+                for (o, &i) in o.iter_mut().zip(idx) {
+                    *o = x[i as usize & mask] as u32;
+                }
+            }
+            None => {
+                for (o, &v) in o.iter_mut().zip(x) {
+                    *o = v as u32;
+                }
+            }
+        }
+    }
+}
+
+fast_dispatch! {
+    /// o[j] ← (x[idx[j]] + q − lp[j])·w mod q (x[j] without `idx`): the last step of a division
+    /// by P, reading a slot-order residue through the inverse slot map (no separate reorder).
+    fn sub_scale_from(o: &mut [u64], x: &[u64], idx: Option<&[u32]>, lp: &[u32], w: u32, ws: u32, q: u32) {
+        match idx {
+            Some(idx) => {
+                let mask = x.len() - 1;
+                let x = &x[..=mask];
+                for ((o, &i), &y) in o.iter_mut().zip(idx).zip(lp) {
+                    *o = mul_shoup32(x[i as usize & mask] as u32 + (q - y), w, ws, q) as u64;
+                }
+            }
+            None => {
+                for ((o, &v), &y) in o.iter_mut().zip(x).zip(lp) {
+                    *o = mul_shoup32(v as u32 + (q - y), w, ws, q) as u64;
+                }
+            }
+        }
+    }
+}
+
+/// Division by P of one lazy component ((L+1)·n u64-stored residues in NTT order, or in slot
+/// order when `slot`; its P residue carries n^{-1} like the Galois keys'), on the 32-bit plans:
+/// (x_Q − [x]_P)·P^{-1} with [x]_P centered, the same values as `Params::mod_down` (its
+/// 64-bit counterpart) word for word. A slot-order input goes back to NTT order inside the
+/// first and last passes (reads through the inverse slot map).
+pub(crate) fn mod_down(params: &Params, x: &[u64], slot: bool) -> Vec<u64> {
+    let n = params.n();
+    let l = params.l();
+    let ks = ks(params);
+    let p = ks.m[l];
+    let idx = |k: usize| slot.then(|| ks.slot_inv[k].as_slice());
+    let mut accp_buf = take32a(n);
+    let accp = win_mut(&mut accp_buf, n);
+    narrow_from(accp, &x[l * n..(l + 1) * n], idx(l));
+    plan(params, l).inv(accp);
+    let mut out = crate::bfv::take_dirty(l * n);
+    let mut lp_buf = take32a(n);
+    for (i, o) in out.chunks_mut(n).enumerate() {
+        let qi = ks.m[i];
+        let lp = win_mut(&mut lp_buf, n);
+        lift(lp, accp, p / 2, qi.wrapping_sub(p));
+        plan(params, i).fwd(lp);
+        let (w, ws) = ks.p_inv[i];
+        sub_scale_from(o, &x[i * n..(i + 1) * n], idx(i), lp, w, ws, qi);
+    }
+    give32(lp_buf);
+    give32(accp_buf);
+    out
+}
+
+/// [`mod_down`] of both components of a lazy ciphertext, in parallel when rayon has threads.
+pub(crate) fn mod_down_pair(
+    params: &Params,
+    c0: &[u64],
+    c1: &[u64],
+    slot: bool,
+) -> (Vec<u64>, Vec<u64>) {
+    join(|| mod_down(params, c0, slot), || mod_down(params, c1, slot))
 }
 
 fast_dispatch! {
@@ -613,7 +1073,9 @@ fast_dispatch! {
 fast_dispatch! {
     /// a ← (Σ_j d_j ∘ k_j − lp)·w (+ c) mod q: the key inner product of one Q residue fused
     /// with the division by P (and the addition of c0, which the gather then permutes with
-    /// it), block by block while the block is in L1.
+    /// it), block by block while the block is in L1. q < 2^30: the lazy sum x ∈ [0, 2q) plus
+    /// q − lp ∈ (0, q] stays below 3q < 2^32, a valid input of the Shoup product, so the
+    /// subtraction needs no reduction.
     fn dot_sub_scale(
         a: &mut [u32],
         d: &[&[u32]],
@@ -628,11 +1090,9 @@ fast_dispatch! {
         const B: usize = 256;
         for (blk, a) in a.chunks_mut(B).enumerate() {
             let r = blk * B..blk * B + a.len();
-            dot_block(a, d, k, ks, r.clone(), q);
+            dot_block_lazy(a, d, k, ks, r.clone(), q);
             for (x, &y) in a.iter_mut().zip(&lp[r.clone()]) {
-                let d = x.wrapping_sub(y);
-                let d = d.min(d.wrapping_add(q));
-                *x = mul_shoup32(d, w, ws, q);
+                *x = mul_shoup32(*x + (q - y), w, ws, q);
             }
             if let Some(c) = c {
                 for (x, &y) in a.iter_mut().zip(&c[r]) {
@@ -703,7 +1163,7 @@ fn component(
     let mut accp_buf = take32a(n);
     let accp = win_mut(&mut accp_buf, n);
     with_res(l, &mut |d| {
-        dot(accp, d, &slice(key, l, n), &slice(key_s, l, n), p);
+        dot(accp, d, &slice(key, l, n), &slice(key_s, l, n), None, p);
     });
     // The key's P residue carries n^{-1} mod P, so the raw inverse NTT gives coefficients.
     plan(params, l).inv(accp);
@@ -741,8 +1201,13 @@ fn component(
 /// always ends — unless that task panicked, which `failed` reports (the panic then propagates
 /// here too instead of leaving this thread spinning).
 fn wait_for(flag: &AtomicBool, failed: &AtomicBool) {
+    wait_until(|| flag.load(Ordering::Acquire), failed);
+}
+
+/// Spins (then yields) until `ready()`; see `wait_for`.
+fn wait_until(ready: impl Fn() -> bool, failed: &AtomicBool) {
     let mut spins = 0u32;
-    while !flag.load(Ordering::Acquire) {
+    while !ready() {
         assert!(
             !failed.load(Ordering::Acquire),
             "a key-switching task panicked on another thread"
@@ -773,10 +1238,16 @@ struct RotTasks<'a> {
     keys: [KeyPair<'a>; 2],
     perms: &'a [Vec<u32>],
     next: AtomicUsize,
+    /// Tasks finished (see `work`).
+    done: AtomicUsize,
+    /// Digit residue (i, k): taken by the thread that computes limb i from its own pool and
+    /// given back to that pool once every task has finished (see `work`), so that a thread
+    /// writes buffers its own cache last held instead of ones the other core used.
     res: Vec<Mutex<Vec<u32>>>,
     ready: Vec<AtomicBool>,
     /// Set when a task panics (see `wait_for`).
     failed: AtomicBool,
+    /// The two output components, each set by the task that computes it.
     out: [Mutex<Vec<u64>>; 2],
 }
 
@@ -796,14 +1267,30 @@ impl RotTasks<'_> {
     fn work(&self) {
         let l = self.params.l();
         let _flag = PanicFlag(&self.failed);
+        // Limbs this thread decomposed (bit i; L ≤ 2): their residue buffers go back to its
+        // pool.
+        let mut mine = 0u64;
         loop {
             let t = self.next.fetch_add(1, Ordering::AcqRel);
             if t < l {
                 self.limb(t);
+                mine |= 1 << t;
             } else if t < l + 2 {
                 self.component(t - l);
             } else {
-                return;
+                break;
+            }
+            self.done.fetch_add(1, Ordering::AcqRel);
+        }
+        if mine == 0 {
+            return;
+        }
+        // The other thread's component may still read them: wait until every task is done
+        // (the tasks left are running on the other thread and never wait for this one).
+        wait_until(|| self.done.load(Ordering::Acquire) == l + 2, &self.failed);
+        for i in (0..l).filter(|&i| mine & (1 << i) != 0) {
+            for k in 0..=l {
+                give32(std::mem::take(&mut *locked(&self.res[self.idx(i, k)])));
             }
         }
     }
@@ -823,6 +1310,9 @@ impl RotTasks<'_> {
         let qi = ks.m[i];
         let mut coef_buf = take32a(n);
         let coef = win_mut(&mut coef_buf, n);
+        for k in 0..=l {
+            *locked(&self.res[self.idx(i, k)]) = take32a(n);
+        }
         {
             let mut own = locked(&self.res[self.idx(i, i)]);
             narrow2(win_mut(&mut own, n), coef, &self.c1[i * n..(i + 1) * n]);
@@ -871,9 +1361,13 @@ impl RotTasks<'_> {
             f(&d);
         };
         let (key, key_s) = self.keys[c];
-        let mut out = locked(&self.out[c]);
+        // The output is taken from the pool of the thread that writes it: a buffer the other
+        // core used last would cost a cross-core transfer per cache line (every word is
+        // written by the gathers: no zeroing).
+        let mut out = crate::bfv::take_dirty(l * n);
         let c0 = (c == 0).then_some(self.c0);
         component(params, &with_res, key, key_s, self.perms, c0, &mut out);
+        *locked(&self.out[c]) = out;
     }
 }
 
@@ -893,7 +1387,6 @@ pub(crate) fn rotate_limbs(
     key_as: &[&[u32]],
     perms: &[Vec<u32>],
 ) -> (Vec<u64>, Vec<u64>) {
-    let n = params.n();
     let l = params.l();
     let cells = l * (l + 1);
     let tasks = RotTasks {
@@ -903,14 +1396,11 @@ pub(crate) fn rotate_limbs(
         keys: [(key_b, key_bs), (key_a, key_as)],
         perms,
         next: AtomicUsize::new(0),
-        res: (0..cells).map(|_| Mutex::new(take32a(n))).collect(),
+        done: AtomicUsize::new(0),
+        res: (0..cells).map(|_| Mutex::new(Vec::new())).collect(),
         ready: (0..cells).map(|_| AtomicBool::new(false)).collect(),
         failed: AtomicBool::new(false),
-        // Every word of both outputs is written by the gathers: no zeroing.
-        out: [
-            Mutex::new(crate::bfv::take_dirty(l * n)),
-            Mutex::new(crate::bfv::take_dirty(l * n)),
-        ],
+        out: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
     };
     if rayon::current_num_threads() > 1 {
         rayon::join(|| tasks.work(), || tasks.work());
@@ -923,4 +1413,163 @@ pub(crate) fn rotate_limbs(
     }
     let [o0, o1] = out.map(|o| o.into_inner().unwrap_or_else(|e| e.into_inner()));
     (o0, o1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `shoup_all` equals `shoup32` (one division per word) at both ends of the 30- and 31-bit
+    /// octaves, for the `n4096` primes and for smaller moduli, at random and edge residues.
+    #[test]
+    fn shoup_all_matches_division() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for q in [
+            (1u32 << 29) + 1,
+            1073692673,
+            978247681,
+            (1 << 30) - 35,
+            12289,
+            (1 << 28) - 57,
+            (1 << 31) - 1,
+            (1 << 30) + 3,
+        ] {
+            let mut w: Vec<u32> = (0..4096)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % q as u64) as u32
+                })
+                .collect();
+            w.extend([0, 1, 2, q / 2, q - 2, q - 1]);
+            let mut o = vec![0u32; w.len()];
+            shoup_all(&mut o, &w, q);
+            for (&v, &s) in w.iter().zip(&o) {
+                assert_eq!(s, shoup32(v, q), "q {q} w {v}");
+            }
+        }
+    }
+
+    /// The lazily reduced key products (`dot`, `dot_sub_scale`) are exact mod q for the
+    /// largest 30-bit NTT prime, with 2, 3 (the generic loop) and 4 digits, at random residues and at the extremes
+    /// (every digit and key q − 1, so each lazy sum sits at its upper bound; lp = 0 and q − 1).
+    #[test]
+    fn lazy_key_products_exact_at_the_bounds() {
+        let q = 1073692673u32; // < 2^30, ≡ 1 mod 8192
+        let n = 1024;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m as u64) as u32
+        };
+        for digits in [2usize, 3, 4] {
+            let mut d: Vec<Vec<u32>> = (0..digits)
+                .map(|_| (0..n).map(|_| next(q)).collect())
+                .collect();
+            let mut k: Vec<Vec<u32>> = (0..digits)
+                .map(|_| (0..n).map(|_| next(q)).collect())
+                .collect();
+            let mut lp: Vec<u32> = (0..n).map(|_| next(q)).collect();
+            let c0: Vec<u64> = (0..n).map(|_| next(q) as u64).collect();
+            for j in 0..digits {
+                for i in 0..64 {
+                    d[j][i] = q - 1;
+                    k[j][i] = q - 1 - (i as u32 % 3);
+                }
+            }
+            for (i, v) in lp.iter_mut().enumerate().take(64) {
+                *v = if i % 2 == 0 { 0 } else { q - 1 };
+            }
+            let ks: Vec<Vec<u32>> = k
+                .iter()
+                .map(|v| v.iter().map(|&w| shoup32(w, q)).collect())
+                .collect();
+            fn slices(v: &[Vec<u32>]) -> Residues<'_> {
+                v.iter().map(|x| &x[..]).collect()
+            }
+            let (dr, kr, ksr) = (slices(&d), slices(&k), slices(&ks));
+            let want_dot: Vec<u64> = (0..n)
+                .map(|i| {
+                    (0..digits)
+                        .map(|j| d[j][i] as u64 * k[j][i] as u64 % q as u64)
+                        .sum::<u64>()
+                        % q as u64
+                })
+                .collect();
+            let mut acc = vec![0u32; n];
+            dot(&mut acc, &dr, &kr, &ksr, None, q);
+            assert!(
+                acc.iter().zip(&want_dot).all(|(&a, &b)| a as u64 == b),
+                "dot, {digits} digits"
+            );
+            // With an addend at its largest (q − 1) and at random.
+            let mut c1 = c0.clone();
+            c1[..64].iter_mut().for_each(|v| *v = q as u64 - 1);
+            dot(&mut acc, &dr, &kr, &ksr, Some(&c1), q);
+            for i in 0..n {
+                assert_eq!(
+                    acc[i] as u64,
+                    (want_dot[i] + c1[i]) % q as u64,
+                    "dot + c, i = {i}"
+                );
+            }
+            let w = 123_456_789u32;
+            for c in [None, Some(&c0[..])] {
+                let mut a = vec![0u32; n];
+                dot_sub_scale(&mut a, &dr, &kr, &ksr, &lp, c, w, shoup32(w, q), q);
+                for i in 0..n {
+                    let diff = (want_dot[i] + q as u64 - lp[i] as u64) % q as u64;
+                    let mut want = diff * w as u64 % q as u64;
+                    if let Some(c) = c {
+                        want = (want + c[i]) % q as u64;
+                    }
+                    assert_eq!(a[i] as u64, want, "dot_sub_scale, {digits} digits, i = {i}");
+                }
+            }
+        }
+    }
+
+    /// The Barrett product is exact for moduli of every bit length it is used with (the
+    /// `n4096` primes below 2^30, 31-bit primes, a 20-bit t), at random and edge residues.
+    #[test]
+    fn barrett_products_exact_for_every_octave() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for q in [
+            1032193u64,
+            (1 << 29) + 1,
+            1073692673,
+            2147377153,
+            (1 << 31) - 1,
+        ] {
+            let b = 64 - q.leading_zeros();
+            let mu = (1u64 << (2 * b)) / q;
+            let mut a: Vec<u64> = (0..4096).map(|_| next() % q).collect();
+            let mut c: Vec<u64> = (0..4096).map(|_| next() % q).collect();
+            for (i, e) in [0, 1, q / 2, q - 2, q - 1].into_iter().enumerate() {
+                a[i] = e;
+                c[i * 7] = e;
+                a[100 + i] = q - 1;
+                c[100 + i] = e;
+            }
+            let mut prod = vec![0u64; a.len()];
+            mul_small(&mut prod, &a, &c, q, mu, b);
+            let mut acc: Vec<u64> = (0..a.len()).map(|_| next() % q).collect();
+            let acc0 = acc.clone();
+            mul_acc_small(&mut acc, &a, &c, q, mu, b);
+            for i in 0..a.len() {
+                let want = (a[i] as u128 * c[i] as u128 % q as u128) as u64;
+                assert_eq!(prod[i], want, "q = {q}, {} · {}", a[i], c[i]);
+                assert_eq!(acc[i], (acc0[i] + want) % q, "q = {q}");
+            }
+        }
+    }
 }

@@ -52,19 +52,31 @@ pub struct ParamSet {
 
 impl ParamSet {
     /// The named sets. See docs/he-parameters.md.
-    /// - `n4096`: n = 4096, t ≈ 2^20 (SIMD), Q two 31-bit primes with q0·q1 ≡ 1 (mod t), P a
-    ///   31-bit prime; log2 QP ≈ 93 < 109. Every modulus is below 2^31 so NTTs and key switching
-    ///   run on tfhe-ntt's 32-bit plans (3× faster than its 64-bit ones on AVX2), and one
-    ///   key-switching digit per Q prime (RNS digits) keeps a rotation at 12 NTTs.
+    /// - `n4096`: n = 4096, t = 557057 ≈ 2^19.09 (SIMD), Q two 30-bit primes with q0·q1 ≡ 1 (mod t), P a
+    ///   30-bit prime; log2 QP ≈ 90 < 109. Every modulus is below 2^30, so NTTs and key
+    ///   switching run on tfhe-ntt's 32-bit plans, on their faster path for primes below 2^30
+    ///   (≈ 6.2 against ≈ 7.5 µs per 4096-point transform here; 3–4× faster than the 64-bit
+    ///   plans), and one key-switching digit per Q prime (RNS digits) keeps a rotation at 12
+    ///   NTTs. The price is ≈ 2 bits of Q, i.e. of every kernel's noise budget, against the
+    ///   former 31-bit primes, which the smaller t (formerly 1032193 ≈ 2^19.98) mostly gives
+    ///   back: budgets within ≈ 0.6 bit of the 31-bit set's (docs/he-parameters.md).
     /// - `n8192`: n = 8192, t ≈ 2^20 (SIMD), Q two 62-bit primes, P a 62-bit prime; log2 QP < 186.
     /// - `n8192-z2k32`: n = 8192, t = 2^32 (coefficient encoding), same Q, P as `n8192`.
     pub fn by_name(name: &str) -> Result<ParamSet, HeError> {
         match name {
             "n4096" => {
                 let n = 4096usize;
-                let t = simd_t(20, 16384)?;
-                let (q0, q1) = q_pair_one_mod_t(31, 2 * n as u64, t)?;
-                let p = prime_below(31, 2 * n as u64, &[q0, q1]).ok_or(HeError::NoPrime)?;
+                // t = 17·2^15 + 1 ≈ 2^19.09 (prime, ≡ 1 mod 2^15: SIMD up to n = 2^14) rather
+                // than the largest such prime below 2^20 (1032193): with 30-bit primes Q has
+                // ≈ 2 bits less than with 31-bit ones, and the noise after a ScMult grows with
+                // t while Δ = Q/t shrinks with it, so each bit less of t gives back ≈ 2 bits of
+                // budget. This t keeps every kernel within ≈ 0.6 bit of the 31-bit set's budget
+                // (docs/he-parameters.md, "Noise budget").
+                let t = 17 * (1u64 << 15) + 1;
+                // All three moduli below 2^30 (tfhe-ntt's faster 32-bit path) and above 2^29
+                // (one octave: `ks32` lifts centered residues between them without reduction).
+                let (q0, q1) = q_pair_one_mod_t(30, 2 * n as u64, t)?;
+                let p = prime_below(30, 2 * n as u64, &[q0, q1]).ok_or(HeError::NoPrime)?;
                 Ok(ParamSet {
                     name: name.into(),
                     n,
@@ -73,11 +85,11 @@ impl ParamSet {
                     q: vec![q0, q1],
                     p,
                     sigma: 3.2,
-                    // Hoisting decomposes each 31-bit limb into two 16-bit digits (the
+                    // Hoisting decomposes each 30-bit limb into two 15-bit digits (the
                     // key-switching error then stays far below the rounding of the division
                     // by P, so rotate-then-multiply keeps its budget); a plain rotation uses
                     // the keys of the low digits only, with the whole limb as its digit.
-                    ks_digit_bits: 16,
+                    ks_digit_bits: 15,
                 })
             }
             "n8192" | "n8192-z2k32" => {
@@ -201,9 +213,11 @@ impl ParamSet {
     }
 }
 
-/// ⌊2^62 / q⌋, the Barrett constant of `ks32::mul_acc_small` (q in (2^30, 2^31)).
-fn barrett_mu(q: u64) -> u64 {
-    (1u64 << 62) / q
+/// The Barrett constants of `ks32::mul_acc_small` for a modulus q < 2^31 of bit length b:
+/// (⌊2^(2b) / q⌋, b).
+fn barrett_mu(q: u64) -> (u64, u32) {
+    let b = 64 - q.leading_zeros();
+    ((1u64 << (2 * b)) / q, b)
 }
 
 fn simd_t(bits: u32, m: u64) -> Result<u64, HeError> {
@@ -380,7 +394,8 @@ impl ModCtx {
     /// u64 lanes (4× faster than the 64-bit plan's generic product for such small primes).
     pub(crate) fn mul_accumulate(&self, acc: &mut [u64], a: &[u64], b: &[u64]) {
         if self.plan32.is_some() {
-            crate::ks32::mul_acc_small(acc, a, b, self.q, barrett_mu(self.q));
+            let (mu, bits) = barrett_mu(self.q);
+            crate::ks32::mul_acc_small(acc, a, b, self.q, mu, bits);
         } else {
             self.plan.mul_accumulate(acc, a, b);
         }
@@ -389,7 +404,8 @@ impl ModCtx {
     /// out ← a ∘ b (overwrites every word of `out`).
     pub(crate) fn mul_into(&self, out: &mut [u64], a: &[u64], b: &[u64]) {
         if self.plan32.is_some() {
-            crate::ks32::mul_small(out, a, b, self.q, barrett_mu(self.q));
+            let (mu, bits) = barrett_mu(self.q);
+            crate::ks32::mul_small(out, a, b, self.q, mu, bits);
         } else {
             out.iter_mut().for_each(|v| *v = 0);
             self.plan.mul_accumulate(out, a, b);
@@ -432,7 +448,7 @@ pub(crate) struct ParamsInner {
     pub(crate) p_inv_mod_q: Vec<u64>,
     /// P mod q_i.
     pub(crate) p_mod_q: Vec<u64>,
-    /// 32-bit RNS key switching, when every modulus is in (2^30, 2^31) and digits are limbs.
+    /// 32-bit RNS key switching, when every modulus lies in one octave (2^(b−1), 2^b), b ≤ 31.
     pub(crate) ks32: Option<crate::ks32::Ks32>,
     /// Tables of the decimated inverse transform (`finish_response_at`'s c0), built on first
     /// use per residue class.
@@ -491,7 +507,16 @@ impl Params {
             .map(|&q| ((64 - q.leading_zeros()) as usize).div_ceil(w))
             .collect();
         let have_plans = qs.iter().all(|m| m.plan32.is_some()) && pm.plan32.is_some();
-        let ks32 = crate::ks32::Ks32::new(n, &set.q, set.p, set.ks_digit_bits, &dpp, have_plans);
+        let ks32 = crate::ks32::Ks32::new(n, &set.q, set.p, set.ks_digit_bits, &dpp, have_plans)
+            .map(|mut k| {
+                let ie: Vec<&[u32]> = qs
+                    .iter()
+                    .chain(std::iter::once(&pm))
+                    .map(|m| m.idx_of_exp.as_slice())
+                    .collect();
+                k.set_slot_maps(&ie);
+                k
+            });
         Ok(Params(Arc::new(ParamsInner {
             set,
             qs,
