@@ -1013,6 +1013,12 @@ pub(crate) fn lut_rows_raw<C: Channel>(
     let km = mask(k);
     if ctx.is_p0() {
         let rs: Vec<Vec<u64>> = bits.iter().map(|b| ctx.rand_u64s(n, *b)).collect();
+        if ctx.is_dry_run() {
+            // A dry run only counts: the n·2^k rows (tens of ms at n = 2^14, while the peer's
+            // offline phase waits for this party's plan) are never read.
+            ctx.kk_send_count(nn, n * rows)?;
+            return Ok(rs);
+        }
         // Written in order rather than zeroed first (n·2^k words: tens of MB at n = 2^14):
         // row (i, q) holds entry t at ((i·rows) + q)·nn + t, packed rows one word per t.
         let mut msgs = Vec::with_capacity(n * rows * nn);

@@ -130,6 +130,17 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Every count times `k` (`None` on overflow).
+    pub fn scaled(&self, k: u64) -> Option<Plan> {
+        Some(Plan {
+            cots_from_p0: self.cots_from_p0.checked_mul(k)?,
+            cots_from_p1: self.cots_from_p1.checked_mul(k)?,
+            triples: self.triples.checked_mul(k)?,
+            half_triples: self.half_triples.checked_mul(k)?,
+            leaf_ots: self.leaf_ots.checked_mul(k)?,
+        })
+    }
+
     pub fn add(&mut self, o: &Plan) {
         self.cots_from_p0 += o.cots_from_p0;
         self.cots_from_p1 += o.cots_from_p1;
@@ -1093,6 +1104,26 @@ impl Ctx {
         self.count_cots(true, count * log2_ceil(n));
         self.metered(ch, 0, count, |s, ch| s.kk_send_inner(ch, n, msgs, bits))
     }
+    /// What [`Ctx::kk_send`] of `count` 1-of-`n` OTs books, without the messages: for dry runs
+    /// ([`Ctx::is_dry_run`]), whose OT calls read nothing.
+    pub(crate) fn kk_send_count(&mut self, n: usize, count: usize) -> Result<()> {
+        if !(2..=256).contains(&n) {
+            return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256"));
+        }
+        if !self.is_dry_run() {
+            return Err(invalid("kk_send_count is for dry runs only"));
+        }
+        self.count_cots(true, count as u64 * log2_ceil(n));
+        self.charge(0, 0, count as u64);
+        Ok(())
+    }
+
+    /// Whether this context only counts (a dry run: [`Ctx::dry_run`]); protocols may then skip
+    /// local work whose results nobody reads, as long as they book the same OTs.
+    pub(crate) fn is_dry_run(&self) -> bool {
+        matches!(self.backend, Backend::Count)
+    }
+
     fn kk_send_inner<C: Channel>(
         &mut self,
         ch: &mut C,

@@ -35,5 +35,27 @@ pub fn plan_for<T>(
     f(&mut ctx, &mut ch)?;
     Ok(ctx.consumed())
 }
+/// [`plan_for`] of an element-wise protocol on `n` elements from two tiny dry runs: when the
+/// plan of 2 elements is twice the plan of 1 (no per-call constant; every batched protocol here
+/// costs the same OTs per element), the plan of `n` is `n` times the plan of 1; otherwise (a
+/// protocol with a per-call term) the full dry run on `n` elements. `f(ctx, ch, m)` runs the
+/// protocol on `m` elements. The full dry run replays the whole function's local work on `n`
+/// dummy elements (P0's 1-of-2^k table rows, the products' payloads: tens of ms at
+/// n = 2^14, different for the two parties), which the peer's offline phase then waits for.
+pub fn plan_for_elementwise<T>(
+    party: Party,
+    n: usize,
+    f: impl Fn(&mut Ctx, &mut DryChannel, usize) -> Result<T>,
+) -> Result<Plan> {
+    if n <= 2 {
+        return plan_for(party, |c, ch| f(c, ch, n));
+    }
+    let one = plan_for(party, |c, ch| f(c, ch, 1))?;
+    let two = plan_for(party, |c, ch| f(c, ch, 2))?;
+    match (one.scaled(2), one.scaled(n as u64)) {
+        (Some(d), Some(all)) if d == two => Ok(all),
+        _ => plan_for(party, |c, ch| f(c, ch, n)),
+    }
+}
 pub use error::{Result, SsError};
 pub use ring::{Fixed, Share};
