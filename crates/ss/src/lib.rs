@@ -7,9 +7,12 @@
 //! baselines and OPAF's exp, exp on negative inputs, sigmoid and tanh (DESIGN.md §5).
 //!
 //! All correlations come from `secinfer-ot`'s pooled OT: random COTs in both directions,
-//! made in the offline phase ([`Ctx::preprocess`], sized by a dry run: [`plan_for`]) by IKNP or
-//! Ferret, and derandomised online (1 bit per 1-of-2 OT plus its payload; 1-of-N OTs from
-//! ⌈log2 N⌉ of them). An insecure dealer exists only behind the `test-dealer` feature.
+//! made in the offline phase ([`Ctx::preprocess`], sized by a dry run: [`plan_for`], or for an
+//! element-wise function by dry runs of 1 and 2 elements: [`plan_for_elementwise`]) by IKNP,
+//! SoftSpokenOT or Ferret, and derandomised online (1 bit per 1-of-2 OT plus its payload;
+//! 1-of-N OTs from ⌈log2 N⌉ of them). The millionaires' comparisons use 4-bit leaves by default
+//! ([`blocks::MILL_LEAF_BITS_TRIPLES`]). An insecure dealer exists only behind the
+//! `test-dealer` feature.
 #![deny(unsafe_code)]
 
 pub mod blocks;
