@@ -37,8 +37,9 @@
 //! of 128 rows; a task reads every leaf's stream at its blocks' offset (counter mode, so no
 //! task waits for another), writes the columns of each block next to each other in the output
 //! rows themselves and transposes them there, so no batch-sized column buffer exists. The
-//! correction message `d` of a batch is block-major: for each block of 128 rows, the
-//! `⌈128/k⌉` chunks' 16-byte words in chunk order.
+//! correction message `d` of a batch stays chunk-major on the wire (chunk `i`'s `m` bits in a
+//! row, as before the tiles: builds interoperate); the receiver's tasks write it block-major
+//! and one pass reorders it before sending.
 //!
 //! `k = 1` is IKNP exactly: one leaf per side of each base OT, the same 16 bytes per COT, no
 //! setup message. CPU cost grows like `2^k/k` AES blocks per row (receiver; `(2^k − 1)/k` for
@@ -354,12 +355,13 @@ impl SoftSpokenSender {
             }
             let chunks = &self.chunks;
             let dm = &self.delta_masks;
+            let d = &d[..];
             out[start..start + len]
                 .par_chunks_mut(TILE * 128)
-                .zip(d.par_chunks(TILE * nchunks * 16))
                 .enumerate()
-                .for_each_init(TileScratch::new, |sc, (t, (rows, d))| {
-                    let n = d.len() / (nchunks * 16);
+                .for_each_init(TileScratch::new, |sc, (t, rows)| {
+                    let b0 = t * TILE;
+                    let n = rows.len().div_ceil(128);
                     with_tile(rows, n, |tile| {
                         for (i, chunk) in chunks.iter().enumerate() {
                             // The punctured leaf's (dummy) output lands in both u and every v_j
@@ -368,8 +370,8 @@ impl SoftSpokenSender {
                             accumulate_tile(&chunk.leaves, chunk.w, (t * TILE) as u64, n, sc);
                             let col0 = i * k;
                             for b in 0..n {
-                                // u' ⊕ d, then q_j = v'_j ⊕ Δ_j·(u' ⊕ d).
-                                let at = 16 * (b * nchunks + i);
+                                // u' ⊕ d, then q_j = v'_j ⊕ Δ_j·(u' ⊕ d); d is chunk-major.
+                                let at = 16 * (i * nb + b0 + b);
                                 let mut db = [0u8; 16];
                                 db.copy_from_slice(&d[at..at + 16]);
                                 let ud = sc.u[b] ^ Block::from_bytes(db);
@@ -404,6 +406,7 @@ pub struct SoftSpokenReceiver {
     k: usize,
     chunks: Vec<Chunk>,
     corr: Vec<Block>,
+    wire: Vec<Block>,
     code: Vec<Block>,
     poisoned: bool,
 }
@@ -461,6 +464,7 @@ impl SoftSpokenReceiver {
             k,
             chunks,
             corr: Vec::new(),
+            wire: Vec::new(),
             code: Vec::new(),
             poisoned: false,
         })
@@ -532,7 +536,7 @@ impl SoftSpokenReceiver {
                             accumulate_tile(&chunk.leaves, chunk.w, b0 as u64, n, sc);
                             let col0 = i * k;
                             for b in 0..n {
-                                corr[b * nchunks + i] = sc.u[b] ^ code[b0 + b];
+                                corr[i * n + b] = sc.u[b] ^ code[b0 + b];
                                 tile[128 * b + col0..128 * b + col0 + chunk.w]
                                     .iter_mut()
                                     .zip(&sc.acc)
@@ -547,7 +551,16 @@ impl SoftSpokenReceiver {
                     leaf.skip(nb as u64);
                 }
             }
-            ch.send_pod(&self.corr[..nchunks * nb])?;
+            // Each task wrote its blocks' words chunk by chunk; the wire carries d chunk-major
+            // (chunk i's m bits in a row, as before the tiles): one copy per task and chunk.
+            self.wire.resize(nchunks * nb, Block::ZERO);
+            for (t, part) in self.corr[..nchunks * nb].chunks(TILE * nchunks).enumerate() {
+                let (b0, n) = (t * TILE, part.len() / nchunks);
+                for (i, words) in part.chunks_exact(n).enumerate() {
+                    self.wire[i * nb + b0..i * nb + b0 + n].copy_from_slice(words);
+                }
+            }
+            ch.send_pod(&self.wire[..nchunks * nb])?;
             start += len;
         }
         Ok(())
