@@ -38,8 +38,8 @@
 //! task waits for another), writes the columns of each block next to each other in the output
 //! rows themselves and transposes them there, so no batch-sized column buffer exists. The
 //! correction message `d` of a batch stays chunk-major on the wire (chunk `i`'s `m` bits in a
-//! row, as before the tiles: builds interoperate); the receiver's tasks write it block-major
-//! and one pass reorders it before sending.
+//! row, as before the tiles: builds interoperate); each receiver task writes its blocks' words
+//! chunk by chunk, and one copy per task and chunk puts them in place before sending.
 //!
 //! `k = 1` is IKNP exactly: one leaf per side of each base OT, the same 16 bytes per COT, no
 //! setup message. CPU cost grows like `2^k/k` AES blocks per row (receiver; `(2^k − 1)/k` for
