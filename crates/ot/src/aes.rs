@@ -70,13 +70,20 @@ impl AesCipher {
     pub fn ctr_fill(&self, start: u128, out: &mut [Block]) -> u128 {
         #[cfg(all(target_arch = "x86_64", secinfer_vaes))]
         if let Some(rk) = &self.wide {
-            let mut ctr = start;
-            for b in out.iter_mut() {
-                *b = Block(ctr);
-                ctr = ctr.wrapping_add(1);
+            let end = start.wrapping_add(out.len() as u128);
+            // Counters made in registers while the low 64 bits do not wrap (always, for the
+            // PRGs here: they start at 0); otherwise written out, then encrypted in place.
+            if (start as u64).checked_add(out.len() as u64).is_some() {
+                vaes::ctr(rk, start, out);
+            } else {
+                let mut ctr = start;
+                for b in out.iter_mut() {
+                    *b = Block(ctr);
+                    ctr = ctr.wrapping_add(1);
+                }
+                vaes::encrypt(rk, out);
             }
-            vaes::encrypt(rk, out);
-            return ctr;
+            return end;
         }
         let mut buf = [GenericArray::from([0u8; 16]); CALL];
         let mut ctr = start;
@@ -125,6 +132,20 @@ impl Prg {
     /// Fills `out` with pseudorandom blocks (bulk path: no per-block buffering).
     pub fn fill_blocks(&mut self, out: &mut [Block]) {
         self.counter = self.cipher.ctr_fill(self.counter, out);
+    }
+
+    /// The blocks [`fill_blocks`](Self::fill_blocks) would give after skipping `offset` blocks,
+    /// without moving the stream (random access for parallel consumers; pair with
+    /// [`skip`](Self::skip) once every part is read).
+    pub(crate) fn fill_blocks_at(&self, offset: u64, out: &mut [Block]) {
+        debug_assert_eq!(self.used, BATCH, "a bulk PRG never buffers single blocks");
+        self.cipher
+            .ctr_fill(self.counter.wrapping_add(offset as u128), out);
+    }
+
+    /// Moves the stream on by `n` blocks (see [`fill_blocks_at`](Self::fill_blocks_at)).
+    pub(crate) fn skip(&mut self, n: u64) {
+        self.counter = self.counter.wrapping_add(n as u128);
     }
 
     /// `n` pseudorandom blocks.
@@ -351,6 +372,61 @@ mod vaes {
         unsafe { encrypt_wide(rk, blocks) }
     }
 
+    /// `out[j] = E(start + j)`; the low 64 bits of `start + out.len()` must not wrap (the
+    /// counters are added in 64-bit lanes, with the high half fixed).
+    pub(super) fn ctr(rk: &[Block; 11], start: u128, out: &mut [Block]) {
+        debug_assert!((start as u64).checked_add(out.len() as u64).is_some());
+        // SAFETY: as for `encrypt`.
+        unsafe { ctr_wide(rk, start, out) }
+    }
+
+    #[target_feature(enable = "aes,avx2,vaes")]
+    unsafe fn ctr_wide(rk: &[Block; 11], start: u128, out: &mut [Block]) {
+        let mut k1 = [_mm_setzero_si128(); 11];
+        let mut k2 = [_mm256_setzero_si256(); 11];
+        for i in 0..11 {
+            k1[i] = to_m128(rk[i]);
+            k2[i] = _mm256_broadcastsi128_si256(k1[i]);
+        }
+        let lo = start as u64 as i64;
+        let hi = (start >> 64) as u64 as i64;
+        // Lane 0 holds counter c (low qword c_lo, high qword hi), lane 1 holds c + 1.
+        let mut c = _mm256_set_epi64x(hi, lo.wrapping_add(1), hi, lo);
+        let two = _mm256_set_epi64x(0, 2, 0, 2);
+        let sixteen = _mm256_set_epi64x(0, 16, 0, 16);
+        let total = out.len();
+        let mut chunks = out.chunks_exact_mut(16);
+        for ch in &mut chunks {
+            let p = ch.as_mut_ptr() as *mut __m256i;
+            let mut x = [_mm256_setzero_si256(); 8];
+            let mut ci = c;
+            for x in x.iter_mut() {
+                *x = _mm256_xor_si256(ci, k2[0]);
+                ci = _mm256_add_epi64(ci, two);
+            }
+            c = _mm256_add_epi64(c, sixteen);
+            for k in &k2[1..10] {
+                for x in x.iter_mut() {
+                    *x = _mm256_aesenc_epi128(*x, *k);
+                }
+            }
+            for (i, x) in x.iter().enumerate() {
+                // SAFETY: `ch` holds 16 blocks = 8 × 32 bytes; unaligned stores.
+                unsafe { _mm256_storeu_si256(p.add(i), _mm256_aesenclast_epi128(*x, k2[10])) };
+            }
+        }
+        let rest = chunks.into_remainder();
+        let done = total - rest.len();
+        for (j, b) in rest.iter_mut().enumerate() {
+            let ctr = start.wrapping_add((done + j) as u128);
+            let mut x = _mm_xor_si128(to_m128(Block(ctr)), k1[0]);
+            for k in &k1[1..10] {
+                x = _mm_aesenc_si128(x, *k);
+            }
+            *b = from_m128(_mm_aesenclast_si128(x, k1[10]));
+        }
+    }
+
     #[target_feature(enable = "aes,avx2,vaes")]
     unsafe fn encrypt_wide(rk: &[Block; 11], blocks: &mut [Block]) {
         // Plain loops, not `array::map`: a closure does not inherit this function's target
@@ -433,11 +509,24 @@ mod tests {
             for (x, w) in xs.iter().zip(&wide) {
                 assert_eq!(c.encrypt(*x), *w);
             }
-            let start = prg.next_block().0;
-            let mut ctr = vec![Block::ZERO; len];
-            assert_eq!(c.ctr_fill(start, &mut ctr), start.wrapping_add(len as u128));
-            for (j, x) in ctr.iter().enumerate() {
-                assert_eq!(*x, c.encrypt(Block(start.wrapping_add(j as u128))));
+            // Random, small, low half about to wrap (the written-out path), high half set,
+            // and the top of the u128 range.
+            for start in [
+                prg.next_block().0,
+                5,
+                u64::MAX as u128 - 3,
+                (9u128 << 64) + 11,
+                u128::MAX - 2,
+            ] {
+                let mut ctr = vec![Block::ZERO; len];
+                assert_eq!(c.ctr_fill(start, &mut ctr), start.wrapping_add(len as u128));
+                for (j, x) in ctr.iter().enumerate() {
+                    assert_eq!(
+                        *x,
+                        c.encrypt(Block(start.wrapping_add(j as u128))),
+                        "{start}"
+                    );
+                }
             }
         }
     }

@@ -33,6 +33,14 @@
 //!   run over the leaves in order with a stack of partial subtree sums, about two XORs of an
 //!   `m`-bit vector per leaf.
 //!
+//! Layout (both sides): a batch of up to [`CHUNK_ROWS`] rows runs as rayon tasks of 32 blocks
+//! of 128 rows; a task reads every leaf's stream at its blocks' offset (counter mode, so no
+//! task waits for another), writes the columns of each block next to each other in the output
+//! rows themselves and transposes them there, so no batch-sized column buffer exists. The
+//! correction message `d` of a batch stays chunk-major on the wire (chunk `i`'s `m` bits in a
+//! row, as before the tiles: builds interoperate); each receiver task writes its blocks' words
+//! chunk by chunk, and one copy per task and chunk puts them in place before sending.
+//!
 //! `k = 1` is IKNP exactly: one leaf per side of each base OT, the same 16 bytes per COT, no
 //! setup message. CPU cost grows like `2^k/k` AES blocks per row (receiver; `(2^k − 1)/k` for
 //! the sender) against IKNP's 2 and 1, while the bytes fall like `1/k`.
@@ -53,7 +61,8 @@ use crate::aes::Prg;
 use crate::base::{base_ot_receive, base_ot_send};
 use crate::block::Block;
 use crate::error::OtError;
-use crate::ext::{cols_to_rows, pack_choices, CHUNK_ROWS};
+use crate::ext::{pack_choices, CHUNK_ROWS};
+use crate::transpose::transpose128_lanes;
 use rayon::prelude::*;
 use secinfer_net::{Channel, NetError};
 
@@ -108,48 +117,88 @@ struct Chunk {
     leaves: Vec<Prg>,
 }
 
-/// Blocks per leaf per pass of [`accumulate`]: one AES call's worth, so the stack of partial
-/// sums and the `v` accumulators (`2·k + 1` arrays of 1 KiB) stay in L1 across all leaves.
-const SUB: usize = 64;
+/// Blocks of 128 rows per rayon task of the extension: a task runs every chunk's leaves over its
+/// blocks and transposes them into its rows while they are in cache (columns never go through
+/// a batch-sized buffer). 32 blocks: 4096 rows, 16 tasks per [`CHUNK_ROWS`] batch.
+const TILE: usize = 32;
 
-/// `v[j·nb..]` = XOR of `r_x` over the leaves with bit `j` of `x` set, `u` = XOR of all, where
-/// `r_x` is the next `nb` blocks of leaf `x`. Leaves are visited in order with a stack of
-/// completed subtree sums (level `l` waits for its sibling), `SUB` blocks at a time.
-fn accumulate(chunk: &mut Chunk, nb: usize, v: &mut [Block], u: &mut [Block]) {
-    let w = chunk.w;
-    let mut stack = [[Block::ZERO; SUB]; SOFTSPOKEN_MAX_K as usize];
-    let mut acc = [[Block::ZERO; SUB]; SOFTSPOKEN_MAX_K as usize];
-    let mut cur = [Block::ZERO; SUB];
-    for b0 in (0..nb).step_by(SUB) {
-        let n = SUB.min(nb - b0);
-        for a in acc.iter_mut().take(w) {
-            a[..n].fill(Block::ZERO);
+/// Per-task scratch of [`accumulate_tile`]: `acc[j]` = v_j, `u`, the stack of partial sums and
+/// the current leaf's output, `TILE` blocks each.
+struct TileScratch {
+    acc: [[Block; TILE]; SOFTSPOKEN_MAX_K as usize],
+    stack: [[Block; TILE]; SOFTSPOKEN_MAX_K as usize],
+    cur: [Block; TILE],
+    u: [Block; TILE],
+}
+
+impl TileScratch {
+    fn new() -> Box<Self> {
+        Box::new(TileScratch {
+            acc: [[Block::ZERO; TILE]; SOFTSPOKEN_MAX_K as usize],
+            stack: [[Block::ZERO; TILE]; SOFTSPOKEN_MAX_K as usize],
+            cur: [Block::ZERO; TILE],
+            u: [Block::ZERO; TILE],
+        })
+    }
+}
+
+/// The leaf sums of one chunk over blocks `off .. off + n` (n ≤ `TILE`) of this batch: every
+/// leaf `x` in order with a stack of completed subtree sums (level `l` waits for its sibling),
+/// about two XORs of `n` blocks per leaf; each leaf's stream is read at that offset without
+/// moving it (the caller skips every leaf by the batch's blocks afterwards): `sc.acc[j][..n]` = v_j, `sc.u[..n]` = u. An even leaf is written straight into
+/// its stack slot (it waits there for its odd sibling).
+fn accumulate_tile(leaves: &[Prg], w: usize, off: u64, n: usize, sc: &mut TileScratch) {
+    let TileScratch { acc, stack, cur, u } = sc;
+    for a in acc.iter_mut().take(w) {
+        a[..n].fill(Block::ZERO);
+    }
+    for (x, leaf) in leaves.iter().enumerate() {
+        if x & 1 == 0 {
+            leaf.fill_blocks_at(off, &mut stack[0][..n]);
+            continue;
         }
-        for (x, leaf) in chunk.leaves.iter_mut().enumerate() {
-            let cur = &mut cur[..n];
-            leaf.fill_blocks(cur);
-            let mut idx = x;
-            let mut l = 0;
-            while l < w {
-                if idx & 1 == 0 {
-                    stack[l][..n].copy_from_slice(cur);
-                    break;
-                }
-                // An odd node at level l: every leaf below it has bit l set.
-                for ((c, a), s) in cur.iter_mut().zip(&mut acc[l][..n]).zip(&stack[l][..n]) {
-                    *a ^= *c;
-                    *c ^= *s;
-                }
-                idx >>= 1;
-                l += 1;
+        let cur = &mut cur[..n];
+        leaf.fill_blocks_at(off, cur);
+        let mut idx = x;
+        let mut l = 0;
+        while l < w {
+            if idx & 1 == 0 {
+                stack[l][..n].copy_from_slice(cur);
+                break;
             }
-            if l == w {
-                u[b0..b0 + n].copy_from_slice(cur);
+            // An odd node at level l: every leaf below it has bit l set.
+            for ((c, a), s) in cur.iter_mut().zip(&mut acc[l][..n]).zip(&stack[l][..n]) {
+                *a ^= *c;
+                *c ^= *s;
             }
+            idx >>= 1;
+            l += 1;
         }
-        for (j, a) in acc.iter().enumerate().take(w) {
-            v[j * nb + b0..j * nb + b0 + n].copy_from_slice(&a[..n]);
+        if l == w {
+            u[..n].copy_from_slice(cur);
         }
+    }
+}
+
+/// Transposes a tile's 128-column blocks in place: block `b` holds column `c` at
+/// `tile[128·b + c]` before and row `r` at `tile[128·b + r]` after.
+fn transpose_tile(tile: &mut [Block]) {
+    for blk in tile.chunks_exact_mut(128) {
+        let lanes: &mut [[u64; 2]] = bytemuck::cast_slice_mut(blk);
+        let lanes: &mut [[u64; 2]; 128] = lanes.try_into().expect("128 rows");
+        transpose128_lanes(lanes);
+    }
+}
+
+/// Runs `f` on a tile of `n` blocks whose rows go to `rows` (`rows.len() ≤ 128·n`): in place
+/// when the rows fill the tile, else (a batch's short last block) in a scratch tile.
+fn with_tile(rows: &mut [Block], n: usize, f: impl FnOnce(&mut [Block])) {
+    if rows.len() == 128 * n {
+        f(rows);
+    } else {
+        let mut tile = vec![Block::ZERO; 128 * n];
+        f(&mut tile);
+        rows.copy_from_slice(&tile[..rows.len()]);
     }
 }
 
@@ -160,7 +209,6 @@ pub struct SoftSpokenSender {
     chunks: Vec<Chunk>,
     /// Per column: all-ones where the bit of `Δ` is 1.
     delta_masks: Vec<Block>,
-    cols: Vec<Block>,
     poisoned: bool,
 }
 
@@ -255,7 +303,6 @@ impl SoftSpokenSender {
             delta,
             chunks,
             delta_masks: s_masks(delta),
-            cols: Vec::new(),
             poisoned: false,
         })
     }
@@ -306,30 +353,42 @@ impl SoftSpokenSender {
                 }
                 .into());
             }
-            self.cols.resize(128 * nb, Block::ZERO);
-            self.cols[..128 * nb]
-                .par_chunks_mut(k * nb)
-                .zip(d.par_chunks(nb * 16))
-                .zip(self.chunks.par_iter_mut())
-                .zip(self.delta_masks.par_chunks(k))
-                .for_each(|(((v, d), chunk), dm)| {
-                    // The punctured leaf's (dummy) output lands in both u and every v_j with
-                    // Δ_j = 1, so it cancels from v_j ⊕ Δ_j·u: no branch or mask on Δ_i.
-                    let mut u = vec![Block::ZERO; nb];
-                    accumulate(chunk, nb, v, &mut u);
-                    // u' ⊕ d, then q_j = v'_j ⊕ Δ_j·(u' ⊕ d).
-                    for (u, d) in u.iter_mut().zip(d.chunks_exact(16)) {
-                        let mut b = [0u8; 16];
-                        b.copy_from_slice(d);
-                        *u ^= Block::from_bytes(b);
-                    }
-                    for (vj, &dj) in v.chunks_exact_mut(nb).zip(dm) {
-                        for (a, b) in vj.iter_mut().zip(&u) {
-                            *a ^= *b & dj;
+            let chunks = &self.chunks;
+            let dm = &self.delta_masks;
+            let d = &d[..];
+            out[start..start + len]
+                .par_chunks_mut(TILE * 128)
+                .enumerate()
+                .for_each_init(TileScratch::new, |sc, (t, rows)| {
+                    let b0 = t * TILE;
+                    let n = rows.len().div_ceil(128);
+                    with_tile(rows, n, |tile| {
+                        for (i, chunk) in chunks.iter().enumerate() {
+                            // The punctured leaf's (dummy) output lands in both u and every v_j
+                            // with Δ_j = 1, so it cancels from v_j ⊕ Δ_j·u: no branch or mask on
+                            // Δ_i.
+                            accumulate_tile(&chunk.leaves, chunk.w, (t * TILE) as u64, n, sc);
+                            let col0 = i * k;
+                            for b in 0..n {
+                                // u' ⊕ d, then q_j = v'_j ⊕ Δ_j·(u' ⊕ d); d is chunk-major.
+                                let at = 16 * (i * nb + b0 + b);
+                                let mut db = [0u8; 16];
+                                db.copy_from_slice(&d[at..at + 16]);
+                                let ud = sc.u[b] ^ Block::from_bytes(db);
+                                let row = &mut tile[128 * b + col0..128 * b + col0 + chunk.w];
+                                for (j, q) in row.iter_mut().enumerate() {
+                                    *q = sc.acc[j][b] ^ (ud & dm[col0 + j]);
+                                }
+                            }
                         }
-                    }
+                        transpose_tile(tile);
+                    });
                 });
-            cols_to_rows(&self.cols[..128 * nb], nb, 1, &mut out[start..start + len]);
+            for chunk in &mut self.chunks {
+                for leaf in &mut chunk.leaves {
+                    leaf.skip(nb as u64);
+                }
+            }
             start += len;
         }
         Ok(())
@@ -346,8 +405,8 @@ fn s_masks(delta: Block) -> Vec<Block> {
 pub struct SoftSpokenReceiver {
     k: usize,
     chunks: Vec<Chunk>,
-    cols: Vec<Block>,
     corr: Vec<Block>,
+    wire: Vec<Block>,
     code: Vec<Block>,
     poisoned: bool,
 }
@@ -404,8 +463,8 @@ impl SoftSpokenReceiver {
         Ok(SoftSpokenReceiver {
             k,
             chunks,
-            cols: Vec::new(),
             corr: Vec::new(),
+            wire: Vec::new(),
             code: Vec::new(),
             poisoned: false,
         })
@@ -462,21 +521,46 @@ impl SoftSpokenReceiver {
             let nb = len.div_ceil(128);
             self.code.resize(nb, Block::ZERO);
             pack_choices(&choices[start..start + len], &mut self.code);
-            self.cols.resize(128 * nb, Block::ZERO);
             self.corr.resize(nchunks * nb, Block::ZERO);
             let code = &self.code;
-            self.cols[..128 * nb]
-                .par_chunks_mut(k * nb)
-                .zip(self.corr[..nchunks * nb].par_chunks_mut(nb))
-                .zip(self.chunks.par_iter_mut())
-                .for_each(|((v, d), chunk)| {
-                    accumulate(chunk, nb, v, d);
-                    for (d, c) in d.iter_mut().zip(code) {
-                        *d ^= *c;
-                    }
+            let chunks = &self.chunks;
+            out[start..start + len]
+                .par_chunks_mut(TILE * 128)
+                .zip(self.corr[..nchunks * nb].par_chunks_mut(TILE * nchunks))
+                .enumerate()
+                .for_each_init(TileScratch::new, |sc, (t, (rows, corr))| {
+                    let n = corr.len() / nchunks;
+                    let b0 = t * TILE;
+                    with_tile(rows, n, |tile| {
+                        for (i, chunk) in chunks.iter().enumerate() {
+                            accumulate_tile(&chunk.leaves, chunk.w, b0 as u64, n, sc);
+                            let col0 = i * k;
+                            for b in 0..n {
+                                corr[i * n + b] = sc.u[b] ^ code[b0 + b];
+                                tile[128 * b + col0..128 * b + col0 + chunk.w]
+                                    .iter_mut()
+                                    .zip(&sc.acc)
+                                    .for_each(|(v, a)| *v = a[b]);
+                            }
+                        }
+                        transpose_tile(tile);
+                    });
                 });
-            ch.send_pod(&self.corr[..nchunks * nb])?;
-            cols_to_rows(&self.cols[..128 * nb], nb, 1, &mut out[start..start + len]);
+            for chunk in &mut self.chunks {
+                for leaf in &mut chunk.leaves {
+                    leaf.skip(nb as u64);
+                }
+            }
+            // Each task wrote its blocks' words chunk by chunk; the wire carries d chunk-major
+            // (chunk i's m bits in a row, as before the tiles): one copy per task and chunk.
+            self.wire.resize(nchunks * nb, Block::ZERO);
+            for (t, part) in self.corr[..nchunks * nb].chunks(TILE * nchunks).enumerate() {
+                let (b0, n) = (t * TILE, part.len() / nchunks);
+                for (i, words) in part.chunks_exact(n).enumerate() {
+                    self.wire[i * nb + b0..i * nb + b0 + n].copy_from_slice(words);
+                }
+            }
+            ch.send_pod(&self.wire[..nchunks * nb])?;
             start += len;
         }
         Ok(())
@@ -500,30 +584,31 @@ mod tests {
     }
 
     #[test]
-    fn accumulate_matches_naive_sums() {
+    fn tile_sums_match_naive_sums() {
         for w in 1..=5 {
-            let nb = 3 + SUB;
-            let mk = |seed: u128| Chunk {
-                w,
-                leaves: (0..1u128 << w)
-                    .map(|x| Prg::from_seed(Block(seed + x)))
-                    .collect(),
-            };
-            let mut c = mk(100);
-            let mut v = vec![Block::ONES; w * nb];
-            let mut u = vec![Block::ZERO; nb];
-            accumulate(&mut c, nb, &mut v, &mut u);
-            let r: Vec<Vec<Block>> = mk(100).leaves.iter_mut().map(|p| p.blocks(nb)).collect();
-            for b in 0..nb {
-                let all = r.iter().fold(Block::ZERO, |a, x| a ^ x[b]);
-                assert_eq!(u[b], all, "w {w} u");
-                for j in 0..w {
-                    let s = r
-                        .iter()
-                        .enumerate()
-                        .filter(|(x, _)| (x >> j) & 1 == 1)
-                        .fold(Block::ZERO, |a, (_, x)| a ^ x[b]);
-                    assert_eq!(v[j * nb + b], s, "w {w} j {j}");
+            for (off, n) in [(0u64, TILE), (7, 3), (64, TILE - 1)] {
+                let leaves: Vec<Prg> = (0..1u128 << w)
+                    .map(|x| Prg::from_seed(Block(100 + x)))
+                    .collect();
+                let mut sc = TileScratch::new();
+                accumulate_tile(&leaves, w, off, n, &mut sc);
+                let r: Vec<Vec<Block>> = (0..1u128 << w)
+                    .map(|x| {
+                        let mut p = Prg::from_seed(Block(100 + x));
+                        p.blocks(off as usize + n)[off as usize..].to_vec()
+                    })
+                    .collect();
+                for b in 0..n {
+                    let all = r.iter().fold(Block::ZERO, |a, x| a ^ x[b]);
+                    assert_eq!(sc.u[b], all, "w {w} u");
+                    for j in 0..w {
+                        let s = r
+                            .iter()
+                            .enumerate()
+                            .filter(|(x, _)| (x >> j) & 1 == 1)
+                            .fold(Block::ZERO, |a, (_, x)| a ^ x[b]);
+                        assert_eq!(sc.acc[j][b], s, "w {w} j {j}");
+                    }
                 }
             }
         }

@@ -21,8 +21,15 @@ pub const MILL_DIGIT: u32 = 5;
 /// m = 1 and 2 (about 8 bits per compared bit) and 30 % more for m = 4, whose P0 also builds
 /// 16 masked entries per leaf. Measured for OPAF sigmoid at 2^14 (LAN, load 3): offline
 /// 3216 → 2528 → 2208 B/elt for m = 1, 2, 4, rounds 54 → 45 → 39, online 663 → 664 → 681 B/elt;
-/// online time within the run-to-run noise for m = 1 and 2 and higher for m = 4, so 2.
-pub const MILL_LEAF_BITS_TRIPLES: u32 = 2;
+/// online time within the run-to-run noise for m = 1 and 2 and higher for m = 4, so 2 (IKNP
+/// pools, session 3). Since session 5 (SoftSpokenOT k = 4 pools, 4 bytes per COT, with the
+/// pool fill the bulk of the offline CPU) 4: a COT costs the two parties several times the CPU
+/// of one of the 2m + 2^m leaf hashes, so the COTs m = 4 saves (sigmoid 158 → 138 per element,
+/// tanh 211 → 183, ReLU 40 → 30) outweigh its extra hashes; process CPU of a 2^14 run, three interleaved rounds
+/// at load 3.6: ReLU 81–97 → 68–85 ms, sigmoid 276–334 → 251–286 ms, tanh 375–470 →
+/// 339–435 ms; total bytes per element 1296 → 1233 (sigmoid), 184 → 151 (ReLU); rounds
+/// 45 → 39 (sigmoid), 11 → 9 (ReLU).
+pub const MILL_LEAF_BITS_TRIPLES: u32 = 4;
 
 /// Leaf size of the millionaires' when ANDs run on triples: `SECINFER_SS_MILL_LEAF` (1 to 4)
 /// if set, else [`MILL_LEAF_BITS_TRIPLES`]. Read once per process, so a dry run and the run it
@@ -1013,6 +1020,12 @@ pub(crate) fn lut_rows_raw<C: Channel>(
     let km = mask(k);
     if ctx.is_p0() {
         let rs: Vec<Vec<u64>> = bits.iter().map(|b| ctx.rand_u64s(n, *b)).collect();
+        if ctx.is_dry_run() {
+            // A dry run only counts: the n·2^k rows (tens of ms at n = 2^14, while the peer's
+            // offline phase waits for this party's plan) are never read.
+            ctx.kk_send_count(nn, n * rows)?;
+            return Ok(rs);
+        }
         // Written in order rather than zeroed first (n·2^k words: tens of MB at n = 2^14):
         // row (i, q) holds entry t at ((i·rows) + q)·nn + t, packed rows one word per t.
         let mut msgs = Vec::with_capacity(n * rows * nn);

@@ -130,6 +130,17 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Every count times `k` (`None` on overflow).
+    pub fn scaled(&self, k: u64) -> Option<Plan> {
+        Some(Plan {
+            cots_from_p0: self.cots_from_p0.checked_mul(k)?,
+            cots_from_p1: self.cots_from_p1.checked_mul(k)?,
+            triples: self.triples.checked_mul(k)?,
+            half_triples: self.half_triples.checked_mul(k)?,
+            leaf_ots: self.leaf_ots.checked_mul(k)?,
+        })
+    }
+
     pub fn add(&mut self, o: &Plan) {
         self.cots_from_p0 += o.cots_from_p0;
         self.cots_from_p1 += o.cots_from_p1;
@@ -170,8 +181,8 @@ type HalfTriples = Stock<u8>;
 /// K_r (bits 8..10).
 type LeafOts = Stock<u32>;
 
-/// Unpacks `n` bits sent packed by the peer; padding bits past the end must be zero.
-fn unpack_bits(packed: &[u8], n: usize) -> Result<Vec<u8>> {
+/// Checks that the padding bits past `n` in a frame of `n` packed bits are zero.
+fn check_padding(packed: &[u8], n: usize) -> Result<()> {
     let tail = n & 7;
     if tail != 0 {
         if let Some(last) = packed.last() {
@@ -182,7 +193,7 @@ fn unpack_bits(packed: &[u8], n: usize) -> Result<Vec<u8>> {
             }
         }
     }
-    Ok((0..n).map(|i| (packed[i / 8] >> (i % 8)) & 1).collect())
+    Ok(())
 }
 
 /// Packs bits (bytes 0/1) into bytes, bit i at position i % 8 of byte i / 8.
@@ -541,30 +552,42 @@ impl Ctx {
         }
         let b0 = traffic(ch);
         let p = self.leaves.pos;
+        let mu = m as usize;
         let out = if self.is_p0() {
-            let d = unpack_bits(
-                &ch.recv_bytes((k * m as usize).div_ceil(8))?,
-                k * m as usize,
-            )?;
-            let s = self.rand_bits(2 * k);
+            let nbits = k * mu;
+            let d = ch.recv_bytes(nbits.div_ceil(8))?;
+            check_padding(&d, nbits)?;
             let t = &self.leaves.t[p..p + k];
             // Each leaf's answer is one word of 2^m 2-bit fields (8, 16 or 32 bits: whole
             // bytes, little-endian, the order `pack_bits` would give): field x = msg_x ⊕ K_{x⊕d}.
             let per = 2 * nd / 8;
             let full = u32::MAX >> (32 - 2 * nd);
             let even = 0x5555_5555u32 & full;
+            let dm = nd as u32 - 1;
             let mut y = Vec::with_capacity(per * k);
+            let mut out = Vec::with_capacity(k);
+            // P0's share bits (s_l, s_e) of leaf j: bits 2j, 2j + 1 of a stream of PRG words.
+            let mut sw = 0u64;
             for j in 0..k {
-                let dj = (0..m as usize).fold(0u32, |a, i| a | (d[j * m as usize + i] as u32) << i);
+                if j % 32 == 0 {
+                    sw = self.prg.next_u64();
+                }
+                let (sl, se) = ((sw & 1) as u32, ((sw >> 1) & 1) as u32);
+                sw >>= 2;
+                // d_j: m bits from bit j·m of the frame (LSB first, as `pack_bits` packs them).
+                let bit = j * mu;
+                let lo = d[bit / 8] as u32;
+                let hi = d.get(bit / 8 + 1).copied().unwrap_or(0) as u32;
+                let dj = ((lo | hi << 8) >> (bit % 8)) & dm;
                 // K_{x ⊕ d} at field x: swap field groups along every set bit of d (public).
                 let mut key = t[j] & full;
-                for (bit, mk) in [0x3333_3333u32, 0x0f0f_0f0f, 0x00ff_00ff, 0x0000_ffff]
+                for (b, mk) in [0x3333_3333u32, 0x0f0f_0f0f, 0x00ff_00ff, 0x0000_ffff]
                     .into_iter()
                     .enumerate()
-                    .take(m as usize)
+                    .take(mu)
                 {
-                    if (dj >> bit) & 1 == 1 {
-                        let sh = 2 << bit;
+                    if (dj >> b) & 1 == 1 {
+                        let sh = 2 << b;
                         key = ((key & mk) << sh) | ((key >> sh) & mk);
                     }
                 }
@@ -573,22 +596,27 @@ impl Ctx {
                 // odd bit, then P0's share bits on every field.
                 let lt = even & !(((1u64 << (2 * (a + 1))) - 1) as u32);
                 let eq = 2u32 << (2 * a);
-                let sh = (even * s[2 * j] as u32) | ((even << 1) * s[2 * j + 1] as u32);
+                let sh = (even * sl) | ((even << 1) * se);
                 let w = (lt ^ eq ^ sh ^ key) & full;
                 y.extend_from_slice(&w.to_le_bytes()[..per]);
+                out.push((sl | se << 1) as u8);
             }
             ch.send_pod(&y)?;
-            (0..k).map(|j| s[2 * j] | s[2 * j + 1] << 1).collect()
+            out
         } else {
             let t = &self.leaves.t[p..p + k];
-            let mut d = vec![0u8; k * m as usize];
+            // d_j = b_j ⊕ r_j, m bits per leaf, packed LSB first (as `pack_bits` would).
+            let mut packed = vec![0u8; (k * mu).div_ceil(8)];
             for j in 0..k {
                 let dj = (digits[j] as u32 ^ t[j]) & (nd as u32 - 1);
-                for i in 0..m as usize {
-                    d[j * m as usize + i] = ((dj >> i) & 1) as u8;
+                let bit = j * mu;
+                let v = dj << (bit % 8);
+                packed[bit / 8] |= v as u8;
+                if v >> 8 != 0 {
+                    packed[bit / 8 + 1] |= (v >> 8) as u8;
                 }
             }
-            ch.send_pod(&pack_bits(&d))?;
+            ch.send_pod(&packed)?;
             ch.flush()?;
             // One word of 2^m 2-bit fields per leaf, whole bytes (no padding to check).
             let per = 2 * nd / 8;
@@ -1093,6 +1121,26 @@ impl Ctx {
         self.count_cots(true, count * log2_ceil(n));
         self.metered(ch, 0, count, |s, ch| s.kk_send_inner(ch, n, msgs, bits))
     }
+    /// What [`Ctx::kk_send`] of `count` 1-of-`n` OTs books, without the messages: for dry runs
+    /// ([`Ctx::is_dry_run`]), whose OT calls read nothing.
+    pub(crate) fn kk_send_count(&mut self, n: usize, count: usize) -> Result<()> {
+        if !(2..=256).contains(&n) {
+            return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256"));
+        }
+        if !self.is_dry_run() {
+            return Err(invalid("kk_send_count is for dry runs only"));
+        }
+        self.count_cots(true, count as u64 * log2_ceil(n));
+        self.charge(0, 0, count as u64);
+        Ok(())
+    }
+
+    /// Whether this context only counts (a dry run: [`Ctx::dry_run`]); protocols may then skip
+    /// local work whose results nobody reads, as long as they book the same OTs.
+    pub(crate) fn is_dry_run(&self) -> bool {
+        matches!(self.backend, Backend::Count)
+    }
+
     fn kk_send_inner<C: Channel>(
         &mut self,
         ch: &mut C,

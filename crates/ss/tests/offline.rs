@@ -8,7 +8,7 @@ use secinfer_net::{simulate, Channel, Phase};
 use secinfer_ss::math::{self, Impl};
 use secinfer_ss::ring::Fixed;
 use secinfer_ss::ulp::{inputs, MathFn};
-use secinfer_ss::{plan_for, Ctx, Party, Plan};
+use secinfer_ss::{plan_for, plan_for_elementwise, Ctx, Party, Plan};
 
 struct Split {
     plan: Plan,
@@ -104,6 +104,29 @@ fn online_budget_and_opaf_below_sirnn() {
         assert!(tot(&o.plan) < tot(&s.plan), "{}: OPAF OTs", f.name());
         if f == MathFn::Sigmoid {
             assert!(per(&o) <= 1024.0, "sigmoid online {} B/elem", per(&o));
+        }
+    }
+}
+
+/// `bench math` sizes the offline phase from dry runs of 1 and 2 elements: for every function
+/// and both parties that is exactly the full dry run's plan.
+#[test]
+fn elementwise_plan_equals_the_full_dry_run() {
+    for (f, imp) in cases() {
+        let (inp, out) = math::default_formats(f);
+        for party in [Party::Client, Party::Server] {
+            for n in [3usize, 300, 1000] {
+                let zeros = vec![0u64; n];
+                let full = plan_for(party, |c, dry| {
+                    math::evaluate(c, dry, f, imp, &zeros, inp, out)
+                })
+                .unwrap();
+                let quick = plan_for_elementwise(party, n, |c, dry, m| {
+                    math::evaluate(c, dry, f, imp, &zeros[..m], inp, out)
+                })
+                .unwrap();
+                assert_eq!(quick, full, "{} {} {party:?} n {n}", imp.name(), f.name());
+            }
         }
     }
 }

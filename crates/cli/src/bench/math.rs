@@ -141,12 +141,13 @@ fn party(
         xs.len(),
         inp.bits,
     )?;
-    // Offline: the correlations the function will consume, counted by a dry run on this
+    // Offline: the correlations the function will consume, counted by dry runs on this
     // party's side (OT counts do not depend on the data, so both parties agree without a
     // message), then precomputed.
+    // Element-wise: two dry runs of 1 and 2 elements size it (see `plan_for_elementwise`).
     let zeros = vec![0u64; xs.len()];
-    let plan = secinfer_ss::plan_for(party, |c, dry| {
-        math::evaluate(c, dry, f, imp, &zeros, inp, out)
+    let plan = secinfer_ss::plan_for_elementwise(party, xs.len(), |c, dry, m| {
+        math::evaluate(c, dry, f, imp, &zeros[..m], inp, out)
     })?;
     ch.set_phase(Phase::Offline);
     let t_off = Instant::now();
