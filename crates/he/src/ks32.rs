@@ -22,7 +22,7 @@
 //! heap allocation once warm.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use rayon::prelude::*;
 
@@ -1308,6 +1308,16 @@ fn wait_until(ready: impl Fn() -> bool, failed: &AtomicBool) {
     }
 }
 
+/// `RwLock` access that, like [`locked`], recovers the guard of a poisoned lock.
+fn written<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// See [`written`].
+fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(|e| e.into_inner())
+}
+
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic in another task poisons the lock; the data is then discarded by that panic
     // anyway, so recovering the guard is sound.
@@ -1330,7 +1340,9 @@ struct RotTasks<'a> {
     /// Digit residue (i, k): taken by the thread that computes limb i from its own pool and
     /// given back to that pool once every task has finished (see `work`), so that a thread
     /// writes buffers its own cache last held instead of ones the other core used.
-    res: Vec<Mutex<Vec<u32>>>,
+    /// An `RwLock`: once ready, a residue is only read, by both components at once (a
+    /// `Mutex` made the second one sleep in the kernel until the first finished its product).
+    res: Vec<RwLock<Vec<u32>>>,
     ready: Vec<AtomicBool>,
     /// Set when a task panics (see `wait_for`).
     failed: AtomicBool,
@@ -1377,7 +1389,7 @@ impl RotTasks<'_> {
         wait_until(|| self.done.load(Ordering::Acquire) == l + 2, &self.failed);
         for i in (0..l).filter(|&i| mine & (1 << i) != 0) {
             for k in 0..=l {
-                give32(std::mem::take(&mut *locked(&self.res[self.idx(i, k)])));
+                give32(std::mem::take(&mut *written(&self.res[self.idx(i, k)])));
             }
         }
     }
@@ -1398,10 +1410,10 @@ impl RotTasks<'_> {
         let mut coef_buf = take32a(n);
         let coef = win_mut(&mut coef_buf, n);
         for k in 0..=l {
-            *locked(&self.res[self.idx(i, k)]) = take32a(n);
+            *written(&self.res[self.idx(i, k)]) = take32a(n);
         }
         {
-            let mut own = locked(&self.res[self.idx(i, i)]);
+            let mut own = written(&self.res[self.idx(i, i)]);
             narrow2(win_mut(&mut own, n), coef, &self.c1[i * n..(i + 1) * n]);
         }
         self.ready[self.idx(i, i)].store(true, Ordering::Release);
@@ -1413,7 +1425,7 @@ impl RotTasks<'_> {
             .collect();
         let mut guards: Vec<_> = targets
             .iter()
-            .map(|&k| locked(&self.res[self.idx(i, k)]))
+            .map(|&k| written(&self.res[self.idx(i, k)]))
             .collect();
         if let [g1, g2] = &mut guards[..] {
             let (s1, s2) = (
@@ -1443,7 +1455,7 @@ impl RotTasks<'_> {
             for i in 0..l {
                 wait_for(&self.ready[self.idx(i, k)], &self.failed);
             }
-            let guards: Vec<_> = (0..l).map(|i| locked(&self.res[self.idx(i, k)])).collect();
+            let guards: Vec<_> = (0..l).map(|i| read(&self.res[self.idx(i, k)])).collect();
             let d: Residues<'_> = guards.iter().map(|g| win(g, n)).collect();
             f(&d);
         };
@@ -1484,7 +1496,7 @@ pub(crate) fn rotate_limbs(
         perms,
         next: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
-        res: (0..cells).map(|_| Mutex::new(Vec::new())).collect(),
+        res: (0..cells).map(|_| RwLock::new(Vec::new())).collect(),
         ready: (0..cells).map(|_| AtomicBool::new(false)).collect(),
         failed: AtomicBool::new(false),
         out: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
