@@ -349,8 +349,9 @@ impl PublicKey {
 }
 
 struct GaloisKey {
-    /// Permutations of NTT slots for X -> X^g, per Q prime then P.
-    perms: Vec<Vec<u32>>,
+    /// Permutations of NTT slots for X -> X^g, per Q prime then P (with their block-of-8
+    /// check, see `ks32::GaloisPerms`).
+    perms: crate::ks32::GaloisPerms,
     /// Key digits, each (L+1)·n in NTT form, pre-permuted by σ_g^{-1} so the hoisted inner
     /// product needs no per-digit permutation.
     b: Vec<Vec<u64>>,
@@ -405,7 +406,7 @@ impl GaloisKey {
             .iter()
             .chain(std::iter::once(&params.0.pm))
             .collect();
-        let perms: Vec<Vec<u32>> = mods.iter().map(|m| m.galois_perm(g)).collect();
+        let perms = crate::ks32::GaloisPerms::new(mods.iter().map(|m| m.galois_perm(g)).collect());
         let mut b_all = Vec::new();
         let mut a_all = Vec::new();
         for (seed, b) in &wire {
