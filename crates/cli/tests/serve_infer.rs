@@ -1,10 +1,11 @@
 //! Two real processes over TCP: `secinfer serve` and `secinfer infer --server` on the shipped
 //! IMDB model. A client killed mid-protocol, a client sending garbage, and a client asking for
 //! another variant do not stop the server: the next client is served and its secure prediction
-//! equals the plaintext fixed-point reference's.
+//! equals the plaintext fixed-point reference's, and so is a client that chooses three-halves
+//! garbling and IKNP pools.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -27,6 +28,27 @@ fn infer(addr: &str, extra: &[&str]) -> Command {
         .arg(&model);
     c.args(extra);
     c
+}
+
+/// Classifies the first shipped sample with `extra` flags and checks that the secure class
+/// matches the plaintext reference; returns the client's stdout.
+fn served_and_matching(addr: &str, model: &Path, extra: &[&str]) -> String {
+    let out = infer(addr, &["--compare-plaintext", "--limit", "1"])
+        .args(extra)
+        .arg("--model")
+        .arg(model)
+        .arg("--samples")
+        .arg(model.join("samples.jsonl"))
+        .output()
+        .unwrap();
+    let so = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{so}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(so.contains("[match]") && !so.contains("MISMATCH"), "{so}");
+    so
 }
 
 #[test]
@@ -69,47 +91,14 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("protocol") && err.contains("refused"), "{err}");
     // 4. the next client is served; its secure class equals the plaintext reference's.
-    let samples = model.join("samples.jsonl");
-    let out = infer(&addr, &["--compare-plaintext", "--limit", "1", "--model"])
-        .arg(&model)
-        .arg("--samples")
-        .arg(&samples)
-        .output()
-        .unwrap();
-    let so = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{so}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(so.contains("[match]") && !so.contains("MISMATCH"), "{so}");
+    let so = served_and_matching(&addr, &model, &[]);
     assert!(so.contains("GC bytes") && so.contains("HE bytes"), "{so}");
     // 5. a client choosing three-halves garbling and IKNP pools: the server follows the
     // handshake, and the class still equals the reference's.
-    let out = infer(
+    served_and_matching(
         &addr,
-        &[
-            "--compare-plaintext",
-            "--limit",
-            "1",
-            "--garbling",
-            "three-halves",
-            "--ot",
-            "iknp",
-            "--model",
-        ],
-    )
-    .arg(&model)
-    .arg("--samples")
-    .arg(&samples)
-    .output()
-    .unwrap();
-    let so = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{so}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        &model,
+        &["--garbling", "three-halves", "--ot", "iknp"],
     );
-    assert!(so.contains("[match]") && !so.contains("MISMATCH"), "{so}");
     drop(srv);
 }
