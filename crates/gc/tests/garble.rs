@@ -11,7 +11,9 @@ use secinfer_gc::shares::{
 };
 use secinfer_gc::{Circuit, GcError};
 use secinfer_net::{simulate, Channel, Meter};
-use secinfer_ot::{fixed_key_aes, Block, OtExtReceiver, OtExtSender, Prg};
+use secinfer_ot::{fixed_key_aes, Block, Prg};
+mod common;
+use common::ot_pair;
 
 fn delta() -> Block {
     let mut prg = Prg::new();
@@ -89,18 +91,6 @@ fn garbled_activation_circuits_equal_plaintext_bit_for_bit() {
         &share_circuit(ShareDomain::ModP(p), &cg2).expect("circuit"),
         1,
     );
-}
-
-fn ot_pair(
-    d: Block,
-) -> (
-    impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtSender,
-    impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtReceiver,
-) {
-    (
-        move |ch| OtExtSender::setup_with_delta(ch, &mut Prg::new(), d).expect("ot setup"),
-        |ch| OtExtReceiver::setup(ch, &mut Prg::new()).expect("ot setup"),
-    )
 }
 
 fn random_shares(domain: ShareDomain, xs: &[i64], seed: u64) -> (Vec<u64>, Vec<u64>) {

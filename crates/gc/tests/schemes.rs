@@ -13,7 +13,9 @@ use secinfer_gc::protocol::{
 use secinfer_gc::shares::{share_circuit, ShareDomain};
 use secinfer_gc::{Circuit, GcError};
 use secinfer_net::{simulate, Channel};
-use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
+use secinfer_ot::{Block, Prg};
+mod common;
+use common::ot_pair;
 
 const SCHEMES: [Scheme; 2] = [Scheme::HalfGates, Scheme::ThreeHalves];
 
@@ -247,18 +249,6 @@ fn short_and_long_sources_are_typed_errors_not_panics() {
             "{s:?}: the extra byte is left"
         );
     }
-}
-
-fn ot_pair(
-    d: Block,
-) -> (
-    impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtSender,
-    impl FnOnce(&mut secinfer_net::DynChannel) -> OtExtReceiver,
-) {
-    (
-        move |ch| OtExtSender::setup_with_delta(ch, &mut Prg::new(), d).expect("ot setup"),
-        |ch| OtExtReceiver::setup(ch, &mut Prg::new()).expect("ot setup"),
-    )
 }
 
 /// The batched protocol as the GRU session runs it (COT labels for the evaluator, garbler-side
