@@ -3,7 +3,7 @@
 use rand::{Rng, SeedableRng};
 use secinfer_gc::activation::{ActSpec, Fixed, Func};
 use secinfer_gc::backend::Bit;
-use secinfer_gc::garble::{Evaluator, Garbler, SliceSource, TccrHash};
+use secinfer_gc::garble::{Scheme, TccrHash};
 use secinfer_gc::protocol::{stream_evaluate, stream_garble, CircuitFn};
 use secinfer_gc::shares::{
     evaluate_apply, expected, garble_apply, share_circuit, ShareDomain, ShareEvaluator,
@@ -33,43 +33,10 @@ fn batched_hash_is_the_ot_crates_tccr() {
     }
 }
 
-/// Garbles 8 copies locally with random inputs and evaluates them; outputs must equal the plain
-/// circuit's bit for bit.
+/// Garbles 8 half-gates copies locally with random inputs and evaluates them; outputs must
+/// equal the plain circuit's bit for bit ([`common::local_roundtrip`]).
 fn local_roundtrip(c: &Circuit, seed: u64) {
-    const L: usize = 8;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let d = delta();
-    let mut g = Garbler::<L>::new(d, 9, 0, Prg::new()).expect("garbler");
-    let zeros: Vec<[Block; L]> = (0..c.n_inputs).map(|_| g.input()).collect();
-    let outs0 = c.eval(&mut g, &zeros);
-    g.finish().expect("garble");
-    let tables = std::mem::take(&mut g.tables);
-    let vals: Vec<[bool; L]> = (0..c.n_inputs)
-        .map(|_| std::array::from_fn(|_| rng.gen()))
-        .collect();
-    let active: Vec<[Block; L]> = zeros
-        .iter()
-        .zip(&vals)
-        .map(|(z, v)| std::array::from_fn(|l| z[l] ^ d.and_bit(v[l])))
-        .collect();
-    let mut ev = Evaluator::<L, _>::new(9, 0, SliceSource::new(&tables)).expect("evaluator");
-    let outs1 = c.eval(&mut ev, &active);
-    ev.finish().expect("evaluate");
-    assert_eq!(ev.into_source().remaining(), 0, "every table consumed");
-    for l in 0..L {
-        let plain = c.eval_plain(&vals.iter().map(|v| v[l]).collect::<Vec<_>>());
-        for (k, (o0, o1)) in outs0.iter().zip(&outs1).enumerate() {
-            let got = match (o0, o1) {
-                (Bit::Wire(z), Bit::Wire(a)) => {
-                    assert!(a[l] == z[l] || a[l] == z[l] ^ d, "label is one of the two");
-                    a[l] != z[l]
-                }
-                (Bit::Const(v), Bit::Const(_)) => *v,
-                _ => panic!("shape"),
-            };
-            assert_eq!(got, plain[k], "lane {l} output {k}");
-        }
-    }
+    common::local_roundtrip::<8>(c, Scheme::HalfGates, seed);
 }
 
 #[test]
