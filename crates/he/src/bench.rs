@@ -87,14 +87,24 @@ fn he_ops_on_pool(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeErro
     let q0 = &params.0.qs[0];
     // The transform the rotation uses: the 32-bit plan on u32 residues where the modulus
     // allows it (no u64 conversion), else the 64-bit plan.
-    let ntt_time = match &q0.plan32 {
+    match &q0.plan32 {
         Some(p32) => {
             let mut x32: Vec<u32> = x.iter().map(|&v| (v % q0.q) as u32).collect();
-            time(iters * 4, || p32.fwd(&mut x32))
+            let fwd = time(iters * 4, || p32.fwd(&mut x32));
+            push("ntt_fwd (one prime)", fwd, iters * 4);
+            let inv = time(iters * 4, || p32.inv(&mut x32));
+            push("ntt_inv (one prime)", inv, iters * 4);
+            // tfhe-ntt's 32-bit plan on the same prime, for comparison (`ntt32`'s docs).
+            let fwd = time(iters * 4, || p32.tfhe().fwd(&mut x32));
+            push("ntt_fwd (one prime, tfhe-ntt)", fwd, iters * 4);
+            let inv = time(iters * 4, || p32.tfhe().inv(&mut x32));
+            push("ntt_inv (one prime, tfhe-ntt)", inv, iters * 4);
         }
-        None => time(iters * 4, || q0.plan.fwd(&mut x)),
-    };
-    push("ntt_fwd (one prime)", ntt_time, iters * 4);
+        None => {
+            let fwd = time(iters * 4, || q0.plan.fwd(&mut x));
+            push("ntt_fwd (one prime)", fwd, iters * 4);
+        }
+    }
     push(
         "encode_simd",
         time(iters, || {

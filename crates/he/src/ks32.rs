@@ -441,7 +441,7 @@ fn mul_shoup32_lazy(x: u32, w: u32, ws: u32, q: u32) -> u32 {
     x.wrapping_mul(w).wrapping_sub(hi.wrapping_mul(q))
 }
 
-fn plan(params: &Params, k: usize) -> &tfhe_ntt::prime32::Plan {
+fn plan(params: &Params, k: usize) -> &crate::ntt32::Ntt32 {
     let l = params.l();
     let md = if k < l { &params.0.qs[k] } else { &params.0.pm };
     // `Ks32::new` only succeeds when every modulus has a 32-bit plan.

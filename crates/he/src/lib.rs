@@ -19,6 +19,7 @@ mod decimated;
 pub mod eval;
 pub mod kernels;
 mod ks32;
+mod ntt32;
 pub mod params;
 
 pub use bfv::{
