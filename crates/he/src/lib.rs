@@ -1,5 +1,6 @@
 //! secinfer-he: a lean RLWE/BFV layer on `tfhe-ntt` (special-prime key switching, hoisted
-//! rotations, modulus switching, noise flooding) and the GAZELLE / GALA linear kernels that
+//! rotations, modulus switching, noise flooding; for primes below 2^30 an own AVX2 NTT,
+//! `ntt32`, whose module docs say why) and the GAZELLE / GALA linear kernels that
 //! turn the client's encrypted vector into additive Z_t shares of W·x or of a convolution.
 //!
 //! Share convention (all kernels): the server samples a uniform mask r (mod t) and returns
