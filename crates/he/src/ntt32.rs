@@ -186,33 +186,35 @@ impl Own {
     }
 
     fn fwd(&self, a: &mut [u32]) {
+        self.transform(a, true);
+    }
+
+    fn inv(&self, a: &mut [u32]) {
+        self.transform(a, false);
+    }
+
+    fn transform(&self, a: &mut [u32], forward: bool) {
         assert_eq!(a.len(), self.n, "NTT input of the wrong size");
         #[cfg(target_arch = "x86_64")]
         {
             // SAFETY: `Own::new` only succeeds when the CPU has AVX2 (the requirement of
-            // this `target_feature` function) and n ≥ 64 is a power of two; the length is
-            // checked above; see `avx2::fwd` for its memory accesses.
+            // these `target_feature` functions) and n ≥ 64 is a power of two; the length is
+            // checked above; see `avx2` for their memory accesses.
             #[allow(unsafe_code)]
             unsafe {
-                avx2::fwd(self, a)
+                if forward {
+                    avx2::fwd(self, a)
+                } else {
+                    avx2::inv(self, a)
+                }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        self.fwd_scalar(a);
-    }
-
-    fn inv(&self, a: &mut [u32]) {
-        assert_eq!(a.len(), self.n, "NTT input of the wrong size");
-        #[cfg(target_arch = "x86_64")]
-        {
-            // SAFETY: as in `fwd`.
-            #[allow(unsafe_code)]
-            unsafe {
-                avx2::inv(self, a)
-            }
+        if forward {
+            self.fwd_scalar(a)
+        } else {
+            self.inv_scalar(a)
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        self.inv_scalar(a);
     }
 
     /// The forward transform layer by layer (the reference the AVX2 passes are tested
@@ -525,12 +527,36 @@ mod avx2 {
         }
     }
 
+    /// Forward layers on 4 vectors: (0, 2), (1, 3) by t[0]; (0, 1) by t[1], (2, 3) by t[2].
+    #[inline(always)]
+    unsafe fn fwd4(v: &mut [__m256i; 4], t: &[Tw; 3], c: Q) {
+        let [v0, v1, v2, v3] = v;
+        unsafe {
+            fwd_bf(v0, v2, t[0], c);
+            fwd_bf(v1, v3, t[0], c);
+            fwd_bf(v0, v1, t[1], c);
+            fwd_bf(v2, v3, t[2], c);
+        }
+    }
+
+    /// The inverse of [`fwd4`]'s layers (times 4).
+    #[inline(always)]
+    unsafe fn inv4(v: &mut [__m256i; 4], t: &[Tw; 3], c: Q) {
+        let [v0, v1, v2, v3] = v;
+        unsafe {
+            inv_bf(v0, v1, t[1], c);
+            inv_bf(v2, v3, t[2], c);
+            inv_bf(v0, v2, t[0], c);
+            inv_bf(v1, v3, t[0], c);
+        }
+    }
+
     /// The forward transform: the vertical passes, then the block pass.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn fwd(own: &Own, a: &mut [u32]) {
         let c = consts(own);
         for pass in &own.fwd_passes {
-            unsafe { fwd_pass(pass, a, c) };
+            unsafe { vertical::<true>(pass, a, c, false) };
         }
         unsafe { fwd_blocks(own, a, c) };
     }
@@ -543,89 +569,25 @@ mod avx2 {
         unsafe { inv_blocks(own, a, c, own.inv_passes.is_empty()) };
         let count = own.inv_passes.len();
         for (i, pass) in own.inv_passes.iter().enumerate() {
-            unsafe { inv_pass(pass, a, c, i + 1 == count) };
+            unsafe { vertical::<false>(pass, a, c, i + 1 == count) };
         }
     }
 
-    /// Offset between the vectors of one block of a vertical pass (see [`fwd_pass`]).
-    fn pass_geometry(pass: &PassTw, n: usize) -> (usize, usize, usize) {
-        let t = n >> (pass.layer + 1);
-        let per_group = (1usize << pass.depth) - 1;
-        (t, t >> (pass.depth - 1), per_group)
-    }
-
-    /// One vertical pass: layers `layer .. layer + depth` (strides ≥ 64 words). Group g of
-    /// `layer` spans words [2tg, 2t(g + 1)); a block is 2^depth vectors at offsets k·s inside
-    /// it (s = t / 2^(depth − 1)), closed under the pass's butterflies.
+    /// One vertical pass, forward or inverse: layers `layer .. layer + depth` (strides ≥ 64
+    /// words). Group g of `layer` spans words [2tg, 2t(g + 1)); a block is 2^depth vectors at
+    /// offsets k·s inside it (s = t / 2^(depth − 1)), closed under the pass's butterflies.
+    /// `last` reduces the outputs to [0, q) (the inverse's final pass).
     #[target_feature(enable = "avx2")]
-    unsafe fn fwd_pass(pass: &PassTw, a: &mut [u32], c: Q) {
-        let (t, s, per_group) = pass_geometry(pass, a.len());
+    unsafe fn vertical<const FORWARD: bool>(pass: &PassTw, a: &mut [u32], c: Q, last: bool) {
+        let t = a.len() >> (pass.layer + 1);
+        let s = t >> (pass.depth - 1);
+        let per_group = (1usize << pass.depth) - 1;
         let p = a.as_mut_ptr();
         let groups = pass
             .w
             .chunks_exact(per_group)
             .zip(pass.ws.chunks_exact(per_group));
         // 2^layer groups of 2t words: base + 2t ≤ n for every group below.
-        assert_eq!(groups.len() * 2 * t, a.len(), "pass built for another size");
-        for (g, (w, ws)) in groups.enumerate() {
-            let base = g * 2 * t;
-            let tw = |i: usize| unsafe { broadcast(w[i], ws[i]) };
-            match pass.depth {
-                3 => {
-                    let tws: [Tw; 7] = std::array::from_fn(tw);
-                    for j in (0..s).step_by(LANES) {
-                        // base + j + 7s + 8 ≤ base + 8s = base + 2t.
-                        let q = unsafe { p.add(base + j) };
-                        let mut v: [__m256i; 8] = unsafe { load(q, s) };
-                        unsafe {
-                            fwd8(&mut v, &tws, c);
-                            store(q, s, &v);
-                        }
-                    }
-                }
-                2 => {
-                    let tws: [Tw; 3] = std::array::from_fn(tw);
-                    for j in (0..s).step_by(LANES) {
-                        // base + j + 3s + 8 ≤ base + 4s = base + 2t.
-                        let q = unsafe { p.add(base + j) };
-                        let mut v: [__m256i; 4] = unsafe { load(q, s) };
-                        let [v0, v1, v2, v3] = &mut v;
-                        unsafe {
-                            fwd_bf(v0, v2, tws[0], c);
-                            fwd_bf(v1, v3, tws[0], c);
-                            fwd_bf(v0, v1, tws[1], c);
-                            fwd_bf(v2, v3, tws[2], c);
-                            store(q, s, &v);
-                        }
-                    }
-                }
-                _ => {
-                    let w0 = tw(0);
-                    for j in (0..s).step_by(LANES) {
-                        // base + j + s + 8 ≤ base + 2s = base + 2t.
-                        let q = unsafe { p.add(base + j) };
-                        let mut v: [__m256i; 2] = unsafe { load(q, s) };
-                        let [v0, v1] = &mut v;
-                        unsafe {
-                            fwd_bf(v0, v1, w0, c);
-                            store(q, s, &v);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// The inverse of [`fwd_pass`] (times 2^depth); `last` reduces the outputs to [0, q).
-    #[target_feature(enable = "avx2")]
-    unsafe fn inv_pass(pass: &PassTw, a: &mut [u32], c: Q, last: bool) {
-        let (t, s, per_group) = pass_geometry(pass, a.len());
-        let p = a.as_mut_ptr();
-        let groups = pass
-            .w
-            .chunks_exact(per_group)
-            .zip(pass.ws.chunks_exact(per_group));
-        // As in `fwd_pass`.
         assert_eq!(groups.len() * 2 * t, a.len(), "pass built for another size");
         let fin = |v: &mut [__m256i]| {
             if last {
@@ -641,9 +603,14 @@ mod avx2 {
                 3 => {
                     let tws: [Tw; 7] = std::array::from_fn(tw);
                     for j in (0..s).step_by(LANES) {
+                        // base + j + 7s + 8 ≤ base + 8s = base + 2t.
                         let q = unsafe { p.add(base + j) };
                         let mut v: [__m256i; 8] = unsafe { load(q, s) };
-                        unsafe { inv8(&mut v, &tws, c) };
+                        if FORWARD {
+                            unsafe { fwd8(&mut v, &tws, c) };
+                        } else {
+                            unsafe { inv8(&mut v, &tws, c) };
+                        }
                         fin(&mut v);
                         unsafe { store(q, s, &v) };
                     }
@@ -651,14 +618,13 @@ mod avx2 {
                 2 => {
                     let tws: [Tw; 3] = std::array::from_fn(tw);
                     for j in (0..s).step_by(LANES) {
+                        // base + j + 3s + 8 ≤ base + 4s = base + 2t.
                         let q = unsafe { p.add(base + j) };
                         let mut v: [__m256i; 4] = unsafe { load(q, s) };
-                        let [v0, v1, v2, v3] = &mut v;
-                        unsafe {
-                            inv_bf(v0, v1, tws[1], c);
-                            inv_bf(v2, v3, tws[2], c);
-                            inv_bf(v0, v2, tws[0], c);
-                            inv_bf(v1, v3, tws[0], c);
+                        if FORWARD {
+                            unsafe { fwd4(&mut v, &tws, c) };
+                        } else {
+                            unsafe { inv4(&mut v, &tws, c) };
                         }
                         fin(&mut v);
                         unsafe { store(q, s, &v) };
@@ -667,16 +633,33 @@ mod avx2 {
                 _ => {
                     let w0 = tw(0);
                     for j in (0..s).step_by(LANES) {
+                        // base + j + s + 8 ≤ base + 2s = base + 2t.
                         let q = unsafe { p.add(base + j) };
                         let mut v: [__m256i; 2] = unsafe { load(q, s) };
                         let [v0, v1] = &mut v;
-                        unsafe { inv_bf(v0, v1, w0, c) };
+                        if FORWARD {
+                            unsafe { fwd_bf(v0, v1, w0, c) };
+                        } else {
+                            unsafe { inv_bf(v0, v1, w0, c) };
+                        }
                         fin(&mut v);
                         unsafe { store(q, s, &v) };
                     }
                 }
             }
         }
+    }
+
+    /// One 64-point block's twiddles ([`BLOCK_TW`] words, see `block_twiddles`): the 7
+    /// broadcast ones of its vertical layers and the 7 lane vectors of the last three.
+    #[inline(always)]
+    unsafe fn block_tw(w: &[u32], ws: &[u32]) -> ([Tw; 7], [Tw; 7]) {
+        let vertical = std::array::from_fn(|i| unsafe { broadcast(w[i], ws[i]) });
+        let lanes = std::array::from_fn(|i| {
+            let o = LANES * (i + 1);
+            unsafe { lanes(&w[o..o + LANES], &ws[o..o + LANES]) }
+        });
+        (vertical, lanes)
     }
 
     /// The last six forward layers, 64 points at a time: the block's 8 vectors through three
@@ -692,16 +675,12 @@ mod avx2 {
         for (blk, (w, ws)) in a.chunks_exact_mut(BLOCK).zip(tables) {
             // `blk` is 64 words: 8 vectors at stride 8.
             let mut v: [__m256i; 8] = unsafe { load(blk.as_ptr(), LANES) };
-            let vertical: [Tw; 7] = std::array::from_fn(|i| unsafe { broadcast(w[i], ws[i]) });
+            let (vertical, lanes) = unsafe { block_tw(w, ws) };
             unsafe {
                 fwd8(&mut v, &vertical, c);
                 transpose(&mut v);
+                fwd8(&mut v, &lanes, c);
             }
-            let lanes: [Tw; 7] = std::array::from_fn(|i| {
-                let o = LANES * (i + 1);
-                unsafe { lanes(&w[o..o + LANES], &ws[o..o + LANES]) }
-            });
-            unsafe { fwd8(&mut v, &lanes, c) };
             for x in v.iter_mut() {
                 *x = unsafe { reduce(reduce(*x, c.two_q), c.q) };
             }
@@ -721,11 +700,7 @@ mod avx2 {
             .zip(own.ibs.chunks_exact(BLOCK_TW));
         for (blk, (w, ws)) in a.chunks_exact_mut(BLOCK).zip(tables) {
             let mut v: [__m256i; 8] = unsafe { load(blk.as_ptr(), LANES) };
-            let lanes: [Tw; 7] = std::array::from_fn(|i| {
-                let o = LANES * (i + 1);
-                unsafe { lanes(&w[o..o + LANES], &ws[o..o + LANES]) }
-            });
-            let vertical: [Tw; 7] = std::array::from_fn(|i| unsafe { broadcast(w[i], ws[i]) });
+            let (vertical, lanes) = unsafe { block_tw(w, ws) };
             unsafe {
                 transpose(&mut v);
                 inv8(&mut v, &lanes, c);
