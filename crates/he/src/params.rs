@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::ntt32::Ntt32 as Plan32;
+use crate::ntt32::Ntt32;
 use tfhe_ntt::prime64::Plan;
 
 use crate::arith::{inv_mod, is_prime, mul_mod, pow_mod, prime_below};
@@ -279,7 +279,7 @@ pub(crate) struct ModCtx {
     /// tfhe-ntt's 32-bit plan otherwise; ≈ 3× and more faster than the 64-bit plan). It
     /// computes the same transform as `plan` (same root, same bit-reversed order: checked in
     /// `ModCtx::new`), so residues from either mix freely.
-    pub(crate) plan32: Option<Plan32>,
+    pub(crate) plan32: Option<Ntt32>,
     /// exponent e (odd, < 2n) of the root at each NTT index: value index i = poly(ζ^e).
     pub(crate) exp_of_idx: Vec<u32>,
     /// inverse of exp_of_idx (entries for even exponents unused).
@@ -302,7 +302,7 @@ impl ModCtx {
             "no negacyclic NTT of size {n} mod {q}"
         )))?;
         let plan32 = if q < (1u64 << 31) {
-            Plan32::new(n, q as u32)
+            Ntt32::new(n, q as u32)
         } else {
             None
         };
