@@ -106,24 +106,10 @@ fn dot_block_lazy<'d>(
     r: std::ops::Range<usize>,
     q: u32,
 ) {
-    dot_block_lazy_at(a, d, k, ks, r.start, r.start, q);
-}
-
-/// [`dot_block_lazy`] with the digits read from index `ds` and the keys from `ko` (the slot-order
-/// lazy rotation reads its digits at the rotation's offset): a[j] ← Σ_i d_i[ds + j]·k_i[ko + j].
-#[inline(always)]
-fn dot_block_lazy_at<'d>(
-    a: &mut [u32],
-    d: &[&'d [u32]],
-    k: &[&'d [u32]],
-    ks: &[&'d [u32]],
-    ds: usize,
-    ko: usize,
-    q: u32,
-) {
     let q2 = 2 * q;
     let len = a.len();
     let cut = |v: &[&'d [u32]], j: usize, o: usize| -> &'d [u32] { &v[j][o..o + len] };
+    let (ds, ko) = (r.start, r.start);
     // Digits two at a time (one load and store of the accumulator and three conditional
     // subtractions per pair instead of two and four); an odd last digit alone.
     let mut j = 0;
@@ -772,92 +758,188 @@ pub(crate) fn switch_permute_ext(
     )
 }
 
+/// −q^−1 mod 2^32 (q odd): the Montgomery constant of [`dot_shift`].
+pub(crate) fn mont_neg_inv(q: u32) -> u32 {
+    // Newton's iteration doubles the correct low bits: q·q ≡ 1 mod 8 gives 3, then 6, 12, 24, 48.
+    let mut x = q;
+    for _ in 0..4 {
+        x = x.wrapping_mul(2u32.wrapping_sub(q.wrapping_mul(x)));
+    }
+    x.wrapping_neg()
+}
+
+/// Digits per Montgomery reduction: a sum of G products below q^2 must stay below q·2^32 for
+/// the reduction to land in [0, 2q), i.e. G·q < 2^32.
+fn redc_group_size(q: u32) -> usize {
+    if q < 1 << 30 {
+        4
+    } else {
+        2
+    }
+}
+
+/// out[j] ← Σ_i x_i[xo + j]·w_i[wo + j]·2^−32 (+ add[wo + j]) mod q, widened to u64, for
+/// j < out.len(): one contiguous segment of a slot-order lazy rotation (x: the keys, stored
+/// already shifted and in Montgomery form, i.e. times 2^32 mod q, so the result is the plain
+/// key product; w: the digits, and P·c0, read at the rotation's offset). Per output word the
+/// products of up to four digits are summed in 64 bits and reduced once (Montgomery), with no
+/// Shoup constants to read: on AVX2 (q < 2^30, at most 4 digits) 8 words per step by
+/// intrinsics, elsewhere and for the last words the same arithmetic word by word.
+fn dot_shift(
+    out: &mut [u64],
+    x: &[&[u32]],
+    w: &[&[u32]],
+    add: Option<&[u32]>,
+    xo: usize,
+    wo: usize,
+    q: u32,
+    qn: u32,
+) {
+    #[allow(unused_mut)]
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if q < 1 << 30 && w.len() <= 4 && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked on the line above), the only requirement of
+        // this `target_feature` function; it checks its slices' lengths before reading.
+        #[allow(unsafe_code)]
+        {
+            done = unsafe { dot_shift_avx2(out, x, w, add, xo, wo, q, qn) };
+        }
+    }
+    dot_shift_words(&mut out[done..], x, w, add, xo + done, wo + done, q, qn);
+}
+
+/// [`dot_shift`] by AVX2 on the first ⌊len/8⌋·8 words (q < 2^30, at most 4 digits: one
+/// reduction per word); returns how many words it did.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+unsafe fn dot_shift_avx2(
+    out: &mut [u64],
+    x: &[&[u32]],
+    w: &[&[u32]],
+    add: Option<&[u32]>,
+    xo: usize,
+    wo: usize,
+    q: u32,
+    qn: u32,
+) -> usize {
+    use std::arch::x86_64::*;
+    let len = out.len() & !7;
+    assert!(x.len() == w.len() && w.len() <= 4 && q < 1 << 30);
+    assert!(x.iter().all(|k| k.len() >= xo + len) && w.iter().all(|d| d.len() >= wo + len));
+    assert!(add.is_none_or(|c| c.len() >= wo + len));
+    let q64 = _mm256_set1_epi64x(q as i64);
+    let qn64 = _mm256_set1_epi64x(qn as i64);
+    let q32 = _mm256_set1_epi32(q as i32);
+    let op = out.as_mut_ptr();
+    for j in (0..len).step_by(8) {
+        // SAFETY (all loads and stores below): j + 8 ≤ len, and every slice was checked to
+        // hold its offset plus len words; `out` holds len u64 words.
+        let (mut even, mut odd) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for (k, d) in x.iter().zip(w) {
+            let (kv, dv) = unsafe {
+                (
+                    _mm256_loadu_si256(k.as_ptr().add(xo + j) as *const __m256i),
+                    _mm256_loadu_si256(d.as_ptr().add(wo + j) as *const __m256i),
+                )
+            };
+            // Products below 2^60, at most four: the 64-bit sums stay below q·2^32.
+            even = _mm256_add_epi64(even, _mm256_mul_epu32(kv, dv));
+            let (ko, d_odd) = (_mm256_srli_epi64::<32>(kv), _mm256_srli_epi64::<32>(dv));
+            odd = _mm256_add_epi64(odd, _mm256_mul_epu32(ko, d_odd));
+        }
+        // Montgomery: (t + (t·qn mod 2^32)·q) / 2^32 ∈ [0, 2q); the odd lanes' results are
+        // already in the high halves.
+        let te = _mm256_add_epi64(even, _mm256_mul_epu32(_mm256_mul_epu32(even, qn64), q64));
+        let to = _mm256_add_epi64(odd, _mm256_mul_epu32(_mm256_mul_epu32(odd, qn64), q64));
+        let r = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<32>(te), to);
+        let mut r = _mm256_min_epu32(r, _mm256_sub_epi32(r, q32));
+        if let Some(c) = add {
+            let cv = unsafe { _mm256_loadu_si256(c.as_ptr().add(wo + j) as *const __m256i) };
+            let s = _mm256_add_epi32(r, cv);
+            r = _mm256_min_epu32(s, _mm256_sub_epi32(s, q32));
+        }
+        unsafe {
+            let lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(r));
+            let hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(r));
+            _mm256_storeu_si256(op.add(j) as *mut __m256i, lo);
+            _mm256_storeu_si256(op.add(j + 4) as *mut __m256i, hi);
+        }
+    }
+    len
+}
+
 fast_dispatch! {
-    /// out[j] ← Σ_i x_i[xo + j]·w_i[wo + j] (+ add[wo + j]) mod q, widened to u64, for
-    /// j < out.len(), w_i given with Shoup constants ws_i: one contiguous segment of a
-    /// slot-order lazy rotation (x: the keys, stored already shifted; w: the digits, and P·c0,
-    /// read at the rotation's offset). Blocks of 256 in a stack buffer, so nothing but the u64
-    /// output is stored.
-    fn dot_shift(
+    /// [`dot_shift`] word by word, for any q < 2^31 and digit count (reductions per group of
+    /// [`redc_group_size`] digits, partial results kept in [0, q)).
+    fn dot_shift_words(
         out: &mut [u64],
         x: &[&[u32]],
         w: &[&[u32]],
-        ws: &[&[u32]],
         add: Option<&[u32]>,
         xo: usize,
         wo: usize,
         q: u32,
+        qn: u32,
     ) {
-        const B: usize = 256;
-        let mut buf = [0u32; B];
-        for (c, o) in out.chunks_mut(B).enumerate() {
-            let j = c * B;
-            let a = &mut buf[..o.len()];
-            dot_block_lazy_at(a, x, w, ws, xo + j, wo + j, q);
-            match add {
-                // x ∈ [0, 2q) plus y < q: below 3q < 2^32; two conditional subtractions.
-                Some(c) => {
-                    for ((o, &x), &y) in o.iter_mut().zip(a.iter()).zip(&c[wo + j..]) {
-                        let s = x + y;
-                        let s = s.min(s.wrapping_sub(2 * q));
-                        *o = s.min(s.wrapping_sub(q)) as u64;
-                    }
-                }
-                None => {
-                    for (o, &x) in o.iter_mut().zip(a.iter()) {
-                        *o = x.min(x.wrapping_sub(q)) as u64;
-                    }
-                }
+        let g = redc_group_size(q);
+        for (j, o) in out.iter_mut().enumerate() {
+            let mut acc = 0u32;
+            for (kc, dc) in x.chunks(g).zip(w.chunks(g)) {
+                let t: u64 = kc
+                    .iter()
+                    .zip(dc)
+                    .map(|(k, d)| k[xo + j] as u64 * d[wo + j] as u64)
+                    .sum();
+                let m = (t as u32).wrapping_mul(qn);
+                let r = ((t + m as u64 * q as u64) >> 32) as u32;
+                let s = acc + r.min(r.wrapping_sub(q));
+                acc = s.min(s.wrapping_sub(q));
             }
+            if let Some(c) = add {
+                let s = acc + c[wo + j];
+                acc = s.min(s.wrapping_sub(q));
+            }
+            *o = acc as u64;
         }
     }
 }
 
 /// A Galois key for a row rotation by `r` slots, rearranged for [`switch_shift_ext`]: per
 /// digit and residue, K'[s] = key[π(s ⊕ r)] (π: `Ks32::slot`, s ⊕ r: s shifted by r within
-/// its half), i.e. the key in slot order already shifted. No Shoup constants: in this path the
-/// digits carry them (see [`SlotDigits`]), which halves the key bytes each rotation streams.
+/// its half), i.e. the key in slot order already shifted, and in Montgomery form (times 2^32
+/// mod its modulus) for [`dot_shift`]'s reductions. No Shoup constants: each rotation streams
+/// only the key words.
 pub(crate) struct SlotKey {
     pub(crate) r: usize,
     pub(crate) b: Vec<Vec<u32>>,
     pub(crate) a: Vec<Vec<u32>>,
 }
 
-/// A hoisted ciphertext's digits in slot order with their Shoup constants, and P·c0 (mod Q,
-/// L residues) in slot order: made once per hoisted ciphertext and shared by all its lazy
-/// rotations. A Shoup product is symmetric in what it needs (one factor < q with its
-/// constant, the other any u32), so the constants go with the operand every rotation reuses
-/// (the digits, hot in cache) instead of the one each rotation streams (its key).
+/// A hoisted ciphertext's digits in slot order, and P·c0 (mod Q, L residues) in slot order:
+/// made once per hoisted ciphertext and shared by all its lazy rotations.
 pub(crate) struct SlotDigits {
     pub(crate) d: Vec<Vec<u32>>,
-    pub(crate) ds: Vec<Vec<u32>>,
     pub(crate) c0_p: Vec<u32>,
 }
 
 impl SlotDigits {
     /// From NTT-order digits ((L+1)·n each) and c0 (L·n, u64 storage, NTT order). Each slot-order
-    /// word is gathered once and its Shoup constant (or its product by P) computed in the same
-    /// pass.
+    /// word is gathered once (c0's multiplied by P in the same pass).
     pub(crate) fn new(params: &Params, digits: &[Vec<u32>], c0: &[u64]) -> SlotDigits {
         let n = params.n();
         let l = params.l();
         let ks = ks(params);
         let m = &ks.m;
-        let (mut d, mut ds) = (Vec::new(), Vec::new());
+        let mut d = Vec::new();
         for x in digits {
-            let (mut o, mut os) = (take32(x.len(), false), take32(x.len(), false));
-            for (k, &mk) in m.iter().enumerate() {
+            let mut o = take32(x.len(), false);
+            for k in 0..m.len() {
                 let r = k * n..(k + 1) * n;
-                gather_shoup(
-                    &mut o[r.clone()],
-                    &mut os[r.clone()],
-                    &x[r],
-                    &ks.slot[k],
-                    mk,
-                );
+                gather32(&mut o[r.clone()], &x[r], &ks.slot[k]);
             }
             d.push(o);
-            ds.push(os);
         }
         let mut c = take32(l * n, false);
         let p = m[l];
@@ -873,19 +955,18 @@ impl SlotDigits {
                 qi,
             );
         }
-        SlotDigits { d, ds, c0_p: c }
+        SlotDigits { d, c0_p: c }
     }
 }
 
 fast_dispatch! {
-    /// o[j] ← x[idx[j]] and os[j] ← its Shoup constant mod q (see `shoup_all`).
-    fn gather_shoup(o: &mut [u32], os: &mut [u32], x: &[u32], idx: &[u32], q: u32) {
+    /// o[j] ← x[idx[j]].
+    fn gather32(o: &mut [u32], x: &[u32], idx: &[u32]) {
         let mask = x.len() - 1;
         let x = &x[..=mask];
         for (o, &i) in o.iter_mut().zip(idx) {
             *o = x[i as usize & mask];
         }
-        shoup_all(os, o, q);
     }
 }
 
@@ -902,28 +983,10 @@ fast_dispatch! {
 
 impl Drop for SlotDigits {
     fn drop(&mut self) {
-        for v in self.d.drain(..).chain(self.ds.drain(..)) {
+        for v in self.d.drain(..) {
             give32(v);
         }
         give32(std::mem::take(&mut self.c0_p));
-    }
-}
-
-fast_dispatch! {
-    /// o[j] ← ⌊x[j]·2^32 / q⌋ (Shoup constants, x < q < 2^31) without a division per word, in
-    /// 32-bit lanes: with 2^32 = a·q + b, ⌊x·2^32/q⌋ = a·x + ⌊x·b/q⌋, and the quotient
-    /// ⌊x·b/q⌋ is what a Shoup product by b computes on the way (hi, plus one when the lazy
-    /// remainder x·b − hi·q ∈ [0, 2q) is ≥ q). The result is < 2^32, so wrapping u32
-    /// arithmetic is exact.
-    fn shoup_all(o: &mut [u32], x: &[u32], q: u32) {
-        let a = ((1u64 << 32) / q as u64) as u32;
-        let b = ((1u64 << 32) % q as u64) as u32;
-        let bs = shoup32(b, q);
-        for (o, &w) in o.iter_mut().zip(x) {
-            let hi = ((w as u64 * bs as u64) >> 32) as u32;
-            let r = w.wrapping_mul(b).wrapping_sub(hi.wrapping_mul(q));
-            *o = a.wrapping_mul(w).wrapping_add(hi).wrapping_add((r >= q) as u32);
-        }
     }
 }
 
@@ -958,15 +1021,18 @@ pub(crate) fn slot_key(
             }
         }
     }
-    // K'[s] = key[perm[π(s)]] (= key[π(s ⊕ r)]).
+    // K'[s] = key[perm[π(s)]] (= key[π(s ⊕ r)]), times 2^32 mod the residue's modulus.
     let re = |v: &[&[u32]]| -> Vec<Vec<u32>> {
         v.iter()
             .map(|x| {
                 let mut o = vec![0u32; x.len()];
                 for (k, perm) in perms.iter().enumerate() {
                     let off = k * n;
+                    let q = ks.m[k];
+                    let r = ((1u64 << 32) % q as u64) as u32;
+                    let rs = shoup32(r, q);
                     for (s, &j) in slot[k].iter().enumerate() {
-                        o[off + s] = x[off + perm[j as usize] as usize];
+                        o[off + s] = mul_shoup32(x[off + perm[j as usize] as usize], r, rs, q);
                     }
                 }
                 o
@@ -1036,15 +1102,16 @@ pub(crate) fn switch_shift_ext(
                 v.iter().map(|v| &v[r.clone()]).collect()
             }
             let rr = base..base + n;
-            let (d, ds, key) = (cut(&h.d, rr.clone()), cut(&h.ds, rr.clone()), cut(kk, rr));
+            let (d, key) = (cut(&h.d, rr.clone()), cut(kk, rr));
             let add = add.filter(|_| k < l).map(|c| &c[base..base + n]);
             let o = &mut out[base..base + n];
+            let qn = mont_neg_inv(mk);
             for hh in 0..2 {
                 let hb = hh * half;
                 // Slots e < half − r read e + r; the last r read e + r − half.
                 let (o1, o2) = o[hb..hb + half].split_at_mut(half - r);
-                dot_shift(o1, &key, &d, &ds, add, hb, hb + r, mk);
-                dot_shift(o2, &key, &d, &ds, add, hb + half - r, hb, mk);
+                dot_shift(o1, &key, &d, add, hb, hb + r, mk, qn);
+                dot_shift(o2, &key, &d, add, hb + half - r, hb, mk, qn);
             }
         }
         out
@@ -1560,34 +1627,62 @@ mod tests {
         assert!(!GaloisPerms::new(vec![(0..64).collect(), perm]).block8());
     }
 
-    /// `shoup_all` equals `shoup32` (one division per word) at both ends of the 30- and 31-bit
-    /// octaves, for the `n4096` primes and for smaller moduli, at random and edge residues.
+    /// `dot_shift`'s Montgomery sums are exact mod q for 1 to 6 digits (the AVX2 steps up to
+    /// 4 digits below 2^30, the word-by-word path beyond, with several reductions per word, and
+    /// for a modulus above 2^30), at random residues and with every digit and key at q − 1
+    /// (each 64-bit sum at its largest), with and without the added residue, at offsets, over a
+    /// length that leaves a tail after the 8-word steps.
     #[test]
-    fn shoup_all_matches_division() {
+    fn montgomery_key_products_exact_at_the_bounds() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for q in [
-            (1u32 << 29) + 1,
-            1073692673,
-            978247681,
-            (1 << 30) - 35,
-            12289,
-            (1 << 28) - 57,
-            (1 << 31) - 1,
-            (1 << 30) + 3,
-        ] {
-            let mut w: Vec<u32> = (0..4096)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x % q as u64) as u32
-                })
-                .collect();
-            w.extend([0, 1, 2, q / 2, q - 2, q - 1]);
-            let mut o = vec![0u32; w.len()];
-            shoup_all(&mut o, &w, q);
-            for (&v, &s) in w.iter().zip(&o) {
-                assert_eq!(s, shoup32(v, q), "q {q} w {v}");
+        let mut next = |m: u32| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % m as u64) as u32
+        };
+        let n = 600;
+        for q in [1073692673u32, 978247681, 12289, (1 << 31) - 1] {
+            let qn = mont_neg_inv(q);
+            assert_eq!(q.wrapping_mul(qn), u32::MAX, "−q^−1 mod 2^32");
+            let r = ((1u64 << 32) % q as u64) as u32;
+            for digits in 1..=6 {
+                for extreme in [false, true] {
+                    let mut val = |_: usize| if extreme { q - 1 } else { next(q) };
+                    let d: Vec<Vec<u32>> = (0..digits)
+                        .map(|_| (0..n).map(&mut val).collect())
+                        .collect();
+                    let k: Vec<Vec<u32>> = (0..digits)
+                        .map(|_| (0..n).map(&mut val).collect())
+                        .collect();
+                    let c: Vec<u32> = (0..n).map(&mut val).collect();
+                    let km: Vec<Vec<u32>> = k
+                        .iter()
+                        .map(|v| {
+                            v.iter()
+                                .map(|&y| mul_shoup32(y, r, shoup32(r, q), q))
+                                .collect()
+                        })
+                        .collect();
+                    let dr: Vec<&[u32]> = d.iter().map(|v| v.as_slice()).collect();
+                    let kr: Vec<&[u32]> = km.iter().map(|v| v.as_slice()).collect();
+                    let (xo, wo, len) = (7, 3, n - 10);
+                    for add in [None, Some(c.as_slice())] {
+                        let mut out = vec![0u64; len];
+                        dot_shift(&mut out, &kr, &dr, add, xo, wo, q, qn);
+                        for (j, &o) in out.iter().enumerate() {
+                            let mut want = add.map_or(0, |c| c[wo + j] as u128);
+                            for (dv, kv) in d.iter().zip(&k) {
+                                want += dv[wo + j] as u128 * kv[xo + j] as u128;
+                            }
+                            assert_eq!(
+                                o as u128,
+                                want % q as u128,
+                                "q {q}, {digits} digits, j {j}"
+                            );
+                        }
+                    }
+                }
             }
         }
     }
