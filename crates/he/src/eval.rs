@@ -191,11 +191,11 @@ impl Evaluator for HeEvaluator<'_> {
         self.params.num_q()
     }
     fn mod_down_passes(&self) -> Option<f64> {
-        // 32-bit key switching (n4096, `ntt32` transforms): a division by P is 6 NTTs of ≈ 5 µs
-        // plus the element-wise steps, ≈ 36 µs (eager HstPerm 63–66 µs − lazy 28.3–28.9 µs),
-        // against ≈ 2.85 µs for a product pass (a ScMult, 4 passes, 11.2–11.6 µs): ≈ 12.5
+        // 32-bit key switching (n4096, `ntt32` transforms): a division by P is 6 NTTs of
+        // 4.6–5.0 µs plus its element-wise passes (narrowing, lifts, the P⁻¹ scaling), ≈ 35–40
+        // µs, against ≈ 2.85 µs for a product pass (a ScMult, 4 passes, 11.2–11.5 µs): ≈ 13
         // passes (`bench he-ops --params n4096`, one thread, session 6).
-        self.params.0.ks32.as_ref().map(|_| 12.5)
+        self.params.0.ks32.as_ref().map(|_| 13.0)
     }
     fn lift_ext(&self, ct: &Ciphertext) -> ExtCiphertext {
         self.params.lift_ext(ct)
