@@ -134,14 +134,26 @@ fn round_down_msb0_with<C: Channel>(
 // ============================================================================ OPAF exp
 
 /// OPAF's local-factor exponential for x < 0 with L = 2^(l−s) ≤ 16. Returns shares (MSB 0) of
-/// e^x at scale `fo` and their ring (f1 + fc + 2 bits, see `correction_scales`).
+/// e^x at scale `fo` in the ring of fo + 2 bits.
 ///
 /// Each party reads its share g_i as a signed integer with msb m_i. With k the ring wrap of the
-/// signed shares, g0 + g1 = x + k·2^l and, since x < 0, k = (1−m0)(1−m1). Party i computes
-/// a_i = e^{g_i/2^s − (1−m_i)·L/2} ∈ [e^{−L/2}, 1] in f64 and fixes it at 31 fractional bits;
-/// then a0·a1 = e^x when m0 = m1 and e^{x − L/2} when m0 ≠ m1. One private×private product,
-/// one cheap truncation, one multiplexer on z = m0 ⊕ m1 (whose shares are the parties' own
-/// msbs) multiplying by e^{L/2}: no millionaires' at all.
+/// signed shares, g0 + g1 = x + k·2^l and, since x < 0, k = (1−m0)(1−m1); with the parties'
+/// factors a_i = e^{g_i/2^s − (1−m_i)·L/2} ∈ [e^{−L/2}, 1], e^x = a0·a1·C^z with C = e^{L/2}
+/// and z = m0 ⊕ m1 (OPAF's correction). OPAF multiplies a0·a1 (one private×private product at
+/// 2·31 fractional bits, wide enough that the later ×C keeps the output's accuracy) and then
+/// selects the correction by a multiplexer on z; session 5 did the same in a 51-bit ring.
+///
+/// Here the correction is folded into P0's operand instead (`opaf::exp_neg`, reorganised):
+/// P0 knows m0, so for each value b of P1's msb it knows X_b = a0·C^(m0 ⊕ b); one correlated
+/// OT on P1's m1 (correlation X_1 − X_0) leaves P1 with Y = X_{m1} − R and P0 with R. Then
+/// e^x = a1·X_{m1} = a1·Y + a1·R: P1 computes a1·Y itself, and a1·R is a private×private
+/// product whose correlated OTs carry ⌊R·2^j / 2^T⌋ already truncated to the output scale, so
+/// each of them is fo + 2 bits wide instead of 51, and the multiplexer and the truncation that
+/// followed it are gone. R and Y live mod 2^w with w = fo + 2 + T: the wrap of Y + R then
+/// vanishes mod 2^(fo+2) after the shift by T.
+///
+/// Error in units of 2^−fo: a1's rounding times X ≤ C (C·2^(fo − lf − 1)), X's rounding
+/// (2^(fo − fx − 1)), and the lf + 2 floors of the truncated terms (made ±(lf + 2)/2 by a bias).
 fn exp_neg_direct<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -149,37 +161,78 @@ fn exp_neg_direct<C: Channel>(
     l: u32,
     s: u32,
     fo: u32,
-) -> Result<(Vec<u64>, u32)> {
+) -> Result<Vec<u64>> {
     let n = x.len();
+    let p0 = ctx.is_p0();
     let big_l = ((l as f64) - (s as f64)).exp2();
-    // Local factors at LOCAL_FRAC bits: after the multiplexer's factor e^(L/2) their
-    // rounding errors grow by 2^lc, so fewer bits would not hold the output's accuracy.
-    let lf = LOCAL_FRAC;
-    let mine_m: Vec<u8> = x.iter().map(|a| msb(*a, l)).collect();
-    let (c, _, fc, f1) = correction_scales(big_l);
-    // Everything after the product lives in ring r: it holds v = p' + m·(C − 1)·p' ≤ 1 at
-    // scale f1 + fc (the multiplexer's unselected branch may overflow: it is multiplied by 0).
-    let r = f1 + fc + 2;
-    let mr = mask(r);
-    // p' = a0·a1 at scale f1, made in ring r directly: 2·lf − f1 low bits never hit the wire.
-    let a = opaf_local_factors(x, &mine_m, l, s, big_l);
-    let pt = ctx.block("mul_private", |ctx| {
-        blocks::mul_private_trunc_raw(ctx, ch, &a, lf + 1, 2 * lf - f1, r)
-    })?;
-    let cm1 = ((c - 1.0) * (fc as f64).exp2()).round() as u64;
-    let scaled: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(cm1) & mr).collect();
-    let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &mine_m, &scaled, r))?;
-    let v: Vec<u64> = (0..n).map(|i| add(pt[i] << fc, sel[i], mr)).collect();
-    // v at scale f1 + fc; bring to fo (cheap truncation: this is an intermediate).
-    let from = f1 + fc;
-    if from > fo {
-        let t = ctx.block("trunc", |ctx| {
-            blocks::trunc_msb0_raw(ctx, ch, &v, r, from - fo, false)
-        })?;
-        Ok((t, r))
-    } else {
-        Ok((v.into_iter().map(|a| (a << (fo - from)) & mr).collect(), r))
+    let (_, lc, _, _) = correction_scales(big_l);
+    let r = fo + 2;
+    // P1's factor a1 ≤ 1 at lf fractional bits (lf + 1 correlated OTs): enough that a1's
+    // rounding, multiplied by X ≤ C < 2^lc, stays below a quarter unit of 2^−fo.
+    let lf = LOCAL_FRAC.min(fo + lc + 1);
+    // X at fx fractional bits, as many as fit: w = r + T ≤ 64 with T = lf + fx − fo.
+    let fx = (64 + fo).saturating_sub(r + lf).min(fo + 8);
+    if fx < fo || r > 62 || fx + lc > 63 {
+        return Err(invalid("exp_neg: output scale out of range for the local-factor method"));
     }
+    let t = lf + fx - fo;
+    let w = r + t;
+    let mw = mask(w);
+    let mr = mask(r);
+    let ys: Vec<u64>;
+    let own: Vec<u64>;
+    if p0 {
+        // X_b = e^{g0/2^s − (1−m0)·L/2 + (m0 ⊕ b)·L/2} at fx bits, for P1's msb b ∈ {0, 1}.
+        let fscale = (fx as f64).exp2();
+        let xs: Vec<(u64, u64)> = x
+            .iter()
+            .map(|v| {
+                let g = to_signed(*v, l) as f64 / (s as f64).exp2();
+                let m0 = msb(*v, l);
+                let base = if m0 == 0 { g - big_l / 2.0 } else { g };
+                let xb = |b: u8| {
+                    let e = if m0 ^ b == 1 { base + big_l / 2.0 } else { base };
+                    (e.exp() * fscale).round() as u64 & mw
+                };
+                (xb(0), xb(1))
+            })
+            .collect();
+        let deltas: Vec<u64> = xs.iter().map(|(a, b)| sub(*b, *a, mw)).collect();
+        let q = ctx.cot_send(ch, &deltas, w)?;
+        // P1 got q + m1·(X_1 − X_0) = X_{m1} − R with R = X_0 − q.
+        own = xs.iter().zip(&q).map(|((a, _), q)| sub(*a, *q, mw)).collect();
+        ys = Vec::new();
+    } else {
+        let m1s: Vec<bool> = x.iter().map(|v| msb(*v, l) == 1).collect();
+        ys = ctx.cot_recv(ch, &m1s, w)?;
+        let fscale = (lf as f64).exp2();
+        own = x
+            .iter()
+            .map(|v| {
+                let g = to_signed(*v, l) as f64 / (s as f64).exp2();
+                let shift = if msb(*v, l) == 0 { big_l / 2.0 } else { 0.0 };
+                ((g - shift).exp() * fscale).round() as u64
+            })
+            .collect();
+    }
+    // Shares of Σ_j a1_j·⌊R·2^j / 2^T⌋ (P0 holds R, P1 chooses by the bits of a1).
+    let prod = blocks::mul_private_trunc_raw(ctx, ch, &own, lf + 1, t, r)?;
+    // The floors lose [0, lf + 2) units; a bias centres them, unless e^x could then go
+    // below zero (tiny output scales), where the error stays one-sided and the value ≥ 0.
+    let floors = (lf + 2) as f64;
+    let min_val = (-big_l / 2.0).exp() * (fo as f64).exp2();
+    let bias = if min_val > floors { (lf + 2) as u64 / 2 } else { (lf + 2) as u64 };
+    Ok((0..n)
+        .map(|i| {
+            if p0 {
+                add(prod[i], bias, mr)
+            } else {
+                // a1·Y, truncated the same way (Y < 2^64, a1 ≤ 2^lf: fits u128).
+                let local = (((own[i] as u128) * (ys[i] as u128)) >> t) as u64;
+                add(prod[i], local, mr)
+            }
+        })
+        .collect())
 }
 
 /// OPAF's local step (DESIGN.md §5): each party turns its own share X_i into the factor
@@ -239,7 +292,8 @@ fn exp_neg_core<C: Channel>(
 ) -> Result<(Vec<u64>, u32)> {
     let int_bits = l.saturating_sub(s);
     if int_bits <= MAX_DIRECT_INT_BITS {
-        return exp_neg_direct(ctx, ch, x, l, s, fo);
+        let e = ctx.block("mul_private", |ctx| exp_neg_direct(ctx, ch, x, l, s, fo))?;
+        return Ok((e, fo + 2));
     }
     let p = s + MAX_DIRECT_INT_BITS - 1;
     let hi_bits = l - p;
@@ -290,7 +344,10 @@ fn exp_neg_core<C: Channel>(
         } else {
             vec![0; n]
         };
-        let (elo, r) = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
+        let elo = ctx.block("mul_private", |ctx| exp_neg_direct(ctx, ch, &z, p + 1, s, fe))?;
+        // The constants below need room above e_lo: widen its ring (MSB 0: one COT).
+        let r = (2 * fe + 5).min(62);
+        let elo = ctx.block("zext", |ctx| blocks::zext_msb0_raw(ctx, ch, &elo, fe + 2, r))?;
         let mr = mask(r);
         // Constants at g fractional bits: e_lo·K ≤ 2^(fe + g)·(1 + ε) stays below 2^(r − 2).
         let g = r - fe - 3;
@@ -330,8 +387,7 @@ fn exp_neg_core<C: Channel>(
     let th = ctx.block("lut", |ctx| {
         blocks::lut_raw(ctx, ch, &hi, hi_bits, &[&table], &[re])
     })?;
-    let (elo, _) = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
-    let elo: Vec<u64> = elo.iter().map(|a| a & mask(re)).collect();
+    let elo = ctx.block("mul_private", |ctx| exp_neg_direct(ctx, ch, &z, p + 1, s, fe))?;
     let prod = ctx.block("mul", |ctx| {
         blocks::mul_nonuniform_msb0_raw(ctx, ch, &elo, re, &th[0], re, 2 * re)
     })?;
