@@ -1136,6 +1136,31 @@ pub struct RecParams {
     /// caller that rounds the result to a coarser output needs only a few bits below it, and
     /// every bit here costs 2^k bits on the wire.
     pub offset_frac: Option<u32>,
+    /// When set, the fractional bits of d that Δ keeps (below the input's f): both parties drop
+    /// the low f − delta_frac bits of their shares before the carry, after P0 adds
+    /// 2^(q+1) − 2 (q = f − delta_frac) so the dropped carry can only push the evaluation point
+    /// up, by ε ∈ [0, 2^(q+1) − 2] units of 2^−f; the table is fitted to 1/(p − μ) with μ the
+    /// middle of that range, so the error is ±2^(q−f) and the carry, the t correlated OTs of
+    /// S·Δ1 and the result's scale all shrink by q bits. The caller guarantees
+    /// d + 2^(q+1−f) < 2 (no wrap at the top).
+    pub delta_frac: Option<u32>,
+    /// When set, the carry of Δ's low bits (which fixes the index and Δ's wrap) is read from
+    /// their top `carry_bits` bits only (a millionaires' run on carry_bits instead of t bits).
+    /// The approximate carry is never 1 when the exact one is 0; when it misses a 1, the index
+    /// is one segment lower and Δ overshoots that segment's end by less than 2^(−k−carry_bits),
+    /// so each segment's line is fitted over [a, a + h + 2^(−k−carry_bits)]. Below segment 0 the
+    /// index would wrap to the top segment: the caller guarantees d ≥ 1 + 2^(−k−carry_bits)
+    /// (see [`rec_carry_bits`]).
+    pub carry_bits: Option<u32>,
+}
+
+/// The fewest carry bits ([`RecParams::carry_bits`]) for a 2^k-row reciprocal whose input is
+/// known to satisfy d − 1 ≥ 2^(−lo) (lo > 0, not necessarily an integer): a missed carry at
+/// segment 0 must not wrap the index, i.e. 2^(−k−cb) ≤ d − 1; at least 8 bits (two 4-bit
+/// millionaires' leaves either way) keep each segment's extension below 1/256 of its width.
+pub fn rec_carry_bits(k: u32, lo: f64) -> u32 {
+    let need = (lo - k as f64).ceil().max(0.0) as u32;
+    need.max(8)
 }
 
 impl Default for RecParams {
@@ -1146,6 +1171,8 @@ impl Default for RecParams {
             newton: 0,
             offset_extra: 2,
             offset_frac: None,
+            delta_frac: None,
+            carry_bits: None,
         }
     }
 }
@@ -1186,15 +1213,44 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     }
     let n = d.len();
     let k = p.k;
+    let p0 = ctx.is_p0();
+    // Δ's precision: drop q low bits of both shares (see RecParams::delta_frac); P0's offset
+    // makes the dropped part's carry push the evaluation point up only.
+    let fd = p.delta_frac.unwrap_or(f).min(f);
+    if fd < k + 1 {
+        return Err(invalid("reciprocal: delta_frac must exceed k"));
+    }
+    let q = f - fd;
+    let dropped: Vec<u64>;
+    let (d, f, bits) = if q > 0 {
+        let mb = mask(bits);
+        let off = (1u64 << (q + 1)) - 2;
+        dropped = d
+            .iter()
+            .map(|a| (if p0 { add(*a, off, mb) } else { a & mb }) >> q)
+            .collect();
+        (&dropped[..], fd, bits - q)
+    } else {
+        (d, f, bits)
+    };
+    // Centre of the evaluation point's upward shift, in units of the input's 2^−f.
+    let mu = if q > 0 { ((1u64 << q) - 1) as f64 * (-((f + q) as f64)).exp2() } else { 0.0 };
     let t = f - k; // bits of Δ
+    let cb = p.carry_bits.unwrap_or(t).clamp(1, t);
     let fw = f + p.slope_scale;
     let rw = fw + 2;
     let mw = mask(rw);
     let mt = mask(t);
-    let p0 = ctx.is_p0();
     // The carry of the low t bits fixes both the index and Δ's wrap. The index only needs it
-    // mod 2^k, so the B2A is k bits wide.
-    let c = ctx.block("wrap", |ctx| carry_raw(ctx, ch, d, t))?;
+    // mod 2^k, so the B2A is k bits wide. With carry_bits < t it comes from Δ's top bits.
+    let c = ctx.block("wrap", |ctx| {
+        if cb < t {
+            let hi: Vec<u64> = d.iter().map(|a| (a & mt) >> (t - cb)).collect();
+            carry_raw(ctx, ch, &hi, cb)
+        } else {
+            carry_raw(ctx, ch, d, t)
+        }
+    })?;
     let ck = ctx.block("b2a", |ctx| b2a_raw(ctx, ch, &c, k))?;
     let idx: Vec<u64> = (0..n).map(|i| add(d[i] >> t, ck[i], mask(k))).collect();
     // Tables: segment j covers [1 + j/2^k, 1 + (j+1)/2^k); the line T0 − S·Δ is the secant
@@ -1210,13 +1266,16 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     let rs = p.slope_scale + 2;
     let mut t0 = vec![0u64; nn];
     let mut s = vec![0u64; nn];
+    // A missed carry (carry_bits < t) overshoots a segment's end by less than 2^(−k−cb).
+    let ext = if cb < t { (-((k + cb) as f64)).exp2() } else { 0.0 };
+    let g = |x: f64| 1.0 / (x - mu);
     for j in 0..nn {
         let a = 1.0 + j as f64 * h;
-        let b = a + h;
-        let slope = (1.0 / b - 1.0 / a) / h; // negative
-        let xt = (-1.0 / slope).sqrt(); // tangent point where −1/x² = slope
-        let gap = 1.0 / a + slope * (xt - a) - 1.0 / xt; // secant above the curve
-        let off = 1.0 / a - gap / 2.0;
+        let b = a + h + ext;
+        let slope = (g(b) - g(a)) / (b - a); // negative
+        let xt = mu + (-1.0 / slope).sqrt(); // tangent point where −1/(x − μ)² = slope
+        let gap = g(a) + slope * (xt - a) - g(xt); // secant above the curve
+        let off = g(a) - gap / 2.0;
         // Rounded up: at d = 1 the lowered line sits exactly half an output ULP below 1 when
         // h²/8 is half a ULP (rec_index_bits' choice), and a downward rounding there turns every
         // saturated sigmoid into 1 − 1 ULP. Up is at most 2^−fo_t extra error.

@@ -18,6 +18,10 @@ pub const FINAL_EXACT: bool = true;
 /// round-to-nearest within 0.5 + 2^−10 output units instead of 0.5 (two digits, one AND level
 /// instead of four digits and two levels for an 18-bit carry; 5 bits would break SIRNN's 1.0).
 pub const ROUND_CARRY_BITS: u32 = 2 * blocks::MILL_DIGIT;
+/// OPAF sigmoid's final rounding reads 8 carry bits: two 4-bit millionaires' leaves and one AND
+/// (10 bits took three leaves and two ANDs, 6 COTs more per element) for 2^−8 instead of 2^−10
+/// of an output ULP. SIRNN's baseline keeps [`ROUND_CARRY_BITS`].
+pub const OPAF_ROUND_CARRY_BITS: u32 = 8;
 
 /// Index bits of the reciprocal's table for an output scale: the segment error h²/8 with
 /// h = 2^−k stays at or below half an output ULP (k ≥ (s_out − 2)/2), between 4 and 8.
@@ -37,6 +41,14 @@ pub const OPAF_REC_MAX_K: u32 = 7;
 /// [`OPAF_REC_MAX_K`]: its σ at scale s + 1 already spends 1 ULP of tanh on that cap, and 2^6
 /// rows there gave 4.5 ULP.
 pub const OPAF_SIGMOID_REC_MAX_K: u32 = 6;
+
+/// Fractional bits OPAF's sigmoid keeps of Δ in the reciprocal, beyond the output's scale
+/// (RecParams::delta_frac): the evaluation point then moves by ±2^−(s_out+4), 1/16 output ULP
+/// at a slope ≤ 1, and the S·Δ1 product takes 2 correlated OTs fewer than at s_out + 6.
+pub const OPAF_REC_DELTA_EXTRA: u32 = 4;
+/// Fractional bits of e = exp_neg(u) beyond the reciprocal's kept Δ bits in OPAF's sigmoid:
+/// the truncated product's floors (±16.5 units) must stay well below the nudge 2^−s.
+pub const OPAF_EXP_EXTRA: u32 = 5;
 
 /// Index bits of OPAF sigmoid's own reciprocal table.
 pub fn sigmoid_rec_index_bits(out_scale: u32) -> u32 {
@@ -90,7 +102,7 @@ fn round_down_msb0<C: Channel>(
     to: u32,
     out_bits: u32,
 ) -> Result<Vec<u64>> {
-    round_down_msb0_with(ctx, ch, v, bits, from, to, out_bits, true)
+    round_down_msb0_with(ctx, ch, v, bits, from, to, out_bits, true, ROUND_CARRY_BITS)
 }
 
 /// As [`round_down_msb0`]; with `exact == false` the carry is dropped (one correlated OT instead
@@ -104,6 +116,7 @@ fn round_down_msb0_with<C: Channel>(
     to: u32,
     out_bits: u32,
     exact: bool,
+    carry_bits: u32,
 ) -> Result<Vec<u64>> {
     let mb = mask(bits);
     let mo = mask(out_bits);
@@ -117,9 +130,9 @@ fn round_down_msb0_with<C: Channel>(
     // bias), so the truncation's error stays below one unit either way.
     let bias = if exact { 1u64 << (t - 1) } else { 0 };
     let b = add_public(v, p0, bias, mb);
-    // Exact: the carry comes from the top ROUND_CARRY_BITS of the dropped bits only, which adds
-    // at most 2^−ROUND_CARRY_BITS of an output unit to the rounding error.
-    let cb = t.min(ROUND_CARRY_BITS);
+    // Exact: the carry comes from the top `carry_bits` of the dropped bits only, which adds
+    // at most 2^−carry_bits of an output unit to the rounding error.
+    let cb = t.min(carry_bits);
     let r = ctx.block("trunc", |ctx| {
         blocks::trunc_msb0_carry_raw(ctx, ch, &b, bits, t, exact, cb)
     })?;
@@ -584,14 +597,38 @@ fn sigmoid_opaf_inner<C: Channel>(
             add(neg, *s, ml)
         })
         .collect();
-    let f = sigmoid_inner_scale(s, out.scale);
+    // The reciprocal keeps Δ to OPAF_REC_DELTA_EXTRA bits below the output (RecParams::
+    // delta_frac); e comes at OPAF_EXP_EXTRA bits more, so that its error (the truncated
+    // product's floors, ±16.5 units, and a1's rounding times C, 2^−20.5) stays below half the
+    // nudge 2^−s and 1 + e plus the dropped bits' shift stays below 2.
+    let fd = out.scale + OPAF_REC_DELTA_EXTRA;
+    let f = sigmoid_inner_scale(s, out.scale).max(fd + OPAF_EXP_EXTRA);
     let (e, _) = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f))?;
     let rb = f + 2;
     let d = one_plus(&e, p0, f, rb);
-    let (w, rw, fw) = ctx.block("rec", |ctx| {
-        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, Some(rec_k)))
-    })?;
-    let r = round_down_msb0_with(ctx, ch, &w, rw, fw, out.scale, out.bits, FINAL_EXACT)?;
+    // u ≥ −2^(l−s−1) − 2^−s, so d − 1 ≥ e^u minus e's error (below 2^−(f−6)): the approximate
+    // carry may read only the top bits of Δ that this bound allows (RecParams::carry_bits).
+    let e_min = (-((l - s - 1) as f64).exp2() - (-(s as f64)).exp2()).exp()
+        - (-((f - 6) as f64)).exp2();
+    let mut rp = rec_params(out.scale, Some(rec_k));
+    if fd < f {
+        rp.delta_frac = Some(fd);
+    }
+    if e_min > 0.0 {
+        rp.carry_bits = Some(blocks::rec_carry_bits(rec_k, -e_min.log2()));
+    }
+    let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, rp))?;
+    let r = round_down_msb0_with(
+        ctx,
+        ch,
+        &w,
+        rw,
+        fw,
+        out.scale,
+        out.bits,
+        FINAL_EXACT,
+        OPAF_ROUND_CARRY_BITS,
+    )?;
     // σ = r + m·(1 − 2r)
     let mo = mask(out.bits);
     let one = 1u64 << out.scale;
