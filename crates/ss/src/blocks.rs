@@ -1152,6 +1152,16 @@ pub struct RecParams {
     /// index would wrap to the top segment: the caller guarantees d ≥ 1 + 2^(−k−carry_bits)
     /// (see [`rec_carry_bits`]).
     pub carry_bits: Option<u32>,
+    /// When set, the scale of the result (below f' + slope_scale, at least the offset's
+    /// scale): the S·Δ1 correlated OTs then carry ⌊s0·2^b / 2^T⌋ in the result's narrower
+    /// ring (T = f' + slope_scale − product_frac; S is widened to that ring plus T first, so
+    /// its wrap vanishes after the shift), P1 truncates its own s1·Δ1 the same way, and the
+    /// t + 1 floors cost ±(t + 1)/2 units of 2^−product_frac (a bias centres them).
+    pub product_frac: Option<u32>,
+    /// The caller guarantees d ≥ 1 + 2^−12, so 1/d plus the table's error stays below 1 and
+    /// the result needs one bit less above its scale (ring product_frac + 1): one bit less in
+    /// every table row and every correlated OT after the lookup.
+    pub below_one: bool,
 }
 
 /// The fewest carry bits ([`RecParams::carry_bits`]) for a 2^k-row reciprocal whose input is
@@ -1173,6 +1183,8 @@ impl Default for RecParams {
             offset_frac: None,
             delta_frac: None,
             carry_bits: None,
+            product_frac: None,
+            below_one: false,
         }
     }
 }
@@ -1234,11 +1246,26 @@ pub(crate) fn reciprocal_raw<C: Channel>(
         (d, f, bits)
     };
     // Centre of the evaluation point's upward shift, in units of the input's 2^−f.
-    let mu = if q > 0 { ((1u64 << q) - 1) as f64 * (-((f + q) as f64)).exp2() } else { 0.0 };
+    let mu = if q > 0 {
+        ((1u64 << q) - 1) as f64 * (-((f + q) as f64)).exp2()
+    } else {
+        0.0
+    };
     let t = f - k; // bits of Δ
     let cb = p.carry_bits.unwrap_or(t).clamp(1, t);
     let fw = f + p.slope_scale;
-    let rw = fw + 2;
+    // The result's scale and ring (RecParams::product_frac, below_one); T bits of S·Δ1 are
+    // dropped as its correlated OTs are made, and S is widened to rw + T for that.
+    let fo_min = p.offset_frac.unwrap_or(f + p.offset_extra).min(fw);
+    let fwn = p
+        .product_frac
+        .unwrap_or(fw)
+        .clamp(fo_min, fw)
+        .max(fw.saturating_sub(t));
+    let tt = fw - fwn;
+    let fw = fwn;
+    let rw = fw + if p.below_one { 1 } else { 2 };
+    let rwide = rw + tt;
     let mw = mask(rw);
     let mt = mask(t);
     // The carry of the low t bits fixes both the index and Δ's wrap. The index only needs it
@@ -1260,14 +1287,25 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     // The offset is shipped at scale f + offset_extra and shifted up by z locally (shares of
     // T·2^z mod 2^rw are the shares of T mod 2^(rw−z) shifted); the slope (≤ 1) is shipped in
     // slope_scale + 2 bits with MSB 0 and widened by one correlated OT.
-    let fo_t = p.offset_frac.unwrap_or(f + p.offset_extra).min(fw);
+    let fo_t = fo_min;
+    // z: the offset column's shift up to the result's scale; zs: S·Δ0's (at scale fw + tt).
     let z = fw - fo_t;
+    let zs = z + tt;
     let rt = rw - z;
-    let rs = p.slope_scale + 2;
+    // The slope is below 1 (1/((a − μ)(b − μ)), largest in segment 0), so slope_scale + 1
+    // bits usually hold it with MSB 0 for the zero extension.
+    let ext = if cb < t {
+        (-((k + cb) as f64)).exp2()
+    } else {
+        0.0
+    };
+    let s_max = (((1.0 - mu) * (1.0 + h + ext - mu)).recip() * (p.slope_scale as f64).exp2())
+        .round() as u64;
+    let rs = p.slope_scale + if s_max < 1u64 << p.slope_scale { 1 } else { 2 };
     let mut t0 = vec![0u64; nn];
     let mut s = vec![0u64; nn];
-    // A missed carry (carry_bits < t) overshoots a segment's end by less than 2^(−k−cb).
-    let ext = if cb < t { (-((k + cb) as f64)).exp2() } else { 0.0 };
+    // A missed carry (carry_bits < t) overshoots a segment's end by less than 2^(−k−cb)
+    // (`ext` above).
     let g = |x: f64| 1.0 / (x - mu);
     for j in 0..nn {
         let a = 1.0 + j as f64 * h;
@@ -1287,17 +1325,22 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     // offset column of its table; only S·Δ1 (t correlated OTs, P1 choosing by Δ1's bits) and
     // c·S (a multiplexer) remain. SIRNN's shared×shared product here took 2t.
     let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
-    let half_z = if z > 0 { 1u64 << (z - 1) } else { 0 };
+    let half_z = if zs > 0 { 1u64 << (zs - 1) } else { 0 };
     let tabs = ctx.block("lut", |ctx| {
         lut_rows_raw(ctx, ch, &idx, k, &[rt, rs], |i, j, q| {
             if q == 1 {
                 return s[j];
             }
-            let sd = (s[j] * delta[i] + half_z) >> z;
+            let sd = (s[j] * delta[i] + half_z) >> zs;
             t0[j].wrapping_sub(sd) & mask(rt)
         })
     })?;
-    let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rw))?;
+    let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rwide))?;
+    // ⌊v·2^b / 2^tt⌋ mod 2^rw: S·Δ1's terms already at the result's scale.
+    let tr = |v: u64, b: u32| ((((v as u128) << b) >> tt) as u64) & mw;
+    // The t + 1 floors of S·Δ1 (t cross terms, P1's own term) lose [0, t + 1) units; w gains
+    // them, so P0 takes half back.
+    let floor_bias = if tt > 0 { (t as u64 + 1) / 2 } else { 0 };
     // One P0→P1 batch carries the t cross terms s0·2^b·[bit b of Δ1] and the P0 half of the
     // multiplexer c·S; the P1→P0 batch the other half.
     let w = ctx.block("mul", |ctx| {
@@ -1309,7 +1352,7 @@ pub(crate) fn reciprocal_raw<C: Channel>(
                 if c[i] & 1 == 1 {
                     slope[i].wrapping_neg() & mw
                 } else {
-                    slope[i]
+                    slope[i] & mw
                 }
             })
             .collect();
@@ -1317,7 +1360,7 @@ pub(crate) fn reciprocal_raw<C: Channel>(
             deltas.reserve(n * (tu + 1));
             for sv in &slope {
                 for b in 0..t {
-                    deltas.push(shl(*sv, b) & mw);
+                    deltas.push(tr(*sv, b));
                 }
             }
             deltas.extend_from_slice(&mux_delta);
@@ -1341,9 +1384,10 @@ pub(crate) fn reciprocal_raw<C: Channel>(
                         .fold(0u64, |a, v| add(a, *v, mw));
                     // S·Δ1: P1's local s1·Δ1 plus the cross terms.
                     let sd1 = if p0 {
-                        cross
+                        add(cross, floor_bias, mw)
                     } else {
-                        add(cross, slope[i].wrapping_mul(delta[i]), mw)
+                        let own = ((slope[i] as u128 * delta[i] as u128) >> tt) as u64;
+                        add(cross, own, mw)
                     };
                     let cs = add(
                         add(x[n * tu + i], y[i], mw),
@@ -1351,7 +1395,8 @@ pub(crate) fn reciprocal_raw<C: Channel>(
                         mw,
                     );
                     let base = shl(tabs[0][i], z) & mw;
-                    add(sub(base, sd1, mw), shl(cs, t), mw)
+                    // c·S·2^t at the result's scale: 2^(t − tt) (tt ≤ t above).
+                    add(sub(base, sd1, mw), shl(cs, t - tt), mw)
                 })
                 .collect::<Vec<u64>>(),
         )

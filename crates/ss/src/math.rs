@@ -50,6 +50,11 @@ pub const OPAF_REC_DELTA_EXTRA: u32 = 4;
 /// the truncated product's floors (±16.5 units) must stay well below the nudge 2^−s.
 pub const OPAF_EXP_EXTRA: u32 = 5;
 
+/// Fractional bits of the reciprocal's result beyond the output in OPAF's sigmoid
+/// (RecParams::product_frac): its S·Δ1 terms are truncated as they are made, ±7.5 units of
+/// 2^−(s_out+8) (0.03 ULP), and its correlated OTs carry s_out + 9 bits instead of f' + 14.
+pub const OPAF_REC_PRODUCT_EXTRA: u32 = 8;
+
 /// Index bits of OPAF sigmoid's own reciprocal table.
 pub fn sigmoid_rec_index_bits(out_scale: u32) -> u32 {
     rec_index_bits(out_scale).min(OPAF_SIGMOID_REC_MAX_K)
@@ -186,7 +191,9 @@ fn exp_neg_direct<C: Channel>(
     // X at fx fractional bits, as many as fit: w = r + T ≤ 64 with T = lf + fx − fo.
     let fx = (64 + fo).saturating_sub(r + lf).min(fo + 8);
     if fx < fo || r > 62 || fx + lc > 63 {
-        return Err(invalid("exp_neg: output scale out of range for the local-factor method"));
+        return Err(invalid(
+            "exp_neg: output scale out of range for the local-factor method",
+        ));
     }
     let t = lf + fx - fo;
     let w = r + t;
@@ -204,7 +211,11 @@ fn exp_neg_direct<C: Channel>(
                 let m0 = msb(*v, l);
                 let base = if m0 == 0 { g - big_l / 2.0 } else { g };
                 let xb = |b: u8| {
-                    let e = if m0 ^ b == 1 { base + big_l / 2.0 } else { base };
+                    let e = if m0 ^ b == 1 {
+                        base + big_l / 2.0
+                    } else {
+                        base
+                    };
                     (e.exp() * fscale).round() as u64 & mw
                 };
                 (xb(0), xb(1))
@@ -213,7 +224,11 @@ fn exp_neg_direct<C: Channel>(
         let deltas: Vec<u64> = xs.iter().map(|(a, b)| sub(*b, *a, mw)).collect();
         let q = ctx.cot_send(ch, &deltas, w)?;
         // P1 got q + m1·(X_1 − X_0) = X_{m1} − R with R = X_0 − q.
-        own = xs.iter().zip(&q).map(|((a, _), q)| sub(*a, *q, mw)).collect();
+        own = xs
+            .iter()
+            .zip(&q)
+            .map(|((a, _), q)| sub(*a, *q, mw))
+            .collect();
         ys = Vec::new();
     } else {
         let m1s: Vec<bool> = x.iter().map(|v| msb(*v, l) == 1).collect();
@@ -234,7 +249,11 @@ fn exp_neg_direct<C: Channel>(
     // below zero (tiny output scales), where the error stays one-sided and the value ≥ 0.
     let floors = (lf + 2) as f64;
     let min_val = (-big_l / 2.0).exp() * (fo as f64).exp2();
-    let bias = if min_val > floors { (lf + 2) as u64 / 2 } else { (lf + 2) as u64 };
+    let bias = if min_val > floors {
+        (lf + 2) as u64 / 2
+    } else {
+        (lf + 2) as u64
+    };
     Ok((0..n)
         .map(|i| {
             if p0 {
@@ -357,10 +376,14 @@ fn exp_neg_core<C: Channel>(
         } else {
             vec![0; n]
         };
-        let elo = ctx.block("mul_private", |ctx| exp_neg_direct(ctx, ch, &z, p + 1, s, fe))?;
+        let elo = ctx.block("mul_private", |ctx| {
+            exp_neg_direct(ctx, ch, &z, p + 1, s, fe)
+        })?;
         // The constants below need room above e_lo: widen its ring (MSB 0: one COT).
         let r = (2 * fe + 5).min(62);
-        let elo = ctx.block("zext", |ctx| blocks::zext_msb0_raw(ctx, ch, &elo, fe + 2, r))?;
+        let elo = ctx.block("zext", |ctx| {
+            blocks::zext_msb0_raw(ctx, ch, &elo, fe + 2, r)
+        })?;
         let mr = mask(r);
         // Constants at g fractional bits: e_lo·K ≤ 2^(fe + g)·(1 + ε) stays below 2^(r − 2).
         let g = r - fe - 3;
@@ -400,7 +423,9 @@ fn exp_neg_core<C: Channel>(
     let th = ctx.block("lut", |ctx| {
         blocks::lut_raw(ctx, ch, &hi, hi_bits, &[&table], &[re])
     })?;
-    let elo = ctx.block("mul_private", |ctx| exp_neg_direct(ctx, ch, &z, p + 1, s, fe))?;
+    let elo = ctx.block("mul_private", |ctx| {
+        exp_neg_direct(ctx, ch, &z, p + 1, s, fe)
+    })?;
     let prod = ctx.block("mul", |ctx| {
         blocks::mul_nonuniform_msb0_raw(ctx, ch, &elo, re, &th[0], re, 2 * re)
     })?;
@@ -608,8 +633,8 @@ fn sigmoid_opaf_inner<C: Channel>(
     let d = one_plus(&e, p0, f, rb);
     // u ≥ −2^(l−s−1) − 2^−s, so d − 1 ≥ e^u minus e's error (below 2^−(f−6)): the approximate
     // carry may read only the top bits of Δ that this bound allows (RecParams::carry_bits).
-    let e_min = (-((l - s - 1) as f64).exp2() - (-(s as f64)).exp2()).exp()
-        - (-((f - 6) as f64)).exp2();
+    let e_min =
+        (-((l - s - 1) as f64).exp2() - (-(s as f64)).exp2()).exp() - (-((f - 6) as f64)).exp2();
     let mut rp = rec_params(out.scale, Some(rec_k));
     if fd < f {
         rp.delta_frac = Some(fd);
@@ -617,6 +642,10 @@ fn sigmoid_opaf_inner<C: Channel>(
     if e_min > 0.0 {
         rp.carry_bits = Some(blocks::rec_carry_bits(rec_k, -e_min.log2()));
     }
+    // The result only feeds the final rounding: OPAF_REC_PRODUCT_EXTRA bits below the output
+    // are enough (its floors cost ±(t + 1)/2 units there), and 1/d < 1 when d ≥ 1 + 2^−12.
+    rp.product_frac = Some(out.scale + OPAF_REC_PRODUCT_EXTRA);
+    rp.below_one = e_min >= (-12f64).exp2();
     let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, rp))?;
     let r = round_down_msb0_with(
         ctx,
