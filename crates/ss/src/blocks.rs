@@ -813,28 +813,6 @@ fn bitwise_product<C: Channel>(
         .collect())
 }
 
-/// Product of two private values, truncated as it is made: P0 holds a (< 2^64), P1 holds
-/// b < 2^b_bits; returns shares mod 2^bits of Σ_j b_j·⌊a·2^j / 2^t⌋, which is ⌊a·b / 2^t⌋ minus
-/// less than b_bits units. Each correlated OT then carries only the `bits` bits that survive
-/// the truncation (SIRNN's product ring is a·b's full width, and a truncation follows).
-pub(crate) fn mul_private_trunc_raw<C: Channel>(
-    ctx: &mut Ctx,
-    ch: &mut C,
-    v: &[u64],
-    b_bits: u32,
-    t: u32,
-    bits: u32,
-) -> Result<Vec<u64>> {
-    check_bits(bits)?;
-    check_bits(b_bits)?;
-    if t >= 128 {
-        return Err(invalid("mul_private_trunc: shift out of range"));
-    }
-    bitwise_product(ctx, ch, v, b_bits, bits, |a, j| {
-        (((a as u128) << j) >> t) as u64
-    })
-}
-
 /// Product of two shared values in one ring: x0y0 + x1y1 locally, both cross terms by
 /// correlated OT choosing on the bits of y's shares (`y_bits` = bits of the y shares).
 pub fn mul_shared<C: Channel>(
@@ -1156,7 +1134,7 @@ pub struct RecParams {
     /// scale): the S·Δ1 correlated OTs then carry ⌊s0·2^b / 2^T⌋ in the result's narrower
     /// ring (T = f' + slope_scale − product_frac; S is widened to that ring plus T first, so
     /// its wrap vanishes after the shift), P1 truncates its own s1·Δ1 the same way, and the
-    /// t + 1 floors cost ±(t + 1)/2 units of 2^−product_frac (a bias centres them).
+    /// t + 1 floors add [0, t + 1) units of 2^−product_frac to the result.
     pub product_frac: Option<u32>,
     /// The caller guarantees d ≥ 1 + 2^−12, so 1/d plus the table's error stays below 1 and
     /// the result needs one bit less above its scale (ring product_frac + 1): one bit less in
@@ -1338,9 +1316,10 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rwide))?;
     // ⌊v·2^b / 2^tt⌋ mod 2^rw: S·Δ1's terms already at the result's scale.
     let tr = |v: u64, b: u32| ((((v as u128) << b) >> tt) as u64) & mw;
-    // The t + 1 floors of S·Δ1 (t cross terms, P1's own term) lose [0, t + 1) units; w gains
-    // them, so P0 takes half back.
-    let floor_bias = if tt > 0 { (t as u64 + 1) / 2 } else { 0 };
+    // The t + 1 floors of S·Δ1 (t cross terms, P1's own term) lose [0, t + 1) units, which w
+    // gains: left one-sided (no bias) like the offset's upward rounding, so a saturated
+    // sigmoid (d → 1, where the lowered line sits E below 1) still rounds to 1. Centring them
+    // made half of those round to 1 − 1 ULP (mean ULP of sigmoid 16/8 → 16/14: 0.043 → 0.12).
     // One P0→P1 batch carries the t cross terms s0·2^b·[bit b of Δ1] and the P0 half of the
     // multiplexer c·S; the P1→P0 batch the other half.
     let w = ctx.block("mul", |ctx| {
@@ -1384,7 +1363,7 @@ pub(crate) fn reciprocal_raw<C: Channel>(
                         .fold(0u64, |a, v| add(a, *v, mw));
                     // S·Δ1: P1's local s1·Δ1 plus the cross terms.
                     let sd1 = if p0 {
-                        add(cross, floor_bias, mw)
+                        cross
                     } else {
                         let own = ((slope[i] as u128 * delta[i] as u128) >> tt) as u64;
                         add(cross, own, mw)

@@ -51,8 +51,8 @@ pub const OPAF_REC_DELTA_EXTRA: u32 = 4;
 pub const OPAF_EXP_EXTRA: u32 = 5;
 
 /// Fractional bits of the reciprocal's result beyond the output in OPAF's sigmoid
-/// (RecParams::product_frac): its S·Δ1 terms are truncated as they are made, ±7.5 units of
-/// 2^−(s_out+8) (0.03 ULP), and its correlated OTs carry s_out + 9 bits instead of f' + 14.
+/// (RecParams::product_frac): its S·Δ1 terms are truncated as they are made, [0, 15) units of
+/// 2^−(s_out+8) (< 0.06 ULP), and its correlated OTs carry s_out + 9 bits instead of f' + 14.
 pub const OPAF_REC_PRODUCT_EXTRA: u32 = 8;
 
 /// Index bits of OPAF sigmoid's own reciprocal table.
@@ -170,6 +170,11 @@ fn round_down_msb0_with<C: Channel>(
 /// followed it are gone. R and Y live mod 2^w with w = fo + 2 + T: the wrap of Y + R then
 /// vanishes mod 2^(fo+2) after the shift by T.
 ///
+/// With `mult` = 2 the same shares give e^(2x) (C = e^L): tanh's σ(2x) on x's own shares,
+/// with four integer bits instead of five (no split of the input, see [`tanh_opaf`]). R and Y
+/// then exceed 64 bits, and P1's choice of X_{m1} − R is a chosen 1-of-2 OT of two 64-bit
+/// words instead of a correlated OT.
+///
 /// Error in units of 2^−fo: a1's rounding times X ≤ C (C·2^(fo − lf − 1)), X's rounding
 /// (2^(fo − fx − 1)), and the lf + 2 floors of the truncated terms (made ±(lf + 2)/2 by a bias).
 fn exp_neg_direct<C: Channel>(
@@ -179,76 +184,146 @@ fn exp_neg_direct<C: Channel>(
     l: u32,
     s: u32,
     fo: u32,
+    mult: u32,
 ) -> Result<Vec<u64>> {
     let n = x.len();
     let p0 = ctx.is_p0();
     let big_l = ((l as f64) - (s as f64)).exp2();
-    let (_, lc, _, _) = correction_scales(big_l);
+    // The factors' exponent range: a_i = e^{mult·(g_i/2^s − (1 − m_i)·L/2)}, C = e^{mult·L/2}.
+    let half = mult as f64 * big_l / 2.0;
+    let lc = ((half * std::f64::consts::LOG2_E).ceil() as u32).max(1);
     let r = fo + 2;
     // P1's factor a1 ≤ 1 at lf fractional bits (lf + 1 correlated OTs): enough that a1's
-    // rounding, multiplied by X ≤ C < 2^lc, stays below a quarter unit of 2^−fo.
-    let lf = LOCAL_FRAC.min(fo + lc + 1);
-    // X at fx fractional bits, as many as fit: w = r + T ≤ 64 with T = lf + fx − fo.
-    let fx = (64 + fo).saturating_sub(r + lf).min(fo + 8);
-    if fx < fo || r > 62 || fx + lc > 63 {
+    // rounding, multiplied by X ≤ C < 2^lc, stays below a quarter unit of 2^−fo, but no more
+    // than 2^−20 absolute (LOCAL_FRAC at L = 16).
+    let lf = (fo + lc + 1).min(LOCAL_FRAC.max(19 + lc));
+    // X at fx fractional bits: as many as fit w = r + T ≤ 64 (T = lf + fx − fo, one correlated
+    // OT selects X_{m1} − R), else fo + 8 in up to 128 bits (a chosen OT of two words).
+    let fx_narrow = 62u32.saturating_sub(lf).min(fo + 8);
+    let fx = if fx_narrow >= fo + 2 {
+        fx_narrow
+    } else {
+        fo + 8
+    };
+    let t = lf + fx - fo;
+    let w = r + t;
+    if r > 62 || lf > 62 || w + lf + 1 > 128 || fx + lc > w {
         return Err(invalid(
             "exp_neg: output scale out of range for the local-factor method",
         ));
     }
-    let t = lf + fx - fo;
-    let w = r + t;
-    let mw = mask(w);
+    let mw: u128 = if w >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << w) - 1
+    };
     let mr = mask(r);
-    let ys: Vec<u64>;
-    let own: Vec<u64>;
+    let scale_s = (s as f64).exp2();
+    let ys: Vec<u128>;
+    let mut own_r: Vec<u128> = Vec::new();
+    let mut own_b: Vec<u64> = Vec::new();
     if p0 {
-        // X_b = e^{g0/2^s − (1−m0)·L/2 + (m0 ⊕ b)·L/2} at fx bits, for P1's msb b ∈ {0, 1}.
+        // X_b = e^{mult·(g0/2^s − (1−m0)·L/2) + (m0 ⊕ b)·C'} at fx bits, for P1's msb b.
         let fscale = (fx as f64).exp2();
-        let xs: Vec<(u64, u64)> = x
+        let xs: Vec<(u128, u128)> = x
             .iter()
             .map(|v| {
-                let g = to_signed(*v, l) as f64 / (s as f64).exp2();
+                let g = mult as f64 * (to_signed(*v, l) as f64 / scale_s);
                 let m0 = msb(*v, l);
-                let base = if m0 == 0 { g - big_l / 2.0 } else { g };
+                let base = if m0 == 0 { g - half } else { g };
                 let xb = |b: u8| {
-                    let e = if m0 ^ b == 1 {
-                        base + big_l / 2.0
-                    } else {
-                        base
-                    };
-                    (e.exp() * fscale).round() as u64 & mw
+                    let e = if m0 ^ b == 1 { base + half } else { base };
+                    ((e.exp() * fscale).round() as u128) & mw
                 };
                 (xb(0), xb(1))
             })
             .collect();
-        let deltas: Vec<u64> = xs.iter().map(|(a, b)| sub(*b, *a, mw)).collect();
-        let q = ctx.cot_send(ch, &deltas, w)?;
-        // P1 got q + m1·(X_1 − X_0) = X_{m1} − R with R = X_0 − q.
-        own = xs
-            .iter()
-            .zip(&q)
-            .map(|((a, _), q)| sub(*a, *q, mw))
-            .collect();
+        if w <= 64 {
+            let deltas: Vec<u64> = xs
+                .iter()
+                .map(|(a, b)| (b.wrapping_sub(*a) & mw) as u64)
+                .collect();
+            let q = ctx.cot_send(ch, &deltas, w)?;
+            // P1 got q + m1·(X_1 − X_0) = X_{m1} − R with R = X_0 − q.
+            own_r = xs
+                .iter()
+                .zip(&q)
+                .map(|((a, _), q)| a.wrapping_sub(*q as u128) & mw)
+                .collect();
+        } else {
+            // A chosen 1-of-2 OT of X_b − R (two 64-bit words per element) for a random R.
+            let lo = ctx.rand_u64s(n, 64);
+            let hi = ctx.rand_u64s(n, w - 64);
+            own_r = (0..n)
+                .map(|i| ((hi[i] as u128) << 64 | lo[i] as u128) & mw)
+                .collect();
+            let mut msgs = Vec::with_capacity(4 * n);
+            for part in 0..2 {
+                for i in 0..n {
+                    for xb in [xs[i].0, xs[i].1] {
+                        let m = xb.wrapping_sub(own_r[i]) & mw;
+                        msgs.push(if part == 0 {
+                            m as u64
+                        } else {
+                            (m >> 64) as u64
+                        });
+                    }
+                }
+            }
+            ctx.kk_send(ch, 2, &msgs, 64)?;
+        }
         ys = Vec::new();
     } else {
-        let m1s: Vec<bool> = x.iter().map(|v| msb(*v, l) == 1).collect();
-        ys = ctx.cot_recv(ch, &m1s, w)?;
+        let m1: Vec<u8> = x.iter().map(|v| msb(*v, l)).collect();
+        if w <= 64 {
+            let m1s: Vec<bool> = m1.iter().map(|b| *b == 1).collect();
+            ys = ctx
+                .cot_recv(ch, &m1s, w)?
+                .into_iter()
+                .map(|v| v as u128)
+                .collect();
+        } else {
+            let mut choices = m1.clone();
+            choices.extend_from_slice(&m1);
+            let got = ctx.kk_recv(ch, 2, &choices, 64)?;
+            ys = (0..n)
+                .map(|i| ((got[n + i] as u128) << 64 | got[i] as u128) & mw)
+                .collect();
+        }
         let fscale = (lf as f64).exp2();
-        own = x
+        own_b = x
             .iter()
             .map(|v| {
-                let g = to_signed(*v, l) as f64 / (s as f64).exp2();
+                let g = to_signed(*v, l) as f64 / scale_s;
                 let shift = if msb(*v, l) == 0 { big_l / 2.0 } else { 0.0 };
-                ((g - shift).exp() * fscale).round() as u64
+                ((mult as f64 * (g - shift)).exp() * fscale).round() as u64
             })
             .collect();
     }
-    // Shares of Σ_j a1_j·⌊R·2^j / 2^T⌋ (P0 holds R, P1 chooses by the bits of a1).
-    let prod = blocks::mul_private_trunc_raw(ctx, ch, &own, lf + 1, t, r)?;
+    // Shares of Σ_j a1_j·⌊R·2^j / 2^T⌋ mod 2^r: P0 correlates the truncated terms of its R,
+    // P1 chooses by the bits of a1 (R·2^j < 2^(w + lf) ≤ 2^128).
+    let kb = (lf + 1) as usize;
+    let (mut deltas, mut choices) = (Vec::new(), Vec::new());
+    if p0 {
+        deltas.reserve(n * kb);
+        for rv in &own_r {
+            for j in 0..kb {
+                deltas.push(((rv << j) >> t) as u64 & mr);
+            }
+        }
+    } else {
+        choices.reserve(n * kb);
+        for b in &own_b {
+            for j in 0..kb {
+                choices.push((b >> j) & 1 == 1);
+            }
+        }
+    }
+    let cross = ctx.cross_from_p0(ch, &deltas, &choices, r)?;
     // The floors lose [0, lf + 2) units; a bias centres them, unless e^x could then go
     // below zero (tiny output scales), where the error stays one-sided and the value ≥ 0.
     let floors = (lf + 2) as f64;
-    let min_val = (-big_l / 2.0).exp() * (fo as f64).exp2();
+    let min_val = (-half).exp() * (fo as f64).exp2();
     let bias = if min_val > floors {
         (lf + 2) as u64 / 2
     } else {
@@ -256,12 +331,15 @@ fn exp_neg_direct<C: Channel>(
     };
     Ok((0..n)
         .map(|i| {
+            let sum = cross[i * kb..(i + 1) * kb]
+                .iter()
+                .fold(0u64, |a, v| add(a, *v, mr));
             if p0 {
-                add(prod[i], bias, mr)
+                add(sum, bias, mr)
             } else {
-                // a1·Y, truncated the same way (Y < 2^64, a1 ≤ 2^lf: fits u128).
-                let local = (((own[i] as u128) * (ys[i] as u128)) >> t) as u64;
-                add(prod[i], local, mr)
+                // a1·Y, truncated the same way (a1 < 2^(lf+1), Y < 2^w: fits u128).
+                let local = ((own_b[i] as u128 * ys[i]) >> t) as u64;
+                add(sum, local, mr)
             }
         })
         .collect())
@@ -321,11 +399,19 @@ fn exp_neg_core<C: Channel>(
     l: u32,
     s: u32,
     fo: u32,
+    mult: u32,
 ) -> Result<(Vec<u64>, u32)> {
     let int_bits = l.saturating_sub(s);
     if int_bits <= MAX_DIRECT_INT_BITS {
-        let e = ctx.block("mul_private", |ctx| exp_neg_direct(ctx, ch, x, l, s, fo))?;
+        let e = ctx.block("mul_private", |ctx| {
+            exp_neg_direct(ctx, ch, x, l, s, fo, mult)
+        })?;
         return Ok((e, fo + 2));
+    }
+    if mult != 1 {
+        return Err(invalid(
+            "exp_neg: e^(2x) only for inputs with at most 4 integer bits",
+        ));
     }
     let p = s + MAX_DIRECT_INT_BITS - 1;
     let hi_bits = l - p;
@@ -377,7 +463,7 @@ fn exp_neg_core<C: Channel>(
             vec![0; n]
         };
         let elo = ctx.block("mul_private", |ctx| {
-            exp_neg_direct(ctx, ch, &z, p + 1, s, fe)
+            exp_neg_direct(ctx, ch, &z, p + 1, s, fe, 1)
         })?;
         // The constants below need room above e_lo: widen its ring (MSB 0: one COT).
         let r = (2 * fe + 5).min(62);
@@ -424,7 +510,7 @@ fn exp_neg_core<C: Channel>(
         blocks::lut_raw(ctx, ch, &hi, hi_bits, &[&table], &[re])
     })?;
     let elo = ctx.block("mul_private", |ctx| {
-        exp_neg_direct(ctx, ch, &z, p + 1, s, fe)
+        exp_neg_direct(ctx, ch, &z, p + 1, s, fe, 1)
     })?;
     let prod = ctx.block("mul", |ctx| {
         blocks::mul_nonuniform_msb0_raw(ctx, ch, &elo, re, &th[0], re, 2 * re)
@@ -447,7 +533,7 @@ pub fn exp_neg_opaf<C: Channel>(
     check_io(inp, out, 2)?;
     ctx.block("exp_neg", |ctx| {
         let fo = out.scale + 6;
-        let (e, r) = exp_neg_core(ctx, ch, x, inp.bits, inp.scale, fo)?;
+        let (e, r) = exp_neg_core(ctx, ch, x, inp.bits, inp.scale, fo, 1)?;
         round_down_msb0(ctx, ch, &e, r, fo, out.scale, out.bits)
     })
 }
@@ -540,11 +626,15 @@ pub fn sigmoid_opaf<C: Channel>(
     check_io(inp, out, 2)?;
     ctx.block("sigmoid", |ctx| {
         let k = sigmoid_rec_index_bits(out.scale);
-        sigmoid_opaf_inner(ctx, ch, x, inp, out, k)
+        sigmoid_opaf_inner(ctx, ch, x, inp, out, k, 1)
     })
 }
 
-/// OPAF's sigmoid as tanh's inner σ (at scale s_out + 1): the larger reciprocal table.
+/// OPAF's sigmoid as tanh's inner σ (at scale s_out + 1): the larger reciprocal table. `inp`
+/// reads tanh's x as 2x (one scale lower). When x itself has at most 4 integer bits, σ(2x)
+/// runs on x's own format with e^(2u) in the local-factor exponential (`mult` = 2): 2x's five
+/// integer bits would otherwise split the exponential's input (a 22-bit carry, a zero
+/// extension, an AND and two multiplexers, ≈ 30 more COTs per element).
 fn sigmoid_opaf_for_tanh<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -553,10 +643,18 @@ fn sigmoid_opaf_for_tanh<C: Channel>(
     out: Fixed,
 ) -> Result<Vec<u64>> {
     let k = rec_index_bits(out.scale).min(OPAF_REC_MAX_K);
-    sigmoid_opaf_inner(ctx, ch, x, inp, out, k)
+    let own = Fixed {
+        bits: inp.bits,
+        scale: inp.scale + 1,
+    };
+    if own.bits.saturating_sub(own.scale) <= MAX_DIRECT_INT_BITS {
+        sigmoid_opaf_inner(ctx, ch, x, own, out, k, 2)
+    } else {
+        sigmoid_opaf_inner(ctx, ch, x, inp, out, k, 1)
+    }
 }
 
-/// OPAF's sigmoid with a 2^`rec_k`-row reciprocal table.
+/// OPAF's sigmoid with a 2^`rec_k`-row reciprocal table: σ(mult·x) for mult ∈ {1, 2}.
 fn sigmoid_opaf_inner<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -564,14 +662,16 @@ fn sigmoid_opaf_inner<C: Channel>(
     inp: Fixed,
     out: Fixed,
     rec_k: u32,
+    mult: u32,
 ) -> Result<Vec<u64>> {
     let (l0, s0) = (inp.bits, inp.scale);
     let p0 = ctx.is_p0();
     // The nudge is one ULP of the input; when the output is finer than the input, first carry
-    // j more fractional bits so the nudge stays below the output's ULP. The sign-extension to
-    // l + j bits shares the msb's millionaires' run: with y = x + 2^(l−1), msb(x) = ¬msb(y) and
-    // x = y − 2^l·wrap(y) − 2^(l−1), and msb and wrap of y come from one carry.
-    let j = (out.scale + 2)
+    // j more fractional bits so the nudge (times mult) stays below the output's ULP. The
+    // sign-extension to l + j bits shares the msb's millionaires' run: with y = x + 2^(l−1),
+    // msb(x) = ¬msb(y) and x = y − 2^l·wrap(y) − 2^(l−1), and msb and wrap of y come from one
+    // carry.
+    let j = (out.scale + 2 + mult.ilog2())
         .saturating_sub(s0)
         .min(62u32.saturating_sub(l0));
     let (x, m, l, s) = if j == 0 {
@@ -628,13 +728,13 @@ fn sigmoid_opaf_inner<C: Channel>(
     // nudge 2^−s and 1 + e plus the dropped bits' shift stays below 2.
     let fd = out.scale + OPAF_REC_DELTA_EXTRA;
     let f = sigmoid_inner_scale(s, out.scale).max(fd + OPAF_EXP_EXTRA);
-    let (e, _) = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f))?;
+    let (e, _) = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f, mult))?;
     let rb = f + 2;
     let d = one_plus(&e, p0, f, rb);
     // u ≥ −2^(l−s−1) − 2^−s, so d − 1 ≥ e^u minus e's error (below 2^−(f−6)): the approximate
     // carry may read only the top bits of Δ that this bound allows (RecParams::carry_bits).
-    let e_min =
-        (-((l - s - 1) as f64).exp2() - (-(s as f64)).exp2()).exp() - (-((f - 6) as f64)).exp2();
+    let e_min = (mult as f64 * (-((l - s - 1) as f64).exp2() - (-(s as f64)).exp2())).exp()
+        - (-((f - 6) as f64)).exp2();
     let mut rp = rec_params(out.scale, Some(rec_k));
     if fd < f {
         rp.delta_frac = Some(fd);
@@ -643,7 +743,7 @@ fn sigmoid_opaf_inner<C: Channel>(
         rp.carry_bits = Some(blocks::rec_carry_bits(rec_k, -e_min.log2()));
     }
     // The result only feeds the final rounding: OPAF_REC_PRODUCT_EXTRA bits below the output
-    // are enough (its floors cost ±(t + 1)/2 units there), and 1/d < 1 when d ≥ 1 + 2^−12.
+    // are enough (its floors cost [0, t + 1) units there), and 1/d < 1 when d ≥ 1 + 2^−12.
     rp.product_frac = Some(out.scale + OPAF_REC_PRODUCT_EXTRA);
     rp.below_one = e_min >= (-12f64).exp2();
     let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, rp))?;

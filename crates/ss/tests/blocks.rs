@@ -470,10 +470,13 @@ fn reciprocal_compact_options() {
     }
     // segment error h'²/8 at d = 1 (h' = 2^−6 plus the 2^−14 extension), the offset rounded up
     // (2^−19) and P0's folded S·Δ0 (2^−20), the dropped bits (±2^−20 at a slope ≤ 1), the
-    // slope's rounding (2^−13 × Δ < 2^−6) and the truncated products (±7.5 units of 2^−24)
+    // slope's rounding (2^−13 × Δ < 2^−6) and the truncated products ([0, 15) units of 2^−24)
     let h = 2f64.powi(-6) + 2f64.powi(-14);
-    let bound =
-        h * h / 8.0 + 2f64.powi(-19) + 2.0 * 2f64.powi(-20) + 2f64.powi(-19) + 7.5 * 2f64.powi(-24);
+    let bound = h * h / 8.0
+        + 2f64.powi(-19)
+        + 2.0 * 2f64.powi(-20)
+        + 2f64.powi(-19)
+        + 15.0 * 2f64.powi(-24);
     eprintln!("compact reciprocal: max abs error {maxerr:e} (bound {bound:e}), {missed} missed carries of {}", d.len());
     assert!(
         maxerr < bound,
