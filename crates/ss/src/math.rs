@@ -176,7 +176,8 @@ fn round_down_msb0_with<C: Channel>(
 /// words instead of a correlated OT.
 ///
 /// Error in units of 2^−fo: a1's rounding times X ≤ C (C·2^(fo − lf − 1)), X's rounding
-/// (2^(fo − fx − 1)), and the lf + 2 floors of the truncated terms (made ±(lf + 2)/2 by a bias).
+/// (2^(fo − fx − 1)), and the kb + 1 floors of the truncated terms (kb = lf correlated OTs,
+/// P1's own term; made ±(kb + 1)/2 by a bias).
 fn exp_neg_direct<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -299,10 +300,15 @@ fn exp_neg_direct<C: Channel>(
                 ((mult as f64 * (g - shift)).exp() * fscale).round() as u64
             })
             .collect();
+        // (a no-op by the bound above; keeps P1's local term and its choice bits the same a1)
+        let kmax = mask(if lf > s { lf } else { lf + 1 });
+        own_b.iter_mut().for_each(|b| *b = (*b).min(kmax));
     }
     // Shares of Σ_j a1_j·⌊R·2^j / 2^T⌋ mod 2^r: P0 correlates the truncated terms of its R,
-    // P1 chooses by the bits of a1 (R·2^j < 2^(w + lf) ≤ 2^128).
-    let kb = (lf + 1) as usize;
+    // P1 chooses by the bits of a1 (R·2^j < 2^(w + lf) ≤ 2^128). a1 ≤ e^(−mult·2^−s) (u ≤ −2^−s
+    // in both of its cases), so when lf > s its rounding stays below 2^lf: lf bits, one COT
+    // fewer than lf + 1.
+    let kb = if lf > s { lf } else { lf + 1 } as usize;
     let (mut deltas, mut choices) = (Vec::new(), Vec::new());
     if p0 {
         deltas.reserve(n * kb);
@@ -320,14 +326,14 @@ fn exp_neg_direct<C: Channel>(
         }
     }
     let cross = ctx.cross_from_p0(ch, &deltas, &choices, r)?;
-    // The floors lose [0, lf + 2) units; a bias centres them, unless e^x could then go
+    // The floors lose [0, kb + 1) units; a bias centres them, unless e^x could then go
     // below zero (tiny output scales), where the error stays one-sided and the value ≥ 0.
-    let floors = (lf + 2) as f64;
+    let floors = (kb + 1) as f64;
     let min_val = (-half).exp() * (fo as f64).exp2();
     let bias = if min_val > floors {
-        (lf + 2) as u64 / 2
+        (kb + 1) as u64 / 2
     } else {
-        (lf + 2) as u64
+        (kb + 1) as u64
     };
     Ok((0..n)
         .map(|i| {
