@@ -18,10 +18,12 @@ pub const FINAL_EXACT: bool = true;
 /// round-to-nearest within 0.5 + 2^−10 output units instead of 0.5 (two digits, one AND level
 /// instead of four digits and two levels for an 18-bit carry; 5 bits would break SIRNN's 1.0).
 pub const ROUND_CARRY_BITS: u32 = 2 * blocks::MILL_DIGIT;
-/// OPAF sigmoid's final rounding reads 8 carry bits: two 4-bit millionaires' leaves and one AND
-/// (10 bits took three leaves and two ANDs, 6 COTs more per element) for 2^−8 instead of 2^−10
-/// of an output ULP. SIRNN's baseline keeps [`ROUND_CARRY_BITS`].
-pub const OPAF_ROUND_CARRY_BITS: u32 = 8;
+/// OPAF sigmoid's final rounding reads 4 carry bits: one 4-bit millionaires' leaf and no AND
+/// (10 bits took three leaves and two ANDs: 12 COTs more per element and two rounds) for
+/// 2^−4 instead of 2^−10 of an output ULP, shifted upward (see `round_down_msb0_with`'s
+/// `lift`). Exhaustive 16/12 → 18/16 max ULP 2.55 either way. SIRNN's baseline keeps
+/// [`ROUND_CARRY_BITS`].
+pub const OPAF_ROUND_CARRY_BITS: u32 = 4;
 
 /// Index bits of the reciprocal's table for an output scale: the segment error h²/8 with
 /// h = 2^−k stays at or below half an output ULP (k ≥ (s_out − 2)/2), between 4 and 8.
@@ -107,7 +109,18 @@ fn round_down_msb0<C: Channel>(
     to: u32,
     out_bits: u32,
 ) -> Result<Vec<u64>> {
-    round_down_msb0_with(ctx, ch, v, bits, from, to, out_bits, true, ROUND_CARRY_BITS)
+    round_down_msb0_with(
+        ctx,
+        ch,
+        v,
+        bits,
+        from,
+        to,
+        out_bits,
+        true,
+        ROUND_CARRY_BITS,
+        false,
+    )
 }
 
 /// As [`round_down_msb0`]; with `exact == false` the carry is dropped (one correlated OT instead
@@ -122,6 +135,7 @@ fn round_down_msb0_with<C: Channel>(
     out_bits: u32,
     exact: bool,
     carry_bits: u32,
+    lift: bool,
 ) -> Result<Vec<u64>> {
     let mb = mask(bits);
     let mo = mask(out_bits);
@@ -133,11 +147,20 @@ fn round_down_msb0_with<C: Channel>(
     let p0 = ctx.is_p0();
     // Exact: round to nearest (bias 2^(t−1), exact floor). Cheap: ⌊x/2^t⌋ or ⌊x/2^t⌋ + 1 (no
     // bias), so the truncation's error stays below one unit either way.
-    let bias = if exact { 1u64 << (t - 1) } else { 0 };
-    let b = add_public(v, p0, bias, mb);
-    // Exact: the carry comes from the top `carry_bits` of the dropped bits only, which adds
-    // at most 2^−carry_bits of an output unit to the rounding error.
+    // Exact: the carry comes from the top `carry_bits` of the dropped bits only, which makes
+    // the result ⌊(x − ε)/2^t⌋ with 0 ≤ ε < 2^(t − carry_bits). With `lift` P0 adds
+    // 2^(t − carry_bits) − 1 first, so the shift is upward instead, (−1, 2^(t − carry_bits)) units: a value just
+    // below a rounding threshold from above (a saturated sigmoid, whose reciprocal table sits
+    // half an ULP below 1 at d = 1 and is rounded up) still rounds up. Either way at most
+    // 2^−carry_bits of an output unit on top of round-to-nearest.
+    // (`lift`: OPAF's sigmoid; SIRNN's baseline keeps the downward shift it was measured with.)
     let cb = t.min(carry_bits);
+    let bias = match (exact, lift) {
+        (true, true) => (1u64 << (t - 1)) + (1u64 << (t - cb)) - 1,
+        (true, false) => 1u64 << (t - 1),
+        (false, _) => 0,
+    };
+    let b = add_public(v, p0, bias, mb);
     let r = ctx.block("trunc", |ctx| {
         blocks::trunc_msb0_carry_raw(ctx, ch, &b, bits, t, exact, cb)
     })?;
@@ -763,6 +786,7 @@ fn sigmoid_opaf_inner<C: Channel>(
         out.bits,
         FINAL_EXACT,
         OPAF_ROUND_CARRY_BITS,
+        true,
     )?;
     // σ = r + m·(1 − 2r)
     let mo = mask(out.bits);
