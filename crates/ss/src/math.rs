@@ -561,9 +561,22 @@ pub fn exp_neg_opaf<C: Channel>(
 ) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
     ctx.block("exp_neg", |ctx| {
+        // e at 6 bits below the output (the product's floors: ±16.5 units there, 0.26 ULP),
+        // rounded with the carry of the dropped bits' top OPAF_ROUND_CARRY_BITS (one leaf).
         let fo = out.scale + 6;
         let (e, r) = exp_neg_core(ctx, ch, x, inp.bits, inp.scale, fo, 1)?;
-        round_down_msb0(ctx, ch, &e, r, fo, out.scale, out.bits)
+        round_down_msb0_with(
+            ctx,
+            ch,
+            &e,
+            r,
+            fo,
+            out.scale,
+            out.bits,
+            true,
+            OPAF_ROUND_CARRY_BITS,
+            true,
+        )
     })
 }
 
