@@ -57,6 +57,14 @@ pub const OPAF_EXP_EXTRA: u32 = 5;
 /// 2^−(s_out+8) (< 0.06 ULP), and its correlated OTs carry s_out + 9 bits instead of f' + 14.
 pub const OPAF_REC_PRODUCT_EXTRA: u32 = 8;
 
+/// Fractional bits of OPAF sigmoid's reciprocal offsets beyond the output (tanh's σ keeps 3):
+/// with the other small terms of this session (the Δ drop, the truncated S·Δ1, e's error,
+/// the final rounding's 4-bit carry) the worst-case sum at segment 0's tangent point was
+/// 2.016 + 0.125 (offset rounded up) + 0.0625 (P0's folded S·Δ0) + 0.0625 (slope) + 0.0625
+/// (Δ drop) + 0.059 (floors) + 0.5 + 0.0625 (rounding) + 0.077 (e) = 3.03 ULP; one more bit
+/// (64 per element) halves the first two: 2.94.
+pub const OPAF_SIGMOID_OFFSET_EXTRA: u32 = 4;
+
 /// Index bits of OPAF sigmoid's own reciprocal table.
 pub fn sigmoid_rec_index_bits(out_scale: u32) -> u32 {
     rec_index_bits(out_scale).min(OPAF_SIGMOID_REC_MAX_K)
@@ -668,7 +676,7 @@ pub fn sigmoid_opaf<C: Channel>(
     check_io(inp, out, 2)?;
     ctx.block("sigmoid", |ctx| {
         let k = sigmoid_rec_index_bits(out.scale);
-        sigmoid_opaf_inner(ctx, ch, x, inp, out, k, 1)
+        sigmoid_opaf_inner(ctx, ch, x, inp, out, k, 1, OPAF_SIGMOID_OFFSET_EXTRA)
     })
 }
 
@@ -690,9 +698,9 @@ fn sigmoid_opaf_for_tanh<C: Channel>(
         scale: inp.scale + 1,
     };
     if own.bits.saturating_sub(own.scale) <= MAX_DIRECT_INT_BITS {
-        sigmoid_opaf_inner(ctx, ch, x, own, out, k, 2)
+        sigmoid_opaf_inner(ctx, ch, x, own, out, k, 2, 3)
     } else {
-        sigmoid_opaf_inner(ctx, ch, x, inp, out, k, 1)
+        sigmoid_opaf_inner(ctx, ch, x, inp, out, k, 1, 3)
     }
 }
 
@@ -705,6 +713,7 @@ fn sigmoid_opaf_inner<C: Channel>(
     out: Fixed,
     rec_k: u32,
     mult: u32,
+    offset_extra: u32,
 ) -> Result<Vec<u64>> {
     let (l0, s0) = (inp.bits, inp.scale);
     let p0 = ctx.is_p0();
@@ -778,6 +787,7 @@ fn sigmoid_opaf_inner<C: Channel>(
     let e_min = (mult as f64 * (-((l - s - 1) as f64).exp2() - (-(s as f64)).exp2())).exp()
         - (-((f - 6) as f64)).exp2();
     let mut rp = rec_params(out.scale, Some(rec_k));
+    rp.offset_frac = Some(out.scale + offset_extra);
     if fd < f {
         rp.delta_frac = Some(fd);
     }
