@@ -157,11 +157,11 @@ fn round_down_msb0_with<C: Channel>(
     // bias), so the truncation's error stays below one unit either way.
     // Exact: the carry comes from the top `carry_bits` of the dropped bits only, which makes
     // the result ⌊(x − ε)/2^t⌋ with 0 ≤ ε < 2^(t − carry_bits). With `lift` P0 adds
-    // 2^(t − carry_bits) − 1 first, so the shift is upward instead, (−1, 2^(t − carry_bits)) units: a value just
-    // below a rounding threshold from above (a saturated sigmoid, whose reciprocal table sits
-    // half an ULP below 1 at d = 1 and is rounded up) still rounds up. Either way at most
-    // 2^−carry_bits of an output unit on top of round-to-nearest.
-    // (`lift`: OPAF's sigmoid; SIRNN's baseline keeps the downward shift it was measured with.)
+    // 2^(t − carry_bits) − 1 first, so the shift is upward instead, (−1, 2^(t − carry_bits))
+    // units: a value just below a rounding threshold (a saturated sigmoid, whose reciprocal
+    // table sits half an ULP below 1 at d = 1 and is rounded up) still rounds up. Either way at
+    // most 2^−carry_bits of an output unit on top of round-to-nearest. (`lift`: OPAF's
+    // functions; SIRNN's baseline keeps the downward shift it was measured with.)
     let cb = t.min(carry_bits);
     let bias = match (exact, lift) {
         (true, true) => (1u64 << (t - 1)) + (1u64 << (t - cb)) - 1,
@@ -225,7 +225,7 @@ fn exp_neg_direct<C: Channel>(
     let half = mult as f64 * big_l / 2.0;
     let lc = ((half * std::f64::consts::LOG2_E).ceil() as u32).max(1);
     let r = fo + 2;
-    // P1's factor a1 ≤ 1 at lf fractional bits (lf + 1 correlated OTs): enough that a1's
+    // P1's factor a1 < 1 at lf fractional bits (lf correlated OTs, see kb below): enough that a1's
     // rounding, multiplied by X ≤ C < 2^lc, stays below a quarter unit of 2^−fo, but no more
     // than 2^−20 absolute (LOCAL_FRAC at L = 16).
     let lf = (fo + lc + 1).min(LOCAL_FRAC.max(19 + lc));

@@ -477,7 +477,11 @@ fn reciprocal_compact_options() {
         + 2.0 * 2f64.powi(-20)
         + 2f64.powi(-19)
         + 15.0 * 2f64.powi(-24);
-    eprintln!("compact reciprocal: max abs error {maxerr:e} (bound {bound:e}), {missed} missed carries of {}", d.len());
+    let total = d.len();
+    eprintln!(
+        "compact reciprocal: max abs error {maxerr:e} (bound {bound:e}), \
+         {missed} missed carries of {total}"
+    );
     assert!(
         maxerr < bound,
         "compact reciprocal max abs error {maxerr:e} (bound {bound:e})"
