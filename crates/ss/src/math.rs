@@ -182,6 +182,66 @@ fn round_down_msb0_with<C: Channel>(
 
 // ============================================================================ OPAF exp
 
+/// exp_neg_direct's fixed-point budget at (l, s, fo, mult).
+struct DirectParams {
+    /// mult·L/2: the factors' exponent range, C = e^half.
+    half: f64,
+    /// ⌈log2 C⌉.
+    lc: u32,
+    /// P1's factor's fractional bits.
+    lf: u32,
+    /// X's fractional bits.
+    fx: u32,
+    /// P1's factor's bits (its correlated OTs).
+    kb: u32,
+}
+
+fn direct_params(l: u32, s: u32, fo: u32, mult: u32) -> DirectParams {
+    let big_l = ((l as f64) - (s as f64)).exp2();
+    let half = mult as f64 * big_l / 2.0;
+    let lc = ((half * std::f64::consts::LOG2_E).ceil() as u32).max(1);
+    // P1's factor a1 < 1 at lf fractional bits: enough that a1's rounding, multiplied by
+    // X ≤ C < 2^lc, stays below a quarter unit of 2^−fo, but no more than 2^−20 absolute
+    // (LOCAL_FRAC at L = 16).
+    let lf = (fo + lc + 1).min(LOCAL_FRAC.max(19 + lc));
+    // X at fx fractional bits: as many as fit w = fo + 2 + T ≤ 64 (T = lf + fx − fo, one
+    // correlated OT selects X_{m1} − R), else fo + 8 in up to 128 bits (a chosen OT of two words).
+    let fx_narrow = 62u32.saturating_sub(lf).min(fo + 8);
+    let fx = if fx_narrow >= fo + 2 {
+        fx_narrow
+    } else {
+        fo + 8
+    };
+    // a1 ≤ e^(−mult·2^−s) (u ≤ −2^−s in both of its cases), so when lf > s its rounding stays
+    // below 2^lf: lf bits, one correlated OT fewer than lf + 1.
+    let kb = if lf > s { lf } else { lf + 1 };
+    DirectParams {
+        half,
+        lc,
+        lf,
+        fx,
+        kb,
+    }
+}
+
+/// An upper bound on |e − e^(mult·x)| (absolute) for exp_neg_core's output at scale fo: the
+/// truncated product's floors (kb + 1 units, one-sided in the worst case), a1's rounding times
+/// C, X's rounding; the split path (l − s > 4) adds its constants' and truncation's units.
+fn exp_neg_err_bound(l: u32, s: u32, fo: u32, mult: u32) -> f64 {
+    let direct = |l: u32, fo: u32, mult: u32| {
+        let p = direct_params(l, s, fo, mult);
+        let unit = (-(fo as f64)).exp2();
+        (p.kb + 1) as f64 * unit
+            + 0.5 * p.half.exp() * (-(p.lf as f64)).exp2()
+            + 0.5 * (-(p.fx as f64)).exp2()
+    };
+    if l.saturating_sub(s) <= MAX_DIRECT_INT_BITS {
+        return direct(l, fo, mult);
+    }
+    let fe = (fo + 4).min(28);
+    direct(s + MAX_DIRECT_INT_BITS, fe, 1) + (-(fe as f64)).exp2() + 2.0 * (-(fo as f64)).exp2()
+}
+
 /// OPAF's local-factor exponential for x < 0 with L = 2^(l−s) ≤ 16. Returns shares (MSB 0) of
 /// e^x at scale `fo` in the ring of fo + 2 bits.
 ///
@@ -222,21 +282,14 @@ fn exp_neg_direct<C: Channel>(
     let p0 = ctx.is_p0();
     let big_l = ((l as f64) - (s as f64)).exp2();
     // The factors' exponent range: a_i = e^{mult·(g_i/2^s − (1 − m_i)·L/2)}, C = e^{mult·L/2}.
-    let half = mult as f64 * big_l / 2.0;
-    let lc = ((half * std::f64::consts::LOG2_E).ceil() as u32).max(1);
+    let DirectParams {
+        half,
+        lc,
+        lf,
+        fx,
+        kb,
+    } = direct_params(l, s, fo, mult);
     let r = fo + 2;
-    // P1's factor a1 < 1 at lf fractional bits (lf correlated OTs, see kb below): enough that a1's
-    // rounding, multiplied by X ≤ C < 2^lc, stays below a quarter unit of 2^−fo, but no more
-    // than 2^−20 absolute (LOCAL_FRAC at L = 16).
-    let lf = (fo + lc + 1).min(LOCAL_FRAC.max(19 + lc));
-    // X at fx fractional bits: as many as fit w = r + T ≤ 64 (T = lf + fx − fo, one correlated
-    // OT selects X_{m1} − R), else fo + 8 in up to 128 bits (a chosen OT of two words).
-    let fx_narrow = 62u32.saturating_sub(lf).min(fo + 8);
-    let fx = if fx_narrow >= fo + 2 {
-        fx_narrow
-    } else {
-        fo + 8
-    };
     let t = lf + fx - fo;
     let w = r + t;
     if r > 62 || lf > 62 || w + lf + 1 > 128 || fx + lc > w {
@@ -331,15 +384,13 @@ fn exp_neg_direct<C: Channel>(
                 ((mult as f64 * (g - shift)).exp() * fscale).round() as u64
             })
             .collect();
-        // (a no-op by the bound above; keeps P1's local term and its choice bits the same a1)
-        let kmax = mask(if lf > s { lf } else { lf + 1 });
+        // (a no-op by kb's bound; keeps P1's local term and its choice bits the same a1)
+        let kmax = mask(kb);
         own_b.iter_mut().for_each(|b| *b = (*b).min(kmax));
     }
     // Shares of Σ_j a1_j·⌊R·2^j / 2^T⌋ mod 2^r: P0 correlates the truncated terms of its R,
-    // P1 chooses by the bits of a1 (R·2^j < 2^(w + lf) ≤ 2^128). a1 ≤ e^(−mult·2^−s) (u ≤ −2^−s
-    // in both of its cases), so when lf > s its rounding stays below 2^lf: lf bits, one COT
-    // fewer than lf + 1.
-    let kb = if lf > s { lf } else { lf + 1 } as usize;
+    // P1 chooses by the kb bits of a1 (R·2^j < 2^(w + lf) ≤ 2^128).
+    let kb = kb as usize;
     let (mut deltas, mut choices) = (Vec::new(), Vec::new());
     if p0 {
         deltas.reserve(n * kb);
@@ -571,7 +622,12 @@ pub fn exp_neg_opaf<C: Channel>(
     ctx.block("exp_neg", |ctx| {
         // e at 6 bits below the output (the product's floors: ±16.5 units there, 0.26 ULP),
         // rounded with the carry of the dropped bits' top OPAF_ROUND_CARRY_BITS (one leaf).
-        let fo = out.scale + 6;
+        // At least so many bits that e^(−L/2) exceeds the floors' range twice over: below
+        // that exp_neg_direct keeps the floors one-sided (0.45 ULP instead of ±0.23 at s ≤ 10).
+        let ib = inp.bits.saturating_sub(inp.scale).min(MAX_DIRECT_INT_BITS);
+        let floors = (LOCAL_FRAC + 2) as f64;
+        let fo_min = (2.0 * floors).log2() + (ib as f64 - 1.0).exp2() * std::f64::consts::LOG2_E;
+        let fo = (out.scale + 6).max(fo_min.ceil() as u32);
         let (e, r) = exp_neg_core(ctx, ch, x, inp.bits, inp.scale, fo, 1)?;
         round_down_msb0_with(
             ctx,
@@ -773,24 +829,29 @@ fn sigmoid_opaf_inner<C: Channel>(
             add(neg, *s, ml)
         })
         .collect();
-    // The reciprocal keeps Δ to OPAF_REC_DELTA_EXTRA bits below the output (RecParams::
-    // delta_frac); e comes at OPAF_EXP_EXTRA bits more, so that its error (the truncated
-    // product's floors, ±16.5 units, and a1's rounding times C, 2^−20.5) stays below half the
-    // nudge 2^−s and 1 + e plus the dropped bits' shift stays below 2.
-    let fd = out.scale + OPAF_REC_DELTA_EXTRA;
-    let f = sigmoid_inner_scale(s, out.scale).max(fd + OPAF_EXP_EXTRA);
+    // e comes OPAF_EXP_EXTRA bits below the reciprocal's Δ (OPAF_REC_DELTA_EXTRA bits below
+    // the output), so that its error stays well below the nudge.
+    let f =
+        sigmoid_inner_scale(s, out.scale).max(out.scale + OPAF_REC_DELTA_EXTRA + OPAF_EXP_EXTRA);
     let (e, _) = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f, mult))?;
     let rb = f + 2;
     let d = one_plus(&e, p0, f, rb);
-    // u ≥ −2^(l−s−1) − 2^−s, so d − 1 ≥ e^u minus e's error (below 2^−(f−6)): the approximate
-    // carry may read only the top bits of Δ that this bound allows (RecParams::carry_bits).
-    let e_min = (mult as f64 * (-((l - s - 1) as f64).exp2() - (-(s as f64)).exp2())).exp()
-        - (-((f - 6) as f64)).exp2();
+    let err = exp_neg_err_bound(l, s, f, mult);
     let mut rp = rec_params(out.scale, Some(rec_k));
     rp.offset_frac = Some(out.scale + offset_extra);
-    if fd < f {
+    // Δ keeps the fewest bits (from s_out + OPAF_REC_DELTA_EXTRA up) whose dropped part's
+    // shift, < 2^(1 − fd), still keeps 1 + e below 2 in the worst case: u ≤ −2^−s, so
+    // e ≤ e^(−mult·2^−s) plus its error (RecParams::delta_frac's guarantee). Sigmoid at 20/16:
+    // fd = 20; tanh's σ(2x) (one-sided floors, C = e^16): 22.
+    let slack = 1.0 - (-(mult as f64) * (-(s as f64)).exp2()).exp() - err;
+    if let Some(fd) =
+        (out.scale + OPAF_REC_DELTA_EXTRA..f).find(|fd| (1.0 - *fd as f64).exp2() < slack)
+    {
         rp.delta_frac = Some(fd);
     }
+    // u ≥ −2^(l−s−1) − 2^−s, so d − 1 ≥ e^u minus e's error: the approximate carry may read
+    // only the top bits of Δ that this bound allows (RecParams::carry_bits).
+    let e_min = (mult as f64 * (-((l - s - 1) as f64).exp2() - (-(s as f64)).exp2())).exp() - err;
     if e_min > 0.0 {
         rp.carry_bits = Some(blocks::rec_carry_bits(rec_k, -e_min.log2()));
     }
@@ -1189,6 +1250,65 @@ pub fn evaluate<C: Channel>(
                 return Err(invalid("relu keeps the input format"));
             }
             relu(ctx, ch, x, inp)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::Party;
+    use secinfer_net::simulate;
+
+    /// exp_neg_err_bound, on which sigmoid's Δ drop and approximate carry rely for their
+    /// no-wrap guarantees, bounds the measured error of exp_neg_core's output before rounding:
+    /// sigmoid's and tanh's σ(2x) formats (direct path, mult 1 and 2), exp_neg's, and the split
+    /// path (five integer bits). Inputs: x = −2^−s (the nudge, e closest to 1), the most
+    /// negative x, and values in between, with random share splits.
+    #[test]
+    fn exp_neg_err_bound_holds() {
+        for (l, s, fo, mult) in [
+            (22u32, 18u32, 25u32, 1u32),
+            (24, 20, 26, 2),
+            (16, 12, 18, 1),
+            (24, 19, 26, 1),
+        ] {
+            let m = mask(l);
+            let min = 1u64 << (l - 1);
+            let mut xs: Vec<u64> = vec![m, m - 1, min, min + 1];
+            xs.extend((1..1500u64).map(|i| (m - i * (min / 1500)) & m));
+            let mut st = 0x9e37_79b9_7f4a_7c15u64;
+            let cs: Vec<u64> = xs
+                .iter()
+                .map(|_| {
+                    st ^= st << 13;
+                    st ^= st >> 7;
+                    st ^= st << 17;
+                    st & m
+                })
+                .collect();
+            let ss: Vec<u64> = xs.iter().zip(&cs).map(|(x, c)| sub(*x, *c, m)).collect();
+            let run = |party: Party, mine: &[u64]| {
+                let mine = mine.to_vec();
+                move |ch: &mut secinfer_net::DynChannel| {
+                    let mut ctx = Ctx::setup(party, ch).unwrap();
+                    exp_neg_core(&mut ctx, ch, &mine, l, s, fo, mult).unwrap()
+                }
+            };
+            let r = simulate(run(Party::Client, &cs), run(Party::Server, &ss));
+            let ((ec, rc), (es, _)) = (r.client.output, r.server.output);
+            let bound = exp_neg_err_bound(l, s, fo, mult);
+            let mut worst: f64 = 0.0;
+            for i in 0..xs.len() {
+                let x = to_signed(xs[i], l) as f64 / (s as f64).exp2();
+                let got = add(ec[i], es[i], mask(rc)) as f64 / (fo as f64).exp2();
+                worst = worst.max((got - (mult as f64 * x).exp()).abs());
+            }
+            assert!(
+                worst <= bound,
+                "exp_neg ({l}, {s}) → {fo}, ×{mult}: error {worst:e} above the bound {bound:e}"
+            );
         }
     }
 }
