@@ -24,6 +24,14 @@ pub const ROUND_CARRY_BITS: u32 = 2 * blocks::MILL_DIGIT;
 /// `lift`). Exhaustive 16/12 → 18/16 max ULP 2.55 either way. SIRNN's baseline keeps
 /// [`ROUND_CARRY_BITS`].
 pub const OPAF_ROUND_CARRY_BITS: u32 = 4;
+/// How far below the output's ULP OPAF's sigmoid puts its nudge (a sign extension by
+/// s_out + this − s_in bits when the input is coarser). 0 since session 6 (was 2): a nudge of
+/// one output ULP moves σ by at most σ'·ULP, a quarter ULP at x = 0, where the reciprocal's
+/// table error is smallest (its segments at d ≈ 2 err by 2/8 ULP), and under 0.008 ULP where
+/// that error peaks (segment 0, |x| ≈ 4.85), so the worst-case sum stays 2.95. At 20/16 → 18/16
+/// this drops the sign extension (the wrap's AND, a B2A, two ring bits): 942.6 → 918.3 B/elem,
+/// one round fewer.
+pub const OPAF_NUDGE_BELOW_OUT: u32 = 0;
 
 /// Index bits of the reciprocal's table for an output scale: the segment error h²/8 with
 /// h = 2^−k stays at or below half an output ULP (k ≥ (s_out − 2)/2), between 4 and 8.
@@ -774,11 +782,12 @@ fn sigmoid_opaf_inner<C: Channel>(
     let (l0, s0) = (inp.bits, inp.scale);
     let p0 = ctx.is_p0();
     // The nudge is one ULP of the input; when the output is finer than the input, first carry
-    // j more fractional bits so the nudge (times mult) stays below the output's ULP. The
-    // sign-extension to l + j bits shares the msb's millionaires' run: with y = x + 2^(l−1),
+    // j more fractional bits so the nudge (times mult) stays at or below the output's ULP
+    // (OPAF_NUDGE_BELOW_OUT). The sign-extension to l + j bits shares the msb's millionaires'
+    // run: with y = x + 2^(l−1),
     // msb(x) = ¬msb(y) and x = y − 2^l·wrap(y) − 2^(l−1), and msb and wrap of y come from one
     // carry.
-    let j = (out.scale + 2 + mult.ilog2())
+    let j = (out.scale + OPAF_NUDGE_BELOW_OUT + mult.ilog2())
         .saturating_sub(s0)
         .min(62u32.saturating_sub(l0));
     let (x, m, l, s) = if j == 0 {
