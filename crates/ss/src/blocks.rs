@@ -813,28 +813,6 @@ fn bitwise_product<C: Channel>(
         .collect())
 }
 
-/// Product of two private values, truncated as it is made: P0 holds a (< 2^64), P1 holds
-/// b < 2^b_bits; returns shares mod 2^bits of Σ_j b_j·⌊a·2^j / 2^t⌋, which is ⌊a·b / 2^t⌋ minus
-/// less than b_bits units. Each correlated OT then carries only the `bits` bits that survive
-/// the truncation (SIRNN's product ring is a·b's full width, and a truncation follows).
-pub(crate) fn mul_private_trunc_raw<C: Channel>(
-    ctx: &mut Ctx,
-    ch: &mut C,
-    v: &[u64],
-    b_bits: u32,
-    t: u32,
-    bits: u32,
-) -> Result<Vec<u64>> {
-    check_bits(bits)?;
-    check_bits(b_bits)?;
-    if t >= 128 {
-        return Err(invalid("mul_private_trunc: shift out of range"));
-    }
-    bitwise_product(ctx, ch, v, b_bits, bits, |a, j| {
-        (((a as u128) << j) >> t) as u64
-    })
-}
-
 /// Product of two shared values in one ring: x0y0 + x1y1 locally, both cross terms by
 /// correlated OT choosing on the bits of y's shares (`y_bits` = bits of the y shares).
 pub fn mul_shared<C: Channel>(
@@ -1136,6 +1114,41 @@ pub struct RecParams {
     /// caller that rounds the result to a coarser output needs only a few bits below it, and
     /// every bit here costs 2^k bits on the wire.
     pub offset_frac: Option<u32>,
+    /// When set, the fractional bits of d that Δ keeps (below the input's f): both parties drop
+    /// the low f − delta_frac bits of their shares before the carry, after P0 adds
+    /// 2^(q+1) − 2 (q = f − delta_frac) so the dropped carry can only push the evaluation point
+    /// up, by ε ∈ [0, 2^(q+1) − 2] units of 2^−f; the table is fitted to 1/(p − μ) with μ the
+    /// middle of that range, so the error is ±2^(q−f) and the carry, the t correlated OTs of
+    /// S·Δ1 and the result's scale all shrink by q bits. The caller guarantees
+    /// d + 2^(q+1−f) < 2 (no wrap at the top).
+    pub delta_frac: Option<u32>,
+    /// When set, the carry of Δ's low bits (which fixes the index and Δ's wrap) is read from
+    /// their top `carry_bits` bits only (a millionaires' run on carry_bits instead of t bits).
+    /// The approximate carry is never 1 when the exact one is 0; when it misses a 1, the index
+    /// is one segment lower and Δ overshoots that segment's end by less than 2^(−k−carry_bits),
+    /// so each segment's line is fitted over [a, a + h + 2^(−k−carry_bits)]. Below segment 0 the
+    /// index would wrap to the top segment: the caller guarantees d ≥ 1 + 2^(−k−carry_bits)
+    /// (see [`rec_carry_bits`]).
+    pub carry_bits: Option<u32>,
+    /// When set, the scale of the result (below f' + slope_scale, at least the offset's
+    /// scale): the S·Δ1 correlated OTs then carry ⌊s0·2^b / 2^T⌋ in the result's narrower
+    /// ring (T = f' + slope_scale − product_frac; S is widened to that ring plus T first, so
+    /// its wrap vanishes after the shift), P1 truncates its own s1·Δ1 the same way, and the
+    /// t + 1 floors add [0, t + 1) units of 2^−product_frac to the result.
+    pub product_frac: Option<u32>,
+    /// The caller guarantees d ≥ 1 + 2^−12, so 1/d plus the table's error stays below 1 and
+    /// the result needs one bit less above its scale (ring product_frac + 1): one bit less in
+    /// every table row and every correlated OT after the lookup.
+    pub below_one: bool,
+}
+
+/// The fewest carry bits ([`RecParams::carry_bits`]) for a 2^k-row reciprocal whose input is
+/// known to satisfy d − 1 ≥ 2^(−lo) (lo > 0, not necessarily an integer): a missed carry at
+/// segment 0 must not wrap the index, i.e. 2^(−k−cb) ≤ d − 1; at least 8 bits (two 4-bit
+/// millionaires' leaves either way) keep each segment's extension below 1/256 of its width.
+pub fn rec_carry_bits(k: u32, lo: f64) -> u32 {
+    let need = (lo - k as f64).ceil().max(0.0) as u32;
+    need.max(8)
 }
 
 impl Default for RecParams {
@@ -1146,6 +1159,10 @@ impl Default for RecParams {
             newton: 0,
             offset_extra: 2,
             offset_frac: None,
+            delta_frac: None,
+            carry_bits: None,
+            product_frac: None,
+            below_one: false,
         }
     }
 }
@@ -1186,15 +1203,59 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     }
     let n = d.len();
     let k = p.k;
+    let p0 = ctx.is_p0();
+    // Δ's precision: drop q low bits of both shares (see RecParams::delta_frac); P0's offset
+    // makes the dropped part's carry push the evaluation point up only.
+    let fd = p.delta_frac.unwrap_or(f).min(f);
+    if fd < k + 1 {
+        return Err(invalid("reciprocal: delta_frac must exceed k"));
+    }
+    let q = f - fd;
+    let dropped: Vec<u64>;
+    let (d, f, bits) = if q > 0 {
+        let mb = mask(bits);
+        let off = (1u64 << (q + 1)) - 2;
+        dropped = d
+            .iter()
+            .map(|a| (if p0 { add(*a, off, mb) } else { a & mb }) >> q)
+            .collect();
+        (&dropped[..], fd, bits - q)
+    } else {
+        (d, f, bits)
+    };
+    // Centre of the evaluation point's upward shift, in units of the input's 2^−f.
+    let mu = if q > 0 {
+        ((1u64 << q) - 1) as f64 * (-((f + q) as f64)).exp2()
+    } else {
+        0.0
+    };
     let t = f - k; // bits of Δ
+    let cb = p.carry_bits.unwrap_or(t).clamp(1, t);
     let fw = f + p.slope_scale;
-    let rw = fw + 2;
+    // The result's scale and ring (RecParams::product_frac, below_one); T bits of S·Δ1 are
+    // dropped as its correlated OTs are made, and S is widened to rw + T for that.
+    let fo_min = p.offset_frac.unwrap_or(f + p.offset_extra).min(fw);
+    let fwn = p
+        .product_frac
+        .unwrap_or(fw)
+        .clamp(fo_min, fw)
+        .max(fw.saturating_sub(t));
+    let tt = fw - fwn;
+    let fw = fwn;
+    let rw = fw + if p.below_one { 1 } else { 2 };
+    let rwide = rw + tt;
     let mw = mask(rw);
     let mt = mask(t);
-    let p0 = ctx.is_p0();
     // The carry of the low t bits fixes both the index and Δ's wrap. The index only needs it
-    // mod 2^k, so the B2A is k bits wide.
-    let c = ctx.block("wrap", |ctx| carry_raw(ctx, ch, d, t))?;
+    // mod 2^k, so the B2A is k bits wide. With carry_bits < t it comes from Δ's top bits.
+    let c = ctx.block("wrap", |ctx| {
+        if cb < t {
+            let hi: Vec<u64> = d.iter().map(|a| (a & mt) >> (t - cb)).collect();
+            carry_raw(ctx, ch, &hi, cb)
+        } else {
+            carry_raw(ctx, ch, d, t)
+        }
+    })?;
     let ck = ctx.block("b2a", |ctx| b2a_raw(ctx, ch, &c, k))?;
     let idx: Vec<u64> = (0..n).map(|i| add(d[i] >> t, ck[i], mask(k))).collect();
     // Tables: segment j covers [1 + j/2^k, 1 + (j+1)/2^k); the line T0 − S·Δ is the secant
@@ -1204,19 +1265,33 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     // The offset is shipped at scale f + offset_extra and shifted up by z locally (shares of
     // T·2^z mod 2^rw are the shares of T mod 2^(rw−z) shifted); the slope (≤ 1) is shipped in
     // slope_scale + 2 bits with MSB 0 and widened by one correlated OT.
-    let fo_t = p.offset_frac.unwrap_or(f + p.offset_extra).min(fw);
+    let fo_t = fo_min;
+    // z: the offset column's shift up to the result's scale; zs: S·Δ0's (at scale fw + tt).
     let z = fw - fo_t;
+    let zs = z + tt;
     let rt = rw - z;
-    let rs = p.slope_scale + 2;
+    // The slope is below 1 (1/((a − μ)(b − μ)), largest in segment 0), so slope_scale + 1
+    // bits usually hold it with MSB 0 for the zero extension.
+    let ext = if cb < t {
+        (-((k + cb) as f64)).exp2()
+    } else {
+        0.0
+    };
+    let s_max = (((1.0 - mu) * (1.0 + h + ext - mu)).recip() * (p.slope_scale as f64).exp2())
+        .round() as u64;
+    let rs = p.slope_scale + if s_max < 1u64 << p.slope_scale { 1 } else { 2 };
     let mut t0 = vec![0u64; nn];
     let mut s = vec![0u64; nn];
+    // A missed carry (carry_bits < t) overshoots a segment's end by less than 2^(−k−cb)
+    // (`ext` above).
+    let g = |x: f64| 1.0 / (x - mu);
     for j in 0..nn {
         let a = 1.0 + j as f64 * h;
-        let b = a + h;
-        let slope = (1.0 / b - 1.0 / a) / h; // negative
-        let xt = (-1.0 / slope).sqrt(); // tangent point where −1/x² = slope
-        let gap = 1.0 / a + slope * (xt - a) - 1.0 / xt; // secant above the curve
-        let off = 1.0 / a - gap / 2.0;
+        let b = a + h + ext;
+        let slope = (g(b) - g(a)) / (b - a); // negative
+        let xt = mu + (-1.0 / slope).sqrt(); // tangent point where −1/(x − μ)² = slope
+        let gap = g(a) + slope * (xt - a) - g(xt); // secant above the curve
+        let off = g(a) - gap / 2.0;
         // Rounded up: at d = 1 the lowered line sits exactly half an output ULP below 1 when
         // h²/8 is half a ULP (rec_index_bits' choice), and a downward rounding there turns every
         // saturated sigmoid into 1 − 1 ULP. Up is at most 2^−fo_t extra error.
@@ -1228,17 +1303,23 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     // offset column of its table; only S·Δ1 (t correlated OTs, P1 choosing by Δ1's bits) and
     // c·S (a multiplexer) remain. SIRNN's shared×shared product here took 2t.
     let delta: Vec<u64> = d.iter().map(|a| a & mt).collect();
-    let half_z = if z > 0 { 1u64 << (z - 1) } else { 0 };
+    let half_z = if zs > 0 { 1u64 << (zs - 1) } else { 0 };
     let tabs = ctx.block("lut", |ctx| {
         lut_rows_raw(ctx, ch, &idx, k, &[rt, rs], |i, j, q| {
             if q == 1 {
                 return s[j];
             }
-            let sd = (s[j] * delta[i] + half_z) >> z;
+            let sd = (s[j] * delta[i] + half_z) >> zs;
             t0[j].wrapping_sub(sd) & mask(rt)
         })
     })?;
-    let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rw))?;
+    let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rwide))?;
+    // ⌊v·2^b / 2^tt⌋ mod 2^rw: S·Δ1's terms already at the result's scale.
+    let tr = |v: u64, b: u32| ((((v as u128) << b) >> tt) as u64) & mw;
+    // The t + 1 floors of S·Δ1 (t cross terms, P1's own term) lose [0, t + 1) units, which w
+    // gains: left one-sided (no bias) like the offset's upward rounding, so a saturated
+    // sigmoid (d → 1, where the lowered line sits E below 1) still rounds to 1. Centring them
+    // made half of those round to 1 − 1 ULP (mean ULP of sigmoid 16/8 → 16/14: 0.043 → 0.12).
     // One P0→P1 batch carries the t cross terms s0·2^b·[bit b of Δ1] and the P0 half of the
     // multiplexer c·S; the P1→P0 batch the other half.
     let w = ctx.block("mul", |ctx| {
@@ -1250,7 +1331,7 @@ pub(crate) fn reciprocal_raw<C: Channel>(
                 if c[i] & 1 == 1 {
                     slope[i].wrapping_neg() & mw
                 } else {
-                    slope[i]
+                    slope[i] & mw
                 }
             })
             .collect();
@@ -1258,7 +1339,7 @@ pub(crate) fn reciprocal_raw<C: Channel>(
             deltas.reserve(n * (tu + 1));
             for sv in &slope {
                 for b in 0..t {
-                    deltas.push(shl(*sv, b) & mw);
+                    deltas.push(tr(*sv, b));
                 }
             }
             deltas.extend_from_slice(&mux_delta);
@@ -1284,7 +1365,8 @@ pub(crate) fn reciprocal_raw<C: Channel>(
                     let sd1 = if p0 {
                         cross
                     } else {
-                        add(cross, slope[i].wrapping_mul(delta[i]), mw)
+                        let own = ((slope[i] as u128 * delta[i] as u128) >> tt) as u64;
+                        add(cross, own, mw)
                     };
                     let cs = add(
                         add(x[n * tu + i], y[i], mw),
@@ -1292,7 +1374,8 @@ pub(crate) fn reciprocal_raw<C: Channel>(
                         mw,
                     );
                     let base = shl(tabs[0][i], z) & mw;
-                    add(sub(base, sd1, mw), shl(cs, t), mw)
+                    // c·S·2^t at the result's scale: 2^(t − tt) (tt ≤ t above).
+                    add(sub(base, sd1, mw), shl(cs, t - tt), mw)
                 })
                 .collect::<Vec<u64>>(),
         )

@@ -18,6 +18,20 @@ pub const FINAL_EXACT: bool = true;
 /// round-to-nearest within 0.5 + 2^−10 output units instead of 0.5 (two digits, one AND level
 /// instead of four digits and two levels for an 18-bit carry; 5 bits would break SIRNN's 1.0).
 pub const ROUND_CARRY_BITS: u32 = 2 * blocks::MILL_DIGIT;
+/// OPAF sigmoid's final rounding reads 4 carry bits: one 4-bit millionaires' leaf and no AND
+/// (10 bits took three leaves and two ANDs: 12 COTs more per element and two rounds) for
+/// 2^−4 instead of 2^−10 of an output ULP, shifted upward (see `round_down_msb0_with`'s
+/// `lift`). Exhaustive 16/12 → 18/16 max ULP 2.55 either way. SIRNN's baseline keeps
+/// [`ROUND_CARRY_BITS`].
+pub const OPAF_ROUND_CARRY_BITS: u32 = 4;
+/// How far below the output's ULP OPAF's sigmoid puts its nudge (a sign extension by
+/// s_out + this − s_in bits when the input is coarser). 0 since session 6 (was 2): a nudge of
+/// one output ULP moves σ by at most σ'·ULP, a quarter ULP at x = 0, where the reciprocal's
+/// table error is smallest (its segments at d ≈ 2 err by 2/8 ULP), and under 0.008 ULP where
+/// that error peaks (segment 0, |x| ≈ 4.85), so the worst-case sum stays 2.95. At 20/16 → 18/16
+/// this drops the sign extension (the wrap's AND, a B2A, two ring bits): 942.6 → 918.3 B/elem,
+/// one round fewer.
+pub const OPAF_NUDGE_BELOW_OUT: u32 = 0;
 
 /// Index bits of the reciprocal's table for an output scale: the segment error h²/8 with
 /// h = 2^−k stays at or below half an output ULP (k ≥ (s_out − 2)/2), between 4 and 8.
@@ -37,6 +51,27 @@ pub const OPAF_REC_MAX_K: u32 = 7;
 /// [`OPAF_REC_MAX_K`]: its σ at scale s + 1 already spends 1 ULP of tanh on that cap, and 2^6
 /// rows there gave 4.5 ULP.
 pub const OPAF_SIGMOID_REC_MAX_K: u32 = 6;
+
+/// Fractional bits OPAF's sigmoid keeps of Δ in the reciprocal, beyond the output's scale
+/// (RecParams::delta_frac): the evaluation point then moves by ±2^−(s_out+4), 1/16 output ULP
+/// at a slope ≤ 1, and the S·Δ1 product takes 2 correlated OTs fewer than at s_out + 6.
+pub const OPAF_REC_DELTA_EXTRA: u32 = 4;
+/// Fractional bits of e = exp_neg(u) beyond the reciprocal's kept Δ bits in OPAF's sigmoid:
+/// the truncated product's floors (±16.5 units) must stay well below the nudge 2^−s.
+pub const OPAF_EXP_EXTRA: u32 = 5;
+
+/// Fractional bits of the reciprocal's result beyond the output in OPAF's sigmoid
+/// (RecParams::product_frac): its S·Δ1 terms are truncated as they are made, [0, 15) units of
+/// 2^−(s_out+8) (< 0.06 ULP), and its correlated OTs carry s_out + 9 bits instead of f' + 14.
+pub const OPAF_REC_PRODUCT_EXTRA: u32 = 8;
+
+/// Fractional bits of OPAF sigmoid's reciprocal offsets beyond the output (tanh's σ keeps 3):
+/// with the other small terms of this session (the Δ drop, the truncated S·Δ1, e's error,
+/// the final rounding's 4-bit carry) the worst-case sum at segment 0's tangent point was
+/// 2.016 + 0.125 (offset rounded up) + 0.0625 (P0's folded S·Δ0) + 0.0625 (slope) + 0.0625
+/// (Δ drop) + 0.059 (floors) + 0.5 + 0.0625 (rounding) + 0.077 (e) = 3.03 ULP; one more bit
+/// (64 per element) halves the first two: 2.94.
+pub const OPAF_SIGMOID_OFFSET_EXTRA: u32 = 4;
 
 /// Index bits of OPAF sigmoid's own reciprocal table.
 pub fn sigmoid_rec_index_bits(out_scale: u32) -> u32 {
@@ -90,7 +125,18 @@ fn round_down_msb0<C: Channel>(
     to: u32,
     out_bits: u32,
 ) -> Result<Vec<u64>> {
-    round_down_msb0_with(ctx, ch, v, bits, from, to, out_bits, true)
+    round_down_msb0_with(
+        ctx,
+        ch,
+        v,
+        bits,
+        from,
+        to,
+        out_bits,
+        true,
+        ROUND_CARRY_BITS,
+        false,
+    )
 }
 
 /// As [`round_down_msb0`]; with `exact == false` the carry is dropped (one correlated OT instead
@@ -104,6 +150,8 @@ fn round_down_msb0_with<C: Channel>(
     to: u32,
     out_bits: u32,
     exact: bool,
+    carry_bits: u32,
+    lift: bool,
 ) -> Result<Vec<u64>> {
     let mb = mask(bits);
     let mo = mask(out_bits);
@@ -115,11 +163,20 @@ fn round_down_msb0_with<C: Channel>(
     let p0 = ctx.is_p0();
     // Exact: round to nearest (bias 2^(t−1), exact floor). Cheap: ⌊x/2^t⌋ or ⌊x/2^t⌋ + 1 (no
     // bias), so the truncation's error stays below one unit either way.
-    let bias = if exact { 1u64 << (t - 1) } else { 0 };
+    // Exact: the carry comes from the top `carry_bits` of the dropped bits only, which makes
+    // the result ⌊(x − ε)/2^t⌋ with 0 ≤ ε < 2^(t − carry_bits). With `lift` P0 adds
+    // 2^(t − carry_bits) − 1 first, so the shift is upward instead, (−1, 2^(t − carry_bits))
+    // units: a value just below a rounding threshold (a saturated sigmoid, whose reciprocal
+    // table sits half an ULP below 1 at d = 1 and is rounded up) still rounds up. Either way at
+    // most 2^−carry_bits of an output unit on top of round-to-nearest. (`lift`: OPAF's
+    // functions; SIRNN's baseline keeps the downward shift it was measured with.)
+    let cb = t.min(carry_bits);
+    let bias = match (exact, lift) {
+        (true, true) => (1u64 << (t - 1)) + (1u64 << (t - cb)) - 1,
+        (true, false) => 1u64 << (t - 1),
+        (false, _) => 0,
+    };
     let b = add_public(v, p0, bias, mb);
-    // Exact: the carry comes from the top ROUND_CARRY_BITS of the dropped bits only, which adds
-    // at most 2^−ROUND_CARRY_BITS of an output unit to the rounding error.
-    let cb = t.min(ROUND_CARRY_BITS);
     let r = ctx.block("trunc", |ctx| {
         blocks::trunc_msb0_carry_raw(ctx, ch, &b, bits, t, exact, cb)
     })?;
@@ -133,15 +190,93 @@ fn round_down_msb0_with<C: Channel>(
 
 // ============================================================================ OPAF exp
 
+/// exp_neg_direct's fixed-point budget at (l, s, fo, mult).
+struct DirectParams {
+    /// mult·L/2: the factors' exponent range, C = e^half.
+    half: f64,
+    /// ⌈log2 C⌉.
+    lc: u32,
+    /// P1's factor's fractional bits.
+    lf: u32,
+    /// X's fractional bits.
+    fx: u32,
+    /// P1's factor's bits (its correlated OTs).
+    kb: u32,
+}
+
+fn direct_params(l: u32, s: u32, fo: u32, mult: u32) -> DirectParams {
+    let big_l = ((l as f64) - (s as f64)).exp2();
+    let half = mult as f64 * big_l / 2.0;
+    let lc = ((half * std::f64::consts::LOG2_E).ceil() as u32).max(1);
+    // P1's factor a1 < 1 at lf fractional bits: enough that a1's rounding, multiplied by
+    // X ≤ C < 2^lc, stays below a quarter unit of 2^−fo, but no more than 2^−20 absolute
+    // (LOCAL_FRAC at L = 16).
+    let lf = (fo + lc + 1).min(LOCAL_FRAC.max(19 + lc));
+    // X at fx fractional bits: as many as fit w = fo + 2 + T ≤ 64 (T = lf + fx − fo, one
+    // correlated OT selects X_{m1} − R), else fo + 8 in up to 128 bits (a chosen OT of two words).
+    let fx_narrow = 62u32.saturating_sub(lf).min(fo + 8);
+    let fx = if fx_narrow >= fo + 2 {
+        fx_narrow
+    } else {
+        fo + 8
+    };
+    // a1 ≤ e^(−mult·2^−s) (u ≤ −2^−s in both of its cases), so when lf > s its rounding stays
+    // below 2^lf: lf bits, one correlated OT fewer than lf + 1.
+    let kb = if lf > s { lf } else { lf + 1 };
+    DirectParams {
+        half,
+        lc,
+        lf,
+        fx,
+        kb,
+    }
+}
+
+/// An upper bound on |e − e^(mult·x)| (absolute) for exp_neg_core's output at scale fo: the
+/// truncated product's floors (kb + 1 units, one-sided in the worst case), a1's rounding times
+/// C, X's rounding; the split path (l − s > 4) adds its constants' and truncation's units.
+fn exp_neg_err_bound(l: u32, s: u32, fo: u32, mult: u32) -> f64 {
+    let direct = |l: u32, fo: u32, mult: u32| {
+        let p = direct_params(l, s, fo, mult);
+        let unit = (-(fo as f64)).exp2();
+        (p.kb + 1) as f64 * unit
+            + 0.5 * p.half.exp() * (-(p.lf as f64)).exp2()
+            + 0.5 * (-(p.fx as f64)).exp2()
+    };
+    if l.saturating_sub(s) <= MAX_DIRECT_INT_BITS {
+        return direct(l, fo, mult);
+    }
+    let fe = (fo + 4).min(28);
+    direct(s + MAX_DIRECT_INT_BITS, fe, 1) + (-(fe as f64)).exp2() + 2.0 * (-(fo as f64)).exp2()
+}
+
 /// OPAF's local-factor exponential for x < 0 with L = 2^(l−s) ≤ 16. Returns shares (MSB 0) of
-/// e^x at scale `fo` and their ring (f1 + fc + 2 bits, see `correction_scales`).
+/// e^x at scale `fo` in the ring of fo + 2 bits.
 ///
 /// Each party reads its share g_i as a signed integer with msb m_i. With k the ring wrap of the
-/// signed shares, g0 + g1 = x + k·2^l and, since x < 0, k = (1−m0)(1−m1). Party i computes
-/// a_i = e^{g_i/2^s − (1−m_i)·L/2} ∈ [e^{−L/2}, 1] in f64 and fixes it at 31 fractional bits;
-/// then a0·a1 = e^x when m0 = m1 and e^{x − L/2} when m0 ≠ m1. One private×private product,
-/// one cheap truncation, one multiplexer on z = m0 ⊕ m1 (whose shares are the parties' own
-/// msbs) multiplying by e^{L/2}: no millionaires' at all.
+/// signed shares, g0 + g1 = x + k·2^l and, since x < 0, k = (1−m0)(1−m1); with the parties'
+/// factors a_i = e^{g_i/2^s − (1−m_i)·L/2} ∈ [e^{−L/2}, 1], e^x = a0·a1·C^z with C = e^{L/2}
+/// and z = m0 ⊕ m1 (OPAF's correction). OPAF multiplies a0·a1 (one private×private product at
+/// 2·31 fractional bits, wide enough that the later ×C keeps the output's accuracy) and then
+/// selects the correction by a multiplexer on z; session 5 did the same in a 51-bit ring.
+///
+/// Here the correction is folded into P0's operand instead (`opaf::exp_neg`, reorganised):
+/// P0 knows m0, so for each value b of P1's msb it knows X_b = a0·C^(m0 ⊕ b); one correlated
+/// OT on P1's m1 (correlation X_1 − X_0) leaves P1 with Y = X_{m1} − R and P0 with R. Then
+/// e^x = a1·X_{m1} = a1·Y + a1·R: P1 computes a1·Y itself, and a1·R is a private×private
+/// product whose correlated OTs carry ⌊R·2^j / 2^T⌋ already truncated to the output scale, so
+/// each of them is fo + 2 bits wide instead of 51, and the multiplexer and the truncation that
+/// followed it are gone. R and Y live mod 2^w with w = fo + 2 + T: the wrap of Y + R then
+/// vanishes mod 2^(fo+2) after the shift by T.
+///
+/// With `mult` = 2 the same shares give e^(2x) (C = e^L): tanh's σ(2x) on x's own shares,
+/// with four integer bits instead of five (no split of the input, see [`tanh_opaf`]). R and Y
+/// then exceed 64 bits, and P1's choice of X_{m1} − R is a chosen 1-of-2 OT of two 64-bit
+/// words instead of a correlated OT.
+///
+/// Error in units of 2^−fo: a1's rounding times X ≤ C (C·2^(fo − lf − 1)), X's rounding
+/// (2^(fo − fx − 1)), and the kb + 1 floors of the truncated terms (kb = lf correlated OTs,
+/// P1's own term; made ±(kb + 1)/2 by a bias).
 fn exp_neg_direct<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -149,37 +284,161 @@ fn exp_neg_direct<C: Channel>(
     l: u32,
     s: u32,
     fo: u32,
-) -> Result<(Vec<u64>, u32)> {
+    mult: u32,
+) -> Result<Vec<u64>> {
     let n = x.len();
+    let p0 = ctx.is_p0();
     let big_l = ((l as f64) - (s as f64)).exp2();
-    // Local factors at LOCAL_FRAC bits: after the multiplexer's factor e^(L/2) their
-    // rounding errors grow by 2^lc, so fewer bits would not hold the output's accuracy.
-    let lf = LOCAL_FRAC;
-    let mine_m: Vec<u8> = x.iter().map(|a| msb(*a, l)).collect();
-    let (c, _, fc, f1) = correction_scales(big_l);
-    // Everything after the product lives in ring r: it holds v = p' + m·(C − 1)·p' ≤ 1 at
-    // scale f1 + fc (the multiplexer's unselected branch may overflow: it is multiplied by 0).
-    let r = f1 + fc + 2;
-    let mr = mask(r);
-    // p' = a0·a1 at scale f1, made in ring r directly: 2·lf − f1 low bits never hit the wire.
-    let a = opaf_local_factors(x, &mine_m, l, s, big_l);
-    let pt = ctx.block("mul_private", |ctx| {
-        blocks::mul_private_trunc_raw(ctx, ch, &a, lf + 1, 2 * lf - f1, r)
-    })?;
-    let cm1 = ((c - 1.0) * (fc as f64).exp2()).round() as u64;
-    let scaled: Vec<u64> = pt.iter().map(|v| v.wrapping_mul(cm1) & mr).collect();
-    let sel = ctx.block("mux", |ctx| blocks::mux_raw(ctx, ch, &mine_m, &scaled, r))?;
-    let v: Vec<u64> = (0..n).map(|i| add(pt[i] << fc, sel[i], mr)).collect();
-    // v at scale f1 + fc; bring to fo (cheap truncation: this is an intermediate).
-    let from = f1 + fc;
-    if from > fo {
-        let t = ctx.block("trunc", |ctx| {
-            blocks::trunc_msb0_raw(ctx, ch, &v, r, from - fo, false)
-        })?;
-        Ok((t, r))
-    } else {
-        Ok((v.into_iter().map(|a| (a << (fo - from)) & mr).collect(), r))
+    // The factors' exponent range: a_i = e^{mult·(g_i/2^s − (1 − m_i)·L/2)}, C = e^{mult·L/2}.
+    let DirectParams {
+        half,
+        lc,
+        lf,
+        fx,
+        kb,
+    } = direct_params(l, s, fo, mult);
+    let r = fo + 2;
+    let t = lf + fx - fo;
+    let w = r + t;
+    if r > 62 || lf > 62 || w + lf + 1 > 128 || fx + lc > w {
+        return Err(invalid(
+            "exp_neg: output scale out of range for the local-factor method",
+        ));
     }
+    let mw: u128 = if w >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << w) - 1
+    };
+    let mr = mask(r);
+    let scale_s = (s as f64).exp2();
+    let ys: Vec<u128>;
+    let mut own_r: Vec<u128> = Vec::new();
+    let mut own_b: Vec<u64> = Vec::new();
+    if p0 {
+        // X_b = e^{mult·(g0/2^s − (1−m0)·L/2) + (m0 ⊕ b)·C'} at fx bits, for P1's msb b.
+        let fscale = (fx as f64).exp2();
+        let xs: Vec<(u128, u128)> = x
+            .iter()
+            .map(|v| {
+                let g = mult as f64 * (to_signed(*v, l) as f64 / scale_s);
+                let m0 = msb(*v, l);
+                let base = if m0 == 0 { g - half } else { g };
+                let xb = |b: u8| {
+                    let e = if m0 ^ b == 1 { base + half } else { base };
+                    ((e.exp() * fscale).round() as u128) & mw
+                };
+                (xb(0), xb(1))
+            })
+            .collect();
+        if w <= 64 {
+            let deltas: Vec<u64> = xs
+                .iter()
+                .map(|(a, b)| (b.wrapping_sub(*a) & mw) as u64)
+                .collect();
+            let q = ctx.cot_send(ch, &deltas, w)?;
+            // P1 got q + m1·(X_1 − X_0) = X_{m1} − R with R = X_0 − q.
+            own_r = xs
+                .iter()
+                .zip(&q)
+                .map(|((a, _), q)| a.wrapping_sub(*q as u128) & mw)
+                .collect();
+        } else {
+            // A chosen 1-of-2 OT of X_b − R (two 64-bit words per element) for a random R.
+            let lo = ctx.rand_u64s(n, 64);
+            let hi = ctx.rand_u64s(n, w - 64);
+            own_r = (0..n)
+                .map(|i| ((hi[i] as u128) << 64 | lo[i] as u128) & mw)
+                .collect();
+            let mut msgs = Vec::with_capacity(4 * n);
+            for part in 0..2 {
+                for i in 0..n {
+                    for xb in [xs[i].0, xs[i].1] {
+                        let m = xb.wrapping_sub(own_r[i]) & mw;
+                        msgs.push(if part == 0 {
+                            m as u64
+                        } else {
+                            (m >> 64) as u64
+                        });
+                    }
+                }
+            }
+            ctx.kk_send(ch, 2, &msgs, 64)?;
+        }
+        ys = Vec::new();
+    } else {
+        let m1: Vec<u8> = x.iter().map(|v| msb(*v, l)).collect();
+        if w <= 64 {
+            let m1s: Vec<bool> = m1.iter().map(|b| *b == 1).collect();
+            ys = ctx
+                .cot_recv(ch, &m1s, w)?
+                .into_iter()
+                .map(|v| v as u128)
+                .collect();
+        } else {
+            let mut choices = m1.clone();
+            choices.extend_from_slice(&m1);
+            let got = ctx.kk_recv(ch, 2, &choices, 64)?;
+            ys = (0..n)
+                .map(|i| ((got[n + i] as u128) << 64 | got[i] as u128) & mw)
+                .collect();
+        }
+        let fscale = (lf as f64).exp2();
+        own_b = x
+            .iter()
+            .map(|v| {
+                let g = to_signed(*v, l) as f64 / scale_s;
+                let shift = if msb(*v, l) == 0 { big_l / 2.0 } else { 0.0 };
+                ((mult as f64 * (g - shift)).exp() * fscale).round() as u64
+            })
+            .collect();
+        // (a no-op by kb's bound; keeps P1's local term and its choice bits the same a1)
+        let kmax = mask(kb);
+        own_b.iter_mut().for_each(|b| *b = (*b).min(kmax));
+    }
+    // Shares of Σ_j a1_j·⌊R·2^j / 2^T⌋ mod 2^r: P0 correlates the truncated terms of its R,
+    // P1 chooses by the kb bits of a1 (R·2^j < 2^(w + lf) ≤ 2^128).
+    let kb = kb as usize;
+    let (mut deltas, mut choices) = (Vec::new(), Vec::new());
+    if p0 {
+        deltas.reserve(n * kb);
+        for rv in &own_r {
+            for j in 0..kb {
+                deltas.push(((rv << j) >> t) as u64 & mr);
+            }
+        }
+    } else {
+        choices.reserve(n * kb);
+        for b in &own_b {
+            for j in 0..kb {
+                choices.push((b >> j) & 1 == 1);
+            }
+        }
+    }
+    let cross = ctx.cross_from_p0(ch, &deltas, &choices, r)?;
+    // The floors lose [0, kb + 1) units; a bias centres them, unless e^x could then go
+    // below zero (tiny output scales), where the error stays one-sided and the value ≥ 0.
+    let floors = (kb + 1) as f64;
+    let min_val = (-half).exp() * (fo as f64).exp2();
+    let bias = if min_val > floors {
+        (kb + 1) as u64 / 2
+    } else {
+        (kb + 1) as u64
+    };
+    Ok((0..n)
+        .map(|i| {
+            let sum = cross[i * kb..(i + 1) * kb]
+                .iter()
+                .fold(0u64, |a, v| add(a, *v, mr));
+            if p0 {
+                add(sum, bias, mr)
+            } else {
+                // a1·Y, truncated the same way (a1 < 2^(lf+1), Y < 2^w: fits u128).
+                let local = ((own_b[i] as u128 * ys[i]) >> t) as u64;
+                add(sum, local, mr)
+            }
+        })
+        .collect())
 }
 
 /// OPAF's local step (DESIGN.md §5): each party turns its own share X_i into the factor
@@ -236,10 +495,19 @@ fn exp_neg_core<C: Channel>(
     l: u32,
     s: u32,
     fo: u32,
+    mult: u32,
 ) -> Result<(Vec<u64>, u32)> {
     let int_bits = l.saturating_sub(s);
     if int_bits <= MAX_DIRECT_INT_BITS {
-        return exp_neg_direct(ctx, ch, x, l, s, fo);
+        let e = ctx.block("mul_private", |ctx| {
+            exp_neg_direct(ctx, ch, x, l, s, fo, mult)
+        })?;
+        return Ok((e, fo + 2));
+    }
+    if mult != 1 {
+        return Err(invalid(
+            "exp_neg: e^(2x) only for inputs with at most 4 integer bits",
+        ));
     }
     let p = s + MAX_DIRECT_INT_BITS - 1;
     let hi_bits = l - p;
@@ -290,7 +558,14 @@ fn exp_neg_core<C: Channel>(
         } else {
             vec![0; n]
         };
-        let (elo, r) = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
+        let elo = ctx.block("mul_private", |ctx| {
+            exp_neg_direct(ctx, ch, &z, p + 1, s, fe, 1)
+        })?;
+        // The constants below need room above e_lo: widen its ring (MSB 0: one COT).
+        let r = (2 * fe + 5).min(62);
+        let elo = ctx.block("zext", |ctx| {
+            blocks::zext_msb0_raw(ctx, ch, &elo, fe + 2, r)
+        })?;
         let mr = mask(r);
         // Constants at g fractional bits: e_lo·K ≤ 2^(fe + g)·(1 + ε) stays below 2^(r − 2).
         let g = r - fe - 3;
@@ -330,8 +605,9 @@ fn exp_neg_core<C: Channel>(
     let th = ctx.block("lut", |ctx| {
         blocks::lut_raw(ctx, ch, &hi, hi_bits, &[&table], &[re])
     })?;
-    let (elo, _) = exp_neg_direct(ctx, ch, &z, p + 1, s, fe)?;
-    let elo: Vec<u64> = elo.iter().map(|a| a & mask(re)).collect();
+    let elo = ctx.block("mul_private", |ctx| {
+        exp_neg_direct(ctx, ch, &z, p + 1, s, fe, 1)
+    })?;
     let prod = ctx.block("mul", |ctx| {
         blocks::mul_nonuniform_msb0_raw(ctx, ch, &elo, re, &th[0], re, 2 * re)
     })?;
@@ -352,9 +628,27 @@ pub fn exp_neg_opaf<C: Channel>(
 ) -> Result<Vec<u64>> {
     check_io(inp, out, 2)?;
     ctx.block("exp_neg", |ctx| {
-        let fo = out.scale + 6;
-        let (e, r) = exp_neg_core(ctx, ch, x, inp.bits, inp.scale, fo)?;
-        round_down_msb0(ctx, ch, &e, r, fo, out.scale, out.bits)
+        // e at 6 bits below the output (the product's floors: ±16.5 units there, 0.26 ULP),
+        // rounded with the carry of the dropped bits' top OPAF_ROUND_CARRY_BITS (one leaf).
+        // At least so many bits that e^(−L/2) exceeds the floors' range twice over: below
+        // that exp_neg_direct keeps the floors one-sided (0.45 ULP instead of ±0.23 at s ≤ 10).
+        let ib = inp.bits.saturating_sub(inp.scale).min(MAX_DIRECT_INT_BITS);
+        let floors = (LOCAL_FRAC + 2) as f64;
+        let fo_min = (2.0 * floors).log2() + (ib as f64 - 1.0).exp2() * std::f64::consts::LOG2_E;
+        let fo = (out.scale + 6).max(fo_min.ceil() as u32);
+        let (e, r) = exp_neg_core(ctx, ch, x, inp.bits, inp.scale, fo, 1)?;
+        round_down_msb0_with(
+            ctx,
+            ch,
+            &e,
+            r,
+            fo,
+            out.scale,
+            out.bits,
+            true,
+            OPAF_ROUND_CARRY_BITS,
+            true,
+        )
     })
 }
 
@@ -446,11 +740,15 @@ pub fn sigmoid_opaf<C: Channel>(
     check_io(inp, out, 2)?;
     ctx.block("sigmoid", |ctx| {
         let k = sigmoid_rec_index_bits(out.scale);
-        sigmoid_opaf_inner(ctx, ch, x, inp, out, k)
+        sigmoid_opaf_inner(ctx, ch, x, inp, out, k, 1, OPAF_SIGMOID_OFFSET_EXTRA)
     })
 }
 
-/// OPAF's sigmoid as tanh's inner σ (at scale s_out + 1): the larger reciprocal table.
+/// OPAF's sigmoid as tanh's inner σ (at scale s_out + 1): the larger reciprocal table. `inp`
+/// reads tanh's x as 2x (one scale lower). When x itself has at most 4 integer bits, σ(2x)
+/// runs on x's own format with e^(2u) in the local-factor exponential (`mult` = 2): 2x's five
+/// integer bits would otherwise split the exponential's input (a 22-bit carry, a zero
+/// extension, an AND and two multiplexers, ≈ 30 more COTs per element).
 fn sigmoid_opaf_for_tanh<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -459,10 +757,18 @@ fn sigmoid_opaf_for_tanh<C: Channel>(
     out: Fixed,
 ) -> Result<Vec<u64>> {
     let k = rec_index_bits(out.scale).min(OPAF_REC_MAX_K);
-    sigmoid_opaf_inner(ctx, ch, x, inp, out, k)
+    let own = Fixed {
+        bits: inp.bits,
+        scale: inp.scale + 1,
+    };
+    if own.bits.saturating_sub(own.scale) <= MAX_DIRECT_INT_BITS {
+        sigmoid_opaf_inner(ctx, ch, x, own, out, k, 2, 3)
+    } else {
+        sigmoid_opaf_inner(ctx, ch, x, inp, out, k, 1, 3)
+    }
 }
 
-/// OPAF's sigmoid with a 2^`rec_k`-row reciprocal table.
+/// OPAF's sigmoid with a 2^`rec_k`-row reciprocal table: σ(mult·x) for mult ∈ {1, 2}.
 fn sigmoid_opaf_inner<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -470,14 +776,18 @@ fn sigmoid_opaf_inner<C: Channel>(
     inp: Fixed,
     out: Fixed,
     rec_k: u32,
+    mult: u32,
+    offset_extra: u32,
 ) -> Result<Vec<u64>> {
     let (l0, s0) = (inp.bits, inp.scale);
     let p0 = ctx.is_p0();
     // The nudge is one ULP of the input; when the output is finer than the input, first carry
-    // j more fractional bits so the nudge stays below the output's ULP. The sign-extension to
-    // l + j bits shares the msb's millionaires' run: with y = x + 2^(l−1), msb(x) = ¬msb(y) and
-    // x = y − 2^l·wrap(y) − 2^(l−1), and msb and wrap of y come from one carry.
-    let j = (out.scale + 2)
+    // j more fractional bits so the nudge (times mult) stays at or below the output's ULP
+    // (OPAF_NUDGE_BELOW_OUT). The sign-extension to l + j bits shares the msb's millionaires'
+    // run: with y = x + 2^(l−1),
+    // msb(x) = ¬msb(y) and x = y − 2^l·wrap(y) − 2^(l−1), and msb and wrap of y come from one
+    // carry.
+    let j = (out.scale + OPAF_NUDGE_BELOW_OUT + mult.ilog2())
         .saturating_sub(s0)
         .min(62u32.saturating_sub(l0));
     let (x, m, l, s) = if j == 0 {
@@ -528,14 +838,49 @@ fn sigmoid_opaf_inner<C: Channel>(
             add(neg, *s, ml)
         })
         .collect();
-    let f = sigmoid_inner_scale(s, out.scale);
-    let (e, _) = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f))?;
+    // e comes OPAF_EXP_EXTRA bits below the reciprocal's Δ (OPAF_REC_DELTA_EXTRA bits below
+    // the output), so that its error stays well below the nudge.
+    let f =
+        sigmoid_inner_scale(s, out.scale).max(out.scale + OPAF_REC_DELTA_EXTRA + OPAF_EXP_EXTRA);
+    let (e, _) = ctx.block("exp_neg", |ctx| exp_neg_core(ctx, ch, &u, l, s, f, mult))?;
     let rb = f + 2;
     let d = one_plus(&e, p0, f, rb);
-    let (w, rw, fw) = ctx.block("rec", |ctx| {
-        blocks::reciprocal_raw(ctx, ch, &d, rb, f, rec_params(out.scale, Some(rec_k)))
-    })?;
-    let r = round_down_msb0_with(ctx, ch, &w, rw, fw, out.scale, out.bits, FINAL_EXACT)?;
+    let err = exp_neg_err_bound(l, s, f, mult);
+    let mut rp = rec_params(out.scale, Some(rec_k));
+    rp.offset_frac = Some(out.scale + offset_extra);
+    // Δ keeps the fewest bits (from s_out + OPAF_REC_DELTA_EXTRA up) whose dropped part's
+    // shift, < 2^(1 − fd), still keeps 1 + e below 2 in the worst case: u ≤ −2^−s, so
+    // e ≤ e^(−mult·2^−s) plus its error (RecParams::delta_frac's guarantee). Sigmoid at 20/16:
+    // fd = 20; tanh's σ(2x) (one-sided floors, C = e^16): 22.
+    let slack = 1.0 - (-(mult as f64) * (-(s as f64)).exp2()).exp() - err;
+    if let Some(fd) =
+        (out.scale + OPAF_REC_DELTA_EXTRA..f).find(|fd| (1.0 - *fd as f64).exp2() < slack)
+    {
+        rp.delta_frac = Some(fd);
+    }
+    // u ≥ −2^(l−s−1) − 2^−s, so d − 1 ≥ e^u minus e's error: the approximate carry may read
+    // only the top bits of Δ that this bound allows (RecParams::carry_bits).
+    let e_min = (mult as f64 * (-((l - s - 1) as f64).exp2() - (-(s as f64)).exp2())).exp() - err;
+    if e_min > 0.0 {
+        rp.carry_bits = Some(blocks::rec_carry_bits(rec_k, -e_min.log2()));
+    }
+    // The result only feeds the final rounding: OPAF_REC_PRODUCT_EXTRA bits below the output
+    // are enough (its floors cost [0, t + 1) units there), and 1/d < 1 when d ≥ 1 + 2^−12.
+    rp.product_frac = Some(out.scale + OPAF_REC_PRODUCT_EXTRA);
+    rp.below_one = e_min >= (-12f64).exp2();
+    let (w, rw, fw) = ctx.block("rec", |ctx| blocks::reciprocal_raw(ctx, ch, &d, rb, f, rp))?;
+    let r = round_down_msb0_with(
+        ctx,
+        ch,
+        &w,
+        rw,
+        fw,
+        out.scale,
+        out.bits,
+        FINAL_EXACT,
+        OPAF_ROUND_CARRY_BITS,
+        true,
+    )?;
     // σ = r + m·(1 − 2r)
     let mo = mask(out.bits);
     let one = 1u64 << out.scale;
@@ -914,6 +1259,65 @@ pub fn evaluate<C: Channel>(
                 return Err(invalid("relu keeps the input format"));
             }
             relu(ctx, ch, x, inp)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::Party;
+    use secinfer_net::simulate;
+
+    /// exp_neg_err_bound, on which sigmoid's Δ drop and approximate carry rely for their
+    /// no-wrap guarantees, bounds the measured error of exp_neg_core's output before rounding:
+    /// sigmoid's and tanh's σ(2x) formats (direct path, mult 1 and 2), exp_neg's, and the split
+    /// path (five integer bits). Inputs: x = −2^−s (the nudge, e closest to 1), the most
+    /// negative x, and values in between, with random share splits.
+    #[test]
+    fn exp_neg_err_bound_holds() {
+        for (l, s, fo, mult) in [
+            (22u32, 18u32, 25u32, 1u32),
+            (24, 20, 26, 2),
+            (16, 12, 18, 1),
+            (24, 19, 26, 1),
+        ] {
+            let m = mask(l);
+            let min = 1u64 << (l - 1);
+            let mut xs: Vec<u64> = vec![m, m - 1, min, min + 1];
+            xs.extend((1..1500u64).map(|i| (m - i * (min / 1500)) & m));
+            let mut st = 0x9e37_79b9_7f4a_7c15u64;
+            let cs: Vec<u64> = xs
+                .iter()
+                .map(|_| {
+                    st ^= st << 13;
+                    st ^= st >> 7;
+                    st ^= st << 17;
+                    st & m
+                })
+                .collect();
+            let ss: Vec<u64> = xs.iter().zip(&cs).map(|(x, c)| sub(*x, *c, m)).collect();
+            let run = |party: Party, mine: &[u64]| {
+                let mine = mine.to_vec();
+                move |ch: &mut secinfer_net::DynChannel| {
+                    let mut ctx = Ctx::setup(party, ch).unwrap();
+                    exp_neg_core(&mut ctx, ch, &mine, l, s, fo, mult).unwrap()
+                }
+            };
+            let r = simulate(run(Party::Client, &cs), run(Party::Server, &ss));
+            let ((ec, rc), (es, _)) = (r.client.output, r.server.output);
+            let bound = exp_neg_err_bound(l, s, fo, mult);
+            let mut worst: f64 = 0.0;
+            for i in 0..xs.len() {
+                let x = to_signed(xs[i], l) as f64 / (s as f64).exp2();
+                let got = add(ec[i], es[i], mask(rc)) as f64 / (fo as f64).exp2();
+                worst = worst.max((got - (mult as f64 * x).exp()).abs());
+            }
+            assert!(
+                worst <= bound,
+                "exp_neg ({l}, {s}) → {fo}, ×{mult}: error {worst:e} above the bound {bound:e}"
+            );
         }
     }
 }

@@ -414,6 +414,80 @@ fn lut_digits_reciprocal() {
     }
 }
 
+/// OPAF sigmoid's compact reciprocal (RecParams::delta_frac, carry_bits, product_frac,
+/// below_one) against 1/d over its promised domain d ∈ [1 + 2^−12, 2 − 2^−18], with many
+/// inputs just above segment boundaries so that the approximate carry misses some carries
+/// (counted from the shares below: the test fails if none was missed).
+#[test]
+fn reciprocal_compact_options() {
+    let mut rng = Rng(29);
+    let (f, k, out) = (25u32, 6u32, 16u32);
+    let bits = f + 2;
+    let p = blocks::RecParams {
+        k,
+        offset_frac: Some(out + 3),
+        delta_frac: Some(out + 4),
+        carry_bits: Some(blocks::rec_carry_bits(k, 11.6)),
+        product_frac: Some(out + 8),
+        below_one: true,
+        ..Default::default()
+    };
+    assert_eq!(p.carry_bits, Some(8));
+    let lo = (1u64 << f) + (1u64 << (f - 12));
+    let hi = (2u64 << f) - (1u64 << (f - 18));
+    let mut d: Vec<u64> = vec![lo, lo + 1, hi, hi - 1, (3u64 << f) / 2];
+    // just above and below each segment boundary, several times each (fresh share splits)
+    for j in 1..(1u64 << k) {
+        let b = (1u64 << f) + (j << (f - k));
+        for _ in 0..24 {
+            d.push(b + rng.bits(f - 14));
+            d.push(b - 1 - rng.bits(4));
+        }
+    }
+    d.extend((0..3000).map(|_| lo + rng.bits(f) % (hi - lo)));
+    let (ds, dc) = split_edges(&d, bits, &mut rng);
+    // Which elements take the approximate carry's miss (the protocol's own arithmetic).
+    let q = f - (out + 4);
+    let t = out + 4 - k;
+    let missed = (0..d.len())
+        .filter(|&i| {
+            let e0 = ((ds[i] + (1u64 << (q + 1)) - 2) & mask(bits)) >> q;
+            let e1 = dc[i] >> q;
+            let (a, b) = (e0 & mask(t), e1 & mask(t));
+            a + b >= 1 << t && (a >> (t - 8)) + (b >> (t - 8)) < 1 << 8
+        })
+        .count();
+    assert!(missed > 0, "no missed carry exercised");
+    let r = run2(|ctx, ch| blocks::reciprocal(ctx, ch, mine(ctx, &ds, &dc), bits, f, p).unwrap());
+    let (rw, fw) = (r.client.1, r.client.2);
+    assert_eq!((rw, fw), (out + 9, out + 8));
+    let w = add_shares(&r.client.0, &r.server.0, rw);
+    let mut maxerr: f64 = 0.0;
+    for i in 0..d.len() {
+        let real = (1u64 << f) as f64 / d[i] as f64;
+        let got = w[i] as f64 / (fw as f64).exp2();
+        maxerr = maxerr.max((got - real).abs());
+    }
+    // segment error h'²/8 at d = 1 (h' = 2^−6 plus the 2^−14 extension), the offset rounded up
+    // (2^−19) and P0's folded S·Δ0 (2^−20), the dropped bits (±2^−20 at a slope ≤ 1), the
+    // slope's rounding (2^−13 × Δ < 2^−6) and the truncated products ([0, 15) units of 2^−24)
+    let h = 2f64.powi(-6) + 2f64.powi(-14);
+    let bound = h * h / 8.0
+        + 2f64.powi(-19)
+        + 2.0 * 2f64.powi(-20)
+        + 2f64.powi(-19)
+        + 15.0 * 2f64.powi(-24);
+    let total = d.len();
+    eprintln!(
+        "compact reciprocal: max abs error {maxerr:e} (bound {bound:e}), \
+         {missed} missed carries of {total}"
+    );
+    assert!(
+        maxerr < bound,
+        "compact reciprocal max abs error {maxerr:e} (bound {bound:e})"
+    );
+}
+
 #[test]
 fn rounds_do_not_depend_on_n() {
     let mut rounds = Vec::new();
