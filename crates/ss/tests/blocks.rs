@@ -398,12 +398,7 @@ fn lut_digits_reciprocal() {
         });
         let (rw, fw) = (r.client.1, r.client.2);
         let w = add_shares(&r.client.0, &r.server.0, rw);
-        let mut maxerr: f64 = 0.0;
-        for i in 0..d.len() {
-            let real = (1u64 << f) as f64 / d[i] as f64;
-            let got = w[i] as f64 / (fw as f64).exp2();
-            maxerr = maxerr.max((got - real).abs());
-        }
+        let maxerr = reciprocal_max_err(&d, &w, f, fw);
         // segment error ≤ 2^-19.x plus the offset table's quantisation at scale f + 2: rounded
         // up (≤ 1 unit) and P0's folded S·Δ0 term rounded (≤ 1/2 unit)
         let bound = 2f64.powi(-18) + 1.5 * 2f64.powi(-(f as i32) - 2);
@@ -462,12 +457,7 @@ fn reciprocal_compact_options() {
     let (rw, fw) = (r.client.1, r.client.2);
     assert_eq!((rw, fw), (out + 9, out + 8));
     let w = add_shares(&r.client.0, &r.server.0, rw);
-    let mut maxerr: f64 = 0.0;
-    for i in 0..d.len() {
-        let real = (1u64 << f) as f64 / d[i] as f64;
-        let got = w[i] as f64 / (fw as f64).exp2();
-        maxerr = maxerr.max((got - real).abs());
-    }
+    let maxerr = reciprocal_max_err(&d, &w, f, fw);
     // segment error h'²/8 at d = 1 (h' = 2^−6 plus the 2^−14 extension), the offset rounded up
     // (2^−19) and P0's folded S·Δ0 (2^−20), the dropped bits (±2^−20 at a slope ≤ 1), the
     // slope's rounding (2^−13 × Δ < 2^−6) and the truncated products ([0, 15) units of 2^−24)
@@ -500,4 +490,16 @@ fn rounds_do_not_depend_on_n() {
         rounds.push(r.client_cost.online.rounds);
     }
     assert_eq!(rounds[0], rounds[1]);
+}
+
+/// Largest |w/2^fw − 2^f/d| over the inputs d (values at scale f) and the reciprocal's reconstructed
+/// outputs w (at scale fw).
+fn reciprocal_max_err(d: &[u64], w: &[u64], f: u32, fw: u32) -> f64 {
+    d.iter()
+        .zip(w)
+        .map(|(&di, &wi)| {
+            let real = (1u64 << f) as f64 / di as f64;
+            (wi as f64 / (fw as f64).exp2() - real).abs()
+        })
+        .fold(0.0, f64::max)
 }
