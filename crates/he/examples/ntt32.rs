@@ -1,5 +1,7 @@
 //! prime32 vs prime64 NTT timings and agreement at n = 4096:
-//! `cargo run -p secinfer-he --release --example ntt32`.
+//! `cargo run -p secinfer-he --release --example ntt32`. These are tfhe-ntt's plans; the crate's
+//! own transform for primes below 2^30 (`src/ntt32.rs`) is timed beside them by
+//! `secinfer bench he-ops` (rows `ntt_fwd`/`ntt_inv`).
 use std::time::Instant;
 fn t<F: FnMut()>(name: &str, iters: usize, mut f: F) {
     f();
