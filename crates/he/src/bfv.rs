@@ -1698,34 +1698,34 @@ impl Params {
             let sk = key
                 .slot32
                 .get_or_init(|| crate::ks32::slot_key(self, &key.perms, &kb, &ka));
-            if let Some(sk) = sk {
-                let hs = h
-                    .slot32
-                    .get_or_init(|| crate::ks32::SlotDigits::new(self, &h.digits32, &h.c0));
-                let (c0, c1) = crate::ks32::switch_shift_ext(self, hs, sk);
-                return Ok(ExtCiphertext {
-                    c0,
-                    c1,
-                    var: h.var + self.ks_product_var(),
-                    slot: true,
-                });
-            }
-            let c0_p = h.c0_p.get_or_init(|| self.times_p(&h.c0));
-            let (c0, c1) = crate::ks32::switch_permute_ext(
-                self,
-                c0_p,
-                &h.digits32,
-                &kb,
-                &ka,
-                &kbs,
-                &kas,
-                &key.perms,
-            );
+            // Slot order (no gather) where the automorphism is a shift there, else NTT order.
+            let ((c0, c1), slot) = match sk {
+                Some(sk) => {
+                    let hs = h
+                        .slot32
+                        .get_or_init(|| crate::ks32::SlotDigits::new(self, &h.digits32, &h.c0));
+                    (crate::ks32::switch_shift_ext(self, hs, sk), true)
+                }
+                None => {
+                    let c0_p = h.c0_p.get_or_init(|| self.times_p(&h.c0));
+                    let parts = crate::ks32::switch_permute_ext(
+                        self,
+                        c0_p,
+                        &h.digits32,
+                        &kb,
+                        &ka,
+                        &kbs,
+                        &kas,
+                        &key.perms,
+                    );
+                    (parts, false)
+                }
+            };
             return Ok(ExtCiphertext {
                 c0,
                 c1,
                 var: h.var + self.ks_product_var(),
-                slot: false,
+                slot,
             });
         }
         let c0_p = h.c0_p.get_or_init(|| self.times_p(&h.c0));
