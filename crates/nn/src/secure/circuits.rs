@@ -11,9 +11,7 @@
 use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
 use secinfer_gc::backend::{xor, Bit, Word};
-use secinfer_gc::gadgets::{
-    add, add_cin, add_full, argmax, constant_word, relu, saturate, sext, sub,
-};
+use secinfer_gc::gadgets::{add, add_cin, add_full, argmax, constant_word, relu, saturate, sext};
 use secinfer_gc::{Builder, Circuit};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -142,11 +140,14 @@ impl SmoothActivations for CircuitActivations {
 /// and the next circuit adds the shares and reads bits fo.. (the truncation is exact because it
 /// happens inside the circuit, on the reconstructed value). Per element:
 ///
-/// * A: [gate r parts, gate z parts, gh_n (A)] → r, z (gb bits each), trunc(gh_n) (L bits);
-/// * B2A of trunc(gh_n) into Z_{2^PW}, then mux: P = r · trunc(gh_n) mod 2^PW;
-/// * B: [parts of gi_n + P ≫ fo, h (L)] → y (the candidate's output word, bo bits), wrap(h − n) (L);
-/// * B2A of wrap(h − n), then mux: Q = z · wrap(h − n) mod 2^PW;
-/// * C: [Q (PW), y (bo, XOR-shared)] → h' (L bits), then B2A into Z_{2^32}.
+/// * A: [gate r parts, gate z parts, gh_n (A)] → r, z (gb bits each), the bits κ, o, s of
+///   trunc(gh_n) (see `step_circuits`);
+/// * P = r · trunc(gh_n) mod 2^PW from a decomposition into OTs (each party's share of gh_n ≫ F
+///   and the three bits);
+/// * B: [parts of gi_n + P ≫ fo] → y (the candidate's output word, bo bits);
+/// * Q = z · (h − n) mod 2^PW from OTs on the bits of z and y and the shares of h (h − n is
+///   exact: [`StepLayout::for_step`]);
+/// * C: [Q (PW), y (bo, XOR-shared)] → h' (hw bits), then B2A into Z_{2^32}.
 ///
 /// Gate parts, each party: `[hi (L), lo_i (F), lo_h (F)]`: for the gates r and z the reference
 /// adds two separately truncated accumulators, wrap((gi ≫ F) + (gh ≫ F)); with shares
@@ -157,10 +158,10 @@ impl SmoothActivations for CircuitActivations {
 ///
 /// No output is decoded: each output bit is XOR-shared for free as (server: the permute bit
 /// lsb(W0) it garbled, client: lsb of the label it computed), so no masks enter the circuits
-/// and no mask adders are garbled. Words that feed a product or the HE (gh_n, h − n, h') are
-/// converted to additive shares by one correlated OT per bit (B2A: w·(a ⊕ b) = w·a +
-/// b·w·(1 − 2a)). The client's inputs P, Q, y are online values; its circuit inputs are fresh
-/// uniform π_P, π_Q, μ instead, and online it sends P_c − π_P, Q_c − π_Q, y_c ⊕ μ, which the
+/// and no mask adders are garbled. The word that feeds the HE (h') is converted to additive
+/// shares by one correlated OT per bit (B2A: w·(a ⊕ b) = w·a + b·w·(1 − 2a)); the products use
+/// the XOR-shared bits directly. The client's inputs P, Q, y are online values; its circuit
+/// inputs are fresh uniform π_P, π_Q, μ instead, and online it sends P_c − π_P, Q_c − π_Q, y_c ⊕ μ, which the
 /// server folds into its own inputs. So every client input of every circuit is known offline
 /// (Delphi-style preprocessing) and its labels come from offline COTs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,6 +183,11 @@ pub struct StepLayout {
     /// Bits of the hidden state, of h − n and of h' inside the circuits and B2As
     /// ([`StepLayout::for_step`]; L where no narrowing is proven).
     pub hw: usize,
+    /// Whether the range proof of [`StepLayout::for_step`] holds: h, h − n and h' never wrap, so
+    /// h − n is the difference of the parties' shares and n mod 2^PW, which is what lets
+    /// Q = z·(h − n) be taken from shares both parties hold before circuit B
+    /// (docs/gru-protocol.md, "Online flights"). The secure session needs it.
+    pub state_exact: bool,
 }
 
 impl StepLayout {
@@ -204,6 +210,7 @@ impl StepLayout {
             g_signed,
             bo: fp.candidate_format().output.bits as usize,
             hw: fp.main.bits as usize,
+            state_exact: false,
         }
     }
 
@@ -215,7 +222,7 @@ impl StepLayout {
     /// the reference's wraps of h, h − n, the product term or h' can trigger, and all of them
     /// are exact in hw = bitlen(hi − lo) + 1 bits (16 instead of 20 for CG-2: n ∈ [0, 127·2^8]).
     /// The ranges are the activation circuits' exhaustively computed outputs; when a condition
-    /// fails, hw = L (no narrowing).
+    /// fails, hw = L (no narrowing) and `state_exact` is false.
     pub fn for_step(fp: &FixedPointConfig, tanh_candidate: bool) -> Self {
         let mut lay = Self::new(fp);
         let sf = fp.sigmoid_format();
@@ -236,9 +243,10 @@ impl StepLayout {
         if z_min >= 0
             && z_max <= 1i64 << sf.output.frac
             && fp.main.frac >= cf.output.frac
-            && hw < lay.l
+            && hw <= lay.l
         {
             lay.hw = hw;
+            lay.state_exact = true;
         }
         lay
     }
@@ -254,9 +262,9 @@ impl StepLayout {
         self.a_garbler()
     }
     /// Server inputs of B: the candidate sum's parts [hi (L), lo of gi_n (F), lo of P (fo)]
-    /// (see [`StepLayout::encode_b`]), then h (L).
+    /// (see [`StepLayout::encode_b`]).
     pub fn b_garbler(&self) -> usize {
-        self.l + self.f + (self.pw - self.l) + self.hw
+        self.l + self.f + (self.pw - self.l)
     }
     /// Client inputs of B: the same.
     pub fn b_evaluator(&self) -> usize {
@@ -284,16 +292,36 @@ impl StepLayout {
         }
         put(out, gh[2], self.acc);
     }
-    /// Appends one party's circuit-B input from its shares of P (mod 2^PW), gi_n (mod 2^A) and
-    /// h. The candidate's input wrap(gi_n ≫ F + P ≫ fo) is two truncated sums like a gate's, so
+    /// Appends one party's circuit-B input from its shares of P (mod 2^PW) and gi_n (mod 2^A).
+    /// The candidate's input wrap(gi_n ≫ F + P ≫ fo) is two truncated sums like a gate's, so
     /// the party pre-adds its high parts and the circuit needs only the low bits for the carries
     /// (39 input bits and 57 ANDs instead of 59 bits and 76 ANDs at (20, 12), fo = 7).
-    pub fn encode_b(&self, p: u64, gi_n: u64, h: u64, out: &mut Vec<bool>) {
+    pub fn encode_b(&self, p: u64, gi_n: u64, out: &mut Vec<bool>) {
         let fo = self.pw - self.l;
         put(out, (gi_n >> self.f).wrapping_add(p >> fo), self.l);
         put(out, gi_n, self.f);
         put(out, p, fo);
-        put(out, h, self.hw);
+    }
+
+    /// The weights ν_k of the candidate output's bits in n = sext(y)·2^(F − fo_c) mod 2^PW, as
+    /// circuit C reads n (`to_main`): 2^(k + shift), the top bit −2^(bo − 1 + shift).
+    pub fn candidate_weights(&self, fp: &FixedPointConfig) -> Vec<u64> {
+        let shift = fp.main.frac - fp.candidate_format().output.frac;
+        let pm = if self.pw >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.pw) - 1
+        };
+        (0..self.bo)
+            .map(|k| {
+                let w = 1u64.wrapping_shl((k as u32) + shift);
+                if k + 1 == self.bo {
+                    w.wrapping_neg() & pm
+                } else {
+                    w & pm
+                }
+            })
+            .collect()
     }
 }
 
@@ -415,8 +443,6 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         // fo.. of P: one split sum
         let q = l + f + (pw - l);
         let an = split_sum(b, &g[..q], &e[..q], l, f, pw - l);
-        // h, h − n in hw bits: exact, see StepLayout::for_step
-        let h = add(b, &g[q..q + hw], &e[q..q + hw]);
         let y = if tanh_candidate {
             smooth(b, Func::Tanh, &an, mf, cf)
         } else {
@@ -424,12 +450,10 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
             let y = relu(b, &xs);
             saturate(b, &y, bo)
         };
-        let n = to_main(&y, mf, cf, l);
-        // d = wrap(h − n), the second product's factor
-        let d = sub(b, &h, &n[..hw]);
-        let mut out = y;
-        out.extend(d);
-        out
+        // h − n, the second product's factor, is exact (StepLayout::for_step), so the product
+        // z·(h − n) is taken outside from the shares of h and the XOR shares of y
+        // (docs/gru-protocol.md, "Online flights"): B outputs y only.
+        y
     });
     let gc_in = lay.c_garbler();
     let circ_c = Circuit::build(gc_in + lay.c_evaluator(), |b, ins| {

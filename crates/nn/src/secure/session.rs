@@ -6,12 +6,12 @@
 //! Offline (Delphi-style, cryptogru::offline): HE products on the client's uniform masks ρ_x,
 //! ρ_h; pool fills; COTs of every client circuit input (all known now) whose m0 are the zero
 //! labels; 3T step batches (circuits A, B, C per element) and the final circuit garbled and
-//! streamed. Online: x − ρ_x for all t; per step A → B2A + multiplexer product P → B → B2A +
-//! product Q → C → B2A of h', the server learning m = h' + ρ_h; finally the garbled argmax.
-//! Online each step is eight flights: pooled OTs are split into choices and answers so both
-//! directions share flights, the product r·trunc(gh_n) and the B2A of h' are sender-first OTs
-//! whose correlations the server knows before the client's bits exist (docs/gru-protocol.md, "Online
-//! flights", which also has the derivations).
+//! streamed. Online: x − ρ_x for all t; per step A → product P → B → product Q → C → B2A of h',
+//! the server learning m = h' + ρ_h; finally the garbled argmax.
+//! Online each step is six flights: pooled OTs are split into choices and answers so both
+//! directions share flights, and the products P = r·trunc(gh_n), Q = z·(h − n) and the B2A of h'
+//! are decomposed into sender-first OTs whose correlations the server knows before the client's
+//! bits exist (docs/gru-protocol.md, "Online flights", which also has the derivations).
 use super::circuits::{
     final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, GHN_BITS, SHARE_BITS,
 };
@@ -31,7 +31,7 @@ use secinfer_ot::{Block, CotSource, FerretParams, PooledOtReceiver, PooledOtSend
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/6";
+pub const PROTOCOL: &str = "secinfer-gru/7";
 /// How the session's AND gates are garbled unless the client asks otherwise (`/6`: the client
 /// names the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
 /// garbling (wip-3h)").
@@ -250,6 +250,7 @@ impl ServerModel {
         let hh = (hh, hh.weight_plaintexts(&params, &q.w_hh)?);
         let fc = (fcl, fcl.weight_plaintexts(&params, &q.w_fc)?);
         let step = step_circuits(&fp, a.activation == Candidate::Tanh);
+        check_state_exact(&step.lay)?;
         Ok(ServerModel {
             q,
             variant,
@@ -576,11 +577,25 @@ fn b2a<C: Channel>(
     }
 }
 
+/// The product Q = z·(h − n) is taken on the parties' shares of h, which is only right when the
+/// reference never wraps h − n ([`StepLayout::for_step`]'s range proof): the fixed-point formats
+/// of every variant satisfy it; others are refused.
+fn check_state_exact(lay: &StepLayout) -> Result<()> {
+    if lay.state_exact {
+        Ok(())
+    } else {
+        Err(NnError::config(
+            "fixed-point formats: the secure GRU needs a sigmoid in [0, 1] and a candidate output \
+             with no more fraction bits than the main format, so that h − n never wraps",
+        ))
+    }
+}
+
 /// COTs a session draws from its pools: server-to-client (the client's circuit labels, then per
-/// step the sender-first OTs of P, the B2As of wrap(h − n) and h', and the server's direction of
-/// Q) and client-to-server (the client's direction of both products).
+/// step the sender-first OTs of P and Q and the B2A of h') and client-to-server (the client's
+/// direction of both products: r·b and z·h_c).
 fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize, usize) {
-    let per_step_fwd = h * (p_early_len(lay) + 2 * lay.hw + lay.gb);
+    let per_step_fwd = h * (p_early_len(lay) + q_early_len(lay) + lay.hw);
     (labels + steps * per_step_fwd, steps * h * 2 * lay.gb)
 }
 
@@ -656,9 +671,72 @@ fn p_early_server(
     (corr, local)
 }
 
-/// Client: the multiplexer's cross term r·b for its share b = gc ≫ F of trunc(gh_n), as the
-/// OT sender (the server chooses with its permute bits): weights ω_j·b, correlations
-/// (1 − 2m_j)·ω_j·b.
+/// Sender-first OTs of the product Q = z·(h − n) per element: gb on the client's bits m_j of z,
+/// bo on its bits c_k of y, gb·bo on the products m_j·c_k.
+fn q_early_len(lay: &StepLayout) -> usize {
+    lay.gb + lay.bo + lay.gb * lay.bo
+}
+
+/// Client: its choices for Q's sender-first OTs, per element in `q_early_len` order.
+fn q_early_choices(lay: &StepLayout, z_bits: &[bool], y_bits: &[bool]) -> Vec<bool> {
+    let mut out = Vec::with_capacity(z_bits.len() / lay.gb.max(1) * q_early_len(lay));
+    for (z, y) in z_bits.chunks(lay.gb).zip(y_bits.chunks(lay.bo)) {
+        out.extend_from_slice(z);
+        out.extend_from_slice(y);
+        for &m in z {
+            out.extend(y.iter().map(|&c| m & c));
+        }
+    }
+    out
+}
+
+/// Server: the correlations of Q's sender-first OTs and its local part of Q, per element.
+/// h − n is exact ([`StepLayout::for_step`]), so Q = z·(h_S + h_C) − z·n mod 2^PW with h_S, h_C
+/// the parties' shares of h. With z = Λ + Σ_j m_j·α_j as for P (λ this party's permute bits of
+/// z, m the client's bits) and n = Σ_y + Σ_k c_k·β_k (Σ_y = Σ_k ν_k·σ_k, β_k = ν_k(1 − 2σ_k): σ
+/// this party's permute bits of y, c the client's bits, ν the weights of y's bits in n),
+///   z·(h_S − n) = Λ(h_S − Σ_y) + Σ_j m_j·α_j(h_S − Σ_y) − Σ_k c_k·Λβ_k − Σ_{j,k} m_j c_k·α_jβ_k,
+/// every term a client bit times a value this party knows when it garbled and when it learnt
+/// m(t), so the words travel with circuit A's labels; z·h_C is the client-sender OT of
+/// [`p_client_weights`].
+fn q_early_server(
+    lay: &StepLayout,
+    nu: &[u64],
+    z_bits: &[bool],
+    y_bits: &[bool],
+    h_s: &[u64],
+) -> (Vec<u64>, Vec<u64>) {
+    let (gb, bo, pm) = (lay.gb, lay.bo, ring_mask(lay.pw));
+    let sign = |w: u64, b: bool| if b { w.wrapping_neg() & pm } else { w };
+    let mut corr = Vec::with_capacity(h_s.len() * q_early_len(lay));
+    let mut local = Vec::with_capacity(h_s.len());
+    for ((z, y), &hs) in z_bits.chunks(gb).zip(y_bits.chunks(bo)).zip(h_s) {
+        let big_l = (0..gb).fold(0u64, |s, j| {
+            s.wrapping_add(if z[j] { gate_weight(lay, j) } else { 0 })
+        });
+        let sig_y = (0..bo).fold(0u64, |s, k| s.wrapping_add(if y[k] { nu[k] } else { 0 }));
+        let alpha: Vec<u64> = (0..gb).map(|j| sign(gate_weight(lay, j), z[j])).collect();
+        let beta: Vec<u64> = (0..bo).map(|k| sign(nu[k], y[k])).collect();
+        let d = hs.wrapping_sub(sig_y);
+        corr.extend(alpha.iter().map(|al| al.wrapping_mul(d) & pm));
+        corr.extend(
+            beta.iter()
+                .map(|be| be.wrapping_mul(big_l).wrapping_neg() & pm),
+        );
+        for al in &alpha {
+            corr.extend(
+                beta.iter()
+                    .map(|be| al.wrapping_mul(*be).wrapping_neg() & pm),
+            );
+        }
+        local.push(big_l.wrapping_mul(d) & pm);
+    }
+    (corr, local)
+}
+
+/// Client: a multiplexer cross term g·b for its own word b (r·b with b = gc ≫ F its share of
+/// trunc(gh_n); z·h_C with h_C its share of h), as the OT sender (the server chooses with its
+/// permute bits of g): weights ω_j·b, correlations (1 − 2m_j)·ω_j·b.
 fn p_client_weights(lay: &StepLayout, b: &[u64]) -> Vec<u64> {
     let pm = ring_mask(lay.pw);
     let mut w = Vec::with_capacity(b.len() * lay.gb);
@@ -716,6 +794,7 @@ enum MuxOt<'a> {
 /// correlated OT with party i as sender (correlation (1 − 2c_i)·w_i) and the other party's
 /// bit as choice. Exact mod 2^PW; the next circuit does the reference's truncation on the sum.
 /// This party's weights w_i, one per gate bit.
+#[cfg(test)]
 fn mux_weights(lay: &StepLayout, v: &[u64]) -> Vec<u64> {
     let (gb, pm) = (lay.gb, ring_mask(lay.pw));
     let mut w = Vec::with_capacity(v.len() * gb);
@@ -1002,6 +1081,7 @@ pub fn client_session_garbling<C: Channel>(
     rep.he_bytes += acc.take(ch);
     let sc = step_circuits(&m.fp, a.activation == Candidate::Tanh);
     let lay = sc.lay;
+    check_state_exact(&lay)?;
     let fin = final_circuit(&m.fp, c, opts.reveal_logits);
     let amask = (1u64 << lay.acc) - 1;
     let pmask = ring_mask(lay.pw);
@@ -1083,7 +1163,7 @@ pub fn client_session_garbling<C: Channel>(
             );
         }
         for (i, mk) in masks[t].iter().enumerate() {
-            lay.encode_b(mk.pi_p, x[2 * h + i], neg(rho_h[t][i]), &mut choices);
+            lay.encode_b(mk.pi_p, x[2 * h + i], &mut choices);
         }
         for mk in &masks[t] {
             put(&mut choices, mk.pi_q, lay.pw);
@@ -1142,16 +1222,19 @@ pub fn client_session_garbling<C: Channel>(
         let lsbs = evaluate_online_preset(ch, circ, b).map_err(gc)?;
         Ok(client_output_shares(circ, &lsbs))
     };
-    let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
-    let pwu = pw as u32;
-    // Eight flights per step (docs/gru-protocol.md, "Online flights"): each party's independent
-    // messages travel together and every pooled OT is split into its derandomisation half and
-    // its answer half, so the OTs of both directions share flights.
+    let (gb, bo, l, hw) = (lay.gb, lay.bo, lay.l, lay.hw);
+    let pwu = lay.pw as u32;
+    // Six flights per step (docs/gru-protocol.md, "Online flights"): each party's independent
+    // messages travel together, every pooled OT is split into its derandomisation half and its
+    // answer half, and both products are sender-first OTs on decompositions.
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         let mk = &masks[t];
+        // This party's share of h(t) (−ρ_h(t)), mod 2^PW.
+        let h_c: Vec<u64> = rho_h[t].iter().map(|r| neg(*r) & pmask).collect();
         // Flight 1 (in): A labels; the server's choices for both products' client → server
         // direction (its XOR shares of r and z, fixed when it garbled); the server's
-        // sender-first words for P (their correlations need only its own shares).
+        // sender-first words for P and Q (their correlations need only its permute bits and
+        // its shares of gh_n and h).
         let out = eval(ch, &sc.a, ba)?;
         rep.gc_bytes += acc.take(ch);
         let pr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
@@ -1159,13 +1242,15 @@ pub fn client_session_garbling<C: Channel>(
         let pe = otr
             .recv_correlated_early(ch, h * p_early_len(&lay), pwu)
             .map_err(ot)?;
+        let qe = otr
+            .recv_correlated_early(ch, h * q_early_len(&lay), pwu)
+            .map_err(ot)?;
         let per = sc.a.n_outputs();
         let r_bits = pick(&out, per, 0..gb);
         let z_bits = pick(&out, per, gb..2 * gb);
         let t_bits = pick(&out, per, 2 * gb..2 * gb + GHN_BITS);
         // Flight 2 (out): P's derandomisation bits, the client-sender OTs of r·b, P_C − π_P,
-        // and the choices of Q's server → client direction (z is known now; answered in
-        // flight 5).
+        // and the client-sender OTs of z·h_C.
         let u = otr
             .finish_early(ch, pe, &p_early_choices(&lay, &r_bits, &t_bits))
             .map_err(ot)?;
@@ -1191,16 +1276,19 @@ pub fn client_session_garbling<C: Channel>(
             .map(|(a, b)| a.wrapping_add(b) & pmask)
             .collect();
         send_delta(ch, &p, mk.iter().map(|k| k.pi_p), pmask)?;
-        let qf = otr.send_choices(ch, &z_bits).map_err(ot)?;
+        let w_q = p_client_weights(&lay, &h_c);
+        let x_q = mux_s
+            .send_correlated_answer(ch, qr_rev, &mux_deltas(&lay, &w_q, &z_bits), pwu)
+            .map_err(ot)?;
+        let q_hc = mux_combine(&lay, &w_q, &z_bits, &zero, &x_q)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // Flight 3 (in): B labels → y, wrap(h − n).
+        // Flight 3 (in): B labels → y.
         let out = eval(ch, &sc.b, bb)?;
         rep.gc_bytes += acc.take(ch);
-        let per = sc.b.n_outputs();
         // Flight 4 (out): y re-based on μ (the server's C input becomes its share ⊕ y_c ⊕ μ),
-        // then the choices of the B2A of wrap(h − n).
-        let y = pick(&out, per, 0..bo);
+        // Q's derandomisation bits and Q_C − π_Q.
+        let y = pick(&out, sc.b.n_outputs(), 0..bo);
         let yd: Vec<bool> = y
             .chunks(bo)
             .zip(mk)
@@ -1212,34 +1300,25 @@ pub fn client_session_garbling<C: Channel>(
             })
             .collect();
         ch.send_pod(&pack_bits(&yd)).map_err(net)?;
-        let d_p = otr
-            .send_choices(ch, &pick(&out, per, bo..bo + hw))
+        let u = otr
+            .finish_early(ch, qe, &q_early_choices(&lay, &z_bits, &y))
             .map_err(ot)?;
-        ch.flush().map_err(net)?;
-        // Flight 5 (in): the B2A's answer and the server's answer for Q.
-        let d = b2a_client(
-            &otr.recv_correlated_answer(ch, d_p, pwu).map_err(ot)?,
-            hw,
-            pw,
-        )?;
-        let y_q = otr.recv_correlated_answer(ch, qf, pwu).map_err(ot)?;
-        // Flight 6 (out): the client → server answer for Q, then Q_c − π_Q.
-        let w = mux_weights(&lay, &d);
-        let x_q = mux_s
-            .send_correlated_answer(ch, qr_rev, &mux_deltas(&lay, &w, &z_bits), pwu)
-            .map_err(ot)?;
-        let q = mux_combine(&lay, &w, &z_bits, &y_q, &x_q)?;
+        let q: Vec<u64> = q_hc
+            .iter()
+            .zip(sums(&u, q_early_len(&lay), pmask))
+            .map(|(a, b)| a.wrapping_add(b) & pmask)
+            .collect();
         send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // Flight 7 (in): C labels → h', and the server's sender-first B2A words for h' (its
+        // Flight 5 (in): C labels → h', and the server's sender-first B2A words for h' (its
         // correlations are its permute bits, fixed when it garbled).
         let out = eval(ch, &sc.c, bc)?;
         rep.gc_bytes += acc.take(ch);
         let hp = otr
             .recv_correlated_early(ch, h * hw, SHARE_BITS as u32)
             .map_err(ot)?;
-        // Flight 8 (out): the B2A's derandomisation bits and h'_c + ρ_h(t+1); the server gets
+        // Flight 6 (out): the B2A's derandomisation bits and h'_c + ρ_h(t+1); the server gets
         // m = h' + ρ_h(t+1).
         let hc = b2a_client(&otr.finish_early(ch, hp, &out).map_err(ot)?, hw, SHARE_BITS)?;
         let msk: Vec<u32> = hc
@@ -1523,9 +1602,10 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     };
     let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
     let pwu = pw as u32;
+    let nu = lay.candidate_weights(&m.fp);
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
-    // Eight flights per step, mirroring client_session_with.
+    // Six flights per step, mirroring client_session_with.
     for (t, [ba, bb, bc]) in batches.iter().enumerate() {
         // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
         let mut gh = plain_affine(&m.q.w_hh, &mh, &m.q.b_hh, f);
@@ -1545,68 +1625,66 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         }
         // Flight 1 (out): A labels, then this party's choices for both products' client →
         // server direction (its XOR shares of r and z are its permute bits, known already),
-        // then the sender-first words of P: their correlations need only its permute bits and
-        // its share a = gs ≫ F of gh_n.
+        // then the sender-first words of P and Q: their correlations need only its permute
+        // bits of A's and B's outputs, its share a = gs ≫ F of gh_n and its share m(t) of h.
         let out = run(ch, &sc.a, ba, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.a.n_outputs();
         let r_bits = pick(&out, per, 0..gb);
         let z_bits = pick(&out, per, gb..2 * gb);
         let t_bits = pick(&out, per, 2 * gb..2 * gb + GHN_BITS);
+        let y_bits = bb
+            .decode(&sc.b, &vec![false; h * wire_outputs(&sc.b)])
+            .map_err(gc)?;
         let pr_rev = mux_r.send_choices(ch, &r_bits).map_err(ot)?;
         let qr_rev = mux_r.send_choices(ch, &z_bits).map_err(ot)?;
         let a_hi: Vec<u64> = (0..h)
             .map(|i| (gh[2 * h + i] >> lay.f) & ring_mask(l))
             .collect();
-        let (corr, local) = p_early_server(&lay, &r_bits, &t_bits, &a_hi);
+        let (corr, local_p) = p_early_server(&lay, &r_bits, &t_bits, &a_hi);
         let pe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
+        let h_s: Vec<u64> = mh.iter().map(|v| v & pmask).collect();
+        let (corr, local_q) = q_early_server(&lay, &nu, &z_bits, &y_bits, &h_s);
+        let qe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
         ch.flush().map_err(net)?;
         // Flight 2 (in): P's derandomisation bits, the client's OTs of r·b, P_C − π_P, and the
-        // choices of Q's server → client direction.
+        // client's OTs of z·h_C.
         let s_p = ots.finish_early(ch, pe).map_err(ot)?;
         let y_p = mux_r.recv_correlated_answer(ch, pr_rev, pwu).map_err(ot)?;
         // P_S = Λ(a + Λ_T) − Σ (sender-first outputs) + Σ (received r·b terms)
-        let p: Vec<u64> = local
+        let p: Vec<u64> = local_p
             .iter()
             .zip(sums(&s_p, p_early_len(&lay), pmask))
             .zip(sums(&y_p, gb, pmask))
             .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & pmask)
             .collect();
         let p = recv_delta(ch, &p, pmask)?;
-        let qf = ots.recv_choices(ch, h * gb).map_err(ot)?;
+        let y_q = mux_r.recv_correlated_answer(ch, qr_rev, pwu).map_err(ot)?;
         rep.mux_bytes += acc.take(ch);
         // Flight 3 (out): B labels.
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
         for i in 0..h {
-            lay.encode_b(p[i], x[2 * h + i], mh[i], &mut bits);
+            lay.encode_b(p[i], x[2 * h + i], &mut bits);
         }
         let out = run(ch, &sc.b, bb, &bits)?;
         rep.gc_bytes += acc.take(ch);
-        let per = sc.b.n_outputs();
-        // Flight 4 (in): y_c ⊕ μ, then the choices of the B2A of wrap(h − n).
+        // Flight 4 (in): y_c ⊕ μ, Q's derandomisation bits and Q_C − π_Q.
         let yd = unpack_bits(
             &ch.recv_pod::<u8>((h * bo).div_ceil(8)).map_err(net)?,
             h * bo,
         );
-        let d_bits = pick(&out, per, bo..bo + hw);
-        let d_p = ots.recv_choices(ch, d_bits.len()).map_err(ot)?;
-        // Flight 5 (out): the B2A's answer and the answer for Q.
-        let x_d = ots
-            .send_correlated_answer(ch, d_p, &b2a_deltas(&d_bits, hw, pw)?, pwu)
-            .map_err(ot)?;
-        let d = b2a_server(&d_bits, &x_d, hw, pw)?;
-        let w = mux_weights(&lay, &d);
-        let x_q = ots
-            .send_correlated_answer(ch, qf, &mux_deltas(&lay, &w, &z_bits), pwu)
-            .map_err(ot)?;
-        ch.flush().map_err(net)?;
-        // Flight 6 (in): the client's answer for Q and Q_c − π_Q.
-        let y_q = mux_r.recv_correlated_answer(ch, qr_rev, pwu).map_err(ot)?;
-        let q = mux_combine(&lay, &w, &z_bits, &y_q, &x_q)?;
+        let s_q = ots.finish_early(ch, qe).map_err(ot)?;
+        // Q_S = Λ(h_S − Σ_y) − Σ (sender-first outputs) + Σ (received z·h_C terms)
+        let q: Vec<u64> = local_q
+            .iter()
+            .zip(sums(&s_q, q_early_len(&lay), pmask))
+            .zip(sums(&y_q, gb, pmask))
+            .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & pmask)
+            .collect();
         let q = recv_delta(ch, &q, pmask)?;
-        let y = pick(&out, per, 0..bo);
+        let y = pick(&out, sc.b.n_outputs(), 0..bo);
         rep.mux_bytes += acc.take(ch);
-        // Flight 7 (out): C labels, then the sender-first B2A words for h' (the correlations
+        // Flight 5 (out): C labels, then the sender-first B2A words for h' (the correlations
         // are this party's permute bits, so they need no answer round).
         let mut bits = Vec::with_capacity(h * lay.c_garbler());
         for i in 0..h {
@@ -1619,7 +1697,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .send_correlated_early(ch, &b2a_deltas(&out, hw, SHARE_BITS)?, SHARE_BITS as u32)
             .map_err(ot)?;
         ch.flush().map_err(net)?;
-        // Flight 8 (in): the client's derandomisation bits and h'_c + ρ_h(t+1).
+        // Flight 6 (in): the client's derandomisation bits and h'_c + ρ_h(t+1).
         let x_h = ots.finish_early(ch, hp).map_err(ot)?;
         let hs = b2a_server(&out, &x_h, hw, SHARE_BITS)?;
         let hc: Vec<u32> = ch.recv_pod(h).map_err(net)?;
@@ -1725,6 +1803,7 @@ fn test_layouts(hw: usize) -> impl Iterator<Item = StepLayout> {
             g_signed,
             bo: 8,
             hw,
+            state_exact: true,
         })
 }
 
@@ -1877,6 +1956,110 @@ mod p_tests {
                     want,
                     "gs {gs:#x} gc {gc:#x} g {g} ({gb}, {pw}, {g_signed})"
                 );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod q_tests {
+    use super::*;
+
+    /// Q = z·(h − n) from the decomposition against plaintext: the server's correlations and
+    /// local part, the client's choices and z·h_C weights, every OT replaced by its definition.
+    /// h in [−2^(hw−1), 2^(hw−1)) shared mod 2^32 as the session shares it (m = h + ρ, −ρ),
+    /// n = sext(y)·2^shift for a bo-bit y, XOR shares with random permute bits; unsigned and
+    /// signed gates, extremes of h, y and z included.
+    #[test]
+    fn q_decomposition_equals_plaintext_mod_2_pw() {
+        for lay in test_layouts(16) {
+            let StepLayout {
+                gb,
+                pw,
+                g_signed,
+                bo,
+                hw,
+                ..
+            } = lay;
+            let pm = ring_mask(pw);
+            for shift in [0u32, 4, 8] {
+                // ν as `StepLayout::candidate_weights` makes them for this shift
+                let nu: Vec<u64> = (0..bo)
+                    .map(|k| {
+                        let w = 1u64 << (k as u32 + shift);
+                        if k + 1 == bo {
+                            w.wrapping_neg() & pm
+                        } else {
+                            w & pm
+                        }
+                    })
+                    .collect();
+                let mut prg = Prg::from_seed(Block(0x0e0c + (gb * 10) as u128 + shift as u128));
+                let mut rnd = |m: u64| prg.next_block().low_u64() & m;
+                for it in 0..400 {
+                    let hv: i64 = match it {
+                        0 => (1 << (hw - 1)) - 1,
+                        1 => -(1 << (hw - 1)),
+                        2 => 0,
+                        _ => sign_extend(rnd(ring_mask(hw)), hw),
+                    };
+                    let y = match it {
+                        0 => ring_mask(bo),
+                        1 => 1 << (bo - 1),
+                        2 => (1 << (bo - 1)) - 1,
+                        _ => rnd(ring_mask(bo)),
+                    };
+                    let g = match it {
+                        0 => ring_mask(gb),
+                        1 => 1 << (gb - 1),
+                        _ => rnd(ring_mask(gb)),
+                    };
+                    let gv = if g_signed {
+                        sign_extend(g, gb)
+                    } else {
+                        g as i64
+                    };
+                    let n = sign_extend(y, bo) << shift;
+                    let want = (gv as i128 * (hv - n) as i128) as u64 & pm;
+                    // the session's shares of h: m = h + ρ (server), −ρ (client), mod 2^32
+                    let rho = rnd(RING);
+                    let h_s = (hv as u64).wrapping_add(rho) & RING & pm;
+                    let h_c = neg(rho) & pm;
+                    let lam = rnd(ring_mask(gb));
+                    let sig = rnd(ring_mask(bo));
+                    let (z_srv, z_cli) = (bit_vec(lam, gb), bit_vec(g ^ lam, gb));
+                    let (y_srv, y_cli) = (bit_vec(sig, bo), bit_vec(y ^ sig, bo));
+                    let (corr, local) = q_early_server(&lay, &nu, &z_srv, &y_srv, &[h_s]);
+                    let ch = q_early_choices(&lay, &z_cli, &y_cli);
+                    assert_eq!(corr.len(), q_early_len(&lay));
+                    assert_eq!(ch.len(), corr.len());
+                    // sender-first OTs by definition
+                    let mut qs = local[0];
+                    let mut qc = 0u64;
+                    for (d, &c) in corr.iter().zip(&ch) {
+                        let r = rnd(pm);
+                        qc = qc.wrapping_add(if c { *d } else { 0 }).wrapping_add(r);
+                        qs = qs.wrapping_sub(r);
+                    }
+                    // z·h_C: client sender, server chooses with λ
+                    let w = p_client_weights(&lay, &[h_c]);
+                    let del = mux_deltas(&lay, &w, &z_cli);
+                    let x: Vec<u64> = w.iter().map(|_| rnd(pm)).collect();
+                    let recv: Vec<u64> = x
+                        .iter()
+                        .zip(&del)
+                        .zip(&z_srv)
+                        .map(|((x, d), &c)| x.wrapping_add(if c { *d } else { 0 }) & pm)
+                        .collect();
+                    let zero = vec![0u64; w.len()];
+                    qc = qc.wrapping_add(mux_combine(&lay, &w, &z_cli, &zero, &x).unwrap()[0]);
+                    qs = qs.wrapping_add(sums(&recv, gb, pm)[0]);
+                    assert_eq!(
+                        qc.wrapping_add(qs) & pm,
+                        want,
+                        "h {hv} y {y} g {g} shift {shift} ({gb}, {pw}, {g_signed})"
+                    );
+                }
             }
         }
     }
