@@ -10,7 +10,7 @@
 //! it sign-extended), but the circuit only needs h mod 2^L: it takes L bits of each share.
 use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
-use secinfer_gc::backend::{xor, Bit, Word};
+use secinfer_gc::backend::{and, xor, Bit, Word};
 use secinfer_gc::gadgets::{add, add_cin, add_full, argmax, constant_word, relu, saturate, sext};
 use secinfer_gc::{Builder, Circuit};
 use std::cell::RefCell;
@@ -251,7 +251,12 @@ impl StepLayout {
         lay
     }
     fn gate_parts(&self) -> usize {
-        self.l + 2 * self.f
+        self.l + LEAF_BITS + self.f
+    }
+    /// Digit widths (high, low) of the input projections' carry leaves
+    /// (cryptogru::carry_leaves): F = m_hi + m_lo, m_lo = ⌊F/2⌋.
+    pub fn leaf_digits(&self) -> (usize, usize) {
+        (self.f - self.f / 2, self.f / 2)
     }
     /// Server inputs per element of circuit A: its gate parts for r and z, its gh_n share.
     pub fn a_garbler(&self) -> usize {
@@ -261,10 +266,10 @@ impl StepLayout {
     pub fn a_evaluator(&self) -> usize {
         self.a_garbler()
     }
-    /// Server inputs of B: the candidate sum's parts [hi (L), lo of gi_n (F), lo of P (fo)]
-    /// (see [`StepLayout::encode_b`]).
+    /// Server inputs of B: the candidate sum's parts [hi (L), leaf bits of gi_n's carry (3),
+    /// lo of P (fo)] (see [`StepLayout::encode_b`]).
     pub fn b_garbler(&self) -> usize {
-        self.l + self.f + (self.pw - self.l)
+        self.l + LEAF_BITS + (self.pw - self.l)
     }
     /// Client inputs of B: the same.
     pub fn b_evaluator(&self) -> usize {
@@ -282,24 +287,32 @@ impl StepLayout {
     pub fn evaluator_inputs(&self) -> usize {
         self.a_evaluator() + self.b_evaluator() + self.c_evaluator()
     }
-    /// Appends one party's gate parts for r and z and its gh_n share (circuit A's shared part).
-    pub fn encode_a(&self, gi: [u64; 2], gh: [u64; 3], out: &mut Vec<bool>) {
+    /// Appends one party's gate parts for r and z and its gh_n share (circuit A's shared part):
+    /// per gate its high part (gi ≫ F) + (gh ≫ F), its XOR shares of the three leaf bits of
+    /// gi's carry (see [`LEAF_BITS`]) and the low F bits of its gh share.
+    pub fn encode_a(
+        &self,
+        gi: [u64; 2],
+        leaves: [[bool; LEAF_BITS]; 2],
+        gh: [u64; 3],
+        out: &mut Vec<bool>,
+    ) {
         let lo = (1u64 << self.f) - 1;
         for k in 0..2 {
             put(out, (gi[k] >> self.f).wrapping_add(gh[k] >> self.f), self.l);
-            put(out, gi[k] & lo, self.f);
+            out.extend_from_slice(&leaves[k]);
             put(out, gh[k] & lo, self.f);
         }
         put(out, gh[2], self.acc);
     }
-    /// Appends one party's circuit-B input from its shares of P (mod 2^PW) and gi_n (mod 2^A).
-    /// The candidate's input wrap(gi_n ≫ F + P ≫ fo) is two truncated sums like a gate's, so
-    /// the party pre-adds its high parts and the circuit needs only the low bits for the carries
-    /// (39 input bits and 57 ANDs instead of 59 bits and 76 ANDs at (20, 12), fo = 7).
-    pub fn encode_b(&self, p: u64, gi_n: u64, out: &mut Vec<bool>) {
+    /// Appends one party's circuit-B input from its shares of P (mod 2^PW) and gi_n (mod 2^A)
+    /// and its XOR shares of the leaf bits of gi_n's carry. The candidate's input
+    /// wrap(gi_n ≫ F + P ≫ fo) is two truncated sums like a gate's, so the party pre-adds its
+    /// high parts and the circuit needs only the two carries.
+    pub fn encode_b(&self, p: u64, gi_n: u64, leaves: [bool; LEAF_BITS], out: &mut Vec<bool>) {
         let fo = self.pw - self.l;
         put(out, (gi_n >> self.f).wrapping_add(p >> fo), self.l);
-        put(out, gi_n, self.f);
+        out.extend_from_slice(&leaves);
         put(out, p, fo);
     }
 
@@ -328,27 +341,41 @@ impl StepLayout {
 /// Bits of trunc(gh_n) that circuit A outputs: κ, o, s (see `step_circuits`).
 pub const GHN_BITS: usize = 3;
 
+/// Leaf bits per input-projection carry and party (cryptogru::carry_leaves): XOR shares of
+/// [s'_hi < c_hi], [s'_hi = c_hi] and [s'_lo < c_lo], where s' = 2^F − 1 − (the server's low F
+/// bits of gi), c the client's, split into a high and a low digit. The carry out of the low F
+/// bits, [s + c ≥ 2^F] = [s' < c], is lt_hi ⊕ (eq_hi ∧ lt_lo): one AND in the circuit instead
+/// of an F-bit carry chain, and 3 input bits per party instead of F. The leaves come from
+/// random 1-of-2^m OTs at the start of the online phase (the input projections are known then
+/// for every step), so they add two flights per session, not per step.
+pub const LEAF_BITS: usize = 3;
+
+/// The carry from the leaf bits of both parties: lt_hi ⊕ (eq_hi ∧ lt_lo).
+fn leaf_carry(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>]) -> Bit<u32> {
+    let [lt_hi, eq_hi, lt_lo]: [Bit<u32>; LEAF_BITS] =
+        std::array::from_fn(|k| xor(b, &g[k], &e[k]));
+    let t = and(b, &eq_hi, &lt_lo);
+    xor(b, &lt_hi, &t)
+}
+
 /// Appends the low `w` bits of `v`, least significant first.
 pub fn put(out: &mut Vec<bool>, v: u64, w: usize) {
     out.extend((0..w).map(|i| (v >> i) & 1 == 1));
 }
 
-/// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), lo_i (F), lo_h (F)].
+/// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), leaf bits of gi's carry (3), lo_h (F)].
 fn gate_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], f: usize, l: usize) -> W {
-    split_sum(b, g, e, l, f, f)
+    split_sum(b, g, e, l, f)
 }
 
-/// wrap((x ≫ f1) + (y ≫ f2)) from each party's [hi (L), lo_x (f1), lo_y (f2)], hi being the
-/// party's (x_share ≫ f1) + (y_share ≫ f2) mod 2^L: the circuit adds the two carries out of
-/// the low parts (f1 + f2 ANDs) and the high parts (2(L − 1) ANDs).
-fn split_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], l: usize, f1: usize, f2: usize) -> W {
-    let (_, ci) = add_full(b, &g[l..l + f1], &e[l..l + f1], Bit::Const(false));
-    let (_, ch) = add_full(
-        b,
-        &g[l + f1..l + f1 + f2],
-        &e[l + f1..l + f1 + f2],
-        Bit::Const(false),
-    );
+/// wrap((x ≫ F) + (y ≫ f2)) from each party's [hi (L), leaf bits of x's carry (3), lo_y (f2)],
+/// hi being the party's (x_share ≫ F) + (y_share ≫ f2) mod 2^L: the circuit adds the two
+/// carries (x's from its leaves: 1 AND; y's out of the low parts: f2 ANDs) and the high parts
+/// (2(L − 1) ANDs).
+fn split_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], l: usize, f2: usize) -> W {
+    let ci = leaf_carry(b, &g[l..l + LEAF_BITS], &e[l..l + LEAF_BITS]);
+    let lo = l + LEAF_BITS;
+    let (_, ch) = add_full(b, &g[lo..lo + f2], &e[lo..lo + f2], Bit::Const(false));
     let s1 = add_cin(b, &g[..l], &e[..l], ci);
     add_cin(b, &s1, &constant_word(0, l), ch)
 }
@@ -441,8 +468,8 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         let (g, e) = ins.split_at(gbn);
         // n = g(gi_n + wrap((r ⊙ gh_n) ≫ F)), gi_n = wrap(Σ ≫ F), the product term bits
         // fo.. of P: one split sum
-        let q = l + f + (pw - l);
-        let an = split_sum(b, &g[..q], &e[..q], l, f, pw - l);
+        let q = l + LEAF_BITS + (pw - l);
+        let an = split_sum(b, &g[..q], &e[..q], l, pw - l);
         let y = if tanh_candidate {
             smooth(b, Func::Tanh, &an, mf, cf)
         } else {
@@ -530,7 +557,7 @@ mod tests {
         eprintln!("sat+sigmoid from 12 bits: {}", c.and_count());
         let c = Circuit::build(64, |b, x| trunc_acc(b, &x[..32], &x[32..], 12, 20));
         eprintln!("trunc_acc {}", c.and_count());
-        let c = Circuit::build(88, |b, x| gate_sum(b, &x[..44], &x[44..], 12, 20));
+        let c = Circuit::build(70, |b, x| gate_sum(b, &x[..35], &x[35..], 12, 20));
         eprintln!("gate_sum {}", c.and_count());
     }
 }

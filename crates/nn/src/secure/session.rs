@@ -13,7 +13,8 @@
 //! are decomposed into sender-first OTs whose correlations the server knows before the client's
 //! bits exist (docs/gru-protocol.md, "Online flights", which also has the derivations).
 use super::circuits::{
-    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, GHN_BITS, SHARE_BITS,
+    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, GHN_BITS, LEAF_BITS,
+    SHARE_BITS,
 };
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
@@ -116,6 +117,13 @@ pub fn fp_for_variant(config: &ModelConfig, v: Variant) -> Result<FixedPointConf
 }
 
 fn check_fp(fp: FixedPointConfig) -> Result<FixedPointConfig> {
+    // The carry leaves split F into two digits of 1 to 8 bits (1-of-2^m OTs, m ≤ 8).
+    if !(2..=16).contains(&fp.main.frac) {
+        return Err(NnError::Input(format!(
+            "main format ({}, {}): the secure GRU needs 2 to 16 fraction bits",
+            fp.main.bits, fp.main.frac
+        )));
+    }
     if fp.main.bits + fp.main.frac > coeff::T_BITS {
         return Err(NnError::Input(format!(
             "main format ({}, {}) needs a 2^{} ring; the secure GRU runs over 2^32",
@@ -444,15 +452,21 @@ struct ElemMasks {
     pi_p: u64,
     pi_q: u64,
     mu: u64,
+    /// Its XOR shares of the carry leaves of gi_r, gi_z, gi_n (cryptogru::carry_leaves).
+    tau: [[bool; LEAF_BITS]; CARRIES],
 }
 
 impl ElemMasks {
     fn draw(prg: &mut Prg, lay: &StepLayout) -> ElemMasks {
         let mut r = |bits: usize| prg.next_block().low_u64() & ring_mask(bits);
+        let (pi_p, pi_q, mu, t) = (r(lay.pw), r(lay.pw), r(lay.bo), r(LEAF_BITS * CARRIES));
         ElemMasks {
-            pi_p: r(lay.pw),
-            pi_q: r(lay.pw),
-            mu: r(lay.bo),
+            pi_p,
+            pi_q,
+            mu,
+            tau: std::array::from_fn(|g| {
+                std::array::from_fn(|k| (t >> (g * LEAF_BITS + k)) & 1 == 1)
+            }),
         }
     }
 }
@@ -596,7 +610,197 @@ fn check_state_exact(lay: &StepLayout) -> Result<()> {
 /// direction of both products: r·b and z·h_c).
 fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize, usize) {
     let per_step_fwd = h * (p_early_len(lay) + q_early_len(lay) + lay.hw);
-    (labels + steps * per_step_fwd, steps * h * 2 * lay.gb)
+    // The client → server pool also makes the carry leaves' random 1-of-2^m OTs: F COTs per
+    // carry, three carries (r, z, n) per element and step.
+    let per_step_rev = h * (2 * lay.gb + CARRIES * lay.f);
+    (labels + steps * per_step_fwd, steps * per_step_rev)
+}
+
+/// Input-projection carries per element and step: gates r, z and the candidate's gi_n.
+const CARRIES: usize = 3;
+
+/// The carry leaves' random 1-of-2^m OTs (cryptogru::carry_leaves), made offline from the
+/// client → server pool: the client (sender) holds every key of each, the server (receiver) a
+/// random choice r and K_r. Secret (no `Debug`).
+struct LeafKeys {
+    /// The two low bits of each key (all a leaf's pads need): client, k × 2^m_hi keys then
+    /// k × 2^m_lo keys, row-major; server, K_r per leaf, high leaves first.
+    keys: Vec<u8>,
+    /// Server: the random choices r, high leaves first (empty for the client).
+    choices: Vec<u8>,
+}
+
+/// Leaves per `take_random_n` call: the hashed keys of a call (16 bytes each) are cut to their
+/// two low bits at once, so a session holds 1 byte per key, not 16.
+const LEAF_CHUNK: usize = 2048;
+
+impl LeafKeys {
+    fn client<C: Channel>(
+        s: &mut PooledOtSender,
+        ch: &mut C,
+        lay: &StepLayout,
+        k: usize,
+    ) -> Result<Self> {
+        let (mh, ml) = lay.leaf_digits();
+        let mut keys = Vec::with_capacity(k * ((1 << mh) + (1 << ml)));
+        for m in [mh, ml] {
+            let mut done = 0;
+            while done < k {
+                let c = LEAF_CHUNK.min(k - done);
+                let ks = s.take_random_n(ch, 1 << m, c).map_err(ot)?;
+                keys.extend(ks.iter().map(|b| (b.0 & 3) as u8));
+                done += c;
+            }
+        }
+        Ok(LeafKeys {
+            keys,
+            choices: Vec::new(),
+        })
+    }
+    fn server<C: Channel>(
+        r: &mut PooledOtReceiver,
+        ch: &mut C,
+        lay: &StepLayout,
+        k: usize,
+    ) -> Result<Self> {
+        let (mh, ml) = lay.leaf_digits();
+        let (mut choices, mut keys) = (Vec::with_capacity(2 * k), Vec::with_capacity(2 * k));
+        for m in [mh, ml] {
+            let mut done = 0;
+            while done < k {
+                let c = LEAF_CHUNK.min(k - done);
+                let (cs, ks) = r.take_random_n(ch, 1 << m, c).map_err(ot)?;
+                choices.extend(cs);
+                keys.extend(ks.iter().map(|b| (b.0 & 3) as u8));
+                done += c;
+            }
+        }
+        Ok(LeafKeys { keys, choices })
+    }
+}
+
+/// The digits of the server's complemented low bits s' = 2^F − 1 − (s mod 2^F): the carry of
+/// s + c out of F bits is [s' < c].
+fn leaf_digits_of(lay: &StepLayout, v: u64, server: bool) -> (u64, u64) {
+    let (_, ml) = lay.leaf_digits();
+    let lo = ring_mask(lay.f);
+    let x = if server { lo - (v & lo) } else { v & lo };
+    (x >> ml, x & ring_mask(ml))
+}
+
+/// Server, online (cryptogru::carry_leaves, first flight): d = s'_digit ⊕ r for every leaf
+/// (m bits each, high leaves then low ones) from its low bits `s` of each carry's gi share.
+fn leaf_derand(lay: &StepLayout, keys: &LeafKeys, s: &[u64]) -> Result<Vec<bool>> {
+    let (mh, ml) = lay.leaf_digits();
+    let k = s.len();
+    if keys.choices.len() != 2 * k {
+        return Err(NnError::Protocol("carry leaves: OT count".into()));
+    }
+    let mut out = Vec::with_capacity(k * lay.f);
+    for (part, m) in [(0usize, mh), (1, ml)] {
+        for (j, &v) in s.iter().enumerate() {
+            let (hi, lo) = leaf_digits_of(lay, v, true);
+            let digit = if part == 0 { hi } else { lo };
+            put(&mut out, digit ^ keys.choices[part * k + j] as u64, m);
+        }
+    }
+    Ok(out)
+}
+
+/// Carries per group of the leaves' table frame: a group's high tables are 8 × 2^m_hi 2-bit
+/// fields (2^(m_hi + 1) whole bytes), its low tables 8 × 2^m_lo bits (2^m_lo bytes).
+const LEAF_GROUP: usize = 8;
+
+/// Bytes of the client's table frame for `k` carries (the last group zero-padded).
+fn leaf_table_bytes(lay: &StepLayout, k: usize) -> usize {
+    let (mh, ml) = lay.leaf_digits();
+    k.div_ceil(LEAF_GROUP) * (2 * (1 << mh) + (1 << ml))
+}
+
+fn set_bit(buf: &mut [u8], i: usize, v: bool) {
+    buf[i / 8] |= (v as u8) << (i % 8);
+}
+
+fn get_bit(buf: &[u8], i: usize) -> bool {
+    (buf[i / 8] >> (i % 8)) & 1 == 1
+}
+
+/// Client, online (second flight): for every carry the high leaf's table (2^m_hi entries of
+/// ([x < c_hi] ⊕ τ_lt, [x = c_hi] ⊕ τ_eq), 2 bits) and the low leaf's (2^m_lo entries of
+/// [x < c_lo] ⊕ τ_lo, 1 bit), entry x padded with the low bits of K_{x ⊕ d}; groups of
+/// [`LEAF_GROUP`] carries ([their high tables][their low tables]) built in parallel. `c` are its
+/// low bits of each gi share, `tau` its output shares (its circuit inputs, drawn offline).
+fn leaf_tables(
+    lay: &StepLayout,
+    keys: &LeafKeys,
+    c: &[u64],
+    tau: &[[bool; LEAF_BITS]],
+    d: &[bool],
+) -> Result<Vec<u8>> {
+    use rayon::prelude::*;
+    let (mh, ml) = lay.leaf_digits();
+    let (nh, nl) = (1usize << mh, 1usize << ml);
+    let k = c.len();
+    if tau.len() != k || d.len() != k * lay.f || keys.keys.len() != k * (nh + nl) {
+        return Err(NnError::Protocol("carry leaves: table count".into()));
+    }
+    let gbytes = 2 * nh + nl;
+    let mut out = vec![0u8; leaf_table_bytes(lay, k)];
+    out.par_chunks_mut(gbytes).enumerate().for_each(|(g, buf)| {
+        let (hi_buf, lo_buf) = buf.split_at_mut(2 * nh);
+        for u in 0..LEAF_GROUP.min(k - g * LEAF_GROUP) {
+            let j = g * LEAF_GROUP + u;
+            let (hi, lo) = leaf_digits_of(lay, c[j], false);
+            let t = tau[j];
+            let dh = word(&d[j * mh..(j + 1) * mh]) as usize;
+            let dl = word(&d[k * mh + j * ml..k * mh + (j + 1) * ml]) as usize;
+            let row = &keys.keys[j * nh..(j + 1) * nh];
+            for x in 0..nh {
+                let pad = row[x ^ dh];
+                let b = 2 * (u * nh + x);
+                set_bit(hi_buf, b, ((x as u64) < hi) ^ t[0] ^ (pad & 1 == 1));
+                set_bit(hi_buf, b + 1, (x as u64 == hi) ^ t[1] ^ (pad & 2 == 2));
+            }
+            let row = &keys.keys[k * nh + j * nl..k * nh + (j + 1) * nl];
+            for x in 0..nl {
+                let v = ((x as u64) < lo) ^ t[2] ^ (row[x ^ dl] & 1 == 1);
+                set_bit(lo_buf, u * nl + x, v);
+            }
+        }
+    });
+    Ok(out)
+}
+
+/// Server, online: its XOR shares of each carry's leaf bits, read from the client's tables at
+/// its own digits (entry s' padded with K_r, d = s' ⊕ r).
+fn leaf_outputs(
+    lay: &StepLayout,
+    keys: &LeafKeys,
+    s: &[u64],
+    tables: &[u8],
+) -> Result<Vec<[bool; LEAF_BITS]>> {
+    let (mh, ml) = lay.leaf_digits();
+    let (nh, nl) = (1usize << mh, 1usize << ml);
+    let k = s.len();
+    if tables.len() != leaf_table_bytes(lay, k) || keys.keys.len() != 2 * k {
+        return Err(NnError::Protocol("carry leaves: table size".into()));
+    }
+    let gbytes = 2 * nh + nl;
+    Ok(s.iter()
+        .enumerate()
+        .map(|(j, &v)| {
+            let (hi, lo) = leaf_digits_of(lay, v, true);
+            let (kh, kl) = (keys.keys[j], keys.keys[k + j]);
+            let (g, u) = (j / LEAF_GROUP, j % LEAF_GROUP);
+            let buf = &tables[g * gbytes..(g + 1) * gbytes];
+            let b = 2 * (u * nh + hi as usize);
+            [
+                get_bit(buf, b) ^ (kh & 1 == 1),
+                get_bit(buf, b + 1) ^ (kh & 2 == 2),
+                get_bit(&buf[2 * nh..], u * nl + lo as usize) ^ (kl & 1 == 1),
+            ]
+        })
+        .collect())
 }
 
 /// The gate-bit weights ω_j: 2^j, or −2^(gb−1) for a signed gate's top bit, mod 2^PW.
@@ -1155,15 +1359,16 @@ pub fn client_session_garbling<C: Channel>(
             }
         };
         let x = &cx[t];
-        for i in 0..h {
+        for (i, mk) in masks[t].iter().enumerate() {
             lay.encode_a(
                 [x[i], x[h + i]],
+                [mk.tau[0], mk.tau[1]],
                 [gh(i), gh(h + i), gh(2 * h + i)],
                 &mut choices,
             );
         }
         for (i, mk) in masks[t].iter().enumerate() {
-            lay.encode_b(mk.pi_p, x[2 * h + i], &mut choices);
+            lay.encode_b(mk.pi_p, x[2 * h + i], mk.tau[2], &mut choices);
         }
         for mk in &masks[t] {
             put(&mut choices, mk.pi_q, lay.pw);
@@ -1178,6 +1383,11 @@ pub fn client_session_garbling<C: Channel>(
     }
     // One buffer for every batch's labels, shared rather than copied batch by batch.
     let labels = std::sync::Arc::new(otr.recv_cot(ch, &choices).map_err(ot)?);
+    ch.flush().map_err(net)?;
+    // The carry leaves' OTs: hashing 2^m keys per leaf is this party's work alone, so it runs
+    // after the label COTs, which the server's garbling waits for.
+    let n_carries = steps * h * CARRIES;
+    let leaf_keys = LeafKeys::client(&mut mux_s, ch, &lay, n_carries)?;
     let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
     let mut o = 0;
     for t in 0..steps {
@@ -1218,6 +1428,26 @@ pub fn client_session_garbling<C: Channel>(
     ch.send_pod(&masked).map_err(net)?;
     ch.flush().map_err(net)?;
     rep.he_bytes += acc.take(ch);
+    // The input projections' carries (cryptogru::carry_leaves): the server's derandomisation
+    // of every leaf, then this party's tables; carry j = (t·3 + gate)·H + i.
+    let d = unpack_bits(
+        &ch.recv_pod::<u8>((n_carries * lay.f).div_ceil(8))
+            .map_err(net)?,
+        n_carries * lay.f,
+    );
+    let mut c_lo = Vec::with_capacity(n_carries);
+    let mut tau = Vec::with_capacity(n_carries);
+    for (x, mk) in cx.iter().zip(&masks) {
+        for g in 0..CARRIES {
+            c_lo.extend_from_slice(&x[g * h..(g + 1) * h]);
+            tau.extend(mk.iter().map(|m| m.tau[g]));
+        }
+    }
+    let tables = leaf_tables(&lay, &leaf_keys, &c_lo, &tau, &d)?;
+    drop(leaf_keys);
+    ch.send_pod(&tables).map_err(net)?;
+    ch.flush().map_err(net)?;
+    rep.mux_bytes += acc.take(ch);
     let eval = |ch: &mut C, circ: &Circuit, b: &ReceivedBatch| -> Result<Vec<bool>> {
         let lsbs = evaluate_online_preset(ch, circ, b).map_err(gc)?;
         Ok(client_output_shares(circ, &lsbs))
@@ -1513,6 +1743,8 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         Ok(shares)
     });
     let answers = answers?;
+    let n_carries = steps * h * CARRIES;
+    let leaf_keys = LeafKeys::server(&mut mux_r, ch, &lay, n_carries)?;
     let split = |lay: &Layout, from: usize, cts: usize, count: usize| -> Vec<Vec<u64>> {
         answers[from..from + cts]
             .iter()
@@ -1593,6 +1825,18 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         })
         .collect();
     rep.he_bytes += acc.take(ch);
+    // The input projections' carries (cryptogru::carry_leaves), carry j = (t·3 + gate)·H + i:
+    // this party's derandomisation of every leaf, then the client's tables.
+    let s_lo: Vec<u64> = gi.iter().flat_map(|x| x[..CARRIES * h].to_vec()).collect();
+    ch.send_pod(&pack_bits(&leaf_derand(&lay, &leaf_keys, &s_lo)?))
+        .map_err(net)?;
+    ch.flush().map_err(net)?;
+    let tables: Vec<u8> = ch
+        .recv_pod(leaf_table_bytes(&lay, n_carries))
+        .map_err(net)?;
+    let leaves = leaf_outputs(&lay, &leaf_keys, &s_lo, &tables)?;
+    drop(leaf_keys);
+    rep.mux_bytes += acc.take(ch);
     // Garbles one batch online with the server's bits; its XOR shares of the outputs are the
     // permute bits it garbled (constants in place).
     let run = |ch: &mut C, circ: &Circuit, b: &GarbledBatch, bits: &[bool]| -> Result<Vec<bool>> {
@@ -1615,10 +1859,12 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             }
         }
         let x = &gi[t];
+        let lv = &leaves[t * CARRIES * h..(t + 1) * CARRIES * h];
         let mut bits = Vec::with_capacity(h * lay.a_garbler());
         for i in 0..h {
             lay.encode_a(
                 [x[i], x[h + i]],
+                [lv[i], lv[h + i]],
                 [gh[i], gh[h + i], gh[2 * h + i]],
                 &mut bits,
             );
@@ -1664,7 +1910,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         // Flight 3 (out): B labels.
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
         for i in 0..h {
-            lay.encode_b(p[i], x[2 * h + i], &mut bits);
+            lay.encode_b(p[i], x[2 * h + i], lv[2 * h + i], &mut bits);
         }
         let out = run(ch, &sc.b, bb, &bits)?;
         rep.gc_bytes += acc.take(ch);
@@ -2060,6 +2306,86 @@ mod q_tests {
                         "h {hv} y {y} g {g} shift {shift} ({gb}, {pw}, {g_signed})"
                     );
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod leaf_tests {
+    use super::*;
+    use secinfer_net::simulate;
+
+    /// The carry leaves over real pooled OTs against plaintext: lt_hi ⊕ (eq_hi ∧ lt_lo) from both
+    /// parties' shares equals [s + c ≥ 2^F] for every pair of low parts at F = 4 and 5 (odd:
+    /// digits 3 and 2) and for random and extreme shares at F = 12 and 16.
+    #[test]
+    fn carry_leaves_equal_the_carry() {
+        for f in [4usize, 5, 12, 16] {
+            let lay = StepLayout {
+                f,
+                ..test_layouts(16).next().unwrap()
+            };
+            let lo = ring_mask(f);
+            let (mut ss, mut cs) = (Vec::new(), Vec::new());
+            if f <= 5 {
+                for a in 0..=lo {
+                    for b in 0..=lo {
+                        // high bits above F must not matter
+                        ss.push(a | (0xabc << f));
+                        cs.push(b | (0x5 << f));
+                    }
+                }
+            } else {
+                let mut prg = Prg::from_seed(Block(0x1eaf + f as u128));
+                for (a, b) in [(0, 0), (lo, 0), (0, lo), (lo, lo), (1, lo), (lo, 1)] {
+                    ss.push(a);
+                    cs.push(b);
+                }
+                for _ in 0..3000 {
+                    ss.push(prg.next_block().low_u64() & RING);
+                    cs.push(prg.next_block().low_u64() & RING);
+                }
+            }
+            let k = ss.len();
+            let mut prg = Prg::from_seed(Block(0x7a0 + f as u128));
+            let tau: Vec<[bool; LEAF_BITS]> = (0..k)
+                .map(|_| {
+                    let t = prg.next_block().low_u64();
+                    [t & 1 == 1, t & 2 == 2, t & 4 == 4]
+                })
+                .collect();
+            let (cs2, tau2, ss2) = (cs.clone(), tau.clone(), ss.clone());
+            let run = simulate(
+                move |ch| {
+                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    s.fill(ch, k * f).map_err(ot)?;
+                    let keys = LeafKeys::client(&mut s, ch, &lay, k)?;
+                    let d =
+                        unpack_bits(&ch.recv_pod::<u8>((k * f).div_ceil(8)).map_err(net)?, k * f);
+                    let t = leaf_tables(&lay, &keys, &cs2, &tau2, &d)?;
+                    ch.send_pod(&t).map_err(net)?;
+                    ch.flush().map_err(net)?;
+                    Ok::<(), NnError>(())
+                },
+                move |ch| {
+                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    r.fill(ch, k * f).map_err(ot)?;
+                    let keys = LeafKeys::server(&mut r, ch, &lay, k)?;
+                    ch.send_pod(&pack_bits(&leaf_derand(&lay, &keys, &ss2)?))
+                        .map_err(net)?;
+                    ch.flush().map_err(net)?;
+                    let t: Vec<u8> = ch.recv_pod(leaf_table_bytes(&lay, k)).map_err(net)?;
+                    leaf_outputs(&lay, &keys, &ss2, &t)
+                },
+            );
+            run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
+            let out = run.server.output.unwrap_or_else(|e| panic!("server: {e}"));
+            for j in 0..k {
+                let b: Vec<bool> = (0..LEAF_BITS).map(|x| out[j][x] ^ tau[j][x]).collect();
+                let carry = b[0] ^ (b[1] & b[2]);
+                let want = (ss[j] & lo) + (cs[j] & lo) > lo;
+                assert_eq!(carry, want, "F {f}: s {:#x} c {:#x}", ss[j], cs[j]);
             }
         }
     }
