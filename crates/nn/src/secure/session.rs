@@ -2053,6 +2053,39 @@ fn test_layouts(hw: usize) -> impl Iterator<Item = StepLayout> {
         })
 }
 
+/// A decomposed product (P or Q) for one element with every OT replaced by its definition
+/// (tests): the sender-first OTs `(corr, client choices, server's local part)` give the client
+/// c·δ + ρ and the server −ρ; the client-sender multiplexer `(weights, client's gate bits,
+/// server's gate bits)` gives the server x + c·δ and the client its `mux_combine` part.
+/// Returns the client's and the server's shares mod 2^PW.
+#[cfg(test)]
+fn ideal_decomposed_product(
+    lay: &StepLayout,
+    (corr, choices, local): (&[u64], &[bool], u64),
+    (w, cli_bits, srv_bits): (&[u64], &[bool], &[bool]),
+    rnd: &mut dyn FnMut(u64) -> u64,
+) -> (u64, u64) {
+    let pm = ring_mask(lay.pw);
+    let (mut cs, mut ss) = (0u64, local);
+    for (d, &c) in corr.iter().zip(choices) {
+        let r = rnd(pm);
+        cs = cs.wrapping_add(if c { *d } else { 0 }).wrapping_add(r);
+        ss = ss.wrapping_sub(r);
+    }
+    let del = mux_deltas(lay, w, cli_bits);
+    let x: Vec<u64> = w.iter().map(|_| rnd(pm)).collect();
+    let recv: Vec<u64> = x
+        .iter()
+        .zip(&del)
+        .zip(srv_bits)
+        .map(|((x, d), &c)| x.wrapping_add(if c { *d } else { 0 }) & pm)
+        .collect();
+    let zero = vec![0u64; w.len()];
+    cs = cs.wrapping_add(mux_combine(lay, w, cli_bits, &zero, &x).expect("mux")[0]);
+    ss = ss.wrapping_add(sums(&recv, lay.gb, pm)[0]);
+    (cs & pm, ss & pm)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2176,27 +2209,13 @@ mod p_tests {
                 let ch = p_early_choices(&lay, &r_cli, &t_cli);
                 assert_eq!(corr.len(), p_early_len(&lay));
                 assert_eq!(ch.len(), corr.len());
-                // sender-first OTs by definition: client c·δ + ρ, server −ρ
-                let rho: Vec<u64> = corr.iter().map(|_| rnd(pm)).collect();
-                let mut ps = local[0];
-                let mut pc = 0u64;
-                for ((d, &c), r) in corr.iter().zip(&ch).zip(&rho) {
-                    pc = pc.wrapping_add(if c { *d } else { 0 }).wrapping_add(*r);
-                    ps = ps.wrapping_sub(*r);
-                }
-                // r·b: client sender, server chooses with λ
                 let w = p_client_weights(&lay, &[b]);
-                let del = mux_deltas(&lay, &w, &r_cli);
-                let x: Vec<u64> = w.iter().map(|_| rnd(pm)).collect();
-                let y: Vec<u64> = x
-                    .iter()
-                    .zip(&del)
-                    .zip(&r_srv)
-                    .map(|((x, d), &c)| x.wrapping_add(if c { *d } else { 0 }) & pm)
-                    .collect();
-                let zero = vec![0u64; w.len()];
-                pc = pc.wrapping_add(mux_combine(&lay, &w, &r_cli, &zero, &x).unwrap()[0]);
-                ps = ps.wrapping_add(sums(&y, gb, pm)[0]);
+                let (pc, ps) = ideal_decomposed_product(
+                    &lay,
+                    (&corr, &ch, local[0]),
+                    (&w, &r_cli, &r_srv),
+                    &mut rnd,
+                );
                 assert_eq!(
                     pc.wrapping_add(ps) & pm,
                     want,
@@ -2279,27 +2298,13 @@ mod q_tests {
                     let ch = q_early_choices(&lay, &z_cli, &y_cli);
                     assert_eq!(corr.len(), q_early_len(&lay));
                     assert_eq!(ch.len(), corr.len());
-                    // sender-first OTs by definition
-                    let mut qs = local[0];
-                    let mut qc = 0u64;
-                    for (d, &c) in corr.iter().zip(&ch) {
-                        let r = rnd(pm);
-                        qc = qc.wrapping_add(if c { *d } else { 0 }).wrapping_add(r);
-                        qs = qs.wrapping_sub(r);
-                    }
-                    // z·h_C: client sender, server chooses with λ
                     let w = p_client_weights(&lay, &[h_c]);
-                    let del = mux_deltas(&lay, &w, &z_cli);
-                    let x: Vec<u64> = w.iter().map(|_| rnd(pm)).collect();
-                    let recv: Vec<u64> = x
-                        .iter()
-                        .zip(&del)
-                        .zip(&z_srv)
-                        .map(|((x, d), &c)| x.wrapping_add(if c { *d } else { 0 }) & pm)
-                        .collect();
-                    let zero = vec![0u64; w.len()];
-                    qc = qc.wrapping_add(mux_combine(&lay, &w, &z_cli, &zero, &x).unwrap()[0]);
-                    qs = qs.wrapping_add(sums(&recv, gb, pm)[0]);
+                    let (qc, qs) = ideal_decomposed_product(
+                        &lay,
+                        (&corr, &ch, local[0]),
+                        (&w, &z_cli, &z_srv),
+                        &mut rnd,
+                    );
                     assert_eq!(
                         qc.wrapping_add(qs) & pm,
                         want,
