@@ -821,49 +821,64 @@ fn ghn_weights(lay: &StepLayout) -> [u64; GHN_BITS] {
     [1, t, t]
 }
 
-/// Sender-first OTs of the product P = r·trunc(gh_n) per element: gb on the client's bits m_j of
-/// r, GHN_BITS on its bits m'_k of (κ, o, s), gb·GHN_BITS on the products m_j·m'_k.
-fn p_early_len(lay: &StepLayout) -> usize {
-    lay.gb + GHN_BITS + lay.gb * GHN_BITS
+/// Sender-first OTs of a product g·(a + T) per element (P = r·trunc(gh_n), Q = z·(h − n)): g a
+/// gate value (gb XOR-shared bits), T a word of `k` XOR-shared bits, a the server's own additive
+/// part: gb OTs on the client's bits m_j of g, k on its bits m'_k of T, gb·k on the products
+/// m_j·m'_k.
+fn early_len(lay: &StepLayout, k: usize) -> usize {
+    lay.gb + k + lay.gb * k
 }
 
-/// Client: its choices for P's sender-first OTs, per element in `p_early_len` order.
-fn p_early_choices(lay: &StepLayout, r_bits: &[bool], t_bits: &[bool]) -> Vec<bool> {
+/// P's: T = κ − 2^L(o + s), the three bits circuit A outputs.
+fn p_early_len(lay: &StepLayout) -> usize {
+    early_len(lay, GHN_BITS)
+}
+
+/// Q's: T = −n, the bo bits of y.
+fn q_early_len(lay: &StepLayout) -> usize {
+    early_len(lay, lay.bo)
+}
+
+/// Client: its choices for a product's sender-first OTs, per element in `early_len` order.
+fn early_choices(lay: &StepLayout, g_bits: &[bool], t_bits: &[bool], k: usize) -> Vec<bool> {
     let gb = lay.gb;
-    let mut out = Vec::with_capacity(r_bits.len() / gb * p_early_len(lay));
-    for (r, t) in r_bits.chunks(gb).zip(t_bits.chunks(GHN_BITS)) {
-        out.extend_from_slice(r);
+    let mut out = Vec::with_capacity(g_bits.len() / gb.max(1) * early_len(lay, k));
+    for (g, t) in g_bits.chunks(gb).zip(t_bits.chunks(k)) {
+        out.extend_from_slice(g);
         out.extend_from_slice(t);
-        for &m in r {
+        for &m in g {
             out.extend(t.iter().map(|&mt| m & mt));
         }
     }
     out
 }
 
-/// Server: the correlations of P's sender-first OTs and its local part of P, per element.
-/// With r = Λ + Σ_j m_j·α_j (α_j = ω_j(1 − 2λ_j), Λ = Σ_j ω_j·λ_j: λ its permute bits, m the
-/// client's output bits) and T = κ − 2^L(o + s) = Λ_T + Σ_k m'_k·β_k likewise,
-/// r·(a + T) = Λ(a + Λ_T) + Σ_j m_j·α_j(a + Λ_T) + Σ_k m'_k·Λβ_k + Σ_{j,k} m_j m'_k·α_jβ_k:
+/// Server: the correlations of a product's sender-first OTs and its local part, per element.
+/// With g = Λ + Σ_j m_j·α_j (α_j = ω_j(1 − 2λ_j), Λ = Σ_j ω_j·λ_j: λ its permute bits, m the
+/// client's bits) and T = Λ_T + Σ_k m'_k·β_k likewise (weights `wt`),
+/// g·(a + T) = Λ(a + Λ_T) + Σ_j m_j·α_j(a + Λ_T) + Σ_k m'_k·Λβ_k + Σ_{j,k} m_j m'_k·α_jβ_k:
 /// every term the client's bit times a value this party knows before the client's bits exist.
-fn p_early_server(
+/// P: T = κ − 2^L(o + s) (weights 1, −2^L, −2^L), a = its share of gh_n ≫ F. Q: h − n is exact
+/// ([`StepLayout::for_step`]), so Q = z·(h_S + h_C) − z·n mod 2^PW: T = −n (weights −ν, ν those
+/// of y's bits in n), a = h_S = m(t); z·h_C is the client-sender OT of [`p_client_weights`].
+fn early_server(
     lay: &StepLayout,
-    r_bits: &[bool],
+    wt: &[u64],
+    g_bits: &[bool],
     t_bits: &[bool],
     a: &[u64],
 ) -> (Vec<u64>, Vec<u64>) {
-    let (gb, pm) = (lay.gb, ring_mask(lay.pw));
-    let tau = ghn_weights(lay);
+    let (gb, k, pm) = (lay.gb, wt.len(), ring_mask(lay.pw));
     let sign = |w: u64, b: bool| if b { w.wrapping_neg() & pm } else { w };
-    let mut corr = Vec::with_capacity(a.len() * p_early_len(lay));
+    let mut corr = Vec::with_capacity(a.len() * early_len(lay, k));
     let mut local = Vec::with_capacity(a.len());
-    for ((r, t), &a) in r_bits.chunks(gb).zip(t_bits.chunks(GHN_BITS)).zip(a) {
+    for ((g, t), &a) in g_bits.chunks(gb).zip(t_bits.chunks(k)).zip(a) {
         let big_l = (0..gb).fold(0u64, |s, j| {
-            s.wrapping_add(if r[j] { gate_weight(lay, j) } else { 0 })
+            s.wrapping_add(if g[j] { gate_weight(lay, j) } else { 0 })
         });
-        let big_lt = (0..GHN_BITS).fold(0u64, |s, k| s.wrapping_add(if t[k] { tau[k] } else { 0 }));
-        let alpha: Vec<u64> = (0..gb).map(|j| sign(gate_weight(lay, j), r[j])).collect();
-        let beta: Vec<u64> = (0..GHN_BITS).map(|k| sign(tau[k], t[k])).collect();
+        let big_lt = (0..k).fold(0u64, |s, x| s.wrapping_add(if t[x] { wt[x] } else { 0 }));
+        let alpha: Vec<u64> = (0..gb).map(|j| sign(gate_weight(lay, j), g[j])).collect();
+        let beta: Vec<u64> = (0..k).map(|x| sign(wt[x], t[x])).collect();
         let at = a.wrapping_add(big_lt);
         corr.extend(alpha.iter().map(|al| al.wrapping_mul(at) & pm));
         corr.extend(beta.iter().map(|be| be.wrapping_mul(big_l) & pm));
@@ -875,67 +890,10 @@ fn p_early_server(
     (corr, local)
 }
 
-/// Sender-first OTs of the product Q = z·(h − n) per element: gb on the client's bits m_j of z,
-/// bo on its bits c_k of y, gb·bo on the products m_j·c_k.
-fn q_early_len(lay: &StepLayout) -> usize {
-    lay.gb + lay.bo + lay.gb * lay.bo
-}
-
-/// Client: its choices for Q's sender-first OTs, per element in `q_early_len` order.
-fn q_early_choices(lay: &StepLayout, z_bits: &[bool], y_bits: &[bool]) -> Vec<bool> {
-    let mut out = Vec::with_capacity(z_bits.len() / lay.gb.max(1) * q_early_len(lay));
-    for (z, y) in z_bits.chunks(lay.gb).zip(y_bits.chunks(lay.bo)) {
-        out.extend_from_slice(z);
-        out.extend_from_slice(y);
-        for &m in z {
-            out.extend(y.iter().map(|&c| m & c));
-        }
-    }
-    out
-}
-
-/// Server: the correlations of Q's sender-first OTs and its local part of Q, per element.
-/// h − n is exact ([`StepLayout::for_step`]), so Q = z·(h_S + h_C) − z·n mod 2^PW with h_S, h_C
-/// the parties' shares of h. With z = Λ + Σ_j m_j·α_j as for P (λ this party's permute bits of
-/// z, m the client's bits) and n = Σ_y + Σ_k c_k·β_k (Σ_y = Σ_k ν_k·σ_k, β_k = ν_k(1 − 2σ_k): σ
-/// this party's permute bits of y, c the client's bits, ν the weights of y's bits in n),
-///   z·(h_S − n) = Λ(h_S − Σ_y) + Σ_j m_j·α_j(h_S − Σ_y) − Σ_k c_k·Λβ_k − Σ_{j,k} m_j c_k·α_jβ_k,
-/// every term a client bit times a value this party knows when it garbled and when it learnt
-/// m(t), so the words travel with circuit A's labels; z·h_C is the client-sender OT of
-/// [`p_client_weights`].
-fn q_early_server(
-    lay: &StepLayout,
-    nu: &[u64],
-    z_bits: &[bool],
-    y_bits: &[bool],
-    h_s: &[u64],
-) -> (Vec<u64>, Vec<u64>) {
-    let (gb, bo, pm) = (lay.gb, lay.bo, ring_mask(lay.pw));
-    let sign = |w: u64, b: bool| if b { w.wrapping_neg() & pm } else { w };
-    let mut corr = Vec::with_capacity(h_s.len() * q_early_len(lay));
-    let mut local = Vec::with_capacity(h_s.len());
-    for ((z, y), &hs) in z_bits.chunks(gb).zip(y_bits.chunks(bo)).zip(h_s) {
-        let big_l = (0..gb).fold(0u64, |s, j| {
-            s.wrapping_add(if z[j] { gate_weight(lay, j) } else { 0 })
-        });
-        let sig_y = (0..bo).fold(0u64, |s, k| s.wrapping_add(if y[k] { nu[k] } else { 0 }));
-        let alpha: Vec<u64> = (0..gb).map(|j| sign(gate_weight(lay, j), z[j])).collect();
-        let beta: Vec<u64> = (0..bo).map(|k| sign(nu[k], y[k])).collect();
-        let d = hs.wrapping_sub(sig_y);
-        corr.extend(alpha.iter().map(|al| al.wrapping_mul(d) & pm));
-        corr.extend(
-            beta.iter()
-                .map(|be| be.wrapping_mul(big_l).wrapping_neg() & pm),
-        );
-        for al in &alpha {
-            corr.extend(
-                beta.iter()
-                    .map(|be| al.wrapping_mul(*be).wrapping_neg() & pm),
-            );
-        }
-        local.push(big_l.wrapping_mul(d) & pm);
-    }
-    (corr, local)
+/// The weights −ν_k of y's bits in T = −n (Q's second factor), mod 2^PW.
+fn q_weights(lay: &StepLayout, nu: &[u64]) -> Vec<u64> {
+    let pm = ring_mask(lay.pw);
+    nu.iter().map(|v| v.wrapping_neg() & pm).collect()
 }
 
 /// Client: a multiplexer cross term g·b for its own word b (r·b with b = gc ≫ F its share of
@@ -1482,7 +1440,7 @@ pub fn client_session_garbling<C: Channel>(
         // Flight 2 (out): P's derandomisation bits, the client-sender OTs of r·b, P_C − π_P,
         // and the client-sender OTs of z·h_C.
         let u = otr
-            .finish_early(ch, pe, &p_early_choices(&lay, &r_bits, &t_bits))
+            .finish_early(ch, pe, &early_choices(&lay, &r_bits, &t_bits, GHN_BITS))
             .map_err(ot)?;
         // b = gc ≫ F: this party's share of gh_n, as it entered circuit A.
         let b_hi: Vec<u64> = (0..h)
@@ -1531,7 +1489,7 @@ pub fn client_session_garbling<C: Channel>(
             .collect();
         ch.send_pod(&pack_bits(&yd)).map_err(net)?;
         let u = otr
-            .finish_early(ch, qe, &q_early_choices(&lay, &z_bits, &y))
+            .finish_early(ch, qe, &early_choices(&lay, &z_bits, &y, bo))
             .map_err(ot)?;
         let q: Vec<u64> = q_hc
             .iter()
@@ -1846,7 +1804,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     };
     let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
     let pwu = pw as u32;
-    let nu = lay.candidate_weights(&m.fp);
+    let neg_nu = q_weights(&lay, &lay.candidate_weights(&m.fp));
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
     // Six flights per step, mirroring client_session_with.
@@ -1887,10 +1845,10 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let a_hi: Vec<u64> = (0..h)
             .map(|i| (gh[2 * h + i] >> lay.f) & ring_mask(l))
             .collect();
-        let (corr, local_p) = p_early_server(&lay, &r_bits, &t_bits, &a_hi);
+        let (corr, local_p) = early_server(&lay, &ghn_weights(&lay), &r_bits, &t_bits, &a_hi);
         let pe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
         let h_s: Vec<u64> = mh.iter().map(|v| v & pmask).collect();
-        let (corr, local_q) = q_early_server(&lay, &nu, &z_bits, &y_bits, &h_s);
+        let (corr, local_q) = early_server(&lay, &neg_nu, &z_bits, &y_bits, &h_s);
         let qe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
         ch.flush().map_err(net)?;
         // Flight 2 (in): P's derandomisation bits, the client's OTs of r·b, P_C − π_P, and the
@@ -2205,8 +2163,8 @@ mod p_tests {
                 let r_srv = bit_vec(lam, gb);
                 let r_cli = bit_vec(g ^ lam, gb);
                 let t_cli: Vec<bool> = t.iter().zip(&lam_t).map(|(x, y)| x ^ y).collect();
-                let (corr, local) = p_early_server(&lay, &r_srv, &lam_t, &[a]);
-                let ch = p_early_choices(&lay, &r_cli, &t_cli);
+                let (corr, local) = early_server(&lay, &ghn_weights(&lay), &r_srv, &lam_t, &[a]);
+                let ch = early_choices(&lay, &r_cli, &t_cli, GHN_BITS);
                 assert_eq!(corr.len(), p_early_len(&lay));
                 assert_eq!(ch.len(), corr.len());
                 let w = p_client_weights(&lay, &[b]);
@@ -2294,8 +2252,9 @@ mod q_tests {
                     let sig = rnd(ring_mask(bo));
                     let (z_srv, z_cli) = (bit_vec(lam, gb), bit_vec(g ^ lam, gb));
                     let (y_srv, y_cli) = (bit_vec(sig, bo), bit_vec(y ^ sig, bo));
-                    let (corr, local) = q_early_server(&lay, &nu, &z_srv, &y_srv, &[h_s]);
-                    let ch = q_early_choices(&lay, &z_cli, &y_cli);
+                    let (corr, local) =
+                        early_server(&lay, &q_weights(&lay, &nu), &z_srv, &y_srv, &[h_s]);
+                    let ch = early_choices(&lay, &z_cli, &y_cli, bo);
                     assert_eq!(corr.len(), q_early_len(&lay));
                     assert_eq!(ch.len(), corr.len());
                     let w = p_client_weights(&lay, &[h_c]);
