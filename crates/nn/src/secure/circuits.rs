@@ -149,20 +149,20 @@ impl SmoothActivations for CircuitActivations {
 ///   exact: [`StepLayout::for_step`]);
 /// * C: [Q (PW), y (bo, XOR-shared)] → h' (hw bits), then B2A into Z_{2^32}.
 ///
-/// Gate parts, each party: `[hi (L), lo_i (F), lo_h (F)]`: for the gates r and z the reference
-/// adds two separately truncated accumulators, wrap((gi ≫ F) + (gh ≫ F)); with shares
-/// gi = s_i + c_i, gh = s_h + c_h (mod 2^A) that is (s_i≫F) + (s_h≫F) + (c_i≫F) + (c_h≫F) +
-/// carry(s_i, c_i) + carry(s_h, c_h) mod 2^L, where carry is the carry out of the low F bits. So
-/// each party adds its two high parts locally (`hi`), and the circuit only needs the low F bits
-/// of each share for the carries.
+/// Gate parts, each party: `[hi (L), leaves of gi's carry (3), lo_h (F)]`: for the gates r and z
+/// the reference adds two separately truncated accumulators, wrap((gi ≫ F) + (gh ≫ F)); with
+/// shares gi = s_i + c_i, gh = s_h + c_h (mod 2^A) that is (s_i≫F) + (s_h≫F) + (c_i≫F) +
+/// (c_h≫F) + carry(s_i, c_i) + carry(s_h, c_h) mod 2^L, where carry is the carry out of the low
+/// F bits. So each party adds its two high parts locally (`hi`); the circuit takes gi's carry
+/// from the leaf bits ([`LEAF_BITS`]) and gh's from the low F bits of each share.
 ///
 /// No output is decoded: each output bit is XOR-shared for free as (server: the permute bit
 /// lsb(W0) it garbled, client: lsb of the label it computed), so no masks enter the circuits
 /// and no mask adders are garbled. The word that feeds the HE (h') is converted to additive
 /// shares by one correlated OT per bit (B2A: w·(a ⊕ b) = w·a + b·w·(1 − 2a)); the products use
 /// the XOR-shared bits directly. The client's inputs P, Q, y are online values; its circuit
-/// inputs are fresh uniform π_P, π_Q, μ instead, and online it sends P_c − π_P, Q_c − π_Q, y_c ⊕ μ, which the
-/// server folds into its own inputs. So every client input of every circuit is known offline
+/// inputs are fresh uniform π_P, π_Q, μ instead, and online it sends P_c − π_P, Q_c − π_Q,
+/// y_c ⊕ μ, which the server folds into its own inputs. So every client input of every circuit is known offline
 /// (Delphi-style preprocessing) and its labels come from offline COTs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StepLayout {
@@ -320,11 +320,8 @@ impl StepLayout {
     /// circuit C reads n (`to_main`): 2^(k + shift), the top bit −2^(bo − 1 + shift).
     pub fn candidate_weights(&self, fp: &FixedPointConfig) -> Vec<u64> {
         let shift = fp.main.frac - fp.candidate_format().output.frac;
-        let pm = if self.pw >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << self.pw) - 1
-        };
+        // PW = fo + L ≤ 32: the shares' ring.
+        let pm = (1u64 << self.pw) - 1;
         (0..self.bo)
             .map(|k| {
                 let w = 1u64.wrapping_shl((k as u32) + shift);
