@@ -42,6 +42,14 @@ enum Cmd {
     ExportInfo(serve::ExportInfoArgs),
 }
 
+/// mimalloc rather than glibc's malloc: a session's offline phase fills tens of MB of OT pools
+/// and tables that the online phase frees and reallocates. glibc maps each large buffer
+/// afresh (19k page faults for 2^14 OPAF sigmoids, a fifth of both parties' CPU), mimalloc
+/// reuses its arenas and commits them on transparent huge pages (≈ 300 faults): sigmoid
+/// 131 → 108 ms median, GRU(10,128,30) 0.25 → 0.22 s (docs/benchmarks.md, "Session 8").
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = Cli::parse();
     let result: Result<(), Error> = match cli.cmd {

@@ -100,11 +100,13 @@ fn wait_until(t: Instant) {
             return;
         }
         let left = t - now;
-        // Sleep overshoots by tens of microseconds; spin through the last stretch for LAN accuracy.
+        // Sleep overshoots by tens of microseconds, so the last stretch yields in a loop for LAN
+        // accuracy; yielding rather than spinning leaves the core to the peer (both parties and
+        // their workers share the machine's cores, where a real receiver would be idle).
         if left > Duration::from_micros(300) {
             std::thread::sleep(left - Duration::from_micros(200));
         } else {
-            std::hint::spin_loop();
+            std::thread::yield_now();
         }
     }
 }
