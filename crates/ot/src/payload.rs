@@ -254,16 +254,44 @@ pub(crate) fn send_n_frames<C: Channel>(
     n: usize,
     msgs: &[u64],
     bits: u32,
+    keys_of: impl FnMut(usize, &mut [Block]),
+) -> Result<(), OtError> {
+    send_n_frames_with(
+        ch,
+        n,
+        msgs.len() / n,
+        bits,
+        keys_of,
+        |row0, out: &mut [u64]| out.copy_from_slice(&msgs[row0 * n..row0 * n + out.len()]),
+    )
+}
+
+/// [`send_n_frames`] with the messages made frame by frame: `msgs_of(row0, out)` writes the `n`
+/// messages of rows `row0..` (`out.len() / n` rows), so a caller's `count × n` table never
+/// exists at once (at n = 2^14 lookups of 2^7 rows it would be 16 MB of fresh pages, written
+/// on one core). Every message is checked to fit in `bits` before it is masked.
+pub(crate) fn send_n_frames_with<C: Channel>(
+    ch: &mut C,
+    n: usize,
+    count: usize,
+    bits: u32,
     mut keys_of: impl FnMut(usize, &mut [Block]),
+    mut msgs_of: impl FnMut(usize, &mut [u64]),
 ) -> Result<(), OtError> {
     let rows_per_frame = n_frame_rows(n, bits);
-    let count = msgs.len() / n;
-    let mut keys = vec![Block::ZERO; rows_per_frame.min(count) * n];
+    let cap = rows_per_frame.min(count) * n;
+    let mut keys = vec![Block::ZERO; cap];
+    let mut msgs = vec![0u64; cap];
     let mut frame = Vec::new();
-    for (f, mf) in msgs.chunks(rows_per_frame * n).enumerate() {
-        let keys = &mut keys[..mf.len()];
-        keys_of(f * rows_per_frame, keys);
-        send_masked(ch, keys, mf, bits, &mut frame)?;
+    let mut row0 = 0;
+    while row0 < count {
+        let len = rows_per_frame.min(count - row0) * n;
+        let (keys, msgs) = (&mut keys[..len], &mut msgs[..len]);
+        msgs_of(row0, msgs);
+        check_fits(msgs, bits)?;
+        keys_of(row0, keys);
+        send_masked(ch, keys, msgs, bits, &mut frame)?;
+        row0 += rows_per_frame;
     }
     Ok(())
 }

@@ -53,7 +53,7 @@ use crate::pack::{check_bits, mask};
 use crate::payload::{
     check_fits, check_n_msgs, hash_pairs_in, hash_rows_in, low_bits, recv_chosen_frames,
     recv_chosen_u64_frames, recv_correlated_frames, recv_n_frames, send_chosen_frames,
-    send_chosen_u64_frames, send_correlated_frames, send_n_frames,
+    send_chosen_u64_frames, send_correlated_frames, send_n_frames_with,
 };
 use crate::softspoken::{SoftSpokenReceiver, SoftSpokenSender};
 use rayon::prelude::*;
@@ -958,18 +958,41 @@ impl PooledOtSender {
         msgs: &[u64],
         bits: u32,
     ) -> Result<(), OtError> {
+        check_n_msgs(n, msgs, bits)?;
+        self.send_u64_with(ch, n, msgs.len() / n, bits, |row0, out| {
+            out.copy_from_slice(&msgs[row0 * n..row0 * n + out.len()])
+        })
+    }
+
+    /// [`send_u64`](Self::send_u64) on `count` rows made frame by frame: `msgs_of(row0, out)`
+    /// writes rows `row0..row0 + out.len() / n` (row-major, `n` per row). The same bytes on the
+    /// wire; the caller's table of `count × n` words is never held at once. A message that does
+    /// not fit in `bits` is an error (nothing of its frame is sent).
+    pub fn send_u64_with<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+        bits: u32,
+        msgs_of: impl FnMut(usize, &mut [u64]),
+    ) -> Result<(), OtError> {
         let m = log_n(n)?;
         check_bits(bits)?;
-        check_n_msgs(n, msgs, bits)?;
-        let count = msgs.len() / n;
         self.run(ch, |s, ch| {
             let (first, r) = s.derand(ch, count * m)?;
             let k = &s.pool[r];
-            send_n_frames(ch, n, msgs, bits, |row0, keys| {
-                let kf = &k[row0 * m..(row0 + keys.len() / n) * m];
-                let base = first.wrapping_add((row0 * m) as u64);
-                n_keys_sender(kf, s.delta, base, m, n, keys);
-            })?;
+            send_n_frames_with(
+                ch,
+                n,
+                count,
+                bits,
+                |row0, keys| {
+                    let kf = &k[row0 * m..(row0 + keys.len() / n) * m];
+                    let base = first.wrapping_add((row0 * m) as u64);
+                    n_keys_sender(kf, s.delta, base, m, n, keys);
+                },
+                msgs_of,
+            )?;
             ch.flush()?;
             Ok(())
         })

@@ -7,6 +7,7 @@
 use crate::ctx::Ctx;
 use crate::error::{invalid, Result};
 use crate::ring::{check_bits, mask, msb};
+use rayon::prelude::*;
 use secinfer_net::Channel;
 
 /// Largest digit size of the millionaires' protocol (one 1-of-2^m OT per digit).
@@ -952,6 +953,30 @@ pub fn lut<C: Channel>(
     })
 }
 
+/// Several public tables read at one shared index (SIRNN's exponential reads one table per
+/// digit this way): shares of `tables[q][idx]` mod 2^`bits[q]` for every q, in one 1-of-2^k
+/// batch (entries packed into one message when they fit in 64 bits, else one OT row per table).
+pub fn lut_tables<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    idx: &[u64],
+    k: u32,
+    tables: &[&[u64]],
+    bits: &[u32],
+) -> Result<Vec<Vec<u64>>> {
+    if !(1..=8).contains(&k) || bits.iter().any(|b| !(1..=64).contains(b)) {
+        return Err(invalid("lut: need 1 ≤ k ≤ 8 and 1 ≤ bits ≤ 64"));
+    }
+    if tables
+        .iter()
+        .zip(bits)
+        .any(|(t, b)| t.iter().any(|v| v & !mask(*b) != 0))
+    {
+        return Err(invalid("lut: a table entry does not fit its bitwidth"));
+    }
+    ctx.block("lut", |ctx| lut_raw(ctx, ch, idx, k, tables, bits))
+}
+
 /// Several tables read at one index in one 1-of-N batch: entries packed side by side in one
 /// message when they fit in 64 bits, otherwise one OT row per table (same rounds).
 pub(crate) fn lut_raw<C: Channel>(
@@ -980,7 +1005,7 @@ pub(crate) fn lut_rows_raw<C: Channel>(
     idx: &[u64],
     k: u32,
     bits: &[u32],
-    entry: impl Fn(usize, usize, usize) -> u64,
+    entry: impl Fn(usize, usize, usize) -> u64 + Sync,
 ) -> Result<Vec<Vec<u64>>> {
     if !(1..=8).contains(&k) || bits.is_empty() {
         return Err(invalid("lut: 1 ≤ k ≤ 8 and at least one table"));
@@ -1004,29 +1029,49 @@ pub(crate) fn lut_rows_raw<C: Channel>(
             ctx.kk_send_count(nn, n * rows)?;
             return Ok(rs);
         }
-        // Written in order rather than zeroed first (n·2^k words: tens of MB at n = 2^14):
-        // row (i, q) holds entry t at ((i·rows) + q)·nn + t, packed rows one word per t.
-        let mut msgs = Vec::with_capacity(n * rows * nn);
-        for i in 0..n {
-            let i0 = idx[i] & km;
-            let j = |t: usize| ((t as u64).wrapping_add(i0) & km) as usize;
-            if packed {
-                msgs.extend((0..nn).map(|t| {
-                    let mut w = 0u64;
-                    let mut off = 0u32;
-                    for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
-                        w |= shl(sub(entry(i, j(t), q), r[i], mask(*b)), off);
-                        off += b;
+        // Row (i, q) holds entry t at ((i·rows) + q)·nn + t, packed rows one word per t. Made
+        // frame by frame and in parallel (n·2^k words: 8 MB at n = 2^14, k = 6, were written
+        // on one core into fresh pages while the peer waited).
+        let per_elem = rows * nn;
+        let fill = |e0: usize, out: &mut [u64]| {
+            out.par_chunks_mut(per_elem)
+                .enumerate()
+                .for_each(|(di, o)| {
+                    let i = e0 + di;
+                    let i0 = idx[i] & km;
+                    let j = |t: usize| ((t as u64).wrapping_add(i0) & km) as usize;
+                    if packed {
+                        for (t, w) in o.iter_mut().enumerate() {
+                            let mut v = 0u64;
+                            let mut off = 0u32;
+                            for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
+                                v |= shl(sub(entry(i, j(t), q), r[i], mask(*b)), off);
+                                off += b;
+                            }
+                            *w = v;
+                        }
+                    } else {
+                        for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
+                            for (t, w) in o[q * nn..(q + 1) * nn].iter_mut().enumerate() {
+                                *w = sub(entry(i, j(t), q), r[i], mask(*b));
+                            }
+                        }
                     }
-                    w
-                }));
-            } else {
-                for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
-                    msgs.extend((0..nn).map(|t| sub(entry(i, j(t), q), r[i], mask(*b))));
-                }
-            }
+                });
+        };
+        // kk rows are (element, q) pairs; a frame starts at a kk row, so at an element when
+        // rows = 1 and possibly mid-element otherwise: fill whole elements and copy out.
+        if rows == 1 {
+            ctx.kk_send_with(ch, nn, n, wire_bits, |r0, out| fill(r0, out))?;
+        } else {
+            ctx.kk_send_with(ch, nn, n * rows, wire_bits, |r0, out| {
+                let (e0, e1) = (r0 / rows, (r0 + out.len() / nn).div_ceil(rows));
+                let mut whole = vec![0u64; (e1 - e0) * per_elem];
+                fill(e0, &mut whole);
+                let skip = (r0 - e0 * rows) * nn;
+                out.copy_from_slice(&whole[skip..skip + out.len()]);
+            })?;
         }
-        ctx.kk_send(ch, nn, &msgs, wire_bits)?;
         Ok(rs)
     } else {
         let mut choices = Vec::with_capacity(n * rows);

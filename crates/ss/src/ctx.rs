@@ -1121,6 +1121,34 @@ impl Ctx {
         self.count_cots(true, count * log2_ceil(n));
         self.metered(ch, 0, count, |s, ch| s.kk_send_inner(ch, n, msgs, bits))
     }
+    /// [`Ctx::kk_send`] on `count` rows made frame by frame by `msgs_of(row0, out)` (rows
+    /// `row0..row0 + out.len() / n`, row-major): the same OTs and bytes, without the whole
+    /// `count × n` table in memory (the dealer backend, test-only, still makes it whole).
+    pub(crate) fn kk_send_with<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+        bits: u32,
+        msgs_of: impl FnMut(usize, &mut [u64]),
+    ) -> Result<()> {
+        if !(2..=256).contains(&n) {
+            return Err(invalid("1-of-n OT needs 2 ≤ n ≤ 256"));
+        }
+        self.count_cots(true, count as u64 * log2_ceil(n));
+        self.metered(ch, 0, count as u64, |s, ch| match &mut s.backend {
+            Backend::Real(r) => r.kk_send_with(ch, n, count, bits, msgs_of),
+            Backend::Count => Ok(()),
+            #[cfg(feature = "test-dealer")]
+            Backend::Dealer => {
+                let mut msgs_of = msgs_of;
+                let mut msgs = vec![0u64; count * n];
+                msgs_of(0, &mut msgs);
+                dealer_send(ch, &msgs)?;
+                Ok(())
+            }
+        })
+    }
     /// What [`Ctx::kk_send`] of `count` 1-of-`n` OTs books, without the messages: for dry runs
     /// ([`Ctx::is_dry_run`]), whose OT calls read nothing.
     pub(crate) fn kk_send_count(&mut self, n: usize, count: usize) -> Result<()> {

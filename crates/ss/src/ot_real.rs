@@ -171,6 +171,19 @@ impl RealOt {
         }
         Ok(self.sender.send_u64(ch, n, msgs, bits)?)
     }
+    pub(crate) fn kk_send_with<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        n: usize,
+        count: usize,
+        bits: u32,
+        msgs_of: impl FnMut(usize, &mut [u64]),
+    ) -> Result<()> {
+        if !self.party.is_p0() {
+            return Err(SsError::InvalidArgument("only P0 sends 1-of-N OTs".into()));
+        }
+        Ok(self.sender.send_u64_with(ch, n, count, bits, msgs_of)?)
+    }
     pub(crate) fn kk_recv<C: Channel>(
         &mut self,
         ch: &mut C,

@@ -358,6 +358,36 @@ fn products() {
     }
 }
 
+/// Several tables at one index: packed into one message (3 × 20 bits) and one OT row per table
+/// (3 × 40 bits over 300 elements: 900 rows of 1-of-256, frames of 256 rows, so frames start
+/// in the middle of an element's rows), against the plaintext tables.
+#[test]
+fn lut_tables_packed_and_row_per_table() {
+    let mut rng = Rng(23);
+    let k = 8u32;
+    let idx: Vec<u64> = (0..256u64).chain((0..44).map(|_| rng.bits(8))).collect();
+    let (is, ic) = split(&idx, k, &mut rng);
+    for w in [20u32, 40] {
+        let tables: Vec<Vec<u64>> = (0..3)
+            .map(|_| (0..256).map(|_| rng.bits(w)).collect())
+            .collect();
+        let (is, ic, t2) = (is.clone(), ic.clone(), tables.clone());
+        let r = run2(move |ctx, ch| {
+            let refs: Vec<&[u64]> = t2.iter().map(|t| &t[..]).collect();
+            blocks::lut_tables(ctx, ch, mine(ctx, &is, &ic), k, &refs, &[w; 3]).unwrap()
+        });
+        for q in 0..3 {
+            let v = add_shares(&r.client[q], &r.server[q], w);
+            for i in 0..idx.len() {
+                assert_eq!(
+                    v[i], tables[q][idx[i] as usize],
+                    "width {w} table {q} element {i}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn lut_digits_reciprocal() {
     let mut rng = Rng(17);

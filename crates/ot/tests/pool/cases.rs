@@ -247,6 +247,56 @@ fn pooled_chosen_block_and_every_width() {
     }
 }
 
+/// `send_u64_with` makes the rows frame by frame: over several frames (1-of-256 on 64-bit
+/// words: 256 rows per frame) the receiver gets the function's value at its choice, each row is
+/// asked for exactly once and in order, and the wire bytes equal `send_u64`'s.
+#[test]
+fn pooled_one_of_n_made_frame_by_frame_matches_definition() {
+    let (n, count, bits) = (256usize, 700usize, 64u32);
+    let f = |row: usize, x: usize| ((row as u64) << 40) ^ (x as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut prg = Prg::from_seed(Block(77));
+    let choices: Vec<u8> = (0..count).map(|_| prg.below(n as u64) as u8).collect();
+    let c2 = choices.clone();
+    let run = pooled(
+        100,
+        move |r, ch| {
+            let a = r.recv_u64(ch, n, &c2, bits).expect("with");
+            let b = r.recv_u64(ch, n, &c2, bits).expect("slice");
+            (a, b)
+        },
+        move |s, ch| {
+            let mut asked = Vec::new();
+            let b0 = ch.cost().total().bytes_sent;
+            s.send_u64_with(ch, n, count, bits, |row0, out| {
+                asked.push((row0, out.len() / n));
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = f(row0 + i / n, i % n);
+                }
+            })
+            .expect("with");
+            let b1 = ch.cost().total().bytes_sent;
+            let all: Vec<u64> = (0..count * n).map(|i| f(i / n, i % n)).collect();
+            s.send_u64(ch, n, &all, bits).expect("slice");
+            let b2 = ch.cost().total().bytes_sent;
+            (asked, b1 - b0, b2 - b1)
+        },
+    );
+    let (a, b) = run.client.output;
+    let (asked, with_bytes, slice_bytes) = run.server.output;
+    for j in 0..count {
+        assert_eq!(a[j], f(j, choices[j] as usize), "row {j}");
+        assert_eq!(b[j], a[j], "row {j}");
+    }
+    assert!(asked.len() > 1, "one frame only: {asked:?}");
+    let mut next = 0;
+    for (row0, rows) in asked {
+        assert_eq!(row0, next);
+        next += rows;
+    }
+    assert_eq!(next, count);
+    assert_eq!(with_bytes, slice_bytes);
+}
+
 #[test]
 fn pooled_one_of_n_matches_definition() {
     for n in [2usize, 3, 16, 256] {
