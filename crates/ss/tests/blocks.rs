@@ -376,13 +376,10 @@ fn lut_tables_packed_and_row_per_table() {
             let refs: Vec<&[u64]> = t2.iter().map(|t| &t[..]).collect();
             blocks::lut_tables(ctx, ch, mine(ctx, &is, &ic), k, &refs, &[w; 3]).unwrap()
         });
-        for q in 0..3 {
+        for (q, t) in tables.iter().enumerate() {
             let v = add_shares(&r.client[q], &r.server[q], w);
-            for i in 0..idx.len() {
-                assert_eq!(
-                    v[i], tables[q][idx[i] as usize],
-                    "width {w} table {q} element {i}"
-                );
+            for (i, x) in idx.iter().enumerate() {
+                assert_eq!(v[i], t[*x as usize], "width {w} table {q} element {i}");
             }
         }
     }
