@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # Round-robin (order alternating per round) runs of `bench math` for two binaries and several
 # functions; prints per-run lines and min/median/max summaries. Usage:
-#   scripts/bench/math-ab.py ROUNDS base=BIN new=BIN -- fn1 fn2 ...
-import json, subprocess, sys, statistics, time
+#   [PROFILE=lan|none|wan] scripts/bench/math-ab.py ROUNDS base=BIN new=BIN -- fn1 fn2 ...
+import json, os, subprocess, sys, statistics, time
 R = int(sys.argv[1]); i = sys.argv.index('--')
 bins = [a.split('=', 1) for a in sys.argv[2:i]]; fns = sys.argv[i+1:]
 res = {}
@@ -11,7 +11,7 @@ for r in range(R):
         order = bins if r % 2 == 0 else bins[::-1]
         for lab, b in order:
             out = subprocess.run([b, 'bench', 'math', '--fn', fn, '--impl', 'opaf', '--n', '16384',
-                                  '--profile', 'lan', '--json'], capture_output=True, text=True).stdout
+                                  '--profile', os.environ.get('PROFILE', 'lan'), '--json'], capture_output=True, text=True).stdout
             d = [json.loads(l) for l in out.splitlines() if l.startswith('{')][0]
             ph = {k: v['time_s'] * 1e3 for k, v in d['phases'].items()}
             rec = dict(t=d['time_s'] * 1e3, setup=ph['setup'], off=ph['offline'], on=ph['online'],
