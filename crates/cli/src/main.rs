@@ -45,9 +45,8 @@ enum Cmd {
 /// mimalloc (2.x) rather than glibc's malloc: a session's offline phase fills tens of MB of OT
 /// pools and tables that the online phase frees and reallocates. glibc maps each large buffer
 /// afresh (19k page faults for 2^14 OPAF sigmoids, a fifth of both parties' CPU); mimalloc
-/// reuses its arenas and commits them on transparent huge pages (< 1k faults): sigmoid
-/// 126 → 96 ms median with the other session-8 changes, GRU(10,128,30) 0.25 → 0.21 s
-/// (docs/benchmarks.md, "Session 8").
+/// reuses its arenas and commits them on transparent huge pages (< 1k faults). 2.x rather than
+/// 3.x: a third less resident memory. Figures in docs/benchmarks.md, "Session 8".
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
