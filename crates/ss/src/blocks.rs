@@ -1062,7 +1062,7 @@ pub(crate) fn lut_rows_raw<C: Channel>(
         // kk rows are (element, q) pairs; a frame starts at a kk row, so at an element when
         // rows = 1 and possibly mid-element otherwise: fill whole elements and copy out.
         if rows == 1 {
-            ctx.kk_send_with(ch, nn, n, wire_bits, |r0, out| fill(r0, out))?;
+            ctx.kk_send_with(ch, nn, n, wire_bits, fill)?;
         } else {
             ctx.kk_send_with(ch, nn, n * rows, wire_bits, |r0, out| {
                 let (e0, e1) = (r0 / rows, (r0 + out.len() / nn).div_ceil(rows));
