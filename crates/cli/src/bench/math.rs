@@ -57,6 +57,12 @@ pub struct MathArgs {
     /// and ReLU with 2.3–3.6× fewer total bytes (docs/benchmarks.md, session 4); 2: 8 bytes.
     #[arg(long, default_value_t = 4)]
     pub k: u32,
+    /// Measured runs in this one process, each a whole new session (base OTs, pools, function);
+    /// a record per run, numbered by the `run` parameter. Run 1 pays for every fresh page of
+    /// the process (the pools and tables are tens of MB, and first-touch page faults are
+    /// expensive on a VM); later runs show a serving process whose heap is already mapped.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
     #[command(flatten)]
     pub net: NetArgs,
 }
@@ -302,16 +308,11 @@ pub fn run(args: MathArgs, out: &mut Reporter) -> Result<(), Error> {
         return Err(Error::msg("--n must be positive"));
     }
     let (inp, outf) = formats(f, &args);
-    let rec = measure(
-        f,
-        imp,
-        inp,
-        outf,
-        args.n,
-        &args.net,
-        cot_source(&args.cot_source, args.k)?,
-    )?;
-    out.emit(rec);
+    let source = cot_source(&args.cot_source, args.k)?;
+    for run in 1..=args.repeat {
+        let rec = measure(f, imp, inp, outf, args.n, &args.net, source)?;
+        out.emit(rec.param("run", run));
+    }
     Ok(())
 }
 
