@@ -60,7 +60,8 @@ pub struct MathArgs {
     /// Measured runs in this one process, each a whole new session (base OTs, pools, function);
     /// a record per run, numbered by the `run` parameter. Run 1 pays for every fresh page of
     /// the process (the pools and tables are tens of MB, and first-touch page faults are
-    /// expensive on a VM); later runs show a serving process whose heap is already mapped.
+    /// expensive on a VM); later runs show a serving process whose heap is already mapped. With
+    /// `--net tcp` and no profile the server half is a new process every run.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     #[command(flatten)]
