@@ -100,9 +100,12 @@ fn secure_gru_equals_reference_bit_for_bit_all_variants() {
         run_case(9, 7, 2, 2, v, 2, true);
         run_case(3, 5, 5, 2, v, 3, false);
     }
-    // E = 700: 11 inner products per ciphertext; 13 steps' input projections go 5 + 5 + 3 per
-    // upload (a partial last group).
+    // E = 700: the input projections' columns in 3 chunks (234 + 234 + 232, a narrower last
+    // one), all 13 steps in one group, 2 rows per block (coeff::Layout::batched).
     run_case(700, 2, 2, 13, Variant::Cg2, 4, true);
+    // H = 32, E = 64: both projections chunked (2 chunks of 32 columns, 3 blocks of 32 rows),
+    // the hidden masks' 7 vectors in one group.
+    run_case(64, 32, 2, 8, Variant::Cg2, 6, false);
 }
 
 #[test]

@@ -32,7 +32,7 @@ use secinfer_ot::{Block, CotSource, FerretParams, PooledOtReceiver, PooledOtSend
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/7";
+pub const PROTOCOL: &str = "secinfer-gru/8";
 /// How the session's AND gates are garbled unless the client asks otherwise (`/6`: the client
 /// names the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
 /// garbling (wip-3h)").
@@ -210,14 +210,13 @@ impl Acc {
 /// The input projections' layout: all T inputs are known at once, so several share a ciphertext
 /// when that saves bytes.
 fn input_layout(params: &Params, rows: usize, cols: usize, steps: usize) -> Result<Layout> {
-    let probe = Layout::new(rows, cols, params.n())?;
     Layout::batched(
         rows,
         cols,
         params.n(),
         steps,
         coeff::upload_len(params),
-        coeff::response_len(params, &probe, 0),
+        |results| coeff::response_bytes(params, results),
     )
 }
 
@@ -1192,10 +1191,12 @@ pub fn client_session_garbling<C: Channel>(
                 (&hh, &rho_h[1..steps]),
                 (&fcl, &rho_h[steps..]),
             ] {
-                for chunk in xs.chunks(lay.group) {
-                    let refs: Vec<&[u64]> = chunk.iter().map(|x| x.as_slice()).collect();
-                    let ct = sk.encrypt_poly_seeded(&lay.input_poly_group(&refs));
-                    uploads.push(ct.map_err(he)?.to_bytes());
+                for group in xs.chunks(lay.group) {
+                    let refs: Vec<&[u64]> = group.iter().map(|x| x.as_slice()).collect();
+                    for poly in lay.input_polys(&refs) {
+                        let ct = sk.encrypt_poly_seeded(&poly).map_err(he)?;
+                        uploads.push(ct.to_bytes());
+                    }
                 }
             }
             Ok(ClientKeys {
@@ -1637,13 +1638,19 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let (ih, ihp) = (&m.ih.0, &m.ih.1);
     let (hh, hhp) = (&m.hh.0, &m.hh.1);
     let (fcl, fcp) = (&m.fc.0, &m.fc.1);
-    let cts_x: Vec<Vec<u8>> = (0..steps.div_ceil(ih.group))
-        .map(|_| ch.recv_bytes(up).map_err(net))
-        .collect::<Result<_>>()?;
-    let cts_h: Vec<Vec<u8>> = (0..(steps - 1).div_ceil(hh.group))
-        .map(|_| ch.recv_bytes(up).map_err(net))
-        .collect::<Result<_>>()?;
-    let ct_fc = ch.recv_bytes(up).map_err(net)?;
+    // Per group of vectors, one upload per column chunk (coeff::Layout).
+    let mut recv_groups = |lay: &Layout, count: usize| -> Result<Vec<Vec<Vec<u8>>>> {
+        (0..lay.groups(count))
+            .map(|_| {
+                (0..lay.chunks)
+                    .map(|_| ch.recv_bytes(up).map_err(net))
+                    .collect()
+            })
+            .collect()
+    };
+    let cts_x = recv_groups(ih, steps)?;
+    let cts_h = recv_groups(hh, steps - 1)?;
+    let ct_fc = recv_groups(fcl, 1)?;
     rep.he_bytes += acc.take(ch);
     let sc = &m.step;
     let lay = sc.lay;
@@ -1657,21 +1664,27 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     // for each other, the HE products keep both cores busy. The responses follow the fills on the
     // wire, in upload order; the client decrypts them as they arrive.
     type Answer = Result<(Vec<Vec<u8>>, Vec<u64>, f64)>;
-    let work: Vec<(&Layout, &[Plaintext], &[u8])> = cts_x
+    let work: Vec<(&Layout, &[Plaintext], &[Vec<u8>])> = cts_x
         .iter()
-        .map(|b| (ih, ihp.as_slice(), b.as_slice()))
-        .chain(cts_h.iter().map(|b| (hh, hhp.as_slice(), b.as_slice())))
-        .chain(std::iter::once((fcl, fcp.as_slice(), ct_fc.as_slice())))
+        .map(|g| (ih, ihp.as_slice(), g.as_slice()))
+        .chain(cts_h.iter().map(|g| (hh, hhp.as_slice(), g.as_slice())))
+        .chain(ct_fc.iter().map(|g| (fcl, fcp.as_slice(), g.as_slice())))
         .collect();
     let (tx, rx) = std::sync::mpsc::channel::<Answer>();
     let pk = &pk;
     let answers: Result<Vec<Vec<u64>>> = std::thread::scope(|s| {
         let work = &work;
         s.spawn(move || {
-            for &(lay, pts, b) in work {
-                let r = SeededCiphertext::from_bytes(params, b)
-                    .map_err(he)
-                    .and_then(|ct| server_product(params, pk, lay, pts, &ct.expand(params)));
+            for &(lay, pts, group) in work {
+                let r = group
+                    .iter()
+                    .map(|b| {
+                        SeededCiphertext::from_bytes(params, b)
+                            .map(|ct| ct.expand(params))
+                            .map_err(he)
+                    })
+                    .collect::<Result<Vec<_>>>()
+                    .and_then(|cts| server_product(params, pk, lay, pts, &cts));
                 let failed = r.is_err();
                 // The receiver is gone when the fills failed: stop.
                 if tx.send(r).is_err() || failed {
