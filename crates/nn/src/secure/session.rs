@@ -1664,7 +1664,9 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     // for each other, the HE products keep both cores busy. The responses follow the fills on the
     // wire, in upload order; the client decrypts them as they arrive.
     type Answer = Result<(Vec<Vec<u8>>, Vec<u64>, f64)>;
-    let work: Vec<(&Layout, &[Plaintext], &[Vec<u8>])> = cts_x
+    // Per group: its layout, the weight plaintexts, the chunk uploads.
+    type Work<'a> = (&'a Layout, &'a [Plaintext], &'a [Vec<u8>]);
+    let work: Vec<Work<'_>> = cts_x
         .iter()
         .map(|g| (ih, ihp.as_slice(), g.as_slice()))
         .chain(cts_h.iter().map(|g| (hh, hhp.as_slice(), g.as_slice())))
