@@ -118,7 +118,7 @@ pub struct InferArgs {
     pub ot: OtFiller,
     /// How the server garbles AND gates (the server follows the client): half-gates (32 bytes
     /// per AND gate) or three-halves (Rosulek–Roy, 24.625 bytes per AND gate, ≈ 1.5× the
-    /// garbling CPU). Default: half-gates.
+    /// garbling CPU). Default: three-halves.
     #[arg(long, value_parser = parse_scheme)]
     pub garbling: Option<Scheme>,
 }

@@ -90,7 +90,7 @@ fn three_halves_saves_exactly_the_table_bytes() {
     let per_gate = (Scheme::HalfGates.table_bytes(16) - Scheme::ThreeHalves.table_bytes(16)) as u64;
     assert_eq!(saved % per_gate, 0, "saved {saved}");
     assert!(saved > 0);
-    assert_eq!(DEFAULT_GARBLING, Scheme::HalfGates);
+    assert_eq!(DEFAULT_GARBLING, Scheme::ThreeHalves);
 }
 
 #[test]
