@@ -114,7 +114,7 @@ pub struct InferArgs {
     /// What fills the session's OT pools (the server follows the client): softspoken-k<K>
     /// (SoftSpokenOT, 16/K bytes per COT, K in 1..=8), iknp (16 bytes per COT) or ferret
     /// (silent OT). A cost trade-off only: all are semi-honest secure.
-    #[arg(long, default_value = "softspoken-k4")]
+    #[arg(long, default_value = "softspoken-k5")]
     pub ot: OtFiller,
     /// How the server garbles AND gates (the server follows the client): half-gates (32 bytes
     /// per AND gate) or three-halves (Rosulek–Roy, 24.625 bytes per AND gate, ≈ 1.5× the

@@ -131,7 +131,7 @@ fn mismatched_client_is_refused_with_a_typed_error() {
 }
 
 /// The same session with its OT pools filled by IKNP, Ferret silent OT or SoftSpokenOT with
-/// other k than the default (SoftSpokenOT, k = 4): still bit for bit (one Ferret case: an
+/// other k than the default (SoftSpokenOT, k = 5): still bit for bit (one Ferret case: an
 /// iteration is 10^7 COTs).
 #[test]
 fn secure_gru_with_other_pool_fillers_is_bit_exact() {
@@ -139,7 +139,7 @@ fn secure_gru_with_other_pool_fillers_is_bit_exact() {
         OtFiller::Iknp,
         OtFiller::Ferret,
         OtFiller::SoftSpoken { k: 2 },
-        OtFiller::SoftSpoken { k: 5 },
+        OtFiller::SoftSpoken { k: 4 },
     ] {
         let (q, embed) = random_model(6, 5, 3, 3, Variant::Cg2, 9).unwrap();
         let tokens = [3u32, 17, 40];
@@ -168,11 +168,11 @@ fn secure_gru_with_other_pool_fillers_is_bit_exact() {
 }
 
 /// Filler names round-trip through the handshake's parser; bad ones are refused; the default
-/// is SoftSpokenOT with k = 4 (`secinfer-gru/5`).
+/// is SoftSpokenOT with k = 5 (`secinfer-gru/8`; k = 4 from `/5`).
 #[test]
 fn ot_filler_names_parse() {
-    assert_eq!(OtFiller::default(), OtFiller::SoftSpoken { k: 4 });
-    assert_eq!(OtFiller::default().name(), "softspoken-k4");
+    assert_eq!(OtFiller::default(), OtFiller::SoftSpoken { k: 5 });
+    assert_eq!(OtFiller::default().name(), "softspoken-k5");
     for f in [
         OtFiller::Iknp,
         OtFiller::Ferret,

@@ -329,8 +329,10 @@ pub struct ClientOptions {
 ///
 /// The default (`secinfer-gru/5`) is SoftSpokenOT with k = 4: 4 bytes per COT instead of IKNP's
 /// 16 (GRU(10,128,30) CG-2 90.3 → 76.7 MB, GRU(100,64,30) 46.5 → 39.7 MB) at the same session
-/// time on two cores since the VAES path of `secinfer_ot::AesCipher` (docs/gru-protocol.md);
-/// k = 5, 6 save under 1 MB more and cost time.
+/// time on two cores since the VAES path of `secinfer_ot::AesCipher` (docs/gru-protocol.md).
+/// Since `/8` it is k = 5 (3.2 bytes per COT): −0.48 MB for GRU(100,64,30) CG-2 at the same
+/// time within noise on `none` and `lan`; k = 6 saves 0.32 MB more but puts GRU(10,128,30)
+/// over 0.3 s on `lan` (docs/benchmarks.md, "Session 10").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OtFiller {
     Iknp,
@@ -340,7 +342,7 @@ pub enum OtFiller {
 
 impl Default for OtFiller {
     fn default() -> Self {
-        OtFiller::SoftSpoken { k: 4 }
+        OtFiller::SoftSpoken { k: 5 }
     }
 }
 
