@@ -106,7 +106,7 @@ impl Layout {
         let cost = |l: &Layout| l.groups(count) * l.group_bytes(up, &resp);
         let mut best_cost = cost(&best);
         for chunks in 1..=cols {
-            // Only the distinct widths: more chunks of the same width cost more.
+            // Chunk counts of the same width give the same layout (`shaped` normalises them).
             if chunks > 1 && cols.div_ceil(chunks) == cols.div_ceil(chunks - 1) {
                 continue;
             }
