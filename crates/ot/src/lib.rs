@@ -59,6 +59,7 @@ pub use ext::CHUNK_ROWS;
 pub use ferret::{FerretCotReceiver, FerretCotSender, FerretParams, LpnParams};
 pub use iknp::{OtExtReceiver, OtExtSender};
 pub use kk::{KkReceiver, KkSender, KK_CODE_BITS};
+pub use pack::{pack_words, packed_len, unpack_words};
 pub use pool::{
     CotSource, PendingEarlyRecv, PendingEarlySend, PendingOtRecv, PendingOtSend, PooledOtReceiver,
     PooledOtSender, DERAND_FRAME_OTS,

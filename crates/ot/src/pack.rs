@@ -22,7 +22,7 @@ pub(crate) fn check_bits(bits: u32) -> Result<(), OtError> {
 
 /// Bytes that `n` packed `bits`-bit values take.
 #[inline]
-pub(crate) fn packed_len(n: usize, bits: u32) -> usize {
+pub fn packed_len(n: usize, bits: u32) -> usize {
     // n·bits fits: n is bounded by memory, bits ≤ 64.
     (n.saturating_mul(bits as usize)).div_ceil(8)
 }
@@ -42,6 +42,38 @@ pub(crate) fn pack_into(vals: impl Iterator<Item = u64>, bits: u32, out: &mut Ve
     }
     let tail = nacc.div_ceil(8) as usize;
     out.extend_from_slice(&(acc as u64).to_le_bytes()[..tail]);
+}
+
+/// The values packed at `bits` bits each (the wire format of this module). A value that does
+/// not fit in `bits` bits is an error.
+pub fn pack_words(vals: &[u64], bits: u32) -> Result<Vec<u8>, OtError> {
+    check_bits(bits)?;
+    let m = mask(bits);
+    if vals.iter().any(|&v| v & !m != 0) {
+        return Err(OtError::arg(format!("a value does not fit in {bits} bits")));
+    }
+    let mut out = Vec::with_capacity(packed_len(vals.len(), bits));
+    pack_into(vals.iter().copied(), bits, &mut out);
+    Ok(out)
+}
+
+/// `n` values of `bits` bits from a frame of exactly [`packed_len`]`(n, bits)` bytes whose
+/// padding bits are zero (a peer's frame: anything else is an error).
+pub fn unpack_words(bytes: &[u8], n: usize, bits: u32) -> Result<Vec<u64>, OtError> {
+    check_bits(bits)?;
+    if bytes.len() != packed_len(n, bits) {
+        return Err(OtError::malformed(format!(
+            "packed frame of {} bytes, expected {}",
+            bytes.len(),
+            packed_len(n, bits)
+        )));
+    }
+    let used = n * bits as usize;
+    if used % 8 != 0 && bytes.last().is_some_and(|&b| b >> (used % 8) != 0) {
+        return Err(OtError::malformed("packed frame has padding bits set"));
+    }
+    let mut u = Unpacker::new(bytes, bits);
+    Ok((0..n).map(|_| u.next_value()).collect())
 }
 
 /// A reader of packed values from a frame whose length the caller has checked.
@@ -107,6 +139,20 @@ mod tests {
                 let mut u = Unpacker::new(&buf, bits);
                 let back: Vec<u64> = (0..n).map(|_| u.next_value()).collect();
                 assert_eq!(back, vals, "bits {bits} n {n}");
+                assert_eq!(pack_words(&vals, bits).unwrap(), buf);
+                assert_eq!(unpack_words(&buf, n, bits).unwrap(), vals);
+                // one byte short or long, or a padding bit set, is refused
+                if !buf.is_empty() {
+                    assert!(unpack_words(&buf[1..], n, bits).is_err());
+                }
+                let mut long = buf.clone();
+                long.push(0);
+                assert!(unpack_words(&long, n, bits).is_err());
+                if (n * bits as usize) % 8 != 0 {
+                    let mut bad = buf.clone();
+                    *bad.last_mut().unwrap() |= 0x80;
+                    assert!(unpack_words(&bad, n, bits).is_err());
+                }
             }
         }
     }

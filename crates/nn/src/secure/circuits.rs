@@ -10,7 +10,7 @@
 //! it sign-extended), but the circuit only needs h mod 2^L: it takes L bits of each share.
 use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
-use secinfer_gc::backend::{and, xor, Bit, Word};
+use secinfer_gc::backend::{xor, Bit, Word};
 use secinfer_gc::gadgets::{add, add_cin, add_full, argmax, constant_word, relu, saturate, sext};
 use secinfer_gc::{Builder, Circuit};
 use std::cell::RefCell;
@@ -149,12 +149,14 @@ impl SmoothActivations for CircuitActivations {
 ///   exact: [`StepLayout::for_step`]);
 /// * C: [Q (PW), y (bo, XOR-shared)] → h' (hw bits), then B2A into Z_{2^32}.
 ///
-/// Gate parts, each party: `[hi (L), leaves of gi's carry (3), lo_h (F)]`: for the gates r and z
-/// the reference adds two separately truncated accumulators, wrap((gi ≫ F) + (gh ≫ F)); with
-/// shares gi = s_i + c_i, gh = s_h + c_h (mod 2^A) that is (s_i≫F) + (s_h≫F) + (c_i≫F) +
-/// (c_h≫F) + carry(s_i, c_i) + carry(s_h, c_h) mod 2^L, where carry is the carry out of the low
-/// F bits. So each party adds its two high parts locally (`hi`); the circuit takes gi's carry
-/// from the leaf bits ([`LEAF_BITS`]) and gh's from the low F bits of each share.
+/// Gate parts, each party: `[hi (L), lo_h (F)]`: for the gates r and z the reference adds two
+/// separately truncated accumulators, wrap((gi ≫ F) + (gh ≫ F)); with shares gi = s_i + c_i,
+/// gh = s_h + c_h (mod 2^A) that is (s_i≫F) + (s_h≫F) + (c_i≫F) + (c_h≫F) + carry(s_i, c_i) +
+/// carry(s_h, c_h) mod 2^L, where carry is the carry out of the low F bits. gi's carry is known
+/// before the steps start (the input projections are), so the session turns it into additive
+/// shares mod 2^L by OTs (cryptogru::carry_shares); each party adds its two high parts and its
+/// share of gi's carry locally (`hi`), and the circuit adds only gh's carry, from the low F bits
+/// of each share: one adder with a carry-in, no second carry.
 ///
 /// No output is decoded: each output bit is XOR-shared for free as (server: the permute bit
 /// lsb(W0) it garbled, client: lsb of the label it computed), so no masks enter the circuits
@@ -251,7 +253,7 @@ impl StepLayout {
         lay
     }
     fn gate_parts(&self) -> usize {
-        self.l + LEAF_BITS + self.f
+        self.l + self.f
     }
     /// Digit widths (high, low) of the input projections' carry leaves
     /// (cryptogru::carry_leaves): F = m_hi + m_lo, m_lo = ⌊F/2⌋.
@@ -266,10 +268,10 @@ impl StepLayout {
     pub fn a_evaluator(&self) -> usize {
         self.a_garbler()
     }
-    /// Server inputs of B: the candidate sum's parts [hi (L), leaf bits of gi_n's carry (3),
-    /// lo of P (fo)] (see [`StepLayout::encode_b`]).
+    /// Server inputs of B: the candidate sum's parts [hi (L), lo of P (fo)] (see
+    /// [`StepLayout::encode_b`]).
     pub fn b_garbler(&self) -> usize {
-        self.l + LEAF_BITS + (self.pw - self.l)
+        self.pw
     }
     /// Client inputs of B: the same.
     pub fn b_evaluator(&self) -> usize {
@@ -288,31 +290,27 @@ impl StepLayout {
         self.a_evaluator() + self.b_evaluator() + self.c_evaluator()
     }
     /// Appends one party's gate parts for r and z and its gh_n share (circuit A's shared part):
-    /// per gate its high part (gi ≫ F) + (gh ≫ F), its XOR shares of the three leaf bits of
-    /// gi's carry (see [`LEAF_BITS`]) and the low F bits of its gh share.
-    pub fn encode_a(
-        &self,
-        gi: [u64; 2],
-        leaves: [[bool; LEAF_BITS]; 2],
-        gh: [u64; 3],
-        out: &mut Vec<bool>,
-    ) {
+    /// per gate its high part (gi ≫ F) + (gh ≫ F) + its additive share (mod 2^L) of gi's carry,
+    /// and the low F bits of its gh share.
+    pub fn encode_a(&self, gi: [u64; 2], carry: [u64; 2], gh: [u64; 3], out: &mut Vec<bool>) {
         let lo = (1u64 << self.f) - 1;
         for k in 0..2 {
-            put(out, (gi[k] >> self.f).wrapping_add(gh[k] >> self.f), self.l);
-            out.extend_from_slice(&leaves[k]);
+            let hi = (gi[k] >> self.f)
+                .wrapping_add(gh[k] >> self.f)
+                .wrapping_add(carry[k]);
+            put(out, hi, self.l);
             put(out, gh[k] & lo, self.f);
         }
         put(out, gh[2], self.acc);
     }
     /// Appends one party's circuit-B input from its shares of P (mod 2^PW) and gi_n (mod 2^A)
-    /// and its XOR shares of the leaf bits of gi_n's carry. The candidate's input
+    /// and its additive share (mod 2^L) of gi_n's carry. The candidate's input
     /// wrap(gi_n ≫ F + P ≫ fo) is two truncated sums like a gate's, so the party pre-adds its
-    /// high parts and the circuit needs only the two carries.
-    pub fn encode_b(&self, p: u64, gi_n: u64, leaves: [bool; LEAF_BITS], out: &mut Vec<bool>) {
+    /// high parts and its carry share, and the circuit adds only P's carry.
+    pub fn encode_b(&self, p: u64, gi_n: u64, carry: u64, out: &mut Vec<bool>) {
         let fo = self.pw - self.l;
-        put(out, (gi_n >> self.f).wrapping_add(p >> fo), self.l);
-        out.extend_from_slice(&leaves);
+        let hi = (gi_n >> self.f).wrapping_add(p >> fo).wrapping_add(carry);
+        put(out, hi, self.l);
         put(out, p, fo);
     }
 
@@ -338,43 +336,22 @@ impl StepLayout {
 /// Bits of trunc(gh_n) that circuit A outputs: κ, o, s (see `step_circuits`).
 pub const GHN_BITS: usize = 3;
 
-/// Leaf bits per input-projection carry and party (cryptogru::carry_leaves): XOR shares of
-/// [s'_hi < c_hi], [s'_hi = c_hi] and [s'_lo < c_lo], where s' = 2^F − 1 − (the server's low F
-/// bits of gi), c the client's, split into a high and a low digit. The carry out of the low F
-/// bits, [s + c ≥ 2^F] = [s' < c], is lt_hi ⊕ (eq_hi ∧ lt_lo): one AND in the circuit instead
-/// of an F-bit carry chain, and 3 input bits per party instead of F. The leaves come from
-/// random 1-of-2^m OTs at the start of the online phase (the input projections are known then
-/// for every step), so they add two flights per session, not per step.
-pub const LEAF_BITS: usize = 3;
-
-/// The carry from the leaf bits of both parties: lt_hi ⊕ (eq_hi ∧ lt_lo).
-fn leaf_carry(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>]) -> Bit<u32> {
-    let [lt_hi, eq_hi, lt_lo]: [Bit<u32>; LEAF_BITS] =
-        std::array::from_fn(|k| xor(b, &g[k], &e[k]));
-    let t = and(b, &eq_hi, &lt_lo);
-    xor(b, &lt_hi, &t)
-}
-
 /// Appends the low `w` bits of `v`, least significant first.
 pub fn put(out: &mut Vec<bool>, v: u64, w: usize) {
     out.extend((0..w).map(|i| (v >> i) & 1 == 1));
 }
 
-/// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), leaf bits of gi's carry (3), lo_h (F)].
+/// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), lo_h (F)].
 fn gate_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], f: usize, l: usize) -> W {
     split_sum(b, g, e, l, f)
 }
 
-/// wrap((x ≫ F) + (y ≫ f2)) from each party's [hi (L), leaf bits of x's carry (3), lo_y (f2)],
-/// hi being the party's (x_share ≫ F) + (y_share ≫ f2) mod 2^L: the circuit adds the two
-/// carries (x's from its leaves: 1 AND; y's out of the low parts: f2 ANDs) and the high parts
-/// (2(L − 1) ANDs).
+/// wrap((x ≫ F) + (y ≫ f2)) from each party's [hi (L), lo_y (f2)], hi being the party's
+/// (x_share ≫ F) + (y_share ≫ f2) + its additive share of x's carry, mod 2^L: the circuit adds
+/// y's carry out of the low parts (f2 ANDs) into the sum of the high parts (L − 1 ANDs).
 fn split_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], l: usize, f2: usize) -> W {
-    let ci = leaf_carry(b, &g[l..l + LEAF_BITS], &e[l..l + LEAF_BITS]);
-    let lo = l + LEAF_BITS;
-    let (_, ch) = add_full(b, &g[lo..lo + f2], &e[lo..lo + f2], Bit::Const(false));
-    let s1 = add_cin(b, &g[..l], &e[..l], ci);
-    add_cin(b, &s1, &constant_word(0, l), ch)
+    let (_, ch) = add_full(b, &g[l..l + f2], &e[l..l + f2], Bit::Const(false));
+    add_cin(b, &g[..l], &e[..l], ch)
 }
 
 /// (s + c) mod 2^A, then bits F..F+L−1: `wrap((Σ) ≫ F)` of the reference.
@@ -465,8 +442,7 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         let (g, e) = ins.split_at(gbn);
         // n = g(gi_n + wrap((r ⊙ gh_n) ≫ F)), gi_n = wrap(Σ ≫ F), the product term bits
         // fo.. of P: one split sum
-        let q = l + LEAF_BITS + (pw - l);
-        let an = split_sum(b, &g[..q], &e[..q], l, pw - l);
+        let an = split_sum(b, &g[..pw], &e[..pw], l, pw - l);
         let y = if tanh_candidate {
             smooth(b, Func::Tanh, &an, mf, cf)
         } else {
@@ -554,7 +530,7 @@ mod tests {
         eprintln!("sat+sigmoid from 12 bits: {}", c.and_count());
         let c = Circuit::build(64, |b, x| trunc_acc(b, &x[..32], &x[32..], 12, 20));
         eprintln!("trunc_acc {}", c.and_count());
-        let c = Circuit::build(70, |b, x| gate_sum(b, &x[..35], &x[35..], 12, 20));
+        let c = Circuit::build(64, |b, x| gate_sum(b, &x[..32], &x[32..], 12, 20));
         eprintln!("gate_sum {}", c.and_count());
     }
 }

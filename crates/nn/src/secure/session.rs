@@ -13,8 +13,7 @@
 //! are decomposed into sender-first OTs whose correlations the server knows before the client's
 //! bits exist (docs/gru-protocol.md, "Online flights", which also has the derivations).
 use super::circuits::{
-    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, GHN_BITS, LEAF_BITS,
-    SHARE_BITS,
+    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, GHN_BITS, SHARE_BITS,
 };
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
@@ -28,11 +27,14 @@ use secinfer_gc::protocol::{
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
 use secinfer_net::{Channel, Cost, Phase};
-use secinfer_ot::{Block, CotSource, FerretParams, PooledOtReceiver, PooledOtSender, Prg};
+use secinfer_ot::{
+    pack_words, packed_len, unpack_words, Block, CotSource, FerretParams, PooledOtReceiver,
+    PooledOtSender, Prg,
+};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/8";
+pub const PROTOCOL: &str = "secinfer-gru/9";
 /// How the session's AND gates are garbled unless the client asks otherwise (`/6`: the client
 /// names the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
 /// garbling (wip-3h)"). Three-halves since `/8`: 23 % fewer table bytes, and since the HE
@@ -459,6 +461,9 @@ struct ElemMasks {
     mu: u64,
     /// Its XOR shares of the carry leaves of gi_r, gi_z, gi_n (cryptogru::carry_leaves).
     tau: [[bool; LEAF_BITS]; CARRIES],
+    /// v mod 2^L per carry: the client's additive share of it is −v, the server's carry + v
+    /// (cryptogru::carry_shares).
+    v: [u64; CARRIES],
 }
 
 impl ElemMasks {
@@ -469,6 +474,7 @@ impl ElemMasks {
             pi_p,
             pi_q,
             mu,
+            v: std::array::from_fn(|_| r(lay.l)),
             tau: std::array::from_fn(|g| {
                 std::array::from_fn(|k| (t >> (g * LEAF_BITS + k)) & 1 == 1)
             }),
@@ -617,12 +623,63 @@ fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize
     let per_step_fwd = h * (p_early_len(lay) + q_early_len(lay) + lay.hw);
     // The client → server pool also makes the carry leaves' random 1-of-2^m OTs: F COTs per
     // carry, three carries (r, z, n) per element and step.
-    let per_step_rev = h * (2 * lay.gb + CARRIES * lay.f);
+    // and the carry shares' random 1-of-8 OTs: 3 more per carry.
+    let per_step_rev = h * (2 * lay.gb + CARRIES * (lay.f + LEAF_BITS));
     (labels + steps * per_step_fwd, steps * per_step_rev)
 }
 
 /// Input-projection carries per element and step: gates r, z and the candidate's gi_n.
 const CARRIES: usize = 3;
+
+/// Leaf bits per input-projection carry and party (cryptogru::carry_leaves): XOR shares of
+/// [s'_hi < c_hi], [s'_hi = c_hi] and [s'_lo < c_lo], where s' = 2^F − 1 − (the server's low F
+/// bits of gi), c the client's, split into a high and a low digit. The carry out of the low F
+/// bits, [s + c ≥ 2^F] = [s' < c], is lt_hi ⊕ (eq_hi ∧ lt_lo). The leaves come from random
+/// 1-of-2^m OTs at the start of the online phase (the input projections are known then for
+/// every step), and a random 1-of-8 OT on the server's three leaf bits turns them into
+/// additive shares of the carry mod 2^L (cryptogru::carry_shares): four flights per session,
+/// none per step, and no carry left for the circuits.
+const LEAF_BITS: usize = 3;
+
+/// Random 1-of-N OTs from a pool in calls of [`LEAF_CHUNK`] rows, each key cut by `keep` at
+/// once (so a session holds a few bytes per key, not 16): the sender's every key, row-major.
+fn random_n_sender<C: Channel, T>(
+    s: &mut PooledOtSender,
+    ch: &mut C,
+    n: usize,
+    k: usize,
+    keep: impl Fn(Block) -> T,
+) -> Result<Vec<T>> {
+    let mut keys = Vec::with_capacity(k * n);
+    let mut done = 0;
+    while done < k {
+        let c = LEAF_CHUNK.min(k - done);
+        let ks = s.take_random_n(ch, n, c).map_err(ot)?;
+        keys.extend(ks.into_iter().map(&keep));
+        done += c;
+    }
+    Ok(keys)
+}
+
+/// [`random_n_sender`]'s receiver: each row's random choice and its key, cut by `keep`.
+fn random_n_receiver<C: Channel, T>(
+    r: &mut PooledOtReceiver,
+    ch: &mut C,
+    n: usize,
+    k: usize,
+    keep: impl Fn(Block) -> T,
+) -> Result<(Vec<u8>, Vec<T>)> {
+    let (mut choices, mut keys) = (Vec::with_capacity(k), Vec::with_capacity(k));
+    let mut done = 0;
+    while done < k {
+        let c = LEAF_CHUNK.min(k - done);
+        let (cs, ks) = r.take_random_n(ch, n, c).map_err(ot)?;
+        choices.extend(cs);
+        keys.extend(ks.into_iter().map(&keep));
+        done += c;
+    }
+    Ok((choices, keys))
+}
 
 /// The carry leaves' random 1-of-2^m OTs (cryptogru::carry_leaves), made offline from the
 /// client → server pool: the client (sender) holds every key of each, the server (receiver) a
@@ -647,16 +704,8 @@ impl LeafKeys {
         k: usize,
     ) -> Result<Self> {
         let (mh, ml) = lay.leaf_digits();
-        let mut keys = Vec::with_capacity(k * ((1 << mh) + (1 << ml)));
-        for m in [mh, ml] {
-            let mut done = 0;
-            while done < k {
-                let c = LEAF_CHUNK.min(k - done);
-                let ks = s.take_random_n(ch, 1 << m, c).map_err(ot)?;
-                keys.extend(ks.iter().map(|b| (b.0 & 3) as u8));
-                done += c;
-            }
-        }
+        let mut keys = random_n_sender(s, ch, 1 << mh, k, low_two_bits)?;
+        keys.extend(random_n_sender(s, ch, 1 << ml, k, low_two_bits)?);
         Ok(LeafKeys {
             keys,
             choices: Vec::new(),
@@ -669,19 +718,122 @@ impl LeafKeys {
         k: usize,
     ) -> Result<Self> {
         let (mh, ml) = lay.leaf_digits();
-        let (mut choices, mut keys) = (Vec::with_capacity(2 * k), Vec::with_capacity(2 * k));
-        for m in [mh, ml] {
-            let mut done = 0;
-            while done < k {
-                let c = LEAF_CHUNK.min(k - done);
-                let (cs, ks) = r.take_random_n(ch, 1 << m, c).map_err(ot)?;
-                choices.extend(cs);
-                keys.extend(ks.iter().map(|b| (b.0 & 3) as u8));
-                done += c;
-            }
-        }
+        let (mut choices, mut keys) = random_n_receiver(r, ch, 1 << mh, k, low_two_bits)?;
+        let (cs, ks) = random_n_receiver(r, ch, 1 << ml, k, low_two_bits)?;
+        choices.extend(cs);
+        keys.extend(ks);
         Ok(LeafKeys { keys, choices })
     }
+}
+
+fn low_two_bits(b: Block) -> u8 {
+    (b.0 & 3) as u8
+}
+
+/// The carry shares' random 1-of-8 OTs (cryptogru::carry_shares), made offline from the
+/// client → server pool like the leaves': the client holds the 8 keys of each carry, the server
+/// a random choice r and K_r, each key cut to its low 32 bits (a pad needs L ≤ 30). Secret (no
+/// `Debug`).
+struct CarryKeys {
+    keys: Vec<u32>,
+    /// Server: the random choices (empty for the client).
+    choices: Vec<u8>,
+}
+
+/// Entries of a carry-share table: one per value of the server's three leaf bits.
+const CARRY_TABLE: usize = 1 << LEAF_BITS;
+
+impl CarryKeys {
+    fn client<C: Channel>(s: &mut PooledOtSender, ch: &mut C, k: usize) -> Result<Self> {
+        Ok(CarryKeys {
+            keys: random_n_sender(s, ch, CARRY_TABLE, k, |b| b.0 as u32)?,
+            choices: Vec::new(),
+        })
+    }
+    fn server<C: Channel>(r: &mut PooledOtReceiver, ch: &mut C, k: usize) -> Result<Self> {
+        let (choices, keys) = random_n_receiver(r, ch, CARRY_TABLE, k, |b| b.0 as u32)?;
+        Ok(CarryKeys { keys, choices })
+    }
+}
+
+/// A carry's three leaf bits as a table index: lt_hi, eq_hi, lt_lo from bit 0 up.
+fn leaf_index(x: &[bool; LEAF_BITS]) -> usize {
+    x.iter()
+        .enumerate()
+        .fold(0, |a, (i, &b)| a | (b as usize) << i)
+}
+
+/// The carry lt_hi ⊕ (eq_hi ∧ lt_lo) of the leaf bits given as a table index.
+fn carry_of_index(x: usize) -> u64 {
+    ((x & 1) ^ ((x >> 1) & (x >> 2) & 1)) as u64
+}
+
+/// Server, online (cryptogru::carry_shares, first flight): d = x ⊕ r per carry (3 bits), x its
+/// XOR shares of the carry's leaf bits.
+fn carry_derand(keys: &CarryKeys, leaves: &[[bool; LEAF_BITS]]) -> Result<Vec<bool>> {
+    if keys.choices.len() != leaves.len() {
+        return Err(NnError::Protocol("carry shares: OT count".into()));
+    }
+    let mut out = Vec::with_capacity(leaves.len() * LEAF_BITS);
+    for (x, &r) in leaves.iter().zip(&keys.choices) {
+        put(&mut out, (leaf_index(x) ^ r as usize) as u64, LEAF_BITS);
+    }
+    Ok(out)
+}
+
+/// Bytes of the client's carry-share tables for `k` carries: 8 entries of L bits each.
+fn carry_table_bytes(lay: &StepLayout, k: usize) -> usize {
+    packed_len(k * CARRY_TABLE, lay.l as u32)
+}
+
+/// Client, online (second flight): per carry, entry x of 8 is (carry(x ⊕ τ) + v) mod 2^L
+/// padded with the low L bits of K_{x ⊕ d}; τ its leaf shares, v its mask (its own share of the
+/// carry is −v).
+fn carry_tables(
+    lay: &StepLayout,
+    keys: &CarryKeys,
+    tau: &[[bool; LEAF_BITS]],
+    v: &[u64],
+    d: &[bool],
+) -> Result<Vec<u8>> {
+    let k = tau.len();
+    if v.len() != k || d.len() != k * LEAF_BITS || keys.keys.len() != k * CARRY_TABLE {
+        return Err(NnError::Protocol("carry shares: table count".into()));
+    }
+    let pm = ring_mask(lay.l);
+    let mut entries = Vec::with_capacity(k * CARRY_TABLE);
+    for j in 0..k {
+        let t = leaf_index(&tau[j]);
+        let dj = word(&d[j * LEAF_BITS..(j + 1) * LEAF_BITS]) as usize;
+        let row = &keys.keys[j * CARRY_TABLE..(j + 1) * CARRY_TABLE];
+        entries.extend(
+            (0..CARRY_TABLE)
+                .map(|x| (carry_of_index(x ^ t).wrapping_add(v[j]) ^ row[x ^ dj] as u64) & pm),
+        );
+    }
+    pack_words(&entries, lay.l as u32).map_err(ot)
+}
+
+/// Server, online: its additive shares (mod 2^L) of each carry, carry + v, read from the
+/// client's tables at its own leaf bits.
+fn carry_shares(
+    lay: &StepLayout,
+    keys: &CarryKeys,
+    leaves: &[[bool; LEAF_BITS]],
+    tables: &[u8],
+) -> Result<Vec<u64>> {
+    let k = leaves.len();
+    if keys.keys.len() != k {
+        return Err(NnError::Protocol("carry shares: key count".into()));
+    }
+    let entries = unpack_words(tables, k * CARRY_TABLE, lay.l as u32).map_err(ot)?;
+    let pm = ring_mask(lay.l);
+    Ok(leaves
+        .iter()
+        .zip(&keys.keys)
+        .enumerate()
+        .map(|(j, (x, &key))| (entries[j * CARRY_TABLE + leaf_index(x)] ^ key as u64) & pm)
+        .collect())
 }
 
 /// The digits of the server's complemented low bits s' = 2^F − 1 − (s mod 2^F): the carry of
@@ -1327,13 +1479,13 @@ pub fn client_session_garbling<C: Channel>(
         for (i, mk) in masks[t].iter().enumerate() {
             lay.encode_a(
                 [x[i], x[h + i]],
-                [mk.tau[0], mk.tau[1]],
+                [neg(mk.v[0]), neg(mk.v[1])],
                 [gh(i), gh(h + i), gh(2 * h + i)],
                 &mut choices,
             );
         }
         for (i, mk) in masks[t].iter().enumerate() {
-            lay.encode_b(mk.pi_p, x[2 * h + i], mk.tau[2], &mut choices);
+            lay.encode_b(mk.pi_p, x[2 * h + i], neg(mk.v[2]), &mut choices);
         }
         for mk in &masks[t] {
             put(&mut choices, mk.pi_q, lay.pw);
@@ -1353,6 +1505,7 @@ pub fn client_session_garbling<C: Channel>(
     // after the label COTs, which the server's garbling waits for.
     let n_carries = steps * h * CARRIES;
     let leaf_keys = LeafKeys::client(&mut mux_s, ch, &lay, n_carries)?;
+    let carry_keys = CarryKeys::client(&mut mux_s, ch, n_carries)?;
     let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
     let mut o = 0;
     for t in 0..steps {
@@ -1402,14 +1555,27 @@ pub fn client_session_garbling<C: Channel>(
     );
     let mut c_lo = Vec::with_capacity(n_carries);
     let mut tau = Vec::with_capacity(n_carries);
+    let mut v = Vec::with_capacity(n_carries);
     for (x, mk) in cx.iter().zip(&masks) {
         for g in 0..CARRIES {
             c_lo.extend_from_slice(&x[g * h..(g + 1) * h]);
             tau.extend(mk.iter().map(|m| m.tau[g]));
+            v.extend(mk.iter().map(|m| m.v[g]));
         }
     }
     let tables = leaf_tables(&lay, &leaf_keys, &c_lo, &tau, &d)?;
     drop(leaf_keys);
+    ch.send_pod(&tables).map_err(net)?;
+    ch.flush().map_err(net)?;
+    // The carries as additive shares (cryptogru::carry_shares): the server's derandomisation of
+    // each 1-of-8 OT, then this party's tables.
+    let d = unpack_bits(
+        &ch.recv_pod::<u8>((n_carries * LEAF_BITS).div_ceil(8))
+            .map_err(net)?,
+        n_carries * LEAF_BITS,
+    );
+    let tables = carry_tables(&lay, &carry_keys, &tau, &v, &d)?;
+    drop(carry_keys);
     ch.send_pod(&tables).map_err(net)?;
     ch.flush().map_err(net)?;
     rep.mux_bytes += acc.take(ch);
@@ -1724,6 +1890,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let answers = answers?;
     let n_carries = steps * h * CARRIES;
     let leaf_keys = LeafKeys::server(&mut mux_r, ch, &lay, n_carries)?;
+    let carry_keys = CarryKeys::server(&mut mux_r, ch, n_carries)?;
     let split = |lay: &Layout, from: usize, cts: usize, count: usize| -> Vec<Vec<u64>> {
         answers[from..from + cts]
             .iter()
@@ -1815,6 +1982,16 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         .map_err(net)?;
     let leaves = leaf_outputs(&lay, &leaf_keys, &s_lo, &tables)?;
     drop(leaf_keys);
+    // The carries as additive shares (cryptogru::carry_shares): this party's derandomisation of
+    // each 1-of-8 OT, then the client's tables; this party's share is carry + v.
+    ch.send_pod(&pack_bits(&carry_derand(&carry_keys, &leaves)?))
+        .map_err(net)?;
+    ch.flush().map_err(net)?;
+    let tables: Vec<u8> = ch
+        .recv_pod(carry_table_bytes(&lay, n_carries))
+        .map_err(net)?;
+    let carries = carry_shares(&lay, &carry_keys, &leaves, &tables)?;
+    drop((leaves, carry_keys));
     rep.mux_bytes += acc.take(ch);
     // Garbles one batch online with the server's bits; its XOR shares of the outputs are the
     // permute bits it garbled (constants in place).
@@ -1838,12 +2015,12 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             }
         }
         let x = &gi[t];
-        let lv = &leaves[t * CARRIES * h..(t + 1) * CARRIES * h];
+        let cv = &carries[t * CARRIES * h..(t + 1) * CARRIES * h];
         let mut bits = Vec::with_capacity(h * lay.a_garbler());
         for i in 0..h {
             lay.encode_a(
                 [x[i], x[h + i]],
-                [lv[i], lv[h + i]],
+                [cv[i], cv[h + i]],
                 [gh[i], gh[h + i], gh[2 * h + i]],
                 &mut bits,
             );
@@ -1889,7 +2066,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         // Flight 3 (out): B labels.
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
         for i in 0..h {
-            lay.encode_b(p[i], x[2 * h + i], lv[2 * h + i], &mut bits);
+            lay.encode_b(p[i], x[2 * h + i], cv[2 * h + i], &mut bits);
         }
         let out = run(ch, &sc.b, bb, &bits)?;
         rep.gc_bytes += acc.take(ch);
@@ -2301,14 +2478,16 @@ mod leaf_tests {
     use super::*;
     use secinfer_net::simulate;
 
-    /// The carry leaves over real pooled OTs against plaintext: lt_hi ⊕ (eq_hi ∧ lt_lo) from both
-    /// parties' shares equals [s + c ≥ 2^F] for every pair of low parts at F = 4 and 5 (odd:
-    /// digits 3 and 2) and for random and extreme shares at F = 12 and 16.
+    /// The carry leaves and carry shares over real pooled OTs against plaintext: lt_hi ⊕ (eq_hi ∧
+    /// lt_lo) from both parties' leaf shares, and the sum mod 2^L of both parties' carry shares,
+    /// equal [s + c ≥ 2^F] for every pair of low parts at F = 4 and 5 (odd: digits 3 and 2) and
+    /// for random and extreme shares at F = 12 and 16 (L = 20, and 1 and 30 for the packing).
     #[test]
-    fn carry_leaves_equal_the_carry() {
-        for f in [4usize, 5, 12, 16] {
+    fn carry_leaves_and_shares_equal_the_carry() {
+        for (f, l) in [(4usize, 20usize), (5, 1), (12, 20), (16, 30)] {
             let lay = StepLayout {
                 f,
+                l,
                 ..test_layouts(16).next().unwrap()
             };
             let lo = ring_mask(f);
@@ -2340,39 +2519,90 @@ mod leaf_tests {
                     [t & 1 == 1, t & 2 == 2, t & 4 == 4]
                 })
                 .collect();
-            let (cs2, tau2, ss2) = (cs.clone(), tau.clone(), ss.clone());
+            let v: Vec<u64> = (0..k)
+                .map(|_| prg.next_block().low_u64() & ring_mask(l))
+                .collect();
+            let (cs2, tau2, ss2, v2) = (cs.clone(), tau.clone(), ss.clone(), v.clone());
+            let cots = k * (f + LEAF_BITS);
             let run = simulate(
                 move |ch| {
                     let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    s.fill(ch, k * f).map_err(ot)?;
+                    s.fill(ch, cots).map_err(ot)?;
                     let keys = LeafKeys::client(&mut s, ch, &lay, k)?;
+                    let ckeys = CarryKeys::client(&mut s, ch, k)?;
                     let d =
                         unpack_bits(&ch.recv_pod::<u8>((k * f).div_ceil(8)).map_err(net)?, k * f);
                     let t = leaf_tables(&lay, &keys, &cs2, &tau2, &d)?;
+                    ch.send_pod(&t).map_err(net)?;
+                    ch.flush().map_err(net)?;
+                    let n = k * LEAF_BITS;
+                    let d = unpack_bits(&ch.recv_pod::<u8>(n.div_ceil(8)).map_err(net)?, n);
+                    let t = carry_tables(&lay, &ckeys, &tau2, &v2, &d)?;
                     ch.send_pod(&t).map_err(net)?;
                     ch.flush().map_err(net)?;
                     Ok::<(), NnError>(())
                 },
                 move |ch| {
                     let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    r.fill(ch, k * f).map_err(ot)?;
+                    r.fill(ch, cots).map_err(ot)?;
                     let keys = LeafKeys::server(&mut r, ch, &lay, k)?;
+                    let ckeys = CarryKeys::server(&mut r, ch, k)?;
                     ch.send_pod(&pack_bits(&leaf_derand(&lay, &keys, &ss2)?))
                         .map_err(net)?;
                     ch.flush().map_err(net)?;
                     let t: Vec<u8> = ch.recv_pod(leaf_table_bytes(&lay, k)).map_err(net)?;
-                    leaf_outputs(&lay, &keys, &ss2, &t)
+                    let leaves = leaf_outputs(&lay, &keys, &ss2, &t)?;
+                    ch.send_pod(&pack_bits(&carry_derand(&ckeys, &leaves)?))
+                        .map_err(net)?;
+                    ch.flush().map_err(net)?;
+                    let t: Vec<u8> = ch.recv_pod(carry_table_bytes(&lay, k)).map_err(net)?;
+                    let shares = carry_shares(&lay, &ckeys, &leaves, &t)?;
+                    Ok::<_, NnError>((leaves, shares))
                 },
             );
             run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
-            let out = run.server.output.unwrap_or_else(|e| panic!("server: {e}"));
+            let (out, shares) = run.server.output.unwrap_or_else(|e| panic!("server: {e}"));
             for j in 0..k {
                 let b: Vec<bool> = (0..LEAF_BITS).map(|x| out[j][x] ^ tau[j][x]).collect();
                 let carry = b[0] ^ (b[1] & b[2]);
                 let want = (ss[j] & lo) + (cs[j] & lo) > lo;
                 assert_eq!(carry, want, "F {f}: s {:#x} c {:#x}", ss[j], cs[j]);
+                let sum = shares[j].wrapping_sub(v[j]) & ring_mask(l);
+                assert_eq!(
+                    sum, want as u64,
+                    "F {f} L {l}: carry share of s {:#x} c {:#x}",
+                    ss[j], cs[j]
+                );
             }
         }
+    }
+
+    /// A short, long or padded carry-share table frame is a typed error, not a panic.
+    #[test]
+    fn carry_shares_refuse_bad_tables() {
+        let lay = test_layouts(16).next().unwrap();
+        let k = 5;
+        let keys = CarryKeys {
+            keys: vec![0; k],
+            choices: vec![0; k],
+        };
+        let leaves = vec![[false; LEAF_BITS]; k];
+        let n = carry_table_bytes(&lay, k);
+        assert!(carry_shares(&lay, &keys, &leaves, &vec![0; n]).is_ok());
+        for bad in [vec![0u8; n - 1], vec![0u8; n + 1]] {
+            assert!(carry_shares(&lay, &keys, &leaves, &bad).is_err());
+        }
+        if (k * CARRY_TABLE * lay.l) % 8 != 0 {
+            let mut t = vec![0u8; n];
+            t[n - 1] = 0x80;
+            assert!(carry_shares(&lay, &keys, &leaves, &t).is_err());
+        }
+        let short = CarryKeys {
+            keys: vec![0; k - 1],
+            choices: vec![0; k - 1],
+        };
+        assert!(carry_shares(&lay, &short, &leaves, &vec![0; n]).is_err());
+        assert!(carry_derand(&short, &leaves).is_err());
     }
 }
 
