@@ -69,7 +69,7 @@ pub fn unpack_words(bytes: &[u8], n: usize, bits: u32) -> Result<Vec<u64>, OtErr
         )));
     }
     let used = n * bits as usize;
-    if used % 8 != 0 && bytes.last().is_some_and(|&b| b >> (used % 8) != 0) {
+    if !used.is_multiple_of(8) && bytes.last().is_some_and(|&b| b >> (used % 8) != 0) {
         return Err(OtError::malformed("packed frame has padding bits set"));
     }
     let mut u = Unpacker::new(bytes, bits);
@@ -148,7 +148,7 @@ mod tests {
                 let mut long = buf.clone();
                 long.push(0);
                 assert!(unpack_words(&long, n, bits).is_err());
-                if (n * bits as usize) % 8 != 0 {
+                if !(n * bits as usize).is_multiple_of(8) {
                     let mut bad = buf.clone();
                     *bad.last_mut().unwrap() |= 0x80;
                     assert!(unpack_words(&bad, n, bits).is_err());

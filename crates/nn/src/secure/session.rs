@@ -2592,7 +2592,7 @@ mod leaf_tests {
         for bad in [vec![0u8; n - 1], vec![0u8; n + 1]] {
             assert!(carry_shares(&lay, &keys, &leaves, &bad).is_err());
         }
-        if (k * CARRY_TABLE * lay.l) % 8 != 0 {
+        if !(k * CARRY_TABLE * lay.l).is_multiple_of(8) {
             let mut t = vec![0u8; n];
             t[n - 1] = 0x80;
             assert!(carry_shares(&lay, &keys, &leaves, &t).is_err());
