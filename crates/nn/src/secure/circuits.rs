@@ -185,6 +185,10 @@ pub struct StepLayout {
     /// Bits of the hidden state, of h − n and of h' inside the circuits and B2As
     /// ([`StepLayout::for_step`]; L where no narrowing is proven).
     pub hw: usize,
+    /// The sigmoid's input bits when r and z come from lookup tables (cryptogru::gate_luts: an
+    /// input of at most [`LUT_MAX_BITS`] bits, CG-2's 8): circuit A then outputs the saturated
+    /// inputs, not the gate values. `None`: the sigmoids run inside A.
+    pub lut: Option<usize>,
     /// Whether the range proof of [`StepLayout::for_step`] holds: h, h − n and h' never wrap, so
     /// h − n is the difference of the parties' shares and n mod 2^PW, which is what lets
     /// Q = z·(h − n) be taken from shares both parties hold before circuit B
@@ -212,6 +216,8 @@ impl StepLayout {
             g_signed,
             bo: fp.candidate_format().output.bits as usize,
             hw: fp.main.bits as usize,
+            lut: (sf.input.bits as usize <= LUT_MAX_BITS && gb <= LUT_MAX_OUT)
+                .then_some(sf.input.bits as usize),
             state_exact: false,
         }
     }
@@ -251,6 +257,11 @@ impl StepLayout {
             lay.state_exact = true;
         }
         lay
+    }
+    /// Bits of each of r and z that circuit A outputs: the saturated sigmoid input for lookup
+    /// tables, else the gate value's gb bits.
+    pub fn a_gate_bits(&self) -> usize {
+        self.lut.unwrap_or(self.gb)
     }
     fn gate_parts(&self) -> usize {
         self.l + self.f
@@ -335,6 +346,46 @@ impl StepLayout {
 
 /// Bits of trunc(gh_n) that circuit A outputs: κ, o, s (see `step_circuits`).
 pub const GHN_BITS: usize = 3;
+
+/// Largest sigmoid input (bits) whose gates come from lookup tables: a table has 2^bits
+/// entries, one 1-of-2^bits OT each.
+pub const LUT_MAX_BITS: usize = 8;
+/// Largest gate value (bits) of a lookup table's entries (the OT pads are kept at 16 bits).
+pub const LUT_MAX_OUT: usize = 16;
+
+/// The sigmoid as a lookup table over the saturated input word (cryptogru::gate_luts): entry x
+/// is the low gb bits of the same circuit A would run on input bits x, so the tables are the
+/// reference's [`CircuitActivations`] exactly. `None` when the layout has no tables.
+pub fn sigmoid_table(fp: &FixedPointConfig, lay: &StepLayout) -> Option<Vec<u64>> {
+    let nb = lay.lut?;
+    let sf = fp.sigmoid_format();
+    let c = Circuit::build(nb, |b, x| {
+        let y = activation::sigmoid(b, x, fixed(sf.input), fixed(sf.output));
+        sext(&y, sf.output.bits as usize)[..lay.gb].to_vec()
+    });
+    let total = 1u64 << nb;
+    let mut table = Vec::with_capacity(total as usize);
+    let mut base = 0u64;
+    while base < total {
+        let ins: Vec<u64> = (0..nb)
+            .map(|i| {
+                (0..64u64)
+                    .filter(|l| base + l < total && ((base + l) >> i) & 1 == 1)
+                    .fold(0u64, |a, l| a | (1 << l))
+            })
+            .collect();
+        let outs = c.eval_sliced(&ins);
+        for l in 0..64u64.min(total - base) {
+            table.push(
+                outs.iter()
+                    .enumerate()
+                    .fold(0u64, |a, (j, w)| a | (((w >> l) & 1) << j)),
+            );
+        }
+        base += 64;
+    }
+    Some(table)
+}
 
 /// Appends the low `w` bits of `v`, least significant first.
 pub fn put(out: &mut Vec<bool>, v: u64, w: usize) {
@@ -430,10 +481,16 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
         let (gs, es) = (&g[2 * p..2 * p + a], &e[2 * p..2 * p + a]);
         let (_, kappa) = add_full(b, &gs[..f], &es[..f], Bit::Const(false));
         let (hi, o) = add_full(b, &gs[f..f + l], &es[f..f + l], kappa);
-        let r = smooth(b, Func::Sigmoid, &ar, mf, sf);
-        let z = smooth(b, Func::Sigmoid, &az, mf, sf);
-        let mut out = r[..gb].to_vec();
-        out.extend_from_slice(&z[..gb]);
+        // With lookup tables A stops at the saturated sigmoid inputs (cryptogru::gate_luts).
+        let (r, z) = if lay.lut.is_some() {
+            (act_input(b, &ar, mf, sf), act_input(b, &az, mf, sf))
+        } else {
+            let r = smooth(b, Func::Sigmoid, &ar, mf, sf);
+            let z = smooth(b, Func::Sigmoid, &az, mf, sf);
+            (r[..gb].to_vec(), z[..gb].to_vec())
+        };
+        let mut out = r;
+        out.extend_from_slice(&z);
         out.extend([kappa, o, hi[l - 1]]);
         out
     });
@@ -501,6 +558,45 @@ pub fn index_bits(classes: usize) -> usize {
 mod tests {
     use super::*;
     use crate::fixed::Format;
+
+    fn fx8(input: Format) -> FixedPointConfig {
+        FixedPointConfig {
+            main: Format { bits: 20, frac: 12 },
+            sigmoid: Some(ActFormat {
+                input,
+                output: Format { bits: 8, frac: 7 },
+            }),
+            candidate: Some(ActFormat {
+                input: Format { bits: 8, frac: 4 },
+                output: Format { bits: 8, frac: 4 },
+            }),
+        }
+    }
+
+    /// The gate table equals the reference's sigmoid (`CircuitActivations`, the function the
+    /// bit-exact tests hold the session to) at every saturated input, read as two's complement;
+    /// a 9-bit sigmoid input gets no table (the gates stay in the circuit).
+    #[test]
+    fn sigmoid_table_is_the_reference_sigmoid() {
+        for input in [Format { bits: 8, frac: 4 }, Format { bits: 6, frac: 3 }] {
+            let fp = fx8(input);
+            let lay = StepLayout::for_step(&fp, false);
+            assert_eq!(lay.lut, Some(input.bits as usize));
+            let table = sigmoid_table(&fp, &lay).expect("a table");
+            assert_eq!(table.len(), 1 << input.bits);
+            let act = CircuitActivations::default();
+            let nb = input.bits;
+            for (x, &t) in table.iter().enumerate() {
+                let v = ((x as i64) << (64 - nb)) >> (64 - nb);
+                let want = act.sigmoid(v, fp.sigmoid_format()) as u64 & ((1 << lay.gb) - 1);
+                assert_eq!(t, want, "input {v}");
+            }
+        }
+        let fp = fx8(Format { bits: 9, frac: 4 });
+        let lay = StepLayout::for_step(&fp, false);
+        assert_eq!(lay.lut, None);
+        assert!(sigmoid_table(&fp, &lay).is_none());
+    }
 
     #[test]
     #[ignore = "prints the per-circuit AND counts"]

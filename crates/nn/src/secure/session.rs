@@ -13,7 +13,8 @@
 //! are decomposed into sender-first OTs whose correlations the server knows before the client's
 //! bits exist (docs/gru-protocol.md, "Online flights", which also has the derivations).
 use super::circuits::{
-    final_circuit, index_bits, put, step_circuits, StepCircuits, StepLayout, GHN_BITS, SHARE_BITS,
+    final_circuit, index_bits, put, sigmoid_table, step_circuits, StepCircuits, StepLayout,
+    GHN_BITS, SHARE_BITS,
 };
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
@@ -617,13 +618,14 @@ fn check_state_exact(lay: &StepLayout) -> Result<()> {
 }
 
 /// COTs a session draws from its pools: server-to-client (the client's circuit labels, then per
-/// step the sender-first OTs of P and Q and the B2A of h') and client-to-server (the client's
-/// direction of both products: r·b and z·h_c).
+/// step the sender-first OTs of P and Q, the B2A of h' and the gate tables' 1-of-2^b OTs) and
+/// client-to-server (the client's direction of both products: r·b and z·h_c).
 fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize, usize) {
-    let per_step_fwd = h * (p_early_len(lay) + q_early_len(lay) + lay.hw);
-    // The client → server pool also makes the carry leaves' random 1-of-2^m OTs: F COTs per
-    // carry, three carries (r, z, n) per element and step.
-    // and the carry shares' random 1-of-8 OTs: 3 more per carry.
+    let luts = lay.lut.map_or(0, |b| 2 * b);
+    let per_step_fwd = h * (p_early_len(lay) + q_early_len(lay) + lay.hw + luts);
+    // The client → server pool also makes the carry leaves' random 1-of-2^m OTs (F COTs per
+    // carry, three carries (r, z, n) per element and step) and the carry shares' random 1-of-8
+    // OTs (3 more per carry).
     let per_step_rev = h * (2 * lay.gb + CARRIES * (lay.f + LEAF_BITS));
     (labels + steps * per_step_fwd, steps * per_step_rev)
 }
@@ -754,6 +756,116 @@ impl CarryKeys {
         let (choices, keys) = random_n_receiver(r, ch, CARRY_TABLE, k, |b| b.0 as u32)?;
         Ok(CarryKeys { keys, choices })
     }
+}
+
+/// The gate tables' random 1-of-2^b OTs (cryptogru::gate_luts), made offline from the
+/// server → client pool: the server (sender) holds every key of each, the client a random
+/// choice and its key, each cut to 16 bits (a pad needs gb ≤ 16). Two per element and step (r,
+/// z), table u = (t·2 + gate)·H + i. Secret (no `Debug`).
+struct LutKeys {
+    keys: Vec<u16>,
+    /// Client: the random choices (empty for the server).
+    choices: Vec<u8>,
+}
+
+impl LutKeys {
+    fn server<C: Channel>(s: &mut PooledOtSender, ch: &mut C, nb: usize, k: usize) -> Result<Self> {
+        Ok(LutKeys {
+            keys: random_n_sender(s, ch, 1 << nb, k, |b| b.0 as u16)?,
+            choices: Vec::new(),
+        })
+    }
+    fn client<C: Channel>(
+        r: &mut PooledOtReceiver,
+        ch: &mut C,
+        nb: usize,
+        k: usize,
+    ) -> Result<Self> {
+        let (choices, keys) = random_n_receiver(r, ch, 1 << nb, k, |b| b.0 as u16)?;
+        Ok(LutKeys { keys, choices })
+    }
+}
+
+/// Client, online (cryptogru::gate_luts, first flight): d = x ⊕ c per table (b bits), x its XOR
+/// share of the saturated sigmoid input (circuit A's output), c the OT's random choice; tables
+/// `first..first + count` of the session's.
+fn lut_derand(keys: &LutKeys, first: usize, x: &[bool], nb: usize) -> Result<Vec<bool>> {
+    let k = x.len() / nb.max(1);
+    if nb == 0 || x.len() != k * nb || keys.choices.len() < first + k {
+        return Err(NnError::Protocol("gate tables: OT count".into()));
+    }
+    let mut out = Vec::with_capacity(x.len());
+    for (u, xb) in x.chunks(nb).enumerate() {
+        put(&mut out, word(xb) ^ keys.choices[first + u] as u64, nb);
+    }
+    Ok(out)
+}
+
+/// Server, online (second flight): per table, entry j of 2^b is σ(a ⊕ j) ⊕ ω padded with the low
+/// gb bits of K_{j ⊕ d}, packed at gb bits; a its XOR share of the sigmoid input (its permute
+/// bits of A's output), ω its share of the gate value (drawn offline).
+fn lut_tables(
+    table: &[u64],
+    keys: &LutKeys,
+    first: usize,
+    a: &[bool],
+    omega: &[u64],
+    d: &[bool],
+    gb: usize,
+) -> Result<Vec<u8>> {
+    let n = table.len();
+    let nb = n.trailing_zeros() as usize;
+    let k = omega.len();
+    if !n.is_power_of_two()
+        || nb == 0
+        || a.len() != k * nb
+        || d.len() != k * nb
+        || keys.keys.len() < (first + k) * n
+    {
+        return Err(NnError::Protocol("gate tables: table count".into()));
+    }
+    let gm = ring_mask(gb);
+    let mut entries = vec![0u64; k * n];
+    {
+        use rayon::prelude::*;
+        entries.par_chunks_mut(n).enumerate().for_each(|(u, row)| {
+            let au = word(&a[u * nb..(u + 1) * nb]) as usize;
+            let du = word(&d[u * nb..(u + 1) * nb]) as usize;
+            let kr = &keys.keys[(first + u) * n..(first + u + 1) * n];
+            for (j, e) in row.iter_mut().enumerate() {
+                *e = (table[au ^ j] ^ omega[u] ^ kr[j ^ du] as u64) & gm;
+            }
+        });
+    }
+    pack_words(&entries, gb as u32).map_err(ot)
+}
+
+/// Client, online: its XOR shares of the gate values (gb bits per table), entry x of its table
+/// unpadded with K_c.
+fn lut_outputs(
+    keys: &LutKeys,
+    first: usize,
+    x: &[bool],
+    nb: usize,
+    gb: usize,
+    tables: &[u8],
+) -> Result<Vec<bool>> {
+    let n = 1usize << nb;
+    let k = x.len() / nb.max(1);
+    if nb == 0 || x.len() != k * nb || keys.keys.len() < first + k || keys.choices.len() < first + k
+    {
+        return Err(NnError::Protocol("gate tables: OT count".into()));
+    }
+    if tables.len() != packed_len(k * n, gb as u32) {
+        return Err(NnError::Protocol("gate tables: frame size".into()));
+    }
+    let mut out = Vec::with_capacity(k * gb);
+    for (u, xb) in x.chunks(nb).enumerate() {
+        let off = (u * n + word(xb) as usize) * gb;
+        let v = (0..gb).fold(0u64, |acc, i| acc | (get_bit(tables, off + i) as u64) << i);
+        put(&mut out, v ^ keys.keys[first + u] as u64, gb);
+    }
+    Ok(out)
 }
 
 /// A carry's three leaf bits as a table index: lt_hi, eq_hi, lt_lo from bit 0 up.
@@ -1506,6 +1618,12 @@ pub fn client_session_garbling<C: Channel>(
     let n_carries = steps * h * CARRIES;
     let leaf_keys = LeafKeys::client(&mut mux_s, ch, &lay, n_carries)?;
     let carry_keys = CarryKeys::client(&mut mux_s, ch, n_carries)?;
+    // The gate tables' OTs (cryptogru::gate_luts) follow the labels' COTs in the server →
+    // client pool.
+    let lut_keys = match lay.lut {
+        Some(nb) => Some(LutKeys::client(&mut otr, ch, nb, 2 * h * steps)?),
+        None => None,
+    };
     let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
     let mut o = 0;
     for t in 0..steps {
@@ -1607,9 +1725,27 @@ pub fn client_session_garbling<C: Channel>(
             .recv_correlated_early(ch, h * q_early_len(&lay), pwu)
             .map_err(ot)?;
         let per = sc.a.n_outputs();
-        let r_bits = pick(&out, per, 0..gb);
-        let z_bits = pick(&out, per, gb..2 * gb);
-        let t_bits = pick(&out, per, 2 * gb..2 * gb + GHN_BITS);
+        let ab = lay.a_gate_bits();
+        let t_bits = pick(&out, per, 2 * ab..2 * ab + GHN_BITS);
+        let (r_bits, z_bits) = match (lay.lut, &lut_keys) {
+            // Two more flights (cryptogru::gate_luts): this party's derandomisation of the
+            // gate tables' OTs, then the server's tables; r and z come out XOR-shared.
+            (Some(nb), Some(keys)) => {
+                let mut x = pick(&out, per, 0..nb);
+                x.extend(pick(&out, per, nb..2 * nb));
+                ch.send_pod(&pack_bits(&lut_derand(keys, t * 2 * h, &x, nb)?))
+                    .map_err(net)?;
+                ch.flush().map_err(net)?;
+                let tables: Vec<u8> = ch
+                    .recv_pod(packed_len((2 * h) << nb, gb as u32))
+                    .map_err(net)?;
+                let mut g = lut_outputs(keys, t * 2 * h, &x, nb, gb, &tables)?;
+                let z = g.split_off(h * gb);
+                (g, z)
+            }
+            _ => (pick(&out, per, 0..gb), pick(&out, per, gb..2 * gb)),
+        };
+        rep.mux_bytes += acc.take(ch);
         // Flight 2 (out): P's derandomisation bits, the client-sender OTs of r·b, P_C − π_P,
         // and the client-sender OTs of z·h_C.
         let u = otr
@@ -1954,6 +2090,15 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     ch.flush().map_err(net)?;
     rep.gc_bytes += acc.take(ch);
     rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
+    // The gate tables' OTs (cryptogru::gate_luts), after the labels' COTs in this pool.
+    let lut = match lay.lut {
+        Some(nb) => Some((
+            LutKeys::server(&mut ots, ch, nb, 2 * h * steps)?,
+            sigmoid_table(&m.fp, &lay)
+                .ok_or_else(|| NnError::Protocol("gate tables: no table".into()))?,
+        )),
+        None => None,
+    };
     // ---- online
     ch.set_phase(Phase::Online);
     let masked: Vec<u32> = ch.recv_pod(steps * e).map_err(net)?;
@@ -2032,9 +2177,27 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let out = run(ch, &sc.a, ba, &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.a.n_outputs();
-        let r_bits = pick(&out, per, 0..gb);
-        let z_bits = pick(&out, per, gb..2 * gb);
-        let t_bits = pick(&out, per, 2 * gb..2 * gb + GHN_BITS);
+        let ab = lay.a_gate_bits();
+        let t_bits = pick(&out, per, 2 * ab..2 * ab + GHN_BITS);
+        // With gate tables this party's shares of r and z are its table masks ω (fresh per
+        // step), and A's outputs are the sigmoid inputs the tables are read at.
+        let omega: Vec<u64> = if lay.lut.is_some() {
+            (0..2 * h)
+                .map(|_| prg.next_block().low_u64() & ring_mask(gb))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (r_bits, z_bits) = if lay.lut.is_some() {
+            let mut r = Vec::with_capacity(2 * h * gb);
+            for &w in &omega {
+                put(&mut r, w, gb);
+            }
+            let z = r.split_off(h * gb);
+            (r, z)
+        } else {
+            (pick(&out, per, 0..gb), pick(&out, per, gb..2 * gb))
+        };
         let y_bits = bb
             .decode(&sc.b, &vec![false; h * wire_outputs(&sc.b)])
             .map_err(gc)?;
@@ -2049,6 +2212,20 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let (corr, local_q) = early_server(&lay, &neg_nu, &z_bits, &y_bits, &h_s);
         let qe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
         ch.flush().map_err(net)?;
+        if let (Some(nb), Some((keys, table))) = (lay.lut, &lut) {
+            // The gate tables (cryptogru::gate_luts): the client's derandomisation, then this
+            // party's tables at its shares of A's outputs.
+            let d = unpack_bits(
+                &ch.recv_pod::<u8>((2 * h * nb).div_ceil(8)).map_err(net)?,
+                2 * h * nb,
+            );
+            let mut a_bits = pick(&out, per, 0..nb);
+            a_bits.extend(pick(&out, per, nb..2 * nb));
+            let tables = lut_tables(table, keys, t * 2 * h, &a_bits, &omega, &d, gb)?;
+            ch.send_pod(&tables).map_err(net)?;
+            ch.flush().map_err(net)?;
+            rep.mux_bytes += acc.take(ch);
+        }
         // Flight 2 (in): P's derandomisation bits, the client's OTs of r·b, P_C − π_P, and the
         // client's OTs of z·h_C.
         let s_p = ots.finish_early(ch, pe).map_err(ot)?;
@@ -2205,6 +2382,7 @@ fn test_layouts(hw: usize) -> impl Iterator<Item = StepLayout> {
             g_signed,
             bo: 8,
             hw,
+            lut: None,
             state_exact: true,
         })
 }
@@ -2603,6 +2781,100 @@ mod leaf_tests {
         };
         assert!(carry_shares(&lay, &short, &leaves, &vec![0; n]).is_err());
         assert!(carry_derand(&short, &leaves).is_err());
+    }
+}
+
+#[cfg(test)]
+mod lut_tests {
+    use super::*;
+    use secinfer_net::simulate;
+
+    /// The gate tables over real pooled OTs against plaintext: for random tables, masks and
+    /// XOR-shared inputs (every input value at b = 3, random ones at b = 8), the client's share
+    /// ⊕ the server's ω is the table entry at the reconstructed input, for two calls on
+    /// consecutive key ranges (as two steps take them).
+    #[test]
+    fn gate_tables_read_the_entry_at_the_shared_input() {
+        for (nb, gb, k) in [(3usize, 7usize, 64usize), (8, 7, 300), (8, 13, 50)] {
+            let mut prg = Prg::from_seed(Block(0x7ab + nb as u128));
+            let n = 1usize << nb;
+            let table: Vec<u64> = (0..n)
+                .map(|_| prg.next_block().low_u64() & ring_mask(gb))
+                .collect();
+            let mut draw = |bits: usize| -> Vec<u64> {
+                (0..2 * k)
+                    .map(|_| prg.next_block().low_u64() & ring_mask(bits))
+                    .collect()
+            };
+            let (xs, a, omega) = (draw(nb), draw(nb), draw(gb));
+            let xs: Vec<u64> = if nb == 3 {
+                (0..2 * k).map(|u| (u % n) as u64).collect()
+            } else {
+                xs
+            };
+            let bits = |v: &[u64]| -> Vec<bool> {
+                let mut out = Vec::new();
+                for &w in v {
+                    put(&mut out, w, nb);
+                }
+                out
+            };
+            // The client's share b = x ⊕ a.
+            let b: Vec<u64> = xs.iter().zip(&a).map(|(x, a)| x ^ a).collect();
+            let (a_bits, b_bits) = (bits(&a), bits(&b));
+            let (t2, o2) = (table.clone(), omega.clone());
+            let run = simulate(
+                move |ch| {
+                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    r.fill(ch, 2 * k * nb).map_err(ot)?;
+                    let keys = LutKeys::client(&mut r, ch, nb, 2 * k)?;
+                    let mut out = Vec::new();
+                    for call in 0..2 {
+                        let x = &b_bits[call * k * nb..(call + 1) * k * nb];
+                        let d = lut_derand(&keys, call * k, x, nb)?;
+                        ch.send_pod(&pack_bits(&d)).map_err(net)?;
+                        ch.flush().map_err(net)?;
+                        let t: Vec<u8> = ch.recv_pod(packed_len(k * n, gb as u32)).map_err(net)?;
+                        // one byte short is refused
+                        assert!(lut_outputs(&keys, call * k, x, nb, gb, &t[1..]).is_err());
+                        out.extend(lut_outputs(&keys, call * k, x, nb, gb, &t)?);
+                    }
+                    Ok::<_, NnError>(out)
+                },
+                move |ch| {
+                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    s.fill(ch, 2 * k * nb).map_err(ot)?;
+                    let keys = LutKeys::server(&mut s, ch, nb, 2 * k)?;
+                    for call in 0..2 {
+                        let d = unpack_bits(
+                            &ch.recv_pod::<u8>((k * nb).div_ceil(8)).map_err(net)?,
+                            k * nb,
+                        );
+                        let a = &a_bits[call * k * nb..(call + 1) * k * nb];
+                        let om = &o2[call * k..(call + 1) * k];
+                        // a derandomisation of the wrong length, or keys for too few tables,
+                        // are refused
+                        assert!(lut_tables(&t2, &keys, call * k, a, om, &d[1..], gb).is_err());
+                        assert!(lut_tables(&t2, &keys, 2 * k, a, om, &d, gb).is_err());
+                        let t = lut_tables(&t2, &keys, call * k, a, om, &d, gb)?;
+                        ch.send_pod(&t).map_err(net)?;
+                        ch.flush().map_err(net)?;
+                    }
+                    Ok::<(), NnError>(())
+                },
+            );
+            run.server.output.unwrap_or_else(|e| panic!("server: {e}"));
+            let out = run.client.output.unwrap_or_else(|e| panic!("client: {e}"));
+            for u in 0..2 * k {
+                let share = word(&out[u * gb..(u + 1) * gb]);
+                assert_eq!(
+                    share ^ omega[u],
+                    table[xs[u] as usize],
+                    "b {nb} gb {gb} table {u} input {}",
+                    xs[u]
+                );
+            }
+        }
     }
 }
 
