@@ -121,6 +121,18 @@ pub struct InferArgs {
     /// garbling CPU). Default: three-halves.
     #[arg(long, value_parser = parse_scheme)]
     pub garbling: Option<Scheme>,
+    /// Where the gates r and z are computed (the server follows the client): tables (OT lookup
+    /// tables where the sigmoid's input has at most 8 bits, i.e. cg2: fewer bytes) or circuit
+    /// (inside the garbled circuit: two flights per step fewer, better on long round trips).
+    #[arg(long, value_enum, default_value = "tables")]
+    pub gates: Gates,
+}
+
+/// Where the GRU's gates r and z are computed (`--gates`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Gates {
+    Tables,
+    Circuit,
 }
 
 fn parse_scheme(s: &str) -> Result<Scheme, String> {
@@ -224,6 +236,7 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
             &inp.tokens,
             ClientOptions {
                 reveal_logits: a.reveal_logits,
+                gates_in_circuit: a.gates == Gates::Circuit,
             },
             a.ot,
             a.garbling.unwrap_or(DEFAULT_GARBLING),

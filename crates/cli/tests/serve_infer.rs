@@ -2,7 +2,8 @@
 //! IMDB model. A client killed mid-protocol, a client sending garbage, and a client asking for
 //! another variant do not stop the server: the next client is served and its secure prediction
 //! equals the plaintext fixed-point reference's, and so is a client that chooses half-gates
-//! garbling (the default is three-halves) and IKNP pools.
+//! garbling (the default is three-halves), IKNP pools and its gates in the circuit (the
+//! default is lookup tables).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -93,8 +94,19 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
     // 4. the next client is served; its secure class equals the plaintext reference's.
     let so = served_and_matching(&addr, &model, &[]);
     assert!(so.contains("GC bytes") && so.contains("HE bytes"), "{so}");
-    // 5. a client choosing half-gates garbling and IKNP pools: the server follows the
-    // handshake, and the class still equals the reference's.
-    served_and_matching(&addr, &model, &["--garbling", "half-gates", "--ot", "iknp"]);
+    // 5. a client choosing half-gates garbling, IKNP pools and garbled gates: the server
+    // follows the handshake, and the class still equals the reference's.
+    served_and_matching(
+        &addr,
+        &model,
+        &[
+            "--garbling",
+            "half-gates",
+            "--ot",
+            "iknp",
+            "--gates",
+            "circuit",
+        ],
+    );
     drop(srv);
 }

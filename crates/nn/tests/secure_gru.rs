@@ -26,6 +26,21 @@ fn run_case_with(
     reveal: bool,
     scheme: Scheme,
 ) -> (GruOutcome, SessionReport) {
+    let opts = ClientOptions {
+        reveal_logits: reveal,
+        ..ClientOptions::default()
+    };
+    run_case_opts((e, h, c, steps), v, seed, opts, scheme)
+}
+
+fn run_case_opts(
+    (e, h, c, steps): (usize, usize, usize, usize),
+    v: Variant,
+    seed: u64,
+    opts: ClientOptions,
+    scheme: Scheme,
+) -> (GruOutcome, SessionReport) {
+    let reveal = opts.reveal_logits;
     let (q, embed) = random_model(e, h, c, steps, v, seed).unwrap();
     let tokens: Vec<u32> = (0..steps as u32)
         .map(|i| (i * 7 + seed as u32 * 13) % 64)
@@ -41,9 +56,7 @@ fn run_case_with(
                 ch,
                 &cm,
                 &toks,
-                ClientOptions {
-                    reveal_logits: reveal,
-                },
+                opts,
                 OtFiller::default(),
                 scheme,
                 &mut |_, _, _| {},
@@ -91,6 +104,31 @@ fn three_halves_saves_exactly_the_table_bytes() {
     assert_eq!(saved % per_gate, 0, "saved {saved}");
     assert!(saved > 0);
     assert_eq!(DEFAULT_GARBLING, Scheme::ThreeHalves);
+}
+
+/// CG-2's gates r and z from OT lookup tables (the default) or inside the garbled circuit (the
+/// client's `gates_in_circuit`): the same logits, two online rounds per step more with tables,
+/// fewer AND gates and fewer bytes; CG-1's 20-bit sigmoids never get tables.
+#[test]
+fn gate_tables_and_gate_circuits_give_the_same_logits() {
+    let size = (6, 9, 3, 4);
+    let opts = |g| ClientOptions {
+        reveal_logits: true,
+        gates_in_circuit: g,
+    };
+    let (t, ts) = run_case_opts(size, Variant::Cg2, 12, opts(false), DEFAULT_GARBLING);
+    let (g, gs) = run_case_opts(size, Variant::Cg2, 12, opts(true), DEFAULT_GARBLING);
+    assert_eq!(t.logits, g.logits);
+    assert!(t.report.gate_tables && ts.gate_tables);
+    assert!(!g.report.gate_tables && !gs.gate_tables);
+    assert_eq!(
+        t.report.cost.online.rounds,
+        g.report.cost.online.rounds + 2 * size.3 as u64
+    );
+    assert!(t.report.and_gates < g.report.and_gates);
+    assert!(t.report.cost.total().bytes() < g.report.cost.total().bytes());
+    let (x, xs) = run_case_opts(size, Variant::Cg1, 12, opts(false), DEFAULT_GARBLING);
+    assert!(!x.report.gate_tables && !xs.gate_tables);
 }
 
 #[test]
@@ -154,6 +192,7 @@ fn secure_gru_with_other_pool_fillers_is_bit_exact() {
                     &tokens,
                     ClientOptions {
                         reveal_logits: true,
+                        ..ClientOptions::default()
                     },
                     filler,
                     &mut |_, _, _| {},
@@ -230,6 +269,7 @@ fn extreme_hidden_states_stay_bit_exact() {
                     &toks,
                     ClientOptions {
                         reveal_logits: true,
+                        ..ClientOptions::default()
                     },
                     &mut |_, _, _| {},
                 )

@@ -210,7 +210,10 @@ impl Client {
         tokens: Vec<u32>,
         reveal_logits: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let opts = secinfer_nn::secure::ClientOptions { reveal_logits };
+        let opts = secinfer_nn::secure::ClientOptions {
+            reveal_logits,
+            ..Default::default()
+        };
         let out = py
             .allow_threads(|| {
                 self.inner

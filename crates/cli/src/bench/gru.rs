@@ -39,6 +39,10 @@ pub struct GruArgs {
     /// 24.625 B per AND gate, ≈ 1.5× the garbling hashes). Default: the session's default.
     #[arg(long, value_parser = parse_scheme)]
     pub garbling: Option<Scheme>,
+    /// Where the gates r and z are computed: tables (OT lookup tables for 8-bit sigmoids, cg2)
+    /// or circuit (garbled: two flights per step fewer, more bytes).
+    #[arg(long, value_enum, default_value = "tables")]
+    pub gates: crate::model_cmd::Gates,
     /// Seed of the random model and tokens.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -81,7 +85,10 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
                 ch,
                 &cm,
                 &toks,
-                ClientOptions::default(),
+                ClientOptions {
+                    gates_in_circuit: a.gates == crate::model_cmd::Gates::Circuit,
+                    ..ClientOptions::default()
+                },
                 a.ot,
                 garbling,
                 &mut |_, _, _| {},
@@ -113,6 +120,7 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
         .param("profile", a.net.profile.name)
         .param("ot", a.ot.name())
         .param("garbling", garbling.name())
+        .param("gates", if rep.gate_tables { "tables" } else { "circuit" })
         .param("threads", threads);
     out.emit(
         rec.field("gc_bytes", rep.gc_bytes)

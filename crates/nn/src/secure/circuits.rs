@@ -460,9 +460,23 @@ fn product_bits(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], lay: StepLayout
     p[lay.pw - lay.l..lay.pw].to_vec()
 }
 
-/// The step circuits for a fixed-point configuration and candidate activation.
+/// The step circuits for a fixed-point configuration and candidate activation, with r and z
+/// from lookup tables where the sigmoid's input is small enough ([`StepLayout::lut`]).
 pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuits {
-    let lay = StepLayout::for_step(fp, tanh_candidate);
+    step_circuits_with(fp, tanh_candidate, true)
+}
+
+/// [`step_circuits`], with `gate_tables = false` keeping the sigmoids of r and z inside circuit
+/// A whatever their width (two flights per step fewer, more bytes: the client's choice).
+pub fn step_circuits_with(
+    fp: &FixedPointConfig,
+    tanh_candidate: bool,
+    gate_tables: bool,
+) -> StepCircuits {
+    let mut lay = StepLayout::for_step(fp, tanh_candidate);
+    if !gate_tables {
+        lay.lut = None;
+    }
     let (a, l, f, pw, gb, bo, hw) = (lay.acc, lay.l, lay.f, lay.pw, lay.gb, lay.bo, lay.hw);
     let mf = fp.main.frac;
     let sf = fp.sigmoid_format();

@@ -13,8 +13,8 @@
 //! are decomposed into sender-first OTs whose correlations the server knows before the client's
 //! bits exist (docs/gru-protocol.md, "Online flights", which also has the derivations).
 use super::circuits::{
-    final_circuit, index_bits, put, sigmoid_table, step_circuits, StepCircuits, StepLayout,
-    GHN_BITS, SHARE_BITS,
+    final_circuit, index_bits, put, sigmoid_table, step_circuits, step_circuits_with, StepCircuits,
+    StepLayout, GHN_BITS, SHARE_BITS,
 };
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
@@ -188,6 +188,8 @@ pub struct SessionReport {
     pub flood_stat_bits: f64,
     /// The AND-gate scheme the session's tables used.
     pub garbling: Scheme,
+    /// Whether r and z came from OT lookup tables (cryptogru::gate_luts) rather than circuit A.
+    pub gate_tables: bool,
 }
 
 /// Bytes (both directions) so far on a channel.
@@ -323,7 +325,16 @@ impl ClientModel {
 pub struct ClientOptions {
     /// Ask for the logits (main-format integers) instead of only the class.
     pub reveal_logits: bool,
+    /// Keep the sigmoids of r and z inside the garbled circuit even where OT lookup tables
+    /// could compute them (8-bit sigmoid inputs, CG-2): two flights per step fewer (60 rounds
+    /// for T = 30, ≈ 1.1 s on a 40 ms round trip) for ≈ 1.6 KB more per element and step
+    /// (docs/gru-protocol.md, "Gate tables"). A cost trade-off, not a security one.
+    pub gates_in_circuit: bool,
 }
+
+/// The handshake's names for where r and z are computed.
+const GATES_TABLES: &str = "tables";
+const GATES_CIRCUIT: &str = "circuit";
 
 /// What fills the session's pool of random COTs (all OTs of the session are drawn from it and
 /// derandomised at one bit each): IKNP (16 bytes per COT, cheap to compute), SoftSpokenOT with
@@ -1415,6 +1426,11 @@ pub fn client_session_garbling<C: Channel>(
     let mut hs = handshake_json(&m.config, &m.fp, m.variant, steps, opts.reveal_logits);
     hs["ot"] = serde_json::Value::from(filler.name());
     hs["garbling"] = serde_json::Value::from(garbling.name());
+    hs["gates"] = serde_json::Value::from(if opts.gates_in_circuit {
+        GATES_CIRCUIT
+    } else {
+        GATES_TABLES
+    });
     ch.send_frame(hs.to_string().as_bytes()).map_err(net)?;
     let reply = ch.recv_frame().map_err(net)?;
     if reply.len() > MAX_HANDSHAKE {
@@ -1512,8 +1528,13 @@ pub fn client_session_garbling<C: Channel>(
     }
     ch.flush().map_err(net)?;
     rep.he_bytes += acc.take(ch);
-    let sc = step_circuits(&m.fp, a.activation == Candidate::Tanh);
+    let sc = step_circuits_with(
+        &m.fp,
+        a.activation == Candidate::Tanh,
+        !opts.gates_in_circuit,
+    );
     let lay = sc.lay;
+    rep.gate_tables = lay.lut.is_some();
     check_state_exact(&lay)?;
     let fin = final_circuit(&m.fp, c, opts.reveal_logits);
     let amask = (1u64 << lay.acc) - 1;
@@ -1906,6 +1927,19 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     if problem.is_none() {
         problem = garbling.as_ref().err().cloned();
     }
+    // And where r and z are computed (absent: lookup tables where they apply).
+    let gates_in_circuit = match hv["gates"].as_str() {
+        None | Some(GATES_TABLES) => false,
+        Some(GATES_CIRCUIT) => true,
+        Some(other) => {
+            if problem.is_none() {
+                problem = Some(format!(
+                    "unknown gates {other:?} ({GATES_TABLES} or {GATES_CIRCUIT})"
+                ));
+            }
+            false
+        }
+    };
     if let Some(p) = problem {
         let _ = ch.send_frame(
             serde_json::json!({"ok": false, "error": p})
@@ -1960,8 +1994,15 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let cts_h = recv_groups(hh, steps - 1)?;
     let ct_fc = recv_groups(fcl, 1)?;
     rep.he_bytes += acc.take(ch);
-    let sc = &m.step;
+    let own_step;
+    let sc = if gates_in_circuit && m.step.lay.lut.is_some() {
+        own_step = step_circuits_with(&m.fp, a.activation == Candidate::Tanh, false);
+        &own_step
+    } else {
+        &m.step
+    };
     let lay = sc.lay;
+    rep.gate_tables = lay.lut.is_some();
     let fin = final_circuit(&m.fp, c, reveal);
     let ei = lay.evaluator_inputs();
     let pmask = ring_mask(lay.pw);
