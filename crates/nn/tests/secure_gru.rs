@@ -126,6 +126,9 @@ fn gate_tables_and_gate_circuits_give_the_same_logits() {
         g.report.cost.online.rounds + 2 * size.3 as u64
     );
     assert!(t.report.and_gates < g.report.and_gates);
+    assert_eq!(t.report.and_per_element_step, ts.and_per_element_step);
+    assert_eq!(g.report.and_per_element_step, gs.and_per_element_step);
+    assert!(t.report.and_per_element_step < g.report.and_per_element_step);
     assert!(t.report.cost.total().bytes() < g.report.cost.total().bytes());
     let (x, xs) = run_case_opts(size, Variant::Cg1, 12, opts(false), DEFAULT_GARBLING);
     assert!(!x.report.gate_tables && !xs.gate_tables);

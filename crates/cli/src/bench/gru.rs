@@ -76,7 +76,6 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
     let mut reference = Reference::new(&q, CircuitActivations::default());
     let want = argmax(&reference.classify(&tokens));
     let sm = ServerModel::new(q, a.variant, a.steps)?;
-    let per_elem = sm.and_gates_per_step_element();
     let toks = tokens.clone();
     let r = run_pair(
         &a.net,
@@ -127,7 +126,7 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
             .field("he_bytes", rep.he_bytes)
             .field("mux_bytes", rep.mux_bytes)
             .field("and_gates", rep.and_gates)
-            .field("and_per_element_step", per_elem)
+            .field("and_per_element_step", rep.and_per_element_step)
             .field("flood_stat_bits", (r.server * 10.0).floor() / 10.0)
             .field("class", r.client.class),
     );

@@ -183,6 +183,8 @@ pub struct SessionReport {
     /// extension, multiplexer OTs, and the client's share corrections P_c − π_P, Q_c − π_Q.
     pub mux_bytes: u64,
     pub and_gates: u64,
+    /// AND gates per element and step of the step circuits this session ran.
+    pub and_per_element_step: u64,
     pub steps: usize,
     /// Weakest statistical-flooding exponent of the server's responses (server side only).
     pub flood_stat_bits: f64,
@@ -279,6 +281,8 @@ impl ServerModel {
             step,
         })
     }
+    /// AND gates per element and step of the default step circuits (gate tables where they
+    /// apply; a session's own count is [`SessionReport::and_per_element_step`]).
     pub fn and_gates_per_step_element(&self) -> u64 {
         self.step.and_count()
     }
@@ -1535,6 +1539,7 @@ pub fn client_session_garbling<C: Channel>(
     );
     let lay = sc.lay;
     rep.gate_tables = lay.lut.is_some();
+    rep.and_per_element_step = sc.and_count();
     check_state_exact(&lay)?;
     let fin = final_circuit(&m.fp, c, opts.reveal_logits);
     let amask = (1u64 << lay.acc) - 1;
@@ -2003,6 +2008,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     };
     let lay = sc.lay;
     rep.gate_tables = lay.lut.is_some();
+    rep.and_per_element_step = sc.and_count();
     let fin = final_circuit(&m.fp, c, reveal);
     let ei = lay.evaluator_inputs();
     let pmask = ring_mask(lay.pw);
