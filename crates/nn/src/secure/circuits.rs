@@ -288,9 +288,18 @@ impl StepLayout {
     pub fn b_evaluator(&self) -> usize {
         self.b_garbler()
     }
-    /// Server inputs of C: Q (PW), its XOR share of y (bo).
+    /// Server inputs of C: Q (its ring's bits, [`StepLayout::q_ring`]), its XOR share of y (bo).
     pub fn c_garbler(&self) -> usize {
-        self.pw + self.bo
+        self.q_ring().pw + self.bo
+    }
+    /// The layout Q = z·(h − n) is computed in: the ring 2^(fo + hw) instead of 2^PW. Circuit C
+    /// reads bits fo .. fo + hw − 1 of Q (h' has hw bits), which depend only on Q mod 2^(fo + hw),
+    /// so Q's OT words, masks and circuit inputs are 4 bits narrower for CG-2 (27 → 23).
+    pub fn q_ring(&self) -> StepLayout {
+        StepLayout {
+            pw: (self.pw - self.l + self.hw).min(self.pw),
+            ..*self
+        }
     }
     /// Client inputs of C: the same.
     pub fn c_evaluator(&self) -> usize {
@@ -454,12 +463,6 @@ fn xor_word(b: &mut Builder, x: &[Bit<u32>], y: &[Bit<u32>]) -> W {
     x.iter().zip(y).map(|(x, y)| xor(b, x, y)).collect()
 }
 
-/// Bits fo .. fo + L − 1 of a product from its two shares mod 2^PW: `wrap((g ⊙ v) ≫ F)`.
-fn product_bits(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], lay: StepLayout) -> W {
-    let p = add(b, g, e);
-    p[lay.pw - lay.l..lay.pw].to_vec()
-}
-
 /// The step circuits for a fixed-point configuration and candidate activation, with r and z
 /// from lookup tables where the sigmoid's input is small enough ([`StepLayout::lut`]).
 pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuits {
@@ -529,11 +532,14 @@ pub fn step_circuits_with(
     let gc_in = lay.c_garbler();
     let circ_c = Circuit::build(gc_in + lay.c_evaluator(), |b, ins| {
         let (g, e) = ins.split_at(gc_in);
-        let zd = product_bits(b, &g[..pw], &e[..pw], lay);
-        let y = xor_word(b, &g[pw..pw + bo], &e[pw..pw + bo]);
+        // Q's bits fo .. fo + hw − 1 from its shares mod 2^(fo + hw) (StepLayout::q_ring).
+        let qw = lay.q_ring().pw;
+        let fo = pw - l;
+        let zd = add(b, &g[..qw], &e[..qw])[fo..fo + hw].to_vec();
+        let y = xor_word(b, &g[qw..qw + bo], &e[qw..qw + bo]);
         let n = to_main(&y, mf, cf, l);
         // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F)), in hw bits
-        add(b, &n[..hw], &zd[..hw])
+        add(b, &n[..hw], &zd)
     });
     StepCircuits {
         a: circ_a,

@@ -1626,7 +1626,7 @@ pub fn client_session_garbling<C: Channel>(
             lay.encode_b(mk.pi_p, x[2 * h + i], neg(mk.v[2]), &mut choices);
         }
         for mk in &masks[t] {
-            put(&mut choices, mk.pi_q, lay.pw);
+            put(&mut choices, mk.pi_q, lay.q_ring().pw);
             put(&mut choices, mk.mu, lay.bo);
         }
     }
@@ -1729,6 +1729,9 @@ pub fn client_session_garbling<C: Channel>(
     };
     let (gb, bo, l, hw) = (lay.gb, lay.bo, lay.l, lay.hw);
     let pwu = lay.pw as u32;
+    // Q = z·(h − n) lives in the narrower ring 2^(fo + hw) (StepLayout::q_ring).
+    let qlay = lay.q_ring();
+    let (qmask, qwu) = (ring_mask(qlay.pw), qlay.pw as u32);
     // Six flights per step (docs/gru-protocol.md, "Online flights"): each party's independent
     // messages travel together, every pooled OT is split into its derandomisation half and its
     // answer half, and both products are sender-first OTs on decompositions.
@@ -1748,7 +1751,7 @@ pub fn client_session_garbling<C: Channel>(
             .recv_correlated_early(ch, h * p_early_len(&lay), pwu)
             .map_err(ot)?;
         let qe = otr
-            .recv_correlated_early(ch, h * q_early_len(&lay), pwu)
+            .recv_correlated_early(ch, h * q_early_len(&qlay), qwu)
             .map_err(ot)?;
         let per = sc.a.n_outputs();
         let ab = lay.a_gate_bits();
@@ -1799,11 +1802,12 @@ pub fn client_session_garbling<C: Channel>(
             .map(|(a, b)| a.wrapping_add(b) & pmask)
             .collect();
         send_delta(ch, &p, mk.iter().map(|k| k.pi_p), pmask)?;
-        let w_q = p_client_weights(&lay, &h_c);
+        let h_cq: Vec<u64> = h_c.iter().map(|v| v & qmask).collect();
+        let w_q = p_client_weights(&qlay, &h_cq);
         let x_q = mux_s
-            .send_correlated_answer(ch, qr_rev, &mux_deltas(&lay, &w_q, &z_bits), pwu)
+            .send_correlated_answer(ch, qr_rev, &mux_deltas(&qlay, &w_q, &z_bits), qwu)
             .map_err(ot)?;
-        let q_hc = mux_combine(&lay, &w_q, &z_bits, &zero, &x_q)?;
+        let q_hc = mux_combine(&qlay, &w_q, &z_bits, &zero, &x_q)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
         // Flight 3 (in): B labels → y.
@@ -1824,14 +1828,14 @@ pub fn client_session_garbling<C: Channel>(
             .collect();
         ch.send_pod(&pack_bits(&yd)).map_err(net)?;
         let u = otr
-            .finish_early(ch, qe, &early_choices(&lay, &z_bits, &y, bo))
+            .finish_early(ch, qe, &early_choices(&qlay, &z_bits, &y, bo))
             .map_err(ot)?;
         let q: Vec<u64> = q_hc
             .iter()
-            .zip(sums(&u, q_early_len(&lay), pmask))
-            .map(|(a, b)| a.wrapping_add(b) & pmask)
+            .zip(sums(&u, q_early_len(&qlay), qmask))
+            .map(|(a, b)| a.wrapping_add(b) & qmask)
             .collect();
-        send_delta(ch, &q, mk.iter().map(|k| k.pi_q), pmask)?;
+        send_delta(ch, &q, mk.iter().map(|k| k.pi_q), qmask)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
         // Flight 5 (in): C labels → h', and the server's sender-first B2A words for h' (its
@@ -2194,7 +2198,10 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     };
     let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
     let pwu = pw as u32;
-    let neg_nu = q_weights(&lay, &lay.candidate_weights(&m.fp));
+    // Q = z·(h − n) lives in the narrower ring 2^(fo + hw) (StepLayout::q_ring).
+    let qlay = lay.q_ring();
+    let (qmask, qwu) = (ring_mask(qlay.pw), qlay.pw as u32);
+    let neg_nu = q_weights(&qlay, &qlay.candidate_weights(&m.fp));
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
     // Six flights per step, mirroring client_session_with.
@@ -2255,9 +2262,9 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .collect();
         let (corr, local_p) = early_server(&lay, &ghn_weights(&lay), &r_bits, &t_bits, &a_hi);
         let pe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
-        let h_s: Vec<u64> = mh.iter().map(|v| v & pmask).collect();
-        let (corr, local_q) = early_server(&lay, &neg_nu, &z_bits, &y_bits, &h_s);
-        let qe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
+        let h_s: Vec<u64> = mh.iter().map(|v| v & qmask).collect();
+        let (corr, local_q) = early_server(&qlay, &neg_nu, &z_bits, &y_bits, &h_s);
+        let qe = ots.send_correlated_early(ch, &corr, qwu).map_err(ot)?;
         ch.flush().map_err(net)?;
         if let (Some(nb), Some((keys, table))) = (lay.lut, &lut) {
             // The gate tables (cryptogru::gate_luts): the client's derandomisation, then this
@@ -2285,7 +2292,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & pmask)
             .collect();
         let p = recv_delta(ch, &p, pmask)?;
-        let y_q = mux_r.recv_correlated_answer(ch, qr_rev, pwu).map_err(ot)?;
+        let y_q = mux_r.recv_correlated_answer(ch, qr_rev, qwu).map_err(ot)?;
         rep.mux_bytes += acc.take(ch);
         // Flight 3 (out): B labels.
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
@@ -2303,18 +2310,18 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         // Q_S = Λ(h_S − Σ_y) − Σ (sender-first outputs) + Σ (received z·h_C terms)
         let q: Vec<u64> = local_q
             .iter()
-            .zip(sums(&s_q, q_early_len(&lay), pmask))
-            .zip(sums(&y_q, gb, pmask))
-            .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & pmask)
+            .zip(sums(&s_q, q_early_len(&qlay), qmask))
+            .zip(sums(&y_q, gb, qmask))
+            .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & qmask)
             .collect();
-        let q = recv_delta(ch, &q, pmask)?;
+        let q = recv_delta(ch, &q, qmask)?;
         let y = pick(&out, sc.b.n_outputs(), 0..bo);
         rep.mux_bytes += acc.take(ch);
         // Flight 5 (out): C labels, then the sender-first B2A words for h' (the correlations
         // are this party's permute bits, so they need no answer round).
         let mut bits = Vec::with_capacity(h * lay.c_garbler());
         for i in 0..h {
-            put(&mut bits, q[i], pw);
+            put(&mut bits, q[i], qlay.pw);
             bits.extend((0..bo).map(|j| y[i * bo + j] ^ yd[i * bo + j]));
         }
         let out = run(ch, &sc.c, bc, &bits)?;
