@@ -10,7 +10,7 @@
 //! it sign-extended), but the circuit only needs h mod 2^L: it takes L bits of each share.
 use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
-use secinfer_gc::backend::{xor, Bit, Word};
+use secinfer_gc::backend::{and, xor, Bit, Word};
 use secinfer_gc::gadgets::{add, add_cin, add_full, argmax, constant_word, relu, saturate, sext};
 use secinfer_gc::{Builder, Circuit};
 use std::cell::RefCell;
@@ -263,8 +263,21 @@ impl StepLayout {
     pub fn a_gate_bits(&self) -> usize {
         self.lut.unwrap_or(self.gb)
     }
+    /// Whether the hidden projections' carries out of their low F bits come from per-step
+    /// carry leaves (cryptogru::carry_leaves on gh; three leaf bits per party into A instead of
+    /// F bits, two flights per step). They go with the gate tables: the byte-lean step.
+    pub fn gh_leaves(&self) -> bool {
+        self.lut.is_some()
+    }
+    fn gh_low_parts(&self) -> usize {
+        if self.gh_leaves() {
+            LEAF_BITS
+        } else {
+            self.f
+        }
+    }
     fn gate_parts(&self) -> usize {
-        self.l + self.f
+        self.l + self.gh_low_parts()
     }
     /// Digit widths (high, low) of the input projections' carry leaves
     /// (cryptogru::carry_leaves): F = m_hi + m_lo, m_lo = ⌊F/2⌋.
@@ -273,7 +286,7 @@ impl StepLayout {
     }
     /// Server inputs per element of circuit A: its gate parts for r and z, its gh_n share.
     pub fn a_garbler(&self) -> usize {
-        2 * self.gate_parts() + self.acc
+        3 * self.gate_parts()
     }
     /// Client inputs of A: the same.
     pub fn a_evaluator(&self) -> usize {
@@ -309,19 +322,33 @@ impl StepLayout {
     pub fn evaluator_inputs(&self) -> usize {
         self.a_evaluator() + self.b_evaluator() + self.c_evaluator()
     }
-    /// Appends one party's gate parts for r and z and its gh_n share (circuit A's shared part):
+    /// Appends one party's gate parts for r and z and its gh_n parts (circuit A's shared part):
     /// per gate its high part (gi ≫ F) + (gh ≫ F) + its additive share (mod 2^L) of gi's carry,
-    /// and the low F bits of its gh share.
-    pub fn encode_a(&self, gi: [u64; 2], carry: [u64; 2], gh: [u64; 3], out: &mut Vec<bool>) {
+    /// then gh_n ≫ F (L bits); after each, the low F bits of its gh share, or with
+    /// [`StepLayout::gh_leaves`] its XOR shares of that carry's leaf bits (`leaves`, r z n).
+    pub fn encode_a(
+        &self,
+        gi: [u64; 2],
+        carry: [u64; 2],
+        gh: [u64; 3],
+        leaves: Option<&[[bool; LEAF_BITS]; 3]>,
+        out: &mut Vec<bool>,
+    ) {
         let lo = (1u64 << self.f) - 1;
-        for k in 0..2 {
-            let hi = (gi[k] >> self.f)
-                .wrapping_add(gh[k] >> self.f)
-                .wrapping_add(carry[k]);
+        for k in 0..3 {
+            let hi = if k < 2 {
+                (gi[k] >> self.f)
+                    .wrapping_add(gh[k] >> self.f)
+                    .wrapping_add(carry[k])
+            } else {
+                gh[k] >> self.f
+            };
             put(out, hi, self.l);
-            put(out, gh[k] & lo, self.f);
+            match leaves {
+                Some(lv) => out.extend_from_slice(&lv[k]),
+                None => put(out, gh[k] & lo, self.f),
+            }
         }
-        put(out, gh[2], self.acc);
     }
     /// Appends one party's circuit-B input from its shares of P (mod 2^PW) and gi_n (mod 2^A)
     /// and its additive share (mod 2^L) of gi_n's carry. The candidate's input
@@ -355,6 +382,32 @@ impl StepLayout {
 
 /// Bits of trunc(gh_n) that circuit A outputs: κ, o, s (see `step_circuits`).
 pub const GHN_BITS: usize = 3;
+
+/// Leaf bits per carry and party (cryptogru::carry_leaves): XOR shares of [s'_hi < c_hi],
+/// [s'_hi = c_hi] and [s'_lo < c_lo], where s' = 2^F − 1 − (the server's low F bits), c the
+/// client's, split into a high and a low digit. The carry out of the low F bits,
+/// [s + c ≥ 2^F] = [s' < c], is lt_hi ⊕ (eq_hi ∧ lt_lo). The input projections' carries are
+/// then made additive shares before step 1 (cryptogru::carry_shares); the hidden projections'
+/// enter circuit A as these three bits ([`StepLayout::gh_leaves`]).
+pub const LEAF_BITS: usize = 3;
+
+/// The carry from the leaf bits of both parties: lt_hi ⊕ (eq_hi ∧ lt_lo).
+fn leaf_carry(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>]) -> Bit<u32> {
+    let [lt_hi, eq_hi, lt_lo]: [Bit<u32>; LEAF_BITS] =
+        std::array::from_fn(|k| xor(b, &g[k], &e[k]));
+    let t = and(b, &eq_hi, &lt_lo);
+    xor(b, &lt_hi, &t)
+}
+
+/// The carry out of gh's low F bits from each party's part after the high L bits: its low F
+/// bits (an F-bit carry chain) or its leaf bits (one AND).
+fn gh_carry(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], lay: &StepLayout) -> Bit<u32> {
+    if lay.gh_leaves() {
+        leaf_carry(b, g, e)
+    } else {
+        add_full(b, g, e, Bit::Const(false)).1
+    }
+}
 
 /// Largest sigmoid input (bits) whose gates come from lookup tables: a table has 2^bits
 /// entries, one 1-of-2^bits OT each.
@@ -401,9 +454,11 @@ pub fn put(out: &mut Vec<bool>, v: u64, w: usize) {
     out.extend((0..w).map(|i| (v >> i) & 1 == 1));
 }
 
-/// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), lo_h (F)].
-fn gate_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], f: usize, l: usize) -> W {
-    split_sum(b, g, e, l, f)
+/// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), lo_h (F) or gh's leaf bits (3)].
+fn gate_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], lay: &StepLayout) -> W {
+    let l = lay.l;
+    let ch = gh_carry(b, &g[l..], &e[l..], lay);
+    add_cin(b, &g[..l], &e[..l], ch)
 }
 
 /// wrap((x ≫ F) + (y ≫ f2)) from each party's [hi (L), lo_y (f2)], hi being the party's
@@ -480,7 +535,7 @@ pub fn step_circuits_with(
     if !gate_tables {
         lay.lut = None;
     }
-    let (a, l, f, pw, gb, bo, hw) = (lay.acc, lay.l, lay.f, lay.pw, lay.gb, lay.bo, lay.hw);
+    let (l, pw, gb, bo, hw) = (lay.l, lay.pw, lay.gb, lay.bo, lay.hw);
     let mf = fp.main.frac;
     let sf = fp.sigmoid_format();
     let cf = fp.candidate_format();
@@ -488,16 +543,16 @@ pub fn step_circuits_with(
     let ga = lay.a_garbler();
     let circ_a = Circuit::build(ga + lay.a_evaluator(), |b, ins| {
         let (g, e) = ins.split_at(ga);
-        let ar = gate_sum(b, &g[..p], &e[..p], f, l);
-        let az = gate_sum(b, &g[p..2 * p], &e[p..2 * p], f, l);
+        let ar = gate_sum(b, &g[..p], &e[..p], &lay);
+        let az = gate_sum(b, &g[p..2 * p], &e[p..2 * p], &lay);
         // trunc(gh_n) leaves A as three bits, the carry κ out of the low F bits, the carry o
         // out of the high L bits and the sign s of their L-bit sum: trunc(gh_n) =
         // a + b + κ − 2^L·(o + s) mod 2^PW with a, b each party's share ≫ F, so each party
         // knows its own part of the multiplexer's factor before the circuit runs and the
         // product needs no answer flight (docs/gru-protocol.md, "Online flights").
-        let (gs, es) = (&g[2 * p..2 * p + a], &e[2 * p..2 * p + a]);
-        let (_, kappa) = add_full(b, &gs[..f], &es[..f], Bit::Const(false));
-        let (hi, o) = add_full(b, &gs[f..f + l], &es[f..f + l], kappa);
+        let (gs, es) = (&g[2 * p..3 * p], &e[2 * p..3 * p]);
+        let kappa = gh_carry(b, &gs[l..], &es[l..], &lay);
+        let (hi, o) = add_full(b, &gs[..l], &es[..l], kappa);
         // With lookup tables A stops at the saturated sigmoid inputs (cryptogru::gate_luts).
         let (r, z) = if lay.lut.is_some() {
             (act_input(b, &ar, mf, sf), act_input(b, &az, mf, sf))
@@ -642,11 +697,14 @@ mod tests {
             s.lay
         );
         let sf = fp.sigmoid_format();
-        let c = Circuit::build(12, |b, x| smooth(b, Func::Sigmoid, x, 12, sf));
+        // The sigmoid input is bits 8.. of the main format's 20: 12 input bits, saturated to 8.
+        let c = Circuit::build(20, |b, x| smooth(b, Func::Sigmoid, x, 12, sf));
         eprintln!("sat+sigmoid from 12 bits: {}", c.and_count());
         let c = Circuit::build(64, |b, x| trunc_acc(b, &x[..32], &x[32..], 12, 20));
         eprintln!("trunc_acc {}", c.and_count());
-        let c = Circuit::build(64, |b, x| gate_sum(b, &x[..32], &x[32..], 12, 20));
+        let lay = s.lay;
+        let p = lay.gate_parts();
+        let c = Circuit::build(2 * p, |b, x| gate_sum(b, &x[..p], &x[p..], &lay));
         eprintln!("gate_sum {}", c.and_count());
     }
 }

@@ -14,7 +14,7 @@
 //! bits exist (docs/gru-protocol.md, "Online flights", which also has the derivations).
 use super::circuits::{
     final_circuit, index_bits, put, sigmoid_table, step_circuits, step_circuits_with, StepCircuits,
-    StepLayout, GHN_BITS, SHARE_BITS,
+    StepLayout, GHN_BITS, LEAF_BITS, SHARE_BITS,
 };
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
@@ -480,6 +480,8 @@ struct ElemMasks {
     /// v mod 2^L per carry: the client's additive share of it is −v, the server's carry + v
     /// (cryptogru::carry_shares).
     v: [u64; CARRIES],
+    /// Its XOR shares of the leaves of gh_r, gh_z, gh_n's carries (`StepLayout::gh_leaves`).
+    tau_h: [[bool; LEAF_BITS]; 3],
 }
 
 impl ElemMasks {
@@ -491,6 +493,12 @@ impl ElemMasks {
             pi_q,
             mu,
             v: std::array::from_fn(|_| r(lay.l)),
+            tau_h: {
+                let t = r(3 * LEAF_BITS);
+                std::array::from_fn(|g| {
+                    std::array::from_fn(|k| (t >> (g * LEAF_BITS + k)) & 1 == 1)
+                })
+            },
             tau: std::array::from_fn(|g| {
                 std::array::from_fn(|k| (t >> (g * LEAF_BITS + k)) & 1 == 1)
             }),
@@ -641,22 +649,22 @@ fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize
     // The client → server pool also makes the carry leaves' random 1-of-2^m OTs (F COTs per
     // carry, three carries (r, z, n) per element and step) and the carry shares' random 1-of-8
     // OTs (3 more per carry).
-    let per_step_rev = h * (2 * lay.gb + CARRIES * (lay.f + LEAF_BITS));
+    // With `gh_leaves` the hidden projections' leaves too: F COTs per carry, three per element
+    // and step.
+    let gh = if lay.gh_leaves() { 3 * lay.f } else { 0 };
+    let per_step_rev = h * (2 * lay.gb + CARRIES * (lay.f + LEAF_BITS) + gh);
     (labels + steps * per_step_fwd, steps * per_step_rev)
 }
 
 /// Input-projection carries per element and step: gates r, z and the candidate's gi_n.
 const CARRIES: usize = 3;
 
-/// Leaf bits per input-projection carry and party (cryptogru::carry_leaves): XOR shares of
-/// [s'_hi < c_hi], [s'_hi = c_hi] and [s'_lo < c_lo], where s' = 2^F − 1 − (the server's low F
-/// bits of gi), c the client's, split into a high and a low digit. The carry out of the low F
-/// bits, [s + c ≥ 2^F] = [s' < c], is lt_hi ⊕ (eq_hi ∧ lt_lo). The leaves come from random
-/// 1-of-2^m OTs at the start of the online phase (the input projections are known then for
-/// every step), and a random 1-of-8 OT on the server's three leaf bits turns them into
-/// additive shares of the carry mod 2^L (cryptogru::carry_shares): four flights per session,
-/// none per step, and no carry left for the circuits.
-const LEAF_BITS: usize = 3;
+// The input projections' carry leaves ([`LEAF_BITS`]) come from random 1-of-2^m OTs at the
+// start of the online phase (the input projections are known then for every step), and a random
+// 1-of-8 OT on the server's three leaf bits turns them into additive shares of the carry mod 2^L
+// (cryptogru::carry_shares): four flights per session, none per step, and no carry left for the
+// circuits. The hidden projections' leaves (`StepLayout::gh_leaves`) are made per step, once
+// m(t) is known: two flights per step, three bits per party into circuit A.
 
 /// Random 1-of-N OTs from a pool in calls of [`LEAF_CHUNK`] rows, each key cut by `keep` at
 /// once (so a session holds a few bytes per key, not 16): the sender's every key, row-major.
@@ -1619,6 +1627,7 @@ pub fn client_session_garbling<C: Channel>(
                 [x[i], x[h + i]],
                 [neg(mk.v[0]), neg(mk.v[1])],
                 [gh(i), gh(h + i), gh(2 * h + i)],
+                lay.gh_leaves().then_some(&mk.tau_h),
                 &mut choices,
             );
         }
@@ -1649,6 +1658,14 @@ pub fn client_session_garbling<C: Channel>(
     let lut_keys = match lay.lut {
         Some(nb) => Some(LutKeys::client(&mut otr, ch, nb, 2 * h * steps)?),
         None => None,
+    };
+    // The hidden projections' leaves, one set per step (`StepLayout::gh_leaves`).
+    let gh_keys: Vec<LeafKeys> = if lay.gh_leaves() {
+        (0..steps)
+            .map(|_| LeafKeys::client(&mut mux_s, ch, &lay, 3 * h))
+            .collect::<Result<_>>()?
+    } else {
+        Vec::new()
     };
     let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
     let mut o = 0;
@@ -1739,6 +1756,22 @@ pub fn client_session_garbling<C: Channel>(
         let mk = &masks[t];
         // This party's share of h(t) (−ρ_h(t)), mod 2^PW.
         let h_c: Vec<u64> = rho_h[t].iter().map(|r| neg(*r) & pmask).collect();
+        if let Some(keys) = gh_keys.get(t) {
+            // The hidden projections' carry leaves (two flights): the server's
+            // derandomisation, then this party's tables; carry j = gate·H + i.
+            let n = 3 * h * lay.f;
+            let d = unpack_bits(&ch.recv_pod::<u8>(n.div_ceil(8)).map_err(net)?, n);
+            let c_lo: Vec<u64> = (0..3 * h)
+                .map(|j| if t == 0 { 0 } else { neg(chh[t - 1][j]) })
+                .collect();
+            let tau: Vec<[bool; LEAF_BITS]> = (0..3)
+                .flat_map(|g| mk.iter().map(move |m| m.tau_h[g]))
+                .collect();
+            ch.send_pod(&leaf_tables(&lay, keys, &c_lo, &tau, &d)?)
+                .map_err(net)?;
+            ch.flush().map_err(net)?;
+            rep.mux_bytes += acc.take(ch);
+        }
         // Flight 1 (in): A labels; the server's choices for both products' client → server
         // direction (its XOR shares of r and z, fixed when it garbled); the server's
         // sender-first words for P and Q (their correlations need only its permute bits and
@@ -2142,6 +2175,13 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     rep.gc_bytes += acc.take(ch);
     rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
     // The gate tables' OTs (cryptogru::gate_luts), after the labels' COTs in this pool.
+    let gh_keys: Vec<LeafKeys> = if lay.gh_leaves() {
+        (0..steps)
+            .map(|_| LeafKeys::server(&mut mux_r, ch, &lay, 3 * h))
+            .collect::<Result<_>>()?
+    } else {
+        Vec::new()
+    };
     let lut = match lay.lut {
         Some(nb) => Some((
             LutKeys::server(&mut ots, ch, nb, 2 * h * steps)?,
@@ -2215,12 +2255,32 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         }
         let x = &gi[t];
         let cv = &carries[t * CARRIES * h..(t + 1) * CARRIES * h];
+        // The hidden projections' carry leaves (two flights, `StepLayout::gh_leaves`): this
+        // party's derandomisation, then the client's tables; carry j = gate·H + i.
+        let gh_lv = match gh_keys.get(t) {
+            Some(keys) => {
+                ch.send_pod(&pack_bits(&leaf_derand(&lay, keys, &gh[..3 * h])?))
+                    .map_err(net)?;
+                ch.flush().map_err(net)?;
+                let tables: Vec<u8> = ch
+                    .recv_pod(leaf_table_bytes(&lay, 3 * h))
+                    .map_err(net)?;
+                let lv = leaf_outputs(&lay, keys, &gh[..3 * h], &tables)?;
+                rep.mux_bytes += acc.take(ch);
+                Some(lv)
+            }
+            None => None,
+        };
         let mut bits = Vec::with_capacity(h * lay.a_garbler());
         for i in 0..h {
+            let lv = gh_lv
+                .as_ref()
+                .map(|lv| [lv[i], lv[h + i], lv[2 * h + i]]);
             lay.encode_a(
                 [x[i], x[h + i]],
                 [cv[i], cv[h + i]],
                 [gh[i], gh[h + i], gh[2 * h + i]],
+                lv.as_ref(),
                 &mut bits,
             );
         }
