@@ -2262,9 +2262,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
                 ch.send_pod(&pack_bits(&leaf_derand(&lay, keys, &gh[..3 * h])?))
                     .map_err(net)?;
                 ch.flush().map_err(net)?;
-                let tables: Vec<u8> = ch
-                    .recv_pod(leaf_table_bytes(&lay, 3 * h))
-                    .map_err(net)?;
+                let tables: Vec<u8> = ch.recv_pod(leaf_table_bytes(&lay, 3 * h)).map_err(net)?;
                 let lv = leaf_outputs(&lay, keys, &gh[..3 * h], &tables)?;
                 rep.mux_bytes += acc.take(ch);
                 Some(lv)
@@ -2273,9 +2271,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         };
         let mut bits = Vec::with_capacity(h * lay.a_garbler());
         for i in 0..h {
-            let lv = gh_lv
-                .as_ref()
-                .map(|lv| [lv[i], lv[h + i], lv[2 * h + i]]);
+            let lv = gh_lv.as_ref().map(|lv| [lv[i], lv[h + i], lv[2 * h + i]]);
             lay.encode_a(
                 [x[i], x[h + i]],
                 [cv[i], cv[h + i]],
