@@ -123,7 +123,8 @@ pub struct InferArgs {
     pub garbling: Option<Scheme>,
     /// Where the gates r and z are computed (the server follows the client): tables (OT lookup
     /// tables where the sigmoid's input has at most 8 bits, i.e. cg2: fewer bytes) or circuit
-    /// (inside the garbled circuit: two flights per step fewer, better on long round trips).
+    /// (inside the garbled circuit, with the hidden projections' carries: four flights per step
+    /// fewer, better on long round trips).
     #[arg(long, value_enum, default_value = "tables")]
     pub gates: Gates,
 }

@@ -40,7 +40,7 @@ pub struct GruArgs {
     #[arg(long, value_parser = parse_scheme)]
     pub garbling: Option<Scheme>,
     /// Where the gates r and z are computed: tables (OT lookup tables for 8-bit sigmoids, cg2)
-    /// or circuit (garbled: two flights per step fewer, more bytes).
+    /// with per-step carry leaves, or circuit (garbled: four flights per step fewer, more bytes).
     #[arg(long, value_enum, default_value = "tables")]
     pub gates: crate::model_cmd::Gates,
     /// Seed of the random model and tokens.

@@ -525,7 +525,8 @@ pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuit
 }
 
 /// [`step_circuits`], with `gate_tables = false` keeping the sigmoids of r and z inside circuit
-/// A whatever their width (two flights per step fewer, more bytes: the client's choice).
+/// A whatever their width, and gh's carries with them (four flights per step fewer, more
+/// bytes: the client's choice).
 pub fn step_circuits_with(
     fp: &FixedPointConfig,
     tanh_candidate: bool,

@@ -330,9 +330,10 @@ pub struct ClientOptions {
     /// Ask for the logits (main-format integers) instead of only the class.
     pub reveal_logits: bool,
     /// Keep the sigmoids of r and z inside the garbled circuit even where OT lookup tables
-    /// could compute them (8-bit sigmoid inputs, CG-2): two flights per step fewer (60 rounds
-    /// for T = 30, ≈ 1.1 s on a 40 ms round trip) for ≈ 1.6 KB more per element and step
-    /// (docs/gru-protocol.md, "Gate tables"). A cost trade-off, not a security one.
+    /// could compute them (8-bit sigmoid inputs, CG-2), and the hidden projections' carries
+    /// with them (no per-step leaves): four flights per step fewer (120 rounds for T = 30,
+    /// ≈ 2.3 s on a 40 ms round trip) for ≈ 2.8 KB more per element and step
+    /// (docs/gru-protocol.md, "Session 11"). A cost trade-off, not a security one.
     pub gates_in_circuit: bool,
 }
 
