@@ -50,12 +50,26 @@ fn act_circuit(func: Func, af: ActFormat) -> Entry {
     }
     let spec = ActSpec::simple(func, fixed(af.input), fixed(af.output));
     let c = spec.circuit();
-    // Smallest output over every input (bit-sliced, 64 inputs per evaluation).
-    let nb = af.input.bits as usize;
-    let total = 1u64 << nb;
+    // Smallest and largest output over every input.
     let ob = af.output.bits;
-    let mut min = i64::MAX;
-    let mut max = i64::MIN;
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    for v in outputs_at_every_input(&c, af.input.bits as usize) {
+        let y = spec.output.decode(v & ((1u64 << ob) - 1));
+        min = min.min(y);
+        max = max.max(y);
+    }
+    let e = (Arc::new(c), min, max);
+    if let Ok(mut m) = circuits().lock() {
+        m.insert(key, e.clone());
+    }
+    e
+}
+
+/// A circuit's output word (output j = bit j) at every input 0 .. 2^nb (input i = bit i of
+/// the index), evaluated bit-sliced, 64 inputs per evaluation.
+fn outputs_at_every_input(c: &Circuit, nb: usize) -> Vec<u64> {
+    let total = 1u64 << nb;
+    let mut out = Vec::with_capacity(total as usize);
     let mut base = 0u64;
     while base < total {
         let ins: Vec<u64> = (0..nb)
@@ -67,21 +81,15 @@ fn act_circuit(func: Func, af: ActFormat) -> Entry {
             .collect();
         let outs = c.eval_sliced(&ins);
         for l in 0..64u64.min(total - base) {
-            let v = outs
-                .iter()
-                .enumerate()
-                .fold(0u64, |a, (j, w)| a | (((w >> l) & 1) << j));
-            let y = spec.output.decode(v & ((1u64 << ob) - 1));
-            min = min.min(y);
-            max = max.max(y);
+            out.push(
+                outs.iter()
+                    .enumerate()
+                    .fold(0u64, |a, (j, w)| a | (((w >> l) & 1) << j)),
+            );
         }
         base += 64;
     }
-    let e = (Arc::new(c), min, max);
-    if let Ok(mut m) = circuits().lock() {
-        m.insert(key, e.clone());
-    }
-    e
+    out
 }
 
 /// The activations the garbled circuits compute: the gc crate's fitted sigmoid/tanh circuits
@@ -425,28 +433,7 @@ pub fn sigmoid_table(fp: &FixedPointConfig, lay: &StepLayout) -> Option<Vec<u64>
         let y = activation::sigmoid(b, x, fixed(sf.input), fixed(sf.output));
         sext(&y, sf.output.bits as usize)[..lay.gb].to_vec()
     });
-    let total = 1u64 << nb;
-    let mut table = Vec::with_capacity(total as usize);
-    let mut base = 0u64;
-    while base < total {
-        let ins: Vec<u64> = (0..nb)
-            .map(|i| {
-                (0..64u64)
-                    .filter(|l| base + l < total && ((base + l) >> i) & 1 == 1)
-                    .fold(0u64, |a, l| a | (1 << l))
-            })
-            .collect();
-        let outs = c.eval_sliced(&ins);
-        for l in 0..64u64.min(total - base) {
-            table.push(
-                outs.iter()
-                    .enumerate()
-                    .fold(0u64, |a, (j, w)| a | (((w >> l) & 1) << j)),
-            );
-        }
-        base += 64;
-    }
-    Some(table)
+    Some(outputs_at_every_input(&c, nb))
 }
 
 /// Appends the low `w` bits of `v`, least significant first.
