@@ -10,8 +10,10 @@ Core API (``secinfer-nn``'s runtime, bound in ``crates/py``):
 * ``_core.Server(model_dir: str, variant: str)`` with
   ``.serve(port, host, sessions=None, on_listen=None)``;
 * ``_core.Client(host, port, model_info_dir: str, variant: str)`` with
-  ``.infer(tokens, reveal_logits=False) -> dict``: ``prediction``, ``logits`` (or None),
-  ``cost`` (per phase: time, bytes each way, messages, rounds), ``gc_bytes``, ``he_bytes``.
+  ``.infer(tokens, reveal_logits=False, gates="tables") -> dict``: ``prediction``, ``logits``
+  (or None), ``cost`` (per phase: time, bytes each way, messages, rounds), ``gc_bytes``,
+  ``he_bytes``, ``gate_tables``; ``gates="circuit"`` keeps the gates garbled (fewer rounds,
+  more bytes), as ``secinfer infer --gates``.
 
 ``variant`` is CryptoGRU's: ``baseline`` (tanh, 20-bit), ``cg1`` (ReLU, 20-bit), ``cg2``
 (ReLU, 8-bit activations).
@@ -96,7 +98,8 @@ class Client:
             return ids
         return pad_truncate(ids, max_len, voc.get("padding", "pre"), voc.get("truncation", "pre"))
 
-    def infer(self, text_or_tokens: str | Sequence[int], reveal_logits: bool = False) -> dict:
+    def infer(self, text_or_tokens: str | Sequence[int], reveal_logits: bool = False,
+              gates: str = "tables") -> dict:
         """Run one secure inference; returns ``{"prediction", "label", "logits", "cost", ...}``.
 
         The secure run needs the public embedding table, so ``model_info`` must be a directory
@@ -108,7 +111,7 @@ class Client:
                 raise ValueError("secure inference needs model_info as a directory holding the "
                                  "public embedding table (see `secinfer export-info`)")
             self._inner = _core_attr("Client")(self.host, self.port, str(self.info_dir), self.variant)
-        res = dict(self._inner.infer(ids, reveal_logits))
+        res = dict(self._inner.infer(ids, reveal_logits, gates))
         labels = self.info.get("labels")
         if labels and "label" not in res:
             res["label"] = labels[res["prediction"]]

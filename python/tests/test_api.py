@@ -48,14 +48,22 @@ def test_secure_inference_between_python_server_and_client_matches_reference():
         bound.append(addr)
         ready.set()
 
-    t = threading.Thread(target=server.serve, kwargs=dict(port=0, sessions=1, on_listen=listening))
+    t = threading.Thread(target=server.serve, kwargs=dict(port=0, sessions=2, on_listen=listening))
     t.start()
     assert ready.wait(60), "server did not start"
     host, port = bound[0].rsplit(":", 1)
     client = secinfer.Client(host, int(port), SHIPPED, variant="cg2")
     res = client.infer(sample["text"], reveal_logits=True)
+    # the same text with the gates garbled: the same logits, fewer rounds, more bytes
+    garbled = client.infer(sample["text"], reveal_logits=True, gates="circuit")
     t.join(60)
-    assert not t.is_alive(), "server did not return after its one session"
+    assert not t.is_alive(), "server did not return after its two sessions"
+    assert res["gate_tables"] and not garbled["gate_tables"]
+    assert garbled["logits"] == res["logits"]
+    assert garbled["cost"]["online"]["rounds"] < res["cost"]["online"]["rounds"]
+    assert garbled["gc_bytes"] > res["gc_bytes"]
+    with pytest.raises(ValueError, match="tables"):
+        client.infer(sample["text"], gates="lookup")
     ids = client.tokens(sample["text"])
     ref = core.eval_fixed_point(str(SHIPPED), [ids], "fx8")[0]
     assert res["prediction"] == max(range(len(ref)), key=lambda i: (ref[i], -i))

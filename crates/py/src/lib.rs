@@ -202,17 +202,29 @@ impl Client {
     }
 
     /// One secure inference: {"prediction", "logits" (if revealed), "cost", "gc_bytes",
-    /// "he_bytes", "and_gates", "steps"}.
-    #[pyo3(signature = (tokens, reveal_logits=false))]
+    /// "he_bytes", "and_gates", "and_per_element_step", "gate_tables", "steps"}. `gates` is
+    /// "tables" (OT lookup tables for 8-bit sigmoids, fewest bytes) or "circuit" (garbled:
+    /// four flights per step fewer), as `secinfer infer --gates`.
+    #[pyo3(signature = (tokens, reveal_logits=false, gates="tables"))]
     fn infer<'py>(
         &self,
         py: Python<'py>,
         tokens: Vec<u32>,
         reveal_logits: bool,
+        gates: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
+        let gates_in_circuit = match gates {
+            "tables" => false,
+            "circuit" => true,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "gates must be \"tables\" or \"circuit\", not {other:?}"
+                )))
+            }
+        };
         let opts = secinfer_nn::secure::ClientOptions {
             reveal_logits,
-            ..Default::default()
+            gates_in_circuit,
         };
         let out = py
             .allow_threads(|| {
@@ -227,6 +239,8 @@ impl Client {
         d.set_item("gc_bytes", out.report.gc_bytes)?;
         d.set_item("he_bytes", out.report.he_bytes)?;
         d.set_item("and_gates", out.report.and_gates)?;
+        d.set_item("and_per_element_step", out.report.and_per_element_step)?;
+        d.set_item("gate_tables", out.report.gate_tables)?;
         d.set_item("steps", out.report.steps)?;
         Ok(d)
     }
