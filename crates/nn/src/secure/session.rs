@@ -647,11 +647,10 @@ fn check_state_exact(lay: &StepLayout) -> Result<()> {
 fn pool_sizes(lay: &StepLayout, steps: usize, h: usize, labels: usize) -> (usize, usize) {
     let luts = lay.lut.map_or(0, |b| 2 * b);
     let per_step_fwd = h * (p_early_len(lay) + q_early_len(lay) + lay.hw + luts);
-    // The client → server pool also makes the carry leaves' random 1-of-2^m OTs (F COTs per
-    // carry, three carries (r, z, n) per element and step) and the carry shares' random 1-of-8
-    // OTs (3 more per carry).
-    // With `gh_leaves` the hidden projections' leaves too: F COTs per carry, three per element
-    // and step.
+    // The client → server pool also makes the random 1-of-2^m OTs of the input projections'
+    // carry leaves (F COTs per carry; carries r, z, n per element and step), their carry shares'
+    // 1-of-8 OTs (3 more per carry) and, with `gh_leaves`, the hidden projections' leaves (F per
+    // carry, three per element and step).
     let gh = if lay.gh_leaves() { 3 * lay.f } else { 0 };
     let per_step_rev = h * (2 * lay.gb + CARRIES * (lay.f + LEAF_BITS) + gh);
     (labels + steps * per_step_fwd, steps * per_step_rev)
