@@ -150,6 +150,25 @@ fn tweak_base(nonce: u64, instance: u32) -> u128 {
     ((nonce as u128) << 64) | ((instance as u128) << 32)
 }
 
+/// The public active labels of garbler input `wire` in circuit copies `first_instance..+L` of
+/// batch `nonce`: π(x) ⊕ x (fixed-key AES) of x = nonce‖instance‖wire, which both parties
+/// compute. A garbler that knows its input bit a when it garbles gives the wire the zero-label
+/// K ⊕ a·Δ, so its active label is K whatever a is and never crosses the wire: the input is
+/// folded into the garbling, as a constant would be. The evaluator's view is unchanged in
+/// distribution where it matters: the inactive label K ⊕ Δ stays hidden behind the secret Δ,
+/// and its colour lsb(K) does not depend on a.
+pub fn public_labels<const L: usize>(nonce: u64, first_instance: u32, wire: u32) -> [Block; L] {
+    let mut x: [Block; L] = std::array::from_fn(|l| {
+        Block(tweak_base(nonce, first_instance.wrapping_add(l as u32)) | wire as u128)
+    });
+    let plain = x;
+    secinfer_ot::fixed_key_aes().permute_many(&mut x);
+    for (k, p) in x.iter_mut().zip(plain) {
+        *k ^= p;
+    }
+    x
+}
+
 /// One AND gate lane by lane into `out`: the garbler's tables or the evaluator's labels. The
 /// two `Backend` entry points (`and` by value, `and_slots` in place) are written once on top.
 trait AndCore<const L: usize> {

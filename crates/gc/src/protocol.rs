@@ -24,6 +24,12 @@
 //! keeps them, so each output is XOR-shared between its permute bit and the evaluator's label lsb
 //! (or the evaluator returns the lsbs and the garbler decodes, [`GarbledBatch::decode`]).
 //!
+//! **Known garbler inputs** ([`BatchJob::g_known`]): a garbler that knows its inputs when it
+//! garbles (online, step by step) folds them into the garbling: each of its input wires gets
+//! the zero-label K ⊕ a·Δ with K a public label ([`crate::garble::public_labels`]), so the
+//! evaluator's active label is K and no garbler label is ever sent ([`evaluate_known`]). The
+//! tables then travel online; what is saved is 16 bytes per garbler input bit.
+//!
 //! The garbler keeps only input zero-labels between the phases; the evaluator keeps the tables
 //! ([`Scheme::table_bytes`] per AND gate and `LANES` copies: 32 bytes per AND and copy with
 //! half-gates, 24.625 with three-halves; a batch's scheme is [`BatchJob::scheme`] on the
@@ -33,7 +39,7 @@
 use crate::backend::{wires, Backend, Bit};
 use crate::circuit::Circuit;
 use crate::garble::{
-    ChannelSink, ChannelSource, Evaluator, FrameSource, Garbler, Scheme, FRAME_BYTES,
+    public_labels, ChannelSink, ChannelSource, Evaluator, FrameSource, Garbler, Scheme, FRAME_BYTES,
 };
 use crate::GcError;
 use rayon::prelude::*;
@@ -128,6 +134,9 @@ pub struct GarbledBatch {
     early: std::ops::Range<usize>,
     /// The evaluator's input labels came from offline COTs ([`garble_offline_with`]).
     preset: bool,
+    /// The garbler's inputs were folded into the garbling ([`BatchJob::g_known`]): its
+    /// active labels are the public ones and nothing is sent for them.
+    known: bool,
     /// Output decoding bits kept by the garbler (`Reveal::Garbler`), instance-major.
     decode: Vec<bool>,
     reveal: Reveal,
@@ -200,7 +209,8 @@ impl GarbledBatch {
         bits: &[bool],
     ) -> Result<(), GcError> {
         let k = wires.len();
-        if wires.end > self.g_in || bits.len() != self.n * k || !self.early.is_empty() {
+        if wires.end > self.g_in || bits.len() != self.n * k || !self.early.is_empty() || self.known
+        {
             return Err(GcError::invalid("early garbler inputs"));
         }
         let d = self.delta;
@@ -274,12 +284,13 @@ pub fn garble_offline_with<C: Channel>(
         e_zero,
         reveal,
         scheme: Scheme::HalfGates,
+        g_known: None,
     };
-    let mut out = garble_offline_batches(ch, std::slice::from_ref(&job), delta)?;
+    let mut out = garble_batches(ch, std::slice::from_ref(&job), delta)?;
     Ok(out.remove(0))
 }
 
-/// One batch for [`garble_offline_batches`]: the arguments of [`garble_offline_with`] and the
+/// One batch for [`garble_batches`]: the arguments of [`garble_offline_with`] and the
 /// AND-gate scheme (the evaluator must pass the same one to [`evaluate_offline_scheme`]).
 #[derive(Clone, Copy)]
 pub struct BatchJob<'a> {
@@ -289,6 +300,13 @@ pub struct BatchJob<'a> {
     pub e_zero: Option<&'a [Block]>,
     pub reveal: Reveal,
     pub scheme: Scheme,
+    /// The garbler's inputs (`n × g_in` bits, instance-major) when it knows them as it garbles:
+    /// each wire's zero-label is then K ⊕ a·Δ with K its public label
+    /// ([`crate::garble::public_labels`]), so the evaluator already holds the active label K
+    /// and the garbler sends no label (16 bytes per input bit saved). The evaluator runs such
+    /// a batch with [`evaluate_known`]. `None`: random zero-labels, the active labels sent
+    /// later ([`garble_online_preset`]).
+    pub g_known: Option<&'a [bool]>,
 }
 
 /// One rayon task's share of a batch: chunks `c0..c1` with their own label PRG.
@@ -330,7 +348,22 @@ fn garble_task(
     let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
     for c in c0..c1 {
         g.set_instances(nonce, (c * LANES) as u32)?;
-        let mut ins: Vec<[Block; LANES]> = (0..g_in).map(|_| g.input()).collect();
+        let mut ins: Vec<[Block; LANES]> = match job.g_known {
+            Some(bits) => {
+                // Copies past n (padding) encode 0; the evaluator ignores their outputs.
+                let real = n.saturating_sub(c * LANES).min(LANES);
+                (0..g_in)
+                    .map(|w| {
+                        let mut lanes = public_labels::<LANES>(nonce, (c * LANES) as u32, w as u32);
+                        for (l, lab) in lanes.iter_mut().enumerate().take(real) {
+                            *lab ^= delta.and_bit(bits[(c * LANES + l) * g_in + w]);
+                        }
+                        lanes
+                    })
+                    .collect()
+            }
+            None => (0..g_in).map(|_| g.input()).collect(),
+        };
         match job.e_zero {
             Some(z) => {
                 // The COTs' m0 are the zero-labels; copies past n (the last chunk's padding)
@@ -390,8 +423,11 @@ impl crate::garble::TableSink for FrameSink {
 /// one after the other (per batch: nonce, table frames, decoding bits if revealed), but
 /// pipelined: every batch's tasks are garbled on the rayon pool in order, at most a few tasks
 /// ahead of the sender, while this thread sends finished tasks' frames. With one call per
-/// batch the pool idled during each batch's sends and each batch paid a fork-join.
-pub fn garble_offline_batches<C: Channel>(
+/// batch the pool idled during each batch's sends and each batch paid a fork-join. Offline
+/// for input-independent batches; online, batch by batch, for batches whose garbler inputs are
+/// folded in ([`BatchJob::g_known`]; the evaluator receives either kind with
+/// [`evaluate_offline_scheme`]).
+pub fn garble_batches<C: Channel>(
     ch: &mut C,
     jobs: &[BatchJob<'_>],
     delta: Block,
@@ -413,6 +449,11 @@ pub fn garble_offline_batches<C: Channel>(
                     "evaluator zero-labels: one per input bit per copy",
                 ));
             }
+        }
+        if job.g_known.is_some_and(|b| b.len() != n * g_in) {
+            return Err(GcError::invalid(
+                "known garbler inputs: one per input bit per copy",
+            ));
         }
         nonces.push(prg.next_block().low_u64());
         bounds.push(tasks.len());
@@ -449,6 +490,7 @@ pub fn garble_offline_batches<C: Channel>(
             stride: stride(job),
             early: 0..0,
             preset: job.e_zero.is_some(),
+            known: job.g_known.is_some(),
             decode: kept,
             reveal: job.reveal,
         });
@@ -719,7 +761,7 @@ pub fn garble_online<C: Channel, S: CotSender>(
             "the COT Δ must be the free-XOR offset of the garbled batch",
         ));
     }
-    if batch.preset {
+    if batch.preset || batch.known {
         return Err(GcError::invalid(
             "this batch's evaluator labels came from offline COTs: use garble_online_preset",
         ));
@@ -792,6 +834,11 @@ pub fn garble_online_preset<C: Channel>(
     if g_inputs.len() != batch.n * batch.g_in || !batch.preset {
         return Err(GcError::invalid("garbler input count"));
     }
+    if batch.known {
+        return Err(GcError::invalid(
+            "this batch's garbler inputs were folded into its garbling: no labels to send",
+        ));
+    }
     let mine = batch.active_late(g_inputs);
     if !mine.is_empty() {
         ch.send_frame_vec(mine)?;
@@ -812,6 +859,29 @@ pub fn evaluate_online_preset<C: Channel>(
         return Err(GcError::invalid("no preset evaluator labels"));
     };
     let g_labels = recv_garbler_labels(ch, batch)?;
+    evaluate_labels(circ, batch, &g_labels, &e_buf[e_range.clone()])
+}
+
+/// Evaluator, for a batch garbled with its garbler inputs known ([`BatchJob::g_known`]) and
+/// preset evaluator labels: evaluates at once, the garbler's active labels being the public
+/// ones; nothing is read from the channel. Returns what [`evaluate_online_preset`] returns.
+pub fn evaluate_known(circ: &Circuit, batch: &ReceivedBatch) -> Result<Vec<bool>, GcError> {
+    let Some((e_buf, e_range)) = batch.e_labels.as_ref() else {
+        return Err(GcError::invalid("no preset evaluator labels"));
+    };
+    let (n, g_in) = (batch.n, batch.g_in);
+    let mut g_labels = vec![Block::ZERO; n * g_in];
+    for c in 0..chunks(n) {
+        for w in 0..g_in {
+            let lanes = public_labels::<LANES>(batch.nonce, (c * LANES) as u32, w as u32);
+            for (l, k) in lanes.into_iter().enumerate() {
+                let i = c * LANES + l;
+                if i < n {
+                    g_labels[i * g_in + w] = k;
+                }
+            }
+        }
+    }
     evaluate_labels(circ, batch, &g_labels, &e_buf[e_range.clone()])
 }
 

@@ -7,8 +7,8 @@ use secinfer_gc::activation::{ActSpec, Fixed, Func};
 use secinfer_gc::backend::{and, not, xor, Bit};
 use secinfer_gc::garble::{Evaluator, Garbler, Scheme, SliceSource};
 use secinfer_gc::protocol::{
-    evaluate_offline_scheme, evaluate_online_preset, garble_offline_batches, garble_online_preset,
-    pack_bits, unpack_bits, wire_outputs, BatchJob, Reveal, LANES,
+    evaluate_known, evaluate_offline_scheme, evaluate_online_preset, garble_batches,
+    garble_online_preset, pack_bits, unpack_bits, wire_outputs, BatchJob, Reveal, LANES,
 };
 use secinfer_gc::shares::{share_circuit, ShareDomain};
 use secinfer_gc::{Circuit, GcError};
@@ -254,8 +254,9 @@ fn preset_batches_with_garbler_decoding_equal_plaintext_for_both_schemes() {
                     e_zero: Some(&m0[k * n * e_in..(k + 1) * n * e_in]),
                     reveal: Reveal::Garbler,
                     scheme: s,
+                    g_known: None,
                 };
-                let b = garble_offline_batches(ch, &[job(0), job(1)], d)?;
+                let b = garble_batches(ch, &[job(0), job(1)], d)?;
                 garble_online_preset(ch, &b[0], &gi2)?;
                 garble_online_preset(ch, &b[1], &gi2)?;
                 let p: Vec<u8> = ch.recv_pod((2 * n * wo).div_ceil(8))?;
@@ -287,6 +288,105 @@ fn preset_batches_with_garbler_decoding_equal_plaintext_for_both_schemes() {
     assert!(table_bytes[1] < table_bytes[0] * 4 / 5, "{table_bytes:?}");
 }
 
+/// Garbler inputs known at garbling time ([`BatchJob::g_known`]) are folded into the garbling:
+/// the evaluator, holding only public labels for them, computes the plaintext outputs (both
+/// reveal modes, both schemes), and the wire carries the nonces, the tables and the decoding
+/// bits, not one garbler label. A known-input length mismatch is refused, and so is sending
+/// labels for such a batch.
+#[test]
+fn known_garbler_inputs_are_folded_into_the_garbling_for_both_schemes() {
+    let circ = random_circuit(20, 300, 11);
+    let g_in = 9;
+    let e_in = circ.n_inputs - g_in;
+    let n = 21;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+    let gi: Vec<bool> = (0..n * g_in).map(|_| rng.gen()).collect();
+    let ei: Vec<bool> = (0..n * e_in).map(|_| rng.gen()).collect();
+    let wo = wire_outputs(&circ);
+    let want: Vec<bool> = (0..n)
+        .flat_map(|i| {
+            let mut ins = gi[i * g_in..(i + 1) * g_in].to_vec();
+            ins.extend_from_slice(&ei[i * e_in..(i + 1) * e_in]);
+            circ.eval_plain(&ins)
+        })
+        .collect();
+    for s in SCHEMES {
+        let d = delta(&mut Prg::new());
+        let (so, co) = ot_pair(d);
+        let (c1, c2) = (circ.clone(), circ.clone());
+        let (gi2, ei2) = (gi.clone(), ei.clone());
+        let run = simulate(
+            move |ch| {
+                let mut ot = co(ch);
+                let mut both = ei2.clone();
+                both.extend_from_slice(&ei2);
+                let labels = std::sync::Arc::new(
+                    ot.recv_cot(ch, &both)
+                        .map_err(|e| GcError::Ot(e.to_string()))?,
+                );
+                let before = ch.meter().snapshot().total().bytes_received;
+                let mut b1 = evaluate_offline_scheme(ch, &c1, g_in, n, Reveal::Garbler, s)?;
+                let mut b2 = evaluate_offline_scheme(ch, &c1, g_in, n, Reveal::Evaluator, s)?;
+                let got = ch.meter().snapshot().total().bytes_received - before;
+                let half = labels.len() / 2;
+                b1.set_evaluator_labels_shared(&c1, labels.clone(), 0..half)?;
+                b2.set_evaluator_labels_shared(&c1, labels.clone(), half..2 * half)?;
+                let perm = evaluate_known(&c1, &b1)?;
+                let outs = evaluate_known(&c1, &b2)?;
+                ch.send_pod(&pack_bits(&perm))?;
+                ch.flush()?;
+                Ok::<_, GcError>((outs, got))
+            },
+            move |ch| {
+                let mut ot = so(ch);
+                let m0 = ot
+                    .send_cot(ch, 2 * n * e_in)
+                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let job = |k: usize, reveal, g_known| BatchJob {
+                    circ: &c2,
+                    g_in,
+                    n,
+                    e_zero: Some(&m0[k * n * e_in..(k + 1) * n * e_in]),
+                    reveal,
+                    scheme: s,
+                    g_known,
+                };
+                // Refused before anything is sent.
+                let refused =
+                    garble_batches(ch, &[job(0, Reveal::Garbler, Some(&gi2[1..]))], d).is_err();
+                let b = garble_batches(
+                    ch,
+                    &[
+                        job(0, Reveal::Garbler, Some(&gi2)),
+                        job(1, Reveal::Evaluator, Some(&gi2)),
+                    ],
+                    d,
+                )?;
+                let labels_refused = garble_online_preset(ch, &b[0], &gi2).is_err();
+                let p: Vec<u8> = ch.recv_pod((n * wo).div_ceil(8))?;
+                let out = b[0].decode(&c2, &unpack_bits(&p, n * wo))?;
+                Ok::<_, GcError>((out, refused, labels_refused))
+            },
+        );
+        let (outs, got) = run.client.output.expect("evaluator");
+        let (decoded, refused, labels_refused) = run.server.output.expect("garbler");
+        assert_eq!(outs, want, "{s:?}: evaluator-revealed outputs");
+        assert_eq!(decoded, want, "{s:?}: garbler-decoded outputs");
+        assert!(refused && labels_refused, "{s:?}");
+        let tables = s
+            .tables_bytes(circ.and_count(), n.div_ceil(LANES) as u64, LANES)
+            .expect("size");
+        // Per batch a nonce and its tables, then the second batch's decoding bits; framing
+        // aside (a few bytes per frame), nothing else: one garbler label would be 16 more per
+        // copy.
+        let payload = 2 * (8 + tables) + (n * wo).div_ceil(8) as u64;
+        assert!(
+            got >= payload && got < payload + 64,
+            "{s:?}: {got} vs {payload}"
+        );
+    }
+}
+
 /// An evaluator expecting the other scheme, or a garbler stream cut short or padded, is a typed
 /// error on the evaluator's side (sizes disagree), never a panic.
 #[test]
@@ -313,8 +413,9 @@ fn mismatched_schemes_and_bad_streams_are_typed_errors() {
                             e_zero: None,
                             reveal: Reveal::Evaluator,
                             scheme: gs,
+                            g_known: None,
                         };
-                        let _ = garble_offline_batches(ch, &[job], d);
+                        let _ = garble_batches(ch, &[job], d);
                     }
                     // A frame that is not whole gates, then hang up.
                     1 => {

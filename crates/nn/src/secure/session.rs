@@ -5,9 +5,11 @@
 //! with Δ = the free-XOR offset; client → server for the multiplexers' other direction).
 //! Offline (Delphi-style, cryptogru::offline): HE products on the client's uniform masks ρ_x,
 //! ρ_h; pool fills; COTs of every client circuit input (all known now) whose m0 are the zero
-//! labels; 3T step batches (circuits A, B, C per element) and the final circuit garbled and
-//! streamed. Online: x − ρ_x for all t; per step A → product P → B → product Q → C → B2A of h',
-//! the server learning m = h' + ρ_h; finally the garbled argmax.
+//! labels. Online: x − ρ_x for all t; per step A → product P → B → product Q → C → B2A of h',
+//! the server learning m = h' + ρ_h; finally the garbled argmax. Each batch (circuit A, B or
+//! C for all H elements) is garbled online, as soon as the server knows its inputs, which are
+//! folded into the garbling (`BatchJob::g_known`): its tables travel instead of the server's
+//! labels, 16 bytes per server input bit fewer (docs/gru-protocol.md, "Session 12").
 //! Online each step is six flights: pooled OTs are split into choices and answers so both
 //! directions share flights, and the products P = r·trunc(gh_n), Q = z·(h − n) and the B2A of h'
 //! are decomposed into sender-first OTs whose correlations the server knows before the client's
@@ -22,8 +24,8 @@ use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
 use crate::model::{Candidate, ModelConfig};
 pub use secinfer_gc::garble::Scheme;
 use secinfer_gc::protocol::{
-    evaluate_offline_scheme, evaluate_online_preset, garble_offline_batches, garble_online_preset,
-    pack_bits, unpack_bits, wire_outputs, BatchJob, GarbledBatch, ReceivedBatch, Reveal,
+    evaluate_known, evaluate_offline_scheme, garble_batches, pack_bits, unpack_bits, wire_outputs,
+    BatchJob, Reveal,
 };
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
@@ -35,7 +37,7 @@ use secinfer_ot::{
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/9";
+pub const PROTOCOL: &str = "secinfer-gru/10";
 /// How the session's AND gates are garbled unless the client asks otherwise (`/6`: the client
 /// names the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
 /// garbling (wip-3h)"). Three-halves since `/8`: 23 % fewer table bytes, and since the HE
@@ -1667,30 +1669,6 @@ pub fn client_session_garbling<C: Channel>(
     } else {
         Vec::new()
     };
-    let mut batches: Vec<[ReceivedBatch; 3]> = Vec::with_capacity(steps);
-    let mut o = 0;
-    for t in 0..steps {
-        let mut one = |circ: &Circuit, g_in: usize, e_in: usize| -> Result<ReceivedBatch> {
-            let mut b = evaluate_offline_scheme(ch, circ, g_in, h, Reveal::Garbler, garbling)
-                .map_err(gc)?;
-            b.set_evaluator_labels_shared(circ, labels.clone(), o..o + h * e_in)
-                .map_err(gc)?;
-            o += h * e_in;
-            Ok(b)
-        };
-        let ba = one(&sc.a, lay.a_garbler(), lay.a_evaluator())?;
-        let bb = one(&sc.b, lay.b_garbler(), lay.b_evaluator())?;
-        let bc = one(&sc.c, lay.c_garbler(), lay.c_evaluator())?;
-        batches.push([ba, bb, bc]);
-        progress("garbled tables", t as u64 + 1, steps as u64 + 1);
-    }
-    let mut fin_batch =
-        evaluate_offline_scheme(ch, &fin, c * lay.acc, 1, Reveal::Evaluator, garbling)
-            .map_err(gc)?;
-    fin_batch
-        .set_evaluator_labels_shared(&fin, labels.clone(), o..labels.len())
-        .map_err(gc)?;
-    progress("garbled tables", steps as u64 + 1, steps as u64 + 1);
     rep.gc_bytes += acc.take(ch);
     rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
     // ---- online
@@ -1740,9 +1718,23 @@ pub fn client_session_garbling<C: Channel>(
     ch.send_pod(&tables).map_err(net)?;
     ch.flush().map_err(net)?;
     rep.mux_bytes += acc.take(ch);
-    let eval = |ch: &mut C, circ: &Circuit, b: &ReceivedBatch| -> Result<Vec<bool>> {
-        let lsbs = evaluate_online_preset(ch, circ, b).map_err(gc)?;
-        Ok(client_output_shares(circ, &lsbs))
+    // Receives a batch the server garbles now (its own inputs folded in, so it sends only the
+    // tables), installs this party's offline COT labels (`labels[o..]`, in the order of its
+    // choices) and evaluates; returns this party's XOR shares of the outputs.
+    let mut o = 0;
+    let mut eval = |ch: &mut C, circ: &Circuit, g_in: usize, reveal: Reveal| -> Result<Vec<bool>> {
+        let n = if reveal == Reveal::Garbler { h } else { 1 };
+        let e_in = circ.n_inputs - g_in;
+        let mut b = evaluate_offline_scheme(ch, circ, g_in, n, reveal, garbling).map_err(gc)?;
+        b.set_evaluator_labels_shared(circ, labels.clone(), o..o + n * e_in)
+            .map_err(gc)?;
+        o += n * e_in;
+        let bits = evaluate_known(circ, &b).map_err(gc)?;
+        Ok(if reveal == Reveal::Garbler {
+            client_output_shares(circ, &bits)
+        } else {
+            bits
+        })
     };
     let (gb, bo, l, hw) = (lay.gb, lay.bo, lay.l, lay.hw);
     let pwu = lay.pw as u32;
@@ -1752,7 +1744,7 @@ pub fn client_session_garbling<C: Channel>(
     // Six flights per step (docs/gru-protocol.md, "Online flights"): each party's independent
     // messages travel together, every pooled OT is split into its derandomisation half and its
     // answer half, and both products are sender-first OTs on decompositions.
-    for (t, [ba, bb, bc]) in batches.iter().enumerate() {
+    for t in 0..steps {
         let mk = &masks[t];
         // This party's share of h(t) (−ρ_h(t)), mod 2^PW.
         let h_c: Vec<u64> = rho_h[t].iter().map(|r| neg(*r) & pmask).collect();
@@ -1772,19 +1764,15 @@ pub fn client_session_garbling<C: Channel>(
             ch.flush().map_err(net)?;
             rep.mux_bytes += acc.take(ch);
         }
-        // Flight 1 (in): A labels; the server's choices for both products' client → server
-        // direction (its XOR shares of r and z, fixed when it garbled); the server's
-        // sender-first words for P and Q (their correlations need only its permute bits and
-        // its shares of gh_n and h).
-        let out = eval(ch, &sc.a, ba)?;
+        // Flight 1 (in): A's tables; the server's choices for both products' client → server
+        // direction (its XOR shares of r and z); the server's sender-first words for P (their
+        // correlations need only its permute bits and its share of gh_n).
+        let out = eval(ch, &sc.a, lay.a_garbler(), Reveal::Garbler)?;
         rep.gc_bytes += acc.take(ch);
         let pr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
         let qr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
         let pe = otr
             .recv_correlated_early(ch, h * p_early_len(&lay), pwu)
-            .map_err(ot)?;
-        let qe = otr
-            .recv_correlated_early(ch, h * q_early_len(&qlay), qwu)
             .map_err(ot)?;
         let per = sc.a.n_outputs();
         let ab = lay.a_gate_bits();
@@ -1843,9 +1831,13 @@ pub fn client_session_garbling<C: Channel>(
         let q_hc = mux_combine(&qlay, &w_q, &z_bits, &zero, &x_q)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // Flight 3 (in): B labels → y.
-        let out = eval(ch, &sc.b, bb)?;
+        // Flight 3 (in): B's tables → y; the server's sender-first words for Q (their
+        // correlations need its permute bits of B's outputs and its share of h).
+        let out = eval(ch, &sc.b, lay.b_garbler(), Reveal::Garbler)?;
         rep.gc_bytes += acc.take(ch);
+        let qe = otr
+            .recv_correlated_early(ch, h * q_early_len(&qlay), qwu)
+            .map_err(ot)?;
         // Flight 4 (out): y re-based on μ (the server's C input becomes its share ⊕ y_c ⊕ μ),
         // Q's derandomisation bits and Q_C − π_Q.
         let y = pick(&out, sc.b.n_outputs(), 0..bo);
@@ -1871,9 +1863,9 @@ pub fn client_session_garbling<C: Channel>(
         send_delta(ch, &q, mk.iter().map(|k| k.pi_q), qmask)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
-        // Flight 5 (in): C labels → h', and the server's sender-first B2A words for h' (its
+        // Flight 5 (in): C's tables → h', and the server's sender-first B2A words for h' (its
         // correlations are its permute bits, fixed when it garbled).
-        let out = eval(ch, &sc.c, bc)?;
+        let out = eval(ch, &sc.c, lay.c_garbler(), Reveal::Garbler)?;
         rep.gc_bytes += acc.take(ch);
         let hp = otr
             .recv_correlated_early(ch, h * hw, SHARE_BITS as u32)
@@ -1890,7 +1882,7 @@ pub fn client_session_garbling<C: Channel>(
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
     }
-    let out = evaluate_online_preset(ch, &fin, &fin_batch).map_err(gc)?;
+    let out = eval(ch, &fin, c * lay.acc, Reveal::Evaluator)?;
     rep.gc_bytes += acc.take(ch);
     rep.cost = ch.cost();
     let (class, logits) = if opts.reveal_logits {
@@ -2124,55 +2116,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let sfc = split(fcl, cts_x.len() + cts_h.len(), 1, 1).concat();
     ch.flush().map_err(net)?;
     rep.he_bytes += acc.take(ch);
-    // ---- offline: COTs for every client input, then garbling with their m0 as zero-labels
-    // Borrowed from the pool, not copied (13 MB for GRU(10,128,30), on the path to garbling).
-    let m0 = ots.send_cot_view(ch, n_labels).map_err(ot)?;
-    // All 3T step batches and the final circuit in one pipelined call: the pool garbles while
-    // this thread sends (same messages as one garble_offline_with call per batch).
-    let mut jobs = Vec::with_capacity(3 * steps + 1);
-    let mut o = 0;
-    for _ in 0..steps {
-        for (circ, g_in, e_in) in [
-            (&sc.a, lay.a_garbler(), lay.a_evaluator()),
-            (&sc.b, lay.b_garbler(), lay.b_evaluator()),
-            (&sc.c, lay.c_garbler(), lay.c_evaluator()),
-        ] {
-            jobs.push(BatchJob {
-                circ,
-                g_in,
-                n: h,
-                e_zero: Some(&m0[o..o + h * e_in]),
-                reveal: Reveal::Garbler,
-                scheme: garbling,
-            });
-            o += h * e_in;
-        }
-    }
-    jobs.push(BatchJob {
-        circ: &fin,
-        g_in: c * lay.acc,
-        n: 1,
-        e_zero: Some(&m0[o..]),
-        reveal: Reveal::Evaluator,
-        scheme: garbling,
-    });
-    let mut garbled = garble_offline_batches(ch, &jobs, delta)
-        .map_err(gc)?
-        .into_iter();
-    let mut batches: Vec<[GarbledBatch; 3]> = Vec::with_capacity(steps);
-    for _ in 0..steps {
-        let mut next = || {
-            garbled
-                .next()
-                .ok_or_else(|| NnError::Protocol("missing garbled batch".into()))
-        };
-        batches.push([next()?, next()?, next()?]);
-    }
-    let fin_batch = garbled
-        .next()
-        .ok_or_else(|| NnError::Protocol("missing garbled batch".into()))?;
+    // ---- offline: COTs for every client input; their m0 are the zero-labels of the client's
+    // wires when each circuit is garbled online, once this party's inputs are known
+    // (`BatchJob::g_known`: its own inputs are folded into the garbling and cost no label).
+    let m0: Vec<Block> = ots.send_cot_view(ch, n_labels).map_err(ot)?.to_vec();
     ch.flush().map_err(net)?;
-    rep.gc_bytes += acc.take(ch);
     rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
     // The gate tables' OTs (cryptogru::gate_luts), after the labels' COTs in this pool.
     let gh_keys: Vec<LeafKeys> = if lay.gh_leaves() {
@@ -2229,10 +2177,30 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let carries = carry_shares(&lay, &carry_keys, &leaves, &tables)?;
     drop((leaves, carry_keys));
     rep.mux_bytes += acc.take(ch);
-    // Garbles one batch online with the server's bits; its XOR shares of the outputs are the
+    // Garbles one batch now, this party's bits folded in (`BatchJob::g_known`: no labels of
+    // its own cross the wire), the client's wires on their COT zero-labels (`m0[o..]`, in the
+    // order the client drew its choices); returns this party's XOR shares of the outputs, the
     // permute bits it garbled (constants in place).
-    let run = |ch: &mut C, circ: &Circuit, b: &GarbledBatch, bits: &[bool]| -> Result<Vec<bool>> {
-        garble_online_preset(ch, b, bits).map_err(gc)?;
+    let mut o = 0;
+    let mut run = |ch: &mut C, circ: &Circuit, g_in: usize, bits: &[bool]| -> Result<Vec<bool>> {
+        let e_in = circ.n_inputs - g_in;
+        let job = BatchJob {
+            circ,
+            g_in,
+            n: h,
+            e_zero: Some(
+                m0.get(o..o + h * e_in)
+                    .ok_or_else(|| NnError::Protocol("label count mismatch".into()))?,
+            ),
+            reveal: Reveal::Garbler,
+            scheme: garbling,
+            g_known: Some(bits),
+        };
+        o += h * e_in;
+        let b = garble_batches(ch, &[job], delta)
+            .map_err(gc)?
+            .pop()
+            .ok_or_else(|| NnError::Protocol("missing garbled batch".into()))?;
         b.decode(circ, &vec![false; h * wire_outputs(circ)])
             .map_err(gc)
     };
@@ -2245,7 +2213,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     // m(t) = h(t) + ρ_h(t): h(0) = 0 and ρ_h(0) = 0.
     let mut mh = vec![0u64; h];
     // Six flights per step, mirroring client_session_with.
-    for (t, [ba, bb, bc]) in batches.iter().enumerate() {
+    for t in 0..steps {
         // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
         let mut gh = plain_affine(&m.q.w_hh, &mh, &m.q.b_hh, f);
         if t > 0 {
@@ -2280,11 +2248,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
                 &mut bits,
             );
         }
-        // Flight 1 (out): A labels, then this party's choices for both products' client →
-        // server direction (its XOR shares of r and z are its permute bits, known already),
-        // then the sender-first words of P and Q: their correlations need only its permute
-        // bits of A's and B's outputs, its share a = gs ≫ F of gh_n and its share m(t) of h.
-        let out = run(ch, &sc.a, ba, &bits)?;
+        // Flight 1 (out): A's tables, then this party's choices for both products' client →
+        // server direction (its XOR shares of r and z: its permute bits or table masks), then
+        // the sender-first words of P: their correlations need only its permute bits of A's
+        // outputs and its share a = gs ≫ F of gh_n.
+        let out = run(ch, &sc.a, lay.a_garbler(), &bits)?;
         rep.gc_bytes += acc.take(ch);
         let per = sc.a.n_outputs();
         let ab = lay.a_gate_bits();
@@ -2308,9 +2276,6 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         } else {
             (pick(&out, per, 0..gb), pick(&out, per, gb..2 * gb))
         };
-        let y_bits = bb
-            .decode(&sc.b, &vec![false; h * wire_outputs(&sc.b)])
-            .map_err(gc)?;
         let pr_rev = mux_r.send_choices(ch, &r_bits).map_err(ot)?;
         let qr_rev = mux_r.send_choices(ch, &z_bits).map_err(ot)?;
         let a_hi: Vec<u64> = (0..h)
@@ -2318,9 +2283,6 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .collect();
         let (corr, local_p) = early_server(&lay, &ghn_weights(&lay), &r_bits, &t_bits, &a_hi);
         let pe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
-        let h_s: Vec<u64> = mh.iter().map(|v| v & qmask).collect();
-        let (corr, local_q) = early_server(&qlay, &neg_nu, &z_bits, &y_bits, &h_s);
-        let qe = ots.send_correlated_early(ch, &corr, qwu).map_err(ot)?;
         ch.flush().map_err(net)?;
         if let (Some(nb), Some((keys, table))) = (lay.lut, &lut) {
             // The gate tables (cryptogru::gate_luts): the client's derandomisation, then this
@@ -2350,13 +2312,19 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let p = recv_delta(ch, &p, pmask)?;
         let y_q = mux_r.recv_correlated_answer(ch, qr_rev, qwu).map_err(ot)?;
         rep.mux_bytes += acc.take(ch);
-        // Flight 3 (out): B labels.
+        // Flight 3 (out): B's tables, then the sender-first words of Q: their correlations need
+        // this party's permute bits of B's outputs and its share m(t) of h.
         let mut bits = Vec::with_capacity(h * lay.b_garbler());
         for i in 0..h {
             lay.encode_b(p[i], x[2 * h + i], cv[2 * h + i], &mut bits);
         }
-        let out = run(ch, &sc.b, bb, &bits)?;
+        let out = run(ch, &sc.b, lay.b_garbler(), &bits)?;
         rep.gc_bytes += acc.take(ch);
+        let h_s: Vec<u64> = mh.iter().map(|v| v & qmask).collect();
+        let (corr, local_q) = early_server(&qlay, &neg_nu, &z_bits, &out, &h_s);
+        let qe = ots.send_correlated_early(ch, &corr, qwu).map_err(ot)?;
+        ch.flush().map_err(net)?;
+        rep.mux_bytes += acc.take(ch);
         // Flight 4 (in): y_c ⊕ μ, Q's derandomisation bits and Q_C − π_Q.
         let yd = unpack_bits(
             &ch.recv_pod::<u8>((h * bo).div_ceil(8)).map_err(net)?,
@@ -2373,14 +2341,14 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let q = recv_delta(ch, &q, qmask)?;
         let y = pick(&out, sc.b.n_outputs(), 0..bo);
         rep.mux_bytes += acc.take(ch);
-        // Flight 5 (out): C labels, then the sender-first B2A words for h' (the correlations
+        // Flight 5 (out): C's tables, then the sender-first B2A words for h' (the correlations
         // are this party's permute bits, so they need no answer round).
         let mut bits = Vec::with_capacity(h * lay.c_garbler());
         for i in 0..h {
             put(&mut bits, q[i], qlay.pw);
             bits.extend((0..bo).map(|j| y[i * bo + j] ^ yd[i * bo + j]));
         }
-        let out = run(ch, &sc.c, bc, &bits)?;
+        let out = run(ch, &sc.c, lay.c_garbler(), &bits)?;
         rep.gc_bytes += acc.take(ch);
         let hp = ots
             .send_correlated_early(ch, &b2a_deltas(&out, hw, SHARE_BITS)?, SHARE_BITS as u32)
@@ -2408,8 +2376,16 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     for v in &ls {
         bits_of(&mut bits, v & amask, lay.acc);
     }
-    garble_online_preset(ch, &fin_batch, &bits).map_err(gc)?;
-    ch.flush().map_err(net)?;
+    let job = BatchJob {
+        circ: &fin,
+        g_in: c * lay.acc,
+        n: 1,
+        e_zero: m0.get(o..),
+        reveal: Reveal::Evaluator,
+        scheme: garbling,
+        g_known: Some(&bits),
+    };
+    garble_batches(ch, &[job], delta).map_err(gc)?;
     rep.gc_bytes += acc.take(ch);
     rep.cost = ch.cost();
     Ok(rep)
