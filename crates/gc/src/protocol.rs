@@ -869,19 +869,7 @@ pub fn evaluate_known(circ: &Circuit, batch: &ReceivedBatch) -> Result<Vec<bool>
     let Some((e_buf, e_range)) = batch.e_labels.as_ref() else {
         return Err(GcError::invalid("no preset evaluator labels"));
     };
-    let (n, g_in) = (batch.n, batch.g_in);
-    let mut g_labels = vec![Block::ZERO; n * g_in];
-    for c in 0..chunks(n) {
-        for w in 0..g_in {
-            let lanes = public_labels::<LANES>(batch.nonce, (c * LANES) as u32, w as u32);
-            for (l, k) in lanes.into_iter().enumerate() {
-                let i = c * LANES + l;
-                if i < n {
-                    g_labels[i * g_in + w] = k;
-                }
-            }
-        }
-    }
+    let g_labels = known_labels(batch.nonce, batch.n, batch.g_in);
     evaluate_labels(circ, batch, &g_labels, &e_buf[e_range.clone()])
 }
 
@@ -925,6 +913,94 @@ fn recv_garbler_labels<C: Channel>(
     Ok(g_labels)
 }
 
+/// Evaluates copies `c0 * LANES ..` (chunks `c0..c1`, copies past `n` skipped) from their
+/// active input labels (`n × g_in` and `n × e_in`, instance-major) with tables from `src`;
+/// returns the permute bits of the wire outputs, instance-major.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one task's coordinates; a struct would only rename them"
+)]
+fn evaluate_task<Src: crate::garble::TableSource>(
+    circ: &Circuit,
+    nonce: u64,
+    scheme: Scheme,
+    src: Src,
+    (c0, c1): (usize, usize),
+    n: usize,
+    g_labels: &[Block],
+    e_labels: &[Block],
+) -> Result<Vec<bool>, GcError> {
+    let g_in = g_labels.len() / n.max(1);
+    let e_in = circ.n_inputs - g_in;
+    let mut ev = Evaluator::<LANES, _>::new(nonce, (c0 * LANES) as u32, src)?.with_scheme(scheme);
+    let mut bits = Vec::with_capacity((c1 - c0) * LANES * wire_outputs(circ));
+    let mut ins = vec![[Block::ZERO; LANES]; circ.n_inputs];
+    for c in c0..c1 {
+        ev.set_instances(nonce, (c * LANES) as u32)?;
+        #[allow(clippy::needless_range_loop)]
+        for l in 0..LANES {
+            let i = c * LANES + l;
+            for w in 0..g_in {
+                ins[w][l] = if i < n {
+                    g_labels[i * g_in + w]
+                } else {
+                    Block::ZERO
+                };
+            }
+            for w in 0..e_in {
+                ins[g_in + w][l] = if i < n {
+                    e_labels[i * e_in + w]
+                } else {
+                    Block::ZERO
+                };
+            }
+        }
+        let outs = circ.eval(&mut ev, &ins);
+        for l in 0..LANES {
+            if c * LANES + l >= n {
+                break;
+            }
+            for o in &outs {
+                if let Bit::Wire(w) = o {
+                    bits.push(w[l].lsb());
+                }
+            }
+        }
+    }
+    ev.finish()?;
+    Ok(bits)
+}
+
+/// The outputs from the wire outputs' permute bits (`n × wire outputs`, instance-major): the
+/// permute bits themselves (`Reveal::Garbler`), or decoded with constants filled in
+/// (`Reveal::Evaluator`, `n × n_outputs`).
+fn finish_outputs(
+    circ: &Circuit,
+    n: usize,
+    reveal: Reveal,
+    decode: &[bool],
+    lsbs: Vec<bool>,
+) -> Vec<bool> {
+    if reveal == Reveal::Garbler {
+        return lsbs;
+    }
+    let wo = wire_outputs(circ);
+    let mut out = Vec::with_capacity(n * circ.n_outputs());
+    for i in 0..n {
+        let mut k = i * wo;
+        for o in &circ.outputs {
+            out.push(match o {
+                Bit::Const(v) => *v,
+                Bit::Wire(_) => {
+                    k += 1;
+                    lsbs[k - 1] ^ decode[k - 1]
+                }
+            });
+        }
+    }
+    out
+}
+
 /// Evaluates every copy from its active input labels; decodes (`Reveal::Evaluator`) or returns
 /// the wire outputs' permute bits (`Reveal::Garbler`).
 fn evaluate_labels(
@@ -933,75 +1009,169 @@ fn evaluate_labels(
     g_labels: &[Block],
     e_labels: &[Block],
 ) -> Result<Vec<bool>, GcError> {
-    let (n, g_in) = (batch.n, batch.g_in);
-    let e_in = circ.n_inputs - g_in;
-    let raw = batch.reveal == Reveal::Garbler;
+    let n = batch.n;
     let per_chunk = circ.and_count() as usize * batch.scheme.table_bytes(LANES);
-    let wo = wire_outputs(circ);
-    let n_out = circ.n_outputs();
-    let (per_task, _) = task_split(circ, batch.scheme, chunks(n));
     let nch = chunks(n);
+    let (per_task, _) = task_split(circ, batch.scheme, nch);
     let results: Vec<Result<Vec<bool>, GcError>> = (0..nch)
         .step_by(per_task)
         .collect::<Vec<_>>()
         .into_par_iter()
         .map(|c0| {
-            let c1 = (c0 + per_task).min(nch);
             let src = FrameSource::at(&batch.frames, &batch.starts, (c0 * per_chunk) as u64);
-            let mut ev = Evaluator::<LANES, _>::new(batch.nonce, (c0 * LANES) as u32, src)?
-                .with_scheme(batch.scheme);
-            let mut bits = Vec::with_capacity((c1 - c0) * LANES * n_out);
-            let mut ins = vec![[Block::ZERO; LANES]; circ.n_inputs];
-            for c in c0..c1 {
-                ev.set_instances(batch.nonce, (c * LANES) as u32)?;
-                #[allow(clippy::needless_range_loop)]
-                for l in 0..LANES {
-                    let i = c * LANES + l;
-                    for w in 0..g_in {
-                        ins[w][l] = if i < n {
-                            g_labels[i * g_in + w]
-                        } else {
-                            Block::ZERO
-                        };
-                    }
-                    for w in 0..e_in {
-                        ins[g_in + w][l] = if i < n {
-                            e_labels[i * e_in + w]
-                        } else {
-                            Block::ZERO
-                        };
-                    }
-                }
-                let outs = circ.eval(&mut ev, &ins);
-                for l in 0..LANES {
-                    let i = c * LANES + l;
-                    if i >= n {
-                        break;
-                    }
-                    let mut k = 0;
-                    for o in &outs {
-                        match o {
-                            Bit::Const(v) if !raw => bits.push(*v),
-                            Bit::Const(_) => {}
-                            Bit::Wire(w) if raw => bits.push(w[l].lsb()),
-                            Bit::Wire(w) => {
-                                let d = batch.decode[i * wo + k];
-                                k += 1;
-                                bits.push(w[l].lsb() ^ d)
-                            }
-                        }
-                    }
-                }
-            }
-            ev.finish()?;
-            Ok(bits)
+            let c1 = (c0 + per_task).min(nch);
+            evaluate_task(
+                circ,
+                batch.nonce,
+                batch.scheme,
+                src,
+                (c0, c1),
+                n,
+                g_labels,
+                e_labels,
+            )
         })
         .collect();
-    let mut out = Vec::with_capacity(n * n_out);
+    let mut lsbs = Vec::with_capacity(n * wire_outputs(circ));
     for r in results {
-        out.extend(r?);
+        lsbs.extend(r?);
     }
-    Ok(out)
+    Ok(finish_outputs(circ, n, batch.reveal, &batch.decode, lsbs))
+}
+
+/// The public active labels of a batch's garbler inputs (`n × g_in`, instance-major).
+fn known_labels(nonce: u64, n: usize, g_in: usize) -> Vec<Block> {
+    let mut g_labels = vec![Block::ZERO; n * g_in];
+    for c in 0..chunks(n) {
+        for w in 0..g_in {
+            let lanes = public_labels::<LANES>(nonce, (c * LANES) as u32, w as u32);
+            for (l, k) in lanes.into_iter().enumerate() {
+                let i = c * LANES + l;
+                if i < n {
+                    g_labels[i * g_in + w] = k;
+                }
+            }
+        }
+    }
+    g_labels
+}
+
+/// Evaluator, online, for a batch garbled now with its garbler inputs known
+/// ([`BatchJob::g_known`]) and this party's labels from offline COTs (`e_labels`, `n × e_in`):
+/// receives the nonce and the tables and evaluates them **as they arrive**, each rayon task
+/// starting once its chunks' tables are in, so evaluation overlaps the garbler's work and the
+/// transfer; then the decoding bits (`Reveal::Evaluator`). Returns what
+/// [`evaluate_online_preset`] returns. Exactly [`Scheme::tables_bytes`] bytes of tables are
+/// accepted, in frames of whole gates of at most [`FRAME_BYTES`]; anything else is an error,
+/// never a panic, and memory is bounded by the circuit, not by the peer.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the batch's shape, as evaluate_offline_scheme takes it, and the labels"
+)]
+pub fn recv_evaluate_known<C: Channel>(
+    ch: &mut C,
+    circ: &Circuit,
+    g_in: usize,
+    n: usize,
+    reveal: Reveal,
+    scheme: Scheme,
+    e_labels: &[Block],
+) -> Result<Vec<bool>, GcError> {
+    check_shape(circ, g_in, n)?;
+    if e_labels.len() != n * (circ.n_inputs - g_in) {
+        return Err(GcError::invalid(
+            "evaluator labels: one per input bit per copy",
+        ));
+    }
+    let nonce = ch.recv_pod::<u64>(1)?[0];
+    let gate = scheme.table_bytes(LANES);
+    let expected = scheme
+        .tables_bytes(circ.and_count(), chunks(n) as u64, LANES)
+        .ok_or_else(|| GcError::invalid("table size overflows"))?;
+    let per_chunk = circ.and_count() * gate as u64;
+    let g_labels = known_labels(nonce, n, g_in);
+    let nch = chunks(n);
+    let (per_task, _) = task_split(circ, scheme, nch);
+    let ranges: Vec<(usize, usize)> = (0..nch)
+        .step_by(per_task)
+        .map(|c0| (c0, (c0 + per_task).min(nch)))
+        .collect();
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Vec<bool>, GcError>)>();
+    let (g_labels, ranges_r) = (&g_labels, &ranges);
+    let received: Result<(), GcError> = rayon::in_place_scope(|s| {
+        let mut got: u64 = 0;
+        let mut task = 0;
+        let mut buf: Vec<u8> = Vec::new();
+        while got < expected {
+            let f = match ch.recv_frame() {
+                Ok(f) => f,
+                Err(secinfer_net::NetError::Closed) => {
+                    return Err(GcError::Truncated { expected, got })
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let len = f.len() as u64;
+            if f.is_empty() || f.len() % gate != 0 || f.len() > FRAME_BYTES || got + len > expected
+            {
+                return Err(GcError::Malformed(format!(
+                    "table frame of {} bytes after {got} of {expected} bytes",
+                    f.len()
+                )));
+            }
+            let mut rest: &[u8] = &f;
+            // Cut the frame at task boundaries; a full task goes to the pool with its bytes.
+            while !rest.is_empty() {
+                let (c0, c1) = ranges_r[task];
+                let want = ((c1 - c0) as u64 * per_chunk) as usize;
+                if buf.capacity() == 0 {
+                    buf.reserve_exact(want);
+                }
+                let take = (want - buf.len()).min(rest.len());
+                buf.extend_from_slice(&rest[..take]);
+                rest = &rest[take..];
+                if buf.len() == want {
+                    let (bytes, tx, k) = (std::mem::take(&mut buf), tx.clone(), task);
+                    s.spawn(move |_| {
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            let src = crate::garble::SliceSource::new(&bytes);
+                            evaluate_task(circ, nonce, scheme, src, (c0, c1), n, g_labels, e_labels)
+                        }))
+                        .unwrap_or_else(|_| Err(GcError::invalid("evaluation task panicked")));
+                        let _ = tx.send((k, r));
+                    });
+                    task += 1;
+                }
+            }
+            got += len;
+        }
+        Ok(())
+    });
+    drop(tx);
+    received?;
+    let mut parts: Vec<Option<Vec<bool>>> = vec![None; ranges.len()];
+    for (k, r) in rx {
+        parts[k] = Some(r?);
+    }
+    let mut lsbs = Vec::with_capacity(n * wire_outputs(circ));
+    for p in parts {
+        lsbs.extend(p.ok_or_else(|| GcError::invalid("evaluation results lost"))?);
+    }
+    let decode = if reveal == Reveal::Evaluator {
+        let nd = n * wire_outputs(circ);
+        match ch.recv_pod::<u8>(nd.div_ceil(8)) {
+            Ok(b) => unpack_bits(&b, nd),
+            Err(secinfer_net::NetError::Closed) => {
+                return Err(GcError::Truncated {
+                    expected,
+                    got: expected,
+                })
+            }
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        Vec::new()
+    };
+    Ok(finish_outputs(circ, n, reveal, &decode, lsbs))
 }
 
 /// A circuit generated on the fly (not recorded), for [`stream_garble`]/[`stream_evaluate`].

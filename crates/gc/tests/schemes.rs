@@ -8,7 +8,8 @@ use secinfer_gc::backend::{and, not, xor, Bit};
 use secinfer_gc::garble::{Evaluator, Garbler, Scheme, SliceSource};
 use secinfer_gc::protocol::{
     evaluate_known, evaluate_offline_scheme, evaluate_online_preset, garble_batches,
-    garble_online_preset, pack_bits, unpack_bits, wire_outputs, BatchJob, Reveal, LANES,
+    garble_online_preset, pack_bits, recv_evaluate_known, unpack_bits, wire_outputs, BatchJob,
+    Reveal, LANES,
 };
 use secinfer_gc::shares::{share_circuit, ShareDomain};
 use secinfer_gc::{Circuit, GcError};
@@ -290,7 +291,8 @@ fn preset_batches_with_garbler_decoding_equal_plaintext_for_both_schemes() {
 
 /// Garbler inputs known at garbling time ([`BatchJob::g_known`]) are folded into the garbling:
 /// the evaluator, holding only public labels for them, computes the plaintext outputs (both
-/// reveal modes, both schemes), and the wire carries the nonces, the tables and the decoding
+/// reveal modes, both schemes, evaluated as the tables arrive or once stored), and the wire
+/// carries the nonces, the tables and the decoding
 /// bits, not one garbler label. A known-input length mismatch is refused, and so is sending
 /// labels for such a batch.
 #[test]
@@ -325,13 +327,13 @@ fn known_garbler_inputs_are_folded_into_the_garbling_for_both_schemes() {
                         .map_err(|e| GcError::Ot(e.to_string()))?,
                 );
                 let before = ch.meter().snapshot().total().bytes_received;
-                let mut b1 = evaluate_offline_scheme(ch, &c1, g_in, n, Reveal::Garbler, s)?;
+                let half = labels.len() / 2;
+                // The first batch evaluated as its tables arrive, the second once stored.
+                let perm =
+                    recv_evaluate_known(ch, &c1, g_in, n, Reveal::Garbler, s, &labels[..half])?;
                 let mut b2 = evaluate_offline_scheme(ch, &c1, g_in, n, Reveal::Evaluator, s)?;
                 let got = ch.meter().snapshot().total().bytes_received - before;
-                let half = labels.len() / 2;
-                b1.set_evaluator_labels_shared(&c1, labels.clone(), 0..half)?;
                 b2.set_evaluator_labels_shared(&c1, labels.clone(), half..2 * half)?;
-                let perm = evaluate_known(&c1, &b1)?;
                 let outs = evaluate_known(&c1, &b2)?;
                 ch.send_pod(&pack_bits(&perm))?;
                 ch.flush()?;
@@ -387,6 +389,67 @@ fn known_garbler_inputs_are_folded_into_the_garbling_for_both_schemes() {
     }
 }
 
+/// The streaming evaluator cuts the garbler's frames at its own task boundaries: with another
+/// thread count than the garbler's its tasks are smaller than the garbler's and a 64 KiB frame
+/// straddles two of them; the outputs still equal plaintext.
+#[test]
+fn streamed_evaluation_cuts_frames_at_its_own_task_boundaries() {
+    let circ = random_circuit(16, 300, 21);
+    let g_in = 7;
+    let e_in = circ.n_inputs - g_in;
+    let n = 40 * LANES - 3;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(22);
+    let gi: Vec<bool> = (0..n * g_in).map(|_| rng.gen()).collect();
+    let ei: Vec<bool> = (0..n * e_in).map(|_| rng.gen()).collect();
+    let want: Vec<bool> = (0..n)
+        .flat_map(|i| {
+            let mut ins = gi[i * g_in..(i + 1) * g_in].to_vec();
+            ins.extend_from_slice(&ei[i * e_in..(i + 1) * e_in]);
+            circ.eval_plain(&ins)
+        })
+        .collect();
+    let chunk = circ.and_count() as usize * Scheme::ThreeHalves.table_bytes(LANES);
+    assert!(
+        chunk < 65536 && 65536 % chunk != 0,
+        "a frame must straddle chunks: {chunk}"
+    );
+    let d = delta(&mut Prg::new());
+    let (so, co) = ot_pair(d);
+    let (c1, c2) = (circ.clone(), circ.clone());
+    let s = Scheme::ThreeHalves;
+    let run = simulate(
+        move |ch| {
+            let mut ot = co(ch);
+            let labels = ot
+                .recv_cot(ch, &ei)
+                .map_err(|e| GcError::Ot(e.to_string()))?;
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(7)
+                .build()
+                .expect("pool");
+            pool.install(|| recv_evaluate_known(ch, &c1, g_in, n, Reveal::Evaluator, s, &labels))
+        },
+        move |ch| {
+            let mut ot = so(ch);
+            let m0 = ot
+                .send_cot(ch, n * e_in)
+                .map_err(|e| GcError::Ot(e.to_string()))?;
+            let job = BatchJob {
+                circ: &c2,
+                g_in,
+                n,
+                e_zero: Some(&m0),
+                reveal: Reveal::Evaluator,
+                scheme: s,
+                g_known: Some(&gi),
+            };
+            garble_batches(ch, &[job], d).map(|_| ())
+        },
+    );
+    run.server.output.expect("garbler");
+    assert_eq!(run.client.output.expect("evaluator"), want);
+}
+
 /// An evaluator expecting the other scheme, or a garbler stream cut short or padded, is a typed
 /// error on the evaluator's side (sizes disagree), never a panic.
 #[test]
@@ -399,42 +462,52 @@ fn mismatched_schemes_and_bad_streams_are_typed_errors() {
         (Scheme::ThreeHalves, Scheme::ThreeHalves, 1),
         (Scheme::ThreeHalves, Scheme::ThreeHalves, 2),
     ] {
-        let (c1, c2) = (circ.clone(), circ.clone());
-        let run = simulate(
-            move |ch| evaluate_offline_scheme(ch, &c1, 6, n, Reveal::Evaluator, es).map(|_| ()),
-            move |ch| {
-                let d = Block(Prg::new().next_block().0 | 1);
-                match how {
-                    0 => {
-                        let job = BatchJob {
-                            circ: &c2,
-                            g_in: 6,
-                            n,
-                            e_zero: None,
-                            reveal: Reveal::Evaluator,
-                            scheme: gs,
-                            g_known: None,
-                        };
-                        let _ = garble_batches(ch, &[job], d);
+        for streamed in [false, true] {
+            let (c1, c2) = (circ.clone(), circ.clone());
+            let run = simulate(
+                move |ch| {
+                    if streamed {
+                        let labels = vec![Block::ZERO; n * (c1.n_inputs - 6)];
+                        recv_evaluate_known(ch, &c1, 6, n, Reveal::Evaluator, es, &labels)
+                            .map(|_| ())
+                    } else {
+                        evaluate_offline_scheme(ch, &c1, 6, n, Reveal::Evaluator, es).map(|_| ())
                     }
-                    // A frame that is not whole gates, then hang up.
-                    1 => {
-                        let _ = ch.send_pod(&[1u64]);
-                        let _ = ch.send_frame(&[0u8; 395]);
+                },
+                move |ch| {
+                    let d = Block(Prg::new().next_block().0 | 1);
+                    match how {
+                        0 => {
+                            let job = BatchJob {
+                                circ: &c2,
+                                g_in: 6,
+                                n,
+                                e_zero: None,
+                                reveal: Reveal::Evaluator,
+                                scheme: gs,
+                                g_known: None,
+                            };
+                            let _ = garble_batches(ch, &[job], d);
+                        }
+                        // A frame that is not whole gates, then hang up.
+                        1 => {
+                            let _ = ch.send_pod(&[1u64]);
+                            let _ = ch.send_frame(&[0u8; 395]);
+                        }
+                        // Whole gates, then hang up early.
+                        _ => {
+                            let _ = ch.send_pod(&[1u64]);
+                            let _ = ch.send_frame(&[0u8; 394 * 3]);
+                        }
                     }
-                    // Whole gates, then hang up early.
-                    _ => {
-                        let _ = ch.send_pod(&[1u64]);
-                        let _ = ch.send_frame(&[0u8; 394 * 3]);
-                    }
-                }
-                let _ = ch.flush();
-            },
-        );
-        match (how, run.client.output) {
-            (2, Err(GcError::Truncated { .. })) => {}
-            (0 | 1, Err(GcError::Malformed(_) | GcError::Truncated { .. })) => {}
-            (_, r) => panic!("{gs:?}/{es:?}/{how}: {r:?}"),
+                    let _ = ch.flush();
+                },
+            );
+            match (how, run.client.output) {
+                (2, Err(GcError::Truncated { .. })) => {}
+                (0 | 1, Err(GcError::Malformed(_) | GcError::Truncated { .. })) => {}
+                (_, r) => panic!("{gs:?}/{es:?}/{how}/{streamed}: {r:?}"),
+            }
         }
     }
 }

@@ -24,8 +24,7 @@ use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
 use crate::model::{Candidate, ModelConfig};
 pub use secinfer_gc::garble::Scheme;
 use secinfer_gc::protocol::{
-    evaluate_known, evaluate_offline_scheme, garble_batches, pack_bits, unpack_bits, wire_outputs,
-    BatchJob, Reveal,
+    garble_batches, pack_bits, recv_evaluate_known, unpack_bits, wire_outputs, BatchJob, Reveal,
 };
 use secinfer_gc::Circuit;
 use secinfer_he::{Params, Plaintext, PublicKey, SecretKey, SeededCiphertext};
@@ -1718,18 +1717,18 @@ pub fn client_session_garbling<C: Channel>(
     ch.send_pod(&tables).map_err(net)?;
     ch.flush().map_err(net)?;
     rep.mux_bytes += acc.take(ch);
-    // Receives a batch the server garbles now (its own inputs folded in, so it sends only the
-    // tables), installs this party's offline COT labels (`labels[o..]`, in the order of its
-    // choices) and evaluates; returns this party's XOR shares of the outputs.
+    // Evaluates a batch the server garbles now (its own inputs folded in, so it sends only the
+    // tables) as its tables arrive, on this party's offline COT labels (`labels[o..]`, in the
+    // order of its choices); returns this party's XOR shares of the outputs.
     let mut o = 0;
     let mut eval = |ch: &mut C, circ: &Circuit, g_in: usize, reveal: Reveal| -> Result<Vec<bool>> {
         let n = if reveal == Reveal::Garbler { h } else { 1 };
         let e_in = circ.n_inputs - g_in;
-        let mut b = evaluate_offline_scheme(ch, circ, g_in, n, reveal, garbling).map_err(gc)?;
-        b.set_evaluator_labels_shared(circ, labels.clone(), o..o + n * e_in)
-            .map_err(gc)?;
+        let mine = labels
+            .get(o..o + n * e_in)
+            .ok_or_else(|| NnError::Protocol("label count mismatch".into()))?;
         o += n * e_in;
-        let bits = evaluate_known(circ, &b).map_err(gc)?;
+        let bits = recv_evaluate_known(ch, circ, g_in, n, reveal, garbling, mine).map_err(gc)?;
         Ok(if reveal == Reveal::Garbler {
             client_output_shares(circ, &bits)
         } else {
