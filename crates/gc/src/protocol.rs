@@ -182,20 +182,7 @@ impl GarbledBatch {
         {
             return Err(GcError::invalid("output permute bits for garbler decoding"));
         }
-        let mut out = Vec::with_capacity(self.n * circ.n_outputs());
-        for i in 0..self.n {
-            let mut k = i * wo;
-            for o in &circ.outputs {
-                out.push(match o {
-                    Bit::Const(v) => *v,
-                    Bit::Wire(_) => {
-                        k += 1;
-                        lsbs[k - 1] ^ self.decode[k - 1]
-                    }
-                });
-            }
-        }
-        Ok(out)
+        Ok(decode_outputs(circ, self.n, &self.decode, lsbs))
     }
 
     /// Sends, before the online phase, the active labels of garbler input wires `wires` (a range
@@ -671,6 +658,56 @@ pub fn evaluate_offline_with<C: Channel>(
     evaluate_offline_scheme(ch, circ, g_in, n, reveal, Scheme::HalfGates)
 }
 
+/// The next frame of a batch's tables, `got` of `expected` bytes in: whole gates of `gate`
+/// bytes, at most [`FRAME_BYTES`], never past `expected`; a peer that hangs up early is
+/// [`GcError::Truncated`], a bad frame [`GcError::Malformed`].
+fn recv_table_frame<C: Channel>(
+    ch: &mut C,
+    gate: usize,
+    got: u64,
+    expected: u64,
+) -> Result<Vec<u8>, GcError> {
+    let f = match ch.recv_frame() {
+        Ok(f) => f,
+        Err(secinfer_net::NetError::Closed) => return Err(GcError::Truncated { expected, got }),
+        Err(e) => return Err(e.into()),
+    };
+    if f.is_empty()
+        || f.len() % gate != 0
+        || f.len() > FRAME_BYTES
+        || got + f.len() as u64 > expected
+    {
+        return Err(GcError::Malformed(format!(
+            "table frame of {} bytes after {got} of {expected} bytes",
+            f.len()
+        )));
+    }
+    Ok(f)
+}
+
+/// The decoding bits that follow a `Reveal::Evaluator` batch's tables (none for
+/// `Reveal::Garbler`).
+fn recv_decode_bits<C: Channel>(
+    ch: &mut C,
+    circ: &Circuit,
+    n: usize,
+    reveal: Reveal,
+    expected: u64,
+) -> Result<Vec<bool>, GcError> {
+    if reveal == Reveal::Garbler {
+        return Ok(Vec::new());
+    }
+    let nd = n * wire_outputs(circ);
+    match ch.recv_pod::<u8>(nd.div_ceil(8)) {
+        Ok(b) => Ok(unpack_bits(&b, nd)),
+        Err(secinfer_net::NetError::Closed) => Err(GcError::Truncated {
+            expected,
+            got: expected,
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// [`evaluate_offline_with`] for a batch whose AND gates were garbled by `scheme`
 /// ([`BatchJob::scheme`]): exactly [`Scheme::tables_bytes`] bytes of tables are accepted, in
 /// frames of whole gates of at most [`FRAME_BYTES`].
@@ -692,44 +729,12 @@ pub fn evaluate_offline_scheme<C: Channel>(
     let mut starts: Vec<u64> = Vec::new();
     let mut got: u64 = 0;
     while got < expected {
-        let f = match ch.recv_frame() {
-            Ok(f) => f,
-            Err(secinfer_net::NetError::Closed) => {
-                return Err(GcError::Truncated { expected, got })
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let len = f.len() as u64;
-        if f.is_empty() || f.len() % gate != 0 || f.len() > FRAME_BYTES || got + len > expected {
-            return Err(GcError::Malformed(format!(
-                "table frame of {} bytes after {got} of {expected} bytes",
-                f.len()
-            )));
-        }
+        let f = recv_table_frame(ch, gate, got, expected)?;
         starts.push(got);
-        got += len;
+        got += f.len() as u64;
         frames.push(f);
     }
-    let nd = if reveal == Reveal::Evaluator {
-        n * wire_outputs(circ)
-    } else {
-        0
-    };
-    let got_decode = if reveal == Reveal::Garbler {
-        Ok(Vec::new())
-    } else {
-        ch.recv_pod::<u8>(nd.div_ceil(8))
-    };
-    let bytes = match got_decode {
-        Ok(b) => b,
-        Err(secinfer_net::NetError::Closed) => {
-            return Err(GcError::Truncated {
-                expected,
-                got: expected,
-            })
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let decode = recv_decode_bits(ch, circ, n, reveal, expected)?;
     Ok(ReceivedBatch {
         nonce,
         scheme,
@@ -737,7 +742,7 @@ pub fn evaluate_offline_scheme<C: Channel>(
         n,
         frames,
         starts,
-        decode: unpack_bits(&bytes, nd),
+        decode,
         early: 0..0,
         early_labels: Vec::new(),
         e_labels: None,
@@ -981,9 +986,15 @@ fn finish_outputs(
     decode: &[bool],
     lsbs: Vec<bool>,
 ) -> Vec<bool> {
-    if reveal == Reveal::Garbler {
-        return lsbs;
+    match reveal {
+        Reveal::Garbler => lsbs,
+        Reveal::Evaluator => decode_outputs(circ, n, decode, &lsbs),
     }
+}
+
+/// Outputs `n × n_outputs` from the wire outputs' permute bits and their decoding bits (both
+/// `n × wire outputs`, instance-major), constants filled in from the circuit.
+fn decode_outputs(circ: &Circuit, n: usize, decode: &[bool], lsbs: &[bool]) -> Vec<bool> {
     let wo = wire_outputs(circ);
     let mut out = Vec::with_capacity(n * circ.n_outputs());
     for i in 0..n {
@@ -1103,21 +1114,8 @@ pub fn recv_evaluate_known<C: Channel>(
         let mut task = 0;
         let mut buf: Vec<u8> = Vec::new();
         while got < expected {
-            let f = match ch.recv_frame() {
-                Ok(f) => f,
-                Err(secinfer_net::NetError::Closed) => {
-                    return Err(GcError::Truncated { expected, got })
-                }
-                Err(e) => return Err(e.into()),
-            };
+            let f = recv_table_frame(ch, gate, got, expected)?;
             let len = f.len() as u64;
-            if f.is_empty() || f.len() % gate != 0 || f.len() > FRAME_BYTES || got + len > expected
-            {
-                return Err(GcError::Malformed(format!(
-                    "table frame of {} bytes after {got} of {expected} bytes",
-                    f.len()
-                )));
-            }
             let mut rest: &[u8] = &f;
             // Cut the frame at task boundaries; a full task goes to the pool with its bytes.
             while !rest.is_empty() {
@@ -1156,21 +1154,7 @@ pub fn recv_evaluate_known<C: Channel>(
     for p in parts {
         lsbs.extend(p.ok_or_else(|| GcError::invalid("evaluation results lost"))?);
     }
-    let decode = if reveal == Reveal::Evaluator {
-        let nd = n * wire_outputs(circ);
-        match ch.recv_pod::<u8>(nd.div_ceil(8)) {
-            Ok(b) => unpack_bits(&b, nd),
-            Err(secinfer_net::NetError::Closed) => {
-                return Err(GcError::Truncated {
-                    expected,
-                    got: expected,
-                })
-            }
-            Err(e) => return Err(e.into()),
-        }
-    } else {
-        Vec::new()
-    };
+    let decode = recv_decode_bits(ch, circ, n, reveal, expected)?;
     Ok(finish_outputs(circ, n, reveal, &decode, lsbs))
 }
 

@@ -43,6 +43,28 @@ fn random_circuit(n_in: usize, gates: usize, seed: u64) -> Circuit {
     })
 }
 
+/// Random garbler and evaluator inputs for `n` copies (`n × g_in`, `n × e_in`, instance-major)
+/// and the plaintext outputs they give.
+fn random_batch(
+    circ: &Circuit,
+    g_in: usize,
+    n: usize,
+    seed: u64,
+) -> (Vec<bool>, Vec<bool>, Vec<bool>) {
+    let e_in = circ.n_inputs - g_in;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let gi: Vec<bool> = (0..n * g_in).map(|_| rng.gen()).collect();
+    let ei: Vec<bool> = (0..n * e_in).map(|_| rng.gen()).collect();
+    let want = (0..n)
+        .flat_map(|i| {
+            let mut ins = gi[i * g_in..(i + 1) * g_in].to_vec();
+            ins.extend_from_slice(&ei[i * e_in..(i + 1) * e_in]);
+            circ.eval_plain(&ins)
+        })
+        .collect();
+    (gi, ei, want)
+}
+
 #[test]
 fn random_circuits_equal_plaintext_in_every_lane_for_both_schemes() {
     for seed in 0..12u64 {
@@ -203,17 +225,8 @@ fn preset_batches_with_garbler_decoding_equal_plaintext_for_both_schemes() {
     let g_in = 10;
     let e_in = circ.n_inputs - g_in;
     let n = 37;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(8);
-    let gi: Vec<bool> = (0..n * g_in).map(|_| rng.gen()).collect();
-    let ei: Vec<bool> = (0..n * e_in).map(|_| rng.gen()).collect();
+    let (gi, ei, want) = random_batch(&circ, g_in, n, 8);
     let wo = wire_outputs(&circ);
-    let want: Vec<bool> = (0..n)
-        .flat_map(|i| {
-            let mut ins = gi[i * g_in..(i + 1) * g_in].to_vec();
-            ins.extend_from_slice(&ei[i * e_in..(i + 1) * e_in]);
-            circ.eval_plain(&ins)
-        })
-        .collect();
     let mut table_bytes = Vec::new();
     for s in SCHEMES {
         let mut prg = Prg::new();
@@ -301,17 +314,8 @@ fn known_garbler_inputs_are_folded_into_the_garbling_for_both_schemes() {
     let g_in = 9;
     let e_in = circ.n_inputs - g_in;
     let n = 21;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(12);
-    let gi: Vec<bool> = (0..n * g_in).map(|_| rng.gen()).collect();
-    let ei: Vec<bool> = (0..n * e_in).map(|_| rng.gen()).collect();
+    let (gi, ei, want) = random_batch(&circ, g_in, n, 12);
     let wo = wire_outputs(&circ);
-    let want: Vec<bool> = (0..n)
-        .flat_map(|i| {
-            let mut ins = gi[i * g_in..(i + 1) * g_in].to_vec();
-            ins.extend_from_slice(&ei[i * e_in..(i + 1) * e_in]);
-            circ.eval_plain(&ins)
-        })
-        .collect();
     for s in SCHEMES {
         let d = delta(&mut Prg::new());
         let (so, co) = ot_pair(d);
@@ -398,16 +402,7 @@ fn streamed_evaluation_cuts_frames_at_its_own_task_boundaries() {
     let g_in = 7;
     let e_in = circ.n_inputs - g_in;
     let n = 40 * LANES - 3;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(22);
-    let gi: Vec<bool> = (0..n * g_in).map(|_| rng.gen()).collect();
-    let ei: Vec<bool> = (0..n * e_in).map(|_| rng.gen()).collect();
-    let want: Vec<bool> = (0..n)
-        .flat_map(|i| {
-            let mut ins = gi[i * g_in..(i + 1) * g_in].to_vec();
-            ins.extend_from_slice(&ei[i * e_in..(i + 1) * e_in]);
-            circ.eval_plain(&ins)
-        })
-        .collect();
+    let (gi, ei, want) = random_batch(&circ, g_in, n, 22);
     let chunk = circ.and_count() as usize * Scheme::ThreeHalves.table_bytes(LANES);
     assert!(
         chunk < 65536 && 65536 % chunk != 0,
