@@ -52,19 +52,29 @@ fn run_case_opts(
     let toks = tokens.clone();
     let run = simulate(
         move |ch| {
-            client_session_garbling(
+            let mut stages: Vec<(String, u64, u64)> = Vec::new();
+            let out = client_session_garbling(
                 ch,
                 &cm,
                 &toks,
                 opts,
                 OtFiller::default(),
                 scheme,
-                &mut |_, _, _| {},
-            )
+                &mut |s, done, total| stages.push((s.to_string(), done, total)),
+            );
+            out.map(|o| (o, stages))
         },
         move |ch| server_session(ch, &sm),
     );
-    let out = run.client.output.unwrap();
+    let (out, stages) = run.client.output.unwrap();
+    // Progress: the keys, then one report per step as its tables are garbled and evaluated.
+    let steps_seen: Vec<u64> = stages
+        .iter()
+        .filter(|(s, _, total)| s == "garbled steps" && *total == steps as u64)
+        .map(|(_, done, _)| *done)
+        .collect();
+    assert_eq!(steps_seen, (1..=steps as u64).collect::<Vec<_>>());
+    assert_eq!(stages.first(), Some(&("keys".to_string(), 0, 2)));
     let srep = run.server.output.unwrap();
     if reveal {
         assert_eq!(

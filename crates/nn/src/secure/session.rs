@@ -1880,6 +1880,8 @@ pub fn client_session_garbling<C: Channel>(
         ch.send_pod(&msk).map_err(net)?;
         ch.flush().map_err(net)?;
         rep.mux_bytes += acc.take(ch);
+        // The step's tables are garbled, sent and evaluated now (no longer offline).
+        progress("garbled steps", t as u64 + 1, steps as u64);
     }
     let out = eval(ch, &fin, c * lay.acc, Reveal::Evaluator)?;
     rep.gc_bytes += acc.take(ch);
