@@ -15,8 +15,9 @@
 //! * [`circuit`]: a recorded circuit IR ([`circuit::Builder`] is a backend) replayed into any backend;
 //! * [`activation`]: ReLU, sigmoid, tanh and requantisation with fixed-point formats as parameters;
 //! * [`protocol`]: batched two-party garbling (tables offline, streamed in 64 KiB frames; input
-//!   labels by correlated OT online), and [`shares`]: GAZELLE-style shares in, shares out over
-//!   Z_p or Z_{2^l}.
+//!   labels by correlated OT online; or, when the garbler knows its inputs as it garbles, those
+//!   folded into the garbling under public labels and the tables evaluated as they arrive), and
+//!   [`shares`]: GAZELLE-style shares in, shares out over Z_p or Z_{2^l}.
 #![deny(unsafe_code)]
 
 pub mod activation;

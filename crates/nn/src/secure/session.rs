@@ -2381,7 +2381,10 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         circ: &fin,
         g_in: c * lay.acc,
         n: 1,
-        e_zero: m0.get(o..),
+        e_zero: Some(
+            m0.get(o..)
+                .ok_or_else(|| NnError::Protocol("label count mismatch".into()))?,
+        ),
         reveal: Reveal::Evaluator,
         scheme: garbling,
         g_known: Some(&bits),
