@@ -90,6 +90,9 @@ fn run_case_opts(
     );
     assert!(out.report.gc_bytes > 0 && out.report.he_bytes > 0);
     assert_eq!((out.report.garbling, srep.garbling), (scheme, scheme));
+    // Both parties file every byte under the same heading (GC, HE, OT words).
+    let split = |r: &SessionReport| (r.gc_bytes, r.he_bytes, r.mux_bytes);
+    assert_eq!(split(&out.report), split(&srep), "byte headings");
     (out, srep)
 }
 

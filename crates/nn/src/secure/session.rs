@@ -2122,6 +2122,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     // (`BatchJob::g_known`: its own inputs are folded into the garbling and cost no label).
     let m0: Vec<Block> = ots.send_cot_view(ch, n_labels).map_err(ot)?.to_vec();
     ch.flush().map_err(net)?;
+    rep.gc_bytes += acc.take(ch);
     rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
     // The gate tables' OTs (cryptogru::gate_luts), after the labels' COTs in this pool.
     let gh_keys: Vec<LeafKeys> = if lay.gh_leaves() {
