@@ -2,12 +2,14 @@
 //! reference from the command line.
 use crate::error::Error;
 use clap::Args;
-use secinfer_nn::runtime::Client;
-use secinfer_nn::secure::{
-    CircuitActivations, ClientOptions, OtFiller, Scheme, SessionReport, Variant, DEFAULT_GARBLING,
+use secinfer_nn::layers::gru::{
+    fp_for_variant, ClientOptions, OtFiller, Scheme, SessionReport, Variant, DEFAULT_GARBLING,
 };
+use secinfer_nn::plan::{Plan, PlanOptions};
+use secinfer_nn::runtime::Client;
 use secinfer_nn::{
-    argmax, check_tokens, ExactActivations, Model, QuantizedModel, Reference, Task, Vocab,
+    argmax, check_tokens, CircuitActivations, Model, ModelConfig, QuantizedModel, Reference, Task,
+    Vocab,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -16,34 +18,44 @@ use std::path::PathBuf;
 pub struct InspectArgs {
     /// Model directory (model.json, weights.safetensors, vocab.json).
     pub model: PathBuf,
+    /// Also print the plan: which protocol family and protocol compute each layer, and why.
+    #[arg(long)]
+    pub plan: bool,
+}
+
+/// The weights of every layer, from the graph's tensor shapes.
+fn parameter_count(c: &ModelConfig) -> usize {
+    c.graph
+        .tensors()
+        .iter()
+        .map(|(_, s)| s.iter().product::<usize>())
+        .sum()
 }
 
 pub fn inspect(a: InspectArgs) -> Result<(), Error> {
     let m = Model::load(&a.model)?;
     let c = &m.config;
-    let ar = &c.arch;
-    println!("model      {}", a.model.display());
+    println!(
+        "model      {} (format version {})",
+        a.model.display(),
+        c.version
+    );
     println!("task       {:?}", c.task);
-    println!("layers");
-    println!(
-        "  {:<10} embedding  vocab {} × dim {}   (public: applied by the client)",
-        ar.embed_name, ar.vocab, ar.embed_dim
-    );
-    println!(
-        "  {:<10} gru        input {} → hidden {}, candidate {}",
-        ar.gru_name,
-        ar.embed_dim,
-        ar.hidden,
-        ar.activation.name()
-    );
-    println!(
-        "  {:<10} dense      {} → {}",
-        ar.fc_name, ar.hidden, ar.classes
-    );
-    let params = ar.vocab * ar.embed_dim
-        + 3 * ar.hidden * (ar.embed_dim + ar.hidden + 2)
-        + ar.classes * (ar.hidden + 1);
-    println!("parameters {params}");
+    println!("layers     (name, type, output shape)");
+    for l in &c.graph.layers {
+        let public = if matches!(l.kind, secinfer_nn::LayerKind::Embedding { .. }) {
+            "   (public: applied by the client)"
+        } else {
+            ""
+        };
+        println!(
+            "  {:<12} {:<10} {}{public}",
+            l.name,
+            l.kind.type_name(),
+            l.output
+        );
+    }
+    println!("parameters {}", parameter_count(c));
     let show = |name: &str, fp: &secinfer_nn::FixedPointConfig| {
         let s = fp.sigmoid_format();
         let g = fp.candidate_format();
@@ -66,6 +78,12 @@ pub fn inspect(a: InspectArgs) -> Result<(), Error> {
     }
     if !c.labels.is_empty() {
         println!("labels     {}", c.labels.join(", "));
+    }
+    if a.plan {
+        println!("plan       (layers, family, protocol, why)");
+        for line in Plan::new(c, PlanOptions::default()).describe(c) {
+            println!("  {line}");
+        }
     }
     Ok(())
 }
@@ -98,10 +116,12 @@ pub struct InferArgs {
     /// At most this many samples.
     #[arg(long, default_value_t = usize::MAX)]
     pub limit: usize,
-    /// A `fixed_point_variants` entry for --plaintext (e.g. fx20, fx8); the default if absent.
+    /// A `fixed_point_variants` entry (e.g. fx20, fx8) for --plaintext; without it --plaintext
+    /// uses the formats of --variant, so it prints what the secure run with that variant computes.
     #[arg(long)]
     pub fixed_point: Option<String>,
-    /// Secure variant: baseline, cg1, cg2 (must match the server's).
+    /// CryptoGRU variant: baseline, cg1, cg2 (must match the server's; --plaintext uses its
+    /// formats too).
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
     /// Ask the server's circuit to reveal the logits to this client (default: only the class).
@@ -218,13 +238,13 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
     let client = Client::load(info_dir, a.variant)?;
     let cm = client.model();
-    let ins = inputs(&a, client.vocab(), cm.config.arch.vocab)?;
+    let ins = inputs(&a, client.vocab(), cm.arch.vocab)?;
     let reference = if a.compare_plaintext {
         let dir = a.model.as_ref().ok_or_else(|| {
             Error::msg("--compare-plaintext needs --model (the full model directory)")
         })?;
         let m = Model::load(dir)?;
-        Some(QuantizedModel::new(&m, cm.fp))
+        Some(QuantizedModel::new(&m, cm.fp)?)
     } else {
         None
     };
@@ -257,14 +277,10 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
             );
         }
         if let Some(q) = &reference {
-            let exact = argmax(&Reference::new(q, ExactActivations).classify(&inp.tokens));
-            let circ =
+            let plain =
                 argmax(&Reference::new(q, CircuitActivations::default()).classify(&inp.tokens));
-            line += &format!("  plaintext fixed-point: {:<10}", label(labels, exact));
-            if circ != exact {
-                line += &format!(" (circuit activations: {})", label(labels, circ));
-            }
-            line += if circ == out.class {
+            line += &format!("  plaintext fixed-point: {:<10}", label(labels, plain));
+            line += if plain == out.class {
                 "  [match]"
             } else {
                 "  [MISMATCH]"
@@ -378,18 +394,33 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
             "--plaintext prints classifications; this is a language model",
         ));
     }
-    let ins = inputs(a, m.vocab.as_ref(), m.config.arch.vocab)?;
-    let fp = *m.config.fixed_point_named(a.fixed_point.as_deref())?;
-    let q = QuantizedModel::new(&m, fp);
+    let ins = inputs(a, m.vocab.as_ref(), m.config.gru()?.vocab)?;
+    // The variant's formats unless a named entry is asked for: then this prints what
+    // `infer --server` with the same --variant computes, bit for bit.
+    let fp = match &a.fixed_point {
+        Some(name) => *m.config.fixed_point_named(Some(name))?,
+        None => fp_for_variant(&m.config, a.variant)?,
+    };
+    let q = QuantizedModel::new(&m, fp)?;
     let scale = (1u64 << fp.main.frac) as f64;
+    let formats = a
+        .fixed_point
+        .clone()
+        .unwrap_or_else(|| format!("variant {}", a.variant.name()));
+    println!("reference  plaintext fixed point, {formats}: what the secure run computes");
     for inp in &ins {
-        let mut r = Reference::new(&q, ExactActivations);
+        let mut r = Reference::new(&q, CircuitActivations::default());
         let logits = r.classify(&inp.tokens);
         let k = argmax(&logits);
         if ins.len() > 1 {
             println!("{}", inp.name);
         }
-        println!("class      {} ({})", k, label(&m.config.labels, k));
+        let truth = inp
+            .label
+            .as_ref()
+            .map(|l| format!("   true label: {l}"))
+            .unwrap_or_default();
+        println!("class      {} ({}){truth}", k, label(&m.config.labels, k));
         let shown: Vec<String> = logits
             .iter()
             .map(|l| format!("{:.4}", *l as f64 / scale))
@@ -399,18 +430,6 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
             "overflows  {}   saturated activations {}",
             r.counters.overflows, r.counters.saturated_activations
         );
-        // What the garbled circuits compute (their sigmoid/tanh are within 1 ULP of exact).
-        let mut rc = Reference::new(&q, CircuitActivations::default());
-        let lc = rc.classify(&inp.tokens);
-        if lc != logits {
-            let shown: Vec<String> = lc
-                .iter()
-                .map(|l| format!("{:.4}", *l as f64 / scale))
-                .collect();
-            println!("circuit    class {} ({}), logits [{}] (reference with the garbled circuits' activations)", argmax(&lc), label(&m.config.labels, argmax(&lc)), shown.join(", "));
-        } else {
-            println!("circuit    same logits with the garbled circuits' activations (the secure run's reference)");
-        }
     }
     Ok(())
 }

@@ -3,8 +3,8 @@
 //! keeps accepting. `secinfer export-info` writes the public part a client needs.
 use crate::error::Error;
 use clap::Args;
+use secinfer_nn::layers::gru::Variant;
 use secinfer_nn::runtime::{Server, SessionEnd, SessionLog};
-use secinfer_nn::secure::Variant;
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -1,44 +1,144 @@
+use secinfer_gc::GcError;
+use secinfer_he::HeError;
+use secinfer_net::NetError;
+use secinfer_ot::OtError;
+use secinfer_ss::SsError;
 use thiserror::Error;
 
-/// Errors of the model layer. Messages name the file, field or tensor at fault.
+/// Errors of the model layer and the runtime. Messages name the file, layer, field or tensor
+/// at fault; errors of the protocol crates keep their source, so [`NnError::kind`] can tell a
+/// timeout from a malformed message from a bad model.
 #[derive(Debug, Error)]
 pub enum NnError {
     #[error("{path}: {source}")]
     Io {
         path: String,
+        #[source]
         source: std::io::Error,
     },
     #[error("{file}: invalid JSON: {source}")]
     Json {
         file: String,
+        #[source]
         source: serde_json::Error,
+    },
+    #[error("{file}: {source}")]
+    Safetensors {
+        file: String,
+        #[source]
+        source: safetensors::SafeTensorError,
     },
     #[error("model.json: {0}")]
     Config(String),
-    #[error("weights.safetensors: tensor `{tensor}`: {problem}")]
-    Tensor { tensor: String, problem: String },
-    #[error("weights.safetensors: {0}")]
-    Weights(String),
+    #[error("{file}: tensor `{tensor}`: {problem}")]
+    Tensor {
+        file: String,
+        tensor: String,
+        problem: String,
+    },
     #[error("vocabulary: {0}")]
     Vocab(String),
     #[error("input: {0}")]
     Input(String),
+    /// The model or the requested mode has no secure protocol (yet) in the chosen family.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// An operation would fall short of the security levels of DESIGN.md §2 (128-bit
+    /// parameters, ≥ 40-bit statistical flooding), so it is refused.
+    #[error("insecure: {0}")]
+    Insecure(String),
+    /// The peer declined the session: another protocol, model, variant or option.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The peer's bytes decode to nothing valid at the runtime's level.
+    #[error("malformed message from the peer: {0}")]
+    Malformed(String),
+    /// A local invariant of the runtime failed (a bug, or an instance left out of step).
     #[error("protocol: {0}")]
     Protocol(String),
     #[error("network: {0}")]
-    Net(String),
-    #[error("{0}")]
-    Crypto(String),
+    Net(#[from] NetError),
+    #[error("oblivious transfer: {0}")]
+    Ot(#[from] OtError),
+    #[error("garbled circuits: {0}")]
+    Gc(#[from] GcError),
+    #[error("homomorphic encryption: {0}")]
+    He(#[from] HeError),
+    #[error("secret sharing: {0}")]
+    Ss(#[from] SsError),
+}
+
+/// What went wrong, for a caller that decides what to do next (retry, report, fix the model).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The peer did not answer in time.
+    Timeout,
+    /// The peer closed the connection.
+    PeerClosed,
+    /// The peer sent bytes that are not a valid message.
+    Malformed,
+    /// The peer declined the session or the request.
+    Refused,
+    /// The model directory is invalid (file, JSON, layer, tensor, vocabulary).
+    BadModel,
+    /// The caller's input or options are invalid.
+    BadInput,
+    /// The model or mode has no secure protocol here.
+    Unsupported,
+    /// Local I/O or a broken invariant.
+    Internal,
+}
+
+fn net_kind(e: &NetError) -> ErrorKind {
+    match e {
+        NetError::Timeout => ErrorKind::Timeout,
+        NetError::Closed => ErrorKind::PeerClosed,
+        NetError::FrameTooLarge { .. }
+        | NetError::Malformed(_)
+        | NetError::UnexpectedLength { .. } => ErrorKind::Malformed,
+        NetError::Io(_) => ErrorKind::Internal,
+    }
 }
 
 impl NnError {
     pub(crate) fn config(m: impl Into<String>) -> Self {
         NnError::Config(m.into())
     }
-    pub(crate) fn tensor(t: &str, p: impl Into<String>) -> Self {
+    pub(crate) fn tensor(file: &str, tensor: &str, p: impl Into<String>) -> Self {
         NnError::Tensor {
-            tensor: t.to_string(),
+            file: file.to_string(),
+            tensor: tensor.to_string(),
             problem: p.into(),
+        }
+    }
+
+    /// The kind of failure, looking through the protocol crates' errors to the channel's.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            NnError::Io { .. } | NnError::Protocol(_) => ErrorKind::Internal,
+            NnError::Json { .. }
+            | NnError::Safetensors { .. }
+            | NnError::Config(_)
+            | NnError::Tensor { .. }
+            | NnError::Vocab(_) => ErrorKind::BadModel,
+            NnError::Input(_) => ErrorKind::BadInput,
+            NnError::Unsupported(_) | NnError::Insecure(_) => ErrorKind::Unsupported,
+            NnError::Refused(_) => ErrorKind::Refused,
+            NnError::Malformed(_) => ErrorKind::Malformed,
+            NnError::Net(e) => net_kind(e),
+            NnError::Ot(OtError::Net(e))
+            | NnError::Gc(GcError::Net(e))
+            | NnError::Ss(SsError::Net(e)) => net_kind(e),
+            NnError::Ot(OtError::Malformed(_))
+            | NnError::Gc(GcError::Malformed(_) | GcError::Truncated { .. })
+            | NnError::Ss(SsError::Malformed(_)) => ErrorKind::Malformed,
+            NnError::He(e) => match e {
+                HeError::WrongLength { .. }
+                | HeError::OutOfRange { .. }
+                | HeError::BadHeader(_) => ErrorKind::Malformed,
+                _ => ErrorKind::Internal,
+            },
+            NnError::Ot(_) | NnError::Gc(_) | NnError::Ss(_) => ErrorKind::Internal,
         }
     }
 }

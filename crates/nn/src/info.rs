@@ -4,7 +4,8 @@
 //! [`ModelInfo::load`] reads an info directory written by [`export_info`], or a full model
 //! directory (then only the embedding tensor of `weights.safetensors` is read).
 use crate::error::{NnError, Result};
-use crate::model::{read_bounded, read_text, ModelConfig, Vocab};
+use crate::model::weights::read_f32;
+use crate::model::{read_bounded, read_text, LayerKind, ModelConfig, Vocab};
 use std::path::Path;
 
 const MAX_EMBED_BYTES: u64 = 1 << 30;
@@ -14,53 +15,40 @@ pub const EMBEDDING_FILE: &str = "embedding.safetensors";
 pub struct ModelInfo {
     pub config: ModelConfig,
     pub vocab: Option<Vocab>,
-    /// Float embedding table, V × E row-major.
+    /// Float embedding table, V × E row-major (empty when the graph has no embedding).
     pub embed: Vec<f32>,
 }
 
+/// The embedding layer's name and table size, if the graph has one.
+fn embedding_of(config: &ModelConfig) -> Option<(String, usize, usize)> {
+    config.graph.layers.iter().find_map(|l| match l.kind {
+        LayerKind::Embedding { vocab, dim } => Some((l.name.clone(), vocab, dim)),
+        _ => None,
+    })
+}
+
 fn embed_tensor(bytes: &[u8], name: &str, v: usize, e: usize, file: &str) -> Result<Vec<f32>> {
-    let st = safetensors::SafeTensors::deserialize(bytes)
-        .map_err(|er| NnError::Weights(format!("{file}: {er}")))?;
-    let t = st
-        .tensor(name)
-        .map_err(|_| NnError::tensor(name, format!("missing from {file}")))?;
-    if t.dtype() != safetensors::Dtype::F32 {
-        return Err(NnError::tensor(
-            name,
-            format!("dtype {:?}, expected F32", t.dtype()),
-        ));
-    }
-    if t.shape() != [v, e] {
-        return Err(NnError::tensor(
-            name,
-            format!("shape {:?}, expected {:?}", t.shape(), [v, e]),
-        ));
-    }
-    let vals: Vec<f32> = t
-        .data()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    if let Some(i) = vals.iter().position(|x| !x.is_finite()) {
-        return Err(NnError::tensor(name, format!("element {i} is not finite")));
-    }
-    Ok(vals)
+    let st =
+        safetensors::SafeTensors::deserialize(bytes).map_err(|source| NnError::Safetensors {
+            file: file.into(),
+            source,
+        })?;
+    read_f32(&st, name, &[v, e], file)
 }
 
 impl ModelInfo {
     pub fn load(dir: impl AsRef<Path>) -> Result<ModelInfo> {
         let dir = dir.as_ref();
         let config = ModelConfig::parse(&read_text(&dir.join("model.json"))?)?;
-        let vocab = match &config.vocab {
-            Some(vc) => Some(Vocab::parse(
-                &read_text(&dir.join(&vc.file))?,
-                vc,
-                config.arch.vocab,
-            )?),
-            None => None,
+        let vocab = config.load_vocab(dir)?;
+        let Some((name, v, e)) = embedding_of(&config) else {
+            return Ok(ModelInfo {
+                config,
+                vocab,
+                embed: Vec::new(),
+            });
         };
-        let a = &config.arch;
-        let name = format!("{}.weight", a.embed_name);
+        let name = format!("{name}.weight");
         let (file, bytes) = if dir.join(EMBEDDING_FILE).exists() {
             (
                 EMBEDDING_FILE,
@@ -72,7 +60,7 @@ impl ModelInfo {
                 read_bounded(&dir.join("weights.safetensors"), 2 << 30)?,
             )
         };
-        let embed = embed_tensor(&bytes, &name, a.vocab, a.embed_dim, file)?;
+        let embed = embed_tensor(&bytes, &name, v, e, file)?;
         Ok(ModelInfo {
             config,
             vocab,
@@ -96,16 +84,18 @@ pub fn export_info(model: impl AsRef<Path>, out: impl AsRef<Path>) -> Result<()>
     {
         std::fs::copy(model.join(&f), out.join(&f)).map_err(|e| io(&model.join(&f), e))?;
     }
-    let a = &info.config.arch;
+    let Some((name, v, e)) = embedding_of(&info.config) else {
+        return Ok(());
+    };
     let data: Vec<u8> = info.embed.iter().flat_map(|x| x.to_le_bytes()).collect();
-    let view = safetensors::tensor::TensorView::new(
-        safetensors::Dtype::F32,
-        vec![a.vocab, a.embed_dim],
-        &data,
-    )
-    .map_err(|e| NnError::Weights(e.to_string()))?;
-    let bytes = safetensors::serialize(vec![(format!("{}.weight", a.embed_name), view)], &None)
-        .map_err(|e| NnError::Weights(e.to_string()))?;
+    let st = |source| NnError::Safetensors {
+        file: EMBEDDING_FILE.into(),
+        source,
+    };
+    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![v, e], &data)
+        .map_err(st)?;
+    let bytes =
+        safetensors::serialize(vec![(format!("{name}.weight"), view)], &None).map_err(st)?;
     let p = out.join(EMBEDDING_FILE);
     std::fs::write(&p, bytes).map_err(|e| io(&p, e))?;
     Ok(())

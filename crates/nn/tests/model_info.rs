@@ -22,11 +22,15 @@ fn exported_info_has_the_public_parts_and_no_secret_weights() {
     assert!(!out.join("weights.safetensors").exists());
     let info = ModelInfo::load(&out).unwrap();
     let m = Model::load(model_dir()).unwrap();
-    assert_eq!(info.embed, m.weights.embed);
-    assert_eq!(info.config.arch.hidden, m.config.arch.hidden);
+    let embed = &m.tensors.get("embed", "weight").unwrap().data;
+    assert_eq!(&info.embed, embed);
+    assert_eq!(
+        info.config.gru().unwrap().hidden,
+        m.config.gru().unwrap().hidden
+    );
     assert!(info.vocab.is_some());
     // A full model directory is accepted too (only its embedding tensor is read).
-    assert_eq!(ModelInfo::load(model_dir()).unwrap().embed, m.weights.embed);
+    assert_eq!(&ModelInfo::load(model_dir()).unwrap().embed, embed);
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -43,7 +47,12 @@ fn embedding_with_wrong_shape_is_rejected_naming_the_tensor() {
     )
     .unwrap();
     match ModelInfo::load(&out) {
-        Err(NnError::Tensor { tensor, problem }) => {
+        Err(NnError::Tensor {
+            file,
+            tensor,
+            problem,
+        }) => {
+            assert_eq!(file, EMBEDDING_FILE);
             assert_eq!(tensor, "embed.weight");
             assert!(problem.contains("shape"), "{problem}");
         }

@@ -42,7 +42,7 @@ fn rust_reference_equals_python_reference_on_shipped_vectors() {
     assert!(presets.contains_key("fx20") && presets.contains_key("fx8"));
     for (preset, expected) in presets {
         let fp = *model.config.fixed_point_named(Some(preset)).unwrap();
-        let q = QuantizedModel::new(&model, fp);
+        let q = QuantizedModel::new(&model, fp).unwrap();
         let mut r = Reference::new(&q, ExactActivations);
         for (i, toks) in tokens.iter().enumerate() {
             let logits = r.classify(toks);
@@ -108,14 +108,19 @@ fn parse_err(v: &Value) -> String {
 #[test]
 fn broken_configs_are_rejected_with_the_field_named() {
     let mut v = config_json();
-    v["version"] = 2.into();
+    v["version"] = 3.into();
     assert!(parse_err(&v).contains("version"));
+    // Version 2 reads typed layers that start with an input layer.
+    let mut v = config_json();
+    v["version"] = 2.into();
+    assert!(parse_err(&v).contains("layers[0] (embed): the first layer must be of type input"));
     let mut v = config_json();
     v["layers"][1]["activation"] = "gelu".into();
     assert!(parse_err(&v).contains("gru.activation"));
     let mut v = config_json();
     v["layers"][1]["input"] = 31.into();
-    assert!(parse_err(&v).contains("gru.input"));
+    let e = parse_err(&v);
+    assert!(e.contains("(gru)") && e.contains("input = 31"), "{e}");
     let mut v = config_json();
     v["fixed_point"]["bits"] = 40.into();
     assert!(parse_err(&v).contains("fixed_point.bits"));
@@ -150,7 +155,12 @@ fn weights_with_wrong_shape_name_the_tensor() {
     )
     .unwrap();
     match Model::load(&dir) {
-        Err(NnError::Tensor { tensor, problem }) => {
+        Err(NnError::Tensor {
+            file,
+            tensor,
+            problem,
+        }) => {
+            assert_eq!(file, "weights.safetensors");
             assert_eq!(tensor, "gru.weight_ih");
             assert!(problem.contains("shape"), "{problem}");
         }
@@ -162,7 +172,9 @@ fn weights_with_wrong_shape_name_the_tensor() {
         b"\xff\xff\xff\xff\xff\xff\xff\x7fgarbage",
     )
     .unwrap();
-    assert!(matches!(Model::load(&dir), Err(NnError::Weights(_))));
+    let e = Model::load(&dir).err();
+    assert!(matches!(e, Some(NnError::Safetensors { .. })), "{e:?}");
+    assert_eq!(e.map(|e| e.kind()), Some(secinfer_nn::ErrorKind::BadModel));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

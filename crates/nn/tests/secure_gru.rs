@@ -2,7 +2,7 @@
 //! weights and inputs, for several sizes and all three CryptoGRU variants (in-memory channel).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use secinfer_net::simulate;
-use secinfer_nn::secure::{
+use secinfer_nn::layers::gru::{
     client_session, client_session_garbling, client_session_with, random_model, server_session,
     CircuitActivations, ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, ServerModel,
     SessionReport, Variant, DEFAULT_GARBLING,

@@ -87,12 +87,12 @@ fn eval_fixed_point(
     let err = |e: secinfer_nn::NnError| PyValueError::new_err(e.to_string());
     let model = secinfer_nn::Model::load(model_dir).map_err(err)?;
     let fp = *model.config.fixed_point_named(fixed_point).map_err(err)?;
-    let q = secinfer_nn::QuantizedModel::new(&model, fp);
+    let q = secinfer_nn::QuantizedModel::new(&model, fp).map_err(err)?;
     let mut r = secinfer_nn::Reference::new(&q, secinfer_nn::ExactActivations);
     tokens
         .iter()
         .map(|t| {
-            secinfer_nn::check_tokens(t, model.config.arch.vocab).map_err(err)?;
+            secinfer_nn::check_tokens(t, q.arch.vocab).map_err(err)?;
             Ok(r.classify(t))
         })
         .collect()
@@ -110,7 +110,7 @@ fn encode_text(model_dir: &str, text: &str) -> PyResult<Vec<u32>> {
     Ok(vocab.encode(text))
 }
 
-fn variant_of(name: &str) -> PyResult<secinfer_nn::secure::Variant> {
+fn variant_of(name: &str) -> PyResult<secinfer_nn::layers::gru::Variant> {
     name.parse().map_err(|e: String| PyValueError::new_err(e))
 }
 
@@ -222,7 +222,7 @@ impl Client {
                 )))
             }
         };
-        let opts = secinfer_nn::secure::ClientOptions {
+        let opts = secinfer_nn::layers::gru::ClientOptions {
             reveal_logits,
             gates_in_circuit,
         };

@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::Args;
-use secinfer_nn::secure::{
+use secinfer_nn::layers::gru::{
     client_session_garbling, random_model, server_session, CircuitActivations, ClientModel,
     ClientOptions, OtFiller, Scheme, ServerModel, Variant, DEFAULT_GARBLING,
 };

@@ -8,7 +8,8 @@
 //! takes the low A = F + L bits of each share, adds them (A−1 ANDs), and drops the low F bits
 //! (free) and the wrap to L bits is free too. The hidden state is shared mod 2^32 (the HE needs
 //! it sign-extended), but the circuit only needs h mod 2^L: it takes L bits of each share.
-use crate::fixed::{ActFormat, FixedPointConfig, SmoothActivations};
+use crate::model::{ActFormat, FixedPointConfig};
+use crate::reference::SmoothActivations;
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
 use secinfer_gc::backend::{and, xor, Bit, Word};
 use secinfer_gc::gadgets::{add, add_cin, add_full, argmax, constant_word, relu, saturate, sext};
@@ -22,7 +23,7 @@ pub const SHARE_BITS: usize = 32;
 
 type W = Word<u32>;
 
-fn fixed(f: crate::fixed::Format) -> Fixed {
+fn fixed(f: crate::model::Format) -> Fixed {
     Fixed::new(f.bits, f.frac)
 }
 
@@ -620,7 +621,7 @@ pub fn index_bits(classes: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixed::Format;
+    use crate::model::Format;
 
     fn fx8(input: Format) -> FixedPointConfig {
         FixedPointConfig {

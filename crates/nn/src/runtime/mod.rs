@@ -4,11 +4,11 @@
 //! public model info and runs sessions against a server.
 use crate::error::{NnError, Result};
 use crate::info::ModelInfo;
-use crate::model::{Model, Vocab};
-use crate::secure::{
+use crate::layers::gru::{
     client_session_garbling, fp_for_variant, server_session, ClientModel, ClientOptions,
     GruOutcome, OtFiller, Scheme, ServerModel, SessionReport, Variant, DEFAULT_GARBLING,
 };
+use crate::model::{Model, Vocab};
 use crate::{check_tokens, QuantizedModel};
 use secinfer_net::{TcpChannel, TcpOptions};
 use std::net::TcpListener;
@@ -17,10 +17,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn net(e: secinfer_net::NetError) -> NnError {
-    NnError::Net(e.to_string())
-}
 
 fn steps_of(config: &crate::ModelConfig) -> Result<usize> {
     config.vocab.as_ref().map(|v| v.max_len).ok_or_else(|| {
@@ -49,7 +45,7 @@ impl Server {
         let m = Model::load(model_dir)?;
         let fp = fp_for_variant(&m.config, variant)?;
         let steps = steps_of(&m.config)?;
-        let q = QuantizedModel::new(&m, fp);
+        let q = QuantizedModel::new(&m, fp)?;
         Ok(Server {
             model: Arc::new(ServerModel::new(q, variant, steps)?),
         })
@@ -94,7 +90,7 @@ impl Server {
                 .name(format!("session-{id}"))
                 .spawn(move || {
                     let r = catch_unwind(AssertUnwindSafe(|| -> Result<SessionReport> {
-                        let mut ch = TcpChannel::new(stream, &opts).map_err(net)?;
+                        let mut ch = TcpChannel::new(stream, &opts).map_err(NnError::from)?;
                         server_session(&mut ch, &model)
                     }));
                     let end = match r {
@@ -109,7 +105,10 @@ impl Server {
                 Err(e) => log(
                     id,
                     "?",
-                    SessionEnd::Failed(NnError::Net(format!("cannot start a session thread: {e}"))),
+                    SessionEnd::Failed(NnError::Io {
+                        path: "session thread".into(),
+                        source: e,
+                    }),
                 ),
             }
             if max_sessions.is_some_and(|m| id >= m) {
@@ -191,9 +190,9 @@ impl Client {
         garbling: Scheme,
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Result<GruOutcome> {
-        check_tokens(tokens, self.model.config.arch.vocab)?;
+        check_tokens(tokens, self.model.arch.vocab)?;
         let mut ch = TcpChannel::connect(server, Duration::from_secs(10), &TcpOptions::default())
-            .map_err(net)?;
+            .map_err(NnError::from)?;
         client_session_garbling(
             &mut ch,
             &self.model,

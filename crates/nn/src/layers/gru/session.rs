@@ -20,8 +20,9 @@ use super::circuits::{
 };
 use super::coeff::{self, client_share, plain_affine, server_product, to_ring, Layout};
 use crate::error::{NnError, Result};
-use crate::fixed::{ActFormat, FixedPointConfig, Format, QuantizedModel};
-use crate::model::{Candidate, ModelConfig};
+use crate::model::{ActFormat, FixedPointConfig, Format};
+use crate::model::{Architecture, Candidate, ModelConfig};
+use crate::reference::QuantizedModel;
 pub use secinfer_gc::garble::Scheme;
 use secinfer_gc::protocol::{
     garble_batches, pack_bits, recv_evaluate_known, unpack_bits, wire_outputs, BatchJob, Reveal,
@@ -88,12 +89,12 @@ impl std::str::FromStr for Variant {
 /// The fixed-point configuration a variant runs: the model's `fx20` / `fx8` entry when it has
 /// one, else the exporter's preset. Refuses a variant whose candidate differs from the model's.
 pub fn fp_for_variant(config: &ModelConfig, v: Variant) -> Result<FixedPointConfig> {
-    if config.arch.activation != v.candidate() {
+    if config.gru()?.activation != v.candidate() {
         return Err(NnError::Input(format!(
             "variant {} needs a {} candidate activation; this model's is {}",
             v.name(),
             v.candidate().name(),
-            config.arch.activation.name()
+            config.gru()?.activation.name()
         )));
     }
     let name = if v == Variant::Cg2 { "fx8" } else { "fx20" };
@@ -141,8 +142,8 @@ fn check_fp(fp: FixedPointConfig) -> Result<FixedPointConfig> {
     Ok(fp)
 }
 
-fn arch_hash(config: &ModelConfig, fp: &FixedPointConfig, steps: usize) -> String {
-    let a = &config.arch;
+fn arch_hash(config: &ModelConfig, fp: &FixedPointConfig, steps: usize) -> Result<String> {
+    let a = config.gru()?;
     let s = format!(
         "{PROTOCOL}|E{}|H{}|C{}|V{}|{}|T{steps}|{:?}|{:?}|{:?}",
         a.embed_dim,
@@ -155,20 +156,7 @@ fn arch_hash(config: &ModelConfig, fp: &FixedPointConfig, steps: usize) -> Strin
         fp.candidate_format()
     );
     let d = Sha256::digest(s.as_bytes());
-    d.iter().take(16).map(|b| format!("{b:02x}")).collect()
-}
-
-fn net(e: secinfer_net::NetError) -> NnError {
-    NnError::Net(e.to_string())
-}
-fn gc(e: secinfer_gc::GcError) -> NnError {
-    NnError::Crypto(format!("GC: {e}"))
-}
-fn ot(e: secinfer_ot::OtError) -> NnError {
-    NnError::Crypto(format!("OT: {e}"))
-}
-fn he(e: secinfer_he::HeError) -> NnError {
-    NnError::Crypto(format!("HE: {e}"))
+    Ok(d.iter().take(16).map(|b| format!("{b:02x}")).collect())
 }
 
 /// What one party measured.
@@ -256,8 +244,8 @@ impl ServerModel {
                     .into(),
             ));
         }
-        let params = Params::by_name(HE_PARAMS).map_err(he)?;
-        let a = &q.config.arch;
+        let params = Params::by_name(HE_PARAMS).map_err(NnError::from)?;
+        let a = &q.arch;
         let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
         let n = params.n();
         let ih = input_layout(&params, 3 * h, e, steps)?;
@@ -296,6 +284,7 @@ impl ServerModel {
 /// The client's public view of the model: architecture, formats, quantised embedding table.
 pub struct ClientModel {
     pub config: ModelConfig,
+    pub arch: Architecture,
     pub variant: Variant,
     pub fp: FixedPointConfig,
     /// Quantised embedding table (V × E, main format).
@@ -311,12 +300,14 @@ impl ClientModel {
         steps: usize,
     ) -> Result<ClientModel> {
         let fp = fp_for_variant(&config, variant)?;
+        let arch = config.gru()?.clone();
         let embed = embed_f32
             .iter()
             .map(|&v| fp.main.quantize(v as f64).0)
             .collect();
         Ok(ClientModel {
             config,
+            arch,
             variant,
             fp,
             embed,
@@ -425,14 +416,14 @@ fn handshake_json(
     v: Variant,
     steps: usize,
     reveal: bool,
-) -> serde_json::Value {
-    serde_json::json!({
+) -> Result<serde_json::Value> {
+    Ok(serde_json::json!({
         "protocol": PROTOCOL,
-        "arch": arch_hash(config, fp, steps),
+        "arch": arch_hash(config, fp, steps)?,
         "variant": v.name(),
         "steps": steps,
         "reveal_logits": reveal,
-    })
+    }))
 }
 
 fn bits_of(out: &mut Vec<bool>, v: u64, w: usize) {
@@ -596,15 +587,15 @@ fn b2a<C: Channel>(
             let x = if early {
                 let p = s
                     .send_correlated_early(ch, &deltas, k as u32)
-                    .map_err(self::ot)?;
-                ch.flush().map_err(net)?;
-                s.finish_early(ch, p).map_err(self::ot)?
+                    .map_err(NnError::from)?;
+                ch.flush().map_err(NnError::from)?;
+                s.finish_early(ch, p).map_err(NnError::from)?
             } else {
-                let p = s.recv_choices(ch, bits.len()).map_err(self::ot)?;
+                let p = s.recv_choices(ch, bits.len()).map_err(NnError::from)?;
                 let x = s
                     .send_correlated_answer(ch, p, &deltas, k as u32)
-                    .map_err(self::ot)?;
-                ch.flush().map_err(net)?;
+                    .map_err(NnError::from)?;
+                ch.flush().map_err(NnError::from)?;
                 x
             };
             b2a_server(bits, &x, l, k)
@@ -613,15 +604,15 @@ fn b2a<C: Channel>(
             let t = if early {
                 let p = r
                     .recv_correlated_early(ch, bits.len(), k as u32)
-                    .map_err(self::ot)?;
-                let t = r.finish_early(ch, p, bits).map_err(self::ot)?;
-                ch.flush().map_err(net)?;
+                    .map_err(NnError::from)?;
+                let t = r.finish_early(ch, p, bits).map_err(NnError::from)?;
+                ch.flush().map_err(NnError::from)?;
                 t
             } else {
-                let p = r.send_choices(ch, bits).map_err(self::ot)?;
-                ch.flush().map_err(net)?;
+                let p = r.send_choices(ch, bits).map_err(NnError::from)?;
+                ch.flush().map_err(NnError::from)?;
                 r.recv_correlated_answer(ch, p, k as u32)
-                    .map_err(self::ot)?
+                    .map_err(NnError::from)?
             };
             b2a_client(&t, l, k)
         }
@@ -680,7 +671,7 @@ fn random_n_sender<C: Channel, T>(
     let mut done = 0;
     while done < k {
         let c = LEAF_CHUNK.min(k - done);
-        let ks = s.take_random_n(ch, n, c).map_err(ot)?;
+        let ks = s.take_random_n(ch, n, c).map_err(NnError::from)?;
         keys.extend(ks.into_iter().map(&keep));
         done += c;
     }
@@ -699,7 +690,7 @@ fn random_n_receiver<C: Channel, T>(
     let mut done = 0;
     while done < k {
         let c = LEAF_CHUNK.min(k - done);
-        let (cs, ks) = r.take_random_n(ch, n, c).map_err(ot)?;
+        let (cs, ks) = r.take_random_n(ch, n, c).map_err(NnError::from)?;
         choices.extend(cs);
         keys.extend(ks.into_iter().map(&keep));
         done += c;
@@ -861,7 +852,7 @@ fn lut_tables(
             }
         });
     }
-    pack_words(&entries, gb as u32).map_err(ot)
+    pack_words(&entries, gb as u32).map_err(NnError::from)
 }
 
 /// Client, online: its XOR shares of the gate values (gb bits per table), entry x of its table
@@ -947,7 +938,7 @@ fn carry_tables(
                 .map(|x| (carry_of_index(x ^ t).wrapping_add(v[j]) ^ row[x ^ dj] as u64) & pm),
         );
     }
-    pack_words(&entries, lay.l as u32).map_err(ot)
+    pack_words(&entries, lay.l as u32).map_err(NnError::from)
 }
 
 /// Server, online: its additive shares (mod 2^L) of each carry, carry + v, read from the
@@ -962,7 +953,7 @@ fn carry_shares(
     if keys.keys.len() != k {
         return Err(NnError::Protocol("carry shares: key count".into()));
     }
-    let entries = unpack_words(tables, k * CARRY_TABLE, lay.l as u32).map_err(ot)?;
+    let entries = unpack_words(tables, k * CARRY_TABLE, lay.l as u32).map_err(NnError::from)?;
     let pm = ring_mask(lay.l);
     Ok(leaves
         .iter()
@@ -1320,25 +1311,29 @@ fn gate_product<C: Channel>(
     let deltas = mux_deltas(lay, &w, gbits);
     match ot {
         MuxOt::Server(s, r) => {
-            let pr = r.send_choices(ch, gbits).map_err(self::ot)?;
-            ch.flush().map_err(net)?;
-            let pf = s.recv_choices(ch, gbits.len()).map_err(self::ot)?;
+            let pr = r.send_choices(ch, gbits).map_err(NnError::from)?;
+            ch.flush().map_err(NnError::from)?;
+            let pf = s.recv_choices(ch, gbits.len()).map_err(NnError::from)?;
             let x = s
                 .send_correlated_answer(ch, pf, &deltas, pw)
-                .map_err(self::ot)?;
-            ch.flush().map_err(net)?;
-            let y = r.recv_correlated_answer(ch, pr, pw).map_err(self::ot)?;
+                .map_err(NnError::from)?;
+            ch.flush().map_err(NnError::from)?;
+            let y = r
+                .recv_correlated_answer(ch, pr, pw)
+                .map_err(NnError::from)?;
             mux_combine(lay, &w, gbits, &y, &x)
         }
         MuxOt::Client(r, s) => {
-            let pr = s.recv_choices(ch, gbits.len()).map_err(self::ot)?;
-            let pf = r.send_choices(ch, gbits).map_err(self::ot)?;
-            ch.flush().map_err(net)?;
-            let y = r.recv_correlated_answer(ch, pf, pw).map_err(self::ot)?;
+            let pr = s.recv_choices(ch, gbits.len()).map_err(NnError::from)?;
+            let pf = r.send_choices(ch, gbits).map_err(NnError::from)?;
+            ch.flush().map_err(NnError::from)?;
+            let y = r
+                .recv_correlated_answer(ch, pf, pw)
+                .map_err(NnError::from)?;
             let x = s
                 .send_correlated_answer(ch, pr, &deltas, pw)
-                .map_err(self::ot)?;
-            ch.flush().map_err(net)?;
+                .map_err(NnError::from)?;
+            ch.flush().map_err(NnError::from)?;
             mux_combine(lay, &w, gbits, &y, &x)
         }
     }
@@ -1358,12 +1353,12 @@ fn send_delta<C: Channel>(
         .map(|(s, p)| (s.wrapping_sub(p) & pm) as u32)
         .collect();
     // Not flushed: it closes a flight together with other messages.
-    ch.send_pod(&d).map_err(net)
+    ch.send_pod(&d).map_err(NnError::from)
 }
 
 /// Server: its product shares plus the client's corrections.
 fn recv_delta<C: Channel>(ch: &mut C, shares: &[u64], pm: u64) -> Result<Vec<u64>> {
-    let d: Vec<u32> = ch.recv_pod(shares.len()).map_err(net)?;
+    let d: Vec<u32> = ch.recv_pod(shares.len()).map_err(NnError::from)?;
     Ok(shares
         .iter()
         .zip(&d)
@@ -1418,7 +1413,7 @@ pub fn client_session_garbling<C: Channel>(
     garbling: Scheme,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<GruOutcome> {
-    let a = &m.config.arch;
+    let a = &m.arch;
     let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
     let steps = m.steps;
     if tokens.len() != steps {
@@ -1427,7 +1422,7 @@ pub fn client_session_garbling<C: Channel>(
             tokens.len()
         )));
     }
-    crate::fixed::check_tokens(tokens, a.vocab)?;
+    crate::reference::check_tokens(tokens, a.vocab)?;
     let mut rep = SessionReport {
         steps,
         garbling,
@@ -1436,7 +1431,7 @@ pub fn client_session_garbling<C: Channel>(
     let mut acc = Acc::start(ch);
     // ---- setup
     ch.set_phase(Phase::Setup);
-    let mut hs = handshake_json(&m.config, &m.fp, m.variant, steps, opts.reveal_logits);
+    let mut hs = handshake_json(&m.config, &m.fp, m.variant, steps, opts.reveal_logits)?;
     hs["ot"] = serde_json::Value::from(filler.name());
     hs["garbling"] = serde_json::Value::from(garbling.name());
     hs["gates"] = serde_json::Value::from(if opts.gates_in_circuit {
@@ -1444,8 +1439,9 @@ pub fn client_session_garbling<C: Channel>(
     } else {
         GATES_TABLES
     });
-    ch.send_frame(hs.to_string().as_bytes()).map_err(net)?;
-    let reply = ch.recv_frame().map_err(net)?;
+    ch.send_frame(hs.to_string().as_bytes())
+        .map_err(NnError::from)?;
+    let reply = ch.recv_frame().map_err(NnError::from)?;
     if reply.len() > MAX_HANDSHAKE {
         return Err(NnError::Protocol("oversized handshake reply".into()));
     }
@@ -1459,7 +1455,7 @@ pub fn client_session_garbling<C: Channel>(
     }
     rep.he_bytes += acc.take(ch);
     progress("keys", 0, 2);
-    let params = Params::by_name(HE_PARAMS).map_err(he)?;
+    let params = Params::by_name(HE_PARAMS).map_err(NnError::from)?;
     let n = params.n();
     let ih = input_layout(&params, 3 * h, e, steps)?;
     let hh = input_layout(&params, 3 * h, h, steps.saturating_sub(1).max(1))?;
@@ -1493,7 +1489,7 @@ pub fn client_session_garbling<C: Channel>(
                 for group in xs.chunks(lay.group) {
                     let refs: Vec<&[u64]> = group.iter().map(|x| x.as_slice()).collect();
                     for poly in lay.input_polys(&refs) {
-                        let ct = sk.encrypt_poly_seeded(&poly).map_err(he)?;
+                        let ct = sk.encrypt_poly_seeded(&poly).map_err(NnError::from)?;
                         uploads.push(ct.to_bytes());
                     }
                 }
@@ -1507,17 +1503,18 @@ pub fn client_session_garbling<C: Channel>(
             })
         })
     };
-    let mut otr =
-        PooledOtReceiver::setup_with_source(ch, &mut Prg::new(), filler.source()).map_err(ot)?;
+    let mut otr = PooledOtReceiver::setup_with_source(ch, &mut Prg::new(), filler.source())
+        .map_err(NnError::from)?;
     rep.gc_bytes += acc.take(ch);
     // The multiplexers' second direction: the client sends. With IKNP or SoftSpoken it is
     // bootstrapped on 128 random OTs of the first pool (`bootstrap_reverse`): no second set of
     // public-key base OTs. (A Ferret pool would pay a whole LPN iteration for 128 COTs there:
     // Chou–Orlandi base OTs and IKNP instead.)
     let mut mux_s = if filler == OtFiller::Ferret {
-        PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?
+        PooledOtSender::setup(ch, &mut Prg::new()).map_err(NnError::from)?
     } else {
-        otr.bootstrap_reverse(ch, &mut Prg::new()).map_err(ot)?
+        otr.bootstrap_reverse(ch, &mut Prg::new())
+            .map_err(NnError::from)?
     };
     rep.mux_bytes += acc.take(ch);
     progress("keys", 1, 2);
@@ -1529,17 +1526,17 @@ pub fn client_session_garbling<C: Channel>(
         uploads,
     } = keys
         .join()
-        .map_err(|_| NnError::Crypto("key generation panicked".into()))??;
-    ch.send_frame_vec(pk).map_err(net)?;
+        .map_err(|_| NnError::Protocol("key generation panicked".into()))??;
+    ch.send_frame_vec(pk).map_err(NnError::from)?;
     rep.he_bytes += acc.take(ch);
     progress("keys", 2, 2);
     // ---- offline: HE products on the masks
     ch.set_phase(Phase::Offline);
     let mut prg = Prg::new();
     for u in uploads {
-        ch.send_frame_vec(u).map_err(net)?;
+        ch.send_frame_vec(u).map_err(NnError::from)?;
     }
-    ch.flush().map_err(net)?;
+    ch.flush().map_err(NnError::from)?;
     rep.he_bytes += acc.take(ch);
     let sc = step_circuits_with(
         &m.fp,
@@ -1559,8 +1556,8 @@ pub fn client_session_garbling<C: Channel>(
     // multiplexer OTs online), so online OTs cost one derandomisation bit each. The server
     // computes the HE responses meanwhile; they follow the fills.
     let (fwd, rev) = pool_sizes(&lay, steps, h, n_labels);
-    otr.fill(ch, fwd).map_err(ot)?;
-    mux_s.fill(ch, rev).map_err(ot)?;
+    otr.fill(ch, fwd).map_err(NnError::from)?;
+    mux_s.fill(ch, rev).map_err(NnError::from)?;
     rep.gc_bytes += acc.take(ch);
     // The responses of every upload, in upload order; each group is decrypted on the pool as
     // soon as its frames are in, groups in parallel (an input-projection group is one block).
@@ -1577,7 +1574,7 @@ pub fn client_session_garbling<C: Channel>(
             let r: Vec<Vec<u8>> = (0..lay.blocks)
                 .map(|b| {
                     ch.recv_bytes(coeff::response_len(&params, lay, b))
-                        .map_err(net)
+                        .map_err(NnError::from)
                 })
                 .collect::<Result<_>>()?;
             let tx = tx.clone();
@@ -1647,8 +1644,8 @@ pub fn client_session_garbling<C: Channel>(
         return Err(NnError::Protocol("label count mismatch".into()));
     }
     // One buffer for every batch's labels, shared rather than copied batch by batch.
-    let labels = std::sync::Arc::new(otr.recv_cot(ch, &choices).map_err(ot)?);
-    ch.flush().map_err(net)?;
+    let labels = std::sync::Arc::new(otr.recv_cot(ch, &choices).map_err(NnError::from)?);
+    ch.flush().map_err(NnError::from)?;
     // The carry leaves' OTs: hashing 2^m keys per leaf is this party's work alone, so it runs
     // after the label COTs, which the server's garbling waits for.
     let n_carries = steps * h * CARRIES;
@@ -1681,14 +1678,14 @@ pub fn client_session_garbling<C: Channel>(
                 .map(|(x, r)| (x.wrapping_sub(*r) & RING) as u32),
         );
     }
-    ch.send_pod(&masked).map_err(net)?;
-    ch.flush().map_err(net)?;
+    ch.send_pod(&masked).map_err(NnError::from)?;
+    ch.flush().map_err(NnError::from)?;
     rep.he_bytes += acc.take(ch);
     // The input projections' carries (cryptogru::carry_leaves): the server's derandomisation
     // of every leaf, then this party's tables; carry j = (t·3 + gate)·H + i.
     let d = unpack_bits(
         &ch.recv_pod::<u8>((n_carries * lay.f).div_ceil(8))
-            .map_err(net)?,
+            .map_err(NnError::from)?,
         n_carries * lay.f,
     );
     let mut c_lo = Vec::with_capacity(n_carries);
@@ -1703,19 +1700,19 @@ pub fn client_session_garbling<C: Channel>(
     }
     let tables = leaf_tables(&lay, &leaf_keys, &c_lo, &tau, &d)?;
     drop(leaf_keys);
-    ch.send_pod(&tables).map_err(net)?;
-    ch.flush().map_err(net)?;
+    ch.send_pod(&tables).map_err(NnError::from)?;
+    ch.flush().map_err(NnError::from)?;
     // The carries as additive shares (cryptogru::carry_shares): the server's derandomisation of
     // each 1-of-8 OT, then this party's tables.
     let d = unpack_bits(
         &ch.recv_pod::<u8>((n_carries * LEAF_BITS).div_ceil(8))
-            .map_err(net)?,
+            .map_err(NnError::from)?,
         n_carries * LEAF_BITS,
     );
     let tables = carry_tables(&lay, &carry_keys, &tau, &v, &d)?;
     drop(carry_keys);
-    ch.send_pod(&tables).map_err(net)?;
-    ch.flush().map_err(net)?;
+    ch.send_pod(&tables).map_err(NnError::from)?;
+    ch.flush().map_err(NnError::from)?;
     rep.mux_bytes += acc.take(ch);
     // Evaluates a batch the server garbles now (its own inputs folded in, so it sends only the
     // tables) as its tables arrive, on this party's offline COT labels (`labels[o..]`, in the
@@ -1728,7 +1725,8 @@ pub fn client_session_garbling<C: Channel>(
             .get(o..o + n * e_in)
             .ok_or_else(|| NnError::Protocol("label count mismatch".into()))?;
         o += n * e_in;
-        let bits = recv_evaluate_known(ch, circ, g_in, n, reveal, garbling, mine).map_err(gc)?;
+        let bits = recv_evaluate_known(ch, circ, g_in, n, reveal, garbling, mine)
+            .map_err(NnError::from)?;
         Ok(if reveal == Reveal::Garbler {
             client_output_shares(circ, &bits)
         } else {
@@ -1751,7 +1749,7 @@ pub fn client_session_garbling<C: Channel>(
             // The hidden projections' carry leaves (two flights): the server's
             // derandomisation, then this party's tables; carry j = gate·H + i.
             let n = 3 * h * lay.f;
-            let d = unpack_bits(&ch.recv_pod::<u8>(n.div_ceil(8)).map_err(net)?, n);
+            let d = unpack_bits(&ch.recv_pod::<u8>(n.div_ceil(8)).map_err(NnError::from)?, n);
             let c_lo: Vec<u64> = (0..3 * h)
                 .map(|j| if t == 0 { 0 } else { neg(chh[t - 1][j]) })
                 .collect();
@@ -1759,8 +1757,8 @@ pub fn client_session_garbling<C: Channel>(
                 .flat_map(|g| mk.iter().map(move |m| m.tau_h[g]))
                 .collect();
             ch.send_pod(&leaf_tables(&lay, keys, &c_lo, &tau, &d)?)
-                .map_err(net)?;
-            ch.flush().map_err(net)?;
+                .map_err(NnError::from)?;
+            ch.flush().map_err(NnError::from)?;
             rep.mux_bytes += acc.take(ch);
         }
         // Flight 1 (in): A's tables; the server's choices for both products' client → server
@@ -1768,11 +1766,11 @@ pub fn client_session_garbling<C: Channel>(
         // correlations need only its permute bits and its share of gh_n).
         let out = eval(ch, &sc.a, lay.a_garbler(), Reveal::Garbler)?;
         rep.gc_bytes += acc.take(ch);
-        let pr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
-        let qr_rev = mux_s.recv_choices(ch, h * gb).map_err(ot)?;
+        let pr_rev = mux_s.recv_choices(ch, h * gb).map_err(NnError::from)?;
+        let qr_rev = mux_s.recv_choices(ch, h * gb).map_err(NnError::from)?;
         let pe = otr
             .recv_correlated_early(ch, h * p_early_len(&lay), pwu)
-            .map_err(ot)?;
+            .map_err(NnError::from)?;
         let per = sc.a.n_outputs();
         let ab = lay.a_gate_bits();
         let t_bits = pick(&out, per, 2 * ab..2 * ab + GHN_BITS);
@@ -1783,11 +1781,11 @@ pub fn client_session_garbling<C: Channel>(
                 let mut x = pick(&out, per, 0..nb);
                 x.extend(pick(&out, per, nb..2 * nb));
                 ch.send_pod(&pack_bits(&lut_derand(keys, t * 2 * h, &x, nb)?))
-                    .map_err(net)?;
-                ch.flush().map_err(net)?;
+                    .map_err(NnError::from)?;
+                ch.flush().map_err(NnError::from)?;
                 let tables: Vec<u8> = ch
                     .recv_pod(packed_len((2 * h) << nb, gb as u32))
-                    .map_err(net)?;
+                    .map_err(NnError::from)?;
                 let mut g = lut_outputs(keys, t * 2 * h, &x, nb, gb, &tables)?;
                 let z = g.split_off(h * gb);
                 (g, z)
@@ -1799,7 +1797,7 @@ pub fn client_session_garbling<C: Channel>(
         // and the client-sender OTs of z·h_C.
         let u = otr
             .finish_early(ch, pe, &early_choices(&lay, &r_bits, &t_bits, GHN_BITS))
-            .map_err(ot)?;
+            .map_err(NnError::from)?;
         // b = gc ≫ F: this party's share of gh_n, as it entered circuit A.
         let b_hi: Vec<u64> = (0..h)
             .map(|i| {
@@ -1814,7 +1812,7 @@ pub fn client_session_garbling<C: Channel>(
         let w = p_client_weights(&lay, &b_hi);
         let x_p = mux_s
             .send_correlated_answer(ch, pr_rev, &mux_deltas(&lay, &w, &r_bits), pwu)
-            .map_err(ot)?;
+            .map_err(NnError::from)?;
         let zero = vec![0u64; w.len()];
         let p: Vec<u64> = mux_combine(&lay, &w, &r_bits, &zero, &x_p)?
             .iter()
@@ -1826,9 +1824,9 @@ pub fn client_session_garbling<C: Channel>(
         let w_q = p_client_weights(&qlay, &h_cq);
         let x_q = mux_s
             .send_correlated_answer(ch, qr_rev, &mux_deltas(&qlay, &w_q, &z_bits), qwu)
-            .map_err(ot)?;
+            .map_err(NnError::from)?;
         let q_hc = mux_combine(&qlay, &w_q, &z_bits, &zero, &x_q)?;
-        ch.flush().map_err(net)?;
+        ch.flush().map_err(NnError::from)?;
         rep.mux_bytes += acc.take(ch);
         // Flight 3 (in): B's tables → y; the server's sender-first words for Q (their
         // correlations need its permute bits of B's outputs and its share of h).
@@ -1836,7 +1834,7 @@ pub fn client_session_garbling<C: Channel>(
         rep.gc_bytes += acc.take(ch);
         let qe = otr
             .recv_correlated_early(ch, h * q_early_len(&qlay), qwu)
-            .map_err(ot)?;
+            .map_err(NnError::from)?;
         // Flight 4 (out): y re-based on μ (the server's C input becomes its share ⊕ y_c ⊕ μ),
         // Q's derandomisation bits and Q_C − π_Q.
         let y = pick(&out, sc.b.n_outputs(), 0..bo);
@@ -1850,17 +1848,17 @@ pub fn client_session_garbling<C: Channel>(
                     .collect::<Vec<_>>()
             })
             .collect();
-        ch.send_pod(&pack_bits(&yd)).map_err(net)?;
+        ch.send_pod(&pack_bits(&yd)).map_err(NnError::from)?;
         let u = otr
             .finish_early(ch, qe, &early_choices(&qlay, &z_bits, &y, bo))
-            .map_err(ot)?;
+            .map_err(NnError::from)?;
         let q: Vec<u64> = q_hc
             .iter()
             .zip(sums(&u, q_early_len(&qlay), qmask))
             .map(|(a, b)| a.wrapping_add(b) & qmask)
             .collect();
         send_delta(ch, &q, mk.iter().map(|k| k.pi_q), qmask)?;
-        ch.flush().map_err(net)?;
+        ch.flush().map_err(NnError::from)?;
         rep.mux_bytes += acc.take(ch);
         // Flight 5 (in): C's tables → h', and the server's sender-first B2A words for h' (its
         // correlations are its permute bits, fixed when it garbled).
@@ -1868,17 +1866,21 @@ pub fn client_session_garbling<C: Channel>(
         rep.gc_bytes += acc.take(ch);
         let hp = otr
             .recv_correlated_early(ch, h * hw, SHARE_BITS as u32)
-            .map_err(ot)?;
+            .map_err(NnError::from)?;
         // Flight 6 (out): the B2A's derandomisation bits and h'_c + ρ_h(t+1); the server gets
         // m = h' + ρ_h(t+1).
-        let hc = b2a_client(&otr.finish_early(ch, hp, &out).map_err(ot)?, hw, SHARE_BITS)?;
+        let hc = b2a_client(
+            &otr.finish_early(ch, hp, &out).map_err(NnError::from)?,
+            hw,
+            SHARE_BITS,
+        )?;
         let msk: Vec<u32> = hc
             .iter()
             .zip(&rho_h[t + 1])
             .map(|(a, r)| (a.wrapping_add(*r) & RING) as u32)
             .collect();
-        ch.send_pod(&msk).map_err(net)?;
-        ch.flush().map_err(net)?;
+        ch.send_pod(&msk).map_err(NnError::from)?;
+        ch.flush().map_err(NnError::from)?;
         rep.mux_bytes += acc.take(ch);
         // The step's tables are garbled, sent and evaluated now (no longer offline).
         progress("garbled steps", t as u64 + 1, steps as u64);
@@ -1891,7 +1893,7 @@ pub fn client_session_garbling<C: Channel>(
             .chunks(lay.l)
             .map(|b| sign_extend(word(b), lay.l))
             .collect();
-        (crate::fixed::argmax(&l), Some(l))
+        (crate::reference::argmax(&l), Some(l))
     } else {
         let k = word(&out[..index_bits(c)]) as usize;
         if k >= c {
@@ -1917,7 +1919,7 @@ struct ClientKeys {
 
 /// The server's side of one session.
 pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<SessionReport> {
-    let a = &m.q.config.arch;
+    let a = &m.q.arch;
     let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
     let steps = m.steps;
     let f = m.fp.main.frac;
@@ -1929,14 +1931,14 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let mut acc = Acc::start(ch);
     // ---- setup: handshake
     ch.set_phase(Phase::Setup);
-    let hello = ch.recv_frame().map_err(net)?;
+    let hello = ch.recv_frame().map_err(NnError::from)?;
     if hello.len() > MAX_HANDSHAKE {
         return Err(NnError::Protocol("oversized handshake".into()));
     }
     let hv: serde_json::Value =
         serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
-    let want = handshake_json(&m.q.config, &m.fp, m.variant, steps, reveal);
+    let want = handshake_json(&m.q.config, &m.fp, m.variant, steps, reveal)?;
     // The client picks the OT filler (a cost trade-off, not a security one); absent = the
     // default.
     let ot_src: std::result::Result<OtFiller, String> = match hv["ot"].as_str() {
@@ -1988,26 +1990,27 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let garbling = garbling.unwrap_or(DEFAULT_GARBLING);
     rep.garbling = garbling;
     ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
-        .map_err(net)?;
+        .map_err(NnError::from)?;
     rep.he_bytes += acc.take(ch);
     let params = &m.params;
     let mut prg = Prg::new();
     let delta = Block(prg.next_block().0 | 1);
     let mut ots = PooledOtSender::setup_with_source_and_delta(ch, &mut prg, ot_src.source(), delta)
-        .map_err(ot)?;
+        .map_err(NnError::from)?;
     rep.gc_bytes += acc.take(ch);
     // The multiplexers' pool (client → server): bootstrapped from 128 random OTs of the first
     // (as the client does), except with Ferret.
     let mut mux_r = if ot_src == OtFiller::Ferret {
-        PooledOtReceiver::setup(ch, &mut prg).map_err(ot)?
+        PooledOtReceiver::setup(ch, &mut prg).map_err(NnError::from)?
     } else {
-        ots.bootstrap_reverse(ch, &mut prg).map_err(ot)?
+        ots.bootstrap_reverse(ch, &mut prg).map_err(NnError::from)?
     };
     rep.mux_bytes += acc.take(ch);
     // The client's BFV public key follows the base OTs (it makes it meanwhile). Seed plus one
     // compact residue per coefficient and Q limb (4 or 8 bytes: the set decides).
     let pk_len = 32 + params.residue_bytes() * params.n() * params.set().q.len();
-    let pk = PublicKey::from_bytes(params, &ch.recv_bytes(pk_len).map_err(net)?).map_err(he)?;
+    let pk = PublicKey::from_bytes(params, &ch.recv_bytes(pk_len).map_err(NnError::from)?)
+        .map_err(NnError::from)?;
     rep.he_bytes += acc.take(ch);
     // ---- offline: HE products on the client's masks
     ch.set_phase(Phase::Offline);
@@ -2020,7 +2023,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         (0..lay.groups(count))
             .map(|_| {
                 (0..lay.chunks)
-                    .map(|_| ch.recv_bytes(up).map_err(net))
+                    .map(|_| ch.recv_bytes(up).map_err(NnError::from))
                     .collect()
             })
             .collect()
@@ -2068,7 +2071,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
                     .map(|b| {
                         SeededCiphertext::from_bytes(params, b)
                             .map(|ct| ct.expand(params))
-                            .map_err(he)
+                            .map_err(NnError::from)
                     })
                     .collect::<Result<Vec<_>>>()
                     .and_then(|cts| server_product(params, pk, lay, pts, &cts));
@@ -2081,8 +2084,8 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         });
         let filled = ots
             .fill(ch, fwd)
-            .map_err(ot)
-            .and_then(|_| mux_r.fill(ch, rev).map_err(ot));
+            .map_err(NnError::from)
+            .and_then(|_| mux_r.fill(ch, rev).map_err(NnError::from));
         rep.gc_bytes += acc.take(ch);
         let rx = rx;
         filled?;
@@ -2094,7 +2097,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
                 .map_err(|_| NnError::Protocol("HE worker stopped".into()))??;
             rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
             for r in resp {
-                ch.send_frame_vec(r).map_err(net)?;
+                ch.send_frame_vec(r).map_err(NnError::from)?;
             }
             shares.push(share);
         }
@@ -2115,13 +2118,16 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let sx = split(ih, 0, cts_x.len(), steps);
     let sh = split(hh, cts_x.len(), cts_h.len(), steps - 1);
     let sfc = split(fcl, cts_x.len() + cts_h.len(), 1, 1).concat();
-    ch.flush().map_err(net)?;
+    ch.flush().map_err(NnError::from)?;
     rep.he_bytes += acc.take(ch);
     // ---- offline: COTs for every client input; their m0 are the zero-labels of the client's
     // wires when each circuit is garbled online, once this party's inputs are known
     // (`BatchJob::g_known`: its own inputs are folded into the garbling and cost no label).
-    let m0: Vec<Block> = ots.send_cot_view(ch, n_labels).map_err(ot)?.to_vec();
-    ch.flush().map_err(net)?;
+    let m0: Vec<Block> = ots
+        .send_cot_view(ch, n_labels)
+        .map_err(NnError::from)?
+        .to_vec();
+    ch.flush().map_err(NnError::from)?;
     rep.gc_bytes += acc.take(ch);
     rep.and_gates = sc.and_count() * (h * steps) as u64 + fin.and_count();
     // The gate tables' OTs (cryptogru::gate_luts), after the labels' COTs in this pool.
@@ -2142,7 +2148,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     };
     // ---- online
     ch.set_phase(Phase::Online);
-    let masked: Vec<u32> = ch.recv_pod(steps * e).map_err(net)?;
+    let masked: Vec<u32> = ch.recv_pod(steps * e).map_err(NnError::from)?;
     // W_ih x(t) + b = [W_ih (x − ρ_x) + b + S_x] + c_x
     let gi: Vec<Vec<u64>> = masked
         .chunks(e)
@@ -2161,21 +2167,21 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     // this party's derandomisation of every leaf, then the client's tables.
     let s_lo: Vec<u64> = gi.iter().flat_map(|x| x[..CARRIES * h].to_vec()).collect();
     ch.send_pod(&pack_bits(&leaf_derand(&lay, &leaf_keys, &s_lo)?))
-        .map_err(net)?;
-    ch.flush().map_err(net)?;
+        .map_err(NnError::from)?;
+    ch.flush().map_err(NnError::from)?;
     let tables: Vec<u8> = ch
         .recv_pod(leaf_table_bytes(&lay, n_carries))
-        .map_err(net)?;
+        .map_err(NnError::from)?;
     let leaves = leaf_outputs(&lay, &leaf_keys, &s_lo, &tables)?;
     drop(leaf_keys);
     // The carries as additive shares (cryptogru::carry_shares): this party's derandomisation of
     // each 1-of-8 OT, then the client's tables; this party's share is carry + v.
     ch.send_pod(&pack_bits(&carry_derand(&carry_keys, &leaves)?))
-        .map_err(net)?;
-    ch.flush().map_err(net)?;
+        .map_err(NnError::from)?;
+    ch.flush().map_err(NnError::from)?;
     let tables: Vec<u8> = ch
         .recv_pod(carry_table_bytes(&lay, n_carries))
-        .map_err(net)?;
+        .map_err(NnError::from)?;
     let carries = carry_shares(&lay, &carry_keys, &leaves, &tables)?;
     drop((leaves, carry_keys));
     rep.mux_bytes += acc.take(ch);
@@ -2200,11 +2206,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         };
         o += h * e_in;
         let b = garble_batches(ch, &[job], delta)
-            .map_err(gc)?
+            .map_err(NnError::from)?
             .pop()
             .ok_or_else(|| NnError::Protocol("missing garbled batch".into()))?;
         b.decode(circ, &vec![false; h * wire_outputs(circ)])
-            .map_err(gc)
+            .map_err(NnError::from)
     };
     let (gb, pw, bo, l, hw) = (lay.gb, lay.pw, lay.bo, lay.l, lay.hw);
     let pwu = pw as u32;
@@ -2230,9 +2236,11 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         let gh_lv = match gh_keys.get(t) {
             Some(keys) => {
                 ch.send_pod(&pack_bits(&leaf_derand(&lay, keys, &gh[..3 * h])?))
-                    .map_err(net)?;
-                ch.flush().map_err(net)?;
-                let tables: Vec<u8> = ch.recv_pod(leaf_table_bytes(&lay, 3 * h)).map_err(net)?;
+                    .map_err(NnError::from)?;
+                ch.flush().map_err(NnError::from)?;
+                let tables: Vec<u8> = ch
+                    .recv_pod(leaf_table_bytes(&lay, 3 * h))
+                    .map_err(NnError::from)?;
                 let lv = leaf_outputs(&lay, keys, &gh[..3 * h], &tables)?;
                 rep.mux_bytes += acc.take(ch);
                 Some(lv)
@@ -2278,32 +2286,37 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         } else {
             (pick(&out, per, 0..gb), pick(&out, per, gb..2 * gb))
         };
-        let pr_rev = mux_r.send_choices(ch, &r_bits).map_err(ot)?;
-        let qr_rev = mux_r.send_choices(ch, &z_bits).map_err(ot)?;
+        let pr_rev = mux_r.send_choices(ch, &r_bits).map_err(NnError::from)?;
+        let qr_rev = mux_r.send_choices(ch, &z_bits).map_err(NnError::from)?;
         let a_hi: Vec<u64> = (0..h)
             .map(|i| (gh[2 * h + i] >> lay.f) & ring_mask(l))
             .collect();
         let (corr, local_p) = early_server(&lay, &ghn_weights(&lay), &r_bits, &t_bits, &a_hi);
-        let pe = ots.send_correlated_early(ch, &corr, pwu).map_err(ot)?;
-        ch.flush().map_err(net)?;
+        let pe = ots
+            .send_correlated_early(ch, &corr, pwu)
+            .map_err(NnError::from)?;
+        ch.flush().map_err(NnError::from)?;
         if let (Some(nb), Some((keys, table))) = (lay.lut, &lut) {
             // The gate tables (cryptogru::gate_luts): the client's derandomisation, then this
             // party's tables at its shares of A's outputs.
             let d = unpack_bits(
-                &ch.recv_pod::<u8>((2 * h * nb).div_ceil(8)).map_err(net)?,
+                &ch.recv_pod::<u8>((2 * h * nb).div_ceil(8))
+                    .map_err(NnError::from)?,
                 2 * h * nb,
             );
             let mut a_bits = pick(&out, per, 0..nb);
             a_bits.extend(pick(&out, per, nb..2 * nb));
             let tables = lut_tables(table, keys, t * 2 * h, &a_bits, &omega, &d, gb)?;
-            ch.send_pod(&tables).map_err(net)?;
-            ch.flush().map_err(net)?;
+            ch.send_pod(&tables).map_err(NnError::from)?;
+            ch.flush().map_err(NnError::from)?;
             rep.mux_bytes += acc.take(ch);
         }
         // Flight 2 (in): P's derandomisation bits, the client's OTs of r·b, P_C − π_P, and the
         // client's OTs of z·h_C.
-        let s_p = ots.finish_early(ch, pe).map_err(ot)?;
-        let y_p = mux_r.recv_correlated_answer(ch, pr_rev, pwu).map_err(ot)?;
+        let s_p = ots.finish_early(ch, pe).map_err(NnError::from)?;
+        let y_p = mux_r
+            .recv_correlated_answer(ch, pr_rev, pwu)
+            .map_err(NnError::from)?;
         // P_S = Λ(a + Λ_T) − Σ (sender-first outputs) + Σ (received r·b terms)
         let p: Vec<u64> = local_p
             .iter()
@@ -2312,7 +2325,9 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
             .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & pmask)
             .collect();
         let p = recv_delta(ch, &p, pmask)?;
-        let y_q = mux_r.recv_correlated_answer(ch, qr_rev, qwu).map_err(ot)?;
+        let y_q = mux_r
+            .recv_correlated_answer(ch, qr_rev, qwu)
+            .map_err(NnError::from)?;
         rep.mux_bytes += acc.take(ch);
         // Flight 3 (out): B's tables, then the sender-first words of Q: their correlations need
         // this party's permute bits of B's outputs and its share m(t) of h.
@@ -2324,15 +2339,18 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         rep.gc_bytes += acc.take(ch);
         let h_s: Vec<u64> = mh.iter().map(|v| v & qmask).collect();
         let (corr, local_q) = early_server(&qlay, &neg_nu, &z_bits, &out, &h_s);
-        let qe = ots.send_correlated_early(ch, &corr, qwu).map_err(ot)?;
-        ch.flush().map_err(net)?;
+        let qe = ots
+            .send_correlated_early(ch, &corr, qwu)
+            .map_err(NnError::from)?;
+        ch.flush().map_err(NnError::from)?;
         rep.mux_bytes += acc.take(ch);
         // Flight 4 (in): y_c ⊕ μ, Q's derandomisation bits and Q_C − π_Q.
         let yd = unpack_bits(
-            &ch.recv_pod::<u8>((h * bo).div_ceil(8)).map_err(net)?,
+            &ch.recv_pod::<u8>((h * bo).div_ceil(8))
+                .map_err(NnError::from)?,
             h * bo,
         );
-        let s_q = ots.finish_early(ch, qe).map_err(ot)?;
+        let s_q = ots.finish_early(ch, qe).map_err(NnError::from)?;
         // Q_S = Λ(h_S − Σ_y) − Σ (sender-first outputs) + Σ (received z·h_C terms)
         let q: Vec<u64> = local_q
             .iter()
@@ -2354,12 +2372,12 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         rep.gc_bytes += acc.take(ch);
         let hp = ots
             .send_correlated_early(ch, &b2a_deltas(&out, hw, SHARE_BITS)?, SHARE_BITS as u32)
-            .map_err(ot)?;
-        ch.flush().map_err(net)?;
+            .map_err(NnError::from)?;
+        ch.flush().map_err(NnError::from)?;
         // Flight 6 (in): the client's derandomisation bits and h'_c + ρ_h(t+1).
-        let x_h = ots.finish_early(ch, hp).map_err(ot)?;
+        let x_h = ots.finish_early(ch, hp).map_err(NnError::from)?;
         let hs = b2a_server(&out, &x_h, hw, SHARE_BITS)?;
-        let hc: Vec<u32> = ch.recv_pod(h).map_err(net)?;
+        let hc: Vec<u32> = ch.recv_pod(h).map_err(NnError::from)?;
         mh = hs
             .iter()
             .zip(&hc)
@@ -2390,7 +2408,7 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         scheme: garbling,
         g_known: Some(&bits),
     };
-    garble_batches(ch, &[job], delta).map_err(gc)?;
+    garble_batches(ch, &[job], delta).map_err(NnError::from)?;
     rep.gc_bytes += acc.take(ch);
     rep.cost = ch.cost();
     Ok(rep)
@@ -2441,21 +2459,29 @@ pub fn random_model(
     let b_hh = uni(3 * h, 0.5);
     let w_fc = uni(c * h, 1.5 / (h as f64).sqrt());
     let b_fc = uni(c, 0.5);
-    let weights = crate::model::Weights {
-        embed: embed.clone(),
-        w_ih,
-        w_hh,
-        b_ih,
-        b_hh,
-        w_fc,
-        b_fc,
+    let t = |s: &[usize], data: Vec<f32>| crate::model::weights::Tensor {
+        shape: s.to_vec(),
+        data,
     };
+    let map = [
+        ("embed.weight", t(&[vocab, e], embed.clone())),
+        ("gru.weight_ih", t(&[3 * h, e], w_ih)),
+        ("gru.weight_hh", t(&[3 * h, h], w_hh)),
+        ("gru.bias_ih", t(&[3 * h], b_ih)),
+        ("gru.bias_hh", t(&[3 * h], b_hh)),
+        ("fc.weight", t(&[c, h], w_fc)),
+        ("fc.bias", t(&[c], b_fc)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let tensors = crate::model::Tensors::from_map(map, &config.graph)?;
     let model = crate::model::Model {
         config,
-        weights,
+        tensors,
         vocab: None,
     };
-    Ok((QuantizedModel::new(&model, fp), embed))
+    Ok((QuantizedModel::new(&model, fp)?, embed))
 }
 
 /// The step layouts the product tests sweep: unsigned 7-bit, signed 8-bit and unsigned
@@ -2552,13 +2578,17 @@ mod tests {
             let (bc, bs) = (bits(&lam), bits(&g_srv));
             let run = simulate(
                 move |ch| {
-                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut r =
+                        PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
+                    let mut s =
+                        PooledOtSender::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
                     gate_product(MuxOt::Client(&mut r, &mut s), ch, &lay, &bc, &v_cli)
                 },
                 move |ch| {
-                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut s =
+                        PooledOtSender::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
+                    let mut r =
+                        PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
                     gate_product(MuxOt::Server(&mut s, &mut r), ch, &lay, &bs, &v_srv)
                 },
             );
@@ -2795,36 +2825,46 @@ mod leaf_tests {
             let cots = k * (f + LEAF_BITS);
             let run = simulate(
                 move |ch| {
-                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    s.fill(ch, cots).map_err(ot)?;
+                    let mut s =
+                        PooledOtSender::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
+                    s.fill(ch, cots).map_err(NnError::from)?;
                     let keys = LeafKeys::client(&mut s, ch, &lay, k)?;
                     let ckeys = CarryKeys::client(&mut s, ch, k)?;
-                    let d =
-                        unpack_bits(&ch.recv_pod::<u8>((k * f).div_ceil(8)).map_err(net)?, k * f);
+                    let d = unpack_bits(
+                        &ch.recv_pod::<u8>((k * f).div_ceil(8))
+                            .map_err(NnError::from)?,
+                        k * f,
+                    );
                     let t = leaf_tables(&lay, &keys, &cs2, &tau2, &d)?;
-                    ch.send_pod(&t).map_err(net)?;
-                    ch.flush().map_err(net)?;
+                    ch.send_pod(&t).map_err(NnError::from)?;
+                    ch.flush().map_err(NnError::from)?;
                     let n = k * LEAF_BITS;
-                    let d = unpack_bits(&ch.recv_pod::<u8>(n.div_ceil(8)).map_err(net)?, n);
+                    let d =
+                        unpack_bits(&ch.recv_pod::<u8>(n.div_ceil(8)).map_err(NnError::from)?, n);
                     let t = carry_tables(&lay, &ckeys, &tau2, &v2, &d)?;
-                    ch.send_pod(&t).map_err(net)?;
-                    ch.flush().map_err(net)?;
+                    ch.send_pod(&t).map_err(NnError::from)?;
+                    ch.flush().map_err(NnError::from)?;
                     Ok::<(), NnError>(())
                 },
                 move |ch| {
-                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    r.fill(ch, cots).map_err(ot)?;
+                    let mut r =
+                        PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
+                    r.fill(ch, cots).map_err(NnError::from)?;
                     let keys = LeafKeys::server(&mut r, ch, &lay, k)?;
                     let ckeys = CarryKeys::server(&mut r, ch, k)?;
                     ch.send_pod(&pack_bits(&leaf_derand(&lay, &keys, &ss2)?))
-                        .map_err(net)?;
-                    ch.flush().map_err(net)?;
-                    let t: Vec<u8> = ch.recv_pod(leaf_table_bytes(&lay, k)).map_err(net)?;
+                        .map_err(NnError::from)?;
+                    ch.flush().map_err(NnError::from)?;
+                    let t: Vec<u8> = ch
+                        .recv_pod(leaf_table_bytes(&lay, k))
+                        .map_err(NnError::from)?;
                     let leaves = leaf_outputs(&lay, &keys, &ss2, &t)?;
                     ch.send_pod(&pack_bits(&carry_derand(&ckeys, &leaves)?))
-                        .map_err(net)?;
-                    ch.flush().map_err(net)?;
-                    let t: Vec<u8> = ch.recv_pod(carry_table_bytes(&lay, k)).map_err(net)?;
+                        .map_err(NnError::from)?;
+                    ch.flush().map_err(NnError::from)?;
+                    let t: Vec<u8> = ch
+                        .recv_pod(carry_table_bytes(&lay, k))
+                        .map_err(NnError::from)?;
                     let shares = carry_shares(&lay, &ckeys, &leaves, &t)?;
                     Ok::<_, NnError>((leaves, shares))
                 },
@@ -2916,16 +2956,19 @@ mod lut_tests {
             let (t2, o2) = (table.clone(), omega.clone());
             let run = simulate(
                 move |ch| {
-                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    r.fill(ch, 2 * k * nb).map_err(ot)?;
+                    let mut r =
+                        PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
+                    r.fill(ch, 2 * k * nb).map_err(NnError::from)?;
                     let keys = LutKeys::client(&mut r, ch, nb, 2 * k)?;
                     let mut out = Vec::new();
                     for call in 0..2 {
                         let x = &b_bits[call * k * nb..(call + 1) * k * nb];
                         let d = lut_derand(&keys, call * k, x, nb)?;
-                        ch.send_pod(&pack_bits(&d)).map_err(net)?;
-                        ch.flush().map_err(net)?;
-                        let t: Vec<u8> = ch.recv_pod(packed_len(k * n, gb as u32)).map_err(net)?;
+                        ch.send_pod(&pack_bits(&d)).map_err(NnError::from)?;
+                        ch.flush().map_err(NnError::from)?;
+                        let t: Vec<u8> = ch
+                            .recv_pod(packed_len(k * n, gb as u32))
+                            .map_err(NnError::from)?;
                         // one byte short is refused
                         assert!(lut_outputs(&keys, call * k, x, nb, gb, &t[1..]).is_err());
                         out.extend(lut_outputs(&keys, call * k, x, nb, gb, &t)?);
@@ -2933,12 +2976,14 @@ mod lut_tests {
                     Ok::<_, NnError>(out)
                 },
                 move |ch| {
-                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
-                    s.fill(ch, 2 * k * nb).map_err(ot)?;
+                    let mut s =
+                        PooledOtSender::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
+                    s.fill(ch, 2 * k * nb).map_err(NnError::from)?;
                     let keys = LutKeys::server(&mut s, ch, nb, 2 * k)?;
                     for call in 0..2 {
                         let d = unpack_bits(
-                            &ch.recv_pod::<u8>((k * nb).div_ceil(8)).map_err(net)?,
+                            &ch.recv_pod::<u8>((k * nb).div_ceil(8))
+                                .map_err(NnError::from)?,
                             k * nb,
                         );
                         let a = &a_bits[call * k * nb..(call + 1) * k * nb];
@@ -2948,8 +2993,8 @@ mod lut_tests {
                         assert!(lut_tables(&t2, &keys, call * k, a, om, &d[1..], gb).is_err());
                         assert!(lut_tables(&t2, &keys, 2 * k, a, om, &d, gb).is_err());
                         let t = lut_tables(&t2, &keys, call * k, a, om, &d, gb)?;
-                        ch.send_pod(&t).map_err(net)?;
-                        ch.flush().map_err(net)?;
+                        ch.send_pod(&t).map_err(NnError::from)?;
+                        ch.flush().map_err(NnError::from)?;
                     }
                     Ok::<(), NnError>(())
                 },
@@ -3004,11 +3049,13 @@ mod b2a_tests {
             let cli = bits(&xs.iter().zip(&a).map(|(x, a)| x ^ a).collect::<Vec<_>>());
             let run = simulate(
                 move |ch| {
-                    let mut r = PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut r =
+                        PooledOtReceiver::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
                     b2a(Err(&mut r), ch, &cli, l, k, early)
                 },
                 move |ch| {
-                    let mut s = PooledOtSender::setup(ch, &mut Prg::new()).map_err(ot)?;
+                    let mut s =
+                        PooledOtSender::setup(ch, &mut Prg::new()).map_err(NnError::from)?;
                     b2a(Ok(&mut s), ch, &srv, l, k, early)
                 },
             );

@@ -25,10 +25,6 @@ use secinfer_he::{Ciphertext, Params, Plaintext, PublicKey, SecretKey, SparseRes
 pub const T_BITS: u32 = 32;
 const T_MASK: u64 = (1u64 << T_BITS) - 1;
 
-fn he(e: secinfer_he::HeError) -> NnError {
-    NnError::Crypto(format!("HE: {e}"))
-}
-
 /// Where the entries of W and of the input vectors sit in the plaintexts and results
 /// (cheetah::hom_mat_mul split, see the module docs): `per_block` rows (m_w), `chunk` columns
 /// (n_w) and `group` vectors (k_w) per product, `per_block · chunk · group ≤ n`.
@@ -162,7 +158,7 @@ impl Layout {
             .into_par_iter()
             .map(|k| {
                 let p = self.weight_coeffs(w, k / self.chunks, k % self.chunks);
-                Plaintext::from_coeffs(params, &p).map_err(he)
+                Plaintext::from_coeffs(params, &p).map_err(NnError::from)
             })
             .collect()
     }
@@ -278,7 +274,7 @@ pub fn server_product(
                 .collect();
             let r = params
                 .finish_response_at(prod, pk, fb, &pos, &mask, log_q)
-                .map_err(he)?;
+                .map_err(NnError::from)?;
             Ok((r.to_bytes(), mask, stat))
         })
         .collect();
@@ -294,7 +290,7 @@ pub fn server_product(
     // DESIGN.md §2: a response whose noise is not flooded to ≥ 40-bit statistical distance
     // could leak the weights; refuse to send it rather than report it afterwards.
     if stat < MIN_FLOOD_STAT_BITS {
-        return Err(NnError::Crypto(format!(
+        return Err(NnError::Insecure(format!(
             "noise flooding reaches only 2^-{stat:.1} statistical distance (need 2^-{MIN_FLOOD_STAT_BITS}); \
              the model's weights are too large for this parameter set"
         )));
@@ -317,8 +313,8 @@ pub fn client_share(sk: &SecretKey, lay: &Layout, responses: &[Vec<u8>]) -> Resu
         .enumerate()
         .map(|(blk, b)| {
             let pos = lay.positions(blk);
-            let r = SparseResponse::from_bytes(params, pos.len(), b).map_err(he)?;
-            sk.decrypt_sparse(&r, &pos).map_err(he)
+            let r = SparseResponse::from_bytes(params, pos.len(), b).map_err(NnError::from)?;
+            sk.decrypt_sparse(&r, &pos).map_err(NnError::from)
         })
         .collect();
     let vals = vals.into_iter().collect::<Result<Vec<_>>>()?;
