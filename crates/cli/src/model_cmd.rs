@@ -237,7 +237,7 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         .or(a.model.as_ref())
         .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
     let client = Client::load(info_dir, a.variant)?;
-    let cm = client.model();
+    let cm = client.model()?;
     let ins = inputs(&a, client.vocab(), cm.arch.vocab)?;
     let reference = if a.compare_plaintext {
         let dir = a.model.as_ref().ok_or_else(|| {

@@ -7,10 +7,11 @@ use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::Args;
 use secinfer_nn::layers::gru::{
-    client_session_garbling, random_model, server_session, CircuitActivations, ClientModel,
-    ClientOptions, OtFiller, Scheme, ServerModel, Variant, DEFAULT_GARBLING,
+    random_model, ClientModel, ClientOptions, OtFiller, Scheme, ServerModel, Variant,
+    DEFAULT_GARBLING,
 };
-use secinfer_nn::{argmax, Reference};
+use secinfer_nn::runtime::{ClientInput, ClientSession, RunOptions, ServerSession};
+use secinfer_nn::{argmax, CircuitActivations, Reference};
 
 #[derive(Args, Debug)]
 pub struct GruArgs {
@@ -72,29 +73,31 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
     let tokens: Vec<u32> = (0..a.steps as u64)
         .map(|i| ((i * 2654435761 + a.seed * 97) % 64) as u32)
         .collect();
-    let cm = ClientModel::new(q.config.clone(), &embed, a.variant, a.steps)?;
+    let client = ClientSession::from_gru(ClientModel::new(
+        q.config.clone(),
+        &embed,
+        a.variant,
+        a.steps,
+    )?);
     let mut reference = Reference::new(&q, CircuitActivations::default());
     let want = argmax(&reference.classify(&tokens));
-    let sm = ServerModel::new(q, a.variant, a.steps)?;
+    let server = ServerSession::from_gru(ServerModel::new(q, a.variant, a.steps)?);
     let toks = tokens.clone();
+    let run = RunOptions {
+        protocol: ClientOptions {
+            gates_in_circuit: a.gates == crate::model_cmd::Gates::Circuit,
+            ..ClientOptions::default()
+        },
+        ot: a.ot,
+        garbling,
+    };
     let r = run_pair(
         &a.net,
         move |ch| {
-            Ok(client_session_garbling(
-                ch,
-                &cm,
-                &toks,
-                ClientOptions {
-                    gates_in_circuit: a.gates == crate::model_cmd::Gates::Circuit,
-                    ..ClientOptions::default()
-                },
-                a.ot,
-                garbling,
-                &mut |_, _, _| {},
-            )?)
+            Ok(client.run(ch, ClientInput::Tokens(&toks), &run, &mut |_, _, _| {})?)
         },
         move |ch| {
-            let rep = server_session(ch, &sm)?;
+            let rep = server.run(ch)?;
             Ok(rep.flood_stat_bits)
         },
     )?;

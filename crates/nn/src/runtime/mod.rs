@@ -1,15 +1,20 @@
-//! The client/server runtime over TCP, shared by the `secinfer` CLI and the Python bindings:
-//! [`Server`] holds a prepared model and serves sessions, one thread each, catching every
-//! session's error and panic so one client can never stop the server; [`Client`] holds only the
-//! public model info and runs sessions against a server.
+//! The runtime: the session driver ([`driver`]) and its faces over TCP, shared by the
+//! `secinfer` CLI and the Python bindings: [`Server`] holds a prepared model and serves
+//! sessions, one thread each, catching every session's error and panic so one client can never
+//! stop the server; [`Client`] holds only the public model info and runs sessions against a
+//! server.
+pub mod driver;
+
+pub use driver::{ClientInput, ClientSession, Outcome, RunOptions, ServerOptions, ServerSession};
+
+use crate::check_tokens;
 use crate::error::{NnError, Result};
 use crate::info::ModelInfo;
 use crate::layers::gru::{
-    client_session_garbling, fp_for_variant, server_session, ClientModel, ClientOptions,
-    GruOutcome, OtFiller, Scheme, ServerModel, SessionReport, Variant, DEFAULT_GARBLING,
+    ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, SessionReport, Variant,
+    DEFAULT_GARBLING,
 };
 use crate::model::{Model, Vocab};
-use crate::{check_tokens, QuantizedModel};
 use secinfer_net::{TcpChannel, TcpOptions};
 use std::net::TcpListener;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -17,12 +22,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn steps_of(config: &crate::ModelConfig) -> Result<usize> {
-    config.vocab.as_ref().map(|v| v.max_len).ok_or_else(|| {
-        NnError::Input("model.json has no vocab.max_len (the sequence length)".into())
-    })
-}
 
 /// How one session ended, as the server logs it.
 pub enum SessionEnd {
@@ -36,26 +35,34 @@ pub type SessionLog = Arc<dyn Fn(u64, &str, SessionEnd) + Send + Sync>;
 
 /// The model owner's side.
 pub struct Server {
-    model: Arc<ServerModel>,
+    model: Arc<ServerSession>,
+    variant: Variant,
 }
 
 impl Server {
-    /// Loads and prepares `model_dir` for `variant` (weight plaintexts, step circuit).
+    /// Loads, plans and prepares `model_dir` (for a GRU model: `variant`'s formats, the weight
+    /// plaintexts and the step circuit).
     pub fn load(model_dir: impl AsRef<Path>, variant: Variant) -> Result<Server> {
         let m = Model::load(model_dir)?;
-        let fp = fp_for_variant(&m.config, variant)?;
-        let steps = steps_of(&m.config)?;
-        let q = QuantizedModel::new(&m, fp)?;
+        let opts = ServerOptions {
+            variant,
+            ..ServerOptions::default()
+        };
         Ok(Server {
-            model: Arc::new(ServerModel::new(q, variant, steps)?),
+            model: Arc::new(ServerSession::prepare(&m, &opts)?),
+            variant,
         })
     }
 
+    /// The sequence length a GRU model runs (0 for other models).
     pub fn steps(&self) -> usize {
-        self.model.steps
+        self.model.gru().map_or(0, |m| m.steps)
     }
     pub fn variant(&self) -> Variant {
-        self.model.variant
+        self.variant
+    }
+    pub fn session(&self) -> &ServerSession {
+        &self.model
     }
 
     /// Accepts connections on `listener`, one session thread each, until `max_sessions` sessions
@@ -91,7 +98,7 @@ impl Server {
                 .spawn(move || {
                     let r = catch_unwind(AssertUnwindSafe(|| -> Result<SessionReport> {
                         let mut ch = TcpChannel::new(stream, &opts).map_err(NnError::from)?;
-                        server_session(&mut ch, &model)
+                        model.run(&mut ch)
                     }));
                     let end = match r {
                         Ok(Ok(rep)) => SessionEnd::Done(rep),
@@ -126,7 +133,7 @@ impl Server {
 
 /// The client's side: public model info only (architecture, vocabulary, embedding table).
 pub struct Client {
-    model: ClientModel,
+    session: ClientSession,
     vocab: Option<Vocab>,
 }
 
@@ -135,16 +142,25 @@ impl Client {
     /// weights file is then not read).
     pub fn load(info_dir: impl AsRef<Path>, variant: Variant) -> Result<Client> {
         let info = ModelInfo::load(info_dir)?;
-        let steps = steps_of(&info.config)?;
-        let model = ClientModel::new(info.config.clone(), &info.embed, variant, steps)?;
+        let opts = ServerOptions {
+            variant,
+            ..ServerOptions::default()
+        };
         Ok(Client {
-            model,
+            session: ClientSession::prepare(&info, &opts)?,
             vocab: info.vocab,
         })
     }
 
-    pub fn model(&self) -> &ClientModel {
-        &self.model
+    /// The CryptoGRU client model (formats, architecture).
+    pub fn model(&self) -> Result<&ClientModel> {
+        self.session
+            .gru()
+            .ok_or_else(|| NnError::Unsupported("not a GRU model".into()))
+    }
+
+    pub fn session(&self) -> &ClientSession {
+        &self.session
     }
 
     pub fn vocab(&self) -> Option<&Vocab> {
@@ -190,17 +206,21 @@ impl Client {
         garbling: Scheme,
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Result<GruOutcome> {
-        check_tokens(tokens, self.model.arch.vocab)?;
+        check_tokens(tokens, self.model()?.arch.vocab)?;
         let mut ch = TcpChannel::connect(server, Duration::from_secs(10), &TcpOptions::default())
             .map_err(NnError::from)?;
-        client_session_garbling(
-            &mut ch,
-            &self.model,
-            tokens,
-            opts,
-            filler,
+        let run = RunOptions {
+            protocol: opts,
+            ot: filler,
             garbling,
-            progress,
-        )
+        };
+        let o = self
+            .session
+            .run(&mut ch, ClientInput::Tokens(tokens), &run, progress)?;
+        Ok(GruOutcome {
+            class: o.class,
+            logits: o.logits,
+            report: o.report,
+        })
     }
 }
