@@ -131,21 +131,25 @@ def test_conformance_vectors_match_reference():
         assert FixedPointModel.load(SHIPPED, fmt).logits(x).tolist() == logits
 
 
-# --- Rust evaluator (issue 6) ---------------------------------------------------------------
+# --- Rust evaluator ----------------------------------------------------------------------------
 def test_rust_fixed_point_evaluator_matches_reference_and_pytorch(heldout, torch_predictions):
-    """secinfer._core.eval_fixed_point(model_dir, tokens, fixed_point) -> int logits [N][C].
+    """secinfer._core.eval_fixed_point(model_dir, tokens, fixed_point, activations).
 
-    Skipped only while the bindings lack the evaluator; then it must agree with the numpy
-    reference bit for bit and with PyTorch on >= 99 % of the held-out sample.
+    With the correctly rounded activations it equals the numpy reference bit for bit; with the
+    garbled circuits' activations (the definition a secure run is held to) it differs by at most
+    one output ULP per activation, so its classes agree with the exact ones on >= 97 %.
     """
     core = secinfer.core()
-    if not hasattr(core, "eval_fixed_point"):
-        pytest.skip("secinfer._core has no eval_fixed_point yet (issue 6)")
     x, _ = heldout
     for fmt in ("fx20", "fx8"):
-        got = np.array(core.eval_fixed_point(str(SHIPPED), x.tolist(), fmt), dtype=np.int64)
+        got = np.array(
+            core.eval_fixed_point(str(SHIPPED), x.tolist(), fmt, activations="exact"),
+            dtype=np.int64,
+        )
         want = FixedPointModel.load(SHIPPED, fmt).logits(x)
         assert np.array_equal(got, want), fmt
+        circuit = np.array(core.eval_fixed_point(str(SHIPPED), x.tolist(), fmt), dtype=np.int64)
+        assert (circuit.argmax(axis=1) == got.argmax(axis=1)).mean() >= 0.97, fmt
         if fmt == "fx20":
             assert (got.argmax(axis=1) == torch_predictions).mean() >= 0.99
 

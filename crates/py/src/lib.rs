@@ -76,26 +76,38 @@ fn echo_cost<'py>(
 
 /// Classification logits of the plaintext fixed-point reference (docs/model-format.md) for each
 /// token sequence, as main-format integers. `fixed_point` names a `fixed_point_variants` entry;
-/// `None` selects the model's default format.
+/// `None` selects the model's default format. `activations` is "circuit" (the garbled circuits'
+/// sigmoid and tanh: what a secure run computes) or "exact" (correctly rounded).
 #[pyfunction]
-#[pyo3(signature = (model_dir, tokens, fixed_point=None))]
+#[pyo3(signature = (model_dir, tokens, fixed_point=None, activations="circuit"))]
 fn eval_fixed_point(
     model_dir: &str,
     tokens: Vec<Vec<u32>>,
     fixed_point: Option<&str>,
+    activations: &str,
 ) -> PyResult<Vec<Vec<i64>>> {
     let err = |e: secinfer_nn::NnError| PyValueError::new_err(e.to_string());
     let model = secinfer_nn::Model::load(model_dir).map_err(err)?;
     let fp = *model.config.fixed_point_named(fixed_point).map_err(err)?;
     let q = secinfer_nn::QuantizedModel::new(&model, fp).map_err(err)?;
-    let mut r = secinfer_nn::Reference::new(&q, secinfer_nn::ExactActivations);
-    tokens
-        .iter()
-        .map(|t| {
-            secinfer_nn::check_tokens(t, q.arch.vocab).map_err(err)?;
-            Ok(r.classify(t))
-        })
-        .collect()
+    for t in &tokens {
+        secinfer_nn::check_tokens(t, q.arch.vocab).map_err(err)?;
+    }
+    // "circuit" is the definition (what a secure run computes); "exact" the correctly rounded
+    // activations of python/secinfer/fixedpoint.py.
+    match activations {
+        "circuit" => {
+            let mut r = secinfer_nn::Reference::new(&q, secinfer_nn::CircuitActivations::default());
+            Ok(tokens.iter().map(|t| r.classify(t)).collect())
+        }
+        "exact" => {
+            let mut r = secinfer_nn::Reference::new(&q, secinfer_nn::ExactActivations);
+            Ok(tokens.iter().map(|t| r.classify(t)).collect())
+        }
+        other => Err(PyValueError::new_err(format!(
+            "activations {other:?} (expected \"circuit\" or \"exact\")"
+        ))),
+    }
 }
 
 /// Token ids of `text` under the model's `words-v1` tokeniser, shaped to `max_len`.
