@@ -8,8 +8,8 @@ use secinfer_nn::layers::gru::{
 use secinfer_nn::plan::{Plan, PlanOptions};
 use secinfer_nn::runtime::Client;
 use secinfer_nn::{
-    argmax, check_tokens, CircuitActivations, Model, ModelConfig, QuantizedModel, Reference, Task,
-    Vocab,
+    argmax, check_tokens, CircuitActivations, GraphReference, Model, ModelConfig, QuantizedGraph,
+    QuantizedModel, Reference, Task, Vocab,
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -66,9 +66,17 @@ pub fn inspect(a: InspectArgs) -> Result<(), Error> {
         );
     };
     println!("fixed point (bits, frac_bits)");
-    show("default", &c.fixed_point);
-    for (n, fp) in &c.variants {
-        show(n, fp);
+    if c.gru().is_ok() {
+        show("default", &c.fixed_point);
+        for (n, fp) in &c.variants {
+            show(n, fp);
+        }
+    } else {
+        for (n, fp) in std::iter::once(("default", &c.fixed_point))
+            .chain(c.variants.iter().map(|(n, f)| (n.as_str(), f)))
+        {
+            println!("  {n:<10} main ({}, {})", fp.main.bits, fp.main.frac);
+        }
     }
     if let Some(v) = &c.vocab {
         println!(
@@ -394,6 +402,9 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
             "--plaintext prints classifications; this is a language model",
         ));
     }
+    if m.config.gru().is_err() {
+        return infer_plaintext_graph(a, &m);
+    }
     let ins = inputs(a, m.vocab.as_ref(), m.config.gru()?.vocab)?;
     // The variant's formats unless a named entry is asked for: then this prints what
     // `infer --server` with the same --variant computes, bit for bit.
@@ -430,6 +441,95 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
             "overflows  {}   saturated activations {}",
             r.counters.overflows, r.counters.saturated_activations
         );
+    }
+    Ok(())
+}
+
+/// Fixed-point inputs of a model with `dtype: fixed` input: `--samples` lines
+/// `{"input": [floats], "label": ...}` or `--tokens FILE` of whitespace-separated floats.
+fn graph_inputs(a: &InferArgs) -> Result<Vec<(String, Vec<f32>, Option<String>)>, Error> {
+    let floats = |text: &str, what: &str| -> Result<Vec<f32>, Error> {
+        text.split_whitespace()
+            .map(|s| {
+                s.parse::<f32>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| Error::msg(format!("{what}: {s:?} is not a finite number")))
+            })
+            .collect()
+    };
+    match (&a.samples, &a.tokens) {
+        (Some(f), _) => {
+            let mut out = Vec::new();
+            for (i, line) in std::fs::read_to_string(f)?
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .take(a.limit)
+                .enumerate()
+            {
+                let what = format!("{}: line {}", f.display(), i + 1);
+                let j: serde_json::Value = serde_json::from_str(line)
+                    .map_err(|e| Error::msg(format!("{what}: {e}")))?;
+                let x = j["input"]
+                    .as_array()
+                    .ok_or_else(|| Error::msg(format!("{what} has no \"input\" array")))?
+                    .iter()
+                    .map(|v| {
+                        v.as_f64()
+                            .filter(|v| v.is_finite())
+                            .map(|v| v as f32)
+                            .ok_or_else(|| Error::msg(format!("{what}: a non-number in input")))
+                    })
+                    .collect::<Result<Vec<f32>, Error>>()?;
+                let label = j["label"].as_str().map(String::from);
+                out.push((format!("sample {}", i + 1), x, label));
+            }
+            Ok(out)
+        }
+        (None, Some(f)) => Ok(vec![(
+            f.display().to_string(),
+            floats(&std::fs::read_to_string(f)?, &f.display().to_string())?,
+            None,
+        )]),
+        (None, None) => Err(Error::msg(
+            "this model reads numbers: pass --samples FILE.jsonl ({\"input\": [...]} lines) \
+             or --tokens FILE (whitespace-separated numbers)",
+        )),
+    }
+}
+
+/// `infer --plaintext` for a model graph (format version 2): the reference's class per input.
+fn infer_plaintext_graph(a: &InferArgs, m: &Model) -> Result<(), Error> {
+    let fp = *m.config.fixed_point_named(a.fixed_point.as_deref())?;
+    let q = QuantizedGraph::new(m, fp)?;
+    let ends_in_argmax = m.config.graph.ends_in_argmax();
+    let (mut right, mut known) = (0usize, 0usize);
+    let ins = graph_inputs(a)?;
+    println!("reference  plaintext fixed point, main ({}, {}): what the secure run computes", fp.main.bits, fp.main.frac);
+    for (name, x, truth) in &ins {
+        let mut r = GraphReference::new(&q, CircuitActivations::default());
+        let xq = q.quantize_input(x);
+        let outs = r.run(secinfer_nn::Input::Fixed(&xq))?;
+        let (k, logits) = if ends_in_argmax {
+            (outs[outs.len() - 1][0] as usize, &outs[outs.len() - 2])
+        } else {
+            let l = &outs[outs.len() - 1];
+            (argmax(l), l)
+        };
+        let scale = (1u64 << fp.main.frac) as f64;
+        let shown: Vec<String> = logits.iter().map(|l| format!("{:.3}", *l as f64 / scale)).collect();
+        let t = truth.as_ref().map(|l| format!("   true label: {l}")).unwrap_or_default();
+        println!("{name:<10} class {} ({}){t}", k, label(&m.config.labels, k));
+        if ins.len() == 1 {
+            println!("logits     [{}]", shown.join(", "));
+        }
+        if let Some(l) = truth {
+            known += 1;
+            right += (label(&m.config.labels, k) == *l) as usize;
+        }
+    }
+    if known > 1 {
+        println!("accuracy   {right}/{known} of the labelled inputs");
     }
     Ok(())
 }

@@ -110,6 +110,35 @@ fn eval_fixed_point(
     }
 }
 
+/// The plaintext fixed-point reference of any model graph (format version 2): for each input
+/// (floats, row-major in the input layer's shape), the last layer's output as main-format
+/// integers (the class index for a model that ends in argmax). `fixed_point` names a
+/// `fixed_point_variants` entry; `None` selects the default format.
+#[pyfunction]
+#[pyo3(signature = (model_dir, inputs, fixed_point=None))]
+fn eval_graph(
+    py: Python<'_>,
+    model_dir: &str,
+    inputs: Vec<Vec<f32>>,
+    fixed_point: Option<&str>,
+) -> PyResult<Vec<Vec<i64>>> {
+    let err = |e: secinfer_nn::NnError| PyValueError::new_err(e.to_string());
+    let model = secinfer_nn::Model::load(model_dir).map_err(err)?;
+    let fp = *model.config.fixed_point_named(fixed_point).map_err(err)?;
+    let q = secinfer_nn::QuantizedGraph::new(&model, fp).map_err(err)?;
+    py.allow_threads(|| {
+        let mut r = secinfer_nn::GraphReference::new(&q, secinfer_nn::CircuitActivations::default());
+        inputs
+            .iter()
+            .map(|x| {
+                let xq = q.quantize_input(x);
+                r.output(secinfer_nn::Input::Fixed(&xq))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .map_err(err)
+}
+
 /// Token ids of `text` under the model's `words-v1` tokeniser, shaped to `max_len`.
 #[pyfunction]
 fn encode_text(model_dir: &str, text: &str) -> PyResult<Vec<u32>> {
@@ -263,6 +292,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(echo_cost, m)?)?;
     m.add_function(wrap_pyfunction!(eval_fixed_point, m)?)?;
+    m.add_function(wrap_pyfunction!(eval_graph, m)?)?;
     m.add_function(wrap_pyfunction!(encode_text, m)?)?;
     m.add_class::<Server>()?;
     m.add_class::<Client>()?;
