@@ -95,9 +95,9 @@ pub struct InferArgs {
     /// JSON-lines file of {"text": ..., "label": ...} samples: classifies each.
     #[arg(long)]
     pub samples: Option<PathBuf>,
-    /// At most this many samples.
-    #[arg(long, default_value_t = usize::MAX)]
-    pub limit: usize,
+    /// Classify at most this many samples of --samples [default: all].
+    #[arg(long)]
+    pub limit: Option<usize>,
     /// A `fixed_point_variants` entry for --plaintext (e.g. fx20, fx8); the default if absent.
     #[arg(long)]
     pub fixed_point: Option<String>,
@@ -173,7 +173,7 @@ fn inputs(a: &InferArgs, vocab: Option<&Vocab>, n_vocab: usize) -> Result<Vec<In
             for (i, line) in std::fs::read_to_string(f)?
                 .lines()
                 .filter(|l| !l.trim().is_empty())
-                .take(a.limit)
+                .take(a.limit.unwrap_or(usize::MAX))
                 .enumerate()
             {
                 let j: serde_json::Value = serde_json::from_str(line)
@@ -390,6 +390,9 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
             println!("{}", inp.name);
         }
         println!("class      {} ({})", k, label(&m.config.labels, k));
+        if let Some(l) = &inp.label {
+            println!("true label {l}");
+        }
         let shown: Vec<String> = logits
             .iter()
             .map(|l| format!("{:.4}", *l as f64 / scale))
