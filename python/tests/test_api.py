@@ -75,11 +75,12 @@ def test_secure_inference_between_python_server_and_client_matches_reference(cap
     assert res.label == json.loads((SHIPPED / "model.json").read_text())["labels"][res.prediction]
     assert len(res.logits) == 2
     # the float logits are the revealed integers in the main format (fx8: 12 fraction bits),
-    # within a few ULP of the exact-activation reference's
+    # near the exact-activation reference's (the circuit's 8-bit activations differ by up to an
+    # 8-bit ULP per step from exact ones, here up to 0.06; a wrong scale is off by 2x or more)
     frac = json.loads((SHIPPED / "model.json").read_text())["fixed_point_variants"]["fx8"]["frac_bits"]
     assert all(isinstance(v, int) for v in res.logits_fixed)
     assert res.logits == [v / 2 ** frac for v in res.logits_fixed]
-    assert all(abs(a - r / 2 ** frac) < 0.05 for a, r in zip(res.logits, ref)), (res.logits, ref)
+    assert all(abs(a - r / 2 ** frac) < 0.15 for a, r in zip(res.logits, ref)), (res.logits, ref)
     online = res.cost.online
     assert online.bytes_sent > 0 and online.bytes_received > 0 and online.rounds > 0
     assert res.cost.bytes == sum(p.bytes for p in (res.cost.setup, res.cost.offline, online))
