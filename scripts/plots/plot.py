@@ -97,7 +97,11 @@ def grouped_bars(ax, groups: List[str], series: Dict[str, Dict[str, float]], fmt
                         fontsize=6, rotation=90, xytext=(0, 2), textcoords="offset points")
     ax.set_xticks(range(len(groups)), groups)
     if log:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
     ax.legend(fontsize=7)
 
 
@@ -125,8 +129,6 @@ def fig_gru(records, out: Path) -> Path | None:
     t: Dict[str, Dict[str, float]] = defaultdict(dict)
     b: Dict[str, Dict[str, float]] = defaultdict(dict)
     for r in rows:
-        if r["params"].get("gates", "tables") != "tables":
-            continue
         t[system(r)][r["params"]["profile"]] = r["time_s"]
         b[system(r)][r["params"]["profile"]] = r["bytes_total"]
     return _two_panels(out / "gru.png", "GRU(100,64,30), one inference", profiles, t, b)
@@ -145,8 +147,8 @@ def fig_ot(records, out: Path) -> Path | None:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.4))
     grouped_bars(a1, kinds, t, lambda v: f"{v:.3g}", log=False)
     a1.set_ylabel("million OTs per second")
-    grouped_bars(a2, kinds, b, lambda v: f"{v:.3g}", log=True)
-    a2.set_ylabel("bytes per OT (log)")
+    grouped_bars(a2, kinds, b, lambda v: f"{v:.3g} B", log=True)
+    a2.set_ylabel("bytes per OT (log scale)")
     for a in (a1, a2):
         a.tick_params(axis="x", labelsize=7)
         a.get_legend().remove()
@@ -166,9 +168,9 @@ def _two_panels(path: Path, title: str, groups, t, b) -> Path:
 
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
     grouped_bars(a1, groups, t, human_time, log=True)
-    a1.set_ylabel("time, s (log)")
+    a1.set_ylabel("time (log scale)")
     grouped_bars(a2, groups, b, human_bytes, log=True)
-    a2.set_ylabel("bytes both ways (log)")
+    a2.set_ylabel("bytes both ways (log scale)")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -208,7 +210,8 @@ def tables(data_dir: Path) -> str:
             online = r.get("phases", {}).get("online", {}).get("time_s")
             cells = [str(r["params"].get(k, "")) for k in keys]
             cells += [human_time(r["time_s"]), "" if online is None else human_time(online),
-                      human_bytes(r["bytes_total"]), str(r.get("rounds", ""))]
+                      human_bytes(r["bytes_total"]),
+                      "-" if r.get("rounds") is None else str(r["rounds"])]
             out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 

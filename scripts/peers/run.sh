@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs each peer in its own virtualenv (.peers/NAME, from PyPI only) and runs it on the
+# same work as secinfer's benches, writing scripts/plots/data/peers-NAME.jsonl for
+# scripts/plots/plot.py. Not part of `make test`: the installs are large (see README.md here).
+#   scripts/peers/run.sh [spu] [crypten] [concrete-ml]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PEERS=("$@")
+[ ${#PEERS[@]} -gt 0 ] || PEERS=(spu crypten concrete-ml)
+DATA=scripts/plots/data
+# CrypTen 0.4.1 imports torch.onnx internals that torch 1.13 removed, and torch 1.12 has no
+# wheels for Python 3.11+: it needs a Python 3.10 (PY310, default `python3.10`).
+PY310=${PY310:-python3.10}
+
+venv() {  # venv NAME PYTHON PIP-ARGS...
+  local name=$1 py=$2; shift 2
+  if [ ! -f ".peers/$name/.installed" ]; then
+    echo "== installing $name into .peers/$name (pip shows download progress)" >&2
+    "$py" -m venv ".peers/$name"
+    ".peers/$name/bin/pip" install --progress-bar on "$@"
+    touch ".peers/$name/.installed"
+  fi
+}
+
+meta() {
+  printf '{"meta": {"date": "%s", "peer": "%s", "cpus": %s, "loadavg": "%s"}}\n' \
+    "$(date -u +%FT%TZ)" "$1" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+for p in "${PEERS[@]}"; do
+  case "$p" in
+    spu)
+      venv spu python3 spu==0.9.5
+      { meta spu; .peers/spu/bin/python scripts/peers/bench_spu.py; } > "$DATA/peers-spu.jsonl.tmp" ;;
+    crypten)
+      command -v "$PY310" >/dev/null || { echo "run.sh: crypten needs $PY310 (set PY310)" >&2; exit 1; }
+      # crypten 0.4.1 still lists the retired `sklearn` alias package, whose install refuses
+      # unless told that the deprecated name is meant (it only pulls in scikit-learn).
+      SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL=True venv crypten "$PY310" torch==1.12.1 crypten==0.4.1
+      { meta crypten; .peers/crypten/bin/python scripts/peers/bench_crypten.py; } > "$DATA/peers-crypten.jsonl.tmp" ;;
+    concrete-ml)
+      venv concrete-ml python3 concrete-ml==1.9.0
+      { meta concrete-ml; .peers/concrete-ml/bin/python scripts/peers/bench_concrete.py; } > "$DATA/peers-concrete-ml.jsonl.tmp" ;;
+    *) echo "run.sh: unknown peer $p (spu, crypten, concrete-ml)" >&2; exit 2 ;;
+  esac
+  mv "$DATA/peers-$p.jsonl.tmp" "$DATA/peers-$p.jsonl"
+  echo "wrote $DATA/peers-$p.jsonl" >&2
+done
