@@ -77,7 +77,7 @@ def evaluate(model_dir: Path, formats=("fx20", "fx8"), limit: int | None = None)
         rec[f"{fmt}_seconds"] = round(time.time() - t, 1)
         rust = rust_logits(model_dir, x, fmt)
         if rust is not None:
-            # the Rust plaintext fixed-point evaluator (issue 6) through the bindings
+            # the Rust plaintext fixed-point evaluator through the bindings
             rec[f"rust_{fmt}_identical_logits"] = float((rust == m.logits(x)).all(axis=1).mean())
             if pf is not None:
                 rec[f"rust_{fmt}_agree_float"] = float((rust.argmax(axis=1) == pf).mean())

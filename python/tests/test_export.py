@@ -131,16 +131,12 @@ def test_conformance_vectors_match_reference():
         assert FixedPointModel.load(SHIPPED, fmt).logits(x).tolist() == logits
 
 
-# --- Rust evaluator (issue 6) ---------------------------------------------------------------
+# --- Rust evaluator --------------------------------------------------------------------------
 def test_rust_fixed_point_evaluator_matches_reference_and_pytorch(heldout, torch_predictions):
-    """secinfer._core.eval_fixed_point(model_dir, tokens, fixed_point) -> int logits [N][C].
-
-    Skipped only while the bindings lack the evaluator; then it must agree with the numpy
-    reference bit for bit and with PyTorch on >= 99 % of the held-out sample.
-    """
+    """secinfer._core.eval_fixed_point(model_dir, tokens, fixed_point) -> int logits [N][C]
+    agrees with the numpy reference bit for bit and with PyTorch on >= 99 % of the held-out
+    sample."""
     core = secinfer.core()
-    if not hasattr(core, "eval_fixed_point"):
-        pytest.skip("secinfer._core has no eval_fixed_point yet (issue 6)")
     x, _ = heldout
     for fmt in ("fx20", "fx8"):
         got = np.array(core.eval_fixed_point(str(SHIPPED), x.tolist(), fmt), dtype=np.int64)
@@ -151,13 +147,8 @@ def test_rust_fixed_point_evaluator_matches_reference_and_pytorch(heldout, torch
 
 
 def test_rust_tokeniser_matches_python(heldout):
-    """secinfer._core.encode_text(model_dir, text) -> ids: words-v1 exactly as secinfer.text does it.
-
-    Skipped only while the bindings lack encode_text.
-    """
+    """secinfer._core.encode_text(model_dir, text) -> ids: words-v1 exactly as secinfer.text does it."""
     core = secinfer.core()
-    if not hasattr(core, "encode_text"):
-        pytest.skip("secinfer._core has no encode_text yet (issue 6)")
     ds = datasets.load_imdb()
     texts = [ds.test.texts[i] for i in datasets.sample_texts(ds.test, 300, seed=2)]
     texts += ["", "   ", "<BR />x<br>y<br/>z<bR  />", "İstanbul ÉCOLE café naïve", "don't stop!!1",
