@@ -35,8 +35,9 @@ for p in "${PEERS[@]}"; do
     crypten)
       command -v "$PY310" >/dev/null || { echo "run.sh: crypten needs $PY310 (set PY310)" >&2; exit 1; }
       # crypten 0.4.1 still lists the retired `sklearn` alias package, whose install refuses
-      # unless told that the deprecated name is meant (it only pulls in scikit-learn).
-      SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL=True venv crypten "$PY310" torch==1.12.1 crypten==0.4.1
+      # unless told that the deprecated name is meant (it only pulls in scikit-learn). torch
+      # 1.12 was built against NumPy 1.x and cannot use NumPy 2.
+      SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL=True venv crypten "$PY310" torch==1.12.1 crypten==0.4.1 "numpy<2"
       { meta crypten; .peers/crypten/bin/python scripts/peers/bench_crypten.py; } > "$DATA/peers-crypten.jsonl.tmp" ;;
     concrete-ml)
       venv concrete-ml python3 concrete-ml==1.9.0
