@@ -57,7 +57,7 @@ def system(r: Record) -> str:
     if r["bench"] == "math":
         return f"{who} {p.get('impl', '')}".strip()
     if r["bench"] == "gru":
-        return f"{who} {p.get('variant', '')}".strip()
+        return f"{who} {p.get('variant', p.get('impl', ''))}".strip()
     return who
 
 
