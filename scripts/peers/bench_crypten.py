@@ -23,18 +23,14 @@ SEED = 1
 def gru(x_seq, w_ih, w_hh, b_ih, b_hh, hidden):
     """A GRU layer (PyTorch's gate order r, z, n) over encrypted inputs; the weights are
     encrypted too (the server's)."""
-    h = None
+    h = crypten.cryptensor(torch.zeros(1, hidden))
     for x in x_seq:
         gi = x.matmul(w_ih.t()) + b_ih
-        if h is None:
-            gh = b_hh.unsqueeze(0).expand(1, 3 * hidden) * 1
-            gh = crypten.cryptensor(torch.zeros(1, 3 * hidden)) + gh
-        else:
-            gh = h.matmul(w_hh.t()) + b_hh
+        gh = h.matmul(w_hh.t()) + b_hh
         r = (gi[:, :hidden] + gh[:, :hidden]).sigmoid()
         z = (gi[:, hidden:2 * hidden] + gh[:, hidden:2 * hidden]).sigmoid()
         n = (gi[:, 2 * hidden:] + r * gh[:, 2 * hidden:]).tanh()
-        h = (1 - z) * n if h is None else (1 - z) * n + z * h
+        h = (1 - z) * n + z * h
     return h
 
 
@@ -95,8 +91,7 @@ def main():
         bytes_total = sum(c[2][1] for c in cases)
         rounds = max(c[2][2] for c in cases)
         params = dict(params, system="crypten", impl="tfp-dealer", profile="none",
-                      provider=cfg.mpc.provider, version=crypten.__version__ if hasattr(
-                          crypten, "__version__") else "0.4.1")
+                      provider=cfg.mpc.provider, version="0.4.1")
         print(json.dumps({"bench": bench, "params": params, "time_s": time_s,
                           "bytes_total": bytes_total, "rounds": rounds,
                           "phases": {"online": {"time_s": time_s, "bytes": bytes_total}}}))

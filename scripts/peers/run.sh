@@ -8,9 +8,11 @@ cd "$(dirname "$0")/../.."
 PEERS=("$@")
 [ ${#PEERS[@]} -gt 0 ] || PEERS=(spu crypten concrete-ml)
 DATA=scripts/plots/data
-# CrypTen 0.4.1 imports torch.onnx internals that torch 1.13 removed, and torch 1.12 has no
-# wheels for Python 3.11+: it needs a Python 3.10 (PY310, default `python3.10`).
-PY310=${PY310:-python3.10}
+# CrypTen 0.4.1 (PyPI's latest) imports torch.onnx internals that torch 1.13 removed, and its
+# encoder passes floats where Python 3.10+ wants integers ("'float' object cannot be
+# interpreted as an integer", fixed only in CrypTen's unreleased source): it needs torch 1.12
+# on Python 3.9 (PY39, default `python3.9`).
+PY39=${PY39:-python3.9}
 
 venv() {  # venv NAME PYTHON PIP-ARGS...
   local name=$1 py=$2; shift 2
@@ -33,11 +35,11 @@ for p in "${PEERS[@]}"; do
       venv spu python3 spu==0.9.5
       { meta spu; .peers/spu/bin/python scripts/peers/bench_spu.py; } > "$DATA/peers-spu.jsonl.tmp" ;;
     crypten)
-      command -v "$PY310" >/dev/null || { echo "run.sh: crypten needs $PY310 (set PY310)" >&2; exit 1; }
+      command -v "$PY39" >/dev/null || { echo "run.sh: crypten needs $PY39 (set PY39)" >&2; exit 1; }
       # crypten 0.4.1 still lists the retired `sklearn` alias package, whose install refuses
       # unless told that the deprecated name is meant (it only pulls in scikit-learn). torch
       # 1.12 was built against NumPy 1.x and cannot use NumPy 2.
-      SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL=True venv crypten "$PY310" torch==1.12.1 crypten==0.4.1 "numpy<2"
+      SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL=True venv crypten "$PY39" torch==1.12.1 crypten==0.4.1 "numpy<2"
       { meta crypten; .peers/crypten/bin/python scripts/peers/bench_crypten.py; } > "$DATA/peers-crypten.jsonl.tmp" ;;
     concrete-ml)
       venv concrete-ml python3 concrete-ml==1.9.0
