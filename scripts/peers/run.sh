@@ -39,7 +39,7 @@ for p in "${PEERS[@]}"; do
       # crypten 0.4.1 still lists the retired `sklearn` alias package, whose install refuses
       # unless told that the deprecated name is meant (it only pulls in scikit-learn). torch
       # 1.12 was built against NumPy 1.x and cannot use NumPy 2.
-      SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL=True venv crypten "$PY39" torch==1.12.1 crypten==0.4.1 "numpy<2"
+      SKLEARN_ALLOW_DEPRECATED_SKLEARN_PACKAGE_INSTALL=True venv crypten "$PY39" torch==1.12.1 torchvision==0.13.1 crypten==0.4.1 "numpy<2"
       { meta crypten; .peers/crypten/bin/python scripts/peers/bench_crypten.py; } > "$DATA/peers-crypten.jsonl.tmp" ;;
     concrete-ml)
       venv concrete-ml python3 concrete-ml==1.9.0
