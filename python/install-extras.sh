@@ -40,6 +40,8 @@ if [ "$TORCH" = 1 ]; then
   # PyPI has only CUDA builds of torch for Linux x86-64, and their libtorch_cpu.so itself links
   # libcudart/libcupti (libtorch.so links libtorch_cuda.so, which needs cuBLAS, cuDNN, NCCL...),
   # so `pip install torch --no-deps` gives a torch that cannot be imported. The plain install
-  # (about 3 GB of nvidia-* wheels, ~35 s here) is the lightest one that works from PyPI alone.
-  "$PIP" install -q torch==2.15.0
+  # (about 3 GB of nvidia-* wheels) is the lightest one that works from PyPI alone. No -q: the
+  # download takes minutes on an ordinary link, and pip's progress bars say it is moving.
+  echo "install-extras.sh: installing PyTorch (about 4.5 GB installed; pip shows download progress)"
+  "$PIP" install --progress-bar on torch==2.15.0
 fi

@@ -5,10 +5,11 @@ thin face over it plus the PyTorch side (datasets, training recipes, export), wh
 only where it is needed.
 """
 
-__all__ = ["core"]
+__all__ = ["core", "Server", "Client", "InferenceResult", "Cost", "PhaseCost", "export",
+           "load_model_dir", "FixedPointModel"]
 
 
-def core():
+def core():  # noqa: ANN201 - the module type is built by maturin
     """The compiled Rust core module (raises ImportError with a hint if it is not built)."""
     try:
         from . import _core
@@ -20,8 +21,10 @@ def core():
     return _core
 
 
-# --- Python face (issue 7). Lazy, so `import secinfer` needs neither torch nor the built core.
-_LAZY = {"Server": ("api", "Server"), "Client": ("api", "Client"), "export": ("modelio", "export"),
+# --- Python face. Lazy, so `import secinfer` needs neither torch nor the built core.
+_LAZY = {"Server": ("api", "Server"), "Client": ("api", "Client"),
+         "InferenceResult": ("api", "InferenceResult"), "Cost": ("api", "Cost"),
+         "PhaseCost": ("api", "PhaseCost"), "export": ("modelio", "export"),
          "load_model_dir": ("modelio", "load_model_dir"),
          "FixedPointModel": ("fixedpoint", "FixedPointModel")}
 

@@ -1,64 +1,184 @@
-"""``secinfer.Server`` / ``secinfer.Client``: thin wrappers over the Rust runtime (issue 6).
+"""``secinfer.Server`` / ``secinfer.Client``: thin wrappers over the Rust runtime.
 
 No protocol logic lives here.  Python only reads the public model description
 (model.json and vocab.json: architecture, formats, tokeniser), tokenises text
-on the client side, and hands everything to ``secinfer._core``.  Until the core
-exposes ``Server``/``Client`` these raise ``NotImplementedError`` naming issue 6.
-
-Core API (``secinfer-nn``'s runtime, bound in ``crates/py``):
-
-* ``_core.Server(model_dir: str, variant: str)`` with
-  ``.serve(port, host, sessions=None, on_listen=None)``;
-* ``_core.Client(host, port, model_info_dir: str, variant: str)`` with
-  ``.infer(tokens, reveal_logits=False, gates="tables") -> dict``: ``prediction``, ``logits``
-  (or None), ``cost`` (per phase: time, bytes each way, messages, rounds), ``gc_bytes``,
-  ``he_bytes``, ``gate_tables``; ``gates="circuit"`` keeps the gates garbled (fewer rounds,
-  more bytes), as ``secinfer infer --gates``.
+on the client side, and hands everything to ``secinfer._core``; results come
+back as dataclasses (:class:`InferenceResult`, :class:`Cost`, :class:`PhaseCost`).
 
 ``variant`` is CryptoGRU's: ``baseline`` (tanh, 20-bit), ``cg1`` (ReLU, 20-bit), ``cg2``
-(ReLU, 8-bit activations).
+(ReLU, 8-bit activations).  Server and client must use the same one.
+
+The server logs like ``secinfer serve`` through the ``secinfer`` logger ("listening on
+...", then one line per session); call ``logging.basicConfig(level=logging.INFO)`` to see
+the lines.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence, Union
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
 
 from .text import Vocab, pad_truncate, tokenize
 
 ModelInfo = Union[str, Path, Mapping]
 
+log = logging.getLogger("secinfer")
+
+
+def _human_bytes(b: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= size:
+            return f"{b / size:.2f} {unit}"
+    return f"{b} B"
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """What one protocol phase cost the client: seconds, bytes each way, messages, rounds."""
+
+    time_s: float
+    bytes_sent: int
+    bytes_received: int
+    messages_sent: int
+    messages_received: int
+    rounds: int
+
+    @property
+    def bytes(self) -> int:
+        """Bytes in both directions."""
+        return self.bytes_sent + self.bytes_received
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A session's cost per phase (setup: base OTs and keys; offline: input-independent
+    pools and tables; online: the work once the input is known), as the client metered it."""
+
+    setup: PhaseCost
+    offline: PhaseCost
+    online: PhaseCost
+
+    @property
+    def time_s(self) -> float:
+        """Seconds over all phases."""
+        return self.setup.time_s + self.offline.time_s + self.online.time_s
+
+    @property
+    def bytes(self) -> int:
+        """Bytes in both directions over all phases."""
+        return self.setup.bytes + self.offline.bytes + self.online.bytes
+
+    @property
+    def rounds(self) -> int:
+        """Round trips over all phases."""
+        return self.setup.rounds + self.offline.rounds + self.online.rounds
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Mapping[str, Any]]) -> "Cost":
+        return cls(**{p: PhaseCost(**d[p]) for p in ("setup", "offline", "online")})
+
+    def __repr__(self) -> str:
+        return (f"Cost({self.time_s:.3f} s, {_human_bytes(self.bytes)}, {self.rounds} rounds; "
+                f"online {self.online.time_s:.3f} s, {_human_bytes(self.online.bytes)})")
+
+
+@dataclass(frozen=True, repr=False)
+class InferenceResult:
+    """What the client learns from one secure inference, and what it cost.
+
+    ``logits`` are ``None`` unless the client asked for them (``reveal_logits=True``); they
+    are the fixed-point logits as floats, ``logits_fixed`` the integers the circuit revealed.
+    """
+
+    prediction: int
+    label: Optional[str]
+    logits: Optional[List[float]]
+    logits_fixed: Optional[List[int]]
+    cost: Cost
+    gc_bytes: int
+    he_bytes: int
+    and_gates: int
+    gate_tables: bool
+    steps: int
+
+    def __repr__(self) -> str:
+        label = f", label={self.label!r}" if self.label is not None else ""
+        logits = ("" if self.logits is None
+                  else ", logits=[" + ", ".join(f"{v:.4f}" for v in self.logits) + "]")
+        return f"InferenceResult(prediction={self.prediction}{label}{logits}, cost={self.cost!r})"
+
 
 def _core_attr(name: str):
     from . import core
 
-    c = core()
-    if not hasattr(c, name):
-        raise NotImplementedError(
-            f"secinfer._core has no {name} yet: the secure GRU runtime comes with issue 6")
-    return getattr(c, name)
+    return getattr(core(), name)
 
 
 class Server:
     """Holds a model directory (weights stay in the Rust process) and serves secure inference."""
 
-    def __init__(self, model_dir: str | Path, variant: str = "cg2"):
+    def __init__(self, model_dir: Union[str, Path], variant: str = "cg2"):
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "model.json").is_file():
             raise FileNotFoundError(f"{self.model_dir}: no model.json (see docs/model-format.md)")
         self.variant = variant
         self._inner = None
 
-    def serve(self, port: int, host: str = "127.0.0.1", sessions: int | None = None,
-              on_listen=None) -> None:
-        """Block serving clients on ``host:port``; return after ``sessions`` sessions if given.
+    def serve(self, port: int = 7460, host: str = "127.0.0.1", sessions: Optional[int] = None,
+              on_listen: Optional[Callable[[str], None]] = None, timeout_s: int = 60) -> None:
+        """Serve clients on ``host:port`` until ``sessions`` sessions ended, or for ever.
 
-        ``port=0`` picks a free port; ``on_listen(address)`` receives the bound address.
+        ``port=0`` picks a free port; ``on_listen(address)`` receives the bound address.  Logs
+        "listening on ..." and one line per session to the ``secinfer`` logger.  Ctrl-C stops
+        it (in the main thread): the call then returns.
         """
         if self._inner is None:
             self._inner = _core_attr("Server")(str(self.model_dir), self.variant)
-        self._inner.serve(int(port), host, sessions, on_listen)
+
+        def listening(addr: str) -> None:
+            log.info("listening on %s (model %s, variant %s)", addr, self.model_dir, self.variant)
+            if on_listen is not None:
+                on_listen(addr)
+
+        def session(sid: int, peer: str, status: str, info: Mapping[str, Any]) -> None:
+            if status == "done":
+                log.info("session %d (%s): done: %.3f s, %s (GC %s, HE %s)", sid, peer,
+                         info["time_s"], _human_bytes(info["bytes"]),
+                         _human_bytes(info["gc_bytes"]), _human_bytes(info["he_bytes"]))
+            elif status == "failed":
+                log.warning("session %d (%s): failed: %s", sid, peer, info["error"])
+            else:
+                log.error("session %d (%s): panicked (caught; server continues)", sid, peer)
+
+        kwargs = dict(port=int(port), host=host, sessions=sessions, on_listen=listening,
+                      timeout_s=int(timeout_s), on_session=session)
+        if threading.current_thread() is not threading.main_thread():
+            self._inner.serve(**kwargs)
+            return
+        # The core blocks in accept() with the GIL released, where Python cannot deliver
+        # SIGINT; serving from a daemon thread leaves the main thread free to take Ctrl-C.
+        failure: List[BaseException] = []
+
+        def run() -> None:
+            try:
+                self._inner.serve(**kwargs)
+            except BaseException as e:  # re-raised in the caller's thread below
+                failure.append(e)
+
+        t = threading.Thread(target=run, name="secinfer-serve", daemon=True)
+        t.start()
+        try:
+            while t.is_alive():
+                t.join(0.2)
+        except KeyboardInterrupt:
+            log.info("stopped (Ctrl-C)")
+            return
+        if failure:
+            raise failure[0]
 
 
 class Client:
@@ -69,10 +189,10 @@ class Client:
     (then text input needs ``vocab=``).
     """
 
-    def __init__(self, host: str, port: int, model_info: ModelInfo, vocab: Vocab | None = None,
+    def __init__(self, host: str, port: int, model_info: ModelInfo, vocab: Optional[Vocab] = None,
                  variant: str = "cg2"):
         self.host, self.port, self.variant = host, int(port), variant
-        self.info_dir = None
+        self.info_dir: Optional[Path] = None
         if isinstance(model_info, Mapping):
             self.info = dict(model_info)
             self.vocab = vocab
@@ -84,7 +204,7 @@ class Client:
             self.vocab = vocab or (Vocab.load(d / voc["file"]) if voc else None)
         self._inner = None
 
-    def tokens(self, text_or_tokens: str | Sequence[int]) -> list[int]:
+    def tokens(self, text_or_tokens: Union[str, Sequence[int]]) -> List[int]:
         """Text -> exactly ``max_len`` ids as the model expects; token lists are padded/truncated."""
         voc = self.info.get("vocab") or {}
         max_len = voc.get("max_len")
@@ -98,12 +218,13 @@ class Client:
             return ids
         return pad_truncate(ids, max_len, voc.get("padding", "pre"), voc.get("truncation", "pre"))
 
-    def infer(self, text_or_tokens: str | Sequence[int], reveal_logits: bool = False,
-              gates: str = "tables") -> dict:
-        """Run one secure inference; returns ``{"prediction", "label", "logits", "cost", ...}``.
+    def infer(self, text_or_tokens: Union[str, Sequence[int]], reveal_logits: bool = False,
+              gates: str = "tables") -> InferenceResult:
+        """Run one secure inference against the server.
 
-        The secure run needs the public embedding table, so ``model_info`` must be a directory
-        (``secinfer export-info`` writes one).
+        ``gates="circuit"`` keeps the GRU's gates r and z in the garbled circuit (fewer rounds,
+        more bytes), as ``secinfer infer --gates``.  The secure run needs the public embedding
+        table, so ``model_info`` must be a directory (``secinfer export-info`` writes one).
         """
         ids = self.tokens(text_or_tokens)
         if self._inner is None:
@@ -111,8 +232,20 @@ class Client:
                 raise ValueError("secure inference needs model_info as a directory holding the "
                                  "public embedding table (see `secinfer export-info`)")
             self._inner = _core_attr("Client")(self.host, self.port, str(self.info_dir), self.variant)
-        res = dict(self._inner.infer(ids, reveal_logits, gates))
-        labels = self.info.get("labels")
-        if labels and "label" not in res:
-            res["label"] = labels[res["prediction"]]
-        return res
+        res = self._inner.infer(ids, reveal_logits, gates)
+        labels = self.info.get("labels") or []
+        pred = int(res["prediction"])
+        fixed = res["logits"]
+        scale = float(2 ** self._inner.logit_frac_bits)
+        return InferenceResult(
+            prediction=pred,
+            label=labels[pred] if pred < len(labels) else None,
+            logits=None if fixed is None else [v / scale for v in fixed],
+            logits_fixed=None if fixed is None else list(fixed),
+            cost=Cost.from_dict(res["cost"]),
+            gc_bytes=int(res["gc_bytes"]),
+            he_bytes=int(res["he_bytes"]),
+            and_gates=int(res["and_gates"]),
+            gate_tables=bool(res["gate_tables"]),
+            steps=int(res["steps"]),
+        )

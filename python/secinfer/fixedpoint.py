@@ -2,7 +2,7 @@
 
 This module *is* the arithmetic specification that docs/model-format.md
 ("Fixed-point semantics") writes out in words; the Rust plaintext fixed-point
-evaluator (issue 6) must agree with it bit for bit whenever it reports no
+evaluator (``secinfer._core.eval_fixed_point``) must agree with it bit for bit whenever it reports no
 overflow.  Summary:
 
 * A format ``(bits, frac)`` holds integers in ``[-2^(bits-1), 2^(bits-1) - 1]``

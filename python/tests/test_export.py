@@ -155,13 +155,8 @@ def test_rust_fixed_point_evaluator_matches_reference_and_pytorch(heldout, torch
 
 
 def test_rust_tokeniser_matches_python(heldout):
-    """secinfer._core.encode_text(model_dir, text) -> ids: words-v1 exactly as secinfer.text does it.
-
-    Skipped only while the bindings lack encode_text.
-    """
+    """secinfer._core.encode_text(model_dir, text) -> ids: words-v1 exactly as secinfer.text does it."""
     core = secinfer.core()
-    if not hasattr(core, "encode_text"):
-        pytest.skip("secinfer._core has no encode_text yet (issue 6)")
     ds = datasets.load_imdb()
     texts = [ds.test.texts[i] for i in datasets.sample_texts(ds.test, 300, seed=2)]
     texts += ["", "   ", "<BR />x<br>y<br/>z<bR  />", "İstanbul ÉCOLE café naïve", "don't stop!!1",

@@ -4,7 +4,7 @@
 #   [PROFILE=lan|none|wan] [WARM=1] scripts/bench/math-ab.py ROUNDS base=BIN new=BIN -- fn1 fn2 ...
 # WARM=1 runs two sessions per process (`--repeat 2`) and keeps the second: a heap already
 # mapped, without the first run's fresh pages (which cost far more right after an idle spell on
-# this VM; docs/benchmarks.md, "Session 9"). Both binaries must know `--repeat`.
+# this VM; docs/history/benchmarks-by-session.md, "Session 9"). Both binaries must know `--repeat`.
 import json, os, subprocess, sys, statistics, time
 R = int(sys.argv[1]); i = sys.argv.index('--')
 bins = [a.split('=', 1) for a in sys.argv[2:i]]; fns = sys.argv[i+1:]

@@ -121,9 +121,9 @@ pub struct InferArgs {
     /// JSON-lines file of {"text": ..., "label": ...} samples: classifies each.
     #[arg(long)]
     pub samples: Option<PathBuf>,
-    /// At most this many samples.
-    #[arg(long, default_value_t = usize::MAX)]
-    pub limit: usize,
+    /// Classify at most this many samples of --samples [default: all].
+    #[arg(long)]
+    pub limit: Option<usize>,
     /// A `fixed_point_variants` entry (e.g. fx20, fx8) for --plaintext; without it --plaintext
     /// uses the formats of --variant, so it prints what the secure run with that variant computes.
     #[arg(long)]
@@ -201,7 +201,7 @@ fn inputs(a: &InferArgs, vocab: Option<&Vocab>, n_vocab: usize) -> Result<Vec<In
             for (i, line) in std::fs::read_to_string(f)?
                 .lines()
                 .filter(|l| !l.trim().is_empty())
-                .take(a.limit)
+                .take(a.limit.unwrap_or(usize::MAX))
                 .enumerate()
             {
                 let j: serde_json::Value = serde_json::from_str(line)
@@ -426,12 +426,10 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
         if ins.len() > 1 {
             println!("{}", inp.name);
         }
-        let truth = inp
-            .label
-            .as_ref()
-            .map(|l| format!("   true label: {l}"))
-            .unwrap_or_default();
-        println!("class      {} ({}){truth}", k, label(&m.config.labels, k));
+        println!("class      {} ({})", k, label(&m.config.labels, k));
+        if let Some(l) = &inp.label {
+            println!("true label {l}");
+        }
         let shown: Vec<String> = logits
             .iter()
             .map(|l| format!("{:.4}", *l as f64 / scale))
@@ -464,7 +462,7 @@ fn graph_inputs(a: &InferArgs) -> Result<Vec<(String, Vec<f32>, Option<String>)>
             for (i, line) in std::fs::read_to_string(f)?
                 .lines()
                 .filter(|l| !l.trim().is_empty())
-                .take(a.limit)
+                .take(a.limit.unwrap_or(usize::MAX))
                 .enumerate()
             {
                 let what = format!("{}: line {}", f.display(), i + 1);

@@ -59,9 +59,20 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
         .args(["serve", "--port", "0", "--timeout", "10", "--model"])
         .arg(&model)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The server's session log is collected, not printed: the failed sessions below are this
+    // test's purpose, and their lines are checked at the end instead of alarming a reader.
+    let log = {
+        let err = srv.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            BufReader::new(err)
+                .lines()
+                .map_while(Result::ok)
+                .collect::<Vec<String>>()
+        })
+    };
     let mut line = String::new();
     BufReader::new(srv.stdout.take().unwrap())
         .read_line(&mut line)
@@ -109,4 +120,13 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
         ],
     );
     drop(srv);
+    let log = log.join().unwrap();
+    let failed = log.iter().filter(|l| l.contains("failed")).count();
+    let done = log.iter().filter(|l| l.contains(": done:")).count();
+    assert!(
+        failed >= 2,
+        "the bad clients' sessions are logged as failed:\n{}",
+        log.join("\n")
+    );
+    assert_eq!(done, 2, "two sessions served:\n{}", log.join("\n"));
 }

@@ -181,7 +181,15 @@ impl Server {
 
     /// Serves clients on host:port (port 0 picks one; `on_listen(addr)` is called with the bound
     /// address). With `sessions` set, returns after that many sessions; otherwise serves forever.
-    #[pyo3(signature = (port, host="127.0.0.1", sessions=None, on_listen=None, timeout_s=60))]
+    /// `on_session(id, peer, status, info)` is called as each session ends: status "done" (info:
+    /// time_s, bytes, gc_bytes, he_bytes, flood_stat_bits), "failed" (info: error) or
+    /// "panicked"; without it failures are printed to stderr.
+    #[pyo3(signature = (port, host="127.0.0.1", sessions=None, on_listen=None, timeout_s=60,
+                        on_session=None))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "mirrors the Python keyword arguments"
+    )]
     fn serve(
         &self,
         py: Python<'_>,
@@ -190,6 +198,7 @@ impl Server {
         sessions: Option<u64>,
         on_listen: Option<PyObject>,
         timeout_s: u64,
+        on_session: Option<PyObject>,
     ) -> PyResult<()> {
         let listener = std::net::TcpListener::bind((host, port))
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
@@ -200,11 +209,23 @@ impl Server {
             cb.call1(py, (addr.to_string(),))?;
         }
         let inner = self.inner.clone();
-        let log: secinfer_nn::runtime::SessionLog = std::sync::Arc::new(|id, peer, end| {
-            if let secinfer_nn::runtime::SessionEnd::Failed(e) = end {
-                eprintln!("secinfer: session {id} ({peer}) failed: {e}");
-            }
-        });
+        let log: secinfer_nn::runtime::SessionLog = match on_session {
+            Some(cb) => std::sync::Arc::new(move |id, peer, end| {
+                Python::with_gil(|py| {
+                    // A failing callback must not take the server down: Python prints it.
+                    if let Err(e) = session_event(py, end)
+                        .and_then(|(status, info)| cb.call1(py, (id, peer, status, info)))
+                    {
+                        e.print(py);
+                    }
+                })
+            }),
+            None => std::sync::Arc::new(|id, peer, end| {
+                if let secinfer_nn::runtime::SessionEnd::Failed(e) = end {
+                    eprintln!("secinfer: session {id} ({peer}) failed: {e}");
+                }
+            }),
+        };
         py.allow_threads(move || {
             inner.serve(
                 &listener,
@@ -215,6 +236,32 @@ impl Server {
         })
         .map_err(nn_err)
     }
+}
+
+/// A session's end as `(status, info)` for `Server.serve(on_session=...)`.
+fn session_event(
+    py: Python<'_>,
+    end: secinfer_nn::runtime::SessionEnd,
+) -> PyResult<(&'static str, Bound<'_, PyDict>)> {
+    use secinfer_nn::runtime::SessionEnd;
+    let info = PyDict::new_bound(py);
+    let status = match end {
+        SessionEnd::Done(rep) => {
+            let t = rep.cost.total();
+            info.set_item("time_s", t.time_s)?;
+            info.set_item("bytes", t.bytes())?;
+            info.set_item("gc_bytes", rep.gc_bytes)?;
+            info.set_item("he_bytes", rep.he_bytes)?;
+            info.set_item("flood_stat_bits", rep.flood_stat_bits)?;
+            "done"
+        }
+        SessionEnd::Failed(e) => {
+            info.set_item("error", e.to_string())?;
+            "failed"
+        }
+        SessionEnd::Panicked => "panicked",
+    };
+    Ok((status, info))
 }
 
 /// The client's side: public model info only (model.json, vocabulary, embedding table).
@@ -235,6 +282,12 @@ impl Client {
             inner,
             server: format!("{host}:{port}"),
         })
+    }
+
+    /// Fraction bits of the revealed logits (they are fixed-point integers: divide by 2^bits).
+    #[getter]
+    fn logit_frac_bits(&self) -> u32 {
+        self.inner.model().fp.main.frac
     }
 
     /// Token ids for `text` under the model's tokeniser.

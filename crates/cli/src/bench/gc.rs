@@ -1,4 +1,4 @@
-//! `secinfer bench gates` and `secinfer bench gc`: garbled-circuit activations (issue 3).
+//! `secinfer bench gates` and `secinfer bench gc`: garbled-circuit activations.
 //!
 //! `gates` is local: AND gates and AND depth of ReLU, sigmoid and tanh at each width, alone and
 //! inside the shares-in/shares-out circuit of each share domain, beside CryptoGRU's figures, with
@@ -21,8 +21,11 @@ use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum FnArg {
+    /// max(x, 0).
     Relu,
+    /// 1 / (1 + e^-x).
     Sigmoid,
+    /// tanh(x).
     Tanh,
 }
 
@@ -86,6 +89,24 @@ fn is_prime(n: u64) -> bool {
 
 fn prime_above(x: u64) -> u64 {
     (x + 1..).find(|&p| is_prime(p)).unwrap_or(x + 1)
+}
+
+impl DomainArg {
+    fn name(self) -> &'static str {
+        match self {
+            DomainArg::Pow2 => "pow2",
+            DomainArg::Modp => "modp",
+            DomainArg::Cg2 => "cg2",
+        }
+    }
+}
+
+/// The share modulus as a reader writes it: `2^8`, or the prime itself.
+fn modulus_name(d: ShareDomain) -> String {
+    match d {
+        ShareDomain::Pow2(b) => format!("2^{b}"),
+        ShareDomain::ModP(p) => p.to_string(),
+    }
 }
 
 /// The domain and spec of a case.
@@ -251,7 +272,8 @@ pub fn run_gc(args: GcArgs, out: &mut Reporter) -> Result<(), Error> {
         .param("fn", func.name())
         .param("bits", args.bits)
         .param("count", n)
-        .param("domain", format!("{domain:?}"))
+        .param("domain", args.domain.name())
+        .param("modulus", modulus_name(domain))
         .param("net", args.net.net_name())
         .param("profile", args.net.profile.name)
         .param("threads", threads);

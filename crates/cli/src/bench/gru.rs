@@ -30,10 +30,10 @@ pub struct GruArgs {
     /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations).
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
-    /// What fills the sessions' OT pools: softspoken-k<K> (SoftSpokenOT, 16/K B per COT for
-    /// more CPU, K in 1..=8; `softspoken` = K 2; the default K 5 costs IKNP's time here), iknp
-    /// (16 B per COT) or ferret (silent OT: ≈ 1.5 MB once, then nearly free, but each
-    /// 10^7-COT iteration takes ≈ 1.3 s on two cores).
+    /// What fills the sessions' OT pools: softspoken-k<K> (SoftSpokenOT, 16/K bytes per COT for
+    /// more CPU, K in 1..=8; the default K 5 costs IKNP's time here, and is `bench ot --k`'s
+    /// and `infer --ot`'s default too), iknp (16 bytes per COT) or ferret (silent OT: ≈ 1.5 MB
+    /// once, then nearly free, but each 10^7-COT iteration takes ≈ 1.3 s on two cores).
     #[arg(long, default_value = "softspoken-k5")]
     pub ot: OtFiller,
     /// How AND gates are garbled: half-gates (32 B per AND gate) or three-halves (Rosulek–Roy,

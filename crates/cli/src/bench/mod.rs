@@ -9,6 +9,11 @@ pub mod he;
 pub mod math;
 pub mod ot;
 
+/// SoftSpokenOT's chunk size k wherever a command fills OT pools or measures SoftSpokenOT:
+/// the secure GRU sessions' own default ([`secinfer_nn::secure::OtFiller::default`]), so a bench
+/// measures what `serve`/`infer` run (3.2 bytes per COT at the cost of IKNP's time on two cores).
+pub const SOFTSPOKEN_K: u32 = 5;
+
 /// The benchmarks. Each measures both parties (see `--net`/`--profile`) and reports time, bytes
 /// and rounds per phase plus its own fields.
 #[derive(Subcommand, Debug)]
@@ -25,9 +30,9 @@ pub enum BenchCmd {
     HeMatvec(he::HeMatvecArgs),
     /// Encrypted convolution into Z_t shares (GAZELLE output rotation, GALA kernel grouping).
     HeConv(he::HeConvArgs),
-    /// Secret-sharing math (issue 5): OPAF / SIRNN exp, exp_neg, sigmoid, tanh, ReLU on Z_2^l shares.
+    /// Secret-sharing math: OPAF / SIRNN exp, exp_neg, sigmoid, tanh, ReLU on Z_2^l shares.
     Math(math::MathArgs),
-    /// Secure GRU inference (CryptoGRU, issue 6) on a random model: HE matvecs + garbled steps.
+    /// Secure GRU inference (CryptoGRU) on a random model: HE matvecs + garbled steps.
     Gru(gru::GruArgs),
 }
 
@@ -41,5 +46,20 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::HeConv(a) => he::run_conv(a, out),
         BenchCmd::Math(a) => math::run(a, out),
         BenchCmd::Gru(a) => gru::run(a, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use secinfer_nn::secure::OtFiller;
+
+    #[test]
+    fn softspoken_k_is_the_sessions_default() {
+        assert_eq!(
+            OtFiller::default(),
+            OtFiller::SoftSpoken {
+                k: super::SOFTSPOKEN_K
+            }
+        );
     }
 }

@@ -44,7 +44,9 @@ pub enum OtKind {
 /// The pool filler of the pooled kinds.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum PoolSource {
+    /// IKNP OT extension: 16 bytes per COT.
     Iknp,
+    /// Ferret silent OT (`--ferret-params`): well under a bit per COT, in whole iterations.
     Ferret,
     /// SoftSpokenOT with `--k`.
     Softspoken,
@@ -53,8 +55,11 @@ pub enum PoolSource {
 /// Published Ferret parameter sets (emp-ot's constants).
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum FerretSet {
+    /// emp-ot's default: LPN k = 452,000, t = 1,280 noise bins of 2^13.
     B13,
+    /// emp-ot's ferret_b12: LPN k = 238,000, t = 2,507 bins of 2^12.
     B12,
+    /// emp-ot's ferret_b11: LPN k = 124,000, t = 4,971 bins of 2^11.
     B11,
 }
 
@@ -104,9 +109,10 @@ pub struct OtArgs {
     /// Ferret parameter set (`--kind ferret`, `--pool-source ferret`).
     #[arg(long, value_enum, default_value_t = FerretSet::B13)]
     pub ferret_params: FerretSet,
-    /// SoftSpokenOT bits per chunk, 1..=8 (`--kind softspoken`, `--pool-source softspoken`);
-    /// 2 measured fastest at the lan profile (8 B/COT), larger k saves bytes for CPU.
-    #[arg(long, default_value_t = 2)]
+    /// SoftSpokenOT bits per chunk, 1..=8 (`--kind softspoken`, `--pool-source softspoken`):
+    /// 16/k bytes per COT for CPU growing like 2^k/k. The default is the secure GRU sessions'
+    /// (`infer --ot softspoken-k5`); k = 2 (8 B per COT) measured fastest at the lan profile.
+    #[arg(long, default_value_t = super::SOFTSPOKEN_K)]
     pub k: u32,
     #[command(flatten)]
     pub net: NetArgs,
