@@ -286,8 +286,8 @@ impl Client {
 
     /// Fraction bits of the revealed logits (they are fixed-point integers: divide by 2^bits).
     #[getter]
-    fn logit_frac_bits(&self) -> u32 {
-        self.inner.model().fp.main.frac
+    fn logit_frac_bits(&self) -> PyResult<u32> {
+        Ok(self.inner.model().map_err(nn_err)?.fp.main.frac)
     }
 
     /// Token ids for `text` under the model's tokeniser.
