@@ -161,7 +161,7 @@ mod tests {
     fn softspoken_k_has_one_default_across_commands() {
         use super::{bench::BenchCmd, Cmd};
         use clap::Parser;
-        use secinfer_nn::secure::OtFiller;
+        use secinfer_nn::layers::gru::OtFiller;
         let want = OtFiller::default();
         let parse = |args: &[&str]| Cli::try_parse_from(args).map(|c| c.cmd);
         match parse(&["secinfer", "infer"]) {

@@ -10,7 +10,7 @@ pub mod math;
 pub mod ot;
 
 /// SoftSpokenOT's chunk size k wherever a command fills OT pools or measures SoftSpokenOT:
-/// the secure GRU sessions' own default ([`secinfer_nn::secure::OtFiller::default`]), so a bench
+/// the secure GRU sessions' own default ([`secinfer_nn::layers::gru::OtFiller::default`]), so a bench
 /// measures what `serve`/`infer` run (3.2 bytes per COT at the cost of IKNP's time on two cores).
 pub const SOFTSPOKEN_K: u32 = 5;
 
@@ -51,7 +51,7 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
-    use secinfer_nn::secure::OtFiller;
+    use secinfer_nn::layers::gru::OtFiller;
 
     #[test]
     fn softspoken_k_is_the_sessions_default() {
