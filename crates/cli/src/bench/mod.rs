@@ -8,6 +8,8 @@ pub mod gru;
 pub mod he;
 pub mod math;
 pub mod ot;
+#[cfg(feature = "tfhe")]
+pub mod she;
 
 /// The benchmarks. Each measures both parties (see `--net`/`--profile`) and reports time, bytes
 /// and rounds per phase plus its own fields.
@@ -29,6 +31,9 @@ pub enum BenchCmd {
     Math(math::MathArgs),
     /// Secure GRU inference (CryptoGRU, issue 6) on a random model: HE matvecs + garbled steps.
     Gru(gru::GruArgs),
+    /// SHE (non-interactive TFHE inference): gates, bootstraps, depth, keys, time per sample.
+    #[cfg(feature = "tfhe")]
+    She(she::SheArgs),
 }
 
 pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
@@ -41,5 +46,7 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::HeConv(a) => he::run_conv(a, out),
         BenchCmd::Math(a) => math::run(a, out),
         BenchCmd::Gru(a) => gru::run(a, out),
+        #[cfg(feature = "tfhe")]
+        BenchCmd::She(a) => she::run(a, out),
     }
 }
