@@ -2,7 +2,7 @@
 """Train SHE's digits MLP 64-128-128-10 (power-of-two weights, 5-bit activations, BatchNorm
 folded) on scikit-learn's 8x8 digits and export it for `secinfer bench she`.
 
-    python python/recipes/train_she_digits.py --out models/she-digits-mlp
+    python python/recipes/train_she_digits.py --keep 0.25 --out models/she-digits-mlp
 
 The split is scikit-learn's ``train_test_split(test_size=0.25, random_state=0, stratify=y)``.
 Prints the integer (bit-exact) test accuracy and writes it to she.json's ``meta``.
@@ -28,6 +28,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("models/she-digits-mlp"))
     ap.add_argument("--epochs", type=int, default=120)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keep", type=float, default=0.25, help="fraction of weights kept after BatchNorm folding")
     a = ap.parse_args()
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
@@ -36,7 +37,7 @@ def main() -> None:
     x = x.astype(np.int64)  # pixels 0..16: 5-bit unsigned inputs, exactly
     xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.25, random_state=0, stratify=y)
     t = time.time()
-    cfg = she.TrainConfig(epochs=a.epochs, seed=a.seed)
+    cfg = she.TrainConfig(epochs=a.epochs, seed=a.seed, keep=a.keep)
     params = she.train_mlp(xtr, ytr, 10, cfg)
     offsets = she.choose_offsets(params, xtr, ytr)
     model = she.to_integer(params, offsets)
@@ -54,6 +55,7 @@ def main() -> None:
         "train_s": round(train_s, 1),
         "seed": a.seed,
         "epochs": a.epochs,
+        "keep": a.keep,
     }
     model.export(a.out, xte, yte)
     print(json.dumps(model.meta))

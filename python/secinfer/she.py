@@ -168,6 +168,17 @@ class TrainConfig:
     seed: int = 0
     input_scale_bits: int = 4  # digits pixels are 0..16: real value = pixel / 2**4
     act_scale_bits: tuple[int, ...] = (3, 3)  # 5-bit activation grids: a / 2**s, a in 0..31
+    # Fraction of each layer's weights kept (largest magnitudes) once BatchNorm is folded: a
+    # pruned weight costs no gate at all, so gates fall in proportion.
+    keep: float = 1.0
+
+
+def _keep_mask(w: np.ndarray, keep: float) -> np.ndarray:
+    if keep >= 1.0:
+        return np.ones_like(w)
+    k = max(1, int(round(keep * w.size)))
+    thr = np.partition(np.abs(w).ravel(), w.size - k)[w.size - k]
+    return (np.abs(w) >= thr).astype(w.dtype)
 
 
 def _fold(w, b, gamma, beta, mean, var):
@@ -195,12 +206,14 @@ def train_mlp(x: np.ndarray, y: np.ndarray, classes: int, cfg: TrainConfig) -> d
     n = len(xs)
     bn_epochs = cfg.epochs // 2
     opt = _Adam(W + B + G + Be, cfg.lr)
+    masks = [np.ones_like(w) for w in W]
     for epoch in range(cfg.epochs):
         bn = epoch < bn_epochs
         if epoch == bn_epochs:
             for i in range(nh):
                 W[i], B[i] = _fold(W[i], B[i], G[i], Be[i], RM[i], RV[i])
             opt = _Adam(W + B, cfg.lr / 3)
+            masks = [_keep_mask(w, cfg.keep) for w in W]
         quant = not bn
         perm = rng.permutation(n)
         for s in range(0, n, cfg.batch):
@@ -208,7 +221,7 @@ def train_mlp(x: np.ndarray, y: np.ndarray, classes: int, cfg: TrainConfig) -> d
             a, yb = xs[idx], y[idx]
             cache = []
             for i in range(len(W)):
-                Wq = pow2_values(W[i], layer_emax(W[i])) if quant else W[i]
+                Wq = pow2_values(W[i] * masks[i], layer_emax(W[i])) if quant else W[i]
                 z = a @ Wq + B[i]
                 if i == len(W) - 1:
                     cache.append((a, Wq, None))
@@ -251,11 +264,12 @@ def train_mlp(x: np.ndarray, y: np.ndarray, classes: int, cfg: TrainConfig) -> d
                         m = len(g)
                         g = (gzh - gzh.mean(0) - zh * (gzh * zh).mean(0)) / np.sqrt(var + BN_EPS)
                         del m
-                gW[i] = a_in.T @ g
+                gW[i] = (a_in.T @ g) * masks[i]
                 gB[i] = g.sum(0)
                 g = g @ Wq.T
             grads = gW + gB + (gG + gBe if bn else [])
             opt.step(grads)
+    W = [w * m for w, m in zip(W, masks)]
     return {"W": W, "B": B, "act_scale_bits": cfg.act_scale_bits, "input_scale_bits": cfg.input_scale_bits}
 
 

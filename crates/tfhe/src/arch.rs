@@ -9,7 +9,7 @@ use rand_chacha::ChaCha20Rng;
 use crate::backend::{Backend, Bit, Word};
 use crate::counter::Counter;
 use crate::int;
-use crate::network::{ConvGeom, InputFormat, Layer, Network, Pow2Linear, Shape};
+use crate::network::{par_map, ConvGeom, InputFormat, Layer, Network, Pow2Linear, Shape};
 use crate::Error;
 
 /// Activation and input width (SHE quantises inputs and activations to 5 bits).
@@ -131,6 +131,9 @@ pub struct LstmCell {
     pub gates: Pow2Linear,
 }
 
+/// The cell's outputs (h, c), one word per unit.
+pub type State<W> = (Vec<Word<W>>, Vec<Word<W>>);
+
 /// Width of the LSTM cell state.
 pub const C_BITS: u32 = 8;
 const PRODUCT_SHIFT: u32 = 5;
@@ -146,24 +149,23 @@ impl LstmCell {
     }
 
     /// One time step on a backend: x (5-bit signed), h (5-bit ReLU outputs), c (`C_BITS` signed).
-    pub fn step<B: Backend>(
+    pub fn step<B: Backend + Sync>(
         &self,
         b: &mut B,
         x: &[Word<B::Wire>],
         h: &[Word<B::Wire>],
         c: &[Word<B::Wire>],
-    ) -> (Vec<Word<B::Wire>>, Vec<Word<B::Wire>>) {
+    ) -> State<B::Wire> {
         let xh: Vec<Word<B::Wire>> = x.iter().chain(h).cloned().collect();
         let g = &self.gates;
         let fan = g.fan_in;
-        let act = |b: &mut B, o: usize| -> Word<B::Wire> {
+        let acts = par_map(b, 4 * self.units, |b, o| {
             let mut carries = 0;
             let mut terms = Vec::with_capacity(fan);
-            for i in 0..fan {
-                let j = o * fan + i;
-                if g.sign[j] != 0 {
-                    let (t, k) =
-                        int::pow2_term(b, &xh[i], i32::from(g.exp[j]) + g.offset, g.sign[j] < 0);
+            let row = o * fan..(o + 1) * fan;
+            for ((xi, s), e) in xh.iter().zip(&g.sign[row.clone()]).zip(&g.exp[row]) {
+                if *s != 0 {
+                    let (t, k) = int::pow2_term(b, xi, i32::from(*e) + g.offset, *s < 0);
                     carries += k;
                     terms.push(t);
                 }
@@ -171,29 +173,22 @@ impl LstmCell {
             let (sum, _) = int::adder_tree(b, terms);
             let z = int::add_const(b, &sum, g.bias[o] + carries);
             int::requantize(b, &z, 3, ACT_BITS as usize, true)
-        };
-        let (mut h2, mut c2) = (
-            Vec::with_capacity(self.units),
-            Vec::with_capacity(self.units),
-        );
-        for u in 0..self.units {
-            let [ig, fg, og, gg] = [0, 1, 2, 3].map(|k| act(b, k * self.units + u));
-            let fc = int::mul(b, &fg, &c[u]);
-            let ig_g = int::mul(b, &ig, &gg);
+        });
+        let units = self.units;
+        let next = par_map(b, units, |b, u| {
+            let [ig, fg, og, gg] = [0, 1, 2, 3].map(|k| &acts[k * units + u]);
+            let fc = int::mul(b, fg, &c[u]);
+            let ig_g = int::mul(b, ig, gg);
             let s = int::add(b, &fc, &ig_g);
             let cn = int::requantize(b, &s, PRODUCT_SHIFT, C_BITS as usize, false);
             let rc = int::relu(b, &cn);
-            let oh = int::mul(b, &og, &rc);
-            h2.push(int::requantize(
-                b,
-                &oh,
-                PRODUCT_SHIFT,
-                ACT_BITS as usize,
-                true,
-            ));
-            c2.push(cn);
-        }
-        (h2, c2)
+            let oh = int::mul(b, og, &rc);
+            (
+                int::requantize(b, &oh, PRODUCT_SHIFT, ACT_BITS as usize, true),
+                cn,
+            )
+        });
+        next.into_iter().unzip()
     }
 
     /// Counts `steps` time steps of the cell on fresh encrypted inputs each step (as the
@@ -225,9 +220,9 @@ pub fn lstm_reference(cell: &LstmCell, x: &[i64], h: &[i64], c: &[i64]) -> (Vec<
         requant_value(acc, 3, ACT_BITS, true)
     };
     let (mut h2, mut c2) = (Vec::new(), Vec::new());
-    for u in 0..cell.units {
+    for (u, cu) in c.iter().enumerate().take(cell.units) {
         let [i, f, o, gg] = [0, 1, 2, 3].map(|k| act(k * cell.units + u));
-        let cn = requant_value(f * c[u] + i * gg, PRODUCT_SHIFT, C_BITS, false);
+        let cn = requant_value(f * cu + i * gg, PRODUCT_SHIFT, C_BITS, false);
         h2.push(requant_value(o * cn.max(0), PRODUCT_SHIFT, ACT_BITS, true));
         c2.push(cn);
     }

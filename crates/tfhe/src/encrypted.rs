@@ -88,8 +88,9 @@ impl Backend for Encrypted<'_> {
 }
 
 impl crate::network::Network {
-    /// The server's evaluation: input ciphertexts (`input_bits()` per value, bit 0 first) in,
-    /// `output_bits()` ciphertexts per output value out. No interaction with the client.
+    /// The server's evaluation: input ciphertexts (`input_bits()` per value, bit 0 first, then
+    /// an encryption of zero) in, `output_bits()` freshly bootstrapped ciphertexts per output
+    /// value out. No interaction with the client.
     pub fn evaluate(
         &self,
         key: &ServerKey,
@@ -105,23 +106,32 @@ impl crate::network::Network {
         b: &mut Encrypted<'_>,
         input: &[Ciphertext],
     ) -> Result<Vec<Ciphertext>, Error> {
-        let words = self.input_words(input)?;
+        let Some((zero, bits)) = input.split_last() else {
+            return Err(Error::CiphertextCount {
+                got: 0,
+                want: self.input_ciphertexts(),
+            });
+        };
+        if input.len() != self.input_ciphertexts() {
+            return Err(Error::CiphertextCount {
+                got: input.len(),
+                want: self.input_ciphertexts(),
+            });
+        }
+        let words = self.input_words(bits)?;
         let out = self.evaluate_with(b, words)?;
-        Ok(out
-            .iter()
-            .flat_map(|w| {
-                w.iter()
-                    .map(|bit| crate::backend::materialize(b, bit))
-                    .collect::<Vec<_>>()
-            })
-            .collect())
+        Ok(self.refresh_outputs(b, &out, zero))
     }
 
-    /// The client's encryption of an input vector (checked against the input format).
+    /// The client's encryption of an input vector (checked against the input format), then
+    /// one encryption of zero (see [`crate::Network::refresh_outputs`]).
     pub fn encrypt_input(&self, key: &ClientKey, x: &[i64]) -> Result<Vec<Ciphertext>, Error> {
         self.check_input(x)?;
-        Ok(x.iter()
-            .flat_map(|v| crate::int::value_bits(*v, self.input_bits()))
+        let bits = x
+            .iter()
+            .flat_map(|v| crate::int::value_bits(*v, self.input_bits()));
+        Ok(bits
+            .chain(std::iter::once(false))
             .map(|bit| key.encrypt(bit))
             .collect())
     }

@@ -404,9 +404,44 @@ impl Network {
         let wires = vec![0u32; self.input_len() * self.input_bits()];
         // Input arity was fixed by construction, so evaluation cannot fail here.
         if let Ok(words) = self.input_words(&wires) {
-            let _ = self.evaluate_with(&mut c, words);
+            if let Ok(out) = self.evaluate_with(&mut c, words) {
+                self.refresh_outputs(&mut c, &out, &0);
+            }
         }
         c
+    }
+
+    /// Every output bit as a freshly bootstrapped wire, from the client's encryption of zero:
+    /// a bit the circuit left as a public constant (which would tell the client something about
+    /// the weights, e.g. that no weight is negative) becomes AND(zero, zero) or its negation,
+    /// and every other bit goes through XOR with zero, so no output ciphertext is trivial or a
+    /// copy of another.
+    pub fn refresh_outputs<B: Backend>(
+        &self,
+        b: &mut B,
+        out: &[Word<B::Wire>],
+        zero: &B::Wire,
+    ) -> Vec<B::Wire> {
+        out.iter()
+            .flatten()
+            .map(|bit| match bit {
+                Bit::Const(v) => {
+                    let z = b.and(zero, zero);
+                    if *v {
+                        b.not(&z)
+                    } else {
+                        z
+                    }
+                }
+                Bit::Wire(w) => b.xor(w, zero),
+            })
+            .collect()
+    }
+
+    /// Ciphertexts the client sends: `input_bits()` per input value, then one encryption of
+    /// zero for [`Self::refresh_outputs`].
+    pub fn input_ciphertexts(&self) -> usize {
+        self.input_len() * self.input_bits() + 1
     }
 
     /// The circuit run in the clear (bit by bit, as the encrypted backend runs it).
@@ -418,7 +453,11 @@ impl Network {
             .collect();
         let words = self.input_words(&bits)?;
         let out = self.evaluate_with(&mut Plain, words)?;
-        Ok(out.iter().map(|w| int::word_value(w)).collect())
+        let flat = self.refresh_outputs(&mut Plain, &out, &false);
+        Ok(flat
+            .chunks(self.output_bits())
+            .map(int::bits_value)
+            .collect())
     }
 
     /// The plaintext fixed-point reference on i64: the arithmetic every backend must match bit
@@ -606,7 +645,7 @@ fn pool_taps(k: usize, s: usize, p: usize, inp: Shape, out: Shape, o: usize) -> 
 }
 
 /// `f` over 0..n on all cores, each worker on a fork of `b`; the forks' tallies fold back.
-fn par_map<B, R, F>(b: &mut B, n: usize, f: F) -> Vec<R>
+pub(crate) fn par_map<B, R, F>(b: &mut B, n: usize, f: F) -> Vec<R>
 where
     B: Backend + Sync,
     R: Send,

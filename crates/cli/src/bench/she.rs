@@ -87,7 +87,10 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
             .param("arch", name)
             .param("tfhe_mode", "gates")
             .param("threads", threads)
-            .param("params", "tfhe-rs boolean DEFAULT_PARAMETERS (128-bit, p_fail ≤ 2^-64)")
+            .param(
+                "params",
+                "tfhe-rs boolean DEFAULT_PARAMETERS (128-bit, p_fail ≤ 2^-64)",
+            )
     };
     if a.arch == Arch::PtbLstmStep {
         if !a.count_only {
@@ -158,6 +161,7 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
     let (ck, sk) = generate_keys();
     let keygen_s = t.elapsed().as_secs_f64();
     let server_key_bytes = serialized_bytes(&sk)?;
+    eprintln!("she: keys generated in {keygen_s:.2} s; server key {server_key_bytes} bytes");
     let (mut enc_s, mut eval_s, mut dec_s) = (0.0, 0.0, 0.0);
     let (mut upload, mut download, mut right) = (0u64, 0u64, 0usize);
     for (k, x) in inputs.iter().enumerate() {
@@ -174,11 +178,16 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
             let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let flag = std::sync::Arc::clone(&done);
             s.spawn(move || {
+                let started = Instant::now();
                 let mut last = Instant::now();
                 while !flag.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(200));
                     if last.elapsed() >= Duration::from_secs(30) {
-                        eprintln!("sample {k}: {} of {total} bootstraps", progress.load(Ordering::Relaxed));
+                        let done = progress.load(Ordering::Relaxed);
+                        let rate = done as f64 / started.elapsed().as_secs_f64();
+                        eprintln!(
+                            "she: sample {k}: {done} of {total} bootstraps ({rate:.1} per second)"
+                        );
                         last = Instant::now();
                     }
                 }
@@ -193,7 +202,9 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
         let got = net.decrypt_output(&ck, &outc)?;
         dec_s += t.elapsed().as_secs_f64();
         if got != want {
-            return Err(Error::msg(format!("bench she: sample {k} decrypts to {got:?}, the reference gives {want:?}")));
+            return Err(Error::msg(format!(
+                "bench she: sample {k} decrypts to {got:?}, the reference gives {want:?}"
+            )));
         }
         if let Some((_, ys)) = &samples {
             right += usize::from(argmax(&got) == ys[k]);
@@ -202,8 +213,14 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
     let n = inputs.len() as f64;
     let per = (enc_s + eval_s + dec_s) / n;
     rec.time_s = per;
-    rec.phases.insert("setup".into(), json!({ "time_s": keygen_s, "bytes": server_key_bytes }));
-    rec.phases.insert("online".into(), json!({ "time_s": per, "bytes": (upload + download) / inputs.len() as u64 }));
+    rec.phases.insert(
+        "setup".into(),
+        json!({ "time_s": keygen_s, "bytes": server_key_bytes }),
+    );
+    rec.phases.insert(
+        "online".into(),
+        json!({ "time_s": per, "bytes": (upload + download) / inputs.len() as u64 }),
+    );
     rec.bytes_total = server_key_bytes + upload + download;
     rec.rounds = 1;
     rec = rec
