@@ -3,10 +3,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use tfhe::boolean::ciphertext::Ciphertext;
+use tfhe::boolean::ciphertext::{Ciphertext, CompressedCiphertext};
 use tfhe::boolean::client_key::ClientKey;
 use tfhe::boolean::parameters::{BooleanParameters, DEFAULT_PARAMETERS};
-use tfhe::boolean::server_key::{BinaryBooleanGates, ServerKey};
+use tfhe::boolean::server_key::{BinaryBooleanGates, CompressedServerKey, ServerKey};
 
 use crate::backend::Backend;
 use crate::Error;
@@ -21,6 +21,20 @@ pub fn generate_keys() -> (ClientKey, ServerKey) {
     let ck = ClientKey::new(&PARAMETERS);
     let sk = ServerKey::new(&ck);
     (ck, sk)
+}
+
+/// The client's keys in the form it uploads: the server key seeded (only the bodies of the
+/// bootstrapping and key-switching keys travel, the masks regrow from a seed), which the
+/// server expands once with [`CompressedServerKey::decompress`].
+pub fn generate_client_keys() -> (ClientKey, CompressedServerKey) {
+    let ck = ClientKey::new(&PARAMETERS);
+    let sk = CompressedServerKey::new(&ck);
+    (ck, sk)
+}
+
+/// The server's expansion of uploaded seeded ciphertexts.
+pub fn decompress(cts: &[CompressedCiphertext]) -> Vec<Ciphertext> {
+    cts.iter().map(CompressedCiphertext::decompress).collect()
 }
 
 /// Bytes of a value in tfhe-rs's serialised form (bincode, as tfhe-rs writes it): what the
@@ -133,6 +147,23 @@ impl crate::network::Network {
         Ok(bits
             .chain(std::iter::once(false))
             .map(|bit| key.encrypt(bit))
+            .collect())
+    }
+
+    /// [`Self::encrypt_input`] as seeded ciphertexts (a body and a seed each: what the client
+    /// uploads; the server calls [`decompress`]).
+    pub fn encrypt_input_compressed(
+        &self,
+        key: &ClientKey,
+        x: &[i64],
+    ) -> Result<Vec<CompressedCiphertext>, Error> {
+        self.check_input(x)?;
+        let bits = x
+            .iter()
+            .flat_map(|v| crate::int::value_bits(*v, self.input_bits()));
+        Ok(bits
+            .chain(std::iter::once(false))
+            .map(|bit| key.encrypt_compressed(bit))
             .collect())
     }
 

@@ -21,12 +21,14 @@ pub mod plain;
 
 pub use backend::{Backend, Bit, Op, Word};
 pub use counter::Counter;
-pub use encrypted::{generate_keys, serialized_bytes, Encrypted, PARAMETERS};
+pub use encrypted::{
+    decompress, generate_client_keys, generate_keys, serialized_bytes, Encrypted, PARAMETERS,
+};
 pub use network::{ConvGeom, InputFormat, Layer, Network, Pow2Linear, Shape};
 pub use plain::Plain;
-pub use tfhe::boolean::ciphertext::Ciphertext;
+pub use tfhe::boolean::ciphertext::{Ciphertext, CompressedCiphertext};
 pub use tfhe::boolean::client_key::ClientKey;
-pub use tfhe::boolean::server_key::ServerKey;
+pub use tfhe::boolean::server_key::{CompressedServerKey, ServerKey};
 
 use std::path::PathBuf;
 

@@ -2,8 +2,8 @@
 //! bit. It runs with the default 128-bit parameter set (no test-only parameters): the network
 //! is kept small instead, so the test stays within seconds.
 use secinfer_tfhe::{
-    generate_keys, serialized_bytes, Ciphertext, ConvGeom, Encrypted, InputFormat, Layer, Network,
-    Pow2Linear, Shape,
+    decompress, generate_client_keys, serialized_bytes, Ciphertext, ConvGeom, Encrypted,
+    InputFormat, Layer, Network, Pow2Linear, Shape,
 };
 
 fn lin(
@@ -72,16 +72,24 @@ fn tiny_network_encrypted_equals_reference() {
         ],
     )
     .expect("valid network");
-    let (ck, sk) = generate_keys();
+    // The path a client takes: a seeded server key and seeded input ciphertexts, which the
+    // server expands.
+    let (ck, csk) = generate_client_keys();
+    let sk = csk.decompress();
+    let (up, full) = (
+        serialized_bytes(&csk).expect("size"),
+        serialized_bytes(&sk).expect("size"),
+    );
+    assert!(up > 1 << 20, "a 128-bit server key is megabytes");
     assert!(
-        serialized_bytes(&sk).expect("size") > 1 << 20,
-        "a 128-bit server key is megabytes"
+        up * 4 < full,
+        "the seeded key is a fraction of the expanded one: {up} vs {full}"
     );
     // One input with both extremes of the 3-bit format, negatives and zero (each encrypted
     // run costs about a thousand bootstraps).
     let x = vec![-4, 3, 0, 1, -1, 2, 3, -4, 1];
     let want = net.reference(&x).expect("reference");
-    let cts = net.encrypt_input(&ck, &x).expect("encrypt");
+    let cts = decompress(&net.encrypt_input_compressed(&ck, &x).expect("encrypt"));
     assert_eq!(cts.len(), 9 * 3 + 1);
     let mut b = Encrypted::new(&sk);
     let out = net.evaluate_encrypted(&mut b, &cts).expect("evaluate");
