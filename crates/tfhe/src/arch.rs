@@ -170,6 +170,7 @@ impl LstmCell {
                     terms.push(t);
                 }
             }
+            terms.sort_by_key(Vec::len);
             let (sum, _) = int::adder_tree(b, terms);
             let z = int::add_const(b, &sum, g.bias[o] + carries);
             int::requantize(b, &z, 3, ACT_BITS as usize, true)

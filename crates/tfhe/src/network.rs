@@ -590,6 +590,8 @@ impl Pow2Linear {
             carries += c;
             terms.push(t);
         }
+        // Narrow terms pair with narrow ones, so wide words meet only near the root.
+        terms.sort_by_key(Vec::len);
         let (sum, _) = int::adder_tree(b, terms);
         int::add_const(b, &sum, self.bias[o] + carries)
     }
