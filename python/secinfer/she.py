@@ -261,9 +261,7 @@ def train_mlp(x: np.ndarray, y: np.ndarray, classes: int, cfg: TrainConfig) -> d
                         gG[i] = (g * zh).sum(0)
                         gBe[i] = g.sum(0)
                         gzh = g * G[i]
-                        m = len(g)
                         g = (gzh - gzh.mean(0) - zh * (gzh * zh).mean(0)) / np.sqrt(var + BN_EPS)
-                        del m
                 gW[i] = (a_in.T @ g) * masks[i]
                 gB[i] = g.sum(0)
                 g = g @ Wq.T
@@ -274,9 +272,9 @@ def train_mlp(x: np.ndarray, y: np.ndarray, classes: int, cfg: TrainConfig) -> d
 
 
 def to_integer(params: dict, offsets: list[int], name_prefix: str = "fc") -> SheMlp:
-    """The integer model of folded float parameters: per layer, the accumulator's scale is the
-    input's plus ``offset - 0`` fraction bits of the shifted terms; biases round to it and
-    requant shifts bring accumulators to the next 5-bit grid."""
+    """The integer model of folded float parameters: per layer, the accumulator has the input's
+    fraction bits plus ``offset``; biases round to that scale and requant shifts bring the
+    accumulators to the next layer's 5-bit grid."""
     W, B = params["W"], params["B"]
     s_in = params["input_scale_bits"]
     layers, shifts = [], []

@@ -75,11 +75,12 @@ def test_quantisation_aware_training_learns_digits():
 
     x, y = load_digits(return_X_y=True)
     x = x.astype(np.int64)
-    cfg = she.TrainConfig(hidden=(32, 32), epochs=8, seed=0)
+    cfg = she.TrainConfig(hidden=(32, 32), epochs=8, seed=0, keep=0.5)
     params = she.train_mlp(x[:1200], y[:1200], 10, cfg)
     model = she.to_integer(params, she.choose_offsets(params, x[:600], y[:600]))
     for l in model.layers:
         assert set(np.unique(l.sign)) <= {-1, 0, 1}
         nz = l.sign != 0
         assert np.ptp(l.exp[nz]) <= she.EXP_LEVELS - 1, "a 4-bit exponent window per layer"
+        assert nz.mean() <= 0.5 + 1e-9, "pruning keeps at most the asked fraction"
     assert model.accuracy(x[1200:], y[1200:]) > 0.8

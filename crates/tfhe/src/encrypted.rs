@@ -137,15 +137,23 @@ impl crate::network::Network {
         Ok(self.refresh_outputs(b, &out, zero))
     }
 
-    /// The client's encryption of an input vector (checked against the input format), then
-    /// one encryption of zero (see [`crate::Network::refresh_outputs`]).
-    pub fn encrypt_input(&self, key: &ClientKey, x: &[i64]) -> Result<Vec<Ciphertext>, Error> {
+    /// The plaintext bits the client encrypts: `input_bits()` per value (bit 0 first), then a
+    /// zero for [`crate::Network::refresh_outputs`].
+    fn client_bits(&self, x: &[i64]) -> Result<Vec<bool>, Error> {
         self.check_input(x)?;
-        let bits = x
+        let mut bits: Vec<bool> = x
             .iter()
-            .flat_map(|v| crate::int::value_bits(*v, self.input_bits()));
-        Ok(bits
-            .chain(std::iter::once(false))
+            .flat_map(|v| crate::int::value_bits(*v, self.input_bits()))
+            .collect();
+        bits.push(false);
+        Ok(bits)
+    }
+
+    /// The client's encryption of an input vector (checked against the input format).
+    pub fn encrypt_input(&self, key: &ClientKey, x: &[i64]) -> Result<Vec<Ciphertext>, Error> {
+        Ok(self
+            .client_bits(x)?
+            .into_iter()
             .map(|bit| key.encrypt(bit))
             .collect())
     }
@@ -157,12 +165,9 @@ impl crate::network::Network {
         key: &ClientKey,
         x: &[i64],
     ) -> Result<Vec<CompressedCiphertext>, Error> {
-        self.check_input(x)?;
-        let bits = x
-            .iter()
-            .flat_map(|v| crate::int::value_bits(*v, self.input_bits()));
-        Ok(bits
-            .chain(std::iter::once(false))
+        Ok(self
+            .client_bits(x)?
+            .into_iter()
             .map(|bit| key.encrypt_compressed(bit))
             .collect())
     }
