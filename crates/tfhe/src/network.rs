@@ -118,9 +118,17 @@ pub struct Network {
 }
 
 /// Output size of a window sweep, or None when the window does not fit.
+/// Windows (kernel, stride, padding) are at most this many positions wide, and a tensor at most
+/// `MAX_VALUES` values, so a hostile description cannot ask for unbounded work.
+pub const MAX_WINDOW: usize = 64;
+pub const MAX_VALUES: usize = 1 << 24;
+
 fn sweep(n: usize, k: usize, s: usize, p: usize) -> Option<usize> {
+    if k == 0 || s == 0 || k > MAX_WINDOW || s > MAX_WINDOW || p > MAX_WINDOW || n > MAX_VALUES {
+        return None;
+    }
     let padded = n + 2 * p;
-    if k == 0 || s == 0 || padded < k {
+    if padded < k {
         return None;
     }
     Some((padded - k) / s + 1)
@@ -150,9 +158,14 @@ impl Network {
             kind: layer.kind(),
             reason,
         };
-        if input.bits == 0 || input.bits > MAX_BITS || input.shape.is_empty() {
+        let s = input.shape;
+        let values = s.c.checked_mul(s.h).and_then(|v| v.checked_mul(s.w));
+        if input.bits == 0
+            || input.bits > MAX_BITS
+            || values.is_none_or(|v| v == 0 || v > MAX_VALUES)
+        {
             return Err(Error::Format(format!(
-                "input format {input:?} (bits 1..={MAX_BITS}, non-empty shape)"
+                "input format {input:?} (bits 1..={MAX_BITS}, 1..={MAX_VALUES} values)"
             )));
         }
         let mut shape = input.shape;
@@ -248,6 +261,16 @@ impl Network {
             }
             if range.0 < -MAX_BIAS * 4 || range.1 > MAX_BIAS * 4 {
                 return Err(err(format!("values reach {range:?}; requantise earlier")));
+            }
+            if shape
+                .c
+                .checked_mul(shape.h)
+                .and_then(|v| v.checked_mul(shape.w))
+                .is_none_or(|v| v > MAX_VALUES)
+            {
+                return Err(err(format!(
+                    "output shape {shape:?} exceeds {MAX_VALUES} values"
+                )));
             }
             shapes.push(shape);
             ranges.push(range);
@@ -517,7 +540,18 @@ pub fn requant_value(v: i64, shift: u32, bits: u32, relu: bool) -> i64 {
 
 impl Pow2Linear {
     fn check(&self, outputs: usize, fan_in: usize) -> Result<(), String> {
-        let n = outputs * fan_in;
+        // Bounded first so exponent + offset cannot overflow anywhere below.
+        if self.offset.abs() > 2 * MAX_SHIFT {
+            return Err(format!(
+                "{}: offset {} beyond ±{}",
+                self.name,
+                self.offset,
+                2 * MAX_SHIFT
+            ));
+        }
+        let n = outputs
+            .checked_mul(fan_in)
+            .ok_or_else(|| format!("{}: {outputs}×{fan_in} weights", self.name))?;
         if self.outputs != outputs || self.fan_in != fan_in {
             return Err(format!(
                 "{}: weights are {}×{}, the input needs {outputs}×{fan_in}",

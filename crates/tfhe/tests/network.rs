@@ -164,9 +164,41 @@ fn bad_shapes_and_inputs_are_typed_errors() {
     let mut lin = random_lin(&mut rng, "d", 2, 4, 0);
     lin.exp[0] = 60;
     lin.sign[0] = 1;
+    let mut far = lin.clone();
+    far.exp[0] = 0;
+    far.offset = i32::MAX;
+    assert!(matches!(
+        Network::new(input, vec![Layer::Dense(far)]),
+        Err(Error::Layer { .. })
+    ));
     assert!(matches!(
         Network::new(input, vec![Layer::Dense(lin)]),
         Err(Error::Layer { .. })
+    ));
+    let huge = InputFormat {
+        shape: Shape {
+            c: usize::MAX,
+            h: 2,
+            w: 1,
+        },
+        ..input
+    };
+    assert!(matches!(Network::new(huge, vec![]), Err(Error::Format(_))));
+    let pool = Layer::MaxPool {
+        kernel: 2,
+        stride: 1,
+        padding: usize::MAX / 2,
+    };
+    let img = InputFormat {
+        shape: Shape { c: 1, h: 4, w: 4 },
+        ..input
+    };
+    assert!(matches!(
+        Network::new(img, vec![pool]),
+        Err(Error::Layer {
+            kind: "maxpool",
+            ..
+        })
     ));
     let net = Network::new(
         input,
