@@ -37,9 +37,15 @@ demo: build
 	echo "-- classifying the shipped reviews privately (secure) beside the plaintext fixed-point reference:"; \
 	$(BIN) infer --server $$ADDR --model-info target/demo-client-info --variant cg2 \
 	  --samples models/imdb-relu-gru/samples.jsonl --compare-plaintext --model models/imdb-relu-gru
+	@echo "== SHE (non-interactive TFHE): the power-of-two digits MLP's circuit, counted (bench she) =="
+	$(BIN) bench she --arch digits-mlp --model models/she-digits-mlp --count-only
+
+# The tfhe feature adds `secinfer bench she` (SHE on tfhe-rs, crates/tfhe); tfhe-rs takes
+# minutes to build once.
+CLI_FEATURES := --features tfhe
 
 build: check-rust
-	$(CARGO) build --release -p secinfer-cli
+	$(CARGO) build --release -p secinfer-cli $(CLI_FEATURES)
 
 # The virtualenv is rebuilt when a requirements file changes.
 REQS := python/requirements-dev.txt $(wildcard python/requirements-test.txt) $(wildcard python/install-extras.sh)
@@ -58,7 +64,7 @@ python: venv
 	  $(abspath $(VENV))/bin/maturin develop --release -q
 
 rust-test:
-	$(CARGO) test --workspace --release
+	$(CARGO) test --workspace --release --features secinfer-cli/tfhe
 
 py-test: python
 	cd python && ../$(PY) -m pytest -q

@@ -8,6 +8,8 @@ pub mod gru;
 pub mod he;
 pub mod math;
 pub mod ot;
+#[cfg(feature = "tfhe")]
+pub mod she;
 
 /// SoftSpokenOT's chunk size k wherever a command fills OT pools or measures SoftSpokenOT:
 /// the secure GRU sessions' own default ([`secinfer_nn::layers::gru::OtFiller::default`]), so a bench
@@ -34,6 +36,9 @@ pub enum BenchCmd {
     Math(math::MathArgs),
     /// Secure GRU inference (CryptoGRU) on a random model: HE matvecs + garbled steps.
     Gru(gru::GruArgs),
+    /// SHE (non-interactive TFHE inference): gates, bootstraps, depth, keys, time per sample.
+    #[cfg(feature = "tfhe")]
+    She(she::SheArgs),
 }
 
 pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
@@ -46,6 +51,8 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::HeConv(a) => he::run_conv(a, out),
         BenchCmd::Math(a) => math::run(a, out),
         BenchCmd::Gru(a) => gru::run(a, out),
+        #[cfg(feature = "tfhe")]
+        BenchCmd::She(a) => she::run(a, out),
     }
 }
 

@@ -1,0 +1,272 @@
+//! `secinfer bench she`: SHE (non-interactive TFHE inference) on the digits MLP, SHE's MNIST
+//! network or one Penn Treebank ReLU-LSTM step: gate, bootstrap and SHE-operation counts, and
+//! (without `--count-only`) the client's key generation, encryption, the server's evaluation
+//! and the client's decryption on real 128-bit ciphertexts, each output checked against the
+//! plaintext reference.
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::report::{BenchRecord, Reporter};
+use clap::{Args, ValueEnum};
+use secinfer_tfhe::arch::{self, LstmCell};
+use secinfer_tfhe::{
+    decompress, generate_client_keys, model, serialized_bytes, Counter, Encrypted,
+};
+use serde_json::json;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Arch {
+    /// MLP 64-128-128-10 on scikit-learn's 8×8 digits (trained model from --model).
+    DigitsMlp,
+    /// SHE's MNIST network C-B-A-P-C-P-F-B-A-F (SHE Table 3), random power-of-two weights.
+    SheMnist,
+    /// SHE's Penn Treebank ReLU-LSTM (300 units, SHE Table 7): 25 steps, counted.
+    PtbLstmStep,
+}
+
+/// How the network is evaluated on ciphertexts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TfheMode {
+    /// tfhe-rs boolean gates, one bootstrap per gate (two per mux).
+    Gates,
+    /// Programmable bootstrapping on radix blocks (not built: refused with an error).
+    Pbs,
+    /// The cheaper of the built paths by the cost model (today: gates).
+    Auto,
+}
+
+#[derive(Args, Debug)]
+pub struct SheArgs {
+    #[arg(long, value_enum, default_value = "digits-mlp")]
+    pub arch: Arch,
+    /// Model directory of the digits MLP (she.json, weights.safetensors, test.safetensors).
+    #[arg(long, default_value = "models/she-digits-mlp")]
+    pub model: PathBuf,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub tfhe_mode: TfheMode,
+    /// Count gates, bootstraps and depth without running anything encrypted.
+    #[arg(long)]
+    pub count_only: bool,
+    /// Test samples to run encrypted end to end.
+    #[arg(long, default_value_t = 1)]
+    pub samples: usize,
+    /// Seed of the random weights (she-mnist, ptb-lstm-step) and random inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+const LSTM_UNITS: usize = 300;
+const LSTM_STEPS: usize = 25;
+
+fn counts(rec: BenchRecord, c: &Counter) -> BenchRecord {
+    rec.field("gates", c.gates())
+        .field("pbs", c.pbs())
+        .field("depth", c.depth)
+        .field(
+            "gates_by_kind",
+            json!({ "xor": c.xor, "and": c.and, "or": c.or, "mux": c.mux }),
+        )
+        .field("cc_add", c.cc_add)
+        .field("pc_shift", c.pc_shift)
+        .field("cc_com", c.cc_com)
+        .field("cc_mult", c.cc_mult)
+}
+
+pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
+    if a.tfhe_mode == TfheMode::Pbs {
+        return Err(Error::msg(
+            "--tfhe-mode pbs: the programmable-bootstrapping path is not built yet; use gates or auto",
+        ));
+    }
+    if a.samples == 0 || a.samples > 10_000 {
+        return Err(Error::msg("--samples must be in 1..=10000"));
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let base = |name: &str| {
+        BenchRecord::local("she", 0.0)
+            .param("arch", name)
+            .param("tfhe_mode", "gates")
+            .param("threads", threads)
+            .param(
+                "params",
+                "tfhe-rs boolean DEFAULT_PARAMETERS (128-bit, p_fail ≤ 2^-64)",
+            )
+    };
+    if a.arch == Arch::PtbLstmStep {
+        if !a.count_only {
+            return Err(Error::msg(
+                "ptb-lstm-step is counted only (--count-only): a 300-unit step is tens of millions of bootstraps",
+            ));
+        }
+        let cell = LstmCell::random(a.seed, LSTM_UNITS, LSTM_UNITS);
+        let t = Instant::now();
+        let step = cell.count(1);
+        let all = cell.count(LSTM_STEPS);
+        let rec = counts(base("ptb-lstm-step"), &all)
+            .param("units", LSTM_UNITS)
+            .param("steps", LSTM_STEPS)
+            .param("count_only", true)
+            .field("count_s", t.elapsed().as_secs_f64())
+            .field("step_gates", step.gates())
+            .field("step_pbs", step.pbs())
+            .field("accuracy", serde_json::Value::Null);
+        out.emit(rec);
+        return Ok(());
+    }
+    let (net, samples, name) = match a.arch {
+        Arch::DigitsMlp => {
+            let (net, _) = model::load(&a.model)?;
+            let s = model::load_samples(&a.model.join("test.safetensors"), net.input_len())?;
+            (net, Some(s), "digits-mlp")
+        }
+        _ => (arch::she_mnist(a.seed)?, None, "she-mnist"),
+    };
+    let t = Instant::now();
+    let c = net.count();
+    let count_s = t.elapsed().as_secs_f64();
+    // Accuracy of the bit-exact reference on the whole test split.
+    let accuracy = match &samples {
+        Some((xs, ys)) => {
+            let mut right = 0usize;
+            for (x, y) in xs.iter().zip(ys) {
+                right += usize::from(argmax(&net.reference(x)?) == *y);
+            }
+            json!(right as f64 / xs.len().max(1) as f64)
+        }
+        None => serde_json::Value::Null,
+    };
+    let mut rec = counts(base(name), &c)
+        .param("count_only", a.count_only)
+        .param("input_len", net.input_len())
+        .param("input_bits", net.input_bits())
+        .param("output_bits", net.output_bits())
+        .field("count_s", count_s)
+        .field("accuracy", accuracy)
+        .field("test_samples", samples.as_ref().map_or(0, |s| s.1.len()));
+    if a.count_only {
+        out.emit(rec);
+        return Ok(());
+    }
+    let inputs: Vec<Vec<i64>> = match &samples {
+        Some((xs, _)) => xs.iter().take(a.samples).cloned().collect(),
+        None => (0..a.samples as u64)
+            .map(|i| {
+                (0..net.input_len() as u64)
+                    .map(|j| ((j * 2654435761 + (a.seed + i) * 97) >> 7) as i64 & 31)
+                    .collect()
+            })
+            .collect(),
+    };
+    let t = Instant::now();
+    let (ck, csk) = generate_client_keys();
+    let keygen_s = t.elapsed().as_secs_f64();
+    // The client uploads the seeded server key once; the server expands it.
+    let server_key_bytes = serialized_bytes(&csk)?;
+    let t = Instant::now();
+    let sk = csk.decompress();
+    let expand_s = t.elapsed().as_secs_f64();
+    let expanded_bytes = serialized_bytes(&sk)?;
+    drop(csk);
+    eprintln!(
+        "she: keys generated in {keygen_s:.2} s; server key {server_key_bytes} bytes uploaded, \
+         expanded by the server in {expand_s:.2} s to {expanded_bytes} bytes"
+    );
+    let (mut enc_s, mut eval_s, mut dec_s) = (0.0, 0.0, 0.0);
+    let (mut upload, mut download, mut right) = (0u64, 0u64, 0usize);
+    for (k, x) in inputs.iter().enumerate() {
+        let want = net.reference(x)?;
+        let t = Instant::now();
+        let seeded = net.encrypt_input_compressed(&ck, x)?;
+        let e = t.elapsed().as_secs_f64();
+        enc_s += e;
+        let up = serialized_bytes(&seeded)?;
+        upload += up;
+        let cts = decompress(&seeded);
+        eprintln!(
+            "she: sample {k}: {} ciphertexts encrypted in {e:.3} s, {up} bytes",
+            cts.len()
+        );
+        let mut b = Encrypted::new(&sk);
+        let progress = b.progress();
+        let total = c.pbs();
+        let t = Instant::now();
+        let outc = std::thread::scope(|s| {
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = std::sync::Arc::clone(&done);
+            s.spawn(move || {
+                let started = Instant::now();
+                let mut last = Instant::now();
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(200));
+                    if last.elapsed() >= Duration::from_secs(30) {
+                        let done = progress.load(Ordering::Relaxed);
+                        let rate = done as f64 / started.elapsed().as_secs_f64();
+                        eprintln!(
+                            "she: sample {k}: {done} of {total} bootstraps ({rate:.1} per second)"
+                        );
+                        last = Instant::now();
+                    }
+                }
+            });
+            let r = net.evaluate_encrypted(&mut b, &cts);
+            done.store(true, Ordering::Relaxed);
+            r
+        })?;
+        eval_s += t.elapsed().as_secs_f64();
+        download += serialized_bytes(&outc)?;
+        let t = Instant::now();
+        let got = net.decrypt_output(&ck, &outc)?;
+        dec_s += t.elapsed().as_secs_f64();
+        if got != want {
+            return Err(Error::msg(format!(
+                "bench she: sample {k} decrypts to {got:?}, the reference gives {want:?}"
+            )));
+        }
+        if let Some((_, ys)) = &samples {
+            right += usize::from(argmax(&got) == ys[k]);
+        }
+    }
+    let n = inputs.len() as f64;
+    let per = (enc_s + eval_s + dec_s) / n;
+    rec.time_s = per;
+    rec.phases.insert(
+        "setup".into(),
+        json!({ "time_s": keygen_s + expand_s, "bytes": server_key_bytes }),
+    );
+    rec.phases.insert(
+        "online".into(),
+        json!({ "time_s": per, "bytes": (upload + download) / inputs.len() as u64 }),
+    );
+    rec.bytes_total = server_key_bytes + upload + download;
+    rec.rounds = 1;
+    rec = rec
+        .param("samples", inputs.len())
+        .field("keygen_s", keygen_s)
+        .field("encrypt_s", enc_s / n)
+        .field("eval_s", eval_s / n)
+        .field("decrypt_s", dec_s / n)
+        .field("pbs_per_s", c.pbs() as f64 * n / eval_s.max(1e-9))
+        .field("server_key_bytes", server_key_bytes)
+        .field("server_key_expand_s", expand_s)
+        .field("server_key_expanded_bytes", expanded_bytes)
+        .field("upload_bytes", upload / inputs.len() as u64)
+        .field("download_bytes", download / inputs.len() as u64)
+        .field("encrypted_matches_reference", true);
+    if samples.is_some() {
+        rec = rec.field("encrypted_accuracy", right as f64 / n);
+    }
+    out.emit(rec);
+    Ok(())
+}
+
+fn argmax(v: &[i64]) -> i64 {
+    let mut best = 0;
+    for (i, x) in v.iter().enumerate() {
+        if *x > v[best] {
+            best = i;
+        }
+    }
+    best as i64
+}
