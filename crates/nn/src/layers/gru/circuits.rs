@@ -664,6 +664,25 @@ mod tests {
         assert!(sigmoid_table(&fp, &lay).is_none());
     }
 
+    /// A cache builds an activation circuit once per formats and hands that one out again, with
+    /// the range of its outputs; another cache (another model's) builds its own, equal one.
+    #[test]
+    fn circuit_cache_builds_each_circuit_once_per_model() {
+        let sf = fx8(Format { bits: 8, frac: 4 }).sigmoid_format();
+        let (a, b) = (CircuitCache::default(), CircuitCache::default());
+        let (c1, lo1, hi1) = a.act(Func::Sigmoid, sf);
+        let (c2, lo2, hi2) = a.act(Func::Sigmoid, sf);
+        assert!(Arc::ptr_eq(&c1, &c2));
+        assert_eq!((lo1, hi1), (lo2, hi2));
+        let (c3, lo3, hi3) = b.act(Func::Sigmoid, sf);
+        assert!(!Arc::ptr_eq(&c1, &c3));
+        assert_eq!((c1.and_count(), lo1, hi1), (c3.and_count(), lo3, hi3));
+        // σ in [0, 1] at 7 fraction bits.
+        assert!(lo1 >= 0 && lo1 < hi1 && hi1 <= 1 << sf.output.frac, "{lo1} {hi1}");
+        let (t, ..) = a.act(Func::Tanh, sf);
+        assert!(!Arc::ptr_eq(&c1, &t));
+    }
+
     #[test]
     #[ignore = "prints the per-circuit AND counts"]
     fn print_and_counts() {

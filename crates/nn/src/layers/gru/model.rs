@@ -85,7 +85,7 @@ impl ServerModel {
         })
     }
     /// AND gates per element and step of the default step circuits (gate tables where they
-    /// apply; a session's own count is [`SessionReport::and_per_element_step`]).
+    /// apply; a session's own count is [`SessionReport::and_per_element_step`](super::SessionReport::and_per_element_step)).
     pub fn and_gates_per_step_element(&self) -> u64 {
         self.step.and_count()
     }

@@ -337,7 +337,7 @@ pub(super) fn ideal_decomposed_product(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::gru::bits::{bit_vec, neg, sign_extend, RING};
+    use crate::layers::gru::bits::{bit_vec, sign_extend};
     use secinfer_net::simulate;
     use secinfer_ot::{Block, Prg};
 
@@ -414,7 +414,7 @@ mod tests {
 #[cfg(test)]
 mod p_tests {
     use super::*;
-    use crate::layers::gru::bits::{bit_vec, neg, sign_extend, RING};
+    use crate::layers::gru::bits::{bit_vec, sign_extend, RING};
     use secinfer_ot::{Block, Prg};
 
     /// P = r·trunc(gh_n) from the decomposition a + b + κ − 2^L(o + s) against plaintext: the

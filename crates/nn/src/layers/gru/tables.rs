@@ -597,8 +597,6 @@ mod leaf_tests {
 #[cfg(test)]
 mod lut_tests {
     use super::*;
-    use crate::layers::gru::bits::RING;
-    use crate::layers::gru::products::test_layouts;
     use secinfer_gc::protocol::{pack_bits, unpack_bits};
     use secinfer_net::simulate;
     use secinfer_ot::Prg;
