@@ -678,7 +678,10 @@ mod tests {
         assert!(!Arc::ptr_eq(&c1, &c3));
         assert_eq!((c1.and_count(), lo1, hi1), (c3.and_count(), lo3, hi3));
         // σ in [0, 1] at 7 fraction bits.
-        assert!(lo1 >= 0 && lo1 < hi1 && hi1 <= 1 << sf.output.frac, "{lo1} {hi1}");
+        assert!(
+            lo1 >= 0 && lo1 < hi1 && hi1 <= 1 << sf.output.frac,
+            "{lo1} {hi1}"
+        );
         let (t, ..) = a.act(Func::Tanh, sf);
         assert!(!Arc::ptr_eq(&c1, &t));
     }
@@ -686,18 +689,7 @@ mod tests {
     #[test]
     #[ignore = "prints the per-circuit AND counts"]
     fn print_and_counts() {
-        let main = Format { bits: 20, frac: 12 };
-        let fp = FixedPointConfig {
-            main,
-            sigmoid: Some(ActFormat {
-                input: Format { bits: 8, frac: 4 },
-                output: Format { bits: 8, frac: 7 },
-            }),
-            candidate: Some(ActFormat {
-                input: Format { bits: 8, frac: 4 },
-                output: Format { bits: 8, frac: 4 },
-            }),
-        };
+        let fp = fx8(Format { bits: 8, frac: 4 });
         let s = step_circuits(&fp, false, &CircuitCache::default());
         eprintln!(
             "A {} B {} C {} lay {:?}",

@@ -323,12 +323,6 @@ struct ClientState {
     gh_keys: Vec<LeafKeys>,
 }
 
-/// The input projections' carry OTs, used once at the start of the online phase.
-struct InputCarryKeys {
-    leaf: LeafKeys,
-    carry: CarryKeys,
-}
-
 /// Offline: the uploads, the pool fills (the server computes the HE responses meanwhile), the
 /// responses decrypted into shares, then every client circuit input's label by COT and the
 /// tables' random OTs.

@@ -168,12 +168,6 @@ struct ServerState<'a> {
     lut: Option<(LutKeys, Vec<u64>)>,
 }
 
-/// The input projections' carry OTs, used once at the start of the online phase.
-struct InputCarryKeys {
-    leaf: LeafKeys,
-    carry: CarryKeys,
-}
-
 /// Offline after the uploads: the HE responses and pool fills side by side, the tables' random
 /// OTs, and the COTs of every client circuit input.
 fn server_offline<'a, C: Channel>(

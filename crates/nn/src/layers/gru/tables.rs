@@ -68,6 +68,13 @@ pub(super) struct LeafKeys {
     choices: Vec<u8>,
 }
 
+/// The input projections' carry OTs of a session (leaves and carry shares), made offline and
+/// used once at the start of the online phase.
+pub(super) struct InputCarryKeys {
+    pub(super) leaf: LeafKeys,
+    pub(super) carry: CarryKeys,
+}
+
 /// Leaves per `take_random_n` call: the hashed keys of a call (16 bytes each) are cut to their
 /// two low bits at once, so a session holds 1 byte per key, not 16.
 pub(super) const LEAF_CHUNK: usize = 2048;
