@@ -12,11 +12,10 @@ use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
 pub const PROTOCOL: &str = "secinfer-gru/10";
-/// How the session's AND gates are garbled unless the client asks otherwise (`/6`: the client
-/// names the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
-/// garbling (wip-3h)"). Three-halves since `/8`: 23 % fewer table bytes, and since the HE
-/// chunking of `/8` it is as fast on `lan` (0.185 vs 0.194 s for GRU(100,64,30) CG-2) and
-/// within 0.3 s on `none` (docs/benchmarks.md, "Session 10").
+/// How the session's AND gates are garbled unless the client asks otherwise (the client names
+/// the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
+/// garbling"). Three-halves: 23 % fewer table bytes than half-gates, as fast on `lan` (0.185 vs
+/// 0.194 s for GRU(100,64,30) CG-2) and within 0.3 s on `none` (docs/benchmarks.md).
 pub const DEFAULT_GARBLING: Scheme = Scheme::ThreeHalves;
 pub(super) const HE_PARAMS: &str = "n8192-z2k32";
 pub(super) const MAX_HANDSHAKE: usize = 4096;
@@ -142,7 +141,8 @@ pub struct ClientOptions {
     /// could compute them (8-bit sigmoid inputs, CG-2), and the hidden projections' carries
     /// with them (no per-step leaves): four flights per step fewer (120 rounds for T = 30,
     /// ≈ 2.3 s on a 40 ms round trip) for ≈ 2.8 KB more per element and step
-    /// (docs/gru-protocol.md, "Session 11"). A cost trade-off, not a security one.
+    /// (docs/gru-protocol.md, "carry shares and gate tables"). A cost trade-off, not a security
+    /// one.
     pub gates_in_circuit: bool,
 }
 
@@ -157,12 +157,10 @@ pub(super) const GATES_CIRCUIT: &str = "circuit";
 /// then nearly free, but an iteration of 10^7 COTs takes ≈ 1.3 s on two cores: `secinfer bench
 /// ot --kind ferret`). A cost trade-off, not a security one: all are semi-honest secure.
 ///
-/// The default (`secinfer-gru/5`) is SoftSpokenOT with k = 4: 4 bytes per COT instead of IKNP's
-/// 16 (GRU(10,128,30) CG-2 90.3 → 76.7 MB, GRU(100,64,30) 46.5 → 39.7 MB) at the same session
-/// time on two cores since the VAES path of `secinfer_ot::AesCipher` (docs/gru-protocol.md).
-/// Since `/8` it is k = 5 (3.2 bytes per COT): −0.48 MB for GRU(100,64,30) CG-2 at the same
-/// time within noise on `none` and `lan`; k = 6 saves 0.32 MB more but puts GRU(10,128,30)
-/// over 0.3 s on `lan` (docs/benchmarks.md, "Session 10").
+/// The default is SoftSpokenOT with k = 5: 3.2 bytes per COT instead of IKNP's 16, at IKNP's
+/// session time on two cores (the VAES path of `secinfer_ot::AesCipher`; docs/gru-protocol.md);
+/// k = 6 saves 0.32 MB more for GRU(100,64,30) CG-2 but puts GRU(10,128,30) over 0.3 s on
+/// `lan` (docs/benchmarks.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OtFiller {
     Iknp,
@@ -305,7 +303,7 @@ pub(super) fn server_handshake<C: Channel>(ch: &mut C, m: &ServerModel) -> Resul
         }
     }
     // The client picks the garbling scheme too (a cost trade-off: both are semi-honest secure
-    // under the same hash assumption); `/6` handshakes always name it.
+    // under the same hash assumption); the handshake always names it.
     let garbling = match hv["garbling"].as_str() {
         Some(name) => Scheme::parse(name).map_err(|e| e.to_string()),
         None => Err("the handshake names no garbling scheme".to_string()),
