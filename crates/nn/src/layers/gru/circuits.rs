@@ -41,6 +41,15 @@ pub struct CircuitCache {
 }
 
 impl CircuitCache {
+    /// A cache that already holds the activation circuits of a model's step layout
+    /// ([`StepLayout::for_step`]): a model builds them when it is prepared, not inside its
+    /// first session (2^20 evaluations each for a 20-bit format).
+    pub fn for_model(fp: &FixedPointConfig, tanh_candidate: bool) -> CircuitCache {
+        let cache = CircuitCache::default();
+        StepLayout::for_step(fp, tanh_candidate, &cache);
+        cache
+    }
+
     /// The gc crate's stand-alone circuit for `func` from `af.input` to `af.output`, and the
     /// smallest and largest values it outputs over all inputs.
     fn act(&self, func: Func, af: ActFormat) -> Entry {

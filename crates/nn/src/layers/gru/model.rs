@@ -109,6 +109,8 @@ pub struct ClientModel {
 }
 
 impl ClientModel {
+    /// The client's view of a model run as `variant` over `steps` tokens; builds the activation
+    /// circuits its step layout needs ([`CircuitCache::for_model`]) now, before any session.
     pub fn new(
         config: ModelConfig,
         embed_f32: &[f32],
@@ -117,6 +119,7 @@ impl ClientModel {
     ) -> Result<ClientModel> {
         let fp = fp_for_variant(&config, variant)?;
         let arch = config.gru()?.clone();
+        let circuits = CircuitCache::for_model(&fp, arch.activation == Candidate::Tanh);
         let embed = embed_f32
             .iter()
             .map(|&v| fp.main.quantize(v as f64).0)
@@ -128,7 +131,7 @@ impl ClientModel {
             fp,
             embed,
             steps,
-            circuits: CircuitCache::default(),
+            circuits,
         })
     }
 }
