@@ -14,9 +14,8 @@ use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
 use secinfer_gc::backend::{and, xor, Bit, Word};
 use secinfer_gc::gadgets::{add, add_cin, add_full, argmax, constant_word, relu, saturate, sext};
 use secinfer_gc::{Builder, Circuit};
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// Width of the shares the HE layer produces and the step circuit outputs.
 pub const SHARE_BITS: usize = 32;
@@ -31,39 +30,56 @@ type Key = (Func, u32, u32, u32, u32);
 
 type Entry = (Arc<Circuit>, i64, i64);
 
-fn circuits() -> &'static Mutex<HashMap<Key, Entry>> {
-    static C: OnceLock<Mutex<HashMap<Key, Entry>>> = OnceLock::new();
-    C.get_or_init(|| Mutex::new(HashMap::new()))
+/// The activation circuits a model's layouts, step circuits and reference are built from, each
+/// with the range of its outputs: building one and evaluating it at every input (2^20 inputs
+/// for a 20-bit format) is done once per cache. Owned by the model that uses it
+/// ([`ServerModel`](super::ServerModel), [`ClientModel`](super::ClientModel),
+/// [`CircuitActivations`]); shareable between threads.
+#[derive(Default)]
+pub struct CircuitCache {
+    entries: Mutex<HashMap<Key, Entry>>,
 }
 
-/// The gc crate's stand-alone circuit for `func` from `af.input` to `af.output`, and the
-/// smallest and largest values it outputs over all inputs (cached per process).
-fn act_circuit(func: Func, af: ActFormat) -> Entry {
-    let key = (
-        func,
-        af.input.bits,
-        af.input.frac,
-        af.output.bits,
-        af.output.frac,
-    );
-    if let Some(c) = circuits().lock().ok().and_then(|m| m.get(&key).cloned()) {
-        return c;
+impl CircuitCache {
+    /// A cache that already holds the activation circuits of a model's step layout
+    /// ([`StepLayout::for_step`]): a model builds them when it is prepared, not inside its
+    /// first session (2^20 evaluations each for a 20-bit format).
+    pub fn for_model(fp: &FixedPointConfig, tanh_candidate: bool) -> CircuitCache {
+        let cache = CircuitCache::default();
+        StepLayout::for_step(fp, tanh_candidate, &cache);
+        cache
     }
-    let spec = ActSpec::simple(func, fixed(af.input), fixed(af.output));
-    let c = spec.circuit();
-    // Smallest and largest output over every input.
-    let ob = af.output.bits;
-    let (mut min, mut max) = (i64::MAX, i64::MIN);
-    for v in outputs_at_every_input(&c, af.input.bits as usize) {
-        let y = spec.output.decode(v & ((1u64 << ob) - 1));
-        min = min.min(y);
-        max = max.max(y);
+
+    /// The gc crate's stand-alone circuit for `func` from `af.input` to `af.output`, and the
+    /// smallest and largest values it outputs over all inputs.
+    fn act(&self, func: Func, af: ActFormat) -> Entry {
+        let key = (
+            func,
+            af.input.bits,
+            af.input.frac,
+            af.output.bits,
+            af.output.frac,
+        );
+        // A poisoned lock only costs the cache: the entry is rebuilt.
+        if let Some(c) = self.entries.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return c;
+        }
+        let spec = ActSpec::simple(func, fixed(af.input), fixed(af.output));
+        let c = spec.circuit();
+        // Smallest and largest output over every input.
+        let ob = af.output.bits;
+        let (mut min, mut max) = (i64::MAX, i64::MIN);
+        for v in outputs_at_every_input(&c, af.input.bits as usize) {
+            let y = spec.output.decode(v & ((1u64 << ob) - 1));
+            min = min.min(y);
+            max = max.max(y);
+        }
+        let e = (Arc::new(c), min, max);
+        if let Ok(mut m) = self.entries.lock() {
+            m.insert(key, e.clone());
+        }
+        e
     }
-    let e = (Arc::new(c), min, max);
-    if let Ok(mut m) = circuits().lock() {
-        m.insert(key, e.clone());
-    }
-    e
 }
 
 /// A circuit's output word (output j = bit j) at every input 0 .. 2^nb (input i = bit i of
@@ -98,27 +114,12 @@ fn outputs_at_every_input(c: &Circuit, nb: usize) -> Vec<u64> {
 /// `Reference::new(model, CircuitActivations::default())` bit for bit.
 #[derive(Default)]
 pub struct CircuitActivations {
-    cache: RefCell<HashMap<Key, Arc<Circuit>>>,
+    cache: CircuitCache,
 }
 
 impl CircuitActivations {
     fn eval(&self, func: Func, x: i64, f: ActFormat) -> i64 {
-        let key = (
-            func,
-            f.input.bits,
-            f.input.frac,
-            f.output.bits,
-            f.output.frac,
-        );
-        let c = self.cache.borrow().get(&key).cloned();
-        let c = match c {
-            Some(c) => c,
-            None => {
-                let c = act_circuit(func, f).0;
-                self.cache.borrow_mut().insert(key, c.clone());
-                c
-            }
-        };
+        let c = self.cache.act(func, f).0;
         eval_plain(
             &c,
             &ActSpec::simple(func, fixed(f.input), fixed(f.output)),
@@ -206,9 +207,9 @@ pub struct StepLayout {
 }
 
 impl StepLayout {
-    pub fn new(fp: &FixedPointConfig) -> Self {
+    pub fn new(fp: &FixedPointConfig, cache: &CircuitCache) -> Self {
         let sf = fp.sigmoid_format();
-        let (_, sig_min, sig_max) = act_circuit(Func::Sigmoid, sf);
+        let (_, sig_min, sig_max) = cache.act(Func::Sigmoid, sf);
         // Bits the gate value can occupy: all of them, or (never negative) only up to its maximum.
         let (gb, g_signed) = if sig_min >= 0 {
             let k = 64 - (sig_max.max(1) as u64).leading_zeros() as usize;
@@ -240,13 +241,13 @@ impl StepLayout {
     /// are exact in hw = bitlen(hi − lo) + 1 bits (16 instead of 20 for CG-2: n ∈ [0, 127·2^8]).
     /// The ranges are the activation circuits' exhaustively computed outputs; when a condition
     /// fails, hw = L (no narrowing) and `state_exact` is false.
-    pub fn for_step(fp: &FixedPointConfig, tanh_candidate: bool) -> Self {
-        let mut lay = Self::new(fp);
+    pub fn for_step(fp: &FixedPointConfig, tanh_candidate: bool, cache: &CircuitCache) -> Self {
+        let mut lay = Self::new(fp, cache);
         let sf = fp.sigmoid_format();
         let cf = fp.candidate_format();
-        let (_, z_min, z_max) = act_circuit(Func::Sigmoid, sf);
+        let (_, z_min, z_max) = cache.act(Func::Sigmoid, sf);
         let (y_min, y_max) = if tanh_candidate {
-            let (_, lo, hi) = act_circuit(Func::Tanh, cf);
+            let (_, lo, hi) = cache.act(Func::Tanh, cf);
             (lo, hi)
         } else {
             // relu then saturate to bo bits: [0, 2^(bo−1) − 1]
@@ -508,8 +509,12 @@ fn xor_word(b: &mut Builder, x: &[Bit<u32>], y: &[Bit<u32>]) -> W {
 
 /// The step circuits for a fixed-point configuration and candidate activation, with r and z
 /// from lookup tables where the sigmoid's input is small enough ([`StepLayout::lut`]).
-pub fn step_circuits(fp: &FixedPointConfig, tanh_candidate: bool) -> StepCircuits {
-    step_circuits_with(fp, tanh_candidate, true)
+pub fn step_circuits(
+    fp: &FixedPointConfig,
+    tanh_candidate: bool,
+    cache: &CircuitCache,
+) -> StepCircuits {
+    step_circuits_with(fp, tanh_candidate, true, cache)
 }
 
 /// [`step_circuits`], with `gate_tables = false` keeping the sigmoids of r and z inside circuit
@@ -519,8 +524,9 @@ pub fn step_circuits_with(
     fp: &FixedPointConfig,
     tanh_candidate: bool,
     gate_tables: bool,
+    cache: &CircuitCache,
 ) -> StepCircuits {
-    let mut lay = StepLayout::for_step(fp, tanh_candidate);
+    let mut lay = StepLayout::for_step(fp, tanh_candidate, cache);
     if !gate_tables {
         lay.lut = None;
     }
@@ -596,8 +602,13 @@ pub fn step_circuits_with(
 /// The final circuit (one copy): garbler [C logit accumulators, A bits each], evaluator the
 /// same. Output: the argmax index (⌈log2 C⌉ bits, lowest index on ties), or with
 /// `reveal_logits` the C logits (L bits each, signed).
-pub fn final_circuit(fp: &FixedPointConfig, classes: usize, reveal_logits: bool) -> Circuit {
-    let lay = StepLayout::new(fp);
+pub fn final_circuit(
+    fp: &FixedPointConfig,
+    classes: usize,
+    reveal_logits: bool,
+    cache: &CircuitCache,
+) -> Circuit {
+    let lay = StepLayout::new(fp, cache);
     let (a, l) = (lay.acc, lay.l);
     let f = fp.main.frac as usize;
     Circuit::build(2 * classes * a, |b, ins| {
@@ -644,7 +655,7 @@ mod tests {
     fn sigmoid_table_is_the_reference_sigmoid() {
         for input in [Format { bits: 8, frac: 4 }, Format { bits: 6, frac: 3 }] {
             let fp = fx8(input);
-            let lay = StepLayout::for_step(&fp, false);
+            let lay = StepLayout::for_step(&fp, false, &CircuitCache::default());
             assert_eq!(lay.lut, Some(input.bits as usize));
             let table = sigmoid_table(&fp, &lay).expect("a table");
             assert_eq!(table.len(), 1 << input.bits);
@@ -657,27 +668,38 @@ mod tests {
             }
         }
         let fp = fx8(Format { bits: 9, frac: 4 });
-        let lay = StepLayout::for_step(&fp, false);
+        let lay = StepLayout::for_step(&fp, false, &CircuitCache::default());
         assert_eq!(lay.lut, None);
         assert!(sigmoid_table(&fp, &lay).is_none());
+    }
+
+    /// A cache builds an activation circuit once per formats and hands that one out again, with
+    /// the range of its outputs; another cache (another model's) builds its own, equal one.
+    #[test]
+    fn circuit_cache_builds_each_circuit_once_per_model() {
+        let sf = fx8(Format { bits: 8, frac: 4 }).sigmoid_format();
+        let (a, b) = (CircuitCache::default(), CircuitCache::default());
+        let (c1, lo1, hi1) = a.act(Func::Sigmoid, sf);
+        let (c2, lo2, hi2) = a.act(Func::Sigmoid, sf);
+        assert!(Arc::ptr_eq(&c1, &c2));
+        assert_eq!((lo1, hi1), (lo2, hi2));
+        let (c3, lo3, hi3) = b.act(Func::Sigmoid, sf);
+        assert!(!Arc::ptr_eq(&c1, &c3));
+        assert_eq!((c1.and_count(), lo1, hi1), (c3.and_count(), lo3, hi3));
+        // σ in [0, 1] at 7 fraction bits.
+        assert!(
+            lo1 >= 0 && lo1 < hi1 && hi1 <= 1 << sf.output.frac,
+            "{lo1} {hi1}"
+        );
+        let (t, ..) = a.act(Func::Tanh, sf);
+        assert!(!Arc::ptr_eq(&c1, &t));
     }
 
     #[test]
     #[ignore = "prints the per-circuit AND counts"]
     fn print_and_counts() {
-        let main = Format { bits: 20, frac: 12 };
-        let fp = FixedPointConfig {
-            main,
-            sigmoid: Some(ActFormat {
-                input: Format { bits: 8, frac: 4 },
-                output: Format { bits: 8, frac: 7 },
-            }),
-            candidate: Some(ActFormat {
-                input: Format { bits: 8, frac: 4 },
-                output: Format { bits: 8, frac: 4 },
-            }),
-        };
-        let s = step_circuits(&fp, false);
+        let fp = fx8(Format { bits: 8, frac: 4 });
+        let s = step_circuits(&fp, false, &CircuitCache::default());
         eprintln!(
             "A {} B {} C {} lay {:?}",
             s.a.and_count(),

@@ -1,14 +1,43 @@
-//! Secure GRU inference (CryptoGRU, issue 6): HE matvecs over Z_{2^32} (coefficient encoding) on
-//! the client's masks (all offline), three garbled circuits per step for the gates and
-//! activations, OT multiplexers for the gate products, and a final garbled argmax. See
-//! docs/gru-protocol.md.
+//! Secure GRU inference (CryptoGRU): HE matvecs over Z_{2^32} (coefficient encoding) on the
+//! client's masks (all offline), three garbled circuits per step for the gates and activations,
+//! OT multiplexers for the gate products, and a final garbled argmax (docs/gru-protocol.md).
+//!
+//! One session, both roles, over any [`Channel`](secinfer_net::Channel):
+//! * setup ([`config`] handshake: protocol, architecture hash, variant, steps, OT filler), the
+//!   client's BFV public key (for re-randomising responses), the base OTs of two OT pools
+//!   (server → client with Δ = the free-XOR offset; client → server for the multiplexers' other
+//!   direction);
+//! * offline (Delphi-style, cryptogru::offline): HE products on the client's uniform masks ρ_x,
+//!   ρ_h; pool fills; COTs of every client circuit input (all known now) whose m0 are the zero
+//!   labels; the random OTs of the lookup tables ([`tables`]);
+//! * online: x − ρ_x for all t; per step A → product P → B → product Q → C → B2A of h', the
+//!   server learning m = h' + ρ_h; finally the garbled argmax. Each batch (circuit A, B or C for
+//!   all H elements) is garbled online, as soon as the server knows its inputs, which are folded
+//!   into the garbling (`BatchJob::g_known`): its tables travel instead of the server's labels,
+//!   16 bytes per server input bit fewer.
+//!
+//! Online each step is six flights: pooled OTs are split into choices and answers so both
+//! directions share flights, and the products P = r·trunc(gh_n), Q = z·(h − n) ([`products`])
+//! and the B2A of h' ([`b2a`]) are decomposed into sender-first OTs whose correlations the server
+//! knows before the client's bits exist (docs/gru-protocol.md, "Online flights", which also has
+//! the derivations). [`client`] and [`server`] hold the two roles, phase by phase and flight by
+//! flight, in the same order.
+mod b2a;
+mod bits;
 pub mod circuits;
+mod client;
 pub mod coeff;
-pub mod session;
+mod config;
+mod model;
+mod products;
+mod report;
+mod server;
+mod tables;
 
-pub use circuits::CircuitActivations;
-pub use session::{
-    client_session, client_session_garbling, client_session_with, fp_for_variant, random_model,
-    server_session, ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, ServerModel,
-    SessionReport, Variant, DEFAULT_GARBLING, PROTOCOL,
-};
+pub use circuits::{CircuitActivations, CircuitCache};
+pub use client::{client_session, client_session_garbling, client_session_with};
+pub use config::{fp_for_variant, ClientOptions, OtFiller, Variant, DEFAULT_GARBLING, PROTOCOL};
+pub use model::{random_model, ClientModel, ServerModel};
+pub use report::{GruOutcome, SessionReport};
+pub use secinfer_gc::garble::Scheme;
+pub use server::server_session;

@@ -1,0 +1,344 @@
+//! What the two parties agree on before a session: CryptoGRU's variants and their fixed-point
+//! configurations, the client's options, the OT filler, and the handshake that names them all
+//! (with a hash of the architecture, so both roles run the same circuits and products).
+use super::coeff;
+use super::model::{ClientModel, ServerModel};
+use crate::error::{NnError, Result};
+use crate::model::{ActFormat, Candidate, FixedPointConfig, Format, ModelConfig};
+use secinfer_gc::garble::Scheme;
+use secinfer_net::Channel;
+use secinfer_ot::{CotSource, FerretParams};
+use sha2::{Digest, Sha256};
+
+/// Protocol identifier exchanged in the handshake.
+pub const PROTOCOL: &str = "secinfer-gru/10";
+/// How the session's AND gates are garbled unless the client asks otherwise (the client names
+/// the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
+/// garbling"). Three-halves: 23 % fewer table bytes than half-gates, as fast on `lan` (0.185 vs
+/// 0.194 s for GRU(100,64,30) CG-2) and within 0.3 s on `none` (docs/benchmarks.md).
+pub const DEFAULT_GARBLING: Scheme = Scheme::ThreeHalves;
+pub(super) const HE_PARAMS: &str = "n8192-z2k32";
+pub(super) const MAX_HANDSHAKE: usize = 4096;
+
+/// CryptoGRU's variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// tanh candidate, 20-bit activations.
+    Baseline,
+    /// ReLU candidate, 20-bit activations.
+    Cg1,
+    /// ReLU candidate, 8-bit sigmoid/ReLU (requantised around the GC).
+    Cg2,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Baseline => "baseline",
+            Variant::Cg1 => "cg1",
+            Variant::Cg2 => "cg2",
+        }
+    }
+    pub fn candidate(self) -> Candidate {
+        match self {
+            Variant::Baseline => Candidate::Tanh,
+            _ => Candidate::Relu,
+        }
+    }
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "baseline" => Ok(Variant::Baseline),
+            "cg1" => Ok(Variant::Cg1),
+            "cg2" => Ok(Variant::Cg2),
+            o => Err(format!("unknown variant {o:?} (baseline, cg1, cg2)")),
+        }
+    }
+}
+
+/// The fixed-point configuration a variant runs: the model's `fx20` / `fx8` entry when it has
+/// one, else the exporter's preset. Refuses a variant whose candidate differs from the model's.
+pub fn fp_for_variant(config: &ModelConfig, v: Variant) -> Result<FixedPointConfig> {
+    if config.gru()?.activation != v.candidate() {
+        return Err(NnError::Input(format!(
+            "variant {} needs a {} candidate activation; this model's is {}",
+            v.name(),
+            v.candidate().name(),
+            config.gru()?.activation.name()
+        )));
+    }
+    let name = if v == Variant::Cg2 { "fx8" } else { "fx20" };
+    if let Some((_, fp)) = config.variants.iter().find(|(n, _)| n == name) {
+        return check_fp(*fp);
+    }
+    let main = Format { bits: 20, frac: 12 };
+    let fp = match v {
+        Variant::Cg2 => FixedPointConfig {
+            main,
+            sigmoid: Some(ActFormat {
+                input: Format { bits: 8, frac: 4 },
+                output: Format { bits: 8, frac: 7 },
+            }),
+            candidate: Some(ActFormat {
+                input: Format { bits: 8, frac: 4 },
+                output: Format { bits: 8, frac: 4 },
+            }),
+        },
+        _ => FixedPointConfig {
+            main,
+            sigmoid: None,
+            candidate: None,
+        },
+    };
+    check_fp(fp)
+}
+
+fn check_fp(fp: FixedPointConfig) -> Result<FixedPointConfig> {
+    // The carry leaves split F into two digits of 1 to 8 bits (1-of-2^m OTs, m ≤ 8).
+    if !(2..=16).contains(&fp.main.frac) {
+        return Err(NnError::Input(format!(
+            "main format ({}, {}): the secure GRU needs 2 to 16 fraction bits",
+            fp.main.bits, fp.main.frac
+        )));
+    }
+    if fp.main.bits + fp.main.frac > coeff::T_BITS {
+        return Err(NnError::Input(format!(
+            "main format ({}, {}) needs a 2^{} ring; the secure GRU runs over 2^32",
+            fp.main.bits,
+            fp.main.frac,
+            fp.main.bits + fp.main.frac
+        )));
+    }
+    Ok(fp)
+}
+
+fn arch_hash(config: &ModelConfig, fp: &FixedPointConfig, steps: usize) -> Result<String> {
+    let a = config.gru()?;
+    let s = format!(
+        "{PROTOCOL}|E{}|H{}|C{}|V{}|{}|T{steps}|{:?}|{:?}|{:?}",
+        a.embed_dim,
+        a.hidden,
+        a.classes,
+        a.vocab,
+        a.activation.name(),
+        fp.main,
+        fp.sigmoid_format(),
+        fp.candidate_format()
+    );
+    let d = Sha256::digest(s.as_bytes());
+    Ok(d.iter().take(16).map(|b| format!("{b:02x}")).collect())
+}
+
+/// Client options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientOptions {
+    /// Ask for the logits (main-format integers) instead of only the class.
+    pub reveal_logits: bool,
+    /// Keep the sigmoids of r and z inside the garbled circuit even where OT lookup tables
+    /// could compute them (8-bit sigmoid inputs, CG-2), and the hidden projections' carries
+    /// with them (no per-step leaves): four flights per step fewer (120 rounds for T = 30,
+    /// ≈ 2.3 s on a 40 ms round trip) for ≈ 2.8 KB more per element and step
+    /// (docs/gru-protocol.md, "carry shares and gate tables"). A cost trade-off, not a security
+    /// one.
+    pub gates_in_circuit: bool,
+}
+
+/// The handshake's names for where r and z are computed.
+pub(super) const GATES_TABLES: &str = "tables";
+pub(super) const GATES_CIRCUIT: &str = "circuit";
+
+/// What fills the session's pool of random COTs (all OTs of the session are drawn from it and
+/// derandomised at one bit each): IKNP (16 bytes per COT, cheap to compute), SoftSpokenOT with
+/// k bits per chunk (16/k bytes per COT, CPU growing like 2^k/k: `secinfer bench ot --kind
+/// softspoken`) or Ferret silent OT (≈ 1.5 MB once for setup and one iteration of 10^7 COTs,
+/// then nearly free, but an iteration of 10^7 COTs takes ≈ 1.3 s on two cores: `secinfer bench
+/// ot --kind ferret`). A cost trade-off, not a security one: all are semi-honest secure.
+///
+/// The default is SoftSpokenOT with k = 5: 3.2 bytes per COT instead of IKNP's 16, at IKNP's
+/// session time on two cores (the VAES path of `secinfer_ot::AesCipher`; docs/gru-protocol.md);
+/// k = 6 saves 0.32 MB more for GRU(100,64,30) CG-2 but puts GRU(10,128,30) over 0.3 s on
+/// `lan` (docs/benchmarks.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OtFiller {
+    Iknp,
+    SoftSpoken { k: u32 },
+    Ferret,
+}
+
+impl Default for OtFiller {
+    fn default() -> Self {
+        OtFiller::SoftSpoken { k: 5 }
+    }
+}
+
+impl OtFiller {
+    /// The handshake's name: `iknp`, `softspoken-k<k>` or `ferret`.
+    pub fn name(self) -> String {
+        match self {
+            OtFiller::Iknp => "iknp".into(),
+            OtFiller::SoftSpoken { k } => format!("softspoken-k{k}"),
+            OtFiller::Ferret => "ferret".into(),
+        }
+    }
+    pub(super) fn source(self) -> CotSource {
+        match self {
+            OtFiller::Iknp => CotSource::Iknp,
+            OtFiller::SoftSpoken { k } => CotSource::SoftSpoken { k },
+            OtFiller::Ferret => CotSource::Ferret(FerretParams::B13),
+        }
+    }
+}
+
+impl std::str::FromStr for OtFiller {
+    type Err = String;
+    /// `iknp`, `ferret`, `softspoken` (k = 2) or `softspoken-k<k>` with 1 ≤ k ≤ 8.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let bad =
+            || format!("unknown OT filler {s:?} (iknp, softspoken, softspoken-k<1..=8>, ferret)");
+        match s {
+            "iknp" => Ok(OtFiller::Iknp),
+            "ferret" => Ok(OtFiller::Ferret),
+            "softspoken" => Ok(OtFiller::SoftSpoken { k: 2 }),
+            o => {
+                let k: u32 = o
+                    .strip_prefix("softspoken-k")
+                    .and_then(|k| k.parse().ok())
+                    .ok_or_else(bad)?;
+                if (1..=secinfer_ot::SOFTSPOKEN_MAX_K).contains(&k) {
+                    Ok(OtFiller::SoftSpoken { k })
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
+fn handshake_json(
+    config: &ModelConfig,
+    fp: &FixedPointConfig,
+    v: Variant,
+    steps: usize,
+    reveal: bool,
+) -> Result<serde_json::Value> {
+    Ok(serde_json::json!({
+        "protocol": PROTOCOL,
+        "arch": arch_hash(config, fp, steps)?,
+        "variant": v.name(),
+        "steps": steps,
+        "reveal_logits": reveal,
+    }))
+}
+
+/// Client: sends the handshake (with the OT filler, the garbling scheme and where r and z are
+/// computed: the client's choices, which the server follows) and reads the server's verdict.
+pub(super) fn client_handshake<C: Channel>(
+    ch: &mut C,
+    m: &ClientModel,
+    opts: ClientOptions,
+    filler: OtFiller,
+    garbling: Scheme,
+) -> Result<()> {
+    let mut hs = handshake_json(&m.config, &m.fp, m.variant, m.steps, opts.reveal_logits)?;
+    hs["ot"] = serde_json::Value::from(filler.name());
+    hs["garbling"] = serde_json::Value::from(garbling.name());
+    hs["gates"] = serde_json::Value::from(if opts.gates_in_circuit {
+        GATES_CIRCUIT
+    } else {
+        GATES_TABLES
+    });
+    ch.send_frame(hs.to_string().as_bytes())
+        .map_err(NnError::from)?;
+    let reply = ch.recv_frame().map_err(NnError::from)?;
+    if reply.len() > MAX_HANDSHAKE {
+        return Err(NnError::Protocol("oversized handshake reply".into()));
+    }
+    let rv: serde_json::Value = serde_json::from_slice(&reply)
+        .map_err(|e| NnError::Protocol(format!("handshake reply: {e}")))?;
+    if rv["ok"] != serde_json::Value::Bool(true) {
+        return Err(NnError::Protocol(format!(
+            "server refused the session: {}",
+            rv["error"].as_str().unwrap_or("?")
+        )));
+    }
+    Ok(())
+}
+
+/// What the server accepted from the client's handshake.
+pub(super) struct Agreed {
+    pub(super) reveal: bool,
+    pub(super) filler: OtFiller,
+    pub(super) garbling: Scheme,
+    pub(super) gates_in_circuit: bool,
+}
+
+/// Server: reads the client's handshake, checks it against this model and answers; a mismatch
+/// is refused (the client is told why) and returned as an error.
+pub(super) fn server_handshake<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Agreed> {
+    let hello = ch.recv_frame().map_err(NnError::from)?;
+    if hello.len() > MAX_HANDSHAKE {
+        return Err(NnError::Protocol("oversized handshake".into()));
+    }
+    let hv: serde_json::Value =
+        serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
+    let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
+    let want = handshake_json(&m.q.config, &m.fp, m.variant, m.steps, reveal)?;
+    // The client picks the OT filler (a cost trade-off, not a security one); absent = the
+    // default.
+    let ot_src: std::result::Result<OtFiller, String> = match hv["ot"].as_str() {
+        Some(name) => name.parse(),
+        None => Ok(OtFiller::default()),
+    };
+    let mut problem = ot_src.as_ref().err().cloned();
+    for k in ["protocol", "variant", "steps", "arch"] {
+        if problem.is_none() && hv[k] != want[k] {
+            problem = Some(format!(
+                "{k} mismatch: client {}, server {}",
+                hv[k], want[k]
+            ));
+            break;
+        }
+    }
+    // The client picks the garbling scheme too (a cost trade-off: both are semi-honest secure
+    // under the same hash assumption); the handshake always names it.
+    let garbling = match hv["garbling"].as_str() {
+        Some(name) => Scheme::parse(name).map_err(|e| e.to_string()),
+        None => Err("the handshake names no garbling scheme".to_string()),
+    };
+    if problem.is_none() {
+        problem = garbling.as_ref().err().cloned();
+    }
+    // And where r and z are computed (absent: lookup tables where they apply).
+    let gates_in_circuit = match hv["gates"].as_str() {
+        None | Some(GATES_TABLES) => false,
+        Some(GATES_CIRCUIT) => true,
+        Some(other) => {
+            if problem.is_none() {
+                problem = Some(format!(
+                    "unknown gates {other:?} ({GATES_TABLES} or {GATES_CIRCUIT})"
+                ));
+            }
+            false
+        }
+    };
+    if let Some(p) = problem {
+        let _ = ch.send_frame(
+            serde_json::json!({"ok": false, "error": p})
+                .to_string()
+                .as_bytes(),
+        );
+        let _ = ch.flush();
+        return Err(NnError::Protocol(p));
+    }
+    ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
+        .map_err(NnError::from)?;
+    Ok(Agreed {
+        reveal,
+        filler: ot_src.unwrap_or_default(),
+        garbling: garbling.unwrap_or(DEFAULT_GARBLING),
+        gates_in_circuit,
+    })
+}

@@ -1,0 +1,81 @@
+//! What a session measured and what the client learns: the cost report, with bytes split into
+//! the garbled-circuit, HE and multiplexer buckets as each sub-protocol's flights run.
+use secinfer_gc::garble::Scheme;
+use secinfer_net::{Channel, Cost};
+
+/// What one party measured.
+#[derive(Clone, Debug, Default)]
+pub struct SessionReport {
+    pub cost: Cost,
+    /// Bytes (both directions) of garbled-circuit traffic: tables, labels, COTs, base OTs.
+    pub gc_bytes: u64,
+    /// Bytes (both directions) of HE traffic: public key, uploads, responses, and the masked
+    /// inputs x − ρ_x.
+    pub he_bytes: u64,
+    /// Bytes (both directions) of the gate products: base OTs of the client-to-server OT
+    /// extension, multiplexer OTs, and the client's share corrections P_c − π_P, Q_c − π_Q.
+    pub mux_bytes: u64,
+    pub and_gates: u64,
+    /// AND gates per element and step of the step circuits this session ran.
+    pub and_per_element_step: u64,
+    pub steps: usize,
+    /// Weakest statistical-flooding exponent of the server's responses (server side only).
+    pub flood_stat_bits: f64,
+    /// The AND-gate scheme the session's tables used.
+    pub garbling: Scheme,
+    /// Whether r and z came from OT lookup tables (cryptogru::gate_luts) rather than circuit A.
+    pub gate_tables: bool,
+}
+
+/// Bytes (both directions) so far on a channel.
+fn bytes<C: Channel>(ch: &C) -> u64 {
+    let c = ch.cost();
+    c.setup.bytes() + c.offline.bytes() + c.online.bytes()
+}
+
+/// A session's report as it is filled: each sub-protocol's bytes since the last count go into
+/// one bucket (GC, HE or multiplexers) when it ends.
+pub(super) struct Meter {
+    pub(super) rep: SessionReport,
+    mark: u64,
+}
+
+impl Meter {
+    pub(super) fn start<C: Channel>(ch: &C, rep: SessionReport) -> Meter {
+        Meter {
+            rep,
+            mark: bytes(ch),
+        }
+    }
+    fn take<C: Channel>(&mut self, ch: &C) -> u64 {
+        let b = bytes(ch);
+        let d = b - self.mark;
+        self.mark = b;
+        d
+    }
+    /// The bytes since the last count were garbled-circuit traffic.
+    pub(super) fn gc<C: Channel>(&mut self, ch: &C) {
+        self.rep.gc_bytes += self.take(ch);
+    }
+    /// The bytes since the last count were HE traffic.
+    pub(super) fn he<C: Channel>(&mut self, ch: &C) {
+        self.rep.he_bytes += self.take(ch);
+    }
+    /// The bytes since the last count were the gate products' (and tables') traffic.
+    pub(super) fn mux<C: Channel>(&mut self, ch: &C) {
+        self.rep.mux_bytes += self.take(ch);
+    }
+    /// The report, with the channel's cost so far.
+    pub(super) fn finish<C: Channel>(mut self, ch: &C) -> SessionReport {
+        self.rep.cost = ch.cost();
+        self.rep
+    }
+}
+
+/// What the client learns.
+#[derive(Clone, Debug)]
+pub struct GruOutcome {
+    pub class: usize,
+    pub logits: Option<Vec<i64>>,
+    pub report: SessionReport,
+}
