@@ -443,9 +443,12 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// One numeric input: its name, its values and its true label if known.
+type GraphInput = (String, Vec<f32>, Option<String>);
+
 /// Fixed-point inputs of a model with `dtype: fixed` input: `--samples` lines
 /// `{"input": [floats], "label": ...}` or `--tokens FILE` of whitespace-separated floats.
-fn graph_inputs(a: &InferArgs) -> Result<Vec<(String, Vec<f32>, Option<String>)>, Error> {
+fn graph_inputs(a: &InferArgs) -> Result<Vec<GraphInput>, Error> {
     let floats = |text: &str, what: &str| -> Result<Vec<f32>, Error> {
         text.split_whitespace()
             .map(|s| {
@@ -466,8 +469,8 @@ fn graph_inputs(a: &InferArgs) -> Result<Vec<(String, Vec<f32>, Option<String>)>
                 .enumerate()
             {
                 let what = format!("{}: line {}", f.display(), i + 1);
-                let j: serde_json::Value = serde_json::from_str(line)
-                    .map_err(|e| Error::msg(format!("{what}: {e}")))?;
+                let j: serde_json::Value =
+                    serde_json::from_str(line).map_err(|e| Error::msg(format!("{what}: {e}")))?;
                 let x = j["input"]
                     .as_array()
                     .ok_or_else(|| Error::msg(format!("{what} has no \"input\" array")))?
@@ -503,7 +506,10 @@ fn infer_plaintext_graph(a: &InferArgs, m: &Model) -> Result<(), Error> {
     let ends_in_argmax = m.config.graph.ends_in_argmax();
     let (mut right, mut known) = (0usize, 0usize);
     let ins = graph_inputs(a)?;
-    println!("reference  plaintext fixed point, main ({}, {}): what the secure run computes", fp.main.bits, fp.main.frac);
+    println!(
+        "reference  plaintext fixed point, main ({}, {}): what the secure run computes",
+        fp.main.bits, fp.main.frac
+    );
     for (name, x, truth) in &ins {
         let mut r = GraphReference::new(&q, CircuitActivations::default());
         let xq = q.quantize_input(x);
@@ -515,8 +521,14 @@ fn infer_plaintext_graph(a: &InferArgs, m: &Model) -> Result<(), Error> {
             (argmax(l), l)
         };
         let scale = (1u64 << fp.main.frac) as f64;
-        let shown: Vec<String> = logits.iter().map(|l| format!("{:.3}", *l as f64 / scale)).collect();
-        let t = truth.as_ref().map(|l| format!("   true label: {l}")).unwrap_or_default();
+        let shown: Vec<String> = logits
+            .iter()
+            .map(|l| format!("{:.3}", *l as f64 / scale))
+            .collect();
+        let t = truth
+            .as_ref()
+            .map(|l| format!("   true label: {l}"))
+            .unwrap_or_default();
         println!("{name:<10} class {} ({}){t}", k, label(&m.config.labels, k));
         if ins.len() == 1 {
             println!("logits     [{}]", shown.join(", "));

@@ -122,7 +122,8 @@ impl Plan {
             i += 1;
         }
         let family = opts.family.unwrap_or(Family::Hegc);
-        let gru = config.gru().is_ok() && matches!(config.graph.input(), Shape::Tokens { .. });
+        let gru =
+            config.gru().is_ok() && matches!(config.graph.input_shape(), Shape::Tokens { .. });
         if gru && i == 2 && family == Family::Hegc {
             steps.push(Step {
                 layers: i..layers.len(),

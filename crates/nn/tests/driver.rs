@@ -6,9 +6,7 @@ use secinfer_net::simulate;
 use secinfer_nn::info::ModelInfo;
 use secinfer_nn::layers::gru::Variant;
 use secinfer_nn::runtime::{ClientInput, ClientSession, RunOptions, ServerOptions, ServerSession};
-use secinfer_nn::{
-    argmax, CircuitActivations, ErrorKind, Model, QuantizedModel, Reference,
-};
+use secinfer_nn::{argmax, CircuitActivations, ErrorKind, Model, QuantizedModel, Reference};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -19,7 +17,12 @@ fn tempdir(tag: &str) -> PathBuf {
 }
 
 /// Writes model.json (`layers`), vocab.json and weights drawn from a fixed stream.
-fn write_model(dir: &Path, layers: serde_json::Value, tensors: &[(&str, Vec<usize>)], extra: serde_json::Value) {
+fn write_model(
+    dir: &Path,
+    layers: serde_json::Value,
+    tensors: &[(&str, Vec<usize>)],
+    extra: serde_json::Value,
+) {
     let mut cfg = json!({
         "format": "secinfer-model", "version": 2, "task": "classification",
         "layers": layers,
@@ -37,7 +40,9 @@ fn write_model(dir: &Path, layers: serde_json::Value, tensors: &[(&str, Vec<usiz
             let n: usize = shape.iter().product();
             (0..n)
                 .flat_map(|_| {
-                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     let v = ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 1.2;
                     v.to_le_bytes()
                 })
@@ -121,7 +126,11 @@ fn a_version_2_gru_model_runs_through_the_driver_and_equals_the_reference() {
         let out = r.client.output.unwrap();
         r.server.output.unwrap();
         assert_eq!(out.class, argmax(&want), "{toks:?}");
-        assert_eq!(out.logits.as_ref(), Some(&std::mem::take(&mut want)), "{toks:?}");
+        assert_eq!(
+            out.logits.as_ref(),
+            Some(&std::mem::take(&mut want)),
+            "{toks:?}"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -150,10 +159,9 @@ fn a_graph_without_a_protocol_is_refused_naming_the_layer() {
 
 #[test]
 fn a_hostile_or_vanished_peer_is_a_typed_error() {
-    let model = Model::load(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/imdb-relu-gru"),
-    )
-    .unwrap();
+    let model =
+        Model::load(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/imdb-relu-gru"))
+            .unwrap();
     let server = ServerSession::prepare(&model, &ServerOptions::default()).unwrap();
     // Garbage where the handshake belongs.
     let r = simulate(

@@ -115,7 +115,10 @@ fn version_1_and_its_version_2_form_load_the_same_graph_and_compute_the_same_log
     let qm = QuantizedModel::new(&m, fp).unwrap();
     let qg = QuantizedGraph::new(&m, fp).unwrap();
     let vocab = m.vocab.as_ref().unwrap();
-    for text in ["A moving film, beautifully acted.", "Dull and far too long."] {
+    for text in [
+        "A moving film, beautifully acted.",
+        "Dull and far too long.",
+    ] {
         let toks = vocab.encode(text);
         let want = Reference::new(&qm, CircuitActivations::default()).classify(&toks);
         let outs = GraphReference::new(&qg, CircuitActivations::default())
@@ -267,7 +270,10 @@ fn cnn_layers_equal_direct_computations() {
         for p in 0..2 {
             for r in 0..2 {
                 let at = |dy: usize, dx: usize| res[ch * 16 + (2 * p + dy) * 4 + 2 * r + dx];
-                ap.push(requant((at(0, 0) + at(0, 1) + at(1, 0) + at(1, 1)) * quarter, 0));
+                ap.push(requant(
+                    (at(0, 0) + at(0, 1) + at(1, 0) + at(1, 1)) * quarter,
+                    0,
+                ));
             }
         }
     }
@@ -301,7 +307,8 @@ fn broken_graphs_are_refused_naming_the_layer() {
             "layers[1] (s).type \"softmax\" is not a layer kind",
         ),
         (
-            json!([img, {"type": "argmax", "name": "a"}, {"type": "relu", "name": "r"}]),
+            json!([{"type": "input", "name": "x", "shape": [4]}, {"type": "argmax", "name": "a"},
+                   {"type": "relu", "name": "r"}]),
             "layers[1] (a): argmax must be the last layer",
         ),
         (
@@ -358,8 +365,14 @@ fn weights_are_checked_against_the_graph() {
     ]
     .into_iter()
     .collect();
-    let e = Tensors::from_map(wrong, &c.graph).err().unwrap().to_string();
-    assert!(e.contains("fc.weight") && e.contains("shape [4, 2], expected [2, 4]"), "{e}");
+    let e = Tensors::from_map(wrong, &c.graph)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("fc.weight") && e.contains("shape [4, 2], expected [2, 4]"),
+        "{e}"
+    );
     let mut nan: HashMap<String, Tensor> = [
         ("fc.weight".to_string(), t(vec![2, 4])),
         ("fc.bias".to_string(), t(vec![2])),
@@ -368,5 +381,8 @@ fn weights_are_checked_against_the_graph() {
     .collect();
     nan.get_mut("fc.bias").unwrap().data[1] = f32::NAN;
     let e = Tensors::from_map(nan, &c.graph).err().unwrap().to_string();
-    assert!(e.contains("fc.bias") && e.contains("element 1 is not finite"), "{e}");
+    assert!(
+        e.contains("fc.bias") && e.contains("element 1 is not finite"),
+        "{e}"
+    );
 }

@@ -181,8 +181,14 @@ fn mismatched_client_is_refused_with_a_typed_error() {
         },
         move |ch| server_session(ch, &sm),
     );
-    assert!(matches!(run.client.output, Err(NnError::Protocol(_))));
-    assert!(matches!(run.server.output, Err(NnError::Protocol(_))));
+    let (c, s) = (
+        run.client.output.err().unwrap(),
+        run.server.output.err().unwrap(),
+    );
+    assert!(matches!(c, NnError::Refused(_)), "{c}");
+    assert!(matches!(s, NnError::Refused(_)), "{s}");
+    assert!(s.to_string().contains("steps mismatch"), "{s}");
+    assert_eq!(c.kind(), secinfer_nn::ErrorKind::Refused);
 }
 
 /// The same session with its OT pools filled by IKNP, Ferret silent OT or SoftSpokenOT with

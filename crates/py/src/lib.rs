@@ -127,7 +127,8 @@ fn eval_graph(
     let fp = *model.config.fixed_point_named(fixed_point).map_err(err)?;
     let q = secinfer_nn::QuantizedGraph::new(&model, fp).map_err(err)?;
     py.allow_threads(|| {
-        let mut r = secinfer_nn::GraphReference::new(&q, secinfer_nn::CircuitActivations::default());
+        let mut r =
+            secinfer_nn::GraphReference::new(&q, secinfer_nn::CircuitActivations::default());
         inputs
             .iter()
             .map(|x| {

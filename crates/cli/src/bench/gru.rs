@@ -93,9 +93,7 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
     };
     let r = run_pair(
         &a.net,
-        move |ch| {
-            Ok(client.run(ch, ClientInput::Tokens(&toks), &run, &mut |_, _, _| {})?)
-        },
+        move |ch| Ok(client.run(ch, ClientInput::Tokens(&toks), &run, &mut |_, _, _| {})?),
         move |ch| {
             let rep = server.run(ch)?;
             Ok(rep.flood_stat_bits)

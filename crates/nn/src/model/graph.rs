@@ -629,12 +629,12 @@ impl Graph {
     }
 
     /// The shape the client provides.
-    pub fn input(&self) -> Shape {
+    pub fn input_shape(&self) -> Shape {
         self.layers[0].output
     }
 
     /// The final layer's output shape.
-    pub fn output(&self) -> Shape {
+    pub fn output_shape(&self) -> Shape {
         self.layers[self.layers.len() - 1].output
     }
 

@@ -188,8 +188,8 @@ impl ModelConfig {
     /// Checks what the task needs of the graph, the vocabulary and the labels.
     fn check_task(&self) -> Result<()> {
         let g = &self.graph;
-        let tokens = matches!(g.input(), Shape::Tokens { .. });
-        if let (Some(vc), Shape::Tokens { len: Some(t) }) = (&self.vocab, g.input()) {
+        let tokens = matches!(g.input_shape(), Shape::Tokens { .. });
+        if let (Some(vc), Shape::Tokens { len: Some(t) }) = (&self.vocab, g.input_shape()) {
             if vc.max_len != t {
                 return Err(NnError::config(format!(
                     "vocab.max_len = {} but the input layer reads {t} tokens",
@@ -208,10 +208,10 @@ impl ModelConfig {
                     return Err(NnError::config("a classification model needs labels"));
                 }
                 let classes = self.classes();
-                if !matches!(g.output(), Shape::Vector(_)) {
+                if !matches!(g.output_shape(), Shape::Vector(_)) {
                     return Err(NnError::config(format!(
                         "a classification model ends in a vector (or argmax), not {}",
-                        g.output()
+                        g.output_shape()
                     )));
                 }
                 if self.labels.len() != classes {
@@ -226,7 +226,7 @@ impl ModelConfig {
                     LayerKind::Embedding { vocab, .. } => Some(vocab),
                     _ => None,
                 });
-                let ok = match (vocab, g.output()) {
+                let ok = match (vocab, g.output_shape()) {
                     (Some(v), Shape::Seq { dim, .. }) => {
                         dim == v || (dim == 1 && g.ends_in_argmax())
                     }

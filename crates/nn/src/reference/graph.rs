@@ -329,7 +329,7 @@ impl<'m, A: SmoothActivations> GraphReference<'m, A> {
         };
         let mut a = self.arith();
         let mut out = Vec::with_capacity(co * oh * ow);
-        for o in 0..co {
+        for (o, bo) in b.iter().enumerate().take(co) {
             for p in 0..oh {
                 for q in 0..ow {
                     let mut acc = 0i64;
@@ -349,7 +349,7 @@ impl<'m, A: SmoothActivations> GraphReference<'m, A> {
                             }
                         }
                     }
-                    out.push(a.requantize(acc, b[o]));
+                    out.push(a.requantize(acc, *bo));
                 }
             }
         }

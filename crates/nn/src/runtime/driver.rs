@@ -90,7 +90,7 @@ pub struct ServerSession {
 
 /// Sequence length of a token-input model (the GRU always runs all of it).
 fn steps_of(config: &ModelConfig) -> Result<usize> {
-    match config.graph.input() {
+    match config.graph.input_shape() {
         Shape::Tokens { len: Some(t) } => Ok(t),
         _ => Err(NnError::Unsupported(
             "the secure GRU needs a fixed sequence length (vocab.max_len)".into(),
@@ -123,9 +123,9 @@ impl ServerSession {
                     step: ServerStep::CryptoGru(Box::new(sm)),
                 })
             }
-            Protocol::Local | Protocol::Missing => Err(NnError::Protocol(
-                "a checked plan has a secure step".into(),
-            )),
+            Protocol::Local | Protocol::Missing => {
+                Err(NnError::Protocol("a checked plan has a secure step".into()))
+            }
         }
     }
 
@@ -173,17 +173,21 @@ impl ClientSession {
         let plan = Plan::new(&config, opts.plan);
         match secure_protocol(&plan, &config)? {
             Protocol::CryptoGruClassifier => {
-                let cm =
-                    ClientModel::new(config.clone(), &info.embed, opts.variant, steps_of(&config)?)?;
+                let cm = ClientModel::new(
+                    config.clone(),
+                    &info.embed,
+                    opts.variant,
+                    steps_of(&config)?,
+                )?;
                 Ok(ClientSession {
                     config,
                     plan,
                     step: ClientStep::CryptoGru(Box::new(cm)),
                 })
             }
-            Protocol::Local | Protocol::Missing => Err(NnError::Protocol(
-                "a checked plan has a secure step".into(),
-            )),
+            Protocol::Local | Protocol::Missing => {
+                Err(NnError::Protocol("a checked plan has a secure step".into()))
+            }
         }
     }
 

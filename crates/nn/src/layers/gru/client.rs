@@ -894,7 +894,9 @@ fn client_final<C: Channel>(
     } else {
         let k = word(&out[..index_bits(c)]) as usize;
         if k >= c {
-            return Err(NnError::Protocol(format!("decoded class {k} out of range")));
+            return Err(NnError::Malformed(format!(
+                "decoded class {k} out of range"
+            )));
         }
         (k, None)
     };

@@ -254,13 +254,13 @@ pub(super) fn client_handshake<C: Channel>(
         .map_err(NnError::from)?;
     let reply = ch.recv_frame().map_err(NnError::from)?;
     if reply.len() > MAX_HANDSHAKE {
-        return Err(NnError::Protocol("oversized handshake reply".into()));
+        return Err(NnError::Malformed("oversized handshake reply".into()));
     }
     let rv: serde_json::Value = serde_json::from_slice(&reply)
-        .map_err(|e| NnError::Protocol(format!("handshake reply: {e}")))?;
+        .map_err(|e| NnError::Malformed(format!("handshake reply: {e}")))?;
     if rv["ok"] != serde_json::Value::Bool(true) {
-        return Err(NnError::Protocol(format!(
-            "server refused the session: {}",
+        return Err(NnError::Refused(format!(
+            "the server refused the session: {}",
             rv["error"].as_str().unwrap_or("?")
         )));
     }
@@ -280,10 +280,10 @@ pub(super) struct Agreed {
 pub(super) fn server_handshake<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Agreed> {
     let hello = ch.recv_frame().map_err(NnError::from)?;
     if hello.len() > MAX_HANDSHAKE {
-        return Err(NnError::Protocol("oversized handshake".into()));
+        return Err(NnError::Malformed("oversized handshake".into()));
     }
-    let hv: serde_json::Value =
-        serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
+    let hv: serde_json::Value = serde_json::from_slice(&hello)
+        .map_err(|e| NnError::Malformed(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
     let want = handshake_json(&m.q.config, &m.fp, m.variant, m.steps, reveal)?;
     // The client picks the OT filler (a cost trade-off, not a security one); absent = the
@@ -331,7 +331,7 @@ pub(super) fn server_handshake<C: Channel>(ch: &mut C, m: &ServerModel) -> Resul
                 .as_bytes(),
         );
         let _ = ch.flush();
-        return Err(NnError::Protocol(p));
+        return Err(NnError::Refused(p));
     }
     ch.send_frame(serde_json::json!({"ok": true}).to_string().as_bytes())
         .map_err(NnError::from)?;
