@@ -17,9 +17,9 @@
 //! (`secinfer bench ot` uses 2^22), which costs two rounds per call for these flavours and
 //! nothing extra for COT/ROT, whose traffic only flows from receiver to sender. An error leaves the two column PRGs out of step, so
 //! the instance refuses further calls.
-use crate::aes::Prg;
+use secinfer_core::Prg;
 use crate::base::{base_ot_receive, base_ot_send};
-use crate::block::Block;
+use secinfer_core::Block;
 use crate::error::OtError;
 use crate::ext::{pack_choices, ExtReceiver, ExtSender};
 use crate::pack::check_bits;
@@ -454,3 +454,21 @@ impl OtExtReceiver {
         r
     }
 }
+/// The garbled-circuit protocols' view of this extension.
+impl<C: Channel> secinfer_core::CotSender<C> for OtExtSender {
+    type Error = OtError;
+    fn delta(&self) -> Block {
+        OtExtSender::delta(self)
+    }
+    fn send_cot(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, OtError> {
+        OtExtSender::send_cot(self, ch, n)
+    }
+}
+
+impl<C: Channel> secinfer_core::CotReceiver<C> for OtExtReceiver {
+    type Error = OtError;
+    fn recv_cot(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, OtError> {
+        OtExtReceiver::recv_cot(self, ch, choices)
+    }
+}
+

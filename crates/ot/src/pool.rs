@@ -43,8 +43,8 @@
 //! additive calls answer only after reading all of them (two rounds per call, never blocking on
 //! bounded socket buffers). After any error an instance refuses further calls (its pool position
 //! or filler is out of step with the peer's).
-use crate::aes::Prg;
-use crate::block::Block;
+use secinfer_core::Prg;
+use secinfer_core::Block;
 use crate::error::OtError;
 use crate::ext::{pack_choices, tccr_tweaked, tweak};
 use crate::ferret::{FerretCotReceiver, FerretCotSender, FerretParams};

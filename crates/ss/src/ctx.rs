@@ -5,7 +5,8 @@ use crate::error::{invalid, Result};
 use crate::ring::mask;
 use rand_core::RngCore;
 use secinfer_net::{Channel, Meter, NetError};
-use secinfer_ot::{Block, CotSource, Prg};
+use secinfer_core::{Block, Prg};
+use secinfer_ot::CotSource;
 use std::collections::BTreeMap;
 use std::time::Instant;
 

@@ -4,16 +4,8 @@
 use crate::ctx::{Party, Plan};
 use crate::error::{Result, SsError};
 use secinfer_net::Channel;
-use secinfer_ot::{Block, CotSource, OtError, PooledOtReceiver, PooledOtSender, Prg};
-
-impl From<OtError> for SsError {
-    fn from(e: OtError) -> Self {
-        match e {
-            OtError::Net(n) => SsError::Net(n),
-            other => SsError::Ot(other.to_string()),
-        }
-    }
-}
+use secinfer_core::{Block, Prg};
+use secinfer_ot::{CotSource, PooledOtReceiver, PooledOtSender};
 
 pub(crate) struct RealOt {
     /// This party as sender (P0: the P0 → P1 pool, which also serves 1-of-N).

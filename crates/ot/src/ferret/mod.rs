@@ -33,8 +33,8 @@ pub mod lpn;
 pub mod mpcot;
 pub mod spcot;
 
-use crate::aes::Prg;
-use crate::block::Block;
+use secinfer_core::Prg;
+use secinfer_core::Block;
 use crate::error::OtError;
 use crate::iknp::{OtExtReceiver, OtExtSender};
 use secinfer_net::Channel;
