@@ -2,8 +2,8 @@
 use crate::aes::AesCipher;
 use bytemuck::{Pod, Zeroable};
 use rand_core::{OsRng, RngCore};
-use std::sync::OnceLock;
 use std::ops::{BitAnd, BitAndAssign, BitXor, BitXorAssign, Not};
+use std::sync::OnceLock;
 
 /// 128 bits. Layout is a little-endian `u128`, so slices of blocks go on the wire as-is.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
@@ -124,7 +124,11 @@ mod tests {
         // Neither the whole value nor any 8-hex-digit piece of it appears.
         let hex = format!("{:032x}", secret.0);
         for i in 0..=hex.len() - 8 {
-            assert!(!shown.contains(&hex[i..i + 8]), "{shown} leaks {}", &hex[i..i + 8]);
+            assert!(
+                !shown.contains(&hex[i..i + 8]),
+                "{shown} leaks {}",
+                &hex[i..i + 8]
+            );
         }
         assert!(shown.len() < 20, "{shown}");
         // Stable within a process, and distinct values almost surely differ.

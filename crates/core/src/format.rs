@@ -102,15 +102,27 @@ mod tests {
 
     #[test]
     fn constructor_checks_ranges() {
-        assert!(matches!(Format::new(0, 0), Err(FormatError::Bits { bits: 0 })));
-        assert!(matches!(Format::new(65, 3), Err(FormatError::Bits { bits: 65 })));
+        assert!(matches!(
+            Format::new(0, 0),
+            Err(FormatError::Bits { bits: 0 })
+        ));
+        assert!(matches!(
+            Format::new(65, 3),
+            Err(FormatError::Bits { bits: 65 })
+        ));
         assert!(matches!(
             Format::new(16, 16),
-            Err(FormatError::Scale { bits: 16, scale: 16 })
+            Err(FormatError::Scale {
+                bits: 16,
+                scale: 16
+            })
         ));
         let f = Format::new(64, 63).expect("valid");
         assert_eq!((f.bits, f.scale), (64, 63));
-        assert_eq!((f.min_int(), f.max_int(), f.mask()), (i64::MIN, i64::MAX, u64::MAX));
+        assert_eq!(
+            (f.min_int(), f.max_int(), f.mask()),
+            (i64::MIN, i64::MAX, u64::MAX)
+        );
     }
 
     #[test]

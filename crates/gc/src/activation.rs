@@ -491,7 +491,8 @@ fn search_pwl(func: Func, inp: Format, out: Format) -> PwlParams {
     let sym_offset = sym_offset.filter(|&off| {
         let c = if off == 0 { 0 } else { 1i64 << off };
         (0..=half).all(|m| {
-            let raw = (func.eval(m as f64 / (1u64 << inp.scale) as f64) * (1u64 << out.scale) as f64
+            let raw = (func.eval(m as f64 / (1u64 << inp.scale) as f64)
+                * (1u64 << out.scale) as f64
                 + 0.5)
                 .floor() as i64;
             (omin..=omax).contains(&raw) && (omin..=omax).contains(&(c - raw))

@@ -43,8 +43,8 @@ use crate::garble::{
 };
 use crate::GcError;
 use rayon::prelude::*;
-use secinfer_net::Channel;
 use secinfer_core::{Block, Prg};
+use secinfer_net::Channel;
 
 /// Circuit copies per hash batch (one wire of the garbler/evaluator backends).
 pub const LANES: usize = 16;
@@ -730,7 +730,8 @@ pub fn garble_online<C: Channel, S: CotSender<C>>(
     g_inputs: &[bool],
 ) -> Result<(), GcError>
 where
-    GcError: From<S::Error>, {
+    GcError: From<S::Error>,
+{
     if g_inputs.len() != batch.n * batch.g_in {
         return Err(GcError::invalid("garbler input count"));
     }
@@ -779,7 +780,8 @@ pub fn evaluate_online<C: Channel, R: CotReceiver<C>>(
     e_inputs: &[bool],
 ) -> Result<Vec<bool>, GcError>
 where
-    GcError: From<R::Error>, {
+    GcError: From<R::Error>,
+{
     let (n, g_in) = (batch.n, batch.g_in);
     let e_in = circ.n_inputs - g_in;
     if e_inputs.len() != n * e_in || batch.e_labels.is_some() || batch.reveal != Reveal::Evaluator {
@@ -1170,7 +1172,8 @@ pub fn stream_garble<C: Channel, S: CotSender<C>, F: CircuitFn>(
     e_in: usize,
 ) -> Result<(), GcError>
 where
-    GcError: From<S::Error>, {
+    GcError: From<S::Error>,
+{
     let delta = ot.delta();
     let mut prg = Prg::new();
     let nonce = prg.next_block().low_u64();
@@ -1231,7 +1234,8 @@ pub fn stream_evaluate<C: Channel, R: CotReceiver<C>, F: CircuitFn>(
     e_inputs: &[bool],
 ) -> Result<Vec<bool>, GcError>
 where
-    GcError: From<R::Error>, {
+    GcError: From<R::Error>,
+{
     let nonce = ch.recv_pod::<u64>(1)?[0];
     let g_labels: Vec<Block> = if g_in > 0 {
         ch.recv_pod(g_in)?

@@ -25,8 +25,8 @@ use crate::protocol::{
     GarbledBatch, ReceivedBatch,
 };
 use crate::GcError;
-use secinfer_net::{Channel, Phase};
 use secinfer_core::{Block, Prg};
+use secinfer_net::{Channel, Phase};
 
 /// Which ring the shares live in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -205,8 +205,9 @@ impl ShareGarbler {
         ot: &mut S,
         server_shares: &[u64],
     ) -> Result<Vec<u64>, GcError>
-where
-    GcError: From<S::Error>, {
+    where
+        GcError: From<S::Error>,
+    {
         ch.set_phase(Phase::Online);
         let n = self.masks.len();
         if server_shares.len() != n {
@@ -280,8 +281,9 @@ impl ShareEvaluator {
         ot: &mut R,
         client_shares: &[u64],
     ) -> Result<Vec<u64>, GcError>
-where
-    GcError: From<R::Error>, {
+    where
+        GcError: From<R::Error>,
+    {
         ch.set_phase(Phase::Online);
         if client_shares.len() != self.n {
             return Err(GcError::invalid(format!(
@@ -321,7 +323,8 @@ pub fn garble_apply<C: Channel, S: CotSender<C>>(
     server_shares: &[u64],
 ) -> Result<Vec<u64>, GcError>
 where
-    GcError: From<S::Error>, {
+    GcError: From<S::Error>,
+{
     let g = ShareGarbler::offline(ch, ot.delta(), domain, spec, server_shares.len())?;
     g.online(ch, ot, server_shares)
 }
@@ -335,7 +338,8 @@ pub fn evaluate_apply<C: Channel, R: CotReceiver<C>>(
     client_shares: &[u64],
 ) -> Result<Vec<u64>, GcError>
 where
-    GcError: From<R::Error>, {
+    GcError: From<R::Error>,
+{
     let e = ShareEvaluator::offline(ch, domain, spec, client_shares.len())?;
     e.online(ch, ot, client_shares)
 }

@@ -65,7 +65,12 @@ fn cg2_pipeline_matches_stagewise_reference() {
 #[test]
 fn eight_bit_gate_budgets() {
     // the paper: 8-bit ReLU 24 and 8-bit tanh 95 non-XOR gates (with share handling)
-    let ands = |f| ActSpec::default_for(f, 8).expect("default formats").circuit().and_count();
+    let ands = |f| {
+        ActSpec::default_for(f, 8)
+            .expect("default formats")
+            .circuit()
+            .and_count()
+    };
     assert_eq!(ands(Func::Relu), 7);
     assert!(ands(Func::Sigmoid) <= 60, "sigmoid {}", ands(Func::Sigmoid));
     assert!(ands(Func::Tanh) <= 60, "tanh {}", ands(Func::Tanh));

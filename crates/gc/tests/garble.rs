@@ -43,7 +43,12 @@ fn local_roundtrip(c: &Circuit, seed: u64) {
 fn garbled_activation_circuits_equal_plaintext_bit_for_bit() {
     for bits in [8u32, 12] {
         for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
-            local_roundtrip(&ActSpec::default_for(f, bits).expect("default formats").circuit(), bits as u64);
+            local_roundtrip(
+                &ActSpec::default_for(f, bits)
+                    .expect("default formats")
+                    .circuit(),
+                bits as u64,
+            );
         }
     }
     let p = 1_048_573;
@@ -541,9 +546,7 @@ fn preset_evaluator_labels_and_garbler_decoding_equal_plaintext() {
         let run = simulate(
             move |ch| {
                 let mut ot = co(ch);
-                let labels = ot
-                    .recv_cot(ch, &ei2)
-                    ?;
+                let labels = ot.recv_cot(ch, &ei2)?;
                 let mut b = evaluate_offline_with(ch, &c1, 16, n, reveal)?;
                 if pad == 0 {
                     b.set_evaluator_labels(&c1, labels)?;
@@ -571,9 +574,7 @@ fn preset_evaluator_labels_and_garbler_decoding_equal_plaintext() {
             },
             move |ch| {
                 let mut ot = so(ch);
-                let m0 = ot
-                    .send_cot(ch, pad + n * 16)
-                    ?;
+                let m0 = ot.send_cot(ch, pad + n * 16)?;
                 let b = garble_offline_with(ch, &c2, 16, n, d, Some(&m0[pad..]), reveal)?;
                 garble_online_preset(ch, &b, &gi2)?;
                 if reveal == Reveal::Garbler {
@@ -618,18 +619,14 @@ fn preset_online_labels_of_the_wrong_length_are_refused() {
         let run = simulate(
             move |ch| {
                 let mut ot = co(ch);
-                let labels = ot
-                    .recv_cot(ch, &[true; 12])
-                    ?;
+                let labels = ot.recv_cot(ch, &[true; 12])?;
                 let mut b = evaluate_offline_with(ch, &c1, 4, n, Reveal::Evaluator)?;
                 b.set_evaluator_labels(&c1, labels)?;
                 evaluate_online_preset(ch, &c1, &b)
             },
             move |ch| {
                 let mut ot = so(ch);
-                let m0 = ot
-                    .send_cot(ch, n * 4)
-                    ?;
+                let m0 = ot.send_cot(ch, n * 4)?;
                 let _b = garble_offline_with(ch, &c2, 4, n, d, Some(&m0), Reveal::Evaluator)?;
                 let blocks = (n as i64 * 4 + delta_blocks) as usize;
                 ch.send_pod(&vec![Block::ZERO; blocks])?;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use crate::arith::{add_mod, center, from_i64, mul_mod, neg_mod, sub_mod, Prg};
+use crate::arith::{add_mod, center, from_i64, mul_mod, neg_mod, sub_mod, Sampler};
 use crate::params::{Encoding, ModCtx, Params};
 use crate::HeError;
 
@@ -179,7 +179,7 @@ pub struct SecretKey {
 impl SecretKey {
     /// Samples a uniform ternary secret from the OS CSPRNG.
     pub fn generate(params: &Params) -> SecretKey {
-        let mut prg = Prg::from_os();
+        let mut prg = Sampler::from_os();
         let coeffs: Vec<i64> = (0..params.n()).map(|_| prg.ternary()).collect();
         SecretKey::from_coeffs(params, coeffs)
     }
@@ -225,13 +225,11 @@ impl SecretKey {
     /// Public key (an encryption of zero) used by the server to re-randomise responses.
     pub fn public_key(&self) -> PublicKey {
         let mut seed = [0u8; 32];
-        Prg::from_os().fill_bytes(&mut seed);
+        Sampler::from_os().fill_bytes(&mut seed);
         let params = &self.params;
         let a = expand_uniform(params, &seed, params.l(), false);
-        let mut prg = Prg::from_os();
-        let e: Vec<i64> = (0..params.n())
-            .map(|_| prg.gaussian(params.0.set.sigma))
-            .collect();
+        let mut prg = Sampler::from_os();
+        let e: Vec<i64> = (0..params.n()).map(|_| prg.gaussian()).collect();
         let mut b = lift_signed(params, &e);
         sub_product(params, &mut b, &a, self.ntt_q(), params.l());
         PublicKey {
@@ -275,7 +273,7 @@ impl SecretKey {
 /// (Q primes, then P when `with_p`).
 fn expand_uniform(params: &Params, seed: &[u8; 32], count: usize, with_p: bool) -> Vec<u64> {
     let n = params.n();
-    let mut prg = Prg::from_seed(*seed);
+    let mut prg = Sampler::from_seed(seed);
     let mut moduli: Vec<u64> = params.0.set.q[..count].to_vec();
     if with_p {
         moduli.push(params.0.pm.q);
@@ -472,7 +470,7 @@ impl GaloisKey {
         let l = params.l();
         let w = params.0.set.ks_digit_bits;
         let sg = sk.automorph_coeffs(g);
-        let mut prg = Prg::from_os();
+        let mut prg = Sampler::from_os();
         let mods: Vec<&ModCtx> = params
             .0
             .qs
@@ -485,7 +483,7 @@ impl GaloisKey {
                 let mut seed = [0u8; 32];
                 prg.fill_bytes(&mut seed);
                 let a = expand_uniform(params, &seed, l, true);
-                let e: Vec<i64> = (0..n).map(|_| prg.gaussian(params.0.set.sigma)).collect();
+                let e: Vec<i64> = (0..n).map(|_| prg.gaussian()).collect();
                 let mut b = vec![0u64; (l + 1) * n];
                 for (k, m) in mods.iter().enumerate() {
                     let r = k * n..(k + 1) * n;
@@ -778,12 +776,12 @@ impl SecretKey {
         let params = &self.params;
         let m = check_coeffs(params, m)?;
         let n = params.n();
-        let mut prg = Prg::from_os();
+        let mut prg = Sampler::from_os();
         let mut seed = [0u8; 32];
         prg.fill_bytes(&mut seed);
         let a = expand_uniform(params, &seed, params.l(), false);
         let mut c0 = vec![0u64; n * params.l()];
-        let e: Vec<i64> = (0..n).map(|_| prg.gaussian(params.0.set.sigma)).collect();
+        let e: Vec<i64> = (0..n).map(|_| prg.gaussian()).collect();
         for (i, md) in params.0.qs.iter().enumerate() {
             let q = md.q;
             let d = params.0.delta_mod_q[i];
@@ -2003,8 +2001,8 @@ impl Params {
                 "response modulus 2^{log_q_out} unsupported"
             )));
         }
-        // AES-128-CTR keyed from the OS: same distributions as `Prg`, cheaper per word.
-        let mut prg = crate::arith::AesPrg::from_os();
+        // Fresh randomness from the OS through the AES-CTR sampler.
+        let mut prg = crate::arith::Sampler::from_os();
         let u: Vec<i64> = (0..n).map(|_| prg.ternary()).collect();
         let un = lift_signed(self, &u);
         let mut c0 = ct.c0.clone();

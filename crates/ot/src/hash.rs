@@ -88,7 +88,6 @@ impl FixedKeyAes {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,14 +53,9 @@ pub mod transpose;
 
 pub use base::{base_ot_receive, base_ot_send, MAX_BASE_OTS};
 pub use error::{net_error_kind, OtError};
-pub use secinfer_core::ErrorKind;
-pub use hash::{fixed_key_aes, FixedKeyAes};
-/// Re-exports of `secinfer-core`'s primitives at the paths the protocol crates used before
-/// they moved there.
-#[doc(hidden)]
-pub use secinfer_core::{AesCipher, Block, Prg};
 pub use ext::CHUNK_ROWS;
 pub use ferret::{FerretCotReceiver, FerretCotSender, FerretParams, LpnParams};
+pub use hash::{fixed_key_aes, FixedKeyAes};
 pub use iknp::{OtExtReceiver, OtExtSender};
 pub use kk::{KkReceiver, KkSender, KK_CODE_BITS};
 pub use pack::{pack_words, packed_len, unpack_words};
@@ -68,4 +63,9 @@ pub use pool::{
     CotSource, PendingEarlyRecv, PendingEarlySend, PendingOtRecv, PendingOtSend, PooledOtReceiver,
     PooledOtSender, DERAND_FRAME_OTS,
 };
+pub use secinfer_core::ErrorKind;
+/// Re-exports of `secinfer-core`'s primitives at the paths the protocol crates used before
+/// they moved there.
+#[doc(hidden)]
+pub use secinfer_core::{AesCipher, Block, Prg};
 pub use softspoken::{SoftSpokenReceiver, SoftSpokenSender, SOFTSPOKEN_MAX_K};

@@ -61,5 +61,5 @@ pub fn plan_for_elementwise<T>(
     }
 }
 pub use error::{Result, SsError};
-pub use secinfer_core::ErrorKind;
 pub use ring::{Fixed, Share};
+pub use secinfer_core::ErrorKind;

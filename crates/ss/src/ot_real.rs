@@ -3,8 +3,8 @@
 //! OT plus its payload; 1-of-N OTs (P0 sends) take ⌈log2 N⌉ COTs of the P0 → P1 pool each.
 use crate::ctx::{Party, Plan};
 use crate::error::{Result, SsError};
-use secinfer_net::Channel;
 use secinfer_core::{Block, Prg};
+use secinfer_net::Channel;
 use secinfer_ot::{CotSource, PooledOtReceiver, PooledOtSender};
 
 pub(crate) struct RealOt {

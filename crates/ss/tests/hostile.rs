@@ -91,22 +91,13 @@ fn out_of_range_shares_are_rejected() {
 #[test]
 fn bad_arguments_are_typed_errors() {
     let r = run2(|c, ch| {
-        let e1 = math::exp_opaf(
-            c,
-            ch,
-            &[0],
-            fmt(20, 12),
-            fmt(40, 12),
-        )
-        .err();
+        let e1 = math::exp_opaf(c, ch, &[0], fmt(20, 12), fmt(40, 12)).err();
         let e2 = secinfer_ss::blocks::lut(c, ch, &[0], 9, &[0; 512], 8).err();
         let e3 = secinfer_ss::blocks::mux(c, ch, &[0, 1], &[0], 8).err();
-        [e1, e2, e3]
-            .iter()
-            .all(|e| {
-                matches!(e, Some(SsError::InvalidArgument(_)))
-                    && e.as_ref().map(SsError::kind) == Some(ErrorKind::InvalidArgument)
-            })
+        [e1, e2, e3].iter().all(|e| {
+            matches!(e, Some(SsError::InvalidArgument(_)))
+                && e.as_ref().map(SsError::kind) == Some(ErrorKind::InvalidArgument)
+        })
     });
     assert!(r.client && r.server);
 }
