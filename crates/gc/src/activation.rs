@@ -184,9 +184,9 @@ impl ActSpec {
     /// The default formats used by the benchmarks at width `bits`: input (bits, bits−4) (range
     /// ±8); output (bits, bits−4) for ReLU/identity and (bits, bits−2) for sigmoid/tanh.
     pub fn default_for(func: Func, bits: u32) -> Result<Self, crate::GcError> {
-        if bits < 5 {
+        if bits < 4 {
             return Err(crate::GcError::invalid(format!(
-                "default activation formats need at least 5 bits, not {bits}"
+                "default activation formats need at least 4 bits, not {bits}"
             )));
         }
         let inp = Format::new(bits, bits - 4)?;

@@ -14,6 +14,9 @@
 #[macro_use]
 mod dispatch;
 pub mod arith;
+/// Measurement helpers of the CLI's HE benches (feature `bench`; not the library's API).
+#[cfg(feature = "bench")]
+#[doc(hidden)]
 pub mod bench;
 pub mod bfv;
 mod decimated;

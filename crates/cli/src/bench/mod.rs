@@ -25,7 +25,7 @@ pub enum BenchCmd {
     HeMatvec(he::HeMatvecArgs),
     /// Encrypted convolution into Z_t shares (GAZELLE output rotation, GALA kernel grouping).
     HeConv(he::HeConvArgs),
-    /// Secret-sharing math (issue 5): OPAF / SIRNN exp, exp_neg, sigmoid, tanh, ReLU on Z_2^l shares.
+    /// Secret-sharing math: OPAF / SIRNN exp, exp_neg, sigmoid, tanh, ReLU on Z_2^l shares.
     Math(math::MathArgs),
     /// Secure GRU inference (CryptoGRU, issue 6) on a random model: HE matvecs + garbled steps.
     Gru(gru::GruArgs),
