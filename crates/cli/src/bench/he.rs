@@ -31,9 +31,14 @@ fn check_flood(flood: Flood, insecure: bool) -> Result<(), Error> {
         Flood::Statistical(s) if s >= MIN_FLOOD_BITS => Ok(()),
         _ if insecure => Ok(()),
         _ => Err(Error::msg(format!(
-            "--flood {flood:?} does not guarantee {MIN_FLOOD_BITS} statistical bits: \
+            "--flood {} does not guarantee {MIN_FLOOD_BITS} statistical bits: \
              use --flood statistical (with a parameter set that has room for it, e.g. n8192) \
-             or pass --insecure-flood to measure it anyway"
+             or pass --insecure-flood to measure it anyway",
+            if flood == Flood::Off {
+                "off"
+            } else {
+                "best-effort"
+            }
         ))),
     }
 }
@@ -58,8 +63,8 @@ fn margin_text(stat_bits: f64) -> String {
         )
     } else {
         format!(
-            "INSECURE: flooding reaches only 2^-{stat_bits:.1} (below 2^-{MIN_FLOOD_BITS}), so \
-             the responses' noise may leak information about the weights"
+            "INSECURE: flooding reaches only {stat_bits:.1} statistical bits (below \
+             {MIN_FLOOD_BITS}), so the responses' noise may leak information about the weights"
         )
     }
 }
