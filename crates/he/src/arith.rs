@@ -235,8 +235,8 @@ impl Sampler {
         }
     }
     /// Uniform on the 2b + 1 integers of [-b, b] (b < 2^126): draws of the smallest
-    /// power-of-two range ≥ 2b + 1, rejected when ≥ 2b + 1, so exactly uniform (what the
-    /// acceptance > 1/2 per 128-bit draw).
+    /// power-of-two range ≥ 2b + 1, rejected when ≥ 2b + 1, so exactly uniform (acceptance
+    /// > 1/2 per 128-bit draw).
     pub(crate) fn uniform_i128(&mut self, b: u128) -> i128 {
         let range = 2 * b + 1;
         let bits = 128 - (range - 1).leading_zeros();
