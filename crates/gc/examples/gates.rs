@@ -15,7 +15,7 @@ fn main() {
     for bits in widths {
         for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
             let t = std::time::Instant::now();
-            let spec = ActSpec::default_for(f, bits);
+            let spec = ActSpec::default_for(f, bits).expect("default formats");
             let c = spec.circuit();
             let st = c.stats();
             let t_build = t.elapsed().as_secs_f64();

@@ -11,7 +11,7 @@ fn main() {
         .unwrap_or(20);
     let n = 16384;
     let domain = ShareDomain::Pow2(8);
-    let spec = ActSpec::default_for(Func::Relu, 8);
+    let spec = ActSpec::default_for(Func::Relu, 8).expect("default formats");
     let ss: Vec<u64> = (0..n).map(|i| (i * 7) as u64 & 0xff).collect();
     let cs: Vec<u64> = (0..n).map(|i| (i * 13) as u64 & 0xff).collect();
     let d = Block(Prg::new().next_block().0 | 1);

@@ -33,7 +33,7 @@ fn process_cpu_s() -> f64 {
 }
 
 fn main() {
-    let spec = ActSpec::default_for(Func::Tanh, 16);
+    let spec = ActSpec::default_for(Func::Tanh, 16).expect("default formats");
     let c = share_circuit(ShareDomain::Pow2(16), &spec).expect("circuit");
     let d = Block(Prg::new().next_block().0 | 1);
     for scheme in [Scheme::HalfGates, Scheme::ThreeHalves] {
@@ -47,7 +47,7 @@ fn main() {
     for _ in 0..3 {
         let n = 16384;
         let domain = ShareDomain::Pow2(8);
-        let spec = ActSpec::default_for(Func::Relu, 8);
+        let spec = ActSpec::default_for(Func::Relu, 8).expect("default formats");
         let ss: Vec<u64> = (0..n).map(|i| (i * 7) as u64 & 0xff).collect();
         let cs: Vec<u64> = (0..n).map(|i| (i * 13) as u64 & 0xff).collect();
         let run = simulate(
@@ -88,7 +88,7 @@ fn main() {
     let reps = 10;
     let n = 16384;
     let domain = ShareDomain::Pow2(8);
-    let spec = ActSpec::default_for(Func::Relu, 8);
+    let spec = ActSpec::default_for(Func::Relu, 8).expect("default formats");
     let ss: Vec<u64> = (0..n).map(|i| (i * 7) as u64 & 0xff).collect();
     let cs: Vec<u64> = (0..n).map(|i| (i * 13) as u64 & 0xff).collect();
     let run = simulate(

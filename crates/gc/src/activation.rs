@@ -29,50 +29,21 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 type Wd<B> = Word<<B as Backend>::Wire>;
 
-/// A signed fixed-point format: `bits`-bit two's complement integers X meaning X / 2^frac.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Fixed {
-    pub bits: u32,
-    pub frac: u32,
-}
+/// The fixed-point format of every activation: `secinfer-core`'s validated [`Format`].
+pub use secinfer_core::Format;
+/// The name this crate's fixed-point format had before it moved to `secinfer-core`.
+#[doc(hidden)]
+pub use secinfer_core::Format as Fixed;
 
-impl Fixed {
-    pub const fn new(bits: u32, frac: u32) -> Self {
-        Fixed { bits, frac }
+/// The formats the fitted circuits support: 2..=40 bits, at most 40 fractional bits (the
+/// sigmoid/tanh fits and the exhaustive scans enumerate every input).
+fn check_format(f: Format) -> Result<(), crate::GcError> {
+    if f.bits < 2 || f.bits > 40 || f.scale > 40 {
+        return Err(crate::GcError::invalid(format!(
+            "unsupported fixed-point format {f:?}"
+        )));
     }
-    pub fn min_int(&self) -> i64 {
-        -(1i64 << (self.bits - 1))
-    }
-    pub fn max_int(&self) -> i64 {
-        (1i64 << (self.bits - 1)) - 1
-    }
-    pub fn to_f64(&self, x: i64) -> f64 {
-        x as f64 / (1u64 << self.frac) as f64
-    }
-    /// round(v · 2^frac) (half up), saturated to the format.
-    pub fn quantize(&self, v: f64) -> i64 {
-        let s = (v * (1u64 << self.frac) as f64 + 0.5).floor();
-        if s.is_nan() {
-            return 0;
-        }
-        (s.max(self.min_int() as f64).min(self.max_int() as f64)) as i64
-    }
-    /// Two's-complement bit pattern of x on `bits` bits.
-    pub fn encode(&self, x: i64) -> u64 {
-        (x as u64) & mask(self.bits)
-    }
-    /// Reads `bits` bits as a signed integer.
-    pub fn decode(&self, v: u64) -> i64 {
-        sign_extend(v, self.bits)
-    }
-    fn check(&self) -> Result<(), crate::GcError> {
-        if self.bits < 2 || self.bits > 40 || self.frac > 40 {
-            return Err(crate::GcError::invalid(format!(
-                "unsupported fixed-point format {self:?}"
-            )));
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 pub(crate) fn mask(bits: u32) -> u64 {
@@ -133,18 +104,18 @@ impl std::str::FromStr for Func {
 }
 
 /// The exact reference: f(x) for the exact input value, rounded (half up) to `out` and saturated.
-pub fn reference(func: Func, inp: Fixed, out: Fixed, x: i64) -> i64 {
+pub fn reference(func: Func, inp: Format, out: Format, x: i64) -> i64 {
     out.quantize(func.eval(inp.to_f64(x)))
 }
 
 /// Requantises a signed word from `from` to `to`: shift by the fraction difference (rounding half
 /// up when bits are dropped), then saturate to `to.bits`.
-pub fn requantize<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], from: Fixed, to: Fixed) -> Wd<B> {
+pub fn requantize<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], from: Format, to: Format) -> Wd<B> {
     let x = sext(x, from.bits as usize);
-    let y = if to.frac < from.frac {
-        shr_round(b, &x, (from.frac - to.frac) as usize)
+    let y = if to.scale < from.scale {
+        shr_round(b, &x, (from.scale - to.scale) as usize)
     } else {
-        let mut v = constant_word(0, (to.frac - from.frac) as usize);
+        let mut v = constant_word(0, (to.scale - from.scale) as usize);
         v.extend(x);
         v
     };
@@ -152,7 +123,7 @@ pub fn requantize<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], from: Fixed, to: Fi
 }
 
 /// ReLU from `inp` to `out` (ReLU, then requantise).
-pub fn relu<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed) -> Wd<B> {
+pub fn relu<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Format, out: Format) -> Wd<B> {
     let r = relu_gadget(b, &sext(x, inp.bits as usize));
     if inp == out {
         return r;
@@ -161,13 +132,13 @@ pub fn relu<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed) -
 }
 
 /// Sigmoid from `inp` to `out` (fitted piecewise-linear table, ≤ 1 ULP by construction).
-pub fn sigmoid<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed) -> Wd<B> {
+pub fn sigmoid<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Format, out: Format) -> Wd<B> {
     let p = pwl_params(Func::Sigmoid, inp, out);
     pwl_apply(b, x, inp, out, &p)
 }
 
 /// tanh from `inp` to `out` (fitted piecewise-linear table, ≤ 1 ULP by construction).
-pub fn tanh<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Fixed, out: Fixed) -> Wd<B> {
+pub fn tanh<B: Backend>(b: &mut B, x: &[Bit<B::Wire>], inp: Format, out: Format) -> Wd<B> {
     let p = pwl_params(Func::Tanh, inp, out);
     pwl_apply(b, x, inp, out, &p)
 }
@@ -177,8 +148,8 @@ pub fn apply<B: Backend>(
     b: &mut B,
     func: Func,
     x: &[Bit<B::Wire>],
-    inp: Fixed,
-    out: Fixed,
+    inp: Format,
+    out: Format,
 ) -> Wd<B> {
     match func {
         Func::Identity => requantize(b, x, inp, out),
@@ -193,15 +164,15 @@ pub fn apply<B: Backend>(
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ActSpec {
     pub func: Func,
-    pub input: Fixed,
-    pub act_in: Fixed,
-    pub act_out: Fixed,
-    pub output: Fixed,
+    pub input: Format,
+    pub act_in: Format,
+    pub act_out: Format,
+    pub output: Format,
 }
 
 impl ActSpec {
     /// f from `inp` straight to `out`.
-    pub fn simple(func: Func, inp: Fixed, out: Fixed) -> Self {
+    pub fn simple(func: Func, inp: Format, out: Format) -> Self {
         ActSpec {
             func,
             input: inp,
@@ -212,17 +183,22 @@ impl ActSpec {
     }
     /// The default formats used by the benchmarks at width `bits`: input (bits, bits−4) (range
     /// ±8); output (bits, bits−4) for ReLU/identity and (bits, bits−2) for sigmoid/tanh.
-    pub fn default_for(func: Func, bits: u32) -> Self {
-        let inp = Fixed::new(bits, bits - 4);
+    pub fn default_for(func: Func, bits: u32) -> Result<Self, crate::GcError> {
+        if bits < 4 {
+            return Err(crate::GcError::invalid(format!(
+                "default activation formats need at least 4 bits, not {bits}"
+            )));
+        }
+        let inp = Format::new(bits, bits - 4)?;
         let out = match func {
             Func::Relu | Func::Identity => inp,
-            Func::Sigmoid | Func::Tanh => Fixed::new(bits, bits - 2),
+            Func::Sigmoid | Func::Tanh => Format::new(bits, bits - 2)?,
         };
-        Self::simple(func, inp, out)
+        Ok(Self::simple(func, inp, out))
     }
     pub fn check(&self) -> Result<(), crate::GcError> {
         for f in [self.input, self.act_in, self.act_out, self.output] {
-            f.check()?;
+            check_format(f)?;
         }
         if matches!(self.func, Func::Sigmoid | Func::Tanh) && self.act_in.bits > 22 {
             return Err(crate::GcError::invalid(
@@ -309,8 +285,8 @@ fn bits_unsigned(vals: impl Iterator<Item = u64>) -> usize {
 pub fn pwl_apply<B: Backend>(
     b: &mut B,
     x: &[Bit<B::Wire>],
-    inp: Fixed,
-    out: Fixed,
+    inp: Format,
+    out: Format,
     p: &PwlParams,
 ) -> Wd<B> {
     if p.sym {
@@ -359,8 +335,8 @@ pub fn pwl_apply<B: Backend>(
 fn pwl_apply_sym<B: Backend>(
     b: &mut B,
     x: &[Bit<B::Wire>],
-    inp: Fixed,
-    out: Fixed,
+    inp: Format,
+    out: Format,
     p: &PwlParams,
 ) -> Wd<B> {
     let n = inp.bits as usize;
@@ -474,10 +450,10 @@ fn fit(
     })
 }
 
-type FitKey = (Func, Fixed, Fixed);
+type FitKey = (Func, Format, Format);
 
 /// The cheapest (fewest AND gates) fitted table for `func` from `inp` to `out` (cached).
-pub fn pwl_params(func: Func, inp: Fixed, out: Fixed) -> Arc<PwlParams> {
+pub fn pwl_params(func: Func, inp: Format, out: Format) -> Arc<PwlParams> {
     static CACHE: OnceLock<Mutex<HashMap<FitKey, Arc<PwlParams>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(p) = cache
@@ -494,7 +470,7 @@ pub fn pwl_params(func: Func, inp: Fixed, out: Fixed) -> Arc<PwlParams> {
     p
 }
 
-fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
+fn search_pwl(func: Func, inp: Format, out: Format) -> PwlParams {
     let n = inp.bits;
     let half = 1i64 << (n - 1);
     let targets: Vec<i64> = (0..(1i64 << n))
@@ -504,18 +480,19 @@ fn search_pwl(func: Func, inp: Fixed, out: Fixed) -> PwlParams {
     // Symmetric variant: targets f(m) for m = 0..=2^(n−1) (the last point is |min|).
     let sym_offset: Option<u32> = match func {
         Func::Tanh => Some(0),
-        Func::Sigmoid if out.frac + 1 < out.bits => Some(out.frac),
+        Func::Sigmoid if out.scale + 1 < out.bits => Some(out.scale),
         _ => None,
     };
     let sym_targets: Vec<i64> = (0..=half)
-        .map(|m| out.quantize(func.eval(m as f64 / (1u64 << inp.frac) as f64)))
+        .map(|m| out.quantize(func.eval(m as f64 / (1u64 << inp.scale) as f64)))
         .collect();
     // Symmetry holds for the rounded outputs only if no saturation breaks it: the unclamped
     // rounded values and their mirror images must all be representable.
     let sym_offset = sym_offset.filter(|&off| {
         let c = if off == 0 { 0 } else { 1i64 << off };
         (0..=half).all(|m| {
-            let raw = (func.eval(m as f64 / (1u64 << inp.frac) as f64) * (1u64 << out.frac) as f64
+            let raw = (func.eval(m as f64 / (1u64 << inp.scale) as f64)
+                * (1u64 << out.scale) as f64
                 + 0.5)
                 .floor() as i64;
             (omin..=omax).contains(&raw) && (omin..=omax).contains(&(c - raw))

@@ -23,8 +23,8 @@
 use crate::backend::Backend;
 use crate::three_halves;
 use crate::GcError;
+use secinfer_core::{AesCipher, Block, Prg};
 use secinfer_net::Channel;
-use secinfer_ot::{AesCipher, Block, Prg};
 
 /// The fixed key of `secinfer_ot::fixed_key_aes()` (first digits of π); re-instantiated here so
 /// the hot loop can batch both AES passes without allocating.

@@ -35,17 +35,22 @@ pub use backend::{Backend, Bit};
 pub use circuit::{Builder, Circuit};
 pub use counter::Counter;
 pub use plain::{BitSliced, Plain};
+pub use secinfer_core::ErrorKind;
 
+use secinfer_core::FormatError;
 use secinfer_net::NetError;
+use secinfer_ot::OtError;
 
 /// Everything that can go wrong in this crate. Peer bytes are hostile: a malformed or short
-/// message maps to one of these, never to a panic.
+/// message maps to one of these, never to a panic. [`GcError::kind`] classes it.
 #[derive(Debug, thiserror::Error)]
 pub enum GcError {
     #[error("channel: {0}")]
     Net(#[from] NetError),
     #[error("oblivious transfer: {0}")]
-    Ot(String),
+    Ot(#[from] OtError),
+    #[error("fixed-point format: {0}")]
+    Format(#[from] FormatError),
     #[error("malformed message from the peer: {0}")]
     Malformed(String),
     #[error("truncated garbled-table stream: expected {expected} bytes, got {got}")]
@@ -57,5 +62,15 @@ pub enum GcError {
 impl GcError {
     pub fn invalid(s: impl Into<String>) -> Self {
         GcError::InvalidArgument(s.into())
+    }
+    /// The class of this failure, from its source chain.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            GcError::Net(e) => secinfer_ot::net_error_kind(e),
+            GcError::Ot(e) => e.kind(),
+            GcError::Format(e) => e.kind(),
+            GcError::Malformed(_) | GcError::Truncated { .. } => ErrorKind::Malformed,
+            GcError::InvalidArgument(_) => ErrorKind::InvalidArgument,
+        }
     }
 }

@@ -43,44 +43,15 @@ use crate::garble::{
 };
 use crate::GcError;
 use rayon::prelude::*;
+use secinfer_core::{Block, Prg};
 use secinfer_net::Channel;
-use secinfer_ot::{Block, Prg};
 
 /// Circuit copies per hash batch (one wire of the garbler/evaluator backends).
 pub const LANES: usize = 16;
 
-/// The garbler's side of correlated OT: the global Δ and `send_cot`.
-pub trait CotSender {
-    fn delta(&self) -> Block;
-    /// Returns m0_j; the receiver gets m0_j ⊕ c_j·Δ.
-    fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, GcError>;
-}
-
-/// The evaluator's side of correlated OT.
-pub trait CotReceiver {
-    fn recv_cot<C: Channel>(&mut self, ch: &mut C, choices: &[bool])
-        -> Result<Vec<Block>, GcError>;
-}
-
-impl CotSender for secinfer_ot::OtExtSender {
-    fn delta(&self) -> Block {
-        secinfer_ot::OtExtSender::delta(self)
-    }
-    fn send_cot<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, GcError> {
-        secinfer_ot::OtExtSender::send_cot(self, ch, n).map_err(|e| GcError::Ot(e.to_string()))
-    }
-}
-
-impl CotReceiver for secinfer_ot::OtExtReceiver {
-    fn recv_cot<C: Channel>(
-        &mut self,
-        ch: &mut C,
-        choices: &[bool],
-    ) -> Result<Vec<Block>, GcError> {
-        secinfer_ot::OtExtReceiver::recv_cot(self, ch, choices)
-            .map_err(|e| GcError::Ot(e.to_string()))
-    }
-}
+/// The correlated-OT interfaces of `secinfer-core`, at the path this crate's callers used.
+#[doc(hidden)]
+pub use secinfer_core::{CotReceiver, CotSender};
 
 fn chunks(n: usize) -> usize {
     n.div_ceil(LANES)
@@ -752,12 +723,15 @@ pub fn evaluate_offline_scheme<C: Channel>(
 
 /// Online, garbler: sends the labels of its inputs (`n × g_in` bits, instance-major) and the COT
 /// corrections for the evaluator's inputs.
-pub fn garble_online<C: Channel, S: CotSender>(
+pub fn garble_online<C: Channel, S: CotSender<C>>(
     ch: &mut C,
     ot: &mut S,
     batch: &GarbledBatch,
     g_inputs: &[bool],
-) -> Result<(), GcError> {
+) -> Result<(), GcError>
+where
+    GcError: From<S::Error>,
+{
     if g_inputs.len() != batch.n * batch.g_in {
         return Err(GcError::invalid("garbler input count"));
     }
@@ -778,7 +752,7 @@ pub fn garble_online<C: Channel, S: CotSender>(
     let corr: Vec<Block> = if ne > 0 {
         let m0 = ot.send_cot(ch, ne)?;
         if m0.len() != ne {
-            return Err(GcError::Ot("COT returned the wrong count".into()));
+            return Err(GcError::invalid("the COT returned the wrong count"));
         }
         (0..ne)
             .map(|k| batch.zero(k / batch.e_in, batch.g_in + k % batch.e_in) ^ m0[k])
@@ -798,13 +772,16 @@ pub fn garble_online<C: Channel, S: CotSender>(
 
 /// Online, evaluator: gets its input labels (COT), evaluates every copy and decodes the outputs
 /// (`n × n_outputs` bits, instance-major).
-pub fn evaluate_online<C: Channel, R: CotReceiver>(
+pub fn evaluate_online<C: Channel, R: CotReceiver<C>>(
     ch: &mut C,
     ot: &mut R,
     circ: &Circuit,
     batch: &ReceivedBatch,
     e_inputs: &[bool],
-) -> Result<Vec<bool>, GcError> {
+) -> Result<Vec<bool>, GcError>
+where
+    GcError: From<R::Error>,
+{
     let (n, g_in) = (batch.n, batch.g_in);
     let e_in = circ.n_inputs - g_in;
     if e_inputs.len() != n * e_in || batch.e_labels.is_some() || batch.reveal != Reveal::Evaluator {
@@ -818,7 +795,7 @@ pub fn evaluate_online<C: Channel, R: CotReceiver>(
     let g_labels = recv_garbler_labels(ch, batch)?;
     let e_labels: Vec<Block> = if n * e_in > 0 {
         if mc.len() != n * e_in {
-            return Err(GcError::Ot("COT returned the wrong count".into()));
+            return Err(GcError::invalid("the COT returned the wrong count"));
         }
         let corr: Vec<Block> = ch.recv_pod(n * e_in)?;
         mc.iter().zip(&corr).map(|(a, b)| *a ^ *b).collect()
@@ -1187,13 +1164,16 @@ impl CircuitFn for (Circuit, usize) {
 /// Streaming garbler for one large circuit: input labels first, then the tables are garbled and
 /// sent in 64 KiB frames as they are produced (memory is bounded by the wires the circuit holds,
 /// not by its size), then the output decoding bits.
-pub fn stream_garble<C: Channel, S: CotSender, F: CircuitFn>(
+pub fn stream_garble<C: Channel, S: CotSender<C>, F: CircuitFn>(
     ch: &mut C,
     ot: &mut S,
     f: &F,
     g_inputs: &[bool],
     e_in: usize,
-) -> Result<(), GcError> {
+) -> Result<(), GcError>
+where
+    GcError: From<S::Error>,
+{
     let delta = ot.delta();
     let mut prg = Prg::new();
     let nonce = prg.next_block().low_u64();
@@ -1211,7 +1191,7 @@ pub fn stream_garble<C: Channel, S: CotSender, F: CircuitFn>(
     if e_in > 0 {
         let m0 = ot.send_cot(ch, e_in)?;
         if m0.len() != e_in {
-            return Err(GcError::Ot("COT returned the wrong count".into()));
+            return Err(GcError::invalid("the COT returned the wrong count"));
         }
         let corr: Vec<Block> = ez.iter().zip(&m0).map(|(a, b)| *a ^ *b).collect();
         ch.send_pod(&corr)?;
@@ -1246,13 +1226,16 @@ pub fn stream_garble<C: Channel, S: CotSender, F: CircuitFn>(
 }
 
 /// Streaming evaluator matching [`stream_garble`].
-pub fn stream_evaluate<C: Channel, R: CotReceiver, F: CircuitFn>(
+pub fn stream_evaluate<C: Channel, R: CotReceiver<C>, F: CircuitFn>(
     ch: &mut C,
     ot: &mut R,
     f: &F,
     g_in: usize,
     e_inputs: &[bool],
-) -> Result<Vec<bool>, GcError> {
+) -> Result<Vec<bool>, GcError>
+where
+    GcError: From<R::Error>,
+{
     let nonce = ch.recv_pod::<u64>(1)?[0];
     let g_labels: Vec<Block> = if g_in > 0 {
         ch.recv_pod(g_in)?
@@ -1263,7 +1246,7 @@ pub fn stream_evaluate<C: Channel, R: CotReceiver, F: CircuitFn>(
         let mc = ot.recv_cot(ch, e_inputs)?;
         let corr: Vec<Block> = ch.recv_pod(e_inputs.len())?;
         if mc.len() != corr.len() {
-            return Err(GcError::Ot("COT returned the wrong count".into()));
+            return Err(GcError::invalid("the COT returned the wrong count"));
         }
         mc.iter().zip(&corr).map(|(a, b)| *a ^ *b).collect()
     } else {

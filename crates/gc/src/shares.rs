@@ -25,8 +25,8 @@ use crate::protocol::{
     GarbledBatch, ReceivedBatch,
 };
 use crate::GcError;
+use secinfer_core::{Block, Prg};
 use secinfer_net::{Channel, Phase};
-use secinfer_ot::{Block, Prg};
 
 /// Which ring the shares live in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -199,12 +199,15 @@ impl ShareGarbler {
     }
 
     /// Online: feeds the server's shares; returns its new shares (−r).
-    pub fn online<C: Channel, S: CotSender>(
+    pub fn online<C: Channel, S: CotSender<C>>(
         self,
         ch: &mut C,
         ot: &mut S,
         server_shares: &[u64],
-    ) -> Result<Vec<u64>, GcError> {
+    ) -> Result<Vec<u64>, GcError>
+    where
+        GcError: From<S::Error>,
+    {
         ch.set_phase(Phase::Online);
         let n = self.masks.len();
         if server_shares.len() != n {
@@ -272,12 +275,15 @@ impl ShareEvaluator {
     }
 
     /// Online: returns the client's new shares y = f(x) + r.
-    pub fn online<C: Channel, R: CotReceiver>(
+    pub fn online<C: Channel, R: CotReceiver<C>>(
         self,
         ch: &mut C,
         ot: &mut R,
         client_shares: &[u64],
-    ) -> Result<Vec<u64>, GcError> {
+    ) -> Result<Vec<u64>, GcError>
+    where
+        GcError: From<R::Error>,
+    {
         ch.set_phase(Phase::Online);
         if client_shares.len() != self.n {
             return Err(GcError::invalid(format!(
@@ -309,25 +315,31 @@ impl ShareEvaluator {
 
 /// Server side of one batched activation: offline garbling then online inputs. Returns the
 /// server's new shares (−r mod the modulus).
-pub fn garble_apply<C: Channel, S: CotSender>(
+pub fn garble_apply<C: Channel, S: CotSender<C>>(
     ch: &mut C,
     ot: &mut S,
     domain: ShareDomain,
     spec: &ActSpec,
     server_shares: &[u64],
-) -> Result<Vec<u64>, GcError> {
+) -> Result<Vec<u64>, GcError>
+where
+    GcError: From<S::Error>,
+{
     let g = ShareGarbler::offline(ch, ot.delta(), domain, spec, server_shares.len())?;
     g.online(ch, ot, server_shares)
 }
 
 /// Client side of one batched activation. Returns the client's new shares (f(x) + r).
-pub fn evaluate_apply<C: Channel, R: CotReceiver>(
+pub fn evaluate_apply<C: Channel, R: CotReceiver<C>>(
     ch: &mut C,
     ot: &mut R,
     domain: ShareDomain,
     spec: &ActSpec,
     client_shares: &[u64],
-) -> Result<Vec<u64>, GcError> {
+) -> Result<Vec<u64>, GcError>
+where
+    GcError: From<R::Error>,
+{
     let e = ShareEvaluator::offline(ch, domain, spec, client_shares.len())?;
     e.online(ch, ot, client_shares)
 }

@@ -48,7 +48,7 @@
 //! little-endian u64 (24·L bytes), then the control bits, bit 5·l + k = z_k of lane l,
 //! little-endian in ⌈5L/8⌉ bytes (padding bits zero): 394 bytes for 16 lanes, 24.625 bytes per
 //! AND and copy against half-gates' 32.
-use secinfer_ot::Block;
+use secinfer_core::Block;
 
 /// Bytes of one AND gate's table for `lanes` circuit copies.
 pub const fn table_bytes(lanes: usize) -> usize {

@@ -43,16 +43,21 @@ fn local_roundtrip(c: &Circuit, seed: u64) {
 fn garbled_activation_circuits_equal_plaintext_bit_for_bit() {
     for bits in [8u32, 12] {
         for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
-            local_roundtrip(&ActSpec::default_for(f, bits).circuit(), bits as u64);
+            local_roundtrip(
+                &ActSpec::default_for(f, bits)
+                    .expect("default formats")
+                    .circuit(),
+                bits as u64,
+            );
         }
     }
     let p = 1_048_573;
     let cg2 = ActSpec {
         func: Func::Sigmoid,
-        input: Fixed::new(20, 12),
-        act_in: Fixed::new(8, 4),
-        act_out: Fixed::new(8, 6),
-        output: Fixed::new(19, 12),
+        input: fx(20, 12),
+        act_in: fx(8, 4),
+        act_out: fx(8, 6),
+        output: fx(19, 12),
     };
     local_roundtrip(
         &share_circuit(ShareDomain::ModP(p), &cg2).expect("circuit"),
@@ -105,7 +110,7 @@ fn two_party_case(domain: ShareDomain, spec: ActSpec, xs: &[i64]) {
         let f = spec
             .func
             .eval(spec.input.to_f64(domain.lift(domain.add(ss[i], cs[i]))));
-        let ulp = 1.0 / (1u64 << spec.output.frac) as f64;
+        let ulp = 1.0 / (1u64 << spec.output.scale) as f64;
         let bound = match spec.func {
             Func::Relu | Func::Identity => 0.5 * ulp,
             _ => 1.5 * ulp,
@@ -144,12 +149,12 @@ fn shares_in_shares_out_pow2_all_functions() {
     for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
         two_party_case(
             ShareDomain::Pow2(8),
-            ActSpec::default_for(f, 8),
+            ActSpec::default_for(f, 8).expect("default formats"),
             &sample_inputs(8, true),
         );
         two_party_case(
             ShareDomain::Pow2(16),
-            ActSpec::default_for(f, 16),
+            ActSpec::default_for(f, 16).expect("default formats"),
             &sample_inputs(16, false),
         );
     }
@@ -162,10 +167,10 @@ fn shares_in_shares_out_mod_p() {
     for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
         let spec = ActSpec {
             func: f,
-            input: Fixed::new(9, 4),
-            act_in: Fixed::new(8, 4),
-            act_out: ActSpec::default_for(f, 8).output,
-            output: ActSpec::default_for(f, 8).output,
+            input: fx(9, 4),
+            act_in: fx(8, 4),
+            act_out: ActSpec::default_for(f, 8).expect("default formats").output,
+            output: ActSpec::default_for(f, 8).expect("default formats").output,
         };
         let xs: Vec<i64> = (-128..=128).collect();
         two_party_case(ShareDomain::ModP(p), spec, &xs);
@@ -175,10 +180,10 @@ fn shares_in_shares_out_mod_p() {
     for f in [Func::Relu, Func::Sigmoid] {
         let spec = ActSpec {
             func: f,
-            input: Fixed::new(20, 12),
-            act_in: Fixed::new(8, 4),
-            act_out: ActSpec::default_for(f, 8).output,
-            output: Fixed::new(19, 12),
+            input: fx(20, 12),
+            act_in: fx(8, 4),
+            act_out: ActSpec::default_for(f, 8).expect("default formats").output,
+            output: fx(19, 12),
         };
         let mut xs = sample_inputs(20, false);
         xs.retain(|&x| x.unsigned_abs() <= (p - 1) / 2);
@@ -189,7 +194,7 @@ fn shares_in_shares_out_mod_p() {
 #[test]
 fn corrupted_table_gives_wrong_result_not_panic() {
     let domain = ShareDomain::Pow2(8);
-    let spec = ActSpec::default_for(Func::Tanh, 8);
+    let spec = ActSpec::default_for(Func::Tanh, 8).expect("default formats");
     let xs: Vec<i64> = (-128..128).collect();
     let (ss, cs) = random_shares(domain, &xs, 1);
     let d = delta();
@@ -364,7 +369,7 @@ fn truncated_table_stream_gives_typed_error() {
         Ok(_) => panic!("a truncated stream must not produce a result"),
     }
     // batched offline phase: garbler hangs up halfway through the tables
-    let spec = ActSpec::default_for(Func::Sigmoid, 8);
+    let spec = ActSpec::default_for(Func::Sigmoid, 8).expect("default formats");
     let domain = ShareDomain::Pow2(8);
     let run = simulate(
         move |ch| ShareEvaluator::offline(ch, domain, &spec, 64).map(|_| ()),
@@ -410,7 +415,7 @@ fn frame_source_reads_across_uneven_frames_from_any_offset() {
 
 #[test]
 fn invalid_parameters_are_typed_errors() {
-    let relu8 = ActSpec::default_for(Func::Relu, 8);
+    let relu8 = ActSpec::default_for(Func::Relu, 8).expect("default formats");
     assert!(matches!(
         share_circuit(ShareDomain::Pow2(12), &relu8),
         Err(GcError::InvalidArgument(_))
@@ -421,7 +426,7 @@ fn invalid_parameters_are_typed_errors() {
     ));
     // 2^8 > 251: an 8-bit output does not fit a mask mod 251
     let spec = ActSpec {
-        input: Fixed::new(8, 4),
+        input: fx(8, 4),
         ..relu8
     };
     assert!(matches!(
@@ -541,9 +546,7 @@ fn preset_evaluator_labels_and_garbler_decoding_equal_plaintext() {
         let run = simulate(
             move |ch| {
                 let mut ot = co(ch);
-                let labels = ot
-                    .recv_cot(ch, &ei2)
-                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let labels = ot.recv_cot(ch, &ei2)?;
                 let mut b = evaluate_offline_with(ch, &c1, 16, n, reveal)?;
                 if pad == 0 {
                     b.set_evaluator_labels(&c1, labels)?;
@@ -571,9 +574,7 @@ fn preset_evaluator_labels_and_garbler_decoding_equal_plaintext() {
             },
             move |ch| {
                 let mut ot = so(ch);
-                let m0 = ot
-                    .send_cot(ch, pad + n * 16)
-                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let m0 = ot.send_cot(ch, pad + n * 16)?;
                 let b = garble_offline_with(ch, &c2, 16, n, d, Some(&m0[pad..]), reveal)?;
                 garble_online_preset(ch, &b, &gi2)?;
                 if reveal == Reveal::Garbler {
@@ -618,18 +619,14 @@ fn preset_online_labels_of_the_wrong_length_are_refused() {
         let run = simulate(
             move |ch| {
                 let mut ot = co(ch);
-                let labels = ot
-                    .recv_cot(ch, &[true; 12])
-                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let labels = ot.recv_cot(ch, &[true; 12])?;
                 let mut b = evaluate_offline_with(ch, &c1, 4, n, Reveal::Evaluator)?;
                 b.set_evaluator_labels(&c1, labels)?;
                 evaluate_online_preset(ch, &c1, &b)
             },
             move |ch| {
                 let mut ot = so(ch);
-                let m0 = ot
-                    .send_cot(ch, n * 4)
-                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let m0 = ot.send_cot(ch, n * 4)?;
                 let _b = garble_offline_with(ch, &c2, 4, n, d, Some(&m0), Reveal::Evaluator)?;
                 let blocks = (n as i64 * 4 + delta_blocks) as usize;
                 ch.send_pod(&vec![Block::ZERO; blocks])?;
@@ -661,4 +658,9 @@ fn replay_with_aliased_slots_equals_plaintext() {
     for seed in 0..4 {
         local_roundtrip(&c, seed);
     }
+}
+
+/// A format the test knows to be valid.
+fn fx(bits: u32, scale: u32) -> Fixed {
+    Fixed::new(bits, scale).expect("valid format")
 }

@@ -83,20 +83,27 @@ fn gadget_and_activation_circuits_equal_plaintext_for_both_schemes() {
     let mut circuits = Vec::new();
     for bits in [8u32, 12] {
         for f in [Func::Relu, Func::Sigmoid, Func::Tanh] {
-            circuits.push(ActSpec::default_for(f, bits).circuit());
+            circuits.push(
+                ActSpec::default_for(f, bits)
+                    .expect("default formats")
+                    .circuit(),
+            );
         }
     }
     let cg2 = ActSpec {
         func: Func::Sigmoid,
-        input: Fixed::new(20, 12),
-        act_in: Fixed::new(8, 4),
-        act_out: Fixed::new(8, 6),
-        output: Fixed::new(19, 12),
+        input: fx(20, 12),
+        act_in: fx(8, 4),
+        act_out: fx(8, 6),
+        output: fx(19, 12),
     };
     circuits.push(share_circuit(ShareDomain::ModP(1_048_573), &cg2).expect("circuit"));
     circuits.push(
-        share_circuit(ShareDomain::Pow2(12), &ActSpec::default_for(Func::Tanh, 12))
-            .expect("circuit"),
+        share_circuit(
+            ShareDomain::Pow2(12),
+            &ActSpec::default_for(Func::Tanh, 12).expect("default formats"),
+        )
+        .expect("circuit"),
     );
     circuits.push(Circuit::build(32, |b, x| {
         let words: Vec<Vec<Bit<u32>>> = x.chunks(8).map(|c| c.to_vec()).collect();
@@ -239,9 +246,7 @@ fn preset_batches_with_garbler_decoding_equal_plaintext_for_both_schemes() {
                 let mut ot = co(ch);
                 let mut both = ei2.clone();
                 both.extend_from_slice(&ei2);
-                let labels = ot
-                    .recv_cot(ch, &both)
-                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let labels = ot.recv_cot(ch, &both)?;
                 let before = ch.meter().snapshot().total().bytes_received;
                 let mut b1 = evaluate_offline_scheme(ch, &c1, g_in, n, Reveal::Garbler, s)?;
                 let mut b2 = evaluate_offline_scheme(ch, &c1, g_in, n, Reveal::Garbler, s)?;
@@ -258,9 +263,7 @@ fn preset_batches_with_garbler_decoding_equal_plaintext_for_both_schemes() {
             },
             move |ch| {
                 let mut ot = so(ch);
-                let m0 = ot
-                    .send_cot(ch, 2 * n * e_in)
-                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let m0 = ot.send_cot(ch, 2 * n * e_in)?;
                 let job = |k: usize| BatchJob {
                     circ: &c2,
                     g_in,
@@ -326,10 +329,7 @@ fn known_garbler_inputs_are_folded_into_the_garbling_for_both_schemes() {
                 let mut ot = co(ch);
                 let mut both = ei2.clone();
                 both.extend_from_slice(&ei2);
-                let labels = std::sync::Arc::new(
-                    ot.recv_cot(ch, &both)
-                        .map_err(|e| GcError::Ot(e.to_string()))?,
-                );
+                let labels = std::sync::Arc::new(ot.recv_cot(ch, &both)?);
                 let before = ch.meter().snapshot().total().bytes_received;
                 let half = labels.len() / 2;
                 // The first batch evaluated as its tables arrive, the second once stored.
@@ -345,9 +345,7 @@ fn known_garbler_inputs_are_folded_into_the_garbling_for_both_schemes() {
             },
             move |ch| {
                 let mut ot = so(ch);
-                let m0 = ot
-                    .send_cot(ch, 2 * n * e_in)
-                    .map_err(|e| GcError::Ot(e.to_string()))?;
+                let m0 = ot.send_cot(ch, 2 * n * e_in)?;
                 let job = |k: usize, reveal, g_known| BatchJob {
                     circ: &c2,
                     g_in,
@@ -415,9 +413,7 @@ fn streamed_evaluation_cuts_frames_at_its_own_task_boundaries() {
     let run = simulate(
         move |ch| {
             let mut ot = co(ch);
-            let labels = ot
-                .recv_cot(ch, &ei)
-                .map_err(|e| GcError::Ot(e.to_string()))?;
+            let labels = ot.recv_cot(ch, &ei)?;
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(7)
                 .build()
@@ -426,9 +422,7 @@ fn streamed_evaluation_cuts_frames_at_its_own_task_boundaries() {
         },
         move |ch| {
             let mut ot = so(ch);
-            let m0 = ot
-                .send_cot(ch, n * e_in)
-                .map_err(|e| GcError::Ot(e.to_string()))?;
+            let m0 = ot.send_cot(ch, n * e_in)?;
             let job = BatchJob {
                 circ: &c2,
                 g_in,
@@ -518,4 +512,9 @@ fn scheme_names_parse_and_sizes_are_the_papers() {
     assert_eq!(Scheme::HalfGates.table_bytes(16) * 8, 16 * 256);
     assert_eq!(Scheme::ThreeHalves.table_bytes(16) * 8, 16 * (192 + 5));
     assert_eq!(Scheme::ThreeHalves.table_bytes(1), 25);
+}
+
+/// A format the test knows to be valid.
+fn fx(bits: u32, scale: u32) -> Fixed {
+    Fixed::new(bits, scale).expect("valid format")
 }

@@ -1,7 +1,6 @@
-//! Scalar modular arithmetic, primality, prime search and the PRG used for sampling.
+//! Scalar modular arithmetic, primality, prime search and the RLWE samplers over the AES-CTR PRG.
 
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha20Rng;
+use secinfer_core::{Block, Prg};
 
 #[inline(always)]
 pub(crate) fn add_mod(a: u64, b: u64, q: u64) -> u64 {
@@ -146,20 +145,79 @@ pub fn prime_below(bits: u32, m: u64, exclude: &[u64]) -> Option<u64> {
     None
 }
 
-/// ChaCha20 PRG; seeded either from the OS CSPRNG or from a 32-byte public seed.
-pub(crate) struct Prg(ChaCha20Rng);
+/// AES blocks per refill of a [`Sampler`] (1 KiB of output: the bulk CTR path, VAES where
+/// the CPU has it).
+const SAMPLER_BLOCKS: usize = 64;
 
-impl Prg {
-    pub(crate) fn from_seed(seed: [u8; 32]) -> Self {
-        Prg(ChaCha20Rng::from_seed(seed))
+/// The RLWE samplers (uniform mod q, ternary, centered binomial, flooding) over
+/// `secinfer-core`'s AES-CTR [`Prg`], the workspace's one PRG: fresh randomness from the OS
+/// CSPRNG ([`Sampler::from_os`]) and the public expansion of a ciphertext's or key's seed
+/// ([`Sampler::from_seed`]). Both 64-bit halves of every block are used, and small samples
+/// share a word, because the response path draws ≈ 2n words per ciphertext. Not `Debug`: it
+/// holds a key.
+pub(crate) struct Sampler {
+    prg: Prg,
+    buf: [u64; 2 * SAMPLER_BLOCKS],
+    pos: usize,
+    /// Unused random bits for the 2-bit ternary sampler (`nbits` of them, low first).
+    bits: u64,
+    nbits: u32,
+}
+
+impl Sampler {
+    fn with(prg: Prg) -> Self {
+        Sampler {
+            prg,
+            buf: [0; 2 * SAMPLER_BLOCKS],
+            pos: 2 * SAMPLER_BLOCKS,
+            bits: 0,
+            nbits: 0,
+        }
     }
+    /// Keyed from the OS CSPRNG.
     pub(crate) fn from_os() -> Self {
-        let mut seed = [0u8; 32];
-        rand_core::OsRng.fill_bytes(&mut seed);
-        Prg(ChaCha20Rng::from_seed(seed))
+        Self::with(Prg::new())
     }
-    pub(crate) fn fill_bytes(&mut self, b: &mut [u8]) {
-        self.0.fill_bytes(b)
+    /// The public expansion of a 32-byte wire seed (the seeds stay 32 bytes so every message
+    /// keeps its size): the AES key is the XOR of its two halves, so each bit of a uniform
+    /// seed counts.
+    pub(crate) fn from_seed(seed: &[u8; 32]) -> Self {
+        let mut lo = [0u8; 16];
+        let mut hi = [0u8; 16];
+        lo.copy_from_slice(&seed[..16]);
+        hi.copy_from_slice(&seed[16..]);
+        Self::with(Prg::from_seed(
+            Block::from_bytes(lo) ^ Block::from_bytes(hi),
+        ))
+    }
+    /// A generator with a chosen key: tests replay one response's draws along two paths.
+    #[cfg(test)]
+    pub(crate) fn from_key(key: [u8; 16]) -> Self {
+        Self::with(Prg::from_seed(Block::from_bytes(key)))
+    }
+    fn refill(&mut self) {
+        let mut blocks = [Block::ZERO; SAMPLER_BLOCKS];
+        self.prg.fill_blocks(&mut blocks);
+        for (i, b) in blocks.iter().enumerate() {
+            self.buf[2 * i] = b.0 as u64;
+            self.buf[2 * i + 1] = (b.0 >> 64) as u64;
+        }
+        self.pos = 0;
+    }
+    #[inline]
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        if self.pos == 2 * SAMPLER_BLOCKS {
+            self.refill();
+        }
+        let v = self.buf[self.pos];
+        self.pos += 1;
+        v
+    }
+    pub(crate) fn fill_bytes(&mut self, out: &mut [u8]) {
+        for chunk in out.chunks_mut(8) {
+            let w = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&w[..chunk.len()]);
+        }
     }
     /// Uniform in [0, q) by rejection sampling.
     pub(crate) fn uniform(&mut self, q: u64) -> u64 {
@@ -170,98 +228,15 @@ impl Prg {
             (1u64 << bits) - 1
         };
         loop {
-            let v = self.0.next_u64() & mask;
+            let v = self.next_u64() & mask;
             if v < q {
                 return v;
             }
         }
     }
-    /// Ternary in {-1, 0, 1}, uniform.
-    pub(crate) fn ternary(&mut self) -> i64 {
-        loop {
-            let v = self.0.next_u64() & 3;
-            if v < 3 {
-                return v as i64 - 1;
-            }
-        }
-    }
-    /// Error sample: centered binomial with k = 21 (popcount of 21 random bits minus another
-    /// 21), standard deviation √(21/2) ≈ 3.24 ≥ σ = 3.2 of the HE Standard, bounded by 21.
-    /// The `_sigma` argument documents the target; sets with σ ≠ 3.2 are rejected by validation.
-    pub(crate) fn gaussian(&mut self, _sigma: f64) -> i64 {
-        let v = self.0.next_u64();
-        let a = (v & 0x1F_FFFF).count_ones() as i64;
-        let b = ((v >> 21) & 0x1F_FFFF).count_ones() as i64;
-        a - b
-    }
-}
-
-/// AES blocks per refill of `AesPrg` (1 KiB of output).
-const AES_BATCH: usize = 64;
-
-/// AES-128 in counter mode, keyed from the OS CSPRNG: the server's per-response sampler
-/// (ternary u, errors, flooding). AES-NI makes it several times cheaper per byte than
-/// ChaCha20, and the response path draws ≈ 2n words per ciphertext. Only for fresh
-/// randomness: seeded expansions (`Prg::from_seed`) stay on ChaCha20, which is part of the
-/// wire format. Not `Debug`: it holds a key.
-pub(crate) struct AesPrg {
-    cipher: aes::Aes128,
-    ctr: u128,
-    buf: [u64; 2 * AES_BATCH],
-    pos: usize,
-    /// Unused random bits for the 2-bit ternary sampler (`nbits` of them, low first).
-    bits: u64,
-    nbits: u32,
-}
-
-impl AesPrg {
-    pub(crate) fn from_os() -> Self {
-        let mut key = [0u8; 16];
-        rand_core::OsRng.fill_bytes(&mut key);
-        Self::from_key(key)
-    }
-    /// A generator with a chosen key: tests replay one response's draws along two paths.
-    pub(crate) fn from_key(key: [u8; 16]) -> Self {
-        use aes::cipher::KeyInit;
-        AesPrg {
-            cipher: aes::Aes128::new(&key.into()),
-            ctr: 0,
-            buf: [0; 2 * AES_BATCH],
-            pos: 2 * AES_BATCH,
-            bits: 0,
-            nbits: 0,
-        }
-    }
-    fn refill(&mut self) {
-        use aes::cipher::BlockEncrypt;
-        // Many blocks per call: the aes crate pipelines them through AES-NI.
-        let mut blocks = [aes::Block::default(); AES_BATCH];
-        for b in blocks.iter_mut() {
-            *b = self.ctr.to_le_bytes().into();
-            self.ctr = self.ctr.wrapping_add(1);
-        }
-        self.cipher.encrypt_blocks(&mut blocks);
-        for (i, b) in blocks.iter().enumerate() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&b[..8]);
-            self.buf[2 * i] = u64::from_le_bytes(w);
-            w.copy_from_slice(&b[8..]);
-            self.buf[2 * i + 1] = u64::from_le_bytes(w);
-        }
-        self.pos = 0;
-    }
-    #[inline]
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        if self.pos == 2 * AES_BATCH {
-            self.refill();
-        }
-        let v = self.buf[self.pos];
-        self.pos += 1;
-        v
-    }
     /// Uniform on the 2b + 1 integers of [-b, b] (b < 2^126): draws of the smallest
-    /// power-of-two range ≥ 2b + 1, rejected when ≥ 2b + 1, so exactly uniform (what the
-    /// ChaCha sampler did before; acceptance > 1/2 per 128-bit draw).
+    /// power-of-two range ≥ 2b + 1, rejected when ≥ 2b + 1, so exactly uniform (acceptance
+    /// > 1/2 per 128-bit draw).
     pub(crate) fn uniform_i128(&mut self, b: u128) -> i128 {
         let range = 2 * b + 1;
         let bits = 128 - (range - 1).leading_zeros();
@@ -278,7 +253,7 @@ impl AesPrg {
         }
     }
     /// Uniform ternary in {-1, 0, 1}: 2 random bits per try, the pattern 3 rejected (so
-    /// each value has probability exactly 1/3, as `Prg::ternary`), 32 tries per word.
+    /// each value has probability exactly 1/3), 32 tries per word.
     #[inline]
     pub(crate) fn ternary(&mut self) -> i64 {
         loop {
@@ -294,7 +269,7 @@ impl AesPrg {
             }
         }
     }
-    /// `out.len()` draws of [`AesPrg::ternary`]: exactly the values, and the state after,
+    /// `out.len()` draws of [`Sampler::ternary`]: exactly the values, and the state after,
     /// that as many calls give, but whole words without a branch per try: a word's 32 2-bit
     /// fields are written in order and the write position steps past those < 3 (the scalar
     /// sampler's 25 % rejections were unpredictable branches).
@@ -322,7 +297,9 @@ impl AesPrg {
             *o = self.ternary() as i8;
         }
     }
-    /// Centered binomial with k = 21, as `Prg::gaussian` (σ ≈ 3.24, bounded by 21).
+    /// Error sample: centered binomial with k = 21 (popcount of 21 random bits minus another
+    /// 21), standard deviation √(21/2) ≈ 3.24 ≥ σ = 3.2 of the HE Standard, bounded by 21
+    /// (parameter sets with another σ are rejected by their validation).
     #[inline]
     pub(crate) fn gaussian(&mut self) -> i64 {
         let v = self.next_u64();
@@ -672,15 +649,7 @@ mod tests {
     /// for lengths around the 32-per-word boundary.
     #[test]
     fn fill_ternary_matches_scalar_draws() {
-        use aes::cipher::KeyInit;
-        let new = |k: u8| AesPrg {
-            cipher: aes::Aes128::new(&[k; 16].into()),
-            ctr: 0,
-            buf: [0; 2 * AES_BATCH],
-            pos: 2 * AES_BATCH,
-            bits: 0,
-            nbits: 0,
-        };
+        let new = |k: u8| Sampler::from_key([k; 16]);
         for k in 0..3u8 {
             for pre in [0usize, 1, 5, 23, 24, 31, 40] {
                 for len in [0usize, 1, 31, 32, 33, 63, 64, 100, 1000, 8192] {
@@ -705,8 +674,8 @@ mod tests {
     /// The AES-CTR sampler's ternary, binomial and flooding distributions: ranges, mean and
     /// variance within 6 standard errors of the exact values, every value hit.
     #[test]
-    fn aes_prg_distributions() {
-        let mut p = AesPrg::from_os();
+    fn sampler_distributions() {
+        let mut p = Sampler::from_os();
         let n = 200_000f64;
         let stats = |xs: &[f64]| {
             let m = xs.iter().sum::<f64>() / xs.len() as f64;
@@ -757,8 +726,20 @@ mod tests {
             m.abs() < 6.0 / (3.0 * n).sqrt() && (v - 1.0 / 3.0).abs() < 0.01,
             "{m} {v}"
         );
+        // A wire seed expands the same way every time, and every byte of it counts.
+        let seed = [9u8; 32];
+        let draw = |s: &[u8; 32]| {
+            let mut x = Sampler::from_seed(s);
+            (0..300).map(|_| x.next_u64()).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(&seed), draw(&seed));
+        for i in [0, 15, 16, 31] {
+            let mut other = seed;
+            other[i] ^= 1;
+            assert_ne!(draw(&seed), draw(&other), "byte {i}");
+        }
         // Two generators from the OS never agree.
-        let mut q = AesPrg::from_os();
+        let mut q = Sampler::from_os();
         assert_ne!(
             (0..4).map(|_| p.next_u64()).collect::<Vec<_>>(),
             (0..4).map(|_| q.next_u64()).collect::<Vec<_>>()

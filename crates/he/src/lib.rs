@@ -14,6 +14,9 @@
 #[macro_use]
 mod dispatch;
 pub mod arith;
+/// Measurement helpers of the CLI's HE benches (feature `bench`; not the library's API).
+#[cfg(feature = "bench")]
+#[doc(hidden)]
 pub mod bench;
 pub mod bfv;
 mod decimated;
@@ -28,8 +31,11 @@ pub use bfv::{
     SeededCiphertext, SparseResponse,
 };
 pub use eval::{CountingEvaluator, Evaluator, HeEvaluator, OpCounts, PlainEvaluator};
-pub use kernels::{conv, gala, gazelle, naive, ConvMethod, ConvPlan, MatVecMethod, MatVecPlan};
+pub use kernels::{
+    conv, gala, gazelle, naive, ConvMethod, ConvPlan, Hoisting, MatVecMethod, MatVecPlan,
+};
 pub use params::{Encoding, ParamSet, Params};
+pub use secinfer_core::ErrorKind;
 
 /// Errors of the HE layer.
 #[derive(Debug, thiserror::Error)]
@@ -60,4 +66,25 @@ pub enum HeError {
     Shape(String),
     #[error("noise budget: {0}")]
     NoiseBudget(String),
+}
+
+impl HeError {
+    /// The class of this failure: bytes that decode to nothing valid are
+    /// [`ErrorKind::Malformed`], unsupported parameters and shapes
+    /// [`ErrorKind::InvalidArgument`], an exhausted noise budget [`ErrorKind::Crypto`].
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            HeError::WrongLength { .. } | HeError::OutOfRange { .. } | HeError::BadHeader(_) => {
+                ErrorKind::Malformed
+            }
+            HeError::UnknownParamSet(_)
+            | HeError::InvalidParams(_)
+            | HeError::InsecureParams { .. }
+            | HeError::NoPrime
+            | HeError::MissingGaloisKey(_)
+            | HeError::NotSimd
+            | HeError::Shape(_) => ErrorKind::InvalidArgument,
+            HeError::NoiseBudget(_) => ErrorKind::Crypto,
+        }
+    }
 }

@@ -87,6 +87,7 @@ impl Ntt32 {
     }
 
     /// tfhe-ntt's plan for the same transform (the comparison row of `bench he-ops`).
+    #[cfg(feature = "bench")]
     pub(crate) fn tfhe(&self) -> &TfhePlan {
         &self.tfhe
     }

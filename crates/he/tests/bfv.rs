@@ -275,12 +275,26 @@ fn serialisation_round_trip_and_rejection() {
         ));
         // Ciphertext of another parameter set.
         let other = Params::by_name(if name == "n4096" { "n8192" } else { "n4096" }).expect("p");
-        assert!(Ciphertext::from_bytes(&other, &full).is_err());
+        let e = Ciphertext::from_bytes(&other, &full)
+            .err()
+            .expect("another set's bytes");
+        assert_eq!(e.kind(), ErrorKind::Malformed, "{e}");
+        // Every hostile decoding above is a malformed message to a caller matching kinds.
+        for e in [
+            Ciphertext::from_bytes(&p, &full[..full.len() - 8]).err(),
+            SeededCiphertext::from_bytes(&p, &bytes[1..]).err(),
+            Ciphertext::from_bytes(&p, &bad).err(),
+        ] {
+            assert_eq!(e.map(|e| e.kind()), Some(ErrorKind::Malformed));
+        }
         // Public key round trip.
         let pk = sk.public_key();
         let pkb = pk.to_bytes();
         assert!(PublicKey::from_bytes(&p, &pkb).is_ok());
-        assert!(PublicKey::from_bytes(&p, &pkb[..pkb.len() - 1]).is_err());
+        let e = PublicKey::from_bytes(&p, &pkb[..pkb.len() - 1])
+            .err()
+            .expect("short key");
+        assert_eq!(e.kind(), ErrorKind::Malformed, "{e}");
         // Plaintext out of range.
         assert!(matches!(
             Plaintext::from_slots(&p, &[p.t()]),

@@ -14,13 +14,13 @@
 //!
 //! Hostile input: points arrive as 32-byte Ristretto encodings; a non-canonical encoding or the
 //! identity is a [`OtError::Malformed`], never a panic.
-use crate::aes::Prg;
-use crate::block::Block;
 use crate::error::OtError;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use curve25519_dalek::traits::Identity;
 use rayon::prelude::*;
+use secinfer_core::Block;
+use secinfer_core::Prg;
 use secinfer_net::Channel;
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConditionallySelectable};

@@ -1,5 +1,7 @@
 //! [`OtError`]: every way an OT call can fail. Peer bytes never cause a panic; they end here.
+use secinfer_core::ErrorKind;
 use secinfer_net::NetError;
+use std::io;
 use thiserror::Error;
 
 /// Errors of the OT protocols.
@@ -24,5 +26,37 @@ impl OtError {
     }
     pub(crate) fn malformed(what: impl Into<String>) -> Self {
         OtError::Malformed(what.into())
+    }
+    /// The class of this failure, from its source chain.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            OtError::Net(e) => net_error_kind(e),
+            OtError::Malformed(_) => ErrorKind::Malformed,
+            OtError::InvalidArgument(_) => ErrorKind::InvalidArgument,
+        }
+    }
+}
+
+/// The [`ErrorKind`] of a channel error, shared by every protocol crate above the network
+/// layer; an I/O error is classed by its `io::ErrorKind`.
+pub fn net_error_kind(e: &NetError) -> ErrorKind {
+    match e {
+        NetError::Closed => ErrorKind::PeerClosed,
+        NetError::Timeout => ErrorKind::Timeout,
+        NetError::FrameTooLarge { .. }
+        | NetError::Malformed(_)
+        | NetError::UnexpectedLength { .. } => ErrorKind::Malformed,
+        NetError::Io(io) => match io.kind() {
+            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ErrorKind::Timeout,
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe => ErrorKind::PeerClosed,
+            io::ErrorKind::ConnectionRefused | io::ErrorKind::PermissionDenied => {
+                ErrorKind::Refused
+            }
+            io::ErrorKind::InvalidData => ErrorKind::Malformed,
+            _ => ErrorKind::Io,
+        },
     }
 }

@@ -10,11 +10,12 @@
 //! Rows are processed [`CHUNK_ROWS`] at a time, so scratch memory is a few MiB whatever the
 //! count; each chunk is one frame on the wire, and all frames go the same way, so a call costs
 //! one round however many chunks it has.
-use crate::aes::{fixed_key_aes, Prg};
-use crate::block::Block;
 use crate::error::OtError;
+use crate::hash::fixed_key_aes;
 use crate::transpose::transpose128_lanes;
 use rayon::prelude::*;
+use secinfer_core::Block;
+use secinfer_core::Prg;
 use secinfer_net::{Channel, NetError};
 
 /// Rows per extension chunk (a 1 MiB frame of `u` for IKNP, 2 MiB for KK13).

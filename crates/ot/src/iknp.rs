@@ -17,9 +17,7 @@
 //! (`secinfer bench ot` uses 2^22), which costs two rounds per call for these flavours and
 //! nothing extra for COT/ROT, whose traffic only flows from receiver to sender. An error leaves the two column PRGs out of step, so
 //! the instance refuses further calls.
-use crate::aes::Prg;
 use crate::base::{base_ot_receive, base_ot_send};
-use crate::block::Block;
 use crate::error::OtError;
 use crate::ext::{pack_choices, ExtReceiver, ExtSender};
 use crate::pack::check_bits;
@@ -27,6 +25,8 @@ use crate::payload::{
     check_fits, hash_pairs_in, hash_rows_in, low_bits, recv_chosen_frames, recv_chosen_u64_frames,
     recv_correlated_frames, send_chosen_frames, send_chosen_u64_frames, send_correlated_frames,
 };
+use secinfer_core::Block;
+use secinfer_core::Prg;
 use secinfer_net::Channel;
 
 /// Hash domain of 1-of-2 OTs (random, chosen, additive).
@@ -452,5 +452,22 @@ impl OtExtReceiver {
         });
         self.poisoned = poisoned;
         r
+    }
+}
+/// The garbled-circuit protocols' view of this extension.
+impl<C: Channel> secinfer_core::CotSender<C> for OtExtSender {
+    type Error = OtError;
+    fn delta(&self) -> Block {
+        OtExtSender::delta(self)
+    }
+    fn send_cot(&mut self, ch: &mut C, n: usize) -> Result<Vec<Block>, OtError> {
+        OtExtSender::send_cot(self, ch, n)
+    }
+}
+
+impl<C: Channel> secinfer_core::CotReceiver<C> for OtExtReceiver {
+    type Error = OtError;
+    fn recv_cot(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>, OtError> {
+        OtExtReceiver::recv_cot(self, ch, choices)
     }
 }

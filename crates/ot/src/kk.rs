@@ -14,14 +14,14 @@
 //! instance; the 128 secret offset bits are split 128/0, 0/128 or 64/64 between the halves
 //! (Walsh–Hadamard structure), and the output of the sum is unpredictable as long as the offset of
 //! either half is. Costs: 32 bytes of `u` per OT, then `N·bits` bits of masked messages.
-use crate::aes::Prg;
 use crate::base::{base_ot_receive, base_ot_send};
-use crate::block::Block;
 use crate::error::OtError;
 use crate::ext::{tccr_inplace, tccr_tweaked, tweak, ExtReceiver, ExtSender};
 use crate::pack::check_bits;
 use crate::payload::{check_n_msgs, low_bits, recv_n_frames, send_n_frames};
 use rayon::prelude::*;
+use secinfer_core::Block;
+use secinfer_core::Prg;
 use secinfer_net::Channel;
 
 /// Length of the Walsh–Hadamard code (columns of the extension matrix, base OTs).

@@ -2,8 +2,9 @@
 //!
 //! The oblivious-transfer layer every protocol crate stands on (semi-honest, κ = 128):
 //!
-//! * primitives — the 128-bit [`Block`], an AES-CTR [`Prg`] seeded from the OS CSPRNG, and
-//!   fixed-key-AES correlation-robust hashes ([`fixed_key_aes`]: `cr_hash`, `tccr`);
+//! * primitives — fixed-key-AES correlation-robust hashes ([`fixed_key_aes`]: `cr_hash`,
+//!   `tccr`) on `secinfer-core`'s cipher; the 128-bit [`Block`] and the AES-CTR [`Prg`] live in
+//!   `secinfer-core` and are re-exported here;
 //! * base OT — batched Chou–Orlandi on Ristretto255 ([`base_ot_send`], [`base_ot_receive`]): one
 //!   message each way, keys `SHA-256(label, A, i, B_i, point)`, non-canonical or identity points
 //!   rejected;
@@ -37,12 +38,11 @@
 //! substance of this project, and because the two parties must agree on them byte for byte.
 #![deny(unsafe_code)]
 
-mod aes;
 mod base;
-mod block;
 mod error;
 mod ext;
 pub mod ferret;
+mod hash;
 mod iknp;
 mod kk;
 mod pack;
@@ -51,12 +51,11 @@ mod pool;
 mod softspoken;
 pub mod transpose;
 
-pub use crate::aes::{fixed_key_aes, AesCipher, FixedKeyAes, Prg};
 pub use base::{base_ot_receive, base_ot_send, MAX_BASE_OTS};
-pub use block::Block;
-pub use error::OtError;
+pub use error::{net_error_kind, OtError};
 pub use ext::CHUNK_ROWS;
 pub use ferret::{FerretCotReceiver, FerretCotSender, FerretParams, LpnParams};
+pub use hash::{fixed_key_aes, FixedKeyAes};
 pub use iknp::{OtExtReceiver, OtExtSender};
 pub use kk::{KkReceiver, KkSender, KK_CODE_BITS};
 pub use pack::{pack_words, packed_len, unpack_words};
@@ -64,4 +63,9 @@ pub use pool::{
     CotSource, PendingEarlyRecv, PendingEarlySend, PendingOtRecv, PendingOtSend, PooledOtReceiver,
     PooledOtSender, DERAND_FRAME_OTS,
 };
+pub use secinfer_core::ErrorKind;
+/// Re-exports of `secinfer-core`'s primitives at the paths the protocol crates used before
+/// they moved there.
+#[doc(hidden)]
+pub use secinfer_core::{AesCipher, Block, Prg};
 pub use softspoken::{SoftSpokenReceiver, SoftSpokenSender, SOFTSPOKEN_MAX_K};

@@ -5,11 +5,11 @@
 //! Only the framing lives here: which keys, and under which hash domain and tweaks they are
 //! hashed, stays with each protocol (passed in as a closure), so every protocol's wire bytes are
 //! exactly what its own module says. Nothing here flushes; callers flush at the end of a flight.
-use crate::block::Block;
 use crate::error::OtError;
 use crate::ext::{tccr_inplace, tweak, CHUNK_ROWS};
 use crate::pack::{mask, pack_into, packed_len, Unpacker};
 use rayon::prelude::*;
+use secinfer_core::Block;
 use secinfer_net::Channel;
 
 /// Rows hashed per rayon task.

@@ -43,8 +43,6 @@
 //! additive calls answer only after reading all of them (two rounds per call, never blocking on
 //! bounded socket buffers). After any error an instance refuses further calls (its pool position
 //! or filler is out of step with the peer's).
-use crate::aes::Prg;
-use crate::block::Block;
 use crate::error::OtError;
 use crate::ext::{pack_choices, tccr_tweaked, tweak};
 use crate::ferret::{FerretCotReceiver, FerretCotSender, FerretParams};
@@ -57,6 +55,8 @@ use crate::payload::{
 };
 use crate::softspoken::{SoftSpokenReceiver, SoftSpokenSender};
 use rayon::prelude::*;
+use secinfer_core::Block;
+use secinfer_core::Prg;
 use secinfer_net::Channel;
 
 /// Derandomisation bits per frame (128 KiB of packed bits: small enough that the sender starts

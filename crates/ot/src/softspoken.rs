@@ -57,13 +57,13 @@
 //! receiver is *not* implemented (out of the threat model): a malicious receiver sending an
 //! inconsistent `d` could learn bits of `Δ` by selective failure. The sender's GGM
 //! reconstruction indexes by its secret `Δ_i` (setup only; local timing is out of scope).
-use crate::aes::Prg;
 use crate::base::{base_ot_receive, base_ot_send};
-use crate::block::Block;
 use crate::error::OtError;
 use crate::ext::{pack_choices, CHUNK_ROWS};
 use crate::transpose::transpose128_lanes;
 use rayon::prelude::*;
+use secinfer_core::Block;
+use secinfer_core::Prg;
 use secinfer_net::{Channel, NetError};
 
 /// Largest chunk width `k` (2^8 leaves per chunk).

@@ -14,7 +14,7 @@ use secinfer_net::Channel;
 pub const MILL_DIGIT: u32 = 5;
 
 /// Digit size of the millionaires' leaves when ANDs run on triples (default of
-/// [`mill_leaf_bits`]). 1: each leaf bit is a private AND on a half triple (1 COT). m ≥ 2: each
+/// [`Ctx::mill_leaf_bits`](crate::Ctx::mill_leaf_bits)). 1: each leaf bit is a private AND on a half triple (1 COT). m ≥ 2: each
 /// m-bit leaf is a random 1-of-2^m OT made offline (m COTs, hashed offline) and derandomised
 /// online with m bits one way and 2^(m+1) bits back, so the leaves cost the same COTs per bit
 /// and the AND tree above them (2 COTs per node) shrinks m-fold. A b-bit comparison takes
@@ -31,20 +31,6 @@ pub const MILL_DIGIT: u32 = 5;
 /// 339–435 ms; total bytes per element 1296 → 1233 (sigmoid), 184 → 151 (ReLU); rounds
 /// 45 → 39 (sigmoid), 11 → 9 (ReLU).
 pub const MILL_LEAF_BITS_TRIPLES: u32 = 4;
-
-/// Leaf size of the millionaires' when ANDs run on triples: `SECINFER_SS_MILL_LEAF` (1 to 4)
-/// if set, else [`MILL_LEAF_BITS_TRIPLES`]. Read once per process, so a dry run and the run it
-/// sizes agree (both parties must use the same value).
-pub fn mill_leaf_bits() -> u32 {
-    static M: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *M.get_or_init(|| {
-        std::env::var("SECINFER_SS_MILL_LEAF")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|m| (1..=4).contains(m))
-            .unwrap_or(MILL_LEAF_BITS_TRIPLES)
-    })
-}
 
 /// Digit size for a `bits`-bit comparison: the smallest m ≤ MILL_DIGIT whose AND tree is no
 /// deeper than with MILL_DIGIT. Rounds stay those of 5-bit digits, while each 1-of-2^m OT from

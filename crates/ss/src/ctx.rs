@@ -4,8 +4,9 @@ use crate::error::SsError as SsErr;
 use crate::error::{invalid, Result};
 use crate::ring::mask;
 use rand_core::RngCore;
+use secinfer_core::{Block, Prg};
 use secinfer_net::{Channel, Meter, NetError};
-use secinfer_ot::{Block, CotSource, Prg};
+use secinfer_ot::CotSource;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -123,7 +124,7 @@ pub struct Plan {
     /// leaves): P0 knows `u`, P1 knows `v`, both hold XOR shares of `u·v`; one random COT of
     /// the P0 → P1 pool each, no message offline.
     pub half_triples: u64,
-    /// Random 1-of-2^m OTs for the millionaires' m-bit leaves (m = [`crate::blocks::mill_leaf_bits`]
+    /// Random 1-of-2^m OTs for the millionaires' m-bit leaves (m = [`Ctx::mill_leaf_bits`]
     /// ≥ 2): m COTs of the P0 → P1 pool each, hashed offline, so a leaf online is m choice bits
     /// one way and 2^(m+1) masked bits back, with no hashing.
     pub leaf_ots: u64,
@@ -284,7 +285,7 @@ pub struct Ctx {
     mill_leaf: u32,
     /// Nesting depth of the running block.
     depth: u32,
-    /// Print each block's wall time to stderr (env `SECINFER_SS_TRACE=1`; P0 only).
+    /// Print each block's wall time to stderr (P0 only; off unless [`Ctx::set_trace`]).
     trace: bool,
 }
 
@@ -301,7 +302,6 @@ impl Ctx {
     pub fn setup_with<C: Channel>(party: Party, ch: &mut C, source: CotSource) -> Result<Ctx> {
         let mut prg = Prg::new();
         let real = crate::ot_real::RealOt::setup(party, ch, &mut prg, source)?;
-        let trace = party.is_p0() && std::env::var_os("SECINFER_SS_TRACE").is_some();
         Ok(Ctx {
             party,
             prg,
@@ -313,9 +313,9 @@ impl Ctx {
             triples: Triples::default(),
             halves: HalfTriples::default(),
             leaves: LeafOts::default(),
-            mill_leaf: crate::blocks::mill_leaf_bits(),
+            mill_leaf: crate::blocks::MILL_LEAF_BITS_TRIPLES,
             depth: 0,
-            trace,
+            trace: false,
         })
     }
 
@@ -333,7 +333,7 @@ impl Ctx {
             triples: Triples::default(),
             halves: HalfTriples::default(),
             leaves: LeafOts::default(),
-            mill_leaf: crate::blocks::mill_leaf_bits(),
+            mill_leaf: crate::blocks::MILL_LEAF_BITS_TRIPLES,
             depth: 0,
             trace: false,
         }
@@ -353,7 +353,7 @@ impl Ctx {
             triples: Triples::default(),
             halves: HalfTriples::default(),
             leaves: LeafOts::default(),
-            mill_leaf: crate::blocks::mill_leaf_bits(),
+            mill_leaf: crate::blocks::MILL_LEAF_BITS_TRIPLES,
             depth: 0,
             trace: false,
         }
@@ -374,7 +374,7 @@ impl Ctx {
     }
 
     /// The millionaires' leaf size m when ANDs run on triples (1 to 4; default
-    /// [`crate::blocks::mill_leaf_bits`]).
+    /// [`crate::blocks::MILL_LEAF_BITS_TRIPLES`]).
     pub fn mill_leaf_bits(&self) -> u32 {
         self.mill_leaf
     }
@@ -390,6 +390,11 @@ impl Ctx {
         }
         self.mill_leaf = m;
         Ok(())
+    }
+
+    /// Prints each block's wall time to stderr as it ends (P0 only: a profiling aid).
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on && self.party.is_p0();
     }
 
     /// The OTs consumed since this context was made.

@@ -12,7 +12,8 @@
 //! SoftSpokenOT or Ferret, and derandomised online (1 bit per 1-of-2 OT plus its payload;
 //! 1-of-N OTs from ⌈log2 N⌉ of them). The millionaires' comparisons use 4-bit leaves by default
 //! ([`blocks::MILL_LEAF_BITS_TRIPLES`]). An insecure dealer exists only behind the
-//! `test-dealer` feature.
+//! `test-dealer` feature. [`session::run_math`] runs a whole two-party evaluation of one
+//! function (setup, offline, online, outputs to the client): the entry point of `bench math`.
 #![deny(unsafe_code)]
 
 pub mod blocks;
@@ -22,6 +23,7 @@ pub mod math;
 mod ot_real;
 pub mod reveal;
 pub mod ring;
+pub mod session;
 pub mod ulp;
 
 pub use ctx::{BlockStat, Ctx, DryChannel, Party, Plan};
@@ -62,3 +64,4 @@ pub fn plan_for_elementwise<T>(
 }
 pub use error::{Result, SsError};
 pub use ring::{Fixed, Share};
+pub use secinfer_core::ErrorKind;

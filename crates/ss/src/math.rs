@@ -757,10 +757,7 @@ fn sigmoid_opaf_for_tanh<C: Channel>(
     out: Fixed,
 ) -> Result<Vec<u64>> {
     let k = rec_index_bits(out.scale).min(OPAF_REC_MAX_K);
-    let own = Fixed {
-        bits: inp.bits,
-        scale: inp.scale + 1,
-    };
+    let own = Fixed::new(inp.bits, inp.scale + 1)?;
     if own.bits.saturating_sub(own.scale) <= MAX_DIRECT_INT_BITS {
         sigmoid_opaf_inner(ctx, ch, x, own, out, k, 2, 3)
     } else {
@@ -916,14 +913,8 @@ fn tanh_via_sigmoid<C: Channel>(
         return Err(invalid("tanh needs input scale ≥ 1"));
     }
     ctx.block("tanh", |ctx| {
-        let si = Fixed {
-            bits: inp.bits,
-            scale: inp.scale - 1,
-        };
-        let so = Fixed {
-            bits: out.bits.max(out.scale + 3),
-            scale: out.scale + 1,
-        };
+        let si = Fixed::new(inp.bits, inp.scale - 1)?;
+        let so = Fixed::new(out.bits.max(out.scale + 3), out.scale + 1)?;
         let sig = sigmoid(ctx, ch, x, si, so)?;
         let p0 = ctx.is_p0();
         let mo = mask(out.bits);
@@ -1197,38 +1188,15 @@ impl Impl {
 /// minimal width (exp_neg, sigmoid, tanh: s + 2 bits; exp: s + 14 bits); exp at s = 10, the
 /// others at s = 16.
 pub fn default_formats(f: crate::ulp::MathFn) -> (Fixed, Fixed) {
+    use crate::ring::const_format;
     use crate::ulp::MathFn::*;
+    const EXP: (Fixed, Fixed) = (const_format(14, 10), const_format(24, 10));
+    const SMOOTH: (Fixed, Fixed) = (const_format(20, 16), const_format(18, 16));
+    const RELU: (Fixed, Fixed) = (const_format(20, 16), const_format(20, 16));
     match f {
-        Exp => (
-            Fixed {
-                bits: 14,
-                scale: 10,
-            },
-            Fixed {
-                bits: 24,
-                scale: 10,
-            },
-        ),
-        ExpNeg | Sigmoid | Tanh => (
-            Fixed {
-                bits: 20,
-                scale: 16,
-            },
-            Fixed {
-                bits: 18,
-                scale: 16,
-            },
-        ),
-        Relu => (
-            Fixed {
-                bits: 20,
-                scale: 16,
-            },
-            Fixed {
-                bits: 20,
-                scale: 16,
-            },
-        ),
+        Exp => EXP,
+        ExpNeg | Sigmoid | Tanh => SMOOTH,
+        Relu => RELU,
     }
 }
 

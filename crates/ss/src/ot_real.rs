@@ -3,17 +3,9 @@
 //! OT plus its payload; 1-of-N OTs (P0 sends) take ⌈log2 N⌉ COTs of the P0 → P1 pool each.
 use crate::ctx::{Party, Plan};
 use crate::error::{Result, SsError};
+use secinfer_core::{Block, Prg};
 use secinfer_net::Channel;
-use secinfer_ot::{Block, CotSource, OtError, PooledOtReceiver, PooledOtSender, Prg};
-
-impl From<OtError> for SsError {
-    fn from(e: OtError) -> Self {
-        match e {
-            OtError::Net(n) => SsError::Net(n),
-            other => SsError::Ot(other.to_string()),
-        }
-    }
-}
+use secinfer_ot::{CotSource, PooledOtReceiver, PooledOtSender};
 
 pub(crate) struct RealOt {
     /// This party as sender (P0: the P0 → P1 pool, which also serves 1-of-N).

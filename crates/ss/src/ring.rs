@@ -54,22 +54,19 @@ pub fn check_bits(bits: u32) -> Result<()> {
     Ok(())
 }
 
-/// Fixed-point format of a tensor: ring bitwidth and scale (x ≈ X / 2^scale).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fixed {
-    pub bits: u32,
-    pub scale: u32,
-}
+/// The fixed-point format of a tensor (x ≈ X / 2^scale in Z_{2^bits}): `secinfer-core`'s
+/// validated [`Format`].
+pub use secinfer_core::Format;
+/// The name this crate's format had before it moved to `secinfer-core`.
+#[doc(hidden)]
+pub use secinfer_core::Format as Fixed;
 
-impl Fixed {
-    pub fn new(bits: u32, scale: u32) -> Result<Self> {
-        check_bits(bits)?;
-        if scale >= bits && bits < 64 {
-            return Err(invalid(format!(
-                "scale {scale} must be below the bitwidth {bits}"
-            )));
-        }
-        Ok(Fixed { bits, scale })
+/// A valid format from constants, checked at compile time where used in a `const` item (an
+/// invalid one fails the build).
+pub(crate) const fn const_format(bits: u32, scale: u32) -> Format {
+    match Format::new(bits, scale) {
+        Ok(f) => f,
+        Err(_) => panic!("invalid constant fixed-point format"),
     }
 }
 
@@ -98,11 +95,9 @@ impl Share {
     pub fn is_empty(&self) -> bool {
         self.v.is_empty()
     }
-    pub fn fixed(&self) -> Fixed {
-        Fixed {
-            bits: self.bits,
-            scale: self.scale,
-        }
+    /// The share's format, or an error when its bitwidth and scale are not a valid [`Format`].
+    pub fn fixed(&self) -> Result<Format> {
+        Ok(Format::new(self.bits, self.scale)?)
     }
     fn same(&self, o: &Share) -> Result<()> {
         if self.bits != o.bits || self.scale != o.scale || self.v.len() != o.v.len() {
@@ -175,7 +170,7 @@ impl Share {
 
 /// Splits plaintext ring elements into two additive shares (the dealer-free way a party shares
 /// its own input: it keeps `x - r` and sends `r`).
-pub fn share_local(x: &[u64], bits: u32, prg: &mut secinfer_ot::Prg) -> (Vec<u64>, Vec<u64>) {
+pub fn share_local(x: &[u64], bits: u32, prg: &mut secinfer_core::Prg) -> (Vec<u64>, Vec<u64>) {
     use rand_core::RngCore;
     let m = mask(bits);
     let r: Vec<u64> = (0..x.len()).map(|_| prg.next_u64() & m).collect();

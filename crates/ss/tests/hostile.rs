@@ -6,16 +6,17 @@ use secinfer_net::{simulate, Channel};
 use secinfer_ss::math;
 use secinfer_ss::reveal::{reveal, share_input, RevealTo};
 use secinfer_ss::ring::Fixed;
-use secinfer_ss::{Party, SsError};
+use secinfer_ss::{ErrorKind, Party, SsError};
 
-const INP: Fixed = Fixed {
-    bits: 20,
-    scale: 16,
-};
-const OUT: Fixed = Fixed {
-    bits: 18,
-    scale: 16,
-};
+const INP: Fixed = fmt(20, 16);
+const OUT: Fixed = fmt(18, 16);
+
+const fn fmt(bits: u32, scale: u32) -> Fixed {
+    match Fixed::new(bits, scale) {
+        Ok(f) => f,
+        Err(_) => panic!("invalid test format"),
+    }
+}
 
 /// The honest client runs OPAF's sigmoid; the server sets up and then misbehaves with `bad`.
 fn against(bad: impl Fn(&mut secinfer_net::DynChannel) + Send + Sync) -> SsError {
@@ -57,6 +58,7 @@ fn oversized_frame_is_an_error() {
 fn silent_peer_is_an_error() {
     let e = against(|_| {});
     assert!(matches!(e, SsError::Net(_) | SsError::Ot(_)), "{e}");
+    assert_eq!(e.kind(), ErrorKind::PeerClosed, "{e}");
 }
 
 #[test]
@@ -79,6 +81,7 @@ fn out_of_range_shares_are_rejected() {
     );
     let (a, b) = r.client.output;
     assert!(matches!(a, Some(SsError::Malformed(_))), "reveal: {a:?}");
+    assert_eq!(a.map(|e| e.kind()), Some(ErrorKind::Malformed));
     assert!(
         matches!(b, Some(SsError::Malformed(_))),
         "share_input: {b:?}"
@@ -88,25 +91,13 @@ fn out_of_range_shares_are_rejected() {
 #[test]
 fn bad_arguments_are_typed_errors() {
     let r = run2(|c, ch| {
-        let e1 = math::exp_opaf(
-            c,
-            ch,
-            &[0],
-            Fixed {
-                bits: 20,
-                scale: 12,
-            },
-            Fixed {
-                bits: 40,
-                scale: 12,
-            },
-        )
-        .err();
+        let e1 = math::exp_opaf(c, ch, &[0], fmt(20, 12), fmt(40, 12)).err();
         let e2 = secinfer_ss::blocks::lut(c, ch, &[0], 9, &[0; 512], 8).err();
         let e3 = secinfer_ss::blocks::mux(c, ch, &[0, 1], &[0], 8).err();
-        [e1, e2, e3]
-            .iter()
-            .all(|e| matches!(e, Some(SsError::InvalidArgument(_))))
+        [e1, e2, e3].iter().all(|e| {
+            matches!(e, Some(SsError::InvalidArgument(_)))
+                && e.as_ref().map(SsError::kind) == Some(ErrorKind::InvalidArgument)
+        })
     });
     assert!(r.client && r.server);
 }

@@ -50,14 +50,8 @@ const EXHAUSTIVE_16: usize = 1 << 16;
 #[test]
 fn opaf_sigmoid_exhaustive_16bit() {
     // all 2^16 inputs at 16 bits, scale 12 (|x| < 8), output 14 bits at scale 12
-    let inp = Fixed {
-        bits: 16,
-        scale: 12,
-    };
-    let out = Fixed {
-        bits: 14,
-        scale: 12,
-    };
+    let inp = fx(16, 12);
+    let out = fx(14, 12);
     let r = run_fn(MathFn::Sigmoid, Impl::Opaf, inp, out, EXHAUSTIVE_16);
     report("opaf sigmoid 16/12", &r);
     assert_eq!(r.ulp.count, 1 << 16);
@@ -65,10 +59,7 @@ fn opaf_sigmoid_exhaustive_16bit() {
     // The same 2^16 inputs to an output at scale 16, where sigmoid's own 2^6-row reciprocal
     // table (math::OPAF_SIGMOID_REC_MAX_K) spends up to 2 ULP on its segments, plus the final
     // rounding's 0.5 and the table's rounding: OPAF's 3-ULP budget.
-    let out16 = Fixed {
-        bits: 18,
-        scale: 16,
-    };
+    let out16 = fx(18, 16);
     let r = run_fn(MathFn::Sigmoid, Impl::Opaf, inp, out16, EXHAUSTIVE_16);
     report("opaf sigmoid 16/12 -> 18/16", &r);
     assert_eq!(r.ulp.count, 1 << 16);
@@ -76,7 +67,7 @@ fn opaf_sigmoid_exhaustive_16bit() {
 }
 
 fn fx(bits: u32, scale: u32) -> Fixed {
-    Fixed { bits, scale }
+    Fixed::new(bits, scale).unwrap()
 }
 
 /// (function, impl, input, output, n (≥ domain size = exhaustive), max-ULP bound we assert)

@@ -110,23 +110,24 @@ fn modulus_name(d: ShareDomain) -> String {
 }
 
 /// The domain and spec of a case.
-fn case(func: Func, bits: u32, domain: DomainArg) -> (ShareDomain, ActSpec) {
-    let act = ActSpec::default_for(func, bits);
-    match domain {
+fn case(func: Func, bits: u32, domain: DomainArg) -> Result<(ShareDomain, ActSpec), Error> {
+    let act = ActSpec::default_for(func, bits)?;
+    let fx = |b, s| Fixed::new(b, s).map_err(secinfer_gc::GcError::from);
+    Ok(match domain {
         DomainArg::Pow2 => (ShareDomain::Pow2(bits), act),
         DomainArg::Modp => {
             let p = prime_above(1 << bits);
             (
                 ShareDomain::ModP(p),
                 ActSpec {
-                    input: Fixed::new(bits + 1, act.input.frac),
+                    input: fx(bits + 1, act.input.scale)?,
                     ..act
                 },
             )
         }
         DomainArg::Cg2 => {
-            let inp = Fixed::new(20, act.input.frac + 12);
-            let out = Fixed::new(19, act.act_out.frac + 12);
+            let inp = fx(20, act.input.scale + 12)?;
+            let out = fx(19, act.act_out.scale + 12)?;
             (
                 ShareDomain::ModP(CG2_PRIME),
                 ActSpec {
@@ -136,7 +137,7 @@ fn case(func: Func, bits: u32, domain: DomainArg) -> (ShareDomain, ActSpec) {
                 },
             )
         }
-    }
+    })
 }
 
 /// CryptoGRU's figures (non-XOR gates), where the paper gives one.
@@ -157,12 +158,12 @@ pub fn run_gates(args: GatesArgs, out: &mut Reporter) -> Result<(), Error> {
         }
         for func in [Func::Relu, Func::Sigmoid, Func::Tanh] {
             let t = Instant::now();
-            let act = ActSpec::default_for(func, bits);
+            let act = ActSpec::default_for(func, bits)?;
             let (ulp, checked, exhaustive) = max_ulp_error(&act);
             let mut variants: Vec<(&str, Option<ShareDomain>, ActSpec)> =
                 vec![("activation only", None, act)];
             for d in [DomainArg::Pow2, DomainArg::Modp] {
-                let (dom, spec) = case(func, bits, d);
+                let (dom, spec) = case(func, bits, d)?;
                 variants.push((
                     if d == DomainArg::Pow2 {
                         "shares mod 2^bits"
@@ -174,7 +175,7 @@ pub fn run_gates(args: GatesArgs, out: &mut Reporter) -> Result<(), Error> {
                 ));
             }
             if bits == 8 && func != Func::Tanh {
-                let (dom, spec) = case(func, bits, DomainArg::Cg2);
+                let (dom, spec) = case(func, bits, DomainArg::Cg2)?;
                 variants.push(("CG-2: mod p(20 bit) -> 8 bit -> 19 bit", Some(dom), spec));
             }
             for (name, dom, spec) in variants {
@@ -187,10 +188,13 @@ pub fn run_gates(args: GatesArgs, out: &mut Reporter) -> Result<(), Error> {
                     .param("fn", func.name())
                     .param("bits", bits)
                     .param("variant", name)
-                    .param("in_fmt", format!("({},{})", act.input.bits, act.input.frac))
+                    .param(
+                        "in_fmt",
+                        format!("({},{})", act.input.bits, act.input.scale),
+                    )
                     .param(
                         "out_fmt",
-                        format!("({},{})", act.output.bits, act.output.frac),
+                        format!("({},{})", act.output.bits, act.output.scale),
                     );
                 if let Some(ShareDomain::ModP(p)) = dom {
                     rec = rec.param("p", p);
@@ -227,7 +231,7 @@ pub fn run_gc(args: GcArgs, out: &mut Reporter) -> Result<(), Error> {
     if args.count == 0 {
         return Err(Error::msg("--count must be positive"));
     }
-    let (domain, spec) = case(func, args.bits, args.domain);
+    let (domain, spec) = case(func, args.bits, args.domain)?;
     let circ = share_circuit(domain, &spec)?;
     let n = args.count;
     let (ss, cs) = inputs(domain, n);

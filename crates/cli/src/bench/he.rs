@@ -1,5 +1,5 @@
 //! `secinfer bench he-ops | he-matvec | he-conv`: the packed-BFV layer and the GAZELLE / GALA
-//! linear kernels (issue 4). Both parties run in this process (the kernels are local compute;
+//! linear kernels. Both parties run in this process (the kernels are local compute;
 //! the bytes are what each side would send): `online` = client encryption + server kernel +
 //! masking/flooding/mod-switch + client decryption; `setup` = Galois/public key generation and
 //! the server's weight encoding. Kernel times are the fastest of `--reps` runs.
@@ -11,14 +11,61 @@ use secinfer_he::kernels::Flood;
 use secinfer_he::{ConvMethod, MatVecMethod, Params};
 use serde_json::json;
 
+/// The statistical security the responses must reach by default (DESIGN.md §2: σ ≥ 40).
+const MIN_FLOOD_BITS: u32 = 40;
+
 fn parse_flood(s: &str) -> Result<Flood, String> {
     match s {
-        "best-effort" => Ok(Flood::BestEffort(40)),
-        "statistical" => Ok(Flood::Statistical(40)),
+        "best-effort" => Ok(Flood::BestEffort(MIN_FLOOD_BITS)),
+        "statistical" => Ok(Flood::Statistical(MIN_FLOOD_BITS)),
         "off" => Ok(Flood::Off),
         _ => Err(format!(
             "flood must be best-effort|statistical|off, not {s}"
         )),
+    }
+}
+
+/// Refuses a flooding mode below 40 statistical bits unless `--insecure-flood` asks for it.
+fn check_flood(flood: Flood, insecure: bool) -> Result<(), Error> {
+    match flood {
+        Flood::Statistical(s) if s >= MIN_FLOOD_BITS => Ok(()),
+        _ if insecure => Ok(()),
+        _ => Err(Error::msg(format!(
+            "--flood {} does not guarantee {MIN_FLOOD_BITS} statistical bits: \
+             use --flood statistical (with a parameter set that has room for it, e.g. n8192) \
+             or pass --insecure-flood to measure it anyway",
+            if flood == Flood::Off {
+                "off"
+            } else {
+                "best-effort"
+            }
+        ))),
+    }
+}
+
+/// The flooding a run reached, refused below 40 bits unless `--insecure-flood`.
+fn check_reached(stat_bits: f64, insecure: bool) -> Result<(), Error> {
+    if stat_bits < MIN_FLOOD_BITS as f64 && !insecure {
+        return Err(Error::msg(format!(
+            "flooding reached only {stat_bits:.1} statistical bits: use a larger parameter set \
+             or pass --insecure-flood"
+        )));
+    }
+    Ok(())
+}
+
+/// What the reached flooding means, for the report.
+fn margin_text(stat_bits: f64) -> String {
+    if stat_bits >= MIN_FLOOD_BITS as f64 {
+        format!(
+            "the responses are within statistical distance 2^-{stat_bits:.1} of ciphertexts \
+             that depend only on the client's share (>= 2^-{MIN_FLOOD_BITS}: meets the design)"
+        )
+    } else {
+        format!(
+            "INSECURE: flooding reaches only {stat_bits:.1} statistical bits (below \
+             {MIN_FLOOD_BITS}), so the responses' noise may leak information about the weights"
+        )
     }
 }
 
@@ -53,16 +100,25 @@ pub struct HeMatvecArgs {
     /// GALA's speed-up over GAZELLE.
     #[arg(long, default_value = "gazelle,gala")]
     pub method: String,
+    /// Rows of the weight matrix (output length).
     #[arg(long, default_value_t = 16)]
     pub rows: usize,
+    /// Columns of the weight matrix (input length).
     #[arg(long, default_value_t = 128)]
     pub cols: usize,
-    #[arg(long, default_value = "n4096")]
+    /// BFV parameter set (n4096, n8192, ...). The default n8192 has room for 40-bit
+    /// statistical flooding; n4096 does not, and needs --insecure-flood.
+    #[arg(long, default_value = "n8192")]
     pub params: String,
-    /// Re-randomisation of the response: best-effort (as much 40-bit flooding as fits),
-    /// statistical (require 2^-40; n8192), off.
-    #[arg(long, default_value = "best-effort", value_parser = parse_flood)]
+    /// Re-randomisation of the response: statistical (require 2^-40, the default),
+    /// best-effort (as much 40-bit flooding as fits) or off; the last two need
+    /// --insecure-flood.
+    #[arg(long, default_value = "statistical", value_parser = parse_flood)]
     pub flood: Flood,
+    /// Allow a flooding mode or parameter set below 40 statistical bits (measurements only:
+    /// such responses may leak the weights).
+    #[arg(long = "insecure-flood")]
+    pub insecure_flood: bool,
     /// Kernel repetitions (fastest reported).
     #[arg(long, default_value_t = 20)]
     pub reps: usize,
@@ -79,10 +135,20 @@ pub struct HeConvArgs {
     /// Kernel KxKxM (M output channels).
     #[arg(long, default_value = "3x3x16")]
     pub kernel: String,
-    #[arg(long, default_value = "n4096")]
+    /// BFV parameter set (n4096, n8192, ...). The default n8192 has room for 40-bit
+    /// statistical flooding; n4096 does not, and needs --insecure-flood.
+    #[arg(long, default_value = "n8192")]
     pub params: String,
-    #[arg(long, default_value = "best-effort", value_parser = parse_flood)]
+    /// Re-randomisation of the response: statistical (require 2^-40, the default),
+    /// best-effort (as much 40-bit flooding as fits) or off; the last two need
+    /// --insecure-flood.
+    #[arg(long, default_value = "statistical", value_parser = parse_flood)]
     pub flood: Flood,
+    /// Allow a flooding mode or parameter set below 40 statistical bits (measurements only:
+    /// such responses may leak the weights).
+    #[arg(long = "insecure-flood")]
+    pub insecure_flood: bool,
+    /// Kernel repetitions (fastest reported).
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
 }
@@ -139,6 +205,7 @@ fn record(bench: &str, method: &str, p: &Params, r: &KernelReport, threads: usiz
             (r.noise_budget_bits * 10.0).round() / 10.0,
         )
         .field("flood_stat_bits", (r.flood_stat_bits * 10.0).round() / 10.0)
+        .field("security_margin", margin_text(r.flood_stat_bits))
         .field("correct", r.correct);
     rec.phases.insert(
         "setup".into(),
@@ -156,6 +223,7 @@ fn record(bench: &str, method: &str, p: &Params, r: &KernelReport, threads: usiz
 }
 
 pub fn run_matvec(a: HeMatvecArgs, out: &mut Reporter) -> Result<(), Error> {
+    check_flood(a.flood, a.insecure_flood)?;
     let p = Params::by_name(&a.params)?;
     let mut gazelle_kernel = None;
     let mut gazelle_cpu = None;
@@ -166,6 +234,7 @@ pub fn run_matvec(a: HeMatvecArgs, out: &mut Reporter) -> Result<(), Error> {
         if !r.correct {
             return Err(Error::msg(format!("{m}: shares do not sum to W·x")));
         }
+        check_reached(r.flood_stat_bits, a.insecure_flood)?;
         let mut rec = record("he-matvec", m.trim(), &p, &r, threads())
             .param("rows", a.rows)
             .param("cols", a.cols);
@@ -218,6 +287,7 @@ fn dims(s: &str, what: &str) -> Result<Vec<usize>, Error> {
 }
 
 pub fn run_conv(a: HeConvArgs, out: &mut Reporter) -> Result<(), Error> {
+    check_flood(a.flood, a.insecure_flood)?;
     let p = Params::by_name(&a.params)?;
     let i = dims(&a.input, "--input")?;
     let k = dims(&a.kernel, "--kernel")?;
@@ -241,6 +311,7 @@ pub fn run_conv(a: HeConvArgs, out: &mut Reporter) -> Result<(), Error> {
                 "{m}: shares do not sum to the convolution"
             )));
         }
+        check_reached(r.flood_stat_bits, a.insecure_flood)?;
         let mut rec = record("he-conv", m.trim(), &p, &r, threads())
             .param("input", a.input.clone())
             .param("kernel", a.kernel.clone());

@@ -1,4 +1,5 @@
-//! `secinfer bench math`: the secret-sharing math library (issue 5) between two parties.
+//! `secinfer bench math`: the secret-sharing math library between two parties, through
+//! `secinfer_ss::session::run_math` (this module only parses options and reports).
 //!
 //! The client owns the inputs (evenly spaced over the input range, or every input when `--n`
 //! covers it) and secret-shares them before timing; the parties then run the function on the
@@ -11,12 +12,12 @@ use crate::error::Error;
 use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::Args;
-use secinfer_net::{Channel, Cost, DynChannel, Phase};
+use secinfer_net::Cost;
 use secinfer_ss::math::{self, Impl};
-use secinfer_ss::reveal::{reveal, share_input, RevealTo};
-use secinfer_ss::ring::Fixed;
-use secinfer_ss::ulp::{inputs, ulp_stats, MathFn};
-use secinfer_ss::{CotSource, Ctx, FerretParams, Party};
+use secinfer_ss::ring::Format;
+use secinfer_ss::session::{run_math, MathJob, MathRun};
+use secinfer_ss::ulp::{inputs, MathFn};
+use secinfer_ss::{CotSource, FerretParams, Party, SsError};
 use serde_json::{Map, Value};
 use std::time::Instant;
 
@@ -94,99 +95,50 @@ struct PartyReport {
     online_rounds: u64,
 }
 
-struct ClientOut {
-    report: PartyReport,
-    cost: Cost,
-    outputs: Vec<u64>,
-    blocks: Map<String, Value>,
-    block_costs: Map<String, Value>,
-}
-
-fn formats(f: MathFn, a: &MathArgs) -> (Fixed, Fixed) {
-    let (di, dout) = math::default_formats(f);
-    let inp = Fixed {
-        bits: a.bits.unwrap_or(di.bits),
-        scale: a.scale.unwrap_or(di.scale),
-    };
-    let out = if f == MathFn::Relu {
-        Fixed {
-            bits: a.out_bits.unwrap_or(inp.bits),
-            scale: a.out_scale.unwrap_or(inp.scale),
+impl PartyReport {
+    fn of(r: &MathRun) -> PartyReport {
+        PartyReport {
+            setup_s: r.setup_s,
+            offline_s: r.offline_s,
+            online_s: r.online_s,
+            online_rounds: r.cost.online.rounds,
         }
-    } else {
-        Fixed {
-            bits: a.out_bits.unwrap_or(dout.bits),
-            scale: a.out_scale.unwrap_or(dout.scale),
-        }
-    };
-    (inp, out)
-}
-
-fn party(
-    party: Party,
-    f: MathFn,
-    imp: Impl,
-    inp: Fixed,
-    out: Fixed,
-    xs: &[u64],
-    source: CotSource,
-    ch: &mut DynChannel,
-) -> Result<ClientOut, Error> {
-    let t0 = Instant::now();
-    let mut ctx = Ctx::setup_with(party, ch, source)?;
-    let setup_s = t0.elapsed().as_secs_f64();
-    // Input sharing (not part of the measured function).
-    let mine = share_input(
-        &mut ctx,
-        ch,
-        Party::Client,
-        if party == Party::Client {
-            Some(xs)
-        } else {
-            None
-        },
-        xs.len(),
-        inp.bits,
-    )?;
-    // Offline: the correlations the function will consume, counted by dry runs on this
-    // party's side (OT counts do not depend on the data, so both parties agree without a
-    // message), then precomputed.
-    // Element-wise: two dry runs of 1 and 2 elements size it (see `plan_for_elementwise`).
-    let zeros = vec![0u64; xs.len()];
-    let plan = secinfer_ss::plan_for_elementwise(party, xs.len(), |c, dry, m| {
-        math::evaluate(c, dry, f, imp, &zeros[..m], inp, out)
-    })?;
-    ch.set_phase(Phase::Offline);
-    let t_off = Instant::now();
-    ctx.preprocess(ch, plan)?;
-    // Barrier (one byte each way, charged to offline): the online clocks start together, so
-    // neither party's online time includes waiting for the tail of the other's offline work.
-    if party == Party::Server {
-        ch.send_pod(&[1u8])?;
-        ch.recv_pod::<u8>(1)?;
-    } else {
-        ch.recv_pod::<u8>(1)?;
-        ch.send_pod(&[1u8])?;
     }
-    ch.flush()?;
-    let offline_s = t_off.elapsed().as_secs_f64();
-    ch.set_phase(Phase::Online);
-    let t1 = Instant::now();
-    let y = math::evaluate(&mut ctx, ch, f, imp, &mine, inp, out)?;
-    ch.flush()?;
-    let online_s = t1.elapsed().as_secs_f64();
-    let cost = ch.cost();
-    // Output to the client (after the measurement).
-    let revealed = reveal(&mut ctx, ch, &y, out.bits, RevealTo::Only(Party::Client))?;
-    let blocks = ctx
-        .counts
+}
+
+/// A format from the command line: ranges checked by `secinfer_ss::ring::Format::new`.
+fn format(bits: u32, scale: u32) -> Result<Format, Error> {
+    Ok(Format::new(bits, scale).map_err(SsError::from)?)
+}
+
+fn formats(f: MathFn, a: &MathArgs) -> Result<(Format, Format), Error> {
+    let (di, dout) = math::default_formats(f);
+    let inp = format(a.bits.unwrap_or(di.bits), a.scale.unwrap_or(di.scale))?;
+    let out = if f == MathFn::Relu {
+        format(
+            a.out_bits.unwrap_or(inp.bits),
+            a.out_scale.unwrap_or(inp.scale),
+        )?
+    } else {
+        format(
+            a.out_bits.unwrap_or(dout.bits),
+            a.out_scale.unwrap_or(dout.scale),
+        )?
+    };
+    Ok((inp, out))
+}
+
+/// The client's block counts and per-block costs (its bytes are both directions of the link)
+/// as JSON.
+fn block_json(r: &MathRun, n: usize) -> (Map<String, Value>, Map<String, Value>) {
+    let blocks = r
+        .blocks
         .iter()
         .map(|(k, v)| (k.to_string(), Value::from(*v)))
         .collect();
-    let n = xs.len().max(1) as f64;
-    // Per-step costs as the client saw them (its bytes are both directions of the link).
-    let block_costs = ctx
-        .stats
+    let n = n.max(1) as f64;
+    let costs = r
+        .block_stats
         .iter()
         .map(|(k, st)| {
             let mut o = Map::new();
@@ -201,44 +153,49 @@ fn party(
             (k.to_string(), Value::Object(o))
         })
         .collect();
-    let report = PartyReport {
-        setup_s,
-        offline_s,
-        online_s,
-        online_rounds: cost.online.rounds,
-    };
-    Ok(ClientOut {
-        report,
-        cost,
-        outputs: revealed.unwrap_or_default(),
-        blocks,
-        block_costs,
-    })
+    (blocks, costs)
 }
 
 /// One measured run; returns the record.
 fn measure(
     f: MathFn,
     imp: Impl,
-    inp: Fixed,
-    out: Fixed,
+    inp: Format,
+    out: Format,
     n: usize,
     net: &NetArgs,
     source: CotSource,
 ) -> Result<BenchRecord, Error> {
     let xs = inputs(f, inp, n);
-    let xs_ref = &xs;
+    let job = MathJob {
+        func: f,
+        imp,
+        input: inp,
+        output: out,
+        source,
+    };
+    let (job_ref, xs_ref) = (&job, &xs);
     let r = run_pair(
         net,
-        |ch| party(Party::Client, f, imp, inp, out, xs_ref, source, ch),
-        |ch| party(Party::Server, f, imp, inp, out, xs_ref, source, ch).map(|r| r.report),
+        |ch| {
+            Ok::<_, Error>(run_math(
+                Party::Client,
+                ch,
+                job_ref,
+                Some(xs_ref),
+                xs_ref.len(),
+            )?)
+        },
+        |ch| {
+            let r = run_math(Party::Server, ch, job_ref, None, xs_ref.len())?;
+            Ok::<_, Error>(PartyReport::of(&r))
+        },
     )?;
     let c = r.client;
     let s = r.server;
-    if c.outputs.len() != xs.len() {
-        return Err(Error::msg("client did not receive every output"));
-    }
-    let st = ulp_stats(f, &xs, inp, &c.outputs, out);
+    let st = c.ulp(&job, &xs)?;
+    let cr = PartyReport::of(&c);
+    let (blocks, block_costs) = block_json(&c, xs.len());
     // Costs of the function only: the client's meter (both directions) up to the end of the
     // function; the server's times from its own report.
     let mut server_cost = Cost::default();
@@ -247,12 +204,12 @@ fn measure(
     server_cost.online.time_s = s.online_s;
     server_cost.online.rounds = s.online_rounds;
     let mut client_cost = c.cost;
-    client_cost.setup.time_s = c.report.setup_s;
-    client_cost.offline.time_s = c.report.offline_s;
-    client_cost.online.time_s = c.report.online_s;
-    let online_s = c.report.online_s.max(s.online_s);
-    let setup_s = c.report.setup_s.max(s.setup_s);
-    let offline_s = c.report.offline_s.max(s.offline_s);
+    client_cost.setup.time_s = cr.setup_s;
+    client_cost.offline.time_s = cr.offline_s;
+    client_cost.online.time_s = cr.online_s;
+    let online_s = cr.online_s.max(s.online_s);
+    let setup_s = cr.setup_s.max(s.setup_s);
+    let offline_s = cr.offline_s.max(s.offline_s);
     let threads = std::thread::available_parallelism()
         .map(|v| v.get())
         .unwrap_or(1);
@@ -291,8 +248,8 @@ fn measure(
             "offline_bytes_per_item",
             client_cost.offline.bytes() as f64 / xs.len() as f64,
         )
-        .field("blocks", Value::Object(c.blocks))
-        .field("block_costs", Value::Object(c.block_costs));
+        .field("blocks", Value::Object(blocks))
+        .field("block_costs", Value::Object(block_costs));
     // Rounds of the function itself (setup excluded).
     rec.rounds = client_cost.online.rounds.max(s.online_rounds);
     Ok(rec)
@@ -308,7 +265,7 @@ pub fn run(args: MathArgs, out: &mut Reporter) -> Result<(), Error> {
     if args.n == 0 {
         return Err(Error::msg("--n must be positive"));
     }
-    let (inp, outf) = formats(f, &args);
+    let (inp, outf) = formats(f, &args)?;
     let source = cot_source(&args.cot_source, args.k)?;
     for run in 1..=args.repeat {
         let rec = measure(f, imp, inp, outf, args.n, &args.net, source)?;
@@ -331,21 +288,8 @@ fn ulp_table(imp: Impl, args: &MathArgs, out: &mut Reporter) -> Result<(), Error
             .param("impl", imp.name());
         let t0 = Instant::now();
         for s in 1..=16u32 {
-            let inp = Fixed {
-                bits: s + 4,
-                scale: s,
-            };
-            let outf = if f == MathFn::Exp {
-                Fixed {
-                    bits: s + 14,
-                    scale: s,
-                }
-            } else {
-                Fixed {
-                    bits: s + 2,
-                    scale: s,
-                }
-            };
+            let inp = format(s + 4, s)?;
+            let outf = format(if f == MathFn::Exp { s + 14 } else { s + 2 }, s)?;
             let v = match measure(
                 f,
                 imp,

@@ -10,7 +10,9 @@
 use super::{
     center_big, center_pow2, crt, give_back, take_dirty, Ciphertext, PublicKey, SecretKey,
 };
-use crate::arith::{add_mod, center, from_i64, mul_shoup, shoup, small_mod, sub_mod, AesPrg, Rns2};
+use crate::arith::{
+    add_mod, center, from_i64, mul_shoup, shoup, small_mod, sub_mod, Rns2, Sampler,
+};
 use crate::params::Params;
 use crate::HeError;
 
@@ -198,7 +200,7 @@ impl Params {
     /// encryption of zero (ternary u, c1 error e2 centered binomial), floods c0 at
     /// `positions` with e1 = U[−2^flood_bits, 2^flood_bits] + centered binomial, subtracts
     /// Δ·mask[j] at positions[j], and switches to 2^log_q_out. Only the kept c0 coefficients
-    /// are flooded: the others never leave the server. Sampling uses `AesPrg` (AES-128-CTR
+    /// are flooded: the others never leave the server. Sampling uses `Sampler` (AES-128-CTR
     /// keyed from the OS), with exactly the distributions of `finish_response`.
     pub fn finish_response_at(
         &self,
@@ -209,7 +211,7 @@ impl Params {
         mask: &[u64],
         log_q_out: u32,
     ) -> Result<SparseResponse, HeError> {
-        let draws = AesPrg::from_os;
+        let draws = Sampler::from_os;
         self.finish_response_at_with(ct, pk, flood_bits, positions, mask, log_q_out, draws, true)
     }
 
@@ -224,7 +226,7 @@ impl Params {
         positions: &[usize],
         mask: &[u64],
         log_q_out: u32,
-        draws: impl FnOnce() -> AesPrg,
+        draws: impl FnOnce() -> Sampler,
         decimated: bool,
     ) -> Result<SparseResponse, HeError> {
         let n = self.n();
@@ -328,7 +330,7 @@ impl Params {
 fast_dispatch! {
     /// u ← ternary, lifted to the residues (q0 − 1, 0, 1) and (q1 − 1, 0, 1): the first half
     /// of `un` mod q0, the second mod q1, one draw per coefficient.
-    fn sample_ternary2(prg: &mut AesPrg, un: &mut [u64], q0: u64, q1: u64) -> () {
+    fn sample_ternary2(prg: &mut Sampler, un: &mut [u64], q0: u64, q1: u64) -> () {
         let (u0, u1) = un.split_at_mut(un.len() / 2);
         let mut t = vec![0i8; u0.len()];
         prg.fill_ternary(&mut t);
@@ -342,7 +344,7 @@ fast_dispatch! {
 fast_dispatch! {
     /// c1 + e2 (one centered-binomial draw per coefficient, in coefficient order) switched to
     /// 2^k, from the residues c1[..n] mod q0 and c1[n..2n] mod q1.
-    fn switch_c1(prg: &mut AesPrg, rns: &Rns2, c1: &[u64], n: usize) -> Vec<u64> {
+    fn switch_c1(prg: &mut Sampler, rns: &Rns2, c1: &[u64], n: usize) -> Vec<u64> {
         let (q0, q1) = (rns.q(0), rns.q(1));
         // A plain loop (not `map().collect()`, whose `fold` is not inlined here and so would
         // run without the features above).
@@ -769,7 +771,7 @@ mod tests {
                             positions,
                             &mask,
                             k,
-                            || AesPrg::from_key(key),
+                            || Sampler::from_key(key),
                             dec,
                         )
                         .expect("finish")
@@ -926,17 +928,6 @@ mod timing {
                 .expect("finish");
             bytes = r.to_bytes();
         });
-        if std::env::var_os("SPARSE_ONLY").is_some() {
-            for _ in 0..2000 {
-                let r = params
-                    .finish_response_at(params.mul_plain(&ct, &pt), &pk, 80, &pos, &mask, 44)
-                    .expect("finish");
-                bytes = r.to_bytes();
-                let r = SparseResponse::from_bytes(&params, pos.len(), &bytes).expect("parse");
-                drop(sk.decrypt_sparse(&r, &pos).expect("dec"));
-            }
-            return;
-        }
         time("dense finish_response", &mut || {
             let p = params.mul_plain(&ct, &pt);
             drop(

@@ -9,7 +9,7 @@
 
 use rayon::prelude::*;
 
-use super::{acc_add, acc_add_ext, take};
+use super::{acc_add, acc_add_ext, take, Hoisting};
 use crate::eval::Evaluator;
 use crate::HeError;
 
@@ -49,6 +49,8 @@ pub struct ConvPlan {
     pub cn: usize,
     pub in_cts: usize,
     pub out_cts: usize,
+    /// Whether the input rotations are hoisted lazily ([`Hoisting::Auto`] unless set).
+    pub hoisting: Hoisting,
 }
 
 impl ConvPlan {
@@ -92,7 +94,14 @@ impl ConvPlan {
             cn,
             in_cts: c.div_ceil(cn),
             out_cts: m.div_ceil(cn * slot_rows),
+            hoisting: Hoisting::Auto,
         })
+    }
+
+    /// The same plan with input hoisting forced or left to the cost model.
+    pub fn with_hoisting(mut self, hoisting: Hoisting) -> Self {
+        self.hoisting = hoisting;
+        self
     }
 
     fn slots(&self) -> usize {

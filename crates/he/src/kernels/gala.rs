@@ -112,6 +112,7 @@ pub fn conv<E: Evaluator>(
     // rotations whenever an output sums at least two rotations.
     let lazy_in = k2 > 1
         && lazy_pays(
+            plan.hoisting,
             ev.num_q(),
             ev.mod_down_passes(),
             n_in * (k2 - 1),

@@ -51,6 +51,7 @@ pub fn matvec<E: Evaluator>(
     // cost model says so: few output ciphertexts per input).
     let lazy = g > 1
         && lazy_pays(
+            plan.hoisting,
             ev.num_q(),
             ev.mod_down_passes(),
             inputs.len() * (g - 1),
@@ -144,6 +145,7 @@ pub fn conv<E: Evaluator>(
     // output sums at least two rotations.
     let lazy_in = k2 > 1
         && lazy_pays(
+            plan.hoisting,
             ev.num_q(),
             ev.mod_down_passes(),
             n_in * (k2 - 1),

@@ -14,7 +14,7 @@ pub mod naive;
 
 use rayon::prelude::*;
 
-use crate::arith::Prg;
+use crate::arith::Sampler;
 use crate::bfv::{encode_simd, Ciphertext, PublicKey, Response};
 use crate::eval::Evaluator;
 use crate::params::Params;
@@ -63,9 +63,31 @@ pub struct MatVecPlan {
     pub g: usize,
     /// Output ciphertexts.
     pub out_cts: usize,
+    /// Whether the input rotations are hoisted lazily ([`Hoisting::Auto`] unless set).
+    pub hoisting: Hoisting,
+}
+
+/// Lazy key switching ("double hoisting") of a kernel's input rotations: chosen by the cost
+/// model of each kernel, or forced either way (both paths give the same shares; forcing one
+/// measures it or tests its noise).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Hoisting {
+    /// Lazy when the cost model says it is cheaper.
+    #[default]
+    Auto,
+    /// Always lazy (rotations kept in the Q·P basis).
+    Lazy,
+    /// Never lazy (each rotation divided by P at once).
+    Eager,
 }
 
 impl MatVecPlan {
+    /// The same plan with input hoisting forced or left to the cost model.
+    pub fn with_hoisting(mut self, hoisting: Hoisting) -> Self {
+        self.hoisting = hoisting;
+        self
+    }
+
     pub fn new(
         method: MatVecMethod,
         rows: usize,
@@ -101,6 +123,7 @@ impl MatVecPlan {
             col_chunks,
             g,
             out_cts,
+            hoisting: Hoisting::Auto,
         })
     }
 
@@ -314,17 +337,17 @@ pub(crate) fn acc_add_ext<E: Evaluator>(ev: &E, acc: &mut Option<E::Ext>, x: E::
 /// input hoisting is chosen this way; lazy *output* rotations (several rotated ciphertexts
 /// summed into one output) always pay and are used whenever an output sums two or more.
 pub(crate) fn lazy_pays(
+    hoisting: Hoisting,
     l: usize,
     mod_down_passes: Option<f64>,
     eager_mod_downs: usize,
     lazy_mod_downs: usize,
     sc_mults: usize,
 ) -> bool {
-    // SECINFER_HE_LAZY=always|never overrides the model (tests and measurements of both paths).
-    match std::env::var("SECINFER_HE_LAZY").as_deref() {
-        Ok("always") => return true,
-        Ok("never") => return false,
-        _ => {}
+    match hoisting {
+        Hoisting::Lazy => return true,
+        Hoisting::Eager => return false,
+        Hoisting::Auto => {}
     }
     let l = l as f64;
     let md = mod_down_passes.unwrap_or(3.0 * 2.0 * (1.0 + l) + 4.0 * l);
@@ -403,7 +426,7 @@ pub fn finish_outputs(
                     (bits as u32, stat)
                 }
             };
-            let mut prg = Prg::from_os();
+            let mut prg = Sampler::from_os();
             let mask: Vec<u64> = (0..params.n()).map(|_| prg.uniform(t)).collect();
             let mask_poly = encode_simd(params, &mask)?;
             let resp = params.finish_response(ct, pk, flood_bits, Some(&mask_poly), log_q_out)?;

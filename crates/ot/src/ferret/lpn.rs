@@ -10,9 +10,9 @@
 //! of `LPN_TASK` rows: the positions of a task are generated in one pipelined AES call, then the
 //! ten gathers per row run from the `k`-vector (16·k bytes: 7 MiB for `ferret_b13`, which sits in
 //! L3 — the loads are random, so the task batching mainly keeps the AES pipeline full).
-use crate::aes::AesCipher;
-use crate::block::Block;
 use rayon::prelude::*;
+use secinfer_core::AesCipher;
+use secinfer_core::Block;
 use std::sync::OnceLock;
 
 /// Positions per row (the code's row weight).
@@ -128,7 +128,7 @@ mod tests {
 #[cfg(test)]
 mod timing {
     use super::*;
-    use crate::aes::Prg;
+    use secinfer_core::Prg;
 
     /// `cargo test --release -p secinfer-ot --lib lpn_timing -- --ignored --nocapture`
     #[test]

@@ -33,10 +33,10 @@ pub mod lpn;
 pub mod mpcot;
 pub mod spcot;
 
-use crate::aes::Prg;
-use crate::block::Block;
 use crate::error::OtError;
 use crate::iknp::{OtExtReceiver, OtExtSender};
+use secinfer_core::Block;
+use secinfer_core::Prg;
 use secinfer_net::Channel;
 
 /// Hash domain of the SPCOT level-sum OTs (the iteration and COT index fill the low 64 bits).

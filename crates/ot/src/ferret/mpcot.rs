@@ -6,9 +6,9 @@
 //! Sender output `v` (`t·2^h` blocks); receiver output `w = v ⊕ e·Δ` and the positions of `e`.
 //! One message, sender → receiver: `t·(2h + 1)` blocks.
 use super::spcot::{ggm_receive, ggm_send};
-use crate::block::Block;
 use crate::ext::tccr_tweaked;
 use rayon::prelude::*;
+use secinfer_core::Block;
 
 /// Blocks the sender sends per tree of depth `h`.
 pub(crate) fn msg_blocks_per_tree(h: usize) -> usize {
@@ -97,7 +97,7 @@ pub(crate) fn mpcot_receive(
 #[cfg(test)]
 mod timing {
     use super::*;
-    use crate::aes::Prg;
+    use secinfer_core::Prg;
 
     /// `cargo test --release -p secinfer-ot --lib mpcot_timing -- --ignored --nocapture`
     #[test]

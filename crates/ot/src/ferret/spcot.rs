@@ -10,8 +10,8 @@
 //! *defines* `α_l = ¬r`: no derandomisation message, so an SPCOT costs the sender `2h + 1` blocks
 //! (the level sums masked with `tccr(K)` and `tccr(K ⊕ Δ)`, and `c = Δ ⊕ ⊕_i v_i`, from which the
 //! receiver gets `w_α = v_α ⊕ Δ`) and the receiver nothing.
-use crate::aes::AesCipher;
-use crate::block::Block;
+use secinfer_core::AesCipher;
+use secinfer_core::Block;
 use std::sync::OnceLock;
 
 /// The two public PRG keys (any fixed constants; these are digits of e).
@@ -105,7 +105,7 @@ pub(crate) fn ggm_receive(alpha_bits: &[bool], got: &[Block], leaves: &mut [Bloc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aes::Prg;
+    use secinfer_core::Prg;
 
     #[test]
     fn receiver_rebuilds_every_leaf_but_alpha() {

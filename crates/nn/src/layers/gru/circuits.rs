@@ -23,7 +23,9 @@ pub const SHARE_BITS: usize = 32;
 type W = Word<u32>;
 
 fn fixed(f: crate::model::Format) -> Fixed {
-    Fixed::new(f.bits, f.frac)
+    // Every format reaching the circuits passed `model::parse_format` (2 ≤ bits ≤ 24,
+    // frac < bits), inside the ranges the gc crate's validated format checks.
+    Fixed::new(f.bits, f.frac).expect("model formats are validated at load")
 }
 
 type Key = (Func, u32, u32, u32, u32);

@@ -1,6 +1,9 @@
 //! The 128-bit [`Block`]: OT messages, garbled-circuit labels, PRG output.
+use crate::aes::AesCipher;
 use bytemuck::{Pod, Zeroable};
+use rand_core::{OsRng, RngCore};
 use std::ops::{BitAnd, BitAndAssign, BitXor, BitXorAssign, Not};
+use std::sync::OnceLock;
 
 /// 128 bits. Layout is a little-endian `u128`, so slices of blocks go on the wire as-is.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Pod, Zeroable)]
@@ -41,11 +44,27 @@ impl Block {
     }
 }
 
-// Debug prints only a fingerprint: blocks are often secret (labels, keys), and test failures
-// still need something to compare.
+impl Block {
+    /// 32 bits of a pseudorandom function of the value under a key drawn once per process from
+    /// the OS: equal blocks have equal fingerprints within a run, and a fingerprint tells
+    /// nothing about the value (a truncated hash of a low-entropy secret could be inverted by
+    /// trying candidates; a keyed one cannot without the key, which never leaves the process).
+    pub fn fingerprint(self) -> u32 {
+        static KEY: OnceLock<AesCipher> = OnceLock::new();
+        let cipher = KEY.get_or_init(|| {
+            let mut k = [0u8; 16];
+            OsRng.fill_bytes(&mut k);
+            AesCipher::new(Block::from_bytes(k))
+        });
+        cipher.encrypt(self).0 as u32
+    }
+}
+
+// Debug prints only a fingerprint: blocks are often secret (labels, Δ, keys, seeds), and test
+// failures still need something to compare.
 impl std::fmt::Debug for Block {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Block({:032x})", self.0)
+        write!(f, "Block(#{:08x})", self.fingerprint())
     }
 }
 
@@ -91,5 +110,29 @@ impl Not for Block {
     #[inline]
     fn not(self) -> Block {
         Block(!self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_prints_a_fingerprint_not_the_value() {
+        let secret = Block(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
+        let shown = format!("{secret:?}");
+        // Neither the whole value nor any 8-hex-digit piece of it appears.
+        let hex = format!("{:032x}", secret.0);
+        for i in 0..=hex.len() - 8 {
+            assert!(
+                !shown.contains(&hex[i..i + 8]),
+                "{shown} leaks {}",
+                &hex[i..i + 8]
+            );
+        }
+        assert!(shown.len() < 20, "{shown}");
+        // Stable within a process, and distinct values almost surely differ.
+        assert_eq!(shown, format!("{:?}", Block(secret.0)));
+        assert_ne!(secret.fingerprint(), Block(secret.0 ^ 1).fingerprint());
     }
 }

@@ -1,16 +1,16 @@
-//! AES-128 (AES-NI through the `aes` crate): the CTR-mode [`Prg`] and the fixed-key
-//! permutation behind the correlation-robust hashes.
+//! AES-128 (AES-NI through the `aes` crate, VAES by hand where the CPU has it): the cipher
+//! [`AesCipher`] on [`Block`]s and the CTR-mode [`Prg`], the one PRG of the workspace.
 use crate::block::Block;
 use aes::cipher::{generic_array::GenericArray, BlockEncrypt, KeyInit};
 use aes::Aes128;
 use rand_core::{CryptoRng, OsRng, RngCore};
-use std::sync::OnceLock;
 
 /// Blocks buffered per PRG refill.
 const BATCH: usize = 8;
-/// Blocks handed to the cipher per call: a multiple of AES-NI's 8-way pipeline, large enough
+/// Blocks handed to the cipher per call by the bulk paths here and in the hashes of `secinfer-ot`: a multiple of AES-NI's 8-way pipeline, large enough
 /// that the per-call dispatch is amortised, small enough to stay in L1.
-const CALL: usize = 64;
+pub const AES_CALL_BLOCKS: usize = 64;
+const CALL: usize = AES_CALL_BLOCKS;
 
 /// An AES-128 key schedule that works on [`Block`]s.
 ///
@@ -137,14 +137,14 @@ impl Prg {
     /// The blocks [`fill_blocks`](Self::fill_blocks) would give after skipping `offset` blocks,
     /// without moving the stream (random access for parallel consumers; pair with
     /// [`skip`](Self::skip) once every part is read).
-    pub(crate) fn fill_blocks_at(&self, offset: u64, out: &mut [Block]) {
+    pub fn fill_blocks_at(&self, offset: u64, out: &mut [Block]) {
         debug_assert_eq!(self.used, BATCH, "a bulk PRG never buffers single blocks");
         self.cipher
             .ctr_fill(self.counter.wrapping_add(offset as u128), out);
     }
 
     /// Moves the stream on by `n` blocks (see [`fill_blocks_at`](Self::fill_blocks_at)).
-    pub(crate) fn skip(&mut self, n: u64) {
+    pub fn skip(&mut self, n: u64) {
         self.counter = self.counter.wrapping_add(n as u128);
     }
 
@@ -218,88 +218,6 @@ impl RngCore for Prg {
 }
 
 impl CryptoRng for Prg {}
-
-/// A fixed-key AES permutation π and the hashes built from it (Guo–Katz–Wang–Yu, S&P 2020).
-pub struct FixedKeyAes(AesCipher);
-
-/// The fixed key: any public constant works; these are the first digits of π.
-const FIXED_KEY: u128 = 0x243f6a88_85a308d3_13198a2e_03707344;
-
-/// The process-wide fixed-key AES instance.
-pub fn fixed_key_aes() -> &'static FixedKeyAes {
-    static FK: OnceLock<FixedKeyAes> = OnceLock::new();
-    FK.get_or_init(|| FixedKeyAes(AesCipher::new(Block(FIXED_KEY))))
-}
-
-/// σ(x) = (x_hi ⊕ x_lo) ‖ x_hi: the linear orthomorphism that makes π(σ(x)) ⊕ σ(x) correlation robust.
-#[inline]
-fn sigma(x: Block) -> Block {
-    let hi = x.0 >> 64;
-    let lo = x.0 & (u64::MAX as u128);
-    Block(((hi ^ lo) << 64) | hi)
-}
-
-impl FixedKeyAes {
-    /// π(x).
-    #[inline]
-    pub fn permute(&self, x: Block) -> Block {
-        self.0.encrypt(x)
-    }
-
-    /// π applied to every block in place (AES-NI pipelined, 8 blocks at a time).
-    #[inline]
-    pub fn permute_many(&self, xs: &mut [Block]) {
-        self.0.encrypt_many(xs);
-    }
-
-    /// Circular correlation-robust hash H(x) = π(σ(x)) ⊕ σ(x).
-    #[inline]
-    pub fn cr_hash(&self, x: Block) -> Block {
-        let s = sigma(x);
-        self.0.encrypt(s) ^ s
-    }
-
-    /// In-place [`FixedKeyAes::cr_hash`] of many blocks (no allocation).
-    pub fn cr_hash_many(&self, xs: &mut [Block]) {
-        let mut sig = [Block::ZERO; CALL];
-        for chunk in xs.chunks_mut(CALL) {
-            for (x, s) in chunk.iter_mut().zip(sig.iter_mut()) {
-                *x = sigma(*x);
-                *s = *x;
-            }
-            self.0.encrypt_many(chunk);
-            for (x, s) in chunk.iter_mut().zip(sig.iter()) {
-                *x ^= *s;
-            }
-        }
-    }
-
-    /// Tweakable circular correlation-robust hash H(i, x) = π(π(x) ⊕ i) ⊕ π(x), as used by
-    /// half-gates garbling and OT extension (the tweak is the gate or OT index).
-    #[inline]
-    pub fn tccr(&self, tweak: Block, x: Block) -> Block {
-        let px = self.0.encrypt(x);
-        self.0.encrypt(px ^ tweak) ^ px
-    }
-
-    /// In-place [`FixedKeyAes::tccr`] of `xs[j]` with tweak `tweaks[j]`; lengths must match.
-    /// No allocation: 64 blocks at a time through the pipelined cipher.
-    pub fn tccr_many(&self, tweaks: &[Block], xs: &mut [Block]) {
-        assert_eq!(tweaks.len(), xs.len(), "tccr_many: one tweak per block");
-        let mut px = [Block::ZERO; CALL];
-        for (chunk, tw) in xs.chunks_mut(CALL).zip(tweaks.chunks(CALL)) {
-            self.0.encrypt_many(chunk);
-            for ((x, p), t) in chunk.iter_mut().zip(px.iter_mut()).zip(tw) {
-                *p = *x;
-                *x ^= *t;
-            }
-            self.0.encrypt_many(chunk);
-            for (x, p) in chunk.iter_mut().zip(px.iter()) {
-                *x ^= *p;
-            }
-        }
-    }
-}
 
 /// AES-128 encryption with VAES (x86-64): two blocks per `vaesenc` on 256-bit registers, 16
 /// blocks in flight so the AES units stay busy (latency 4, two per cycle on Zen 3). The `aes`
@@ -470,20 +388,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn batched_hashes_match_single_ones() {
-        let fk = fixed_key_aes();
-        let mut prg = Prg::from_seed(Block(9));
-        let xs = prg.blocks(200);
-        let tw = prg.blocks(200);
-        let mut a = xs.clone();
-        fk.tccr_many(&tw, &mut a);
-        let mut b = xs.clone();
-        fk.cr_hash_many(&mut b);
-        for j in 0..200 {
-            assert_eq!(a[j], fk.tccr(tw[j], xs[j]));
-            assert_eq!(b[j], fk.cr_hash(xs[j]));
-        }
-        // CTR output is the cipher on consecutive counters, across refills and bulk calls.
+    fn ctr_output_is_the_cipher_on_consecutive_counters() {
+        // Across refills and bulk calls.
         let mut p = Prg::from_seed(Block(5));
         let mut v = vec![Block::ZERO; 100];
         p.fill_blocks(&mut v);
