@@ -9,6 +9,6 @@ pub mod session;
 pub use circuits::CircuitActivations;
 pub use session::{
     client_session, client_session_garbling, client_session_with, fp_for_variant, random_model,
-    server_session, ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, ServerModel,
-    SessionReport, Variant, DEFAULT_GARBLING, PROTOCOL,
+    server_session, server_session_with, ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme,
+    ServerModel, ServerPolicy, SessionReport, Variant, DEFAULT_GARBLING, LOGITS_REFUSED, PROTOCOL,
 };

@@ -45,6 +45,8 @@ pub const PROTOCOL: &str = "secinfer-gru/10";
 pub const DEFAULT_GARBLING: Scheme = Scheme::ThreeHalves;
 const HE_PARAMS: &str = "n8192-z2k32";
 const MAX_HANDSHAKE: usize = 4096;
+/// The handshake's refusal of a logits request the server's policy does not allow.
+pub const LOGITS_REFUSED: &str = "this server does not reveal logits (serve --allow-logits)";
 
 /// CryptoGRU's variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,6 +195,8 @@ pub struct SessionReport {
     pub garbling: Scheme,
     /// Whether r and z came from OT lookup tables (cryptogru::gate_luts) rather than circuit A.
     pub gate_tables: bool,
+    /// Whether the session revealed the logits to the client (server side: what it showed).
+    pub logits_revealed: bool,
 }
 
 /// Bytes (both directions) so far on a channel.
@@ -1445,16 +1449,15 @@ pub fn client_session_garbling<C: Channel>(
         GATES_TABLES
     });
     ch.send_frame(hs.to_string().as_bytes()).map_err(net)?;
-    let reply = ch.recv_frame().map_err(net)?;
-    if reply.len() > MAX_HANDSHAKE {
-        return Err(NnError::Protocol("oversized handshake reply".into()));
-    }
+    // The reply is read with the handshake's own limit: a longer announced length is refused
+    // before a buffer of that size exists.
+    let reply = ch.recv_frame_limited(MAX_HANDSHAKE).map_err(net)?;
     let rv: serde_json::Value = serde_json::from_slice(&reply)
         .map_err(|e| NnError::Protocol(format!("handshake reply: {e}")))?;
     if rv["ok"] != serde_json::Value::Bool(true) {
         return Err(NnError::Protocol(format!(
             "server refused the session: {}",
-            rv["error"].as_str().unwrap_or("?")
+            secinfer_net::sanitize_peer_text(rv["error"].as_str().unwrap_or("?"), 300)
         )));
     }
     rep.he_bytes += acc.take(ch);
@@ -1915,8 +1918,28 @@ struct ClientKeys {
     uploads: Vec<Vec<u8>>,
 }
 
-/// The server's side of one session.
+/// What a server lets its clients learn beyond the class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerPolicy {
+    /// Whether a client may ask for the logits (`secinfer serve --allow-logits`). They tell
+    /// more about the weights than the class does, so a served model refuses them by default.
+    pub allow_logits: bool,
+}
+
+/// The server's side of one session, revealing what the client asks for (logits included):
+/// the entry point of in-process tests and benchmarks, where one party runs both sides. A served
+/// model goes through [`server_session_with`] and its [`ServerPolicy`].
 pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<SessionReport> {
+    server_session_with(ch, m, ServerPolicy { allow_logits: true })
+}
+
+/// The server's side of one session under `policy`: a request for more than the policy allows
+/// is refused in the handshake, and [`SessionReport::logits_revealed`] records what was shown.
+pub fn server_session_with<C: Channel>(
+    ch: &mut C,
+    m: &ServerModel,
+    policy: ServerPolicy,
+) -> Result<SessionReport> {
     let a = &m.q.config.arch;
     let (e, h, c) = (a.embed_dim, a.hidden, a.classes);
     let steps = m.steps;
@@ -1929,13 +1952,12 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     let mut acc = Acc::start(ch);
     // ---- setup: handshake
     ch.set_phase(Phase::Setup);
-    let hello = ch.recv_frame().map_err(net)?;
-    if hello.len() > MAX_HANDSHAKE {
-        return Err(NnError::Protocol("oversized handshake".into()));
-    }
+    // Read with the handshake's own limit, before any large buffer.
+    let hello = ch.recv_frame_limited(MAX_HANDSHAKE).map_err(net)?;
     let hv: serde_json::Value =
         serde_json::from_slice(&hello).map_err(|e| NnError::Protocol(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
+    rep.logits_revealed = reveal;
     let want = handshake_json(&m.q.config, &m.fp, m.variant, steps, reveal);
     // The client picks the OT filler (a cost trade-off, not a security one); absent = the
     // default.
@@ -1944,6 +1966,9 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
         None => Ok(OtFiller::default()),
     };
     let mut problem = ot_src.as_ref().err().cloned();
+    if reveal && !policy.allow_logits {
+        problem = Some(LOGITS_REFUSED.to_string());
+    }
     for k in ["protocol", "variant", "steps", "arch"] {
         if problem.is_none() && hv[k] != want[k] {
             problem = Some(format!(
