@@ -2,7 +2,9 @@
 //! (`embedding.safetensors`, one F32 tensor `{embed}.weight` of shape [V, E]). The embedding is
 //! public and applied by the client; the GRU and dense weights stay with the server.
 //! [`ModelInfo::load`] reads an info directory written by [`export_info`], or a full model
-//! directory (then only the embedding tensor of `weights.safetensors` is read).
+//! directory (then only the embedding tensor of `weights.safetensors` is read). The server's
+//! public key (`server.pub`, see [`secinfer_net::Identity`]) travels with the info: the client
+//! pins it, so only the holder of the model's private key can answer its sessions.
 use crate::error::{NnError, Result};
 use crate::model::{read_bounded, read_text, ModelConfig, Vocab};
 use std::path::Path;
@@ -16,6 +18,8 @@ pub struct ModelInfo {
     pub vocab: Option<Vocab>,
     /// Float embedding table, V × E row-major.
     pub embed: Vec<f32>,
+    /// The server's public key from `server.pub`, if the directory has one.
+    pub server_key: Option<[u8; 32]>,
 }
 
 fn embed_tensor(bytes: &[u8], name: &str, v: usize, e: usize, file: &str) -> Result<Vec<f32>> {
@@ -73,19 +77,55 @@ impl ModelInfo {
             )
         };
         let embed = embed_tensor(&bytes, &name, a.vocab, a.embed_dim, file)?;
+        let key_path = dir.join(secinfer_net::PUBLIC_KEY_FILE);
+        let server_key = if key_path.exists() {
+            let text = read_bounded(&key_path, 1024)?;
+            let key = std::str::from_utf8(&text)
+                .ok()
+                .and_then(secinfer_net::parse_key_hex)
+                .ok_or_else(|| NnError::Input(format!("{}: not a key", key_path.display())))?;
+            Some(key)
+        } else {
+            None
+        };
         Ok(ModelInfo {
             config,
             vocab,
             embed,
+            server_key,
         })
     }
 }
 
+/// An error and its sources on one line (for the string-carrying variants of [`NnError`]).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s += &format!(": {c}");
+        src = c.source();
+    }
+    s
+}
+
 /// Writes the public part of model directory `model` to `out`: model.json and the vocabulary
-/// (copied) and `embedding.safetensors`.
+/// (copied), `embedding.safetensors`, and the server's public key `server.pub` from the key at
+/// `<model>/server.key` (made there if the model has none yet, as `secinfer serve` would).
 pub fn export_info(model: impl AsRef<Path>, out: impl AsRef<Path>) -> Result<()> {
+    let key = model.as_ref().join(secinfer_net::PRIVATE_KEY_FILE);
+    export_info_with_key(model, out, &key)
+}
+
+/// [`export_info`] with the server's key at `key` (`secinfer serve --key`).
+pub fn export_info_with_key(
+    model: impl AsRef<Path>,
+    out: impl AsRef<Path>,
+    key: &Path,
+) -> Result<()> {
     let (model, out) = (model.as_ref(), out.as_ref());
     let info = ModelInfo::load(model)?;
+    let id = secinfer_net::Identity::load_or_create(key)
+        .map_err(|e| NnError::Input(error_chain(&e)))?;
     let io = |p: &Path, e: std::io::Error| NnError::Io {
         path: p.display().to_string(),
         source: e,
@@ -108,5 +148,7 @@ pub fn export_info(model: impl AsRef<Path>, out: impl AsRef<Path>) -> Result<()>
         .map_err(|e| NnError::Weights(e.to_string()))?;
     let p = out.join(EMBEDDING_FILE);
     std::fs::write(&p, bytes).map_err(|e| io(&p, e))?;
+    let p = out.join(secinfer_net::PUBLIC_KEY_FILE);
+    std::fs::write(&p, format!("{}\n", id.public_hex())).map_err(|e| io(&p, e))?;
     Ok(())
 }
