@@ -62,7 +62,7 @@ pub enum NetError {
     #[error("channel record failed authentication (tampered, replayed or reordered bytes)")]
     Tampered(#[source] snow::Error),
     /// The server identity (key file) could not be read or written.
-    #[error("server identity {path}: {source}")]
+    #[error("server identity {path}")]
     IdentityIo {
         path: String,
         #[source]
