@@ -117,6 +117,9 @@ impl Identity {
         let id = match std::fs::read(path) {
             Ok(bytes) => Self::parse_file(path, &bytes)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+                }
                 let id = Identity::generate()?;
                 let tmp = PathBuf::from(format!(
                     "{}.tmp{}",
