@@ -98,6 +98,10 @@ impl Identity {
         Ok(Identity { private, public })
     }
 
+    pub(crate) fn private_bytes(&self) -> &[u8; 32] {
+        &self.private
+    }
+
     pub fn public(&self) -> [u8; 32] {
         self.public
     }

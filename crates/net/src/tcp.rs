@@ -251,19 +251,29 @@ impl TcpChannel {
             let r = rec.recv_frame(&mut self.reader, max);
             r.map_err(|e| self.read_err(e))??
         } else {
-            let mut len = [0u8; 4];
-            self.raw_read(&mut len)?;
-            let len = u32::from_le_bytes(len) as usize;
-            if len > max {
-                return Err(NetError::FrameTooLarge { len, max });
-            }
-            let mut buf = vec![0u8; len];
-            self.raw_read(&mut buf)?;
-            buf
+            let r = read_plain_frame(&mut self.reader, max);
+            r.map_err(|e| self.read_err(e))??
         };
         self.meter.record_recv(buf.len());
         Ok(buf)
     }
+}
+
+/// Reads one plaintext frame (`u32` length, then the bytes) of at most `max` bytes; the length
+/// is checked before the buffer is made. I/O failures come back raw for the caller to map.
+pub(crate) fn read_plain_frame(
+    r: &mut impl Read,
+    max: usize,
+) -> std::io::Result<Result<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > max {
+        return Ok(Err(NetError::FrameTooLarge { len, max }));
+    }
+    let mut buf = vec![0u8; len];
+    r.read_exact(&mut buf)?;
+    Ok(Ok(buf))
 }
 
 /// Both buffered halves as one stream (for the key exchange).
