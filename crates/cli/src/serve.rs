@@ -110,7 +110,10 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     let security = if a.insecure_plaintext {
         ServerSecurity::InsecurePlaintext
     } else {
-        let key = a.key.clone().unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
+        let key = a
+            .key
+            .clone()
+            .unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
         ServerSecurity::Noise(Arc::new(Identity::load_or_create(&key)?))
     };
     let max_sessions = a
@@ -192,7 +195,10 @@ pub struct ExportInfoArgs {
 }
 
 pub fn export_info(a: ExportInfoArgs) -> Result<(), Error> {
-    let key = a.key.clone().unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
+    let key = a
+        .key
+        .clone()
+        .unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
     secinfer_nn::info::export_info_with_key(&a.model, &a.out, &key)?;
     println!(
         "wrote model.json, vocabulary, embedding.safetensors and server.pub to {}",

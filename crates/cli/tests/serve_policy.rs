@@ -52,7 +52,14 @@ fn serve(extra: &[&str]) -> Server {
 
 fn infer(addr: &str, info: &PathBuf, extra: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_secinfer"))
-        .args(["infer", "--server", addr, "--text", "a fine film", "--model-info"])
+        .args([
+            "infer",
+            "--server",
+            addr,
+            "--text",
+            "a fine film",
+            "--model-info",
+        ])
         .arg(info)
         .args(extra)
         .output()
@@ -99,7 +106,14 @@ fn logits_are_refused_unless_allowed_and_the_log_says_what_was_revealed() {
 #[test]
 fn a_client_beyond_the_cap_reads_the_busy_error() {
     let info = root().join("models/imdb-relu-gru");
-    let s = serve(&["--max-sessions", "1", "--queue", "0", "--handshake-timeout", "120"]);
+    let s = serve(&[
+        "--max-sessions",
+        "1",
+        "--queue",
+        "0",
+        "--handshake-timeout",
+        "120",
+    ]);
     // A peer that takes the only session and stays silent (held until the key exchange's
     // deadline, 120 s here).
     let mut holder = std::net::TcpStream::connect(&s.addr).unwrap();
@@ -107,11 +121,7 @@ fn a_client_beyond_the_cap_reads_the_busy_error() {
     holder.read_exact(&mut g).unwrap();
     let o = infer(&s.addr, &info, &[]);
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("busy, retry later"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains("busy, retry later"), "{}", stderr(&o));
     assert!(wait_for(&s.log, "refused busy").contains("1 sessions running"));
 }
 

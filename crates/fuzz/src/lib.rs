@@ -257,7 +257,13 @@ pub fn honest_session_frames() -> Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
                 inner: ch,
                 frames: Vec::new(),
             };
-            let out = client_session(&mut r, cm, &tokens, ClientOptions::default(), &mut |_, _, _| {});
+            let out = client_session(
+                &mut r,
+                cm,
+                &tokens,
+                ClientOptions::default(),
+                &mut |_, _, _| {},
+            );
             out.ok().map(|_| r.frames)
         },
         |ch| {
@@ -266,7 +272,9 @@ pub fn honest_session_frames() -> Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
                 frames: Vec::new(),
             };
             let policy = ServerPolicy { allow_logits: true };
-            server_session_with(&mut r, sm, policy).ok().map(|_| r.frames)
+            server_session_with(&mut r, sm, policy)
+                .ok()
+                .map(|_| r.frames)
         },
     );
     Some((run.server.output?, run.client.output?))

@@ -72,10 +72,14 @@ impl NoiseRecordPair {
             .and_then(|b| b.build_responder())
             .map_err(NetError::KeyExchange)?;
         let (mut m1, mut m2, mut p) = ([0u8; 256], [0u8; 256], [0u8; 256]);
-        let n1 = i.write_message(&[], &mut m1).map_err(NetError::KeyExchange)?;
+        let n1 = i
+            .write_message(&[], &mut m1)
+            .map_err(NetError::KeyExchange)?;
         r.read_message(&m1[..n1], &mut p)
             .map_err(NetError::KeyExchange)?;
-        let n2 = r.write_message(&[], &mut m2).map_err(NetError::KeyExchange)?;
+        let n2 = r
+            .write_message(&[], &mut m2)
+            .map_err(NetError::KeyExchange)?;
         i.read_message(&m2[..n2], &mut p)
             .map_err(NetError::KeyExchange)?;
         Ok(NoiseRecordPair {

@@ -35,7 +35,9 @@ const KEY_HEX: usize = 64;
 
 fn params() -> snow::params::NoiseParams {
     // A constant string the crate parses; a failure here is a build defect, caught by tests.
-    NOISE_PARAMS.parse().unwrap_or_else(|_| unreachable!("{NOISE_PARAMS} parses"))
+    NOISE_PARAMS
+        .parse()
+        .unwrap_or_else(|_| unreachable!("{NOISE_PARAMS} parses"))
 }
 
 /// The server's static key pair. The private half never prints.
@@ -125,11 +127,7 @@ impl Identity {
                     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
                 }
                 let id = Identity::generate()?;
-                let tmp = PathBuf::from(format!(
-                    "{}.tmp{}",
-                    path.display(),
-                    std::process::id()
-                ));
+                let tmp = PathBuf::from(format!("{}.tmp{}", path.display(), std::process::id()));
                 write_private(&tmp, &key_hex(&id.private)).map_err(|e| io(&tmp, e))?;
                 let linked = std::fs::hard_link(&tmp, path);
                 let _ = std::fs::remove_file(&tmp);

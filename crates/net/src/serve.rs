@@ -18,7 +18,7 @@ use std::io::Write;
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, TrySendError};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -346,6 +346,8 @@ fn worker(
             Err(_) => return,
         };
         let Ok(q) = next else { return };
+        // Active first, then no longer queued: the admission count never dips in between.
+        stats.active.fetch_add(1, Ordering::Relaxed);
         stats.queued.fetch_sub(1, Ordering::Relaxed);
         let peer = q
             .stream
@@ -356,9 +358,9 @@ fn worker(
             stats.refused.fetch_add(1, Ordering::Relaxed);
             h.refused(&peer, "waited too long in the queue");
             refuse(q.stream, "waited too long in the queue");
+            stats.active.fetch_sub(1, Ordering::Relaxed);
             continue;
         }
-        stats.active.fetch_add(1, Ordering::Relaxed);
         let who = Admitted {
             id: q.id,
             peer,
@@ -380,8 +382,11 @@ pub fn serve_sessions(
     stats: &ServerStats,
     handler: &dyn SessionHandler,
 ) -> Result<()> {
-    stats.max_sessions.store(cfg.max_sessions, Ordering::Relaxed);
-    let (tx, rx) = sync_channel::<Queued>(cfg.queue);
+    stats
+        .max_sessions
+        .store(cfg.max_sessions, Ordering::Relaxed);
+    // Unbounded channel, bounded by the admission count below.
+    let (tx, rx) = channel::<Queued>();
     let rx = Mutex::new(rx);
     std::thread::scope(|scope| -> Result<()> {
         for i in 0..cfg.max_sessions.max(1) {
@@ -412,33 +417,35 @@ pub fn serve_sessions(
                 // A failed accept concerns that client only.
                 Err(_) => continue,
             };
-            let id = stats.admitted.load(Ordering::Relaxed) + 1;
+            // Admission counts sessions running plus waiting, so a worker that is between two
+            // sessions is not mistaken for a busy one.
+            let in_flight =
+                stats.active.load(Ordering::Relaxed) + stats.queued.load(Ordering::Relaxed);
+            if in_flight >= cfg.max_sessions + cfg.queue {
+                stats.refused.fetch_add(1, Ordering::Relaxed);
+                let peer = stream
+                    .peer_addr()
+                    .map_or_else(|_| "?".into(), |p| p.to_string());
+                let reason = format!(
+                    "{} sessions running and {} waiting",
+                    cfg.max_sessions, cfg.queue
+                );
+                handler.refused(&peer, &reason);
+                refuse(stream, &reason);
+                continue;
+            }
+            let id = stats.admitted.fetch_add(1, Ordering::Relaxed) + 1;
             stats.queued.fetch_add(1, Ordering::Relaxed);
             let q = Queued {
                 stream,
                 at: Instant::now(),
                 id,
             };
-            match tx.try_send(q) {
-                Ok(()) => {
-                    stats.admitted.fetch_add(1, Ordering::Relaxed);
-                    admitted += 1;
-                }
-                Err(TrySendError::Full(q)) | Err(TrySendError::Disconnected(q)) => {
-                    stats.queued.fetch_sub(1, Ordering::Relaxed);
-                    stats.refused.fetch_add(1, Ordering::Relaxed);
-                    let peer = q
-                        .stream
-                        .peer_addr()
-                        .map_or_else(|_| "?".into(), |p| p.to_string());
-                    let reason = format!(
-                        "{} sessions running and {} waiting",
-                        cfg.max_sessions, cfg.queue
-                    );
-                    handler.refused(&peer, &reason);
-                    refuse(q.stream, &reason);
-                }
+            if tx.send(q).is_err() {
+                // Every worker is gone (they only stop when this loop does): nothing to serve.
+                return Ok(());
             }
+            admitted += 1;
         }
         drop(tx);
         Ok(())

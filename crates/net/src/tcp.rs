@@ -183,7 +183,9 @@ impl TcpChannel {
     }
 
     pub(crate) fn raw_write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.writer.write_all(bytes).map_err(|e| self.write_err(e))?;
+        self.writer
+            .write_all(bytes)
+            .map_err(|e| self.write_err(e))?;
         self.writer.flush().map_err(|e| self.write_err(e))
     }
 
@@ -261,10 +263,7 @@ impl TcpChannel {
 
 /// Reads one plaintext frame (`u32` length, then the bytes) of at most `max` bytes; the length
 /// is checked before the buffer is made. I/O failures come back raw for the caller to map.
-pub(crate) fn read_plain_frame(
-    r: &mut impl Read,
-    max: usize,
-) -> std::io::Result<Result<Vec<u8>>> {
+pub(crate) fn read_plain_frame(r: &mut impl Read, max: usize) -> std::io::Result<Result<Vec<u8>>> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
     let len = u32::from_le_bytes(len) as usize;

@@ -4,9 +4,8 @@
 //! slow, idle and silent peers.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use secinfer_net::{
-    connect_session, serve_sessions, Admitted, Channel, ClientConfig, Deadline, Identity,
-    NetError, PeerKey, ServeConfig, ServerSecurity, ServerStats, SessionHandler, TcpChannel,
-    GREETING_LEN,
+    connect_session, serve_sessions, Admitted, Channel, ClientConfig, Deadline, Identity, NetError,
+    PeerKey, ServeConfig, ServerSecurity, ServerStats, SessionHandler, TcpChannel, GREETING_LEN,
 };
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -70,7 +69,10 @@ fn serve(mut cfg: ServeConfig, sessions: u64) -> Served {
 }
 
 fn noise_cfg() -> ServeConfig {
-    ServeConfig::new(2, ServerSecurity::Noise(Arc::new(Identity::generate().unwrap())))
+    ServeConfig::new(
+        2,
+        ServerSecurity::Noise(Arc::new(Identity::generate().unwrap())),
+    )
 }
 
 #[test]
@@ -132,7 +134,10 @@ fn sessions_beyond_the_cap_get_the_busy_error() {
             other => panic!("expected busy, got {:?}", other.err()),
         }
     }
-    assert_eq!(s.stats.refused.load(std::sync::atomic::Ordering::Relaxed), 3);
+    assert_eq!(
+        s.stats.refused.load(std::sync::atomic::Ordering::Relaxed),
+        3
+    );
     drop(first);
     assert_eq!(s.ends.recv().unwrap().unwrap(), 1);
 }
@@ -211,7 +216,10 @@ fn a_trickling_session_is_cut_at_the_session_deadline_and_an_idle_one_at_the_idl
     let end = s.ends.recv_timeout(Duration::from_secs(10)).unwrap();
     let took = t0.elapsed();
     assert!(
-        matches!(end, Err(NetError::Timeout(Deadline::Session)) | Err(NetError::Closed)),
+        matches!(
+            end,
+            Err(NetError::Timeout(Deadline::Session)) | Err(NetError::Closed)
+        ),
         "{end:?}"
     );
     assert!(
@@ -225,7 +233,10 @@ fn a_trickling_session_is_cut_at_the_session_deadline_and_an_idle_one_at_the_idl
     let _ch = connect_session(&s.addr, &ClientConfig::new(PeerKey::Pinned(s.key))).unwrap();
     let end = s.ends.recv_timeout(Duration::from_secs(10)).unwrap();
     let took = t0.elapsed();
-    assert!(matches!(end, Err(NetError::Timeout(Deadline::Idle))), "{end:?}");
+    assert!(
+        matches!(end, Err(NetError::Timeout(Deadline::Idle))),
+        "{end:?}"
+    );
     assert!(took < Duration::from_millis(1400), "{took:?}");
 }
 

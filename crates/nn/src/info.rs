@@ -124,8 +124,8 @@ pub fn export_info_with_key(
 ) -> Result<()> {
     let (model, out) = (model.as_ref(), out.as_ref());
     let info = ModelInfo::load(model)?;
-    let id = secinfer_net::Identity::load_or_create(key)
-        .map_err(|e| NnError::Input(error_chain(&e)))?;
+    let id =
+        secinfer_net::Identity::load_or_create(key).map_err(|e| NnError::Input(error_chain(&e)))?;
     let io = |p: &Path, e: std::io::Error| NnError::Io {
         path: p.display().to_string(),
         source: e,
