@@ -122,6 +122,8 @@ fn nn_err(e: secinfer_nn::NnError) -> PyErr {
 #[pyclass(module = "secinfer._core")]
 struct Server {
     inner: std::sync::Arc<secinfer_nn::runtime::Server>,
+    /// The model directory: the server's Noise key lives there (`server.key`).
+    model_dir: std::path::PathBuf,
 }
 
 #[pymethods]
@@ -135,12 +137,17 @@ impl Server {
             .map_err(nn_err)?;
         Ok(Server {
             inner: std::sync::Arc::new(inner),
+            model_dir: model_dir.into(),
         })
     }
 
     /// Serves clients on host:port (port 0 picks one; `on_listen(addr)` is called with the bound
     /// address). With `sessions` set, returns after that many sessions; otherwise serves forever.
-    #[pyo3(signature = (port, host="127.0.0.1", sessions=None, on_listen=None, timeout_s=60))]
+    /// Sessions run on the Noise channel under the model's key (made at first serve), at most
+    /// `max_sessions` at once (default: from cores and memory); logits only with
+    /// `allow_logits`.
+    #[pyo3(signature = (port, host="127.0.0.1", sessions=None, on_listen=None, timeout_s=60,
+                        allow_logits=false, max_sessions=None))]
     fn serve(
         &self,
         py: Python<'_>,
@@ -149,7 +156,20 @@ impl Server {
         sessions: Option<u64>,
         on_listen: Option<PyObject>,
         timeout_s: u64,
+        allow_logits: bool,
+        max_sessions: Option<usize>,
     ) -> PyResult<()> {
+        let key = self.model_dir.join(secinfer_net::PRIVATE_KEY_FILE);
+        let id = secinfer_net::Identity::load_or_create(&key)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let cap = max_sessions.unwrap_or_else(|| secinfer_net::default_max_sessions(128 << 20));
+        let mut cfg = secinfer_net::ServeConfig::new(
+            cap,
+            secinfer_net::ServerSecurity::Noise(std::sync::Arc::new(id)),
+        );
+        cfg.tcp.read_timeout = Some(std::time::Duration::from_secs(timeout_s.max(1)));
+        cfg.stop_after = sessions;
+        let policy = secinfer_nn::secure::ServerPolicy { allow_logits };
         let listener = std::net::TcpListener::bind((host, port))
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         let addr = listener
@@ -165,12 +185,8 @@ impl Server {
             }
         });
         py.allow_threads(move || {
-            inner.serve(
-                &listener,
-                std::time::Duration::from_secs(timeout_s),
-                sessions,
-                log,
-            )
+            let stats = secinfer_net::ServerStats::default();
+            inner.serve(&listener, &cfg, policy, &stats, log)
         })
         .map_err(nn_err)
     }
