@@ -214,6 +214,9 @@ pub fn vocab(d: &[u8]) {
     }
 }
 
+/// Frames as one party received them.
+pub type Frames = Vec<Vec<u8>>;
+
 /// A channel that records the frames it receives (to make session seeds).
 struct Recording<C> {
     inner: C,
@@ -248,7 +251,7 @@ impl<C: Channel> Channel for Recording<C> {
 
 /// Frames each side of an honest session received: (server's, client's). Seeds for the
 /// session targets.
-pub fn honest_session_frames() -> Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+pub fn honest_session_frames() -> Option<(Frames, Frames)> {
     let (sm, cm) = session_models()?;
     let tokens = session_tokens();
     let run = secinfer_net::simulate(
@@ -331,7 +334,7 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed | 1)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -341,7 +344,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            (self.next() % n as u64) as usize
+            (self.next_u64() % n as u64) as usize
         }
     }
 }
@@ -379,7 +382,7 @@ pub fn mutate(rng: &mut Rng, d: &mut Vec<u8>) {
                 let b = (a + 1 + rng.below(64)).min(n);
                 d.drain(a..b);
             }
-            _ => d.push(rng.next() as u8),
+            _ => d.push(rng.next_u64() as u8),
         }
     }
 }
