@@ -206,21 +206,11 @@ pub(crate) fn read_record(
     Ok(Ok(len))
 }
 
-/// The client's half of the key exchange: `-> e, es` then `<- e, ee`. `prologue` is the
-/// greeting the server sent.
-pub(crate) fn initiate(
-    stream: &mut (impl Read + Write),
-    server_key: &[u8; 32],
-    prologue: &[u8],
-) -> std::result::Result<std::result::Result<snow::TransportState, NetError>, std::io::Error> {
-    let hs = snow::Builder::new(params())
-        .remote_public_key(server_key)
-        .and_then(|b| b.prologue(prologue))
-        .and_then(|b| b.build_initiator());
-    let mut hs = match hs {
-        Ok(h) => h,
-        Err(e) => return Ok(Err(NetError::KeyExchange(e))),
-    };
+/// An I/O failure (returned raw, for the caller to map with its deadlines) or a typed outcome.
+type Io<T> = std::result::Result<Result<T>, std::io::Error>;
+
+/// Writes this side's handshake message (empty payload).
+fn write_handshake(hs: &mut snow::HandshakeState, stream: &mut impl Write) -> Io<()> {
     let mut buf = [0u8; MAX_HANDSHAKE_RECORD];
     let n = match hs.write_message(&[], &mut buf) {
         Ok(n) => n,
@@ -228,6 +218,11 @@ pub(crate) fn initiate(
     };
     write_record(stream, &buf[..n])?;
     stream.flush()?;
+    Ok(Ok(()))
+}
+
+/// Reads and checks the peer's handshake message, at most [`MAX_HANDSHAKE_RECORD`] bytes.
+fn read_handshake(hs: &mut snow::HandshakeState, stream: &mut impl Read) -> Io<()> {
     let mut rec = [0u8; MAX_HANDSHAKE_RECORD];
     let n = match read_record(stream, &mut rec, MAX_HANDSHAKE_RECORD)? {
         Ok(n) => n,
@@ -236,8 +231,46 @@ pub(crate) fn initiate(
     let mut payload = [0u8; MAX_HANDSHAKE_RECORD];
     Ok(hs
         .read_message(&rec[..n], &mut payload)
-        .and_then(|_| hs.into_transport_mode())
+        .map(|_| ())
         .map_err(NetError::KeyExchange))
+}
+
+/// Runs the two handshake messages (the initiator writes first) and enters
+/// transport mode.
+fn exchange(
+    hs: std::result::Result<snow::HandshakeState, snow::Error>,
+    stream: &mut (impl Read + Write),
+    initiator: bool,
+) -> Io<snow::TransportState> {
+    let mut hs = match hs {
+        Ok(h) => h,
+        Err(e) => return Ok(Err(NetError::KeyExchange(e))),
+    };
+    for write in [initiator, !initiator] {
+        let step = if write {
+            write_handshake(&mut hs, stream)?
+        } else {
+            read_handshake(&mut hs, stream)?
+        };
+        if let Err(e) = step {
+            return Ok(Err(e));
+        }
+    }
+    Ok(hs.into_transport_mode().map_err(NetError::KeyExchange))
+}
+
+/// The client's half of the key exchange: `-> e, es` then `<- e, ee`. `prologue` is the
+/// greeting the server sent.
+pub(crate) fn initiate(
+    stream: &mut (impl Read + Write),
+    server_key: &[u8; 32],
+    prologue: &[u8],
+) -> Io<snow::TransportState> {
+    let hs = snow::Builder::new(params())
+        .remote_public_key(server_key)
+        .and_then(|b| b.prologue(prologue))
+        .and_then(|b| b.build_initiator());
+    exchange(hs, stream, true)
 }
 
 /// The server's half of the key exchange.
@@ -245,32 +278,12 @@ pub(crate) fn respond(
     stream: &mut (impl Read + Write),
     id: &Identity,
     prologue: &[u8],
-) -> std::result::Result<std::result::Result<snow::TransportState, NetError>, std::io::Error> {
+) -> Io<snow::TransportState> {
     let hs = snow::Builder::new(params())
         .local_private_key(&id.private)
         .and_then(|b| b.prologue(prologue))
         .and_then(|b| b.build_responder());
-    let mut hs = match hs {
-        Ok(h) => h,
-        Err(e) => return Ok(Err(NetError::KeyExchange(e))),
-    };
-    let mut rec = [0u8; MAX_HANDSHAKE_RECORD];
-    let n = match read_record(stream, &mut rec, MAX_HANDSHAKE_RECORD)? {
-        Ok(n) => n,
-        Err(e) => return Ok(Err(e)),
-    };
-    let mut payload = [0u8; MAX_HANDSHAKE_RECORD];
-    if let Err(e) = hs.read_message(&rec[..n], &mut payload) {
-        return Ok(Err(NetError::KeyExchange(e)));
-    }
-    let mut buf = [0u8; MAX_HANDSHAKE_RECORD];
-    let n = match hs.write_message(&[], &mut buf) {
-        Ok(n) => n,
-        Err(e) => return Ok(Err(NetError::KeyExchange(e))),
-    };
-    write_record(stream, &buf[..n])?;
-    stream.flush()?;
-    Ok(hs.into_transport_mode().map_err(NetError::KeyExchange))
+    exchange(hs, stream, false)
 }
 
 /// Record layer over an established Noise session.
