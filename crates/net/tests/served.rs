@@ -306,3 +306,23 @@ fn a_replayed_session_fails_with_the_tampered_error() {
     let end = s.ends.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(matches!(end, Err(NetError::Tampered(_))), "{end:?}");
 }
+
+#[test]
+fn the_health_port_reports_the_live_counts() {
+    let s = serve(noise_cfg(), 2);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let haddr = l.local_addr().unwrap();
+    secinfer_net::serve_health(l, s.stats.clone()).unwrap();
+    let mut ch = connect_session(&s.addr, &ClientConfig::new(PeerKey::Pinned(s.key))).unwrap();
+    ch.send_frame(b"x").unwrap();
+    assert_eq!(ch.recv_frame().unwrap(), b"x");
+    let mut line = String::new();
+    TcpStream::connect(haddr)
+        .unwrap()
+        .read_to_string(&mut line)
+        .unwrap();
+    assert_eq!(
+        line,
+        "ok active=1 queued=0 max_sessions=2 admitted=1 refused=0\n"
+    );
+}
