@@ -322,14 +322,14 @@ fn open(stream: TcpStream, cfg: &ServeConfig) -> Result<TcpChannel> {
     let noise = matches!(cfg.security, ServerSecurity::Noise(_));
     let greeting = encode_greeting(None, noise);
     let until = Instant::now() + cfg.handshake_timeout;
-    let session_deadline = cfg.tcp.session_timeout.map(|t| until + t);
-    ch.opening(Deadline::Handshake, until, session_deadline, |ch| {
+    ch.opening(Deadline::Handshake, until, None, |ch| {
         ch.raw_write(&greeting)?;
         if let ServerSecurity::Noise(id) = &cfg.security {
             ch.secure_as_server(id, &greeting)?;
         }
         Ok(())
     })?;
+    ch.set_deadline(cfg.tcp.session_timeout.map(|t| Instant::now() + t))?;
     Ok(ch)
 }
 
