@@ -39,7 +39,7 @@ enum Cmd {
     Inspect(model_cmd::InspectArgs),
     /// Classify a text privately against a server (or locally with --plaintext).
     Infer(model_cmd::InferArgs),
-    /// Serve a model to many clients (secure GRU inference, one thread per session).
+    /// Serve a model to many clients (secure GRU inference; a capped pool of sessions, a queue, deadlines, the Noise channel).
     Serve(serve::ServeArgs),
     /// Write the public part of a model (model.json, vocabulary, embedding) for clients.
     ExportInfo(serve::ExportInfoArgs),

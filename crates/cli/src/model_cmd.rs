@@ -2,6 +2,7 @@
 //! reference from the command line.
 use crate::error::Error;
 use clap::Args;
+use secinfer_net::{ClientConfig, PeerKey};
 use secinfer_nn::layers::gru::{
     fp_for_variant, ClientOptions, OtFiller, Scheme, SessionReport, Variant, DEFAULT_GARBLING,
 };
@@ -13,6 +14,7 @@ use secinfer_nn::{
 };
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
@@ -155,6 +157,16 @@ pub struct InferArgs {
     /// fewer, better on long round trips).
     #[arg(long, value_enum, default_value = "tables")]
     pub gates: Gates,
+    /// Idle deadline: seconds to wait for the next byte from the server.
+    #[arg(long, default_value_t = 300)]
+    pub peer_timeout: u64,
+    /// Seconds to wait in the server's queue before giving up.
+    #[arg(long, default_value_t = 300)]
+    pub queue_wait: u64,
+    /// Talk to a server started with `serve --insecure-plaintext` (benchmarks only: no
+    /// encryption, no server authentication).
+    #[arg(long)]
+    pub insecure_plaintext: bool,
 }
 
 /// Where the GRU's gates r and z are computed (`--gates`).
@@ -232,6 +244,25 @@ fn label(labels: &[String], k: usize) -> String {
         .unwrap_or_else(|| format!("class {k}"))
 }
 
+/// The channel the client requires: the pinned key from the model info, or plaintext if asked.
+fn client_net(a: &InferArgs, client: &Client) -> Result<ClientConfig, Error> {
+    let peer = if a.insecure_plaintext {
+        PeerKey::InsecurePlaintext
+    } else {
+        client.net().map(|c| c.peer).ok_or_else(|| {
+            Error::msg(
+                "the model info has no server.pub: run `secinfer export-info` again (or pass \
+                 --insecure-plaintext against an --insecure-plaintext server)",
+            )
+        })?
+    };
+    let mut cfg = ClientConfig::new(peer);
+    cfg.tcp.read_timeout = Some(Duration::from_secs(a.peer_timeout.max(1)));
+    cfg.tcp.write_timeout = Some(Duration::from_secs(a.peer_timeout.max(1)));
+    cfg.queue_wait = Duration::from_secs(a.queue_wait.max(1));
+    Ok(cfg)
+}
+
 pub fn infer(a: InferArgs) -> Result<(), Error> {
     if a.plaintext {
         return infer_plaintext(&a);
@@ -244,7 +275,8 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         .as_ref()
         .or(a.model.as_ref())
         .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
-    let client = Client::load(info_dir, a.variant)?;
+    let mut client = Client::load(info_dir, a.variant)?;
+    client.set_net(client_net(&a, &client)?);
     let cm = client.model()?;
     let ins = inputs(&a, client.vocab(), cm.arch.vocab)?;
     let reference = if a.compare_plaintext {

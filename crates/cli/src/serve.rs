@@ -1,15 +1,27 @@
-//! `secinfer serve`: the model owner's side. One TCP connection per client session, one thread
-//! per session; every error and panic of a session is caught, logged to stderr, and the server
-//! keeps accepting. `secinfer export-info` writes the public part a client needs.
+//! `secinfer serve`: the model owner's side, on secinfer-net's served path: a pool of
+//! `--max-sessions` workers fed by a bounded queue (beyond it a client reads "busy, retry
+//! later"), a whole-session deadline besides the idle and write ones, the Noise channel under
+//! the model's key (made at first serve, pinned by clients through `export-info`), and logits
+//! only with `--allow-logits`. Every session's end is logged to stderr with what it revealed.
+//! `secinfer export-info` writes the public part a client needs, the server's public key
+//! included.
 use crate::error::Error;
 use clap::Args;
-use secinfer_nn::layers::gru::Variant;
+use secinfer_net::{
+    default_max_sessions, serve_health, Identity, ServeConfig, ServerSecurity, ServerStats,
+    PRIVATE_KEY_FILE,
+};
+use secinfer_nn::layers::gru::{ServerPolicy, Variant};
 use secinfer_nn::runtime::{Server, SessionEnd, SessionLog};
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Memory one session may use, for the default cap: a served IMDB GRU session peaks at
+/// ≈ 70 MB of server RSS (docs/reliability.md); the budget leaves headroom for larger models.
+pub const SESSION_BUDGET_BYTES: u64 = 128 << 20;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -25,39 +37,145 @@ pub struct ServeArgs {
     /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations).
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
-    /// Seconds a session may wait for its client before it is dropped.
+    /// Idle deadline: seconds a session may wait for the next byte from its client.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
+    /// Seconds a session may wait for its client to take bytes.
+    #[arg(long, default_value_t = 60)]
+    pub write_timeout: u64,
+    /// Seconds a whole session may last, however busy its client keeps it.
+    #[arg(long, default_value_t = 600)]
+    pub session_timeout: u64,
+    /// Seconds for the greeting and key exchange.
+    #[arg(long, default_value_t = 10)]
+    pub handshake_timeout: u64,
+    /// Sessions run at once (default: two per core, within half the available memory at
+    /// 128 MB a session; printed at start).
+    #[arg(long)]
+    pub max_sessions: Option<usize>,
+    /// Connections that may wait for a free session (default: 16 per session); beyond it
+    /// clients are refused with "busy, retry later".
+    #[arg(long)]
+    pub queue: Option<usize>,
+    /// Seconds a connection may wait in the queue before it is refused as busy.
+    #[arg(long, default_value_t = 120)]
+    pub queue_timeout: u64,
+    /// Let clients ask for the logits (`infer --reveal-logits`); refused otherwise.
+    #[arg(long)]
+    pub allow_logits: bool,
+    /// The server's private key (made there at first serve; default: server.key in the model
+    /// directory). Replicas of one model share it.
+    #[arg(long)]
+    pub key: Option<PathBuf>,
+    /// Serve without encryption or authentication: for benchmarks on a trusted loopback only.
+    #[arg(long)]
+    pub insecure_plaintext: bool,
+    /// Also answer each connection on this port with one status line (`ok active=..
+    /// queued=.. max_sessions=..`), for a load balancer's health check.
+    #[arg(long)]
+    pub health_port: Option<u16>,
+    /// Return after this many sessions (default: serve forever).
+    #[arg(long)]
+    pub sessions: Option<u64>,
 }
 
-pub fn serve(a: ServeArgs) -> Result<(), Error> {
-    let server = Server::load(&a.model, a.variant)?;
-    let listener = TcpListener::bind((a.host.as_str(), a.port))?;
-    let addr = listener.local_addr()?;
-    println!(
-        "listening on {addr} (model {}, variant {}, {} steps)",
-        a.model.display(),
-        a.variant.name(),
-        server.steps()
-    );
-    std::io::stdout().flush()?;
-    let log: SessionLog = Arc::new(|id, peer, end| match end {
+fn log_end(id: u64, peer: &str, end: SessionEnd) {
+    match end {
         SessionEnd::Done(rep) => {
             let c = &rep.cost;
             eprintln!(
-                "session {id} ({peer}): done: {:.3} s, {:.2} MB (GC {:.2} MB, HE {:.2} MB)",
+                "session {id} ({peer}): done: {:.3} s, {:.2} MB (GC {:.2} MB, HE {:.2} MB), \
+                 revealed {}",
                 c.setup.time_s + c.offline.time_s + c.online.time_s,
                 (c.setup.bytes() + c.offline.bytes() + c.online.bytes()) as f64 / 1e6,
                 rep.gc_bytes as f64 / 1e6,
-                rep.he_bytes as f64 / 1e6
+                rep.he_bytes as f64 / 1e6,
+                if rep.logits_revealed {
+                    "class and logits"
+                } else {
+                    "class"
+                }
             );
         }
         SessionEnd::Failed(e) => eprintln!("session {id} ({peer}): failed: {e}"),
         SessionEnd::Panicked => {
             eprintln!("session {id} ({peer}): panicked (caught; server continues)")
         }
-    });
-    server.serve(&listener, Duration::from_secs(a.timeout), None, log)?;
+        SessionEnd::Refused(why) => eprintln!("connection from {peer}: refused busy: {why}"),
+    }
+}
+
+pub fn serve(a: ServeArgs) -> Result<(), Error> {
+    let server = Server::load(&a.model, a.variant)?;
+    let security = if a.insecure_plaintext {
+        ServerSecurity::InsecurePlaintext
+    } else {
+        let key = a
+            .key
+            .clone()
+            .unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
+        ServerSecurity::Noise(Arc::new(Identity::load_or_create(&key)?))
+    };
+    let max_sessions = a
+        .max_sessions
+        .unwrap_or_else(|| default_max_sessions(SESSION_BUDGET_BYTES));
+    let mut cfg = ServeConfig::new(max_sessions, security.clone());
+    if let Some(q) = a.queue {
+        cfg.queue = q;
+    }
+    cfg.queue_timeout = Duration::from_secs(a.queue_timeout);
+    cfg.handshake_timeout = Duration::from_secs(a.handshake_timeout.max(1));
+    cfg.tcp.read_timeout = Some(Duration::from_secs(a.timeout.max(1)));
+    cfg.tcp.write_timeout = Some(Duration::from_secs(a.write_timeout.max(1)));
+    cfg.tcp.session_timeout = Some(Duration::from_secs(a.session_timeout.max(1)));
+    cfg.stop_after = a.sessions;
+    let listener = TcpListener::bind((a.host.as_str(), a.port))?;
+    let addr = listener.local_addr()?;
+    let stats = Arc::new(ServerStats::default());
+    let health = match a.health_port {
+        Some(p) => {
+            let l = TcpListener::bind((a.host.as_str(), p))?;
+            let h = l.local_addr()?;
+            serve_health(l, stats.clone())?;
+            format!(", health on {h}")
+        }
+        None => String::new(),
+    };
+    let channel = match &security {
+        ServerSecurity::Noise(id) => format!("Noise NK, key {}", id.public_hex()),
+        ServerSecurity::InsecurePlaintext => "INSECURE PLAINTEXT (benchmarks only)".into(),
+    };
+    println!(
+        "listening on {addr} (model {}, variant {}, {} steps)",
+        a.model.display(),
+        a.variant.name(),
+        server.steps()
+    );
+    // The settings go to the log (stderr): a supervisor may stop reading stdout after the
+    // address line.
+    eprintln!(
+        "max sessions {} ({}), queue {}, session deadline {} s, idle {} s, logits {}, \
+         channel {channel}{health}",
+        cfg.max_sessions,
+        if a.max_sessions.is_some() {
+            "set".to_string()
+        } else {
+            format!(
+                "default: 2 per core, within half the available memory at {} MB a session",
+                SESSION_BUDGET_BYTES >> 20
+            )
+        },
+        cfg.queue,
+        a.session_timeout,
+        a.timeout,
+        if a.allow_logits { "allowed" } else { "refused" },
+    );
+    std::io::stdout().flush()?;
+    let log: SessionLog = Arc::new(log_end);
+    let policy = ServerPolicy {
+        allow_logits: a.allow_logits,
+    };
+    server.serve(&listener, &cfg, policy, &stats, log)?;
     Ok(())
 }
 
@@ -66,15 +184,24 @@ pub struct ExportInfoArgs {
     /// Full model directory.
     #[arg(long)]
     pub model: PathBuf,
-    /// Output directory: model.json, vocab.json, embedding.safetensors (all public).
+    /// Output directory: model.json, vocab.json, embedding.safetensors and server.pub (all
+    /// public).
     #[arg(long)]
     pub out: PathBuf,
+    /// The server's private key whose public half clients pin (made there if absent; default:
+    /// server.key in the model directory, as `serve` uses).
+    #[arg(long)]
+    pub key: Option<PathBuf>,
 }
 
 pub fn export_info(a: ExportInfoArgs) -> Result<(), Error> {
-    secinfer_nn::info::export_info(&a.model, &a.out)?;
+    let key = a
+        .key
+        .clone()
+        .unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
+    secinfer_nn::info::export_info_with_key(&a.model, &a.out, &key)?;
     println!(
-        "wrote model.json, vocabulary and embedding.safetensors to {}",
+        "wrote model.json, vocabulary, embedding.safetensors and server.pub to {}",
         a.out.display()
     );
     Ok(())

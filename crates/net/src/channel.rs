@@ -17,6 +17,17 @@ pub trait Channel: Send {
     fn send_frame(&mut self, frame: &[u8]) -> Result<()>;
     /// Receives one frame (flushing pending sends first), at most [`Channel::max_frame`] bytes.
     fn recv_frame(&mut self) -> Result<Vec<u8>>;
+    /// Receives one frame of at most `max` bytes (and at most [`Channel::max_frame`]). A longer
+    /// announced length is refused with [`NetError::FrameTooLarge`] before a buffer of that size
+    /// exists on transports that read peer bytes (TCP); in-process channels check after the fact.
+    /// Openings (handshakes) use it with their own small limit.
+    fn recv_frame_limited(&mut self, max: usize) -> Result<Vec<u8>> {
+        let f = self.recv_frame()?;
+        if f.len() > max {
+            return Err(NetError::FrameTooLarge { len: f.len(), max });
+        }
+        Ok(f)
+    }
     /// Pushes queued frames to the peer.
     fn flush(&mut self) -> Result<()>;
     fn meter(&self) -> &Meter;
@@ -169,6 +180,9 @@ impl<C: Channel + ?Sized> Channel for Box<C> {
     fn recv_frame(&mut self) -> Result<Vec<u8>> {
         (**self).recv_frame()
     }
+    fn recv_frame_limited(&mut self, max: usize) -> Result<Vec<u8>> {
+        (**self).recv_frame_limited(max)
+    }
     fn flush(&mut self) -> Result<()> {
         (**self).flush()
     }
@@ -192,6 +206,9 @@ impl<C: Channel + ?Sized> Channel for &mut C {
     }
     fn recv_frame(&mut self) -> Result<Vec<u8>> {
         (**self).recv_frame()
+    }
+    fn recv_frame_limited(&mut self, max: usize) -> Result<Vec<u8>> {
+        (**self).recv_frame_limited(max)
     }
     fn flush(&mut self) -> Result<()> {
         (**self).flush()

@@ -70,7 +70,7 @@ impl Channel for MemChannel {
         let v = match self.timeout {
             None => self.rx.recv().map_err(|_| NetError::Closed)?,
             Some(t) => self.rx.recv_timeout(t).map_err(|e| match e {
-                RecvTimeoutError::Timeout => NetError::Timeout,
+                RecvTimeoutError::Timeout => NetError::Timeout(crate::error::Deadline::Idle),
                 RecvTimeoutError::Disconnected => NetError::Closed,
             })?,
         };

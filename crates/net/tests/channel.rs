@@ -188,7 +188,10 @@ fn frame_limit_is_enforced_on_both_sides() {
         a.send_frame(&[0u8; 17]),
         Err(NetError::FrameTooLarge { len: 17, max: 16 })
     ));
-    assert!(matches!(b.recv_frame(), Err(NetError::Timeout)));
+    assert!(matches!(
+        b.recv_frame(),
+        Err(NetError::Timeout(secinfer_net::Deadline::Idle))
+    ));
     drop(a);
     assert!(matches!(b.recv_frame(), Err(NetError::Closed)));
 }
@@ -205,6 +208,7 @@ fn hostile_peer(bytes: Vec<u8>) -> (TcpChannel, std::thread::JoinHandle<()>) {
     let opts = TcpOptions {
         max_frame: 1 << 20,
         read_timeout: Some(Duration::from_secs(5)),
+        ..TcpOptions::default()
     };
     let ch = TcpChannel::connect(addr, Duration::from_secs(5), &opts).unwrap();
     (ch, h)

@@ -89,14 +89,16 @@ pub enum ErrorKind {
     Internal,
 }
 
-fn net_kind(e: &NetError) -> ErrorKind {
-    match e {
-        NetError::Timeout => ErrorKind::Timeout,
-        NetError::Closed => ErrorKind::PeerClosed,
-        NetError::FrameTooLarge { .. }
-        | NetError::Malformed(_)
-        | NetError::UnexpectedLength { .. } => ErrorKind::Malformed,
-        NetError::Io(_) => ErrorKind::Internal,
+/// The runtime's kind of a protocol crate's kind (secinfer-core's classification).
+fn from_core(k: secinfer_core::ErrorKind) -> ErrorKind {
+    use secinfer_core::ErrorKind as K;
+    match k {
+        K::Timeout => ErrorKind::Timeout,
+        K::PeerClosed => ErrorKind::PeerClosed,
+        K::Malformed => ErrorKind::Malformed,
+        K::Refused => ErrorKind::Refused,
+        K::InvalidArgument => ErrorKind::BadInput,
+        _ => ErrorKind::Internal,
     }
 }
 
@@ -125,20 +127,11 @@ impl NnError {
             NnError::Unsupported(_) | NnError::Insecure(_) => ErrorKind::Unsupported,
             NnError::Refused(_) => ErrorKind::Refused,
             NnError::Malformed(_) => ErrorKind::Malformed,
-            NnError::Net(e) => net_kind(e),
-            NnError::Ot(OtError::Net(e))
-            | NnError::Gc(GcError::Net(e))
-            | NnError::Ss(SsError::Net(e)) => net_kind(e),
-            NnError::Ot(OtError::Malformed(_))
-            | NnError::Gc(GcError::Malformed(_) | GcError::Truncated { .. })
-            | NnError::Ss(SsError::Malformed(_)) => ErrorKind::Malformed,
-            NnError::He(e) => match e {
-                HeError::WrongLength { .. }
-                | HeError::OutOfRange { .. }
-                | HeError::BadHeader(_) => ErrorKind::Malformed,
-                _ => ErrorKind::Internal,
-            },
-            NnError::Ot(_) | NnError::Gc(_) | NnError::Ss(_) => ErrorKind::Internal,
+            NnError::Net(e) => from_core(secinfer_ot::net_error_kind(e)),
+            NnError::Ot(e) => from_core(e.kind()),
+            NnError::Gc(e) => from_core(e.kind()),
+            NnError::Ss(e) => from_core(e.kind()),
+            NnError::He(e) => from_core(e.kind()),
         }
     }
 }

@@ -2,7 +2,9 @@
 //! (`embedding.safetensors`, one F32 tensor `{embed}.weight` of shape [V, E]). The embedding is
 //! public and applied by the client; the GRU and dense weights stay with the server.
 //! [`ModelInfo::load`] reads an info directory written by [`export_info`], or a full model
-//! directory (then only the embedding tensor of `weights.safetensors` is read).
+//! directory (then only the embedding tensor of `weights.safetensors` is read). The server's
+//! public key (`server.pub`, see [`secinfer_net::Identity`]) travels with the info: the client
+//! pins it, so only the holder of the model's private key can answer its sessions.
 use crate::error::{NnError, Result};
 use crate::model::weights::read_f32;
 use crate::model::{read_bounded, read_text, LayerKind, ModelConfig, Vocab};
@@ -17,6 +19,8 @@ pub struct ModelInfo {
     pub vocab: Option<Vocab>,
     /// Float embedding table, V × E row-major (empty when the graph has no embedding).
     pub embed: Vec<f32>,
+    /// The server's public key from `server.pub`, if the directory has one.
+    pub server_key: Option<[u8; 32]>,
 }
 
 /// The embedding layer's name and table size, if the graph has one.
@@ -36,16 +40,32 @@ fn embed_tensor(bytes: &[u8], name: &str, v: usize, e: usize, file: &str) -> Res
     read_f32(&st, name, &[v, e], file)
 }
 
+/// The server's pinned public key from `dir/server.pub`, if the directory has one.
+fn server_key_of(dir: &Path) -> Result<Option<[u8; 32]>> {
+    let key_path = dir.join(secinfer_net::PUBLIC_KEY_FILE);
+    if !key_path.exists() {
+        return Ok(None);
+    }
+    let text = read_bounded(&key_path, 1024)?;
+    let key = std::str::from_utf8(&text)
+        .ok()
+        .and_then(secinfer_net::parse_key_hex)
+        .ok_or_else(|| NnError::Input(format!("{}: not a key", key_path.display())))?;
+    Ok(Some(key))
+}
+
 impl ModelInfo {
     pub fn load(dir: impl AsRef<Path>) -> Result<ModelInfo> {
         let dir = dir.as_ref();
         let config = ModelConfig::parse(&read_text(&dir.join("model.json"))?)?;
         let vocab = config.load_vocab(dir)?;
+        let server_key = server_key_of(dir)?;
         let Some((name, v, e)) = embedding_of(&config) else {
             return Ok(ModelInfo {
                 config,
                 vocab,
                 embed: Vec::new(),
+                server_key,
             });
         };
         let name = format!("{name}.weight");
@@ -65,15 +85,28 @@ impl ModelInfo {
             config,
             vocab,
             embed,
+            server_key,
         })
     }
 }
 
 /// Writes the public part of model directory `model` to `out`: model.json and the vocabulary
-/// (copied) and `embedding.safetensors`.
+/// (copied), `embedding.safetensors`, and the server's public key `server.pub` from the key at
+/// `<model>/server.key` (made there if the model has none yet, as `secinfer serve` would).
 pub fn export_info(model: impl AsRef<Path>, out: impl AsRef<Path>) -> Result<()> {
+    let key = model.as_ref().join(secinfer_net::PRIVATE_KEY_FILE);
+    export_info_with_key(model, out, &key)
+}
+
+/// [`export_info`] with the server's key at `key` (`secinfer serve --key`).
+pub fn export_info_with_key(
+    model: impl AsRef<Path>,
+    out: impl AsRef<Path>,
+    key: &Path,
+) -> Result<()> {
     let (model, out) = (model.as_ref(), out.as_ref());
     let info = ModelInfo::load(model)?;
+    let id = secinfer_net::Identity::load_or_create(key)?;
     let io = |p: &Path, e: std::io::Error| NnError::Io {
         path: p.display().to_string(),
         source: e,
@@ -84,6 +117,8 @@ pub fn export_info(model: impl AsRef<Path>, out: impl AsRef<Path>) -> Result<()>
     {
         std::fs::copy(model.join(&f), out.join(&f)).map_err(|e| io(&model.join(&f), e))?;
     }
+    let p = out.join(secinfer_net::PUBLIC_KEY_FILE);
+    std::fs::write(&p, format!("{}\n", id.public_hex())).map_err(|e| io(&p, e))?;
     let Some((name, v, e)) = embedding_of(&info.config) else {
         return Ok(());
     };

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use secinfer_net::simulate;
 use secinfer_nn::info::ModelInfo;
-use secinfer_nn::layers::gru::Variant;
+use secinfer_nn::layers::gru::{ServerPolicy, Variant};
 use secinfer_nn::runtime::{ClientInput, ClientSession, RunOptions, ServerOptions, ServerSession};
 use secinfer_nn::{argmax, CircuitActivations, ErrorKind, Model, QuantizedModel, Reference};
 use serde_json::json;
@@ -121,7 +121,7 @@ fn a_version_2_gru_model_runs_through_the_driver_and_equals_the_reference() {
         };
         let r = simulate(
             |ch| client.run(ch, ClientInput::Tokens(&toks), &run, &mut |_, _, _| {}),
-            |ch| server.run(ch),
+            |ch| server.run(ch, ServerPolicy { allow_logits: true }),
         );
         let out = r.client.output.unwrap();
         r.server.output.unwrap();
@@ -169,12 +169,12 @@ fn a_hostile_or_vanished_peer_is_a_typed_error() {
             ch.send_frame(b"\x00\xffnot json").unwrap();
             ch.flush().unwrap();
         },
-        |ch| server.run(ch),
+        |ch| server.run(ch, ServerPolicy { allow_logits: true }),
     );
     let e = r.server.output.err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Malformed, "{e}");
     // A client that hangs up before saying anything.
-    let r = simulate(|_ch| {}, |ch| server.run(ch));
+    let r = simulate(|_ch| {}, |ch| server.run(ch, ServerPolicy::default()));
     let e = r.server.output.err().unwrap();
     assert_eq!(e.kind(), ErrorKind::PeerClosed, "{e}");
 }

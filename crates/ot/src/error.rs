@@ -42,10 +42,15 @@ impl OtError {
 pub fn net_error_kind(e: &NetError) -> ErrorKind {
     match e {
         NetError::Closed => ErrorKind::PeerClosed,
-        NetError::Timeout => ErrorKind::Timeout,
+        NetError::Timeout(_) => ErrorKind::Timeout,
         NetError::FrameTooLarge { .. }
         | NetError::Malformed(_)
-        | NetError::UnexpectedLength { .. } => ErrorKind::Malformed,
+        | NetError::UnexpectedLength { .. }
+        | NetError::Tampered(_) => ErrorKind::Malformed,
+        NetError::Busy { .. } | NetError::SecurityMismatch { .. } => ErrorKind::Refused,
+        NetError::KeyExchange(_) => ErrorKind::Crypto,
+        NetError::IdentityIo { .. } => ErrorKind::Io,
+        NetError::IdentityFormat { .. } => ErrorKind::InvalidArgument,
         NetError::Io(io) => match io.kind() {
             io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => ErrorKind::Timeout,
             io::ErrorKind::UnexpectedEof

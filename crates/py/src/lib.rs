@@ -164,6 +164,8 @@ fn nn_err(e: secinfer_nn::NnError) -> PyErr {
 #[pyclass(module = "secinfer._core")]
 struct Server {
     inner: std::sync::Arc<secinfer_nn::runtime::Server>,
+    /// The model directory: the server's Noise key lives there (`server.key`).
+    model_dir: std::path::PathBuf,
 }
 
 #[pymethods]
@@ -177,16 +179,19 @@ impl Server {
             .map_err(nn_err)?;
         Ok(Server {
             inner: std::sync::Arc::new(inner),
+            model_dir: model_dir.into(),
         })
     }
 
     /// Serves clients on host:port (port 0 picks one; `on_listen(addr)` is called with the bound
     /// address). With `sessions` set, returns after that many sessions; otherwise serves forever.
     /// `on_session(id, peer, status, info)` is called as each session ends: status "done" (info:
-    /// time_s, bytes, gc_bytes, he_bytes, flood_stat_bits), "failed" (info: error) or
-    /// "panicked"; without it failures are printed to stderr.
+    /// time_s, bytes, gc_bytes, he_bytes, flood_stat_bits), "failed" (info: error), "refused"
+    /// (info: reason) or "panicked"; without it failures are printed to stderr. Sessions run on
+    /// the Noise channel under the model's key (made at first serve), at most `max_sessions` at
+    /// once (default: from cores and memory); logits only with `allow_logits`.
     #[pyo3(signature = (port, host="127.0.0.1", sessions=None, on_listen=None, timeout_s=60,
-                        on_session=None))]
+                        on_session=None, allow_logits=false, max_sessions=None))]
     #[allow(
         clippy::too_many_arguments,
         reason = "mirrors the Python keyword arguments"
@@ -200,7 +205,20 @@ impl Server {
         on_listen: Option<PyObject>,
         timeout_s: u64,
         on_session: Option<PyObject>,
+        allow_logits: bool,
+        max_sessions: Option<usize>,
     ) -> PyResult<()> {
+        let key = self.model_dir.join(secinfer_net::PRIVATE_KEY_FILE);
+        let id = secinfer_net::Identity::load_or_create(&key)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let cap = max_sessions.unwrap_or_else(|| secinfer_net::default_max_sessions(128 << 20));
+        let mut cfg = secinfer_net::ServeConfig::new(
+            cap,
+            secinfer_net::ServerSecurity::Noise(std::sync::Arc::new(id)),
+        );
+        cfg.tcp.read_timeout = Some(std::time::Duration::from_secs(timeout_s.max(1)));
+        cfg.stop_after = sessions;
+        let policy = secinfer_nn::layers::gru::ServerPolicy { allow_logits };
         let listener = std::net::TcpListener::bind((host, port))
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         let addr = listener
@@ -228,12 +246,8 @@ impl Server {
             }),
         };
         py.allow_threads(move || {
-            inner.serve(
-                &listener,
-                std::time::Duration::from_secs(timeout_s),
-                sessions,
-                log,
-            )
+            let stats = secinfer_net::ServerStats::default();
+            inner.serve(&listener, &cfg, policy, &stats, log)
         })
         .map_err(nn_err)
     }
@@ -261,6 +275,10 @@ fn session_event(
             "failed"
         }
         SessionEnd::Panicked => "panicked",
+        SessionEnd::Refused(reason) => {
+            info.set_item("reason", reason)?;
+            "refused"
+        }
     };
     Ok((status, info))
 }

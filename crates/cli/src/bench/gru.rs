@@ -7,7 +7,7 @@ use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::Args;
 use secinfer_nn::layers::gru::{
-    random_model, ClientModel, ClientOptions, OtFiller, Scheme, ServerModel, Variant,
+    random_model, ClientModel, ClientOptions, OtFiller, Scheme, ServerModel, ServerPolicy, Variant,
     DEFAULT_GARBLING,
 };
 use secinfer_nn::runtime::{ClientInput, ClientSession, RunOptions, ServerSession};
@@ -95,7 +95,7 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
         &a.net,
         move |ch| Ok(client.run(ch, ClientInput::Tokens(&toks), &run, &mut |_, _, _| {})?),
         move |ch| {
-            let rep = server.run(ch)?;
+            let rep = server.run(ch, ServerPolicy { allow_logits: true })?;
             Ok(rep.flood_stat_bits)
         },
     )?;

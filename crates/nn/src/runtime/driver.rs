@@ -9,8 +9,9 @@
 use crate::error::{NnError, Result};
 use crate::info::ModelInfo;
 use crate::layers::gru::{
-    client_session_garbling, fp_for_variant, server_session, ClientModel, ClientOptions,
-    GruOutcome, OtFiller, Scheme, ServerModel, SessionReport, Variant, DEFAULT_GARBLING,
+    client_session_garbling, fp_for_variant, server_session_with, ClientModel, ClientOptions,
+    GruOutcome, OtFiller, Scheme, ServerModel, ServerPolicy, SessionReport, Variant,
+    DEFAULT_GARBLING,
 };
 use crate::model::{Model, ModelConfig, Shape};
 use crate::plan::{Plan, PlanOptions, Protocol};
@@ -147,10 +148,10 @@ impl ServerSession {
         }
     }
 
-    /// Runs one session's server side over `ch`.
-    pub fn run<C: Channel>(&self, ch: &mut C) -> Result<SessionReport> {
+    /// Runs one session's server side over `ch`, revealing no more than `policy` allows.
+    pub fn run<C: Channel>(&self, ch: &mut C, policy: ServerPolicy) -> Result<SessionReport> {
         match &self.step {
-            ServerStep::CryptoGru(m) => server_session(ch, m),
+            ServerStep::CryptoGru(m) => server_session_with(ch, m, policy),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! The runtime: the session driver ([`driver`]) and its faces over TCP, shared by the
 //! `secinfer` CLI and the Python bindings: [`Server`] holds a prepared model and serves
-//! sessions, one thread each, catching every session's error and panic so one client can never
-//! stop the server; [`Client`] holds only the public model info and runs sessions against a
-//! server.
+//! sessions through secinfer-net's served path (a bounded worker pool and queue, deadlines, the
+//! Noise channel), catching every session's error and panic so one client can never stop the
+//! server; [`Client`] holds only the public model info (with the server's pinned key) and runs
+//! sessions against a server.
 pub mod driver;
 
 pub use driver::{ClientInput, ClientSession, Outcome, RunOptions, ServerOptions, ServerSession};
@@ -11,23 +12,26 @@ use crate::check_tokens;
 use crate::error::{NnError, Result};
 use crate::info::ModelInfo;
 use crate::layers::gru::{
-    ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, SessionReport, Variant,
+    ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, ServerPolicy, SessionReport, Variant,
     DEFAULT_GARBLING,
 };
 use crate::model::{Model, Vocab};
-use secinfer_net::{TcpChannel, TcpOptions};
+use secinfer_net::{
+    connect_session, serve_sessions, Admitted, ClientConfig, PeerKey, ServeConfig, ServerStats,
+    SessionHandler, TcpChannel,
+};
 use std::net::TcpListener;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// How one session ended, as the server logs it.
 pub enum SessionEnd {
     Done(SessionReport),
     Failed(NnError),
     Panicked,
+    /// Refused before it started (busy, out of descriptors); the id is 0.
+    Refused(String),
 }
 
 /// Called once per ended session with its id, the peer's address and how it ended.
@@ -65,69 +69,48 @@ impl Server {
         &self.model
     }
 
-    /// Accepts connections on `listener`, one session thread each, until `max_sessions` sessions
-    /// have been accepted (`None`: forever). `log(id, peer, end)` is called when a session ends.
-    /// With `max_sessions` set, returns after those sessions have ended.
+    /// Serves sessions on `listener` under `cfg` (admission control, deadlines, channel
+    /// security: [`secinfer_net::serve_sessions`]) and `policy`. `log(id, peer, end)` is called
+    /// when a session ends or a connection is refused. Returns after `cfg.stop_after` sessions
+    /// (forever if `None`).
     pub fn serve(
         &self,
         listener: &TcpListener,
-        timeout: Duration,
-        max_sessions: Option<u64>,
+        cfg: &ServeConfig,
+        policy: ServerPolicy,
+        stats: &ServerStats,
         log: SessionLog,
     ) -> Result<()> {
-        let opts = TcpOptions {
-            read_timeout: Some(timeout.max(Duration::from_secs(1))),
-            ..TcpOptions::default()
+        let h = Handler {
+            model: self.model.clone(),
+            policy,
+            log,
         };
-        let counter = AtomicU64::new(0);
-        let mut handles = Vec::new();
-        for stream in listener.incoming() {
-            let stream = match stream {
-                Ok(s) => s,
-                // A failed accept concerns that client only.
-                Err(_) => continue,
-            };
-            let id = counter.fetch_add(1, Ordering::Relaxed) + 1;
-            let peer = stream
-                .peer_addr()
-                .map(|p| p.to_string())
-                .unwrap_or_else(|_| "?".into());
-            let (model, opts, session_log) = (self.model.clone(), opts.clone(), log.clone());
-            let spawned = std::thread::Builder::new()
-                .name(format!("session-{id}"))
-                .spawn(move || {
-                    let r = catch_unwind(AssertUnwindSafe(|| -> Result<SessionReport> {
-                        let mut ch = TcpChannel::new(stream, &opts).map_err(NnError::from)?;
-                        model.run(&mut ch)
-                    }));
-                    let end = match r {
-                        Ok(Ok(rep)) => SessionEnd::Done(rep),
-                        Ok(Err(e)) => SessionEnd::Failed(e),
-                        Err(_) => SessionEnd::Panicked,
-                    };
-                    session_log(id, &peer, end);
-                });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => log(
-                    id,
-                    "?",
-                    SessionEnd::Failed(NnError::Io {
-                        path: "session thread".into(),
-                        source: e,
-                    }),
-                ),
-            }
-            if max_sessions.is_some_and(|m| id >= m) {
-                break;
-            }
-            handles.retain(|h| !h.is_finished());
-        }
-        for h in handles {
-            // A session thread never panics past catch_unwind; a join error is ignored.
-            let _ = h.join();
-        }
-        Ok(())
+        Ok(serve_sessions(listener, cfg, stats, &h)?)
+    }
+}
+
+struct Handler {
+    model: Arc<ServerSession>,
+    policy: ServerPolicy,
+    log: SessionLog,
+}
+
+impl SessionHandler for Handler {
+    fn session(&self, who: &Admitted, ch: secinfer_net::Result<TcpChannel>) {
+        let r = catch_unwind(AssertUnwindSafe(|| -> Result<SessionReport> {
+            let mut ch = ch?;
+            self.model.run(&mut ch, self.policy)
+        }));
+        let end = match r {
+            Ok(Ok(rep)) => SessionEnd::Done(rep),
+            Ok(Err(e)) => SessionEnd::Failed(e),
+            Err(_) => SessionEnd::Panicked,
+        };
+        (self.log)(who.id, &who.peer, end);
+    }
+    fn refused(&self, peer: &str, reason: &str) {
+        (self.log)(0, peer, SessionEnd::Refused(reason.to_string()));
     }
 }
 
@@ -135,6 +118,9 @@ impl Server {
 pub struct Client {
     session: ClientSession,
     vocab: Option<Vocab>,
+    /// How sessions connect: the pinned key from the info's `server.pub`, or `None` when the
+    /// info has none (then [`Client::set_net`] must choose).
+    net: Option<ClientConfig>,
 }
 
 impl Client {
@@ -149,7 +135,20 @@ impl Client {
         Ok(Client {
             session: ClientSession::prepare(&info, &opts)?,
             vocab: info.vocab,
+            net: info
+                .server_key
+                .map(|k| ClientConfig::new(PeerKey::Pinned(k))),
         })
+    }
+
+    /// Sets how sessions connect (pinned key or insecure plaintext, deadlines).
+    pub fn set_net(&mut self, cfg: ClientConfig) {
+        self.net = Some(cfg);
+    }
+
+    /// How sessions connect, if known.
+    pub fn net(&self) -> Option<&ClientConfig> {
+        self.net.as_ref()
     }
 
     /// The CryptoGRU client model (formats, architecture).
@@ -207,8 +206,14 @@ impl Client {
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Result<GruOutcome> {
         check_tokens(tokens, self.model()?.arch.vocab)?;
-        let mut ch = TcpChannel::connect(server, Duration::from_secs(10), &TcpOptions::default())
-            .map_err(NnError::from)?;
+        let cfg = self.net.as_ref().ok_or_else(|| {
+            NnError::Input(format!(
+                "the model info has no {} (the server's key to pin): run export-info again, \
+                 or choose insecure plaintext",
+                secinfer_net::PUBLIC_KEY_FILE
+            ))
+        })?;
+        let mut ch = connect_session(server, cfg)?;
         let run = RunOptions {
             protocol: opts,
             ot: filler,

@@ -252,19 +252,29 @@ pub(super) fn client_handshake<C: Channel>(
     });
     ch.send_frame(hs.to_string().as_bytes())
         .map_err(NnError::from)?;
-    let reply = ch.recv_frame().map_err(NnError::from)?;
-    if reply.len() > MAX_HANDSHAKE {
-        return Err(NnError::Malformed("oversized handshake reply".into()));
-    }
+    // The reply is read with the handshake's own limit: a longer announced length is refused
+    // before a buffer of that size exists.
+    let reply = ch.recv_frame_limited(MAX_HANDSHAKE)?;
     let rv: serde_json::Value = serde_json::from_slice(&reply)
         .map_err(|e| NnError::Malformed(format!("handshake reply: {e}")))?;
     if rv["ok"] != serde_json::Value::Bool(true) {
         return Err(NnError::Refused(format!(
             "the server refused the session: {}",
-            rv["error"].as_str().unwrap_or("?")
+            secinfer_net::sanitize_peer_text(rv["error"].as_str().unwrap_or("?"), 300)
         )));
     }
     Ok(())
+}
+
+/// The handshake's refusal of a logits request the server's policy does not allow.
+pub const LOGITS_REFUSED: &str = "this server does not reveal logits (serve --allow-logits)";
+
+/// What a server lets its clients learn beyond the class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerPolicy {
+    /// Whether a client may ask for the logits (`secinfer serve --allow-logits`). They tell
+    /// more about the weights than the class does, so a served model refuses them by default.
+    pub allow_logits: bool,
 }
 
 /// What the server accepted from the client's handshake.
@@ -277,11 +287,13 @@ pub(super) struct Agreed {
 
 /// Server: reads the client's handshake, checks it against this model and answers; a mismatch
 /// is refused (the client is told why) and returned as an error.
-pub(super) fn server_handshake<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Agreed> {
-    let hello = ch.recv_frame().map_err(NnError::from)?;
-    if hello.len() > MAX_HANDSHAKE {
-        return Err(NnError::Malformed("oversized handshake".into()));
-    }
+pub(super) fn server_handshake<C: Channel>(
+    ch: &mut C,
+    m: &ServerModel,
+    policy: ServerPolicy,
+) -> Result<Agreed> {
+    // Read with the handshake's own limit, before any large buffer.
+    let hello = ch.recv_frame_limited(MAX_HANDSHAKE)?;
     let hv: serde_json::Value = serde_json::from_slice(&hello)
         .map_err(|e| NnError::Malformed(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
@@ -293,6 +305,9 @@ pub(super) fn server_handshake<C: Channel>(ch: &mut C, m: &ServerModel) -> Resul
         None => Ok(OtFiller::default()),
     };
     let mut problem = ot_src.as_ref().err().cloned();
+    if reveal && !policy.allow_logits {
+        problem = Some(LOGITS_REFUSED.to_string());
+    }
     for k in ["protocol", "variant", "steps", "arch"] {
         if problem.is_none() && hv[k] != want[k] {
             problem = Some(format!(

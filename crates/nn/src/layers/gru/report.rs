@@ -25,6 +25,8 @@ pub struct SessionReport {
     pub garbling: Scheme,
     /// Whether r and z came from OT lookup tables (cryptogru::gate_luts) rather than circuit A.
     pub gate_tables: bool,
+    /// Whether the session revealed the logits to the client (server side: what it showed).
+    pub logits_revealed: bool,
 }
 
 /// Bytes (both directions) so far on a channel.

@@ -22,13 +22,25 @@ use secinfer_he::{Plaintext, PublicKey, SeededCiphertext};
 use secinfer_net::{Channel, Phase};
 use secinfer_ot::{Block, PendingEarlySend, PendingOtRecv, PooledOtReceiver, PooledOtSender, Prg};
 
-/// The server's side of one session.
+/// The server's side of one session, revealing what the client asks for (logits included):
+/// the entry point of in-process tests and benchmarks, where one party runs both sides. A served
+/// model goes through [`server_session_with`] and its [`ServerPolicy`].
+pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<SessionReport> {
+    server_session_with(ch, m, ServerPolicy { allow_logits: true })
+}
+
+/// The server's side of one session under `policy`: a request for more than the policy allows
+/// is refused in the handshake, and [`SessionReport::logits_revealed`] records what was shown.
 ///
 /// The phases mirror [`client_session_garbling`](super::client_session_garbling)'s: setup
 /// (handshake, base OTs, the client's public key), offline (HE responses on the client's masks,
 /// pool fills, the labels' COTs and the tables' random OTs), online (the masked inputs and their
 /// carries, six flights per step, the final argmax).
-pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<SessionReport> {
+pub fn server_session_with<C: Channel>(
+    ch: &mut C,
+    m: &ServerModel,
+    policy: ServerPolicy,
+) -> Result<SessionReport> {
     let mut meter = Meter::start(
         ch,
         SessionReport {
@@ -39,8 +51,9 @@ pub fn server_session<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Session
     );
     // ---- setup: handshake
     ch.set_phase(Phase::Setup);
-    let agreed = server_handshake(ch, m)?;
+    let agreed = server_handshake(ch, m, policy)?;
     meter.rep.garbling = agreed.garbling;
+    meter.rep.logits_revealed = agreed.reveal;
     meter.he(ch);
     let setup = server_setup(ch, m, &agreed, &mut meter)?;
     // ---- offline: HE products on the client's masks

@@ -1,0 +1,103 @@
+//! Every fuzz target for a bounded number of seeded mutations (the stable-Rust run CI
+//! executes): no input may panic, and no decoder may make a single allocation above the frame
+//! limit. The longer runs are `cargo run --release -p secinfer-fuzz --bin fuzz-stable` and
+//! `cargo fuzz run` (docs/reliability.md).
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Records the largest single allocation made while `ON` is set.
+struct Peak;
+static ON: AtomicBool = AtomicBool::new(false);
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+#[allow(unsafe_code)]
+// SAFETY: every call is forwarded unchanged to the system allocator, which upholds the
+// GlobalAlloc contract; the wrapper only reads the layout's size.
+unsafe impl GlobalAlloc for Peak {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if ON.load(Ordering::Relaxed) {
+            LARGEST.fetch_max(l.size(), Ordering::Relaxed);
+        }
+        // SAFETY: the caller's layout is passed through unchanged.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` was allocated by System.alloc with layout `l`.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        if ON.load(Ordering::Relaxed) {
+            LARGEST.fetch_max(n, Ordering::Relaxed);
+        }
+        // SAFETY: forwarded unchanged from the caller, who upholds realloc's contract.
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static A: Peak = Peak;
+
+/// Executions per target in CI: many for the cheap decoders, fewer for whole sessions.
+fn budget(target: &str) -> u64 {
+    match target {
+        "handshake_and_server_session" | "client_session" => 40,
+        "base_ot" | "noise_records" | "weights" => 400,
+        "he_public_key" | "he_ciphertext" | "he_seeded_ciphertext" | "he_response" => 2_000,
+        _ => 20_000,
+    }
+}
+
+#[test]
+fn every_target_survives_its_bounded_run_without_panic_or_oversized_allocation() {
+    // Hush the default panic printer: panics are counted and reported below.
+    std::panic::set_hook(Box::new(|_| {}));
+    let mut failures = Vec::new();
+    for &(name, f) in secinfer_fuzz::TARGETS {
+        let seeds = secinfer_fuzz::seeds(name);
+        LARGEST.store(0, Ordering::Relaxed);
+        ON.store(true, Ordering::Relaxed);
+        let rep = secinfer_fuzz::mutate_and_run(f, &seeds, budget(name), 0x5eed);
+        ON.store(false, Ordering::Relaxed);
+        let largest = LARGEST.load(Ordering::Relaxed);
+        if rep.panic_count > 0 || largest > secinfer_fuzz::ALLOCATION_LIMIT {
+            failures.push(format!(
+                "{name}: {} panics in {} runs (first at {:?}), largest allocation {largest} B",
+                rep.panic_count,
+                rep.executions,
+                rep.panics.first().map(|p| p.0)
+            ));
+        }
+        assert_eq!(rep.executions, budget(name));
+    }
+    let _ = std::panic::take_hook();
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn the_session_seeds_are_honest_sessions() {
+    // The session targets start from recorded honest frames: if recording broke, their
+    // mutants would only ever exercise the first check.
+    let (server, client) = secinfer_fuzz::honest_session_frames().unwrap();
+    assert!(server.len() > 10 && client.len() > 10);
+    let hs: serde_json::Value = serde_json::from_slice(&server[0]).unwrap();
+    assert_eq!(hs["protocol"], secinfer_nn::layers::gru::PROTOCOL);
+}
+
+#[test]
+fn the_mutator_changes_inputs_and_the_loop_catches_panics() {
+    let mut rng = secinfer_fuzz::Rng::new(1);
+    let base = vec![0u8; 64];
+    let changed = (0..100)
+        .filter(|_| {
+            let mut d = base.clone();
+            secinfer_fuzz::mutate(&mut rng, &mut d);
+            d != base
+        })
+        .count();
+    assert!(changed > 80, "{changed}");
+    std::panic::set_hook(Box::new(|_| {}));
+    let rep = secinfer_fuzz::mutate_and_run(|d| assert!(d.len() < 70), &[base], 200, 3);
+    let _ = std::panic::take_hook();
+    assert!(rep.panic_count > 0 && rep.panic_count < 200);
+}
