@@ -129,12 +129,17 @@ class Server:
         self._inner = None
 
     def serve(self, port: int = 7460, host: str = "127.0.0.1", sessions: Optional[int] = None,
-              on_listen: Optional[Callable[[str], None]] = None, timeout_s: int = 60) -> None:
+              on_listen: Optional[Callable[[str], None]] = None, timeout_s: int = 60,
+              allow_logits: bool = False, max_sessions: Optional[int] = None) -> None:
         """Serve clients on ``host:port`` until ``sessions`` sessions ended, or for ever.
 
         ``port=0`` picks a free port; ``on_listen(address)`` receives the bound address.  Logs
         "listening on ..." and one line per session to the ``secinfer`` logger.  Ctrl-C stops
-        it (in the main thread): the call then returns.
+        it (in the main thread): the call then returns.  Sessions run on an encrypted,
+        authenticated channel under the model's key (``server.key`` beside the model, made at
+        first serve; clients pin ``server.pub`` from ``secinfer export-info``).  Clients learn
+        only the class unless ``allow_logits``; at most ``max_sessions`` run at once (default:
+        from the cores and memory), later ones wait in a bounded queue or are refused as busy.
         """
         if self._inner is None:
             self._inner = _core_attr("Server")(str(self.model_dir), self.variant)
@@ -151,11 +156,14 @@ class Server:
                          _human_bytes(info["gc_bytes"]), _human_bytes(info["he_bytes"]))
             elif status == "failed":
                 log.warning("session %d (%s): failed: %s", sid, peer, info["error"])
+            elif status == "refused":
+                log.warning("connection from %s refused: %s", peer, info["reason"])
             else:
                 log.error("session %d (%s): panicked (caught; server continues)", sid, peer)
 
         kwargs = dict(port=int(port), host=host, sessions=sessions, on_listen=listening,
-                      timeout_s=int(timeout_s), on_session=session)
+                      timeout_s=int(timeout_s), on_session=session,
+                      allow_logits=bool(allow_logits), max_sessions=max_sessions)
         if threading.current_thread() is not threading.main_thread():
             self._inner.serve(**kwargs)
             return

@@ -52,7 +52,8 @@ def test_secure_inference_between_python_server_and_client_matches_reference(cap
         bound.append(addr)
         ready.set()
 
-    t = threading.Thread(target=server.serve, kwargs=dict(port=0, sessions=2, on_listen=listening))
+    t = threading.Thread(target=server.serve, kwargs=dict(port=0, sessions=2, on_listen=listening,
+                                                             allow_logits=True))
     t.start()
     assert ready.wait(60), "server did not start"
     host, port = bound[0].rsplit(":", 1)

@@ -39,11 +39,14 @@ pub enum TfheMode {
 
 #[derive(Args, Debug)]
 pub struct SheArgs {
+    /// The network to count or run (SHE's networks and the digits MLP Concrete ML runs).
     #[arg(long, value_enum, default_value = "digits-mlp")]
     pub arch: Arch,
     /// Model directory of the digits MLP (she.json, weights.safetensors, test.safetensors).
     #[arg(long, default_value = "models/she-digits-mlp")]
     pub model: PathBuf,
+    /// How the network is evaluated on ciphertexts (gate by gate, or programmable
+    /// bootstrapping where this build has it).
     #[arg(long, value_enum, default_value = "auto")]
     pub tfhe_mode: TfheMode,
     /// Count gates, bootstraps and depth without running anything encrypted.
