@@ -43,10 +43,6 @@ pub enum NnError {
     /// The model or the requested mode has no secure protocol (yet) in the chosen family.
     #[error("unsupported: {0}")]
     Unsupported(String),
-    /// An operation would fall short of the security levels of DESIGN.md §2 (128-bit
-    /// parameters, ≥ 40-bit statistical flooding), so it is refused.
-    #[error("insecure: {0}")]
-    Insecure(String),
     /// The peer declined the session: another protocol, model, variant or option.
     #[error("refused: {0}")]
     Refused(String),
@@ -124,7 +120,7 @@ impl NnError {
             | NnError::Tensor { .. }
             | NnError::Vocab(_) => ErrorKind::BadModel,
             NnError::Input(_) => ErrorKind::BadInput,
-            NnError::Unsupported(_) | NnError::Insecure(_) => ErrorKind::Unsupported,
+            NnError::Unsupported(_) => ErrorKind::Unsupported,
             NnError::Refused(_) => ErrorKind::Refused,
             NnError::Malformed(_) => ErrorKind::Malformed,
             NnError::Net(e) => from_core(secinfer_ot::net_error_kind(e)),

@@ -7,6 +7,7 @@
 //! all rows left together. GALA's paper model (2048 slots in one cyclic row) is `rows = 1,
 //! row_len = 2048` on the counting backend.
 
+pub mod coeff;
 pub mod conv;
 pub mod gala;
 pub mod gazelle;

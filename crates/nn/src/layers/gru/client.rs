@@ -6,7 +6,6 @@ use super::circuits::{
     final_circuit, index_bits, put, step_circuits_with, StepCircuits, StepLayout, GHN_BITS,
     LEAF_BITS, SHARE_BITS,
 };
-use super::coeff::{self, client_share, to_ring, Layout};
 use super::config::*;
 use super::model::{check_state_exact, input_layout, ClientModel};
 use super::products::*;
@@ -17,6 +16,7 @@ use crate::model::Candidate;
 use secinfer_gc::garble::Scheme;
 use secinfer_gc::protocol::{pack_bits, recv_evaluate_known, unpack_bits, wire_outputs, Reveal};
 use secinfer_gc::Circuit;
+use secinfer_he::kernels::coeff::{self, client_share, to_ring, Layout};
 use secinfer_he::{Params, SecretKey};
 use secinfer_net::{Channel, Phase};
 use secinfer_ot::{
@@ -457,7 +457,7 @@ fn recv_he_shares<C: Channel>(
                 .collect::<Result<_>>()?;
             let tx = tx.clone();
             s.spawn(move |_| {
-                let _ = tx.send((gi, client_share(sk, lay, &r)));
+                let _ = tx.send((gi, client_share(sk, lay, &r).map_err(NnError::from)));
             });
         }
         Ok(())

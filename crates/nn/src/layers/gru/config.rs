@@ -1,11 +1,11 @@
 //! What the two parties agree on before a session: CryptoGRU's variants and their fixed-point
 //! configurations, the client's options, the OT filler, and the handshake that names them all
 //! (with a hash of the architecture, so both roles run the same circuits and products).
-use super::coeff;
 use super::model::{ClientModel, ServerModel};
 use crate::error::{NnError, Result};
 use crate::model::{ActFormat, Candidate, FixedPointConfig, Format, ModelConfig};
 use secinfer_gc::garble::Scheme;
+use secinfer_he::kernels::coeff;
 use secinfer_net::Channel;
 use secinfer_ot::{CotSource, FerretParams};
 use sha2::{Digest, Sha256};

@@ -26,7 +26,6 @@ mod b2a;
 mod bits;
 pub mod circuits;
 mod client;
-pub mod coeff;
 mod config;
 mod model;
 mod products;

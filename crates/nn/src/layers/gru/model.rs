@@ -2,11 +2,11 @@
 //! client's public view (architecture, formats, embedding table), and random models for tests
 //! and benchmarks.
 use super::circuits::{step_circuits, CircuitCache, StepCircuits, StepLayout};
-use super::coeff::{self, Layout};
 use super::config::{fp_for_variant, Variant, HE_PARAMS};
 use crate::error::{NnError, Result};
 use crate::model::{Architecture, Candidate, FixedPointConfig, ModelConfig};
 use crate::reference::QuantizedModel;
+use secinfer_he::kernels::coeff::{self, Layout};
 use secinfer_he::{Params, Plaintext};
 use secinfer_ot::{Block, Prg};
 
@@ -20,14 +20,14 @@ pub(super) fn input_layout(
     cols: usize,
     steps: usize,
 ) -> Result<Layout> {
-    Layout::batched(
+    Ok(Layout::batched(
         rows,
         cols,
         params.n(),
         steps,
         coeff::upload_len(params),
         |results| coeff::response_bytes(params, results),
-    )
+    )?)
 }
 
 /// The server's prepared model (shared by all sessions).

@@ -5,7 +5,6 @@ use super::bits::*;
 use super::circuits::{
     final_circuit, put, sigmoid_table, step_circuits_with, StepCircuits, GHN_BITS, SHARE_BITS,
 };
-use super::coeff::{self, plain_affine, server_product, Layout};
 use super::config::*;
 use super::model::ServerModel;
 use super::products::*;
@@ -18,6 +17,7 @@ use secinfer_gc::protocol::{
     garble_batches, pack_bits, unpack_bits, wire_outputs, BatchJob, Reveal,
 };
 use secinfer_gc::Circuit;
+use secinfer_he::kernels::coeff::{self, plain_affine, server_product, Layout};
 use secinfer_he::{Plaintext, PublicKey, SeededCiphertext};
 use secinfer_net::{Channel, Phase};
 use secinfer_ot::{Block, PendingEarlySend, PendingOtRecv, PooledOtReceiver, PooledOtSender, Prg};
@@ -332,7 +332,7 @@ fn answer_uploads<C: Channel>(
                             .map_err(NnError::from)
                     })
                     .collect::<Result<Vec<_>>>()
-                    .and_then(|cts| server_product(params, pk, lay, pts, &cts));
+                    .and_then(|cts| Ok(server_product(params, pk, lay, pts, &cts)?));
                 let failed = r.is_err();
                 // The receiver is gone when the fills failed: stop.
                 if tx.send(r).is_err() || failed {

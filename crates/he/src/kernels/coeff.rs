@@ -1,4 +1,4 @@
-//! Coefficient-encoded (Cheetah-style) matrix products over Z_{2^32} on BFV with t = 2^32
+//! Coefficient-encoded (Cheetah-style, `cheetah::hom_mat_mul`) matrix products over Z_{2^32} on BFV with t = 2^32
 //! (`n8192-z2k32`): no rotations, no Galois keys.
 //!
 //! The products are W·X for a server matrix W (rows × cols) and a batch X of client vectors
@@ -18,9 +18,13 @@
 //! switches the modulus down (`Params::finish_response_at`, which computes and sends c0 only
 //! at the result coefficients); the client's share is the decrypted coefficient, the
 //! server's the mask's.
-use crate::error::{NnError, Result};
+use crate::arith::Sampler;
+use crate::bfv::{Ciphertext, Plaintext, PublicKey, SecretKey, SparseResponse};
+use crate::params::Params;
+use crate::HeError;
 use rayon::prelude::*;
-use secinfer_he::{Ciphertext, Params, Plaintext, PublicKey, SecretKey, SparseResponse};
+
+type Result<T, E = HeError> = std::result::Result<T, E>;
 
 pub const T_BITS: u32 = 32;
 const T_MASK: u64 = (1u64 << T_BITS) - 1;
@@ -64,13 +68,13 @@ impl Layout {
         chunks: usize,
     ) -> Result<Layout> {
         if cols == 0 || rows == 0 || group == 0 || chunks == 0 || chunks > cols {
-            return Err(NnError::Input(format!(
+            return Err(HeError::Shape(format!(
                 "matrix {rows}×{cols} in {chunks} column chunks, {group} vectors per group"
             )));
         }
         let chunk = cols.div_ceil(chunks);
         if chunk * group > n {
-            return Err(NnError::Input(format!(
+            return Err(HeError::Shape(format!(
                 "matrix {rows}×{cols} ({group} vectors of {chunk} columns) does not fit ring degree {n}"
             )));
         }
@@ -146,7 +150,7 @@ impl Layout {
     /// index b·chunks + c.
     pub fn weight_plaintexts(&self, params: &Params, w: &[i64]) -> Result<Vec<Plaintext>> {
         if w.len() != self.rows * self.cols {
-            return Err(NnError::Input(format!(
+            return Err(HeError::Shape(format!(
                 "{} weights for a {}×{} matrix",
                 w.len(),
                 self.rows,
@@ -158,7 +162,7 @@ impl Layout {
             .into_par_iter()
             .map(|k| {
                 let p = self.weight_coeffs(w, k / self.chunks, k % self.chunks);
-                Plaintext::from_coeffs(params, &p).map_err(NnError::from)
+                Plaintext::from_coeffs(params, &p)
             })
             .collect()
     }
@@ -247,7 +251,7 @@ pub fn server_product(
     cts: &[Ciphertext],
 ) -> Result<(Vec<Vec<u8>>, Vec<u64>, f64)> {
     if cts.len() != lay.chunks || pts.len() != lay.blocks * lay.chunks {
-        return Err(NnError::Protocol(format!(
+        return Err(HeError::Shape(format!(
             "{} ciphertexts and {} plaintexts for {} chunks of {} blocks",
             cts.len(),
             pts.len(),
@@ -267,14 +271,9 @@ pub fn server_product(
             }
             let (fb, stat) = flood_bits(params, &prod);
             let pos = lay.positions(b);
-            let mut prg = secinfer_ot::Prg::new();
-            let mask: Vec<u64> = pos
-                .iter()
-                .map(|_| prg.next_block().low_u64() & T_MASK)
-                .collect();
-            let r = params
-                .finish_response_at(prod, pk, fb, &pos, &mask, log_q)
-                .map_err(NnError::from)?;
+            let mut prg = Sampler::from_os();
+            let mask: Vec<u64> = pos.iter().map(|_| prg.next_u64() & T_MASK).collect();
+            let r = params.finish_response_at(prod, pk, fb, &pos, &mask, log_q)?;
             Ok((r.to_bytes(), mask, stat))
         })
         .collect();
@@ -290,7 +289,7 @@ pub fn server_product(
     // DESIGN.md §2: a response whose noise is not flooded to ≥ 40-bit statistical distance
     // could leak the weights; refuse to send it rather than report it afterwards.
     if stat < MIN_FLOOD_STAT_BITS {
-        return Err(NnError::Insecure(format!(
+        return Err(HeError::NoiseBudget(format!(
             "noise flooding reaches only 2^-{stat:.1} statistical distance (need 2^-{MIN_FLOOD_STAT_BITS}); \
              the model's weights are too large for this parameter set"
         )));
@@ -302,7 +301,7 @@ pub fn server_product(
 pub fn client_share(sk: &SecretKey, lay: &Layout, responses: &[Vec<u8>]) -> Result<Vec<u64>> {
     let params = sk.params();
     if responses.len() != lay.blocks {
-        return Err(NnError::Protocol(format!(
+        return Err(HeError::Shape(format!(
             "{} responses for {} blocks",
             responses.len(),
             lay.blocks
@@ -313,8 +312,8 @@ pub fn client_share(sk: &SecretKey, lay: &Layout, responses: &[Vec<u8>]) -> Resu
         .enumerate()
         .map(|(blk, b)| {
             let pos = lay.positions(blk);
-            let r = SparseResponse::from_bytes(params, pos.len(), b).map_err(NnError::from)?;
-            sk.decrypt_sparse(&r, &pos).map_err(NnError::from)
+            let r = SparseResponse::from_bytes(params, pos.len(), b)?;
+            sk.decrypt_sparse(&r, &pos)
         })
         .collect();
     let vals = vals.into_iter().collect::<Result<Vec<_>>>()?;
@@ -360,7 +359,7 @@ pub fn to_ring(x: &[i64]) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::{Layout, T_MASK};
-    use secinfer_ot::Prg;
+    use crate::arith::Sampler;
 
     const UP: usize = 131_108;
     fn resp(k: usize) -> usize {
@@ -392,7 +391,7 @@ mod tests {
     /// by one, or a chunk's columns reversed, fails it.
     #[test]
     fn chunked_products_equal_the_matrix_product() {
-        let mut prg = Prg::new();
+        let mut prg = Sampler::from_seed(&[7; 32]);
         let n = 128;
         for (rows, cols, group, chunks) in [
             (5, 7, 1, 1),
@@ -409,16 +408,12 @@ mod tests {
                 .map(|k| match k % 5 {
                     0 => i32::MIN as i64,
                     1 => i32::MAX as i64,
-                    _ => (prg.next_block().low_u64() as i64) >> 40,
+                    _ => (prg.next_u64() as i64) >> 40,
                 })
                 .collect();
             for used in [group, group.div_ceil(2)] {
                 let xs: Vec<Vec<u64>> = (0..used)
-                    .map(|_| {
-                        (0..cols)
-                            .map(|_| prg.next_block().low_u64() & T_MASK)
-                            .collect()
-                    })
+                    .map(|_| (0..cols).map(|_| prg.next_u64() & T_MASK).collect())
                     .collect();
                 let refs: Vec<&[u64]> = xs.iter().map(|x| x.as_slice()).collect();
                 let polys = l.input_polys(&refs);
