@@ -210,19 +210,12 @@ fn inputs(a: &InferArgs, vocab: Option<&Vocab>, n_vocab: usize) -> Result<Vec<In
         (None, None, Some(f)) => {
             let v = need_vocab()?;
             let mut out = Vec::new();
-            for (i, line) in std::fs::read_to_string(f)?
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .take(a.limit.unwrap_or(usize::MAX))
-                .enumerate()
-            {
-                let j: serde_json::Value = serde_json::from_str(line)
-                    .map_err(|e| Error::msg(format!("{}: line {}: {e}", f.display(), i + 1)))?;
-                let text = j["text"].as_str().ok_or_else(|| {
-                    Error::msg(format!("{}: line {} has no \"text\"", f.display(), i + 1))
-                })?;
+            for (what, name, j) in sample_lines(f, a.limit)? {
+                let text = j["text"]
+                    .as_str()
+                    .ok_or_else(|| Error::msg(format!("{what} has no \"text\"")))?;
                 out.push(Input {
-                    name: format!("sample {}", i + 1),
+                    name,
                     tokens: v.encode(text),
                     label: j["label"].as_str().map(String::from),
                 });
@@ -475,6 +468,25 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// The JSON objects of a `--samples` file (non-empty lines, at most `limit`), each with the
+/// place to name in errors ("FILE: line N") and its display name ("sample N").
+fn sample_lines(
+    f: &std::path::Path,
+    limit: Option<usize>,
+) -> Result<Vec<(String, String, serde_json::Value)>, Error> {
+    std::fs::read_to_string(f)?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(limit.unwrap_or(usize::MAX))
+        .enumerate()
+        .map(|(i, line)| {
+            let what = format!("{}: line {}", f.display(), i + 1);
+            let j = serde_json::from_str(line).map_err(|e| Error::msg(format!("{what}: {e}")))?;
+            Ok((what, format!("sample {}", i + 1), j))
+        })
+        .collect()
+}
+
 /// One numeric input: its name, its values and its true label if known.
 type GraphInput = (String, Vec<f32>, Option<String>);
 
@@ -494,15 +506,7 @@ fn graph_inputs(a: &InferArgs) -> Result<Vec<GraphInput>, Error> {
     match (&a.samples, &a.tokens) {
         (Some(f), _) => {
             let mut out = Vec::new();
-            for (i, line) in std::fs::read_to_string(f)?
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .take(a.limit.unwrap_or(usize::MAX))
-                .enumerate()
-            {
-                let what = format!("{}: line {}", f.display(), i + 1);
-                let j: serde_json::Value =
-                    serde_json::from_str(line).map_err(|e| Error::msg(format!("{what}: {e}")))?;
+            for (what, name, j) in sample_lines(f, a.limit)? {
                 let x = j["input"]
                     .as_array()
                     .ok_or_else(|| Error::msg(format!("{what} has no \"input\" array")))?
@@ -515,7 +519,7 @@ fn graph_inputs(a: &InferArgs) -> Result<Vec<GraphInput>, Error> {
                     })
                     .collect::<Result<Vec<f32>, Error>>()?;
                 let label = j["label"].as_str().map(String::from);
-                out.push((format!("sample {}", i + 1), x, label));
+                out.push((name, x, label));
             }
             Ok(out)
         }
