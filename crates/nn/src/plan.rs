@@ -124,6 +124,7 @@ impl Plan {
         let family = opts.family.unwrap_or(Family::Hegc);
         let gru =
             config.gru().is_ok() && matches!(config.graph.input_shape(), Shape::Tokens { .. });
+        // CryptoGRU's protocol takes everything after the client's input and embedding steps.
         if gru && i == 2 && family == Family::Hegc {
             steps.push(Step {
                 layers: i..layers.len(),

@@ -386,11 +386,9 @@ impl<'m, A: SmoothActivations> GraphReference<'m, A> {
 
 /// Applies `f` to every window of an image layer's input, channel by channel.
 fn pool(l: &Layer, k: [usize; 2], s: [usize; 2], x: &[i64], f: impl Fn(&[i64]) -> i64) -> Vec<i64> {
-    let (Shape::Image { c, h: _, w }, Shape::Image { h: oh, w: ow, .. }) = (l.input, l.output)
-    else {
+    let (Shape::Image { c, h, w }, Shape::Image { h: oh, w: ow, .. }) = (l.input, l.output) else {
         return Vec::new();
     };
-    let h = l.input.elements() / (c * w);
     let mut out = Vec::with_capacity(c * oh * ow);
     let mut win = Vec::with_capacity(k[0] * k[1]);
     for ci in 0..c {
