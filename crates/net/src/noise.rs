@@ -127,7 +127,7 @@ impl Identity {
                     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
                 }
                 let id = Identity::generate()?;
-                let tmp = PathBuf::from(format!("{}.tmp{}", path.display(), std::process::id()));
+                let tmp = unique_tmp(path);
                 write_private(&tmp, &key_hex(&id.private)).map_err(|e| io(&tmp, e))?;
                 let linked = std::fs::hard_link(&tmp, path);
                 let _ = std::fs::remove_file(&tmp);
@@ -144,7 +144,7 @@ impl Identity {
             Err(e) => return Err(io(path, e)),
         };
         let pubp = Self::public_path(path);
-        let tmp = PathBuf::from(format!("{}.tmp{}", pubp.display(), std::process::id()));
+        let tmp = unique_tmp(&pubp);
         std::fs::write(&tmp, format!("{}\n", id.public_hex())).map_err(|e| io(&tmp, e))?;
         std::fs::rename(&tmp, &pubp).map_err(|e| io(&pubp, e))?;
         Ok(id)
@@ -170,6 +170,14 @@ impl Identity {
 pub const PUBLIC_KEY_FILE: &str = "server.pub";
 /// The default file name of a server's private key, beside the model.
 pub const PRIVATE_KEY_FILE: &str = "server.key";
+
+/// A temporary name beside `path` that no other writer in any process uses, so that two
+/// threads publishing the same key never rename each other's file away.
+fn unique_tmp(path: &Path) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    PathBuf::from(format!("{}.tmp{}-{n}", path.display(), std::process::id()))
+}
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     let mut o = std::fs::OpenOptions::new();

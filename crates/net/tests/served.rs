@@ -326,3 +326,22 @@ fn the_health_port_reports_the_live_counts() {
         "ok active=1 queued=0 max_sessions=2 admitted=1 refused=0\n"
     );
 }
+
+/// Threads that start one server key at once all end with the same key and its public half
+/// published beside it (two writers once renamed each other's temporary file away).
+#[test]
+fn concurrent_identity_creation_agrees_on_one_key() {
+    let dir = std::env::temp_dir().join(format!("secinfer-id-race-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let key = dir.join(secinfer_net::PRIVATE_KEY_FILE);
+    let ids: Vec<String> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| Identity::load_or_create(&key).unwrap().public_hex()))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(ids.iter().all(|k| k == &ids[0]), "{ids:?}");
+    let published = std::fs::read_to_string(Identity::public_path(&key)).unwrap();
+    assert_eq!(published.trim(), ids[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
