@@ -1,7 +1,8 @@
 //! `secinfer serve`'s policies between real processes on loopback: logits are refused unless the
 //! server allows them (and the log says what each session revealed), a client beyond the cap
 //! reads the busy error, a plaintext client is refused by a Noise server, and a client pinning
-//! another key cannot open a session.
+//! another key cannot open a session, and a server out of file descriptors refuses with a reason
+//! the client prints.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -26,8 +27,22 @@ impl Drop for Server {
 
 /// Starts `serve` on a free port with `extra` flags; its stderr lines arrive on `log`.
 fn serve(extra: &[&str]) -> Server {
+    serve_with_fd_limit(None, extra)
+}
+
+/// [`serve`], with the server process's descriptor limit lowered to `fds` by the shell.
+fn serve_with_fd_limit(fds: Option<u32>, extra: &[&str]) -> Server {
     let model = root().join("models/imdb-relu-gru");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_secinfer"))
+    let mut cmd = match fds {
+        None => Command::new(env!("CARGO_BIN_EXE_secinfer")),
+        Some(n) => {
+            let mut c = Command::new("sh");
+            c.args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\"")])
+                .arg(env!("CARGO_BIN_EXE_secinfer"));
+            c
+        }
+    };
+    let mut child = cmd
         .args(["serve", "--port", "0", "--model"])
         .arg(&model)
         .args(extra)
@@ -148,4 +163,36 @@ fn plaintext_and_wrong_key_clients_cannot_open_a_session() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("security mismatch"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_server_out_of_descriptors_refuses_with_a_reason_the_client_prints() {
+    let info = root().join("models/imdb-relu-gru");
+    // 40 descriptors, and room for far more sessions than that in the cap and the queue, so
+    // that silent peers exhaust the descriptors before the admission count refuses them.
+    let s = serve_with_fd_limit(
+        Some(40),
+        &[
+            "--max-sessions",
+            "2",
+            "--queue",
+            "200",
+            "--handshake-timeout",
+            "120",
+        ],
+    );
+    let held: Vec<std::net::TcpStream> = (0..60)
+        .map(|_| std::net::TcpStream::connect(&s.addr).unwrap())
+        .collect();
+    // A server that cannot accept would leave the client waiting: 20 s bounds the failure.
+    let o = infer(&s.addr, &info, &["--peer-timeout", "20"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("out of file descriptors"),
+        "{}",
+        stderr(&o)
+    );
+    let line = wait_for(&s.log, "out of file descriptors");
+    assert!(line.contains("refused"), "{line}");
+    drop(held);
 }
