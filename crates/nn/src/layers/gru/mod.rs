@@ -37,9 +37,9 @@ pub use circuits::{CircuitActivations, CircuitCache};
 pub use client::{client_session, client_session_garbling, client_session_with};
 pub use config::{
     fp_for_variant, ClientOptions, OtFiller, ServerPolicy, Variant, DEFAULT_GARBLING,
-    LOGITS_REFUSED, PROTOCOL,
+    LOGITS_REFUSED, MAX_TOP_K, PROTOCOL,
 };
 pub use model::{random_model, ClientModel, ServerModel};
-pub use report::{GruOutcome, SessionReport};
+pub use report::{top_k, GruOutcome, SessionReport};
 pub use secinfer_gc::garble::Scheme;
 pub use server::{server_session, server_session_with};
