@@ -187,9 +187,7 @@ fn more_than_max_top_k_is_an_input_error() {
     let dir = tempdir("limit");
     write_lm(&dir, None);
     let lm = load(&dir);
-    let e = secure_top(&lm, &[2, 3, 4, 5], MAX_TOP_K + 1)
-        .err()
-        .unwrap();
+    let e = secure_top(&lm, &[2, 3, 4, 5], MAX_TOP_K + 1).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::BadInput, "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -60,7 +60,11 @@ fn secure_equals_reference(name: &str, variant: Variant, items: usize) {
         );
         let out = r.client.output.unwrap();
         r.server.output.unwrap();
-        assert_eq!(out.logits.as_ref(), Some(&want), "{name} {variant:?}: {text:?}");
+        assert_eq!(
+            out.logits.as_ref(),
+            Some(&want),
+            "{name} {variant:?}: {text:?}"
+        );
         assert_eq!(out.class, argmax(&want));
     }
 }
