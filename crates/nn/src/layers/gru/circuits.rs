@@ -658,11 +658,7 @@ fn top_k_indices(b: &mut Builder, xs: &[W], k: usize) -> Vec<W> {
 fn eq_const(b: &mut Builder, x: &[Bit<u32>], c: u64) -> Bit<u32> {
     let mut acc = Bit::Const(true);
     for (i, xi) in x.iter().enumerate() {
-        let lit = if (c >> i) & 1 == 1 {
-            xi.clone()
-        } else {
-            not(b, xi)
-        };
+        let lit = if (c >> i) & 1 == 1 { *xi } else { not(b, xi) };
         acc = and(b, &acc, &lit);
     }
     acc
