@@ -4,6 +4,7 @@
 //! lowest index first among equal logits); a request for more than the protocol allows is a
 //! typed input error before anything is sent.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+mod common;
 use secinfer_net::simulate;
 use secinfer_nn::info::ModelInfo;
 use secinfer_nn::layers::gru::{top_k, ClientOptions, ServerPolicy, Variant, MAX_TOP_K};
@@ -70,26 +71,7 @@ fn write_lm(dir: &Path, fc: Option<(Vec<f32>, Vec<f32>)>) {
     let (w, b) = fc.unwrap_or_else(|| (draw(V * H), draw(V)));
     tensors.push(("fc.weight", vec![V, H], w));
     tensors.push(("fc.bias", vec![V], b));
-    let bytes: Vec<Vec<u8>> = tensors
-        .iter()
-        .map(|(_, _, d)| d.iter().flat_map(|v| v.to_le_bytes()).collect())
-        .collect();
-    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
-        .iter()
-        .zip(&bytes)
-        .map(|((name, shape, _), d)| {
-            (
-                name.to_string(),
-                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), d)
-                    .unwrap(),
-            )
-        })
-        .collect();
-    std::fs::write(
-        dir.join("weights.safetensors"),
-        safetensors::serialize(views, &None).unwrap(),
-    )
-    .unwrap();
+    common::write_weights(dir, &tensors);
 }
 
 struct Lm {
