@@ -118,15 +118,19 @@ class GRULanguageModel(nn.Module):
 
     task = "language-model"
 
-    def __init__(self, vocab_size: int, embed_dim: int, hidden: int, activation: str = "relu"):
+    def __init__(self, vocab_size: int, embed_dim: int, hidden: int, activation: str = "relu",
+                 dropout: float = 0.0):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim)
         self.gru = SecGRU(embed_dim, hidden, activation)
         self.fc = nn.Linear(hidden, vocab_size)
+        # Dropout on the GRU's input and output (Zaremba et al.'s non-recurrent dropout): a
+        # training-time regulariser only, so the exported network is unchanged.
+        self.drop = nn.Dropout(dropout)
 
     def forward(self, tokens: torch.Tensor, h0: torch.Tensor | None = None):
-        out, h = self.gru(self.embed(tokens), h0)
-        return self.fc(out), h
+        out, h = self.gru(self.drop(self.embed(tokens)), h0)
+        return self.fc(self.drop(out)), h
 
 
 def describe(model: nn.Module) -> dict:

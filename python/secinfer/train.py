@@ -100,8 +100,12 @@ def batchify(stream: np.ndarray, batch: int) -> torch.Tensor:
 def train_lm(model: nn.Module, stream: np.ndarray, *, epochs: int = 1, batch_size: int = 32,
              bptt: int = 30, lr: float = 2e-3, clip: float = 0.5, max_steps: int | None = None,
              log_every: int = 100, eval_fn: Callable[[nn.Module], float] | None = None,
+             lr_decay: float = 1.0, decay_after: int = 0, max_seconds: float | None = None,
              log: Callable[[str], None] | None = _print) -> History:
-    """Truncated BPTT over ``bptt`` steps with the hidden state carried (detached) between windows."""
+    """Truncated BPTT over ``bptt`` steps with the hidden state carried (detached) between windows.
+
+    The learning rate is multiplied by ``lr_decay`` after every epoch past ``decay_after``.
+    Training stops early after ``max_seconds`` of wall time (a budget on a shared machine)."""
     data = batchify(stream, batch_size)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
@@ -129,16 +133,24 @@ def train_lm(model: nn.Module, stream: np.ndarray, *, epochs: int = 1, batch_siz
                 window = []
             if max_steps is not None and step >= max_steps:
                 break
+            if max_seconds is not None and time.time() - t0 > max_seconds:
+                break
         if window:
             hist.losses.append(float(np.mean(window)))
+        out_of_time = max_seconds is not None and time.time() - t0 > max_seconds
         rec = {"epoch": epoch, "steps": step, "seconds": round(time.time() - t0, 1)}
-        if eval_fn is not None:
+        if out_of_time:
+            rec["stopped"] = f"time budget of {max_seconds:.0f} s"
+        elif eval_fn is not None:
             rec["eval"] = eval_fn(model)
         hist.epochs.append(rec)
         if log:
             log(f"epoch {epoch} done: {rec}")
-        if max_steps is not None and step >= max_steps:
+        if (max_steps is not None and step >= max_steps) or out_of_time:
             break
+        if epoch + 1 >= decay_after:
+            for g in opt.param_groups:
+                g["lr"] *= lr_decay
     hist.seconds = time.time() - t0
     return hist
 

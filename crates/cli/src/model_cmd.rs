@@ -4,7 +4,8 @@ use crate::error::Error;
 use clap::Args;
 use secinfer_net::{ClientConfig, PeerKey};
 use secinfer_nn::layers::gru::{
-    fp_for_variant, ClientOptions, OtFiller, Scheme, SessionReport, Variant, DEFAULT_GARBLING,
+    fp_for_variant, top_k, ClientOptions, OtFiller, Scheme, SessionReport, Variant,
+    DEFAULT_GARBLING,
 };
 use secinfer_nn::plan::{Plan, PlanOptions};
 use secinfer_nn::runtime::Client;
@@ -137,6 +138,14 @@ pub struct InferArgs {
     /// Ask the server's circuit to reveal the logits to this client (default: only the class).
     #[arg(long)]
     pub reveal_logits: bool,
+    /// Language model: print the predicted next words after the text (--text or --samples;
+    /// the last `vocab.max_len` words are the context), most likely first.
+    #[arg(long)]
+    pub next_word: bool,
+    /// How many of the largest logits' indices the secure run reveals (the next-word
+    /// candidates of a language model), largest first; 1 is the argmax alone.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub top_k: u16,
     /// With --server: also evaluate the plaintext fixed-point reference from --model and print
     /// it beside the secure prediction.
     #[arg(long)]
@@ -230,6 +239,18 @@ fn inputs(a: &InferArgs, vocab: Option<&Vocab>, n_vocab: usize) -> Result<Vec<In
     Ok(out)
 }
 
+/// A language model's predicted words, most likely first.
+fn words(vocab: Option<&Vocab>, ids: &[usize]) -> String {
+    ids.iter()
+        .map(|&i| {
+            vocab
+                .and_then(|v| v.token(i))
+                .map_or_else(|| format!("#{i}"), String::from)
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
 fn label(labels: &[String], k: usize) -> String {
     labels
         .get(k)
@@ -291,6 +312,7 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
             ClientOptions {
                 reveal_logits: a.reveal_logits,
                 gates_in_circuit: a.gates == Gates::Circuit,
+                top_k: usize::from(a.top_k),
             },
             a.ot,
             a.garbling.unwrap_or(DEFAULT_GARBLING),
@@ -298,7 +320,12 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         );
         bars.finish();
         let out = out?;
-        let mut line = format!("{:<10} secure: {:<10}", inp.name, label(labels, out.class));
+        let secure = if a.next_word {
+            words(client.vocab(), &out.top)
+        } else {
+            label(labels, out.class)
+        };
+        let mut line = format!("{:<10} secure: {:<10}", inp.name, secure);
         if let Some(l) = &out.logits {
             let sc = (1u64 << cm.fp.main.frac) as f64;
             line += &format!(
@@ -310,10 +337,15 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
             );
         }
         if let Some(q) = &reference {
-            let plain =
-                argmax(&Reference::new(q, CircuitActivations::default()).classify(&inp.tokens));
-            line += &format!("  plaintext fixed-point: {:<10}", label(labels, plain));
-            line += if plain == out.class {
+            let logits = Reference::new(q, CircuitActivations::default()).classify(&inp.tokens);
+            let top = top_k(&logits, out.top.len().max(1));
+            let shown = if a.next_word {
+                words(client.vocab(), &top)
+            } else {
+                label(labels, top[0])
+            };
+            line += &format!("  plaintext fixed-point: {shown:<10}");
+            line += if top == out.top {
                 "  [match]"
             } else {
                 "  [MISMATCH]"
@@ -422,9 +454,9 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
         .as_ref()
         .ok_or_else(|| Error::msg("--plaintext needs --model (the full model directory)"))?;
     let m = Model::load(dir)?;
-    if m.config.task != Task::Classification {
+    if m.config.task != Task::Classification && !a.next_word {
         return Err(Error::msg(
-            "--plaintext prints classifications; this is a language model",
+            "--plaintext prints classifications; this is a language model (pass --next-word)",
         ));
     }
     if m.config.gru().is_err() {
@@ -450,6 +482,11 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
         let k = argmax(&logits);
         if ins.len() > 1 {
             println!("{}", inp.name);
+        }
+        if a.next_word {
+            let top = top_k(&logits, usize::from(a.top_k));
+            println!("next word  {}", words(m.vocab.as_ref(), &top));
+            continue;
         }
         println!("class      {} ({})", k, label(&m.config.labels, k));
         if let Some(l) = &inp.label {

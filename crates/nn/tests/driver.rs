@@ -2,6 +2,7 @@
 //! securely and equals the reference; a graph without a protocol is refused naming the layer;
 //! a hostile or vanished peer surfaces as a typed error kind.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+mod common;
 use secinfer_net::simulate;
 use secinfer_nn::info::ModelInfo;
 use secinfer_nn::layers::gru::{ServerPolicy, Variant};
@@ -34,37 +35,22 @@ fn write_model(
     }
     std::fs::write(dir.join("model.json"), cfg.to_string()).unwrap();
     let mut state = 0x1234_5678u64;
-    let data: Vec<Vec<u8>> = tensors
+    let data: Vec<(&str, Vec<usize>, Vec<f32>)> = tensors
         .iter()
-        .map(|(_, shape)| {
+        .map(|(name, shape)| {
             let n: usize = shape.iter().product();
-            (0..n)
-                .flat_map(|_| {
+            let values = (0..n)
+                .map(|_| {
                     state = state
                         .wrapping_mul(6364136223846793005)
                         .wrapping_add(1442695040888963407);
-                    let v = ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 1.2;
-                    v.to_le_bytes()
+                    ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 1.2
                 })
-                .collect()
+                .collect();
+            (*name, shape.clone(), values)
         })
         .collect();
-    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
-        .iter()
-        .zip(&data)
-        .map(|((name, shape), d)| {
-            (
-                name.to_string(),
-                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), d)
-                    .unwrap(),
-            )
-        })
-        .collect();
-    std::fs::write(
-        dir.join("weights.safetensors"),
-        safetensors::serialize(views, &None).unwrap(),
-    )
-    .unwrap();
+    common::write_weights(dir, &data);
 }
 
 #[test]

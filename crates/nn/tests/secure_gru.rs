@@ -129,6 +129,7 @@ fn gate_tables_and_gate_circuits_give_the_same_logits() {
     let opts = |g| ClientOptions {
         reveal_logits: true,
         gates_in_circuit: g,
+        ..ClientOptions::default()
     };
     let (t, ts) = run_case_opts(size, Variant::Cg2, 12, opts(false), DEFAULT_GARBLING);
     let (g, gs) = run_case_opts(size, Variant::Cg2, 12, opts(true), DEFAULT_GARBLING);

@@ -338,6 +338,7 @@ impl Client {
         let opts = secinfer_nn::layers::gru::ClientOptions {
             reveal_logits,
             gates_in_circuit,
+            ..Default::default()
         };
         let out = py
             .allow_threads(|| {

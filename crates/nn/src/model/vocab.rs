@@ -8,6 +8,8 @@ use serde_json::Value;
 pub struct Vocab {
     pub config: VocabConfig,
     ids: std::collections::HashMap<String, u32>,
+    /// id → token, for printing a language model's predictions.
+    tokens: Vec<String>,
     pub size: usize,
 }
 
@@ -28,10 +30,12 @@ impl Vocab {
             )));
         }
         let mut ids = std::collections::HashMap::with_capacity(tokens.len());
+        let mut words = Vec::with_capacity(tokens.len());
         for (i, t) in tokens.iter().enumerate() {
             let s = t
                 .as_str()
                 .ok_or_else(|| NnError::Vocab(format!("token {i} is not a string")))?;
+            words.push(s.to_string());
             if ids.insert(s.to_string(), i as u32).is_some() {
                 return Err(NnError::Vocab(format!("duplicate token {s:?}")));
             }
@@ -46,8 +50,14 @@ impl Vocab {
         Ok(Vocab {
             config: config.clone(),
             ids,
+            tokens: words,
             size: tokens.len(),
         })
+    }
+
+    /// The token with id `id`, if there is one.
+    pub fn token(&self, id: usize) -> Option<&str> {
+        self.tokens.get(id).map(String::as_str)
     }
 
     /// Tokenises `text` with `words-v1` and shapes it to exactly `max_len` ids.

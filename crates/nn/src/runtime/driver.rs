@@ -62,6 +62,8 @@ pub enum ClientInput<'a> {
 pub struct Outcome {
     /// The class index (the argmax of the logits).
     pub class: usize,
+    /// The indices of the largest logits, largest first, as many as asked for (`class` first).
+    pub top: Vec<usize>,
     /// The logits, when the client asked for them and the protocol revealed them.
     pub logits: Option<Vec<i64>>,
     pub report: SessionReport,
@@ -71,6 +73,7 @@ impl From<GruOutcome> for Outcome {
     fn from(o: GruOutcome) -> Self {
         Outcome {
             class: o.class,
+            top: o.top,
             logits: o.logits,
             report: o.report,
         }

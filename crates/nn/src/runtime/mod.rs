@@ -224,6 +224,7 @@ impl Client {
             .run(&mut ch, ClientInput::Tokens(tokens), &run, progress)?;
         Ok(GruOutcome {
             class: o.class,
+            top: o.top,
             logits: o.logits,
             report: o.report,
         })

@@ -11,8 +11,10 @@
 use crate::model::{ActFormat, FixedPointConfig};
 use crate::reference::SmoothActivations;
 use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
-use secinfer_gc::backend::{and, xor, Bit, Word};
-use secinfer_gc::gadgets::{add, add_cin, add_full, argmax, constant_word, relu, saturate, sext};
+use secinfer_gc::backend::{and, not, xor, Bit, Word};
+use secinfer_gc::gadgets::{
+    add, add_cin, add_full, argmax, constant_word, mux_word, relu, saturate, sext,
+};
 use secinfer_gc::{Builder, Circuit};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -602,12 +604,14 @@ pub fn step_circuits_with(
 }
 
 /// The final circuit (one copy): garbler [C logit accumulators, A bits each], evaluator the
-/// same. Output: the argmax index (⌈log2 C⌉ bits, lowest index on ties), or with
-/// `reveal_logits` the C logits (L bits each, signed).
+/// same. Output: the indices of the `top_k` largest logits, largest first (⌈log2 C⌉ bits each,
+/// lowest index first among equal logits; `top_k` 1 is the argmax), or with `reveal_logits`
+/// the C logits (L bits each, signed).
 pub fn final_circuit(
     fp: &FixedPointConfig,
     classes: usize,
     reveal_logits: bool,
+    top_k: usize,
     cache: &CircuitCache,
 ) -> Circuit {
     let lay = StepLayout::new(fp, cache);
@@ -621,9 +625,43 @@ pub fn final_circuit(
         if reveal_logits {
             logits.concat()
         } else {
-            argmax(b, &logits).0
+            top_k_indices(b, &logits, top_k.clamp(1, classes)).concat()
         }
     })
+}
+
+/// The indices of the k largest signed words, largest first, the lowest index first among
+/// equals: k tournaments (gc's `argmax`), each after the previous winner's value is replaced by
+/// one below every input. The words are sign-extended by one bit so that this "taken" value,
+/// −2^L, is strictly below any L-bit input and a taken index never wins again. Per round:
+/// the tournament, an equality test of the winner's index against each constant index
+/// (⌈log2 n⌉ − 1 ANDs) and a multiplexer per word.
+fn top_k_indices(b: &mut Builder, xs: &[W], k: usize) -> Vec<W> {
+    let w = xs.first().map_or(0, Vec::len) + 1;
+    let taken = constant_word(1 << (w - 1), w);
+    let mut cur: Vec<W> = xs.iter().map(|x| sext(x, w)).collect();
+    let mut out = Vec::with_capacity(k);
+    for round in 0..k {
+        let (idx, _) = argmax(b, &cur);
+        if round + 1 < k {
+            for (j, v) in cur.iter_mut().enumerate() {
+                let hit = eq_const(b, &idx, j as u64);
+                *v = mux_word(b, &hit, v, &taken);
+            }
+        }
+        out.push(idx);
+    }
+    out
+}
+
+/// Whether the word x equals the constant c (x as wide as c needs).
+fn eq_const(b: &mut Builder, x: &[Bit<u32>], c: u64) -> Bit<u32> {
+    let mut acc = Bit::Const(true);
+    for (i, xi) in x.iter().enumerate() {
+        let lit = if (c >> i) & 1 == 1 { *xi } else { not(b, xi) };
+        acc = and(b, &acc, &lit);
+    }
+    acc
 }
 
 /// Bits of the argmax index the final circuit outputs.

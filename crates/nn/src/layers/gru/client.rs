@@ -9,7 +9,7 @@ use super::circuits::{
 use super::config::*;
 use super::model::{check_state_exact, input_layout, ClientModel};
 use super::products::*;
-use super::report::{GruOutcome, Meter, SessionReport};
+use super::report::{top_k, GruOutcome, Meter, SessionReport};
 use super::tables::*;
 use crate::error::{NnError, Result};
 use crate::model::Candidate;
@@ -363,7 +363,7 @@ fn client_offline<C: Channel>(
     meter.rep.gate_tables = lay.lut.is_some();
     meter.rep.and_per_element_step = sc.and_count();
     check_state_exact(&lay)?;
-    let fin = final_circuit(&m.fp, c, opts.reveal_logits, &m.circuits);
+    let fin = final_circuit(&m.fp, c, opts.reveal_logits, opts.indices(c), &m.circuits);
     let n_labels = steps * h * lay.evaluator_inputs() + c * lay.acc;
     // Fill both pools with every COT the session will use (the labels' COTs below, the B2A and
     // multiplexer OTs online), so online OTs cost one derandomisation bit each. The server
@@ -885,23 +885,32 @@ fn client_final<C: Channel>(
     let out = st.eval.eval(ch, &st.fin, c * lay.acc, Reveal::Evaluator)?;
     meter.gc(ch);
     let report = meter.finish(ch);
-    let (class, logits) = if opts.reveal_logits {
+    let (top, logits) = if opts.reveal_logits {
         let l: Vec<i64> = out
             .chunks(lay.l)
             .map(|b| sign_extend(word(b), lay.l))
             .collect();
-        (crate::reference::argmax(&l), Some(l))
+        (top_k(&l, opts.indices(c)), Some(l))
     } else {
-        let k = word(&out[..index_bits(c)]) as usize;
-        if k >= c {
-            return Err(NnError::Malformed(format!(
-                "decoded class {k} out of range"
-            )));
-        }
-        (k, None)
+        let ib = index_bits(c);
+        let top = out
+            .chunks(ib)
+            .take(opts.indices(c))
+            .map(|b| {
+                let k = word(b) as usize;
+                if k >= c {
+                    return Err(NnError::Malformed(format!(
+                        "decoded class {k} out of range"
+                    )));
+                }
+                Ok(k)
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        (top, None)
     };
     Ok(GruOutcome {
-        class,
+        class: top.first().copied().unwrap_or(0),
+        top,
         logits,
         report,
     })

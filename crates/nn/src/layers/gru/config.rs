@@ -11,7 +11,7 @@ use secinfer_ot::{CotSource, FerretParams};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/10";
+pub const PROTOCOL: &str = "secinfer-gru/11";
 /// How the session's AND gates are garbled unless the client asks otherwise (the client names
 /// the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
 /// garbling"). Three-halves: 23 % fewer table bytes than half-gates, as fast on `lan` (0.185 vs
@@ -144,6 +144,21 @@ pub struct ClientOptions {
     /// (docs/gru-protocol.md, "carry shares and gate tables"). A cost trade-off, not a security
     /// one.
     pub gates_in_circuit: bool,
+    /// How many of the largest logits' indices to learn, largest first (0 or 1: the argmax
+    /// only). A language model's next-word candidates; at most [`MAX_TOP_K`]. Each index past
+    /// the first costs one more garbled tournament over the C logits.
+    pub top_k: usize,
+}
+
+/// The most indices a client may ask for ([`ClientOptions::top_k`]): a handful of next-word
+/// candidates, not a ranking of the vocabulary.
+pub const MAX_TOP_K: usize = 16;
+
+impl ClientOptions {
+    /// The number of indices the final circuit outputs for `classes` logits.
+    pub fn indices(&self, classes: usize) -> usize {
+        self.top_k.clamp(1, classes.max(1))
+    }
 }
 
 /// The handshake's names for where r and z are computed.
@@ -242,7 +257,14 @@ pub(super) fn client_handshake<C: Channel>(
     filler: OtFiller,
     garbling: Scheme,
 ) -> Result<()> {
+    if opts.top_k > MAX_TOP_K {
+        return Err(NnError::Input(format!(
+            "top-{} asked; at most {MAX_TOP_K} indices",
+            opts.top_k
+        )));
+    }
     let mut hs = handshake_json(&m.config, &m.fp, m.variant, m.steps, opts.reveal_logits)?;
+    hs["top_k"] = serde_json::Value::from(opts.indices(m.arch.classes));
     hs["ot"] = serde_json::Value::from(filler.name());
     hs["garbling"] = serde_json::Value::from(garbling.name());
     hs["gates"] = serde_json::Value::from(if opts.gates_in_circuit {
@@ -283,6 +305,8 @@ pub(super) struct Agreed {
     pub(super) filler: OtFiller,
     pub(super) garbling: Scheme,
     pub(super) gates_in_circuit: bool,
+    /// Indices the final circuit outputs (1: the argmax).
+    pub(super) top_k: usize,
 }
 
 /// Server: reads the client's handshake, checks it against this model and answers; a mismatch
@@ -339,6 +363,22 @@ pub(super) fn server_handshake<C: Channel>(
             false
         }
     };
+    // How many indices the client learns (absent: the argmax).
+    let classes = m.q.arch.classes;
+    let top_k = match &hv["top_k"] {
+        serde_json::Value::Null => Some(1),
+        v => v
+            .as_u64()
+            .and_then(|k| usize::try_from(k).ok())
+            .filter(|k| (1..=MAX_TOP_K.min(classes)).contains(k)),
+    };
+    if problem.is_none() && top_k.is_none() {
+        problem = Some(format!(
+            "top_k {} (1 to {} for {classes} logits)",
+            hv["top_k"],
+            MAX_TOP_K.min(classes)
+        ));
+    }
     if let Some(p) = problem {
         let _ = ch.send_frame(
             serde_json::json!({"ok": false, "error": p})
@@ -355,5 +395,6 @@ pub(super) fn server_handshake<C: Channel>(
         filler: ot_src.unwrap_or_default(),
         garbling: garbling.unwrap_or(DEFAULT_GARBLING),
         gates_in_circuit,
+        top_k: top_k.unwrap_or(1),
     })
 }

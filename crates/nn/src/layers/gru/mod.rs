@@ -1,6 +1,7 @@
 //! Secure GRU inference (CryptoGRU): HE matvecs over Z_{2^32} (coefficient encoding) on the
 //! client's masks (all offline), three garbled circuits per step for the gates and activations,
-//! OT multiplexers for the gate products, and a final garbled argmax (docs/gru-protocol.md).
+//! OT multiplexers for the gate products, and a final garbled argmax, or top-k for a language
+//! model's next words (docs/gru-protocol.md).
 //!
 //! One session, both roles, over any [`Channel`](secinfer_net::Channel):
 //! * setup ([`config`] handshake: protocol, architecture hash, variant, steps, OT filler), the
@@ -11,7 +12,8 @@
 //!   ρ_h; pool fills; COTs of every client circuit input (all known now) whose m0 are the zero
 //!   labels; the random OTs of the lookup tables ([`tables`]);
 //! * online: x − ρ_x for all t; per step A → product P → B → product Q → C → B2A of h', the
-//!   server learning m = h' + ρ_h; finally the garbled argmax. Each batch (circuit A, B or C for
+//!   server learning m = h' + ρ_h; finally the garbled argmax (or the client's top-k: k
+//!   tournaments, each winner's logit replaced by one below every logit before the next). Each batch (circuit A, B or C for
 //!   all H elements) is garbled online, as soon as the server knows its inputs, which are folded
 //!   into the garbling (`BatchJob::g_known`): its tables travel instead of the server's labels,
 //!   16 bytes per server input bit fewer.
@@ -37,9 +39,9 @@ pub use circuits::{CircuitActivations, CircuitCache};
 pub use client::{client_session, client_session_garbling, client_session_with};
 pub use config::{
     fp_for_variant, ClientOptions, OtFiller, ServerPolicy, Variant, DEFAULT_GARBLING,
-    LOGITS_REFUSED, PROTOCOL,
+    LOGITS_REFUSED, MAX_TOP_K, PROTOCOL,
 };
 pub use model::{random_model, ClientModel, ServerModel};
-pub use report::{GruOutcome, SessionReport};
+pub use report::{top_k, GruOutcome, SessionReport};
 pub use secinfer_gc::garble::Scheme;
 pub use server::{server_session, server_session_with};

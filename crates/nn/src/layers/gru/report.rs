@@ -77,7 +77,20 @@ impl Meter {
 /// What the client learns.
 #[derive(Clone, Debug)]
 pub struct GruOutcome {
+    /// The argmax of the logits.
     pub class: usize,
+    /// The indices of the largest logits, largest first, as many as the client asked for
+    /// (`ClientOptions::top_k`; `class` is the first).
+    pub top: Vec<usize>,
     pub logits: Option<Vec<i64>>,
     pub report: SessionReport,
+}
+
+/// The indices of the `k` largest logits, largest first, the lowest index first among equal
+/// logits: what the final circuit's top-k reveals, in the clear.
+pub fn top_k(logits: &[i64], k: usize) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..logits.len()).collect();
+    idx.sort_by(|&a, &b| logits[b].cmp(&logits[a]).then(a.cmp(&b)));
+    idx.truncate(k);
+    idx
 }

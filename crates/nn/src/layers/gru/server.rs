@@ -203,7 +203,7 @@ fn server_offline<'a, C: Channel>(
     let lay = sc.lay;
     meter.rep.gate_tables = lay.lut.is_some();
     meter.rep.and_per_element_step = sc.and_count();
-    let fin = final_circuit(&m.fp, c, agreed.reveal, &m.circuits);
+    let fin = final_circuit(&m.fp, c, agreed.reveal, agreed.top_k, &m.circuits);
     let n_labels = steps * h * lay.evaluator_inputs() + c * lay.acc;
     let (fwd, rev) = pool_sizes(&lay, steps, h, n_labels);
     let answers = answer_uploads(
