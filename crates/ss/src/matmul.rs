@@ -93,11 +93,13 @@ fn sender<C: Channel>(
 ) -> Result<Vec<u64>> {
     let MatDims { rows, cols, count } = dims;
     let keys = ctx.rot_send(ch, cells)?;
+    if ctx.is_dry_run() {
+        return Ok(vec![0; count * rows]);
+    }
     let per_bit = count * cols;
     let mut out = vec![0u64; count * rows];
     let mb = mask(bits);
     let chunk = (FRAME_VALUES / rows.max(1)).max(1);
-    let dry = ctx.is_dry_run();
     for b in 0..v_bits {
         let w = bits - b;
         let mw = mask(w);
@@ -131,14 +133,10 @@ fn sender<C: Channel>(
                 }
                 flat.extend(corr);
             }
-            if !dry {
-                ch.send_frame(&pack_words(&flat, w)?)?;
-            }
+            ch.send_frame(&pack_words(&flat, w)?)?;
         }
     }
-    if !dry {
-        ch.flush()?;
-    }
+    ch.flush()?;
     Ok(out)
 }
 
@@ -156,23 +154,21 @@ fn receiver<C: Channel>(
         .flat_map(|b| v.iter().map(move |x| (x >> b) & 1 == 1))
         .collect();
     let keys = ctx.rot_recv(ch, &choices)?;
+    if ctx.is_dry_run() {
+        return Ok(vec![0; count * rows]);
+    }
     let cols = dims.cols;
     let mut out = vec![0u64; count * rows];
     let mb = mask(bits);
     let chunk = (FRAME_VALUES / rows.max(1)).max(1);
-    let dry = ctx.is_dry_run();
     for b in 0..v_bits {
         let w = bits - b;
         let mw = mask(w);
         let base = b as usize * per_bit;
         for start in (0..per_bit).step_by(chunk) {
             let len = chunk.min(per_bit - start);
-            let corr = if dry {
-                vec![0u64; len * rows]
-            } else {
-                let frame = ch.recv_frame()?;
-                unpack_words(&frame, len * rows, w).map_err(SsError::from)?
-            };
+            let frame = ch.recv_frame()?;
+            let corr = unpack_words(&frame, len * rows, w).map_err(SsError::from)?;
             let got: Vec<Vec<u64>> = (0..len)
                 .into_par_iter()
                 .map(|t| {

@@ -1,0 +1,278 @@
+//! FastGRNN (Kusupati et al. 2018) in the fixed-point arithmetic of family `ss`'s protocol
+//! (`crate::layers::ss`): z = σ(Wx + Uh + b_z), h̃ = tanh(Wx + Uh + b_h),
+//! h' = (ζ(1 − z) + ν) ⊙ h̃ + z ⊙ h, then a dense head on the last state.
+//!
+//! Formats follow OPAF's FastGRNN (§VI-F, SIRNN's formats): activations x, h, h̃ are 16-bit at
+//! scale [`ACT_SCALE`]; σ reads 16 bits at scale 8 and writes scale 14; tanh reads and writes
+//! scale 9. Every step below is an integer operation the secure protocol performs on shares
+//! (products and sums mod 2^bits, exact floor shifts), so the linear parts and the update agree
+//! bit for bit; σ and tanh here are the correctly rounded functions, which the secure OPAF and
+//! SIRNN math meets within its stated ULP bound.
+//!
+//! The update h' is rearranged so it takes a single product of two shared vectors:
+//! h' = (ζ + ν)·h̃ + z ⊙ (h − ζ·h̃); ζ and ν stay the server's (their products with h̃ are
+//! products of a server scalar with a shared vector).
+use crate::error::{NnError, Result};
+
+/// Bitwidth of x, h̃ and the gates' inputs and outputs.
+pub const ACT_BITS: u32 = 16;
+/// Scale of x, h and h̃ (tanh's input and output scale).
+pub const ACT_SCALE: u32 = 9;
+/// σ's input scale.
+pub const SIGMOID_IN_SCALE: u32 = 8;
+/// σ's output scale, and the scale of ζ and ν.
+pub const GATE_SCALE: u32 = 14;
+/// The ring of the state update and of h.
+pub const UPDATE_BITS: u32 = 32;
+
+/// The dense head on the last state: logits = W_d·h + b_d.
+#[derive(Clone)]
+pub struct Head {
+    pub classes: usize,
+    /// classes × hidden, at the weight scale.
+    pub w: Vec<i64>,
+    /// At the accumulator scale.
+    pub b: Vec<i64>,
+}
+
+/// A quantised FastGRNN with its head. Secret (the server's): no `Debug`.
+#[derive(Clone)]
+pub struct FastGrnnParams {
+    pub input: usize,
+    pub hidden: usize,
+    /// Scale of W, U and the head's weights (16-bit integers).
+    pub weight_scale: u32,
+    /// hidden × input.
+    pub w: Vec<i64>,
+    /// hidden × hidden.
+    pub u: Vec<i64>,
+    /// At the accumulator scale (ACT_SCALE + weight_scale).
+    pub b_z: Vec<i64>,
+    pub b_h: Vec<i64>,
+    /// ζ and ν at [`GATE_SCALE`] (16-bit).
+    pub zeta: i64,
+    pub nu: i64,
+    pub head: Head,
+}
+
+/// The derived widths of a weight scale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Widths {
+    /// Scale of W·x + U·h.
+    pub acc_scale: u32,
+    /// Ring of the accumulator: 16 bits after the shift to σ's input scale.
+    pub acc_bits: u32,
+    /// Shift to σ's input scale.
+    pub shift_z: u32,
+    /// Shift to tanh's input scale.
+    pub shift_h: u32,
+}
+
+impl Widths {
+    /// Widths for weights at `weight_scale` (1..=14).
+    pub fn new(weight_scale: u32) -> Result<Widths> {
+        if !(1..=14).contains(&weight_scale) {
+            return Err(NnError::config(format!(
+                "fastgrnn: weight scale {weight_scale} is outside 1..=14"
+            )));
+        }
+        let acc_scale = ACT_SCALE + weight_scale;
+        let shift_z = acc_scale - SIGMOID_IN_SCALE;
+        Ok(Widths {
+            acc_scale,
+            acc_bits: ACT_BITS + shift_z,
+            shift_z,
+            shift_h: acc_scale - ACT_SCALE,
+        })
+    }
+}
+
+/// `x` reduced mod 2^bits, read as a signed integer.
+pub fn wrap(x: i64, bits: u32) -> i64 {
+    let s = 64 - bits;
+    (x << s) >> s
+}
+
+/// σ(x / 2^8) rounded to nearest at scale 14.
+pub fn sigmoid(x: i64) -> i64 {
+    let r = x as f64 / f64::from(1u32 << SIGMOID_IN_SCALE);
+    (f64::from(1u32 << GATE_SCALE) / (1.0 + (-r).exp()) + 0.5).floor() as i64
+}
+
+/// tanh(x / 2^9) rounded to nearest at scale 9.
+pub fn tanh(x: i64) -> i64 {
+    let r = x as f64 / f64::from(1u32 << ACT_SCALE);
+    (r.tanh() * f64::from(1u32 << ACT_SCALE) + 0.5).floor() as i64
+}
+
+impl FastGrnnParams {
+    /// Checks the tensor sizes and ranges (16-bit weights).
+    pub fn validate(&self) -> Result<Widths> {
+        let wd = Widths::new(self.weight_scale)?;
+        let (i, h, c) = (self.input, self.hidden, self.head.classes);
+        let sizes = [
+            ("W", self.w.len(), h * i),
+            ("U", self.u.len(), h * h),
+            ("bias_gate", self.b_z.len(), h),
+            ("bias_update", self.b_h.len(), h),
+            ("head weight", self.head.w.len(), c * h),
+            ("head bias", self.head.b.len(), c),
+        ];
+        for (name, got, want) in sizes {
+            if got != want || want == 0 {
+                return Err(NnError::config(format!(
+                    "fastgrnn: {name} has {got} values, expected {want} (> 0)"
+                )));
+            }
+        }
+        let fits = |v: &[i64], bits: u32| v.iter().all(|x| wrap(*x, bits) == *x);
+        if !fits(&self.w, ACT_BITS) || !fits(&self.u, ACT_BITS) || !fits(&self.head.w, ACT_BITS)
+        {
+            return Err(NnError::config("fastgrnn: weights must fit 16 bits"));
+        }
+        if !fits(&self.b_z, wd.acc_bits)
+            || !fits(&self.b_h, wd.acc_bits)
+            || !fits(&self.head.b, wd.acc_bits)
+        {
+            return Err(NnError::config("fastgrnn: biases must fit the accumulator"));
+        }
+        if !fits(&[self.zeta, self.nu, self.zeta + self.nu], ACT_BITS) {
+            return Err(NnError::config("fastgrnn: ζ and ν must fit 16 bits"));
+        }
+        Ok(wd)
+    }
+
+    /// W·x_t + U·h mod 2^acc_bits (no bias).
+    pub fn accumulate(&self, wd: &Widths, x: &[i64], h: &[i64]) -> Vec<i64> {
+        (0..self.hidden)
+            .map(|r| {
+                let wx: i64 = (0..self.input)
+                    .map(|j| self.w[r * self.input + j].wrapping_mul(x[j]))
+                    .fold(0, i64::wrapping_add);
+                let uh: i64 = (0..self.hidden)
+                    .map(|j| self.u[r * self.hidden + j].wrapping_mul(h[j]))
+                    .fold(0, i64::wrapping_add);
+                wrap(wx.wrapping_add(uh), wd.acc_bits)
+            })
+            .collect()
+    }
+
+    /// σ's and tanh's inputs from the accumulator: (acc + b) floor-shifted to scale 8 (σ) and 9
+    /// (tanh) in the accumulator ring, then reduced to 16 bits.
+    pub fn gate_inputs(&self, wd: &Widths, acc: &[i64]) -> (Vec<i64>, Vec<i64>) {
+        let shift = |a: i64, b: i64, t: u32| wrap(wrap(a + b, wd.acc_bits) >> t, ACT_BITS);
+        let zi = acc
+            .iter()
+            .zip(&self.b_z)
+            .map(|(a, b)| shift(*a, *b, wd.shift_z))
+            .collect();
+        let hi = acc
+            .iter()
+            .zip(&self.b_h)
+            .map(|(a, b)| shift(*a, *b, wd.shift_h))
+            .collect();
+        (zi, hi)
+    }
+
+    /// h' = ⌊((ζ + ν)·h̃ + z·⌊(2^14·h − ζ·h̃) / 2^14⌋) / 2^14⌋ in Z_{2^32}: z at scale 14, h and
+    /// h̃ at scale 9.
+    pub fn update(&self, z: &[i64], ht: &[i64], h: &[i64]) -> Vec<i64> {
+        let b = UPDATE_BITS;
+        (0..z.len())
+            .map(|i| {
+                let d = wrap((h[i] << GATE_SCALE) - self.zeta * ht[i], b) >> GATE_SCALE;
+                let p = wrap(z[i].wrapping_mul(d), b);
+                let s = wrap((self.zeta + self.nu) * ht[i] + p, b);
+                s >> GATE_SCALE
+            })
+            .collect()
+    }
+
+    /// The head's logits W_d·h + b_d mod 2^acc_bits.
+    pub fn logits(&self, wd: &Widths, h: &[i64]) -> Vec<i64> {
+        (0..self.head.classes)
+            .map(|c| {
+                let s: i64 = (0..self.hidden)
+                    .map(|j| self.head.w[c * self.hidden + j].wrapping_mul(h[j]))
+                    .fold(0, i64::wrapping_add);
+                wrap(s.wrapping_add(self.head.b[c]), wd.acc_bits)
+            })
+            .collect()
+    }
+
+    /// The whole reference on `x` (steps × input, 16-bit at scale 9): the last state and the
+    /// logits.
+    pub fn run(&self, x: &[i64]) -> Result<(Vec<i64>, Vec<i64>)> {
+        let wd = self.validate()?;
+        if x.is_empty() || !x.len().is_multiple_of(self.input) {
+            return Err(NnError::Input(format!(
+                "fastgrnn: {} values are not a whole number of {}-feature steps",
+                x.len(),
+                self.input
+            )));
+        }
+        let mut h = vec![0i64; self.hidden];
+        for xt in x.chunks(self.input) {
+            let acc = self.accumulate(&wd, xt, &h);
+            let (zi, hi) = self.gate_inputs(&wd, &acc);
+            let z: Vec<i64> = zi.iter().map(|v| sigmoid(*v)).collect();
+            let ht: Vec<i64> = hi.iter().map(|v| tanh(*v)).collect();
+            h = self.update(&z, &ht, &h);
+        }
+        let logits = self.logits(&wd, &h);
+        Ok((h, logits))
+    }
+}
+
+/// The index of the largest value, lowest on ties.
+pub fn argmax(v: &[i64]) -> usize {
+    let mut best = 0;
+    for (i, x) in v.iter().enumerate() {
+        if *x > v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fixed-point update tracks the real-valued FastGRNN update within a few output ULPs
+    /// (the floors lose at most one ULP each; z and h̃ are exact inputs here).
+    #[test]
+    fn update_tracks_the_real_formula() {
+        let p = FastGrnnParams {
+            input: 1,
+            hidden: 1,
+            weight_scale: 8,
+            w: vec![0],
+            u: vec![0],
+            b_z: vec![0],
+            b_h: vec![0],
+            zeta: 13_000,
+            nu: 300,
+            head: Head {
+                classes: 1,
+                w: vec![0],
+                b: vec![0],
+            },
+        };
+        let (zf, nf) = (13_000.0 / 16384.0, 300.0 / 16384.0);
+        for (z, ht, h) in [(0i64, 511i64, -511i64), (16384, -300, 400), (8000, 123, -77)] {
+            let got = p.update(&[z], &[ht], &[h])[0] as f64 / 512.0;
+            let (zr, htr, hr) = (z as f64 / 16384.0, ht as f64 / 512.0, h as f64 / 512.0);
+            let want = (zf * (1.0 - zr) + nf) * htr + zr * hr;
+            assert!((got - want).abs() <= 3.0 / 512.0, "{z} {ht} {h}: {got} vs {want}");
+        }
+    }
+
+    /// Widths: 16 bits at σ's input after the shift; the shifts reach scales 8 and 9.
+    #[test]
+    fn widths_of_weight_scale_8() {
+        let w = Widths::new(8).unwrap();
+        assert_eq!((w.acc_scale, w.acc_bits, w.shift_z, w.shift_h), (17, 25, 9, 8));
+        assert!(Widths::new(0).is_err());
+    }
+}
