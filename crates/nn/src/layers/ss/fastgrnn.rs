@@ -18,7 +18,7 @@
 //! except σ and tanh, which are within the math's ULP bound.
 use crate::error::{NnError, Result};
 use crate::reference::fastgrnn::{
-    argmax, FastGrnnParams, Widths, ACT_BITS, ACT_SCALE, GATE_SCALE, SIGMOID_IN_SCALE,
+    argmax, FastGrnnParams, Head, Widths, ACT_BITS, ACT_SCALE, GATE_SCALE, SIGMOID_IN_SCALE,
     UPDATE_BITS,
 };
 use secinfer_core::Format;
@@ -215,6 +215,62 @@ pub(crate) fn online<C: Channel>(
         }
     }
     Ok(lg)
+}
+
+/// A public-seed xorshift: the benchmark's random models and inputs, which both processes of
+/// a two-process run regenerate. Not a source of secrets.
+struct SeedRng(u64);
+impl SeedRng {
+    fn new(seed: u64) -> SeedRng {
+        SeedRng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    /// Uniform in [−r, r].
+    fn int(&mut self, r: i64) -> i64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % (2 * r as u64 + 1)) as i64 - r
+    }
+}
+
+/// A random FastGRNN of the given shape (Google-30's for OPAF's Table XI): weights and biases
+/// uniform in ±0.5, ζ ≈ 0.9, ν ≈ 0.05, FastGRNN's usual range after training.
+pub fn random_params(
+    input: usize,
+    hidden: usize,
+    classes: usize,
+    weight_scale: u32,
+    seed: u64,
+) -> Result<FastGrnnParams> {
+    let wd = Widths::new(weight_scale)?;
+    let mut r = SeedRng::new(seed);
+    let mut v = |n: usize, scale: u32| -> Vec<i64> {
+        (0..n).map(|_| r.int(1 << (scale - 1))).collect()
+    };
+    let p = FastGrnnParams {
+        input,
+        hidden,
+        weight_scale,
+        w: v(hidden * input, weight_scale),
+        u: v(hidden * hidden, weight_scale),
+        b_z: v(hidden, wd.acc_scale),
+        b_h: v(hidden, wd.acc_scale),
+        zeta: (0.9 * f64::from(1u32 << GATE_SCALE)) as i64,
+        nu: (0.05 * f64::from(1u32 << GATE_SCALE)) as i64,
+        head: Head {
+            classes,
+            w: v(classes * hidden, weight_scale),
+            b: v(classes, wd.acc_scale),
+        },
+    };
+    p.validate()?;
+    Ok(p)
+}
+
+/// A random client sequence (steps × input) in ±2 at scale 9.
+pub fn random_input(steps: usize, input: usize, seed: u64) -> Vec<i64> {
+    let mut r = SeedRng::new(seed ^ 0x5555);
+    (0..steps * input).map(|_| r.int(2 << ACT_SCALE)).collect()
 }
 
 /// The client's sequence as ring elements, checked (steps × input values in 16 bits).

@@ -6,5 +6,7 @@
 //! * [`fastgrnn`]: FastGRNN → Dense → argmax, the model of OPAF's Table XI.
 pub mod fastgrnn;
 
-pub use fastgrnn::{run_fastgrnn, FastGrnnRun, FastGrnnShape, SsOptions};
+pub use fastgrnn::{
+    random_input, random_params, run_fastgrnn, FastGrnnRun, FastGrnnShape, SsOptions,
+};
 pub use secinfer_ss::math::Impl;

@@ -1,52 +1,15 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
-use crate::reference::fastgrnn::{Head, FastGrnnParams};
+use crate::reference::fastgrnn::FastGrnnParams;
 use crate::error::ErrorKind;
 use secinfer_net::simulate;
 
-/// Deterministic xorshift for weights and inputs.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in [−r, r].
-    fn int(&mut self, r: i64) -> i64 {
-        (self.next() % (2 * r as u64 + 1)) as i64 - r
-    }
-}
-
-/// Random weights in ±0.5, biases in ±0.5, ζ ≈ 0.9, ν ≈ 0.05 (FastGRNN's usual range).
 fn random_model(seed: u64, input: usize, hidden: usize, classes: usize) -> FastGrnnParams {
-    let ws = 8;
-    let acc = ACT_SCALE + ws;
-    let mut r = Rng(seed);
-    let mut v = |n: usize, scale: u32| (0..n).map(|_| r.int(1 << (scale - 1))).collect::<Vec<_>>();
-    FastGrnnParams {
-        input,
-        hidden,
-        weight_scale: ws,
-        w: v(hidden * input, ws),
-        u: v(hidden * hidden, ws),
-        b_z: v(hidden, acc),
-        b_h: v(hidden, acc),
-        zeta: 14_746,
-        nu: 819,
-        head: Head {
-            classes,
-            w: v(classes * hidden, ws),
-            b: v(classes, acc),
-        },
-    }
+    random_params(input, hidden, classes, 8, seed).unwrap()
 }
 
-/// Inputs in ±2 at scale 9.
 fn random_input(seed: u64, n: usize) -> Vec<i64> {
-    let mut r = Rng(seed);
-    (0..n).map(|_| r.int(1024)).collect()
+    super::random_input(1, n, seed)
 }
 
 fn open(a: &[u64], b: &[u64], bits: u32) -> Vec<i64> {
