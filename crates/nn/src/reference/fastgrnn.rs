@@ -157,19 +157,21 @@ impl FastGrnnParams {
             .collect()
     }
 
-    /// σ's and tanh's inputs from the accumulator: (acc + b) floor-shifted to scale 8 (σ) and 9
-    /// (tanh) in the accumulator ring, then reduced to 16 bits.
+    /// σ's and tanh's inputs from the accumulator, in the accumulator ring: σ's is
+    /// (acc + b_z) floor-shifted to scale 8, tanh's 2·(acc + b_h) floor-shifted by the same
+    /// amount (so to scale 9: the secure run shifts both halves in one call), each reduced to
+    /// 16 bits.
     pub fn gate_inputs(&self, wd: &Widths, acc: &[i64]) -> (Vec<i64>, Vec<i64>) {
-        let shift = |a: i64, b: i64, t: u32| wrap(wrap(a + b, wd.acc_bits) >> t, ACT_BITS);
+        let (l, t) = (wd.acc_bits, wd.shift_z);
         let zi = acc
             .iter()
             .zip(&self.b_z)
-            .map(|(a, b)| shift(*a, *b, wd.shift_z))
+            .map(|(a, b)| wrap(wrap(a + b, l) >> t, ACT_BITS))
             .collect();
         let hi = acc
             .iter()
             .zip(&self.b_h)
-            .map(|(a, b)| shift(*a, *b, wd.shift_h))
+            .map(|(a, b)| wrap(wrap(2 * wrap(a + b, l), l) >> t, ACT_BITS))
             .collect();
         (zi, hi)
     }

@@ -6,8 +6,13 @@
 //! 1. acc = W·x_t + U·h in Z_{2^L} (L = [`Widths::acc_bits`]): W·x for all steps in one batch
 //!    before the first step (x is the client's own), U·h as U·h_server locally plus U·h_client
 //!    by SIRNN's OT product (`secinfer_ss::matmul`);
-//! 2. z_in, h_in = ARS(acc + b) to scales 8 and 9, reduced to 16 bits (exact floor shifts);
-//! 3. z = σ(z_in) at scale 14, h̃ = tanh(h_in) at scale 9 (OPAF or SIRNN);
+//! 2. z_in, h_in = ARS(acc + b) to scales 8 and 9, reduced to 16 bits (exact floor shifts,
+//!    one call: h's half is doubled first so the same shift reaches scale 9);
+//! 3. z = σ(z_in) at scale 14 and h̃ = tanh(h_in) = 2σ(2·h_in) − 1 rounded to scale 9, both
+//!    σ in one batch of 2·hidden (OPAF's or SIRNN's sigmoid): the identity both papers build
+//!    their tanh on, evaluated at scale 14 (five bits above tanh's output), so h̃'s error is
+//!    σ's ULP bound at scale 14 doubled (0.19 of tanh's ULP at most) plus the final rounding,
+//!    and a step pays one σ's rounds instead of a σ's and a tanh's;
 //! 4. h' = ARS((ζ+ν)·h̃ + z ⊙ ARS(2^14·h − ζ·h̃, 14), 14) in Z_{2^32}: ζ·h̃ and (ζ+ν)·h̃ are
 //!    the server's scalars times the shared h̃ (one OT product carries both), z ⊙ d one
 //!    product of two shared vectors.
@@ -23,7 +28,7 @@ use crate::reference::fastgrnn::{
 };
 use secinfer_core::Format;
 use secinfer_net::{Channel, Cost, Phase};
-use secinfer_ss::blocks::{ars, mul_shared, sext, zext_msb0};
+use secinfer_ss::blocks::{ars, mul_shared, zext_msb0};
 use secinfer_ss::math::{self, Impl};
 use secinfer_ss::matmul::{matvec_private, MatDims};
 use secinfer_ss::reveal::{reveal, RevealTo};
@@ -160,12 +165,13 @@ pub(crate) fn online<C: Channel>(
     let dims = |rows, cols, count| MatDims { rows, cols, count };
     let wx = matvec_private(ctx, ch, w, x, dims(hid, sh.input, sh.steps), ACT_BITS, true, l)?;
     let (sig_in, sig_out) = (fmt(ACT_BITS, SIGMOID_IN_SCALE)?, fmt(ACT_BITS, GATE_SCALE)?);
-    let tanh_f = fmt(ACT_BITS, ACT_SCALE)?;
     let mut h = vec![0u64; hid];
     for t in 0..sh.steps {
         let hl: Vec<u64> = h.iter().map(|v| v & ml).collect();
         let uh = matvec_private(ctx, ch, u, &client(&hl), dims(hid, hid, 1), l, false, l)?;
-        let (mut az, mut ah) = (Vec::with_capacity(hid), Vec::with_capacity(hid));
+        // [acc + b_z ; 2·(acc + b_h)]: one shift to scale 8 gives σ's input and, read at scale
+        // 8, 2x for tanh's (the doubled half fits: the reference's ring bound, see gate_inputs).
+        let mut acc = vec![0u64; 2 * hid];
         for i in 0..hid {
             let mut a = wx[t * hid + i].wrapping_add(uh[i]);
             let (mut bz, mut bh) = (0, 0);
@@ -174,16 +180,26 @@ pub(crate) fn online<C: Channel>(
                 bz = from_signed(m.p.b_z[i], l);
                 bh = from_signed(m.p.b_h[i], l);
             }
-            az.push(a.wrapping_add(bz) & ml);
-            ah.push(a.wrapping_add(bh) & ml);
+            acc[i] = a.wrapping_add(bz) & ml;
+            acc[hid + i] = a.wrapping_add(bh).wrapping_mul(2) & ml;
         }
-        let zi: Vec<u64> = ars(ctx, ch, &az, l, wd.shift_z)?.iter().map(|v| v & m16).collect();
-        let hi: Vec<u64> = ars(ctx, ch, &ah, l, wd.shift_h)?.iter().map(|v| v & m16).collect();
-        let z = math::evaluate(ctx, ch, MathFn::Sigmoid, imp, &zi, sig_in, sig_out)?;
-        let ht = math::evaluate(ctx, ch, MathFn::Tanh, imp, &hi, tanh_f, tanh_f)?;
-        // z ∈ [0, 1] at scale 14 has a zero MSB in 16 bits; h̃ is signed.
-        let z32 = zext_msb0(ctx, ch, &z, ACT_BITS, UPDATE_BITS)?;
-        let ht32 = sext(ctx, ch, &ht, ACT_BITS, UPDATE_BITS)?;
+        let gi: Vec<u64> = ars(ctx, ch, &acc, l, wd.shift_z)?.iter().map(|v| v & m16).collect();
+        // σ on both halves in one batch: z = σ(z_in) and S = σ(2·h_in), all at scale 14.
+        let sg = math::evaluate(ctx, ch, MathFn::Sigmoid, imp, &gi, sig_in, sig_out)?;
+        // σ ∈ [0, 1] at scale 14 has a zero MSB in 16 bits.
+        let s32 = zext_msb0(ctx, ch, &sg, ACT_BITS, UPDATE_BITS)?;
+        let z32 = s32[..hid].to_vec();
+        // h̃ = tanh(h_in) = 2σ(2·h_in) − 1 at scale 9: ⌊(S − 2^13 + 2^3) / 2^4⌋.
+        let tanh_shift = GATE_SCALE - ACT_SCALE - 1;
+        let p0 = ctx.is_p0();
+        let tp: Vec<u64> = s32[hid..]
+            .iter()
+            .map(|v| {
+                let off = (1u64 << (tanh_shift - 1)).wrapping_sub(1 << (GATE_SCALE - 1));
+                if p0 { v.wrapping_add(off) & m32 } else { *v }
+            })
+            .collect();
+        let ht32 = ars(ctx, ch, &tp, UPDATE_BITS, tanh_shift)?;
         // ζ·h̃ and (ζ+ν)·h̃: the client's share by OT, the server's locally.
         let g = matvec_private(ctx, ch, gates, &client(&ht32), dims(2, 1, hid), UPDATE_BITS, false, UPDATE_BITS)?;
         let own = |i: usize, k: usize| -> u64 {
@@ -199,10 +215,10 @@ pub(crate) fn online<C: Channel>(
             .collect();
         h = ars(ctx, ch, &s, UPDATE_BITS, GATE_SCALE)?;
         if let Some(tr) = trace.as_deref_mut() {
-            tr.z_in.push(zi);
-            tr.h_in.push(hi);
-            tr.z.push(z);
-            tr.ht.push(ht);
+            tr.z_in.push(gi[..hid].to_vec());
+            tr.h_in.push(gi[hid..].to_vec());
+            tr.z.push(sg[..hid].to_vec());
+            tr.ht.push(ht32.iter().map(|v| v & m16).collect());
             tr.h.push(h.clone());
         }
     }
