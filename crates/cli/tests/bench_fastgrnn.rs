@@ -8,7 +8,9 @@ use std::process::Command;
 fn two_process_runs_match_the_reference_for_both_maths() {
     for math in ["opaf", "sirnn"] {
         let out = Command::new(env!("CARGO_BIN_EXE_secinfer"))
-            .args(["bench", "fastgrnn", "--input", "6", "--hidden", "16", "--steps", "5"])
+            .args([
+                "bench", "fastgrnn", "--input", "6", "--hidden", "16", "--steps", "5",
+            ])
             .args(["--classes", "4", "--net", "tcp", "--json", "--math", math])
             .output()
             .unwrap();

@@ -1127,7 +1127,11 @@ impl Ctx {
         })
     }
     /// Receiver side of [`Ctx::rot_send`]: the key of each choice.
-    pub(crate) fn rot_recv<C: Channel>(&mut self, ch: &mut C, choices: &[bool]) -> Result<Vec<Block>> {
+    pub(crate) fn rot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>> {
         let n = choices.len();
         self.count_cots(!self.is_p0(), n as u64);
         self.metered(ch, n as u64, 0, |s, ch| {

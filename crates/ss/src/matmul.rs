@@ -176,7 +176,10 @@ fn receiver<C: Channel>(
                     let z = expand(&keys[k], rows, w);
                     if choices[k] {
                         let c = &corr[t * rows..(t + 1) * rows];
-                        z.iter().zip(c).map(|(a, c)| a.wrapping_sub(*c) & mw).collect()
+                        z.iter()
+                            .zip(c)
+                            .map(|(a, c)| a.wrapping_sub(*c) & mw)
+                            .collect()
                     } else {
                         z
                     }

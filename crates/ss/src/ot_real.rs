@@ -116,7 +116,11 @@ impl RealOt {
 
     /// Chosen-choice random OTs as sender: both 128-bit keys per OT (the receiver's
     /// derandomisation bits arrive first).
-    pub(crate) fn rot_send<C: Channel>(&mut self, ch: &mut C, out: &mut [[Block; 2]]) -> Result<()> {
+    pub(crate) fn rot_send<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [[Block; 2]],
+    ) -> Result<()> {
         Ok(self.sender.send_rot_into(ch, out)?)
     }
     /// Chosen-choice random OTs as receiver: the key of each choice.

@@ -13,7 +13,11 @@ fn plain(m: &[u64], v: &[u64], d: MatDims, v_bits: u32, signed: bool, bits: u32)
             let mut acc = 0u64;
             for j in 0..d.cols {
                 let x = v[u * d.cols + j];
-                let x = if signed { to_signed(x, v_bits) as u64 } else { x };
+                let x = if signed {
+                    to_signed(x, v_bits) as u64
+                } else {
+                    x
+                };
                 acc = acc.wrapping_add(m[i * d.cols + j].wrapping_mul(x));
             }
             out.push(acc & mask(bits));
@@ -44,17 +48,32 @@ fn matvec_private_equals_plaintext() {
             }
         });
         let got = add_shares(&r.client, &r.server, bits);
-        assert_eq!(got, plain(&m, &v, d, v_bits, signed, bits), "{d:?} {v_bits} {bits}");
+        assert_eq!(
+            got,
+            plain(&m, &v, d, v_bits, signed, bits),
+            "{d:?} {v_bits} {bits}"
+        );
     }
 }
 
 /// A dry run counts exactly one OT per entry bit of the client's vectors, from the client's pool.
 #[test]
 fn matvec_private_plan_counts_one_ot_per_entry_bit() {
-    let d = MatDims { rows: 4, cols: 6, count: 2 };
+    let d = MatDims {
+        rows: 4,
+        cols: 6,
+        count: 2,
+    };
     for party in [Party::Client, Party::Server] {
-        let (m, v) = if party == Party::Server { (vec![0u64; 24], vec![]) } else { (vec![], vec![0u64; 12]) };
-        let p = plan_for(party, |ctx, ch| matvec_private(ctx, ch, &m, &v, d, 10, true, 20)).unwrap();
+        let (m, v) = if party == Party::Server {
+            (vec![0u64; 24], vec![])
+        } else {
+            (vec![], vec![0u64; 12])
+        };
+        let p = plan_for(party, |ctx, ch| {
+            matvec_private(ctx, ch, &m, &v, d, 10, true, 20)
+        })
+        .unwrap();
         assert_eq!(p.cots_from_p0, 2 * 6 * 10, "{party:?}");
         assert_eq!(p.cots_from_p1, 0);
     }
@@ -63,7 +82,16 @@ fn matvec_private_plan_counts_one_ot_per_entry_bit() {
 /// Client entries wider than v_bits are refused with a typed error.
 #[test]
 fn matvec_private_rejects_wide_entries() {
-    let d = MatDims { rows: 1, cols: 1, count: 1 };
-    let p = plan_for(Party::Client, |ctx, ch| matvec_private(ctx, ch, &[], &[1 << 5], d, 5, false, 10));
-    assert_eq!(p.err().unwrap().kind(), secinfer_ss::ErrorKind::InvalidArgument);
+    let d = MatDims {
+        rows: 1,
+        cols: 1,
+        count: 1,
+    };
+    let p = plan_for(Party::Client, |ctx, ch| {
+        matvec_private(ctx, ch, &[], &[1 << 5], d, 5, false, 10)
+    });
+    assert_eq!(
+        p.err().unwrap().kind(),
+        secinfer_ss::ErrorKind::InvalidArgument
+    );
 }

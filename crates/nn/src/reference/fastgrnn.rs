@@ -126,8 +126,7 @@ impl FastGrnnParams {
             }
         }
         let fits = |v: &[i64], bits: u32| v.iter().all(|x| wrap(*x, bits) == *x);
-        if !fits(&self.w, ACT_BITS) || !fits(&self.u, ACT_BITS) || !fits(&self.head.w, ACT_BITS)
-        {
+        if !fits(&self.w, ACT_BITS) || !fits(&self.u, ACT_BITS) || !fits(&self.head.w, ACT_BITS) {
             return Err(NnError::config("fastgrnn: weights must fit 16 bits"));
         }
         if !fits(&self.b_z, wd.acc_bits)
@@ -262,11 +261,18 @@ mod tests {
             },
         };
         let (zf, nf) = (13_000.0 / 16384.0, 300.0 / 16384.0);
-        for (z, ht, h) in [(0i64, 511i64, -511i64), (16384, -300, 400), (8000, 123, -77)] {
+        for (z, ht, h) in [
+            (0i64, 511i64, -511i64),
+            (16384, -300, 400),
+            (8000, 123, -77),
+        ] {
             let got = p.update(&[z], &[ht], &[h])[0] as f64 / 512.0;
             let (zr, htr, hr) = (z as f64 / 16384.0, ht as f64 / 512.0, h as f64 / 512.0);
             let want = (zf * (1.0 - zr) + nf) * htr + zr * hr;
-            assert!((got - want).abs() <= 3.0 / 512.0, "{z} {ht} {h}: {got} vs {want}");
+            assert!(
+                (got - want).abs() <= 3.0 / 512.0,
+                "{z} {ht} {h}: {got} vs {want}"
+            );
         }
     }
 
@@ -274,7 +280,10 @@ mod tests {
     #[test]
     fn widths_of_weight_scale_8() {
         let w = Widths::new(8).unwrap();
-        assert_eq!((w.acc_scale, w.acc_bits, w.shift_z, w.shift_h), (17, 25, 9, 8));
+        assert_eq!(
+            (w.acc_scale, w.acc_bits, w.shift_z, w.shift_h),
+            (17, 25, 9, 8)
+        );
         assert!(Widths::new(0).is_err());
     }
 }

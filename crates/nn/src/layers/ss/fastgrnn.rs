@@ -163,7 +163,16 @@ pub(crate) fn online<C: Channel>(
         }
     };
     let dims = |rows, cols, count| MatDims { rows, cols, count };
-    let wx = matvec_private(ctx, ch, w, x, dims(hid, sh.input, sh.steps), ACT_BITS, true, l)?;
+    let wx = matvec_private(
+        ctx,
+        ch,
+        w,
+        x,
+        dims(hid, sh.input, sh.steps),
+        ACT_BITS,
+        true,
+        l,
+    )?;
     let (sig_in, sig_out) = (fmt(ACT_BITS, SIGMOID_IN_SCALE)?, fmt(ACT_BITS, GATE_SCALE)?);
     let mut h = vec![0u64; hid];
     for t in 0..sh.steps {
@@ -183,7 +192,10 @@ pub(crate) fn online<C: Channel>(
             acc[i] = a.wrapping_add(bz) & ml;
             acc[hid + i] = a.wrapping_add(bh).wrapping_mul(2) & ml;
         }
-        let gi: Vec<u64> = ars(ctx, ch, &acc, l, wd.shift_z)?.iter().map(|v| v & m16).collect();
+        let gi: Vec<u64> = ars(ctx, ch, &acc, l, wd.shift_z)?
+            .iter()
+            .map(|v| v & m16)
+            .collect();
         // σ on both halves in one batch: z = σ(z_in) and S = σ(2·h_in), all at scale 14.
         let sg = math::evaluate(ctx, ch, MathFn::Sigmoid, imp, &gi, sig_in, sig_out)?;
         // σ ∈ [0, 1] at scale 14 has a zero MSB in 16 bits.
@@ -196,17 +208,35 @@ pub(crate) fn online<C: Channel>(
             .iter()
             .map(|v| {
                 let off = (1u64 << (tanh_shift - 1)).wrapping_sub(1 << (GATE_SCALE - 1));
-                if p0 { v.wrapping_add(off) & m32 } else { *v }
+                if p0 {
+                    v.wrapping_add(off) & m32
+                } else {
+                    *v
+                }
             })
             .collect();
         let ht32 = ars(ctx, ch, &tp, UPDATE_BITS, tanh_shift)?;
         // ζ·h̃ and (ζ+ν)·h̃: the client's share by OT, the server's locally.
-        let g = matvec_private(ctx, ch, gates, &client(&ht32), dims(2, 1, hid), UPDATE_BITS, false, UPDATE_BITS)?;
+        let g = matvec_private(
+            ctx,
+            ch,
+            gates,
+            &client(&ht32),
+            dims(2, 1, hid),
+            UPDATE_BITS,
+            false,
+            UPDATE_BITS,
+        )?;
         let own = |i: usize, k: usize| -> u64 {
             rm.as_ref().map_or(0, |m| m.gates[k].wrapping_mul(ht32[i]))
         };
         let dp: Vec<u64> = (0..hid)
-            .map(|i| (h[i] << GATE_SCALE).wrapping_sub(g[2 * i]).wrapping_sub(own(i, 0)) & m32)
+            .map(|i| {
+                (h[i] << GATE_SCALE)
+                    .wrapping_sub(g[2 * i])
+                    .wrapping_sub(own(i, 0))
+                    & m32
+            })
             .collect();
         let d = ars(ctx, ch, &dp, UPDATE_BITS, GATE_SCALE)?;
         let p = mul_shared(ctx, ch, &z32, &d, UPDATE_BITS)?;
@@ -223,7 +253,16 @@ pub(crate) fn online<C: Channel>(
         }
     }
     let hl: Vec<u64> = h.iter().map(|v| v & ml).collect();
-    let mut lg = matvec_private(ctx, ch, head, &client(&hl), dims(sh.classes, hid, 1), l, false, l)?;
+    let mut lg = matvec_private(
+        ctx,
+        ch,
+        head,
+        &client(&hl),
+        dims(sh.classes, hid, 1),
+        l,
+        false,
+        l,
+    )?;
     if let Some(m) = &rm {
         for (c, v) in lg.iter_mut().enumerate() {
             let own = dot_row(&m.head, c, hid, &hl, l).wrapping_add(from_signed(m.p.head.b[c], l));
@@ -260,9 +299,8 @@ pub fn random_params(
 ) -> Result<FastGrnnParams> {
     let wd = Widths::new(weight_scale)?;
     let mut r = SeedRng::new(seed);
-    let mut v = |n: usize, scale: u32| -> Vec<i64> {
-        (0..n).map(|_| r.int(1 << (scale - 1))).collect()
-    };
+    let mut v =
+        |n: usize, scale: u32| -> Vec<i64> { (0..n).map(|_| r.int(1 << (scale - 1))).collect() };
     let p = FastGrnnParams {
         input,
         hidden,
@@ -325,7 +363,9 @@ pub fn run_fastgrnn<C: Channel>(
             let m = model.ok_or_else(|| NnError::config("the server passes the model"))?;
             m.validate()?;
             if FastGrnnShape::of(m, shape.steps) != *shape {
-                return Err(NnError::config("fastgrnn: the model does not have the shape"));
+                return Err(NnError::config(
+                    "fastgrnn: the model does not have the shape",
+                ));
             }
             (Some(m), Vec::new())
         }
@@ -358,7 +398,13 @@ pub fn run_fastgrnn<C: Channel>(
     ch.flush()?;
     let online_s = t2.elapsed().as_secs_f64();
     let cost = ch.cost();
-    let out = reveal(&mut ctx, ch, &lg, wd.acc_bits, RevealTo::Only(Party::Client))?;
+    let out = reveal(
+        &mut ctx,
+        ch,
+        &lg,
+        wd.acc_bits,
+        RevealTo::Only(Party::Client),
+    )?;
     let logits: Option<Vec<i64>> =
         out.map(|v| v.iter().map(|a| to_signed(*a, wd.acc_bits)).collect());
     let class = logits.as_deref().map(argmax);

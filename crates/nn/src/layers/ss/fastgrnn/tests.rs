@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
-use crate::reference::fastgrnn::FastGrnnParams;
 use crate::error::ErrorKind;
+use crate::reference::fastgrnn::FastGrnnParams;
 use secinfer_net::simulate;
 
 fn random_model(seed: u64, input: usize, hidden: usize, classes: usize) -> FastGrnnParams {
@@ -64,8 +64,16 @@ fn secure_steps_equal_the_reference() {
         for t in 0..steps {
             let acc = m.accumulate(&wd, &x[t * input..(t + 1) * input], &h);
             let (zi, hi) = m.gate_inputs(&wd, &acc);
-            assert_eq!(open(&tc.z_in[t], &ts.z_in[t], ACT_BITS), zi, "{imp:?} step {t}: σ input");
-            assert_eq!(open(&tc.h_in[t], &ts.h_in[t], ACT_BITS), hi, "{imp:?} step {t}: tanh input");
+            assert_eq!(
+                open(&tc.z_in[t], &ts.z_in[t], ACT_BITS),
+                zi,
+                "{imp:?} step {t}: σ input"
+            );
+            assert_eq!(
+                open(&tc.h_in[t], &ts.h_in[t], ACT_BITS),
+                hi,
+                "{imp:?} step {t}: tanh input"
+            );
             let z = open(&tc.z[t], &ts.z[t], ACT_BITS);
             let ht = open(&tc.ht[t], &ts.ht[t], ACT_BITS);
             for i in 0..hidden {
@@ -75,12 +83,26 @@ fn secure_steps_equal_the_reference() {
                 worst = (worst.0.max(ez), worst.1.max(eh));
             }
             let next = open(&tc.h[t], &ts.h[t], UPDATE_BITS);
-            assert_eq!(next, m.update(&z, &ht, &h), "{imp:?} step {t}: state update");
+            assert_eq!(
+                next,
+                m.update(&z, &ht, &h),
+                "{imp:?} step {t}: state update"
+            );
             h = next;
         }
-        assert!(worst.0 <= bz && worst.1 <= bh, "{imp:?}: ULP {worst:?} above ({bz}, {bh})");
-        assert!(h.iter().any(|v| *v != 0), "the state stayed zero: the test would be vacuous");
-        assert_eq!(open(&lc, &ls, wd.acc_bits), m.logits(&wd, &h), "{imp:?}: logits");
+        assert!(
+            worst.0 <= bz && worst.1 <= bh,
+            "{imp:?}: ULP {worst:?} above ({bz}, {bh})"
+        );
+        assert!(
+            h.iter().any(|v| *v != 0),
+            "the state stayed zero: the test would be vacuous"
+        );
+        assert_eq!(
+            open(&lc, &ls, wd.acc_bits),
+            m.logits(&wd, &h),
+            "{imp:?}: logits"
+        );
     }
 }
 
@@ -120,12 +142,23 @@ fn full_run_tracks_the_reference_logits() {
 fn bad_inputs_are_typed_errors() {
     let m = random_model(1, 3, 4, 2);
     let sh = FastGrnnShape::of(&m, 2);
-    assert_eq!(client_input(&sh, Some(&[0; 5])).err().unwrap().kind(), ErrorKind::BadInput);
+    assert_eq!(
+        client_input(&sh, Some(&[0; 5])).err().unwrap().kind(),
+        ErrorKind::BadInput
+    );
     let big = vec![1 << 15; 6];
-    assert_eq!(client_input(&sh, Some(&big)).err().unwrap().kind(), ErrorKind::BadInput);
+    assert_eq!(
+        client_input(&sh, Some(&big)).err().unwrap().kind(),
+        ErrorKind::BadInput
+    );
     let other = FastGrnnShape { hidden: 5, ..sh };
-    let opts = SsOptions { math: Impl::Sirnn, source: CotSource::Iknp };
+    let opts = SsOptions {
+        math: Impl::Sirnn,
+        source: CotSource::Iknp,
+    };
     let mut ch = secinfer_ss::DryChannel::new();
-    let e = run_fastgrnn(Party::Server, &mut ch, &other, &opts, Some(&m), None).err().unwrap();
+    let e = run_fastgrnn(Party::Server, &mut ch, &other, &opts, Some(&m), None)
+        .err()
+        .unwrap();
     assert_eq!(e.kind(), ErrorKind::BadModel);
 }
