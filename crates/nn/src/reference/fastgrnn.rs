@@ -205,6 +205,101 @@ impl FastGrnnParams {
     /// logits.
     pub fn run(&self, x: &[i64]) -> Result<(Vec<i64>, Vec<i64>)> {
         let wd = self.validate()?;
+        let h = self.states(x)?.pop().unwrap_or_default();
+        let logits = self.logits(&wd, &h);
+        Ok((h, logits))
+    }
+}
+
+/// The weight scale of FastGRNN layers quantised from a float model graph.
+pub const GRAPH_WEIGHT_SCALE: u32 = 8;
+
+/// Round to nearest at `scale`, saturating to `bits` bits; counts saturations in `sat`.
+fn quantize(v: f32, scale: u32, bits: u32, sat: &mut u64) -> i64 {
+    let x = (f64::from(v) * f64::from(1u32 << scale) + 0.5).floor();
+    let lim = (1i64 << (bits - 1)) as f64;
+    let q = x.clamp(-lim, lim - 1.0);
+    *sat += u64::from(q != x);
+    q as i64
+}
+
+/// `a` (m × k) times `b` (k × n), row-major: a low-rank factor pair composed in float.
+fn compose(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut out = vec![0f32; m * n];
+    for i in 0..m {
+        for r in 0..k {
+            let x = a[i * k + r];
+            for j in 0..n {
+                out[i * n + j] += x * b[r * n + j];
+            }
+        }
+    }
+    out
+}
+
+/// A graph layer's float FastGRNN tensors (low-rank factors already given as pairs).
+pub struct FloatCell<'a> {
+    pub input: usize,
+    pub hidden: usize,
+    /// W (hidden × input), or (W2 hidden × r, W1 r × input).
+    pub w: Factors<'a>,
+    pub u: Factors<'a>,
+    pub bias_gate: &'a [f32],
+    pub bias_update: &'a [f32],
+    pub zeta: f32,
+    pub nu: f32,
+}
+
+/// A full-rank matrix or a low-rank pair (left, right, rank).
+pub enum Factors<'a> {
+    Full(&'a [f32]),
+    LowRank(&'a [f32], &'a [f32], usize),
+}
+
+impl Factors<'_> {
+    fn matrix(&self, rows: usize, cols: usize) -> Vec<f32> {
+        match self {
+            Factors::Full(m) => m.to_vec(),
+            Factors::LowRank(l, r, k) => compose(l, r, rows, *k, cols),
+        }
+    }
+}
+
+impl FastGrnnParams {
+    /// The cell of a float graph layer at [`GRAPH_WEIGHT_SCALE`] (no head: a graph's dense
+    /// layers follow its own rules), and the number of saturated weights.
+    pub fn from_float(c: &FloatCell<'_>) -> Result<(FastGrnnParams, u64)> {
+        let wd = Widths::new(GRAPH_WEIGHT_SCALE)?;
+        let mut sat = 0u64;
+        let mut q = |v: &[f32], scale: u32, bits: u32| -> Vec<i64> {
+            v.iter()
+                .map(|x| quantize(*x, scale, bits, &mut sat))
+                .collect()
+        };
+        let (ws, acc) = (GRAPH_WEIGHT_SCALE, wd.acc_scale);
+        let p = FastGrnnParams {
+            input: c.input,
+            hidden: c.hidden,
+            weight_scale: ws,
+            w: q(&c.w.matrix(c.hidden, c.input), ws, ACT_BITS),
+            u: q(&c.u.matrix(c.hidden, c.hidden), ws, ACT_BITS),
+            b_z: q(c.bias_gate, acc, wd.acc_bits),
+            b_h: q(c.bias_update, acc, wd.acc_bits),
+            zeta: q(&[c.zeta], GATE_SCALE, ACT_BITS)[0],
+            nu: q(&[c.nu], GATE_SCALE, ACT_BITS)[0],
+            head: Head {
+                classes: 1,
+                w: vec![0; c.hidden],
+                b: vec![0],
+            },
+        };
+        p.validate()?;
+        Ok((p, sat))
+    }
+
+    /// Every state h_1 … h_T (scale 9) of the cell on `x` (steps × input at scale 9).
+    pub fn states(&self, x: &[i64]) -> Result<Vec<Vec<i64>>> {
+        let wd = self.validate()?;
         if x.is_empty() || !x.len().is_multiple_of(self.input) {
             return Err(NnError::Input(format!(
                 "fastgrnn: {} values are not a whole number of {}-feature steps",
@@ -213,15 +308,25 @@ impl FastGrnnParams {
             )));
         }
         let mut h = vec![0i64; self.hidden];
+        let mut all = Vec::with_capacity(x.len() / self.input);
         for xt in x.chunks(self.input) {
             let acc = self.accumulate(&wd, xt, &h);
             let (zi, hi) = self.gate_inputs(&wd, &acc);
             let z: Vec<i64> = zi.iter().map(|v| sigmoid(*v)).collect();
             let ht: Vec<i64> = hi.iter().map(|v| tanh(*v)).collect();
             h = self.update(&z, &ht, &h);
+            all.push(h.clone());
         }
-        let logits = self.logits(&wd, &h);
-        Ok((h, logits))
+        Ok(all)
+    }
+}
+
+/// `v` at scale `from` rescaled to `to` (floor when narrowing).
+pub fn rescale(v: i64, from: u32, to: u32) -> i64 {
+    if from >= to {
+        v >> (from - to)
+    } else {
+        v << (to - from)
     }
 }
 
