@@ -9,10 +9,10 @@ use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::Args;
 use secinfer_net::Cost;
+use secinfer_nn::argmax;
 use secinfer_nn::layers::ss::{
     random_input, random_params, run_fastgrnn, FastGrnnShape, Impl, SsOptions,
 };
-use secinfer_nn::reference::fastgrnn::argmax;
 use secinfer_ss::{CotSource, Party};
 
 #[derive(Args, Debug)]

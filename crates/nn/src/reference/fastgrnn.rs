@@ -330,17 +330,6 @@ pub fn rescale(v: i64, from: u32, to: u32) -> i64 {
     }
 }
 
-/// The index of the largest value, lowest on ties.
-pub fn argmax(v: &[i64]) -> usize {
-    let mut best = 0;
-    for (i, x) in v.iter().enumerate() {
-        if *x > v[best] {
-            best = i;
-        }
-    }
-    best
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

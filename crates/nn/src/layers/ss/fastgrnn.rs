@@ -22,9 +22,9 @@
 //! [`crate::reference::fastgrnn`] fixes the arithmetic; the secure run equals it bit for bit
 //! except σ and tanh, which are within the math's ULP bound.
 use crate::error::{NnError, Result};
+use crate::reference::argmax;
 use crate::reference::fastgrnn::{
-    argmax, FastGrnnParams, Head, Widths, ACT_BITS, ACT_SCALE, GATE_SCALE, SIGMOID_IN_SCALE,
-    UPDATE_BITS,
+    FastGrnnParams, Head, Widths, ACT_BITS, ACT_SCALE, GATE_SCALE, SIGMOID_IN_SCALE, UPDATE_BITS,
 };
 use secinfer_core::Format;
 use secinfer_net::{Channel, Cost, Phase};
@@ -381,15 +381,7 @@ pub fn run_fastgrnn<C: Channel>(
     ch.set_phase(Phase::Offline);
     let t1 = Instant::now();
     ctx.preprocess(ch, plan)?;
-    // Barrier (one byte each way, charged to offline): the online clocks start together.
-    if party == Party::Server {
-        ch.send_pod(&[1u8])?;
-        ch.recv_pod::<u8>(1)?;
-    } else {
-        ch.recv_pod::<u8>(1)?;
-        ch.send_pod(&[1u8])?;
-    }
-    ch.flush()?;
+    secinfer_ss::session::barrier(party, ch)?;
     let offline_s = t1.elapsed().as_secs_f64();
     ch.set_phase(Phase::Online);
     ctx.reset_counts();
