@@ -1145,6 +1145,15 @@ impl Ctx {
             Ok(out)
         })
     }
+    /// Runs `f`, which sends or receives a protocol's own messages (not OT traffic), and books
+    /// its traffic to the running block.
+    pub(crate) fn metered_io<C: Channel, R>(
+        &mut self,
+        ch: &mut C,
+        f: impl FnOnce(&mut C) -> Result<R>,
+    ) -> Result<R> {
+        self.metered(ch, 0, 0, |_, ch| f(ch))
+    }
     /// 1-of-n OT (KK13) on `bits`-bit messages, sender side; `msgs` is count × n row-major.
     pub(crate) fn kk_send<C: Channel>(
         &mut self,

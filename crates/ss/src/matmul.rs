@@ -133,10 +133,11 @@ fn sender<C: Channel>(
                 }
                 flat.extend(corr);
             }
-            ch.send_frame(&pack_words(&flat, w)?)?;
+            let frame = pack_words(&flat, w)?;
+            ctx.metered_io(ch, |ch| Ok(ch.send_frame(&frame)?))?;
         }
     }
-    ch.flush()?;
+    ctx.metered_io(ch, |ch| Ok(ch.flush()?))?;
     Ok(out)
 }
 
@@ -167,7 +168,7 @@ fn receiver<C: Channel>(
         let base = b as usize * per_bit;
         for start in (0..per_bit).step_by(chunk) {
             let len = chunk.min(per_bit - start);
-            let frame = ch.recv_frame()?;
+            let frame = ctx.metered_io(ch, |ch| Ok(ch.recv_frame()?))?;
             let corr = unpack_words(&frame, len * rows, w).map_err(SsError::from)?;
             let got: Vec<Vec<u64>> = (0..len)
                 .into_par_iter()

@@ -139,6 +139,7 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
         "cot_source",
         match source {
             CotSource::SoftSpoken { k } => format!("softspoken-k{k}"),
+            CotSource::Ferret(_) => "ferret".to_string(),
             other => format!("{other:?}").to_lowercase(),
         },
     )
