@@ -3,8 +3,8 @@
 //! h' = (ζ(1 − z) + ν) ⊙ h̃ + z ⊙ h, then a dense head on the last state.
 //!
 //! Formats follow OPAF's FastGRNN (§VI-F, SIRNN's formats): activations x, h, h̃ are 16-bit at
-//! scale [`ACT_SCALE`]; σ reads 16 bits at scale 8 and writes scale 14; tanh reads and writes
-//! scale 9. Every step below is an integer operation the secure protocol performs on shares
+//! scale [`ACT_SCALE`]; σ reads 16 bits at scale 8 and writes scale 14; tanh reads scale 9 and
+//! writes scale 14 (h̃ feeds only the update, in a wider ring). Every step below is an integer operation the secure protocol performs on shares
 //! (products and sums mod 2^bits, exact floor shifts), so the linear parts and the update agree
 //! bit for bit; σ and tanh here are the correctly rounded functions, which the secure OPAF and
 //! SIRNN math meets within its stated ULP bound.
@@ -22,8 +22,8 @@ pub const ACT_SCALE: u32 = 9;
 pub const SIGMOID_IN_SCALE: u32 = 8;
 /// σ's output scale, and the scale of ζ and ν.
 pub const GATE_SCALE: u32 = 14;
-/// The ring of the state update and of h.
-pub const UPDATE_BITS: u32 = 32;
+/// The ring of the state update and of h: ζ·h̃ at scale 28 beside h at scale 9, |h| < 2^6.
+pub const UPDATE_BITS: u32 = 36;
 
 /// The dense head on the last state: logits = W_d·h + b_d.
 #[derive(Clone)]
@@ -99,10 +99,10 @@ pub fn sigmoid(x: i64) -> i64 {
     (f64::from(1u32 << GATE_SCALE) / (1.0 + (-r).exp()) + 0.5).floor() as i64
 }
 
-/// tanh(x / 2^9) rounded to nearest at scale 9.
+/// tanh(x / 2^9) rounded to nearest at scale 14.
 pub fn tanh(x: i64) -> i64 {
     let r = x as f64 / f64::from(1u32 << ACT_SCALE);
-    (r.tanh() * f64::from(1u32 << ACT_SCALE) + 0.5).floor() as i64
+    (r.tanh() * f64::from(1u32 << GATE_SCALE) + 0.5).floor() as i64
 }
 
 impl FastGrnnParams {
@@ -175,16 +175,17 @@ impl FastGrnnParams {
         (zi, hi)
     }
 
-    /// h' = ⌊((ζ + ν)·h̃ + z·⌊(2^14·h − ζ·h̃) / 2^14⌋) / 2^14⌋ in Z_{2^32}: z at scale 14, h and
-    /// h̃ at scale 9.
+    /// h' = ⌊((ζ + ν)·h̃ + 2^5·z·⌊(2^19·h − ζ·h̃) / 2^19⌋) / 2^19⌋ in Z_{2^36}: z and h̃ at
+    /// scale 14, h at scale 9.
     pub fn update(&self, z: &[i64], ht: &[i64], h: &[i64]) -> Vec<i64> {
         let b = UPDATE_BITS;
+        let up = 2 * GATE_SCALE - ACT_SCALE;
         (0..z.len())
             .map(|i| {
-                let d = wrap((h[i] << GATE_SCALE) - self.zeta * ht[i], b) >> GATE_SCALE;
-                let p = wrap(z[i].wrapping_mul(d), b);
+                let d = wrap((h[i] << up) - self.zeta * ht[i], b) >> up;
+                let p = wrap(z[i].wrapping_mul(d), b) << (GATE_SCALE - ACT_SCALE);
                 let s = wrap((self.zeta + self.nu) * ht[i] + p, b);
-                s >> GATE_SCALE
+                s >> up
             })
             .collect()
     }
@@ -356,12 +357,12 @@ mod tests {
         };
         let (zf, nf) = (13_000.0 / 16384.0, 300.0 / 16384.0);
         for (z, ht, h) in [
-            (0i64, 511i64, -511i64),
-            (16384, -300, 400),
-            (8000, 123, -77),
+            (0i64, 16352i64, -511i64),
+            (16384, -9600, 400),
+            (8000, 3936, -77),
         ] {
             let got = p.update(&[z], &[ht], &[h])[0] as f64 / 512.0;
-            let (zr, htr, hr) = (z as f64 / 16384.0, ht as f64 / 512.0, h as f64 / 512.0);
+            let (zr, htr, hr) = (z as f64 / 16384.0, ht as f64 / 16384.0, h as f64 / 512.0);
             let want = (zf * (1.0 - zr) + nf) * htr + zr * hr;
             assert!(
                 (got - want).abs() <= 3.0 / 512.0,

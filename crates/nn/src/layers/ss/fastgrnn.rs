@@ -8,13 +8,11 @@
 //!    by SIRNN's OT product (`secinfer_ss::matmul`);
 //! 2. z_in, h_in = ARS(acc + b) to scales 8 and 9, reduced to 16 bits (exact floor shifts,
 //!    one call: h's half is doubled first so the same shift reaches scale 9);
-//! 3. z = σ(z_in) at scale 14 and h̃ = tanh(h_in) = 2σ(2·h_in) − 1 rounded to scale 9, both
-//!    σ in one batch of 2·hidden (OPAF's or SIRNN's sigmoid): the identity both papers build
-//!    their tanh on, evaluated at scale 14 (five bits above tanh's output), so h̃'s error is
-//!    σ's ULP bound at scale 14 doubled (0.19 of tanh's ULP at most) plus the final rounding,
-//!    and a step pays one σ's rounds instead of a σ's and a tanh's;
-//! 4. h' = ARS((ζ+ν)·h̃ + z ⊙ ARS(2^14·h − ζ·h̃, 14), 14) in Z_{2^32}: ζ·h̃ and (ζ+ν)·h̃ are
-//!    the server's scalars times the shared h̃ (one OT product carries both), z ⊙ d one
+//! 3. z = σ(z_in) and S = σ(2·h_in), both at scale 14 in one batch of 2·hidden (OPAF's or
+//!    SIRNN's sigmoid), and h̃ = tanh(h_in) = 2S − 1 at scale 14, locally: the identity both
+//!    papers build their tanh on, so a step pays one σ's rounds and h̃'s error is twice σ's;
+//! 4. h' = ARS((ζ+ν)·h̃ + 2^5·z ⊙ ARS(2^19·h − ζ·h̃, 19), 19) in Z_{2^36}: ζ·h̃ and (ζ+ν)·h̃
+//!    are the server's scalars times the shared h̃ (one OT product carries both), z ⊙ d one
 //!    product of two shared vectors.
 //!
 //! Then logits = W_d·h + b_d (one more OT product), revealed to the client, which takes the
@@ -142,7 +140,7 @@ pub(crate) fn online<C: Channel>(
     mut trace: Option<&mut Trace>,
 ) -> secinfer_ss::Result<Vec<u64>> {
     let (hid, l) = (sh.hidden, wd.acc_bits);
-    let (ml, m16, m32) = (mask(l), mask(ACT_BITS), mask(UPDATE_BITS));
+    let (ml, m16, mu) = (mask(l), mask(ACT_BITS), mask(UPDATE_BITS));
     let rm = model.map(|p| RingModel {
         p,
         w: ring(&p.w, l),
@@ -201,22 +199,20 @@ pub(crate) fn online<C: Channel>(
         // σ ∈ [0, 1] at scale 14 has a zero MSB in 16 bits.
         let s32 = zext_msb0(ctx, ch, &sg, ACT_BITS, UPDATE_BITS)?;
         let z32 = s32[..hid].to_vec();
-        // h̃ = tanh(h_in) = 2σ(2·h_in) − 1 at scale 9: ⌊(S − 2^13 + 2^3) / 2^4⌋.
-        let tanh_shift = GATE_SCALE - ACT_SCALE - 1;
+        // h̃ = tanh(h_in) = 2σ(2·h_in) − 1 at scale 14: local, exact from S.
         let p0 = ctx.is_p0();
-        let tp: Vec<u64> = s32[hid..]
+        let ht32: Vec<u64> = s32[hid..]
             .iter()
             .map(|v| {
-                let off = (1u64 << (tanh_shift - 1)).wrapping_sub(1 << (GATE_SCALE - 1));
+                let t = v.wrapping_mul(2);
                 if p0 {
-                    v.wrapping_add(off) & m32
+                    t.wrapping_sub(1 << GATE_SCALE) & mu
                 } else {
-                    *v
+                    t & mu
                 }
             })
             .collect();
-        let ht32 = ars(ctx, ch, &tp, UPDATE_BITS, tanh_shift)?;
-        // ζ·h̃ and (ζ+ν)·h̃: the client's share by OT, the server's locally.
+        // ζ·h̃ and (ζ+ν)·h̃ (scale 28): the client's share by OT, the server's locally.
         let g = matvec_private(
             ctx,
             ch,
@@ -230,20 +226,23 @@ pub(crate) fn online<C: Channel>(
         let own = |i: usize, k: usize| -> u64 {
             rm.as_ref().map_or(0, |m| m.gates[k].wrapping_mul(ht32[i]))
         };
+        // d = h − ζ·h̃ at scale 9; s = (ζ+ν)·h̃ + z·d at scale 28; h' = s at scale 9.
+        let up = 2 * GATE_SCALE - ACT_SCALE;
         let dp: Vec<u64> = (0..hid)
+            .map(|i| (h[i] << up).wrapping_sub(g[2 * i]).wrapping_sub(own(i, 0)) & mu)
+            .collect();
+        let d = ars(ctx, ch, &dp, UPDATE_BITS, up)?;
+        let p = mul_shared(ctx, ch, &z32, &d, UPDATE_BITS)?;
+        let zd_up = GATE_SCALE - ACT_SCALE;
+        let s: Vec<u64> = (0..hid)
             .map(|i| {
-                (h[i] << GATE_SCALE)
-                    .wrapping_sub(g[2 * i])
-                    .wrapping_sub(own(i, 0))
-                    & m32
+                g[2 * i + 1]
+                    .wrapping_add(own(i, 1))
+                    .wrapping_add(p[i] << zd_up)
+                    & mu
             })
             .collect();
-        let d = ars(ctx, ch, &dp, UPDATE_BITS, GATE_SCALE)?;
-        let p = mul_shared(ctx, ch, &z32, &d, UPDATE_BITS)?;
-        let s: Vec<u64> = (0..hid)
-            .map(|i| g[2 * i + 1].wrapping_add(own(i, 1)).wrapping_add(p[i]) & m32)
-            .collect();
-        h = ars(ctx, ch, &s, UPDATE_BITS, GATE_SCALE)?;
+        h = ars(ctx, ch, &s, UPDATE_BITS, up)?;
         if let Some(tr) = trace.as_deref_mut() {
             tr.z_in.push(gi[..hid].to_vec());
             tr.h_in.push(gi[hid..].to_vec());
