@@ -1111,6 +1111,49 @@ impl Ctx {
             Backend::Dealer => dealer_pick(ch, 2, choices, bits),
         }
     }
+    /// Chosen-choice random OTs, sender side: both keys of each of `n` OTs (zero keys in a
+    /// dry run). The peer calls [`Ctx::rot_recv`] with its choices.
+    pub(crate) fn rot_send<C: Channel>(&mut self, ch: &mut C, n: usize) -> Result<Vec<[Block; 2]>> {
+        self.count_cots(self.is_p0(), n as u64);
+        self.metered(ch, n as u64, 0, |s, ch| {
+            let mut out = vec![[Block::ZERO; 2]; n];
+            match &mut s.backend {
+                Backend::Real(r) => r.rot_send(ch, &mut out)?,
+                Backend::Count => {}
+                #[cfg(feature = "test-dealer")]
+                Backend::Dealer => return Err(invalid("vector OTs need the real OT backend")),
+            }
+            Ok(out)
+        })
+    }
+    /// Receiver side of [`Ctx::rot_send`]: the key of each choice.
+    pub(crate) fn rot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<Vec<Block>> {
+        let n = choices.len();
+        self.count_cots(!self.is_p0(), n as u64);
+        self.metered(ch, n as u64, 0, |s, ch| {
+            let mut out = vec![Block::ZERO; n];
+            match &mut s.backend {
+                Backend::Real(r) => r.rot_recv(ch, choices, &mut out)?,
+                Backend::Count => {}
+                #[cfg(feature = "test-dealer")]
+                Backend::Dealer => return Err(invalid("vector OTs need the real OT backend")),
+            }
+            Ok(out)
+        })
+    }
+    /// Runs `f`, which sends or receives a protocol's own messages (not OT traffic), and books
+    /// its traffic to the running block.
+    pub(crate) fn metered_io<C: Channel, R>(
+        &mut self,
+        ch: &mut C,
+        f: impl FnOnce(&mut C) -> Result<R>,
+    ) -> Result<R> {
+        self.metered(ch, 0, 0, |_, ch| f(ch))
+    }
     /// 1-of-n OT (KK13) on `bits`-bit messages, sender side; `msgs` is count × n row-major.
     pub(crate) fn kk_send<C: Channel>(
         &mut self,

@@ -20,6 +20,7 @@ pub mod blocks;
 mod ctx;
 mod error;
 pub mod math;
+pub mod matmul;
 mod ot_real;
 pub mod reveal;
 pub mod ring;

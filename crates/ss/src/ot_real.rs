@@ -114,6 +114,25 @@ impl RealOt {
         Ok(self.receiver.take_random_n(ch, n, count)?)
     }
 
+    /// Chosen-choice random OTs as sender: both 128-bit keys per OT (the receiver's
+    /// derandomisation bits arrive first).
+    pub(crate) fn rot_send<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [[Block; 2]],
+    ) -> Result<()> {
+        Ok(self.sender.send_rot_into(ch, out)?)
+    }
+    /// Chosen-choice random OTs as receiver: the key of each choice.
+    pub(crate) fn rot_recv<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<()> {
+        Ok(self.receiver.recv_rot_into(ch, choices, out)?)
+    }
+
     /// Unused pooled COTs per direction.
     pub(crate) fn available(&self) -> Plan {
         let (mine_out, mine_in) = (

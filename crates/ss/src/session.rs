@@ -73,6 +73,21 @@ impl MathRun {
     }
 }
 
+/// One byte each way (charged to the running phase, offline where the runs call it), so the
+/// online clocks start together and neither party's online time includes waiting for the tail
+/// of the other's offline work.
+pub fn barrier<C: Channel>(party: Party, ch: &mut C) -> Result<()> {
+    if party == Party::Server {
+        ch.send_pod(&[1u8])?;
+        ch.recv_pod::<u8>(1)?;
+    } else {
+        ch.recv_pod::<u8>(1)?;
+        ch.send_pod(&[1u8])?;
+    }
+    ch.flush()?;
+    Ok(())
+}
+
 /// Runs `job` on `n` elements as `party` over `ch`. The client passes its inputs `xs` (ring
 /// elements of the input format, `n` of them); the server passes `None`. Both parties must pass
 /// the same job and `n`.
@@ -103,16 +118,7 @@ pub fn run_math<C: Channel>(
     ch.set_phase(Phase::Offline);
     let t_off = Instant::now();
     ctx.preprocess(ch, plan)?;
-    // Barrier (one byte each way, charged to offline): the online clocks start together, so
-    // neither party's online time includes waiting for the tail of the other's offline work.
-    if party == Party::Server {
-        ch.send_pod(&[1u8])?;
-        ch.recv_pod::<u8>(1)?;
-    } else {
-        ch.recv_pod::<u8>(1)?;
-        ch.send_pod(&[1u8])?;
-    }
-    ch.flush()?;
+    barrier(party, ch)?;
     let offline_s = t_off.elapsed().as_secs_f64();
     ch.set_phase(Phase::Online);
     let t1 = Instant::now();

@@ -69,7 +69,7 @@ pub struct MathArgs {
     pub net: NetArgs,
 }
 
-fn cot_source(name: &str, k: u32) -> Result<CotSource, Error> {
+pub(super) fn cot_source(name: &str, k: u32) -> Result<CotSource, Error> {
     match name {
         "iknp" => Ok(CotSource::Iknp),
         "ferret" => Ok(CotSource::Ferret(FerretParams::B13)),

@@ -4,4 +4,7 @@
 //!
 //! * [`gru`]: CryptoGRU's Embedding → GRU → Dense classifier in family `hegc`: HE products on
 //!   Z_{2^32} by coefficient encoding, garbled circuits and OT blocks for the gates.
+//! * [`ss`]: FastGRNN → Dense in family `ss`: OT products and OPAF's (or SIRNN's) math on
+//!   Z_{2^l} shares.
 pub mod gru;
+pub mod ss;

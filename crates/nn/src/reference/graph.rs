@@ -9,7 +9,10 @@
 //! * add: `wrap(a + b)`;
 //! * batchnorm: `wrap((x · s_c) ≫ F + t_c)` with s_c = γ/√(σ² + ε) and t_c = β − μ·s_c quantized;
 //! * embedding: the quantized row; gru: [`super::Arith::gru_step`] from h₀ = 0;
+//! * fastgrnn: the input rescaled to scale 9 and clamped to 16 bits, the cell of
+//!   [`super::fastgrnn`] from h₀ = 0, the states rescaled to the main format;
 //! * argmax: the index of the largest value, lowest on ties.
+use super::fastgrnn::{rescale, Factors, FastGrnnParams, FloatCell, ACT_BITS, ACT_SCALE};
 use super::{argmax, check_tokens, Arith, Counters, SmoothActivations};
 use crate::error::{NnError, Result};
 use crate::model::{Candidate, FixedPointConfig, Format, Layer, LayerKind, Model, Shape};
@@ -29,6 +32,7 @@ enum Params {
         b_hh: Vec<i64>,
     },
     Scalar(i64),
+    FastGrnn(Box<FastGrnnParams>),
 }
 
 /// A model graph with its weights quantized to a fixed-point configuration. Secret: no `Debug`.
@@ -120,6 +124,34 @@ impl QuantizedGraph {
                     b_ih: qz.q(&t.get(n, "bias_ih")?.data),
                     b_hh: qz.q(&t.get(n, "bias_hh")?.data),
                 },
+                LayerKind::FastGrnn {
+                    input,
+                    hidden,
+                    w_rank,
+                    u_rank,
+                    ..
+                } => {
+                    let get = |k: &str| t.get(n, k).map(|v| &v.data[..]);
+                    let factors = |full: &str, left: &str, right: &str, r: &Option<usize>| {
+                        Ok::<_, NnError>(match r {
+                            None => Factors::Full(get(full)?),
+                            Some(k) => Factors::LowRank(get(left)?, get(right)?, *k),
+                        })
+                    };
+                    let one = |k: &str| Ok::<_, NnError>(get(k)?.first().copied().unwrap_or(0.0));
+                    let (p, sat) = FastGrnnParams::from_float(&FloatCell {
+                        input: *input,
+                        hidden: *hidden,
+                        w: factors("W", "W2", "W1", w_rank)?,
+                        u: factors("U", "U2", "U1", u_rank)?,
+                        bias_gate: get("bias_gate")?,
+                        bias_update: get("bias_update")?,
+                        zeta: one("zeta")?,
+                        nu: one("nu")?,
+                    })?;
+                    qz.saturated += sat;
+                    Params::FastGrnn(Box::new(p))
+                }
                 _ => Params::None,
             });
         }
@@ -291,6 +323,26 @@ impl<'m, A: SmoothActivations> GraphReference<'m, A> {
                 *sequences,
                 [w_ih, w_hh, b_ih, b_hh],
             ),
+            (LayerKind::FastGrnn { sequences, .. }, Params::FastGrnn(p)) => {
+                // The cell's own formats (16-bit at scale 9, `super::fastgrnn`) inside, the
+                // main format outside.
+                let main = m.fp.main;
+                let lim = 1i64 << (ACT_BITS - 1);
+                let xs: Vec<i64> = x
+                    .iter()
+                    .map(|v| rescale(*v, main.frac, ACT_SCALE).clamp(-lim, lim - 1))
+                    .collect();
+                let mut states = p.states(&xs)?;
+                if !sequences {
+                    states = states.split_off(states.len().saturating_sub(1));
+                }
+                let mut a = self.arith();
+                states
+                    .iter()
+                    .flatten()
+                    .map(|h| a.wrap(rescale(*h, ACT_SCALE, main.frac)))
+                    .collect()
+            }
             (LayerKind::Argmax, _) => {
                 let per = l.input.elements();
                 x.chunks(per).map(|c| argmax(c) as i64).collect()

@@ -6,6 +6,7 @@
 //! The smooth activations (sigmoid, tanh) are a parameter: [`CircuitActivations`] are the
 //! functions the garbled circuits compute, and so the definition the secure runs are held to;
 //! [`ExactActivations`] are the correctly rounded functions, for measuring that gap.
+pub mod fastgrnn;
 mod graph;
 mod gru;
 

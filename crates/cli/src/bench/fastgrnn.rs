@@ -1,0 +1,159 @@
+//! `secinfer bench fastgrnn`: OPAF's end-to-end model (Table XI: FastGRNN on Google-30's shape,
+//! 99 steps × 32 features, hidden 100) on a random model, through
+//! `secinfer_nn::layers::ss::run_fastgrnn`, with OPAF's or SIRNN's math. Model and input come
+//! from a public seed so the two processes of `--net tcp` regenerate them. After metering, the
+//! client's logits are compared with the plaintext reference (exact σ and tanh).
+use crate::bench::math::cot_source;
+use crate::error::Error;
+use crate::pair::{run_pair, NetArgs};
+use crate::report::{BenchRecord, Reporter};
+use clap::Args;
+use secinfer_net::Cost;
+use secinfer_nn::argmax;
+use secinfer_nn::layers::ss::{
+    random_input, random_params, run_fastgrnn, FastGrnnShape, Impl, SsOptions,
+};
+use secinfer_ss::{CotSource, Party};
+
+#[derive(Args, Debug)]
+pub struct FastGrnnArgs {
+    /// Features per step.
+    #[arg(long, default_value_t = 32)]
+    pub input: usize,
+    /// Hidden size.
+    #[arg(long, default_value_t = 100)]
+    pub hidden: usize,
+    /// Time steps.
+    #[arg(long, default_value_t = 99)]
+    pub steps: usize,
+    /// Classes of the dense head.
+    #[arg(long, default_value_t = 30)]
+    pub classes: usize,
+    /// σ and tanh: opaf or sirnn.
+    #[arg(long, default_value = "opaf")]
+    pub math: String,
+    /// Scale of the 16-bit weights (the accumulator ring is 16 + 1 + scale bits).
+    #[arg(long = "weight-scale", default_value_t = 8)]
+    pub weight_scale: u32,
+    /// What fills the COT pools offline: softspoken (with `--k`), iknp or ferret.
+    #[arg(long = "cot-source", default_value = "softspoken")]
+    pub cot_source: String,
+    /// SoftSpokenOT bits per chunk for `--cot-source softspoken`.
+    #[arg(long, default_value_t = crate::bench::SOFTSPOKEN_K)]
+    pub k: u32,
+    /// Seed of the random model and input.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+/// What the server reports of its own run (serialisable for the two-process mode).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ServerReport {
+    setup_s: f64,
+    offline_s: f64,
+    online_s: f64,
+    online_rounds: u64,
+}
+
+pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
+    let imp = Impl::parse(&a.math).ok_or_else(|| Error::msg("--math must be opaf or sirnn"))?;
+    let source = cot_source(&a.cot_source, a.k)?;
+    let model = random_params(a.input, a.hidden, a.classes, a.weight_scale, a.seed)?;
+    let shape = FastGrnnShape::of(&model, a.steps);
+    let x = random_input(a.steps, a.input, a.seed);
+    let opts = SsOptions { math: imp, source };
+    let (m, xr, sh, op) = (&model, &x, &shape, &opts);
+    let r = run_pair(
+        &a.net,
+        move |ch| Ok(run_fastgrnn(Party::Client, ch, sh, op, None, Some(xr))?),
+        move |ch| {
+            let r = run_fastgrnn(Party::Server, ch, sh, op, Some(m), None)?;
+            Ok(ServerReport {
+                setup_s: r.setup_s,
+                offline_s: r.offline_s,
+                online_s: r.online_s,
+                online_rounds: r.cost.online.rounds,
+            })
+        },
+    )?;
+    let (c, s) = (r.client, r.server);
+    // The client's per-block view (its bytes are both directions of the link).
+    let blocks: serde_json::Map<String, serde_json::Value> = c
+        .block_stats
+        .iter()
+        .map(|(k, st)| {
+            let v = serde_json::json!({
+                "calls": st.calls,
+                "ms": (st.time_s * 1e4).round() / 10.0,
+                "mb": st.bytes as f64 / 1e6,
+                "cots": st.cots,
+            });
+            (k.to_string(), v)
+        })
+        .collect();
+    let logits = c
+        .logits
+        .ok_or_else(|| Error::msg("bench fastgrnn: the client learned no logits"))?;
+    let (_, want) = model.run(&x)?;
+    let gap = logits
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| (g - w).abs())
+        .max()
+        .unwrap_or(0);
+    let mut client_cost = c.cost;
+    client_cost.setup.time_s = c.setup_s;
+    client_cost.offline.time_s = c.offline_s;
+    client_cost.online.time_s = c.online_s;
+    let mut server_cost = Cost::default();
+    server_cost.setup.time_s = s.setup_s;
+    server_cost.offline.time_s = s.offline_s;
+    server_cost.online.time_s = s.online_s;
+    server_cost.online.rounds = s.online_rounds;
+    let (setup_s, offline_s, online_s) = (
+        c.setup_s.max(s.setup_s),
+        c.offline_s.max(s.offline_s),
+        c.online_s.max(s.online_s),
+    );
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let total = client_cost.total().bytes();
+    let mut rec = BenchRecord::from_costs(
+        "fastgrnn",
+        setup_s + offline_s + online_s,
+        &client_cost,
+        &server_cost,
+    )
+    .param("input", a.input)
+    .param("hidden", a.hidden)
+    .param("steps", a.steps)
+    .param("classes", a.classes)
+    .param("math", imp.name())
+    .param("weight_scale", a.weight_scale)
+    .param("net", a.net.net_name())
+    .param("profile", a.net.profile.name)
+    .param(
+        "cot_source",
+        match source {
+            CotSource::SoftSpoken { k } => format!("softspoken-k{k}"),
+            CotSource::Ferret(_) => "ferret".to_string(),
+            other => format!("{other:?}").to_lowercase(),
+        },
+    )
+    .param("threads", threads);
+    rec.rounds = client_cost.online.rounds.max(s.online_rounds);
+    let acc_unit = f64::from(1u32 << (9 + a.weight_scale));
+    out.emit(
+        rec.field("online_s", online_s)
+            .field("mb_total", total as f64 / 1e6)
+            .field("online_mb", client_cost.online.bytes() as f64 / 1e6)
+            .field("class", c.class.unwrap_or(0))
+            .field("reference_class", argmax(&want))
+            .field("max_logit_gap", gap as f64 / acc_unit)
+            .field("block_costs", serde_json::Value::Object(blocks)),
+    );
+    Ok(())
+}

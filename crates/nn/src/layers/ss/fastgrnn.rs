@@ -1,0 +1,414 @@
+//! FastGRNN (Kusupati et al. 2018) → Dense → argmax on Z_{2^l} shares: OPAF's end-to-end
+//! model (OPAF §VI-F, Table XI), with OPAF's or SIRNN's sigmoid and tanh.
+//!
+//! The client owns the sequence x (steps × input, 16-bit at scale 9); the server owns the
+//! model ([`FastGrnnParams`]). Per step, on shares of h in Z_{2^32}:
+//! 1. acc = W·x_t + U·h in Z_{2^L} (L = [`Widths::acc_bits`]): W·x for all steps in one batch
+//!    before the first step (x is the client's own), U·h as U·h_server locally plus U·h_client
+//!    by SIRNN's OT product (`secinfer_ss::matmul`);
+//! 2. z_in, h_in = ARS(acc + b) to scales 8 and 9, reduced to 16 bits (exact floor shifts,
+//!    one call: h's half is doubled first so the same shift reaches scale 9);
+//! 3. z = σ(z_in) and S = σ(2·h_in), both at scale 14 in one batch of 2·hidden (OPAF's or
+//!    SIRNN's sigmoid), and h̃ = tanh(h_in) = 2S − 1 at scale 14, locally: the identity both
+//!    papers build their tanh on, so a step pays one σ's rounds and h̃'s error is twice σ's;
+//! 4. h' = ARS((ζ+ν)·h̃ + 2^5·z ⊙ ARS(2^19·h − ζ·h̃, 19), 19) in Z_{2^36}: ζ·h̃ and (ζ+ν)·h̃
+//!    are the server's scalars times the shared h̃ (one OT product carries both), z ⊙ d one
+//!    product of two shared vectors.
+//!
+//! Then logits = W_d·h + b_d (one more OT product), revealed to the client, which takes the
+//! argmax: the client learns the logits, the server nothing.
+//! [`crate::reference::fastgrnn`] fixes the arithmetic; the secure run equals it bit for bit
+//! except σ and tanh, which are within the math's ULP bound.
+use crate::error::{NnError, Result};
+use crate::reference::argmax;
+use crate::reference::fastgrnn::{
+    FastGrnnParams, Head, Widths, ACT_BITS, ACT_SCALE, GATE_SCALE, SIGMOID_IN_SCALE, UPDATE_BITS,
+};
+use secinfer_core::Format;
+use secinfer_net::{Channel, Cost, Phase};
+use secinfer_ss::blocks::{ars, mul_shared, zext_msb0};
+use secinfer_ss::math::{self, Impl};
+use secinfer_ss::matmul::{matvec_private, MatDims};
+use secinfer_ss::reveal::{reveal, RevealTo};
+use secinfer_ss::ring::{from_signed, mask, to_signed};
+use secinfer_ss::ulp::MathFn;
+use secinfer_ss::{BlockStat, CotSource, Ctx, Party};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// What both parties know of the model: its shape and weight scale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FastGrnnShape {
+    pub input: usize,
+    pub hidden: usize,
+    pub steps: usize,
+    pub classes: usize,
+    pub weight_scale: u32,
+}
+
+impl FastGrnnShape {
+    /// The shape of `m` on `steps` steps.
+    pub fn of(m: &FastGrnnParams, steps: usize) -> FastGrnnShape {
+        FastGrnnShape {
+            input: m.input,
+            hidden: m.hidden,
+            steps,
+            classes: m.head.classes,
+            weight_scale: m.weight_scale,
+        }
+    }
+    fn check(&self) -> Result<Widths> {
+        let ok = |v: usize| (1..=4096).contains(&v);
+        if !ok(self.input) || !ok(self.hidden) || !ok(self.steps) || !ok(self.classes) {
+            return Err(NnError::config(format!(
+                "fastgrnn: every dimension must be in 1..=4096, got {self:?}"
+            )));
+        }
+        Widths::new(self.weight_scale)
+    }
+}
+
+/// The run's options: the math of σ and tanh and what fills the OT pools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SsOptions {
+    pub math: Impl,
+    pub source: CotSource,
+}
+
+/// One party's account of a run.
+pub struct FastGrnnRun {
+    /// Wall time of each phase on this party's clock (seconds).
+    pub setup_s: f64,
+    pub offline_s: f64,
+    pub online_s: f64,
+    /// This party's meter at the end of the online phase (the reveal of the logits excluded).
+    pub cost: Cost,
+    /// The client's: the logits (accumulator scale) and their argmax.
+    pub logits: Option<Vec<i64>>,
+    pub class: Option<usize>,
+    /// Cost per building block as this party saw it.
+    pub block_stats: BTreeMap<&'static str, BlockStat>,
+}
+
+/// Shares of every step's intermediates (tests compare them with the reference).
+#[derive(Default)]
+pub(crate) struct Trace {
+    pub z_in: Vec<Vec<u64>>,
+    pub h_in: Vec<Vec<u64>>,
+    pub z: Vec<Vec<u64>>,
+    pub ht: Vec<Vec<u64>>,
+    pub h: Vec<Vec<u64>>,
+}
+
+fn fmt(bits: u32, scale: u32) -> secinfer_ss::Result<Format> {
+    Ok(Format::new(bits, scale)?)
+}
+
+fn ring(v: &[i64], bits: u32) -> Vec<u64> {
+    v.iter().map(|a| from_signed(*a, bits)).collect()
+}
+
+/// Row `r` of the `cols`-wide matrix `m` times `v` mod 2^bits.
+fn dot_row(m: &[u64], r: usize, cols: usize, v: &[u64], bits: u32) -> u64 {
+    m[r * cols..(r + 1) * cols]
+        .iter()
+        .zip(v)
+        .fold(0u64, |s, (a, b)| s.wrapping_add(a.wrapping_mul(*b)))
+        & mask(bits)
+}
+
+/// The server's matrices in ring form (empty at the client).
+struct RingModel<'a> {
+    p: &'a FastGrnnParams,
+    w: Vec<u64>,
+    u: Vec<u64>,
+    head: Vec<u64>,
+    /// ζ and ζ + ν in Z_{2^32}, as a 2 × 1 matrix.
+    gates: Vec<u64>,
+}
+
+/// The online phase: shares of the logits (Z_{2^L}). `x` is the client's sequence in Z_{2^16}
+/// (empty at the server); `model` the server's.
+pub(crate) fn online<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    sh: &FastGrnnShape,
+    wd: &Widths,
+    imp: Impl,
+    model: Option<&FastGrnnParams>,
+    x: &[u64],
+    mut trace: Option<&mut Trace>,
+) -> secinfer_ss::Result<Vec<u64>> {
+    let (hid, l) = (sh.hidden, wd.acc_bits);
+    let (ml, m16, mu) = (mask(l), mask(ACT_BITS), mask(UPDATE_BITS));
+    let rm = model.map(|p| RingModel {
+        p,
+        w: ring(&p.w, l),
+        u: ring(&p.u, l),
+        head: ring(&p.head.w, l),
+        gates: ring(&[p.zeta, p.zeta + p.nu], UPDATE_BITS),
+    });
+    let empty: &[u64] = &[];
+    let (w, u, head, gates) = match &rm {
+        Some(m) => (&m.w[..], &m.u[..], &m.head[..], &m.gates[..]),
+        None => (empty, empty, empty, empty),
+    };
+    let client = |v: &[u64]| -> Vec<u64> {
+        if rm.is_some() {
+            Vec::new()
+        } else {
+            v.to_vec()
+        }
+    };
+    let dims = |rows, cols, count| MatDims { rows, cols, count };
+    let wx = matvec_private(
+        ctx,
+        ch,
+        w,
+        x,
+        dims(hid, sh.input, sh.steps),
+        ACT_BITS,
+        true,
+        l,
+    )?;
+    let (sig_in, sig_out) = (fmt(ACT_BITS, SIGMOID_IN_SCALE)?, fmt(ACT_BITS, GATE_SCALE)?);
+    let mut h = vec![0u64; hid];
+    for t in 0..sh.steps {
+        let hl: Vec<u64> = h.iter().map(|v| v & ml).collect();
+        let uh = matvec_private(ctx, ch, u, &client(&hl), dims(hid, hid, 1), l, false, l)?;
+        // [acc + b_z ; 2·(acc + b_h)]: one shift to scale 8 gives σ's input and, read at scale
+        // 8, 2x for tanh's (the doubled half fits: the reference's ring bound, see gate_inputs).
+        let mut acc = vec![0u64; 2 * hid];
+        for i in 0..hid {
+            let mut a = wx[t * hid + i].wrapping_add(uh[i]);
+            let (mut bz, mut bh) = (0, 0);
+            if let Some(m) = &rm {
+                a = a.wrapping_add(dot_row(&m.u, i, hid, &hl, l));
+                bz = from_signed(m.p.b_z[i], l);
+                bh = from_signed(m.p.b_h[i], l);
+            }
+            acc[i] = a.wrapping_add(bz) & ml;
+            acc[hid + i] = a.wrapping_add(bh).wrapping_mul(2) & ml;
+        }
+        let gi: Vec<u64> = ars(ctx, ch, &acc, l, wd.shift_z)?
+            .iter()
+            .map(|v| v & m16)
+            .collect();
+        // σ on both halves in one batch: z = σ(z_in) and S = σ(2·h_in), all at scale 14.
+        let sg = math::evaluate(ctx, ch, MathFn::Sigmoid, imp, &gi, sig_in, sig_out)?;
+        // σ ∈ [0, 1] at scale 14 has a zero MSB in 16 bits.
+        let s32 = zext_msb0(ctx, ch, &sg, ACT_BITS, UPDATE_BITS)?;
+        let z32 = s32[..hid].to_vec();
+        // h̃ = tanh(h_in) = 2σ(2·h_in) − 1 at scale 14: local, exact from S.
+        let p0 = ctx.is_p0();
+        let ht32: Vec<u64> = s32[hid..]
+            .iter()
+            .map(|v| {
+                let t = v.wrapping_mul(2);
+                if p0 {
+                    t.wrapping_sub(1 << GATE_SCALE) & mu
+                } else {
+                    t & mu
+                }
+            })
+            .collect();
+        // ζ·h̃ and (ζ+ν)·h̃ (scale 28): the client's share by OT, the server's locally.
+        let g = matvec_private(
+            ctx,
+            ch,
+            gates,
+            &client(&ht32),
+            dims(2, 1, hid),
+            UPDATE_BITS,
+            false,
+            UPDATE_BITS,
+        )?;
+        let own = |i: usize, k: usize| -> u64 {
+            rm.as_ref().map_or(0, |m| m.gates[k].wrapping_mul(ht32[i]))
+        };
+        // d = h − ζ·h̃ at scale 9; s = (ζ+ν)·h̃ + z·d at scale 28; h' = s at scale 9.
+        let up = 2 * GATE_SCALE - ACT_SCALE;
+        let dp: Vec<u64> = (0..hid)
+            .map(|i| (h[i] << up).wrapping_sub(g[2 * i]).wrapping_sub(own(i, 0)) & mu)
+            .collect();
+        let d = ars(ctx, ch, &dp, UPDATE_BITS, up)?;
+        let p = mul_shared(ctx, ch, &z32, &d, UPDATE_BITS)?;
+        let zd_up = GATE_SCALE - ACT_SCALE;
+        let s: Vec<u64> = (0..hid)
+            .map(|i| {
+                g[2 * i + 1]
+                    .wrapping_add(own(i, 1))
+                    .wrapping_add(p[i] << zd_up)
+                    & mu
+            })
+            .collect();
+        h = ars(ctx, ch, &s, UPDATE_BITS, up)?;
+        if let Some(tr) = trace.as_deref_mut() {
+            tr.z_in.push(gi[..hid].to_vec());
+            tr.h_in.push(gi[hid..].to_vec());
+            tr.z.push(sg[..hid].to_vec());
+            tr.ht.push(ht32.iter().map(|v| v & m16).collect());
+            tr.h.push(h.clone());
+        }
+    }
+    let hl: Vec<u64> = h.iter().map(|v| v & ml).collect();
+    let mut lg = matvec_private(
+        ctx,
+        ch,
+        head,
+        &client(&hl),
+        dims(sh.classes, hid, 1),
+        l,
+        false,
+        l,
+    )?;
+    if let Some(m) = &rm {
+        for (c, v) in lg.iter_mut().enumerate() {
+            let own = dot_row(&m.head, c, hid, &hl, l).wrapping_add(from_signed(m.p.head.b[c], l));
+            *v = v.wrapping_add(own) & ml;
+        }
+    }
+    Ok(lg)
+}
+
+/// A public-seed xorshift: the benchmark's random models and inputs, which both processes of
+/// a two-process run regenerate. Not a source of secrets.
+struct SeedRng(u64);
+impl SeedRng {
+    fn new(seed: u64) -> SeedRng {
+        SeedRng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    /// Uniform in [−r, r].
+    fn int(&mut self, r: i64) -> i64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % (2 * r as u64 + 1)) as i64 - r
+    }
+}
+
+/// A random FastGRNN of the given shape (Google-30's for OPAF's Table XI): weights and biases
+/// uniform in ±0.5, ζ ≈ 0.9, ν ≈ 0.05, FastGRNN's usual range after training.
+pub fn random_params(
+    input: usize,
+    hidden: usize,
+    classes: usize,
+    weight_scale: u32,
+    seed: u64,
+) -> Result<FastGrnnParams> {
+    let wd = Widths::new(weight_scale)?;
+    let mut r = SeedRng::new(seed);
+    let mut v =
+        |n: usize, scale: u32| -> Vec<i64> { (0..n).map(|_| r.int(1 << (scale - 1))).collect() };
+    let p = FastGrnnParams {
+        input,
+        hidden,
+        weight_scale,
+        w: v(hidden * input, weight_scale),
+        u: v(hidden * hidden, weight_scale),
+        b_z: v(hidden, wd.acc_scale),
+        b_h: v(hidden, wd.acc_scale),
+        zeta: (0.9 * f64::from(1u32 << GATE_SCALE)) as i64,
+        nu: (0.05 * f64::from(1u32 << GATE_SCALE)) as i64,
+        head: Head {
+            classes,
+            w: v(classes * hidden, weight_scale),
+            b: v(classes, wd.acc_scale),
+        },
+    };
+    p.validate()?;
+    Ok(p)
+}
+
+/// A random client sequence (steps × input) in ±2 at scale 9.
+pub fn random_input(steps: usize, input: usize, seed: u64) -> Vec<i64> {
+    let mut r = SeedRng::new(seed ^ 0x5555);
+    (0..steps * input).map(|_| r.int(2 << ACT_SCALE)).collect()
+}
+
+/// The client's sequence as ring elements, checked (steps × input values in 16 bits).
+fn client_input(sh: &FastGrnnShape, x: Option<&[i64]>) -> Result<Vec<u64>> {
+    let x = x.ok_or_else(|| NnError::Input("the client passes its sequence".into()))?;
+    if x.len() != sh.steps * sh.input {
+        return Err(NnError::Input(format!(
+            "fastgrnn: {} values, expected {} steps × {} features",
+            x.len(),
+            sh.steps,
+            sh.input
+        )));
+    }
+    let lim = 1i64 << (ACT_BITS - 1);
+    if x.iter().any(|v| !(-lim..lim).contains(v)) {
+        return Err(NnError::Input("fastgrnn: inputs must fit 16 bits".into()));
+    }
+    Ok(ring(x, ACT_BITS))
+}
+
+/// Runs FastGRNN → Dense → argmax as `party` over `ch`: setup (base OTs), offline (the OT
+/// pools a dry run says the online phase consumes), online, then the logits to the client.
+/// The server passes `model` (whose shape must be `shape`), the client its sequence `x`
+/// (steps × input, 16-bit at scale 9).
+pub fn run_fastgrnn<C: Channel>(
+    party: Party,
+    ch: &mut C,
+    shape: &FastGrnnShape,
+    opts: &SsOptions,
+    model: Option<&FastGrnnParams>,
+    x: Option<&[i64]>,
+) -> Result<FastGrnnRun> {
+    let wd = shape.check()?;
+    let (model, xs) = match party {
+        Party::Server => {
+            let m = model.ok_or_else(|| NnError::config("the server passes the model"))?;
+            m.validate()?;
+            if FastGrnnShape::of(m, shape.steps) != *shape {
+                return Err(NnError::config(
+                    "fastgrnn: the model does not have the shape",
+                ));
+            }
+            (Some(m), Vec::new())
+        }
+        Party::Client => (None, client_input(shape, x)?),
+    };
+    ch.set_phase(Phase::Setup);
+    let t0 = Instant::now();
+    let mut ctx = Ctx::setup_with(party, ch, opts.source)?;
+    let setup_s = t0.elapsed().as_secs_f64();
+    let plan = secinfer_ss::plan_for(party, |c, dry| {
+        online(c, dry, shape, &wd, opts.math, model, &xs, None)
+    })?;
+    ch.set_phase(Phase::Offline);
+    let t1 = Instant::now();
+    ctx.preprocess(ch, plan)?;
+    secinfer_ss::session::barrier(party, ch)?;
+    let offline_s = t1.elapsed().as_secs_f64();
+    ch.set_phase(Phase::Online);
+    ctx.reset_counts();
+    let t2 = Instant::now();
+    let lg = online(&mut ctx, ch, shape, &wd, opts.math, model, &xs, None)?;
+    ch.flush()?;
+    let online_s = t2.elapsed().as_secs_f64();
+    let cost = ch.cost();
+    let out = reveal(
+        &mut ctx,
+        ch,
+        &lg,
+        wd.acc_bits,
+        RevealTo::Only(Party::Client),
+    )?;
+    let logits: Option<Vec<i64>> =
+        out.map(|v| v.iter().map(|a| to_signed(*a, wd.acc_bits)).collect());
+    let class = logits.as_deref().map(argmax);
+    Ok(FastGrnnRun {
+        setup_s,
+        offline_s,
+        online_s,
+        cost,
+        logits,
+        class,
+        block_stats: std::mem::take(&mut ctx.stats),
+    })
+}
+
+#[cfg(test)]
+mod tests;

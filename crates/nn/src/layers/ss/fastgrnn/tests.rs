@@ -1,0 +1,163 @@
+#![allow(clippy::unwrap_used)]
+use super::*;
+use crate::error::ErrorKind;
+use crate::reference::fastgrnn::FastGrnnParams;
+use secinfer_net::simulate;
+
+fn random_model(seed: u64, input: usize, hidden: usize, classes: usize) -> FastGrnnParams {
+    random_params(input, hidden, classes, 8, seed).unwrap()
+}
+
+fn random_input(seed: u64, n: usize) -> Vec<i64> {
+    super::random_input(1, n, seed)
+}
+
+fn open(a: &[u64], b: &[u64], bits: u32) -> Vec<i64> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| to_signed(x.wrapping_add(*y) & mask(bits), bits))
+        .collect()
+}
+
+/// Max-ULP bounds of z and h̃ (both at scale 14): σ's stated bound at 16-bit scale 8 → 14
+/// (secinfer-ss tests/math.rs), and twice it for h̃ = 2σ(2x) − 1.
+fn bounds(imp: Impl) -> (f64, f64) {
+    let sigma = match imp {
+        Impl::Opaf => 1.5,
+        Impl::Sirnn => 1.0,
+    };
+    (sigma, 2.0 * sigma)
+}
+
+/// Secure FastGRNN equals the fixed-point reference step by step: from the opened previous
+/// state, the gates' inputs and the next state bit for bit, σ and tanh within the math's ULP
+/// bound of the exact function, and the logits bit for bit on the last state; for OPAF's and
+/// SIRNN's math in the same build.
+#[test]
+fn secure_steps_equal_the_reference() {
+    let (input, hidden, steps, classes) = (5, 12, 4, 3);
+    let m = random_model(0x5eed, input, hidden, classes);
+    let x = random_input(0xabc, steps * input);
+    let sh = FastGrnnShape::of(&m, steps);
+    let wd = m.validate().unwrap();
+    let xs = client_input(&sh, Some(&x)).unwrap();
+    for imp in [Impl::Opaf, Impl::Sirnn] {
+        let run = |party: Party| {
+            let (m, xs) = (&m, &xs);
+            move |ch: &mut secinfer_net::DynChannel| {
+                let mut ctx = Ctx::setup(party, ch).unwrap();
+                let mut tr = Trace::default();
+                let (model, x): (_, &[u64]) = match party {
+                    Party::Server => (Some(m), &[]),
+                    Party::Client => (None, xs),
+                };
+                let lg = online(&mut ctx, ch, &sh, &wd, imp, model, x, Some(&mut tr)).unwrap();
+                (lg, tr)
+            }
+        };
+        let r = simulate(run(Party::Client), run(Party::Server));
+        let ((lc, tc), (ls, ts)) = (r.client.output, r.server.output);
+        let (bz, bh) = bounds(imp);
+        let mut h = vec![0i64; hidden];
+        let mut worst = (0.0f64, 0.0f64);
+        for t in 0..steps {
+            let acc = m.accumulate(&wd, &x[t * input..(t + 1) * input], &h);
+            let (zi, hi) = m.gate_inputs(&wd, &acc);
+            assert_eq!(
+                open(&tc.z_in[t], &ts.z_in[t], ACT_BITS),
+                zi,
+                "{imp:?} step {t}: σ input"
+            );
+            assert_eq!(
+                open(&tc.h_in[t], &ts.h_in[t], ACT_BITS),
+                hi,
+                "{imp:?} step {t}: tanh input"
+            );
+            let z = open(&tc.z[t], &ts.z[t], ACT_BITS);
+            let ht = open(&tc.ht[t], &ts.ht[t], ACT_BITS);
+            for i in 0..hidden {
+                let xr = zi[i] as f64 / 256.0;
+                let ez = (z[i] as f64 - 16384.0 / (1.0 + (-xr).exp())).abs();
+                let eh = (ht[i] as f64 - 16384.0 * (hi[i] as f64 / 512.0).tanh()).abs();
+                worst = (worst.0.max(ez), worst.1.max(eh));
+            }
+            let next = open(&tc.h[t], &ts.h[t], UPDATE_BITS);
+            assert_eq!(
+                next,
+                m.update(&z, &ht, &h),
+                "{imp:?} step {t}: state update"
+            );
+            h = next;
+        }
+        assert!(
+            worst.0 <= bz && worst.1 <= bh,
+            "{imp:?}: ULP {worst:?} above ({bz}, {bh})"
+        );
+        assert!(
+            h.iter().any(|v| *v != 0),
+            "the state stayed zero: the test would be vacuous"
+        );
+        assert_eq!(
+            open(&lc, &ls, wd.acc_bits),
+            m.logits(&wd, &h),
+            "{imp:?}: logits"
+        );
+    }
+}
+
+/// The whole two-party run (setup, offline pools sized by the dry run, online, reveal) gives
+/// the client logits within a small distance of the reference's (the gap is only σ's and
+/// tanh's ULPs carried through four steps) and the server nothing.
+#[test]
+fn full_run_tracks_the_reference_logits() {
+    let (input, hidden, steps, classes) = (4, 10, 4, 5);
+    let m = random_model(0x77, input, hidden, classes);
+    let x = random_input(0x99, steps * input);
+    let sh = FastGrnnShape::of(&m, steps);
+    let opts = SsOptions {
+        math: Impl::Opaf,
+        source: CotSource::Iknp,
+    };
+    let (mr, xr) = (&m, &x);
+    let r = simulate(
+        move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(xr)).unwrap(),
+        move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(mr), None).unwrap(),
+    );
+    let (c, s) = (r.client.output, r.server.output);
+    assert!(s.logits.is_none() && s.class.is_none());
+    let (_, want) = m.run(&x).unwrap();
+    let got = c.logits.unwrap();
+    let tol = 1i64 << (ACT_SCALE + m.weight_scale - 5); // 1/32 in real units
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= tol, "logits {got:?} vs reference {want:?}");
+    }
+    assert_eq!(c.class, Some(argmax(&got)));
+    assert!(c.cost.online.bytes() > 0 && c.online_s > 0.0);
+}
+
+/// A client sequence of the wrong length or outside 16 bits, and a model of another shape, are
+/// refused with typed errors before any traffic.
+#[test]
+fn bad_inputs_are_typed_errors() {
+    let m = random_model(1, 3, 4, 2);
+    let sh = FastGrnnShape::of(&m, 2);
+    assert_eq!(
+        client_input(&sh, Some(&[0; 5])).err().unwrap().kind(),
+        ErrorKind::BadInput
+    );
+    let big = vec![1 << 15; 6];
+    assert_eq!(
+        client_input(&sh, Some(&big)).err().unwrap().kind(),
+        ErrorKind::BadInput
+    );
+    let other = FastGrnnShape { hidden: 5, ..sh };
+    let opts = SsOptions {
+        math: Impl::Sirnn,
+        source: CotSource::Iknp,
+    };
+    let mut ch = secinfer_ss::DryChannel::new();
+    let e = run_fastgrnn(Party::Server, &mut ch, &other, &opts, Some(&m), None)
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::BadModel);
+}
