@@ -4,4 +4,5 @@
 //!
 //! * [`gru`]: CryptoGRU's Embedding → GRU → Dense classifier in family `hegc`: HE products on
 //!   Z_{2^32} by coefficient encoding, garbled circuits and OT blocks for the gates.
+pub mod choco;
 pub mod gru;
