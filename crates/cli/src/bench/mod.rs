@@ -3,6 +3,7 @@ use crate::error::Error;
 use crate::report::Reporter;
 use clap::Subcommand;
 
+pub mod choco;
 pub mod gc;
 pub mod gru;
 pub mod he;
@@ -36,6 +37,8 @@ pub enum BenchCmd {
     Math(math::MathArgs),
     /// Secure GRU inference (CryptoGRU) on a random model: HE matvecs + garbled steps.
     Gru(gru::GruArgs),
+    /// CHOCO client-aided inference of a shipped MNIST model: client time and bytes against local.
+    Choco(choco::ChocoArgs),
     /// SHE (non-interactive TFHE inference): gates, bootstraps, depth, keys, time per sample.
     #[cfg(feature = "tfhe")]
     She(she::SheArgs),
@@ -51,6 +54,7 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::HeConv(a) => he::run_conv(a, out),
         BenchCmd::Math(a) => math::run(a, out),
         BenchCmd::Gru(a) => gru::run(a, out),
+        BenchCmd::Choco(a) => choco::run(a, out),
         #[cfg(feature = "tfhe")]
         BenchCmd::She(a) => she::run(a, out),
     }

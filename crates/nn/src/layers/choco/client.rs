@@ -6,7 +6,7 @@ use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, Layer, LayerKind, ModelConfig, Shape};
 use crate::reference::argmax;
-use secinfer_he::choco::Packing;
+use secinfer_he::choco::{DensePlan, Packing};
 use secinfer_he::{Response, SecretKey};
 use secinfer_net::{Channel, Phase};
 use std::time::Instant;
@@ -16,6 +16,8 @@ pub struct ChocoClient {
     pub config: ModelConfig,
     schedule: Schedule,
     id: [u8; 32],
+    /// Threads for the client's own work (`None`: the caller's rayon pool).
+    threads: Option<usize>,
 }
 
 impl ChocoClient {
@@ -26,7 +28,14 @@ impl ChocoClient {
             config: config.clone(),
             schedule,
             id,
+            threads: None,
         })
+    }
+
+    /// Runs the client's work on `threads` threads (1 models a small device).
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads.max(1));
+        self
     }
 
     /// Names of the layers whose outputs this client sees in the clear (the mode's leak).
@@ -36,6 +45,23 @@ impl ChocoClient {
 
     pub fn primes(&self) -> Vec<u64> {
         self.schedule.rns.primes()
+    }
+
+    /// The kernel plan of every server-side linear layer, in order.
+    pub fn plans(&self) -> Vec<DensePlan> {
+        self.schedule
+            .stages
+            .iter()
+            .filter_map(|s| match s {
+                Stage::Linear { plan, .. } => Some(plan.clone()),
+                Stage::Client { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Galois keys the client uploads per plaintext prime.
+    pub fn galois_keys(&self) -> usize {
+        self.schedule.rotation_steps().len()
     }
 }
 
@@ -100,9 +126,21 @@ fn check_input(c: &ChocoClient, x: &[i64]) -> Result<()> {
     Ok(())
 }
 
-/// Runs one session's client side over `ch` on the fixed-point input `x` (main format).
+/// Runs one session's client side over `ch` on the fixed-point input `x` (main format), on
+/// the client's own thread pool when it has one.
 pub fn client_session<C: Channel>(ch: &mut C, c: &ChocoClient, x: &[i64]) -> Result<ChocoOutcome> {
     check_input(c, x)?;
+    match c.threads {
+        None => run_client(ch, c, x),
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| NnError::Protocol(format!("client thread pool: {e}")))?
+            .install(|| run_client(ch, c, x)),
+    }
+}
+
+fn run_client<C: Channel>(ch: &mut C, c: &ChocoClient, x: &[i64]) -> Result<ChocoOutcome> {
     let s = &c.schedule;
     let mut cost = ClientCost::default();
     ch.set_phase(Phase::Setup);

@@ -6,12 +6,17 @@ use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
 use crate::model::{LayerKind, Model, ModelConfig, Shape};
 use rayon::prelude::*;
-use secinfer_he::choco::{self, conv_matrix, DensePlan, Packing, Prepared, FLOOD_STAT_BITS};
+use secinfer_he::choco::{
+    self, conv_matrix, DensePlan, Packing, Prepared, FLOOD_STAT_BITS, RING_DEGREE,
+};
 use secinfer_he::{
     Evaluator, GaloisKeys, HeEvaluator, OpCounts, Params, Plaintext, PublicKey, SeededCiphertext,
 };
 use secinfer_net::{Channel, Phase};
 use std::time::Instant;
+
+/// Most memory the encoded weights of one model may take.
+const MAX_WEIGHT_BYTES: usize = 2 << 30;
 
 /// One linear layer's server state: per prime, the encoded matrix and the bias slots.
 struct Linear {
@@ -69,10 +74,24 @@ impl ChocoServer {
         let schedule = Schedule::new(&config, packing)?;
         let frac = schedule.fp.main.frac;
         let mut linear = Vec::new();
+        let mut pt_bytes = 0usize;
         for st in &schedule.stages {
             let Stage::Linear { layer, plan, .. } = st else {
                 continue;
             };
+            // Each plaintext is n residues per Q prime, per plaintext prime.
+            pt_bytes += plan.out_chunks * plan.col_chunks * plan.m * RING_DEGREE * 2 * 8
+                * schedule.rns.sets().len();
+            if pt_bytes > MAX_WEIGHT_BYTES {
+                return Err(NnError::Unsupported(format!(
+                    "family choco: the encoded weights would take {} MiB (limit {} MiB); the \
+                     windowed Dense kernel runs a convolution as its Toeplitz matrix, one \
+                     plaintext per diagonal, which is too large for layer {}",
+                    pt_bytes >> 20,
+                    MAX_WEIGHT_BYTES >> 20,
+                    config.graph.layers[*layer].name
+                )));
+            }
             let l = &config.graph.layers[*layer];
             let w = quantize(model, &l.name, "weight")?;
             let b = quantize(model, &l.name, "bias")?;
