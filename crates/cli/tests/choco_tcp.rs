@@ -35,9 +35,22 @@ fn choco_serve_and_infer_over_tcp_match_the_reference() {
         .arg(&key)
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let mut srv = Command::new(env!("CARGO_BIN_EXE_secinfer"))
-        .args(["serve", "--port", "0", "--family", "choco", "--sessions", "1", "--model"])
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--family",
+            "choco",
+            "--sessions",
+            "1",
+            "--model",
+        ])
         .arg(&model)
         .arg("--key")
         .arg(&key)
@@ -60,7 +73,15 @@ fn choco_serve_and_infer_over_tcp_match_the_reference() {
     assert!(line.contains("family choco"), "{line}");
     let addr = line.split_whitespace().nth(2).unwrap().to_string();
     let out = Command::new(env!("CARGO_BIN_EXE_secinfer"))
-        .args(["infer", "--family", "choco", "--client-threads", "1", "--server", &addr])
+        .args([
+            "infer",
+            "--family",
+            "choco",
+            "--client-threads",
+            "1",
+            "--server",
+            &addr,
+        ])
         .arg("--model-info")
         .arg(&info)
         .arg("--model")
@@ -70,12 +91,25 @@ fn choco_serve_and_infer_over_tcp_match_the_reference() {
         .output()
         .unwrap();
     let so = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{so}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(so.contains("secure: 7") && so.contains("true label: 7"), "{so}");
-    assert!(so.contains("every layer matches") && !so.contains("MISMATCH"), "{so}");
+    assert!(
+        out.status.success(),
+        "{so}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        so.contains("secure: 7") && so.contains("true label: 7"),
+        "{so}"
+    );
+    assert!(
+        so.contains("every layer matches") && !so.contains("MISMATCH"),
+        "{so}"
+    );
     assert!(so.contains("sees every intermediate activation"), "{so}");
     drop(srv);
     let log = log.join().unwrap().join("\n");
-    assert!(log.contains("client sees every intermediate activation"), "{log}");
+    assert!(
+        log.contains("client sees every intermediate activation"),
+        "{log}"
+    );
     let _ = std::fs::remove_dir_all(&scratch);
 }

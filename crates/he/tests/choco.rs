@@ -32,11 +32,23 @@ fn packing_round_trips_and_rejects_bad_windows() {
     assert_eq!(unpack(&b, 100).expect("unpack"), x);
     assert!(b[100..].iter().all(|&v| v == 0));
     // A window narrower than x, not a power of two, or a redundant pair beyond the slots.
-    assert!(matches!(redundant_pack(&x, 64, 512), Err(HeError::Shape(_))));
-    assert!(matches!(baseline_pack(&x, 100, 512), Err(HeError::Shape(_))));
-    assert!(matches!(redundant_pack(&x, 512, 512), Err(HeError::Shape(_))));
+    assert!(matches!(
+        redundant_pack(&x, 64, 512),
+        Err(HeError::Shape(_))
+    ));
+    assert!(matches!(
+        baseline_pack(&x, 100, 512),
+        Err(HeError::Shape(_))
+    ));
+    assert!(matches!(
+        redundant_pack(&x, 512, 512),
+        Err(HeError::Shape(_))
+    ));
     assert!(baseline_pack(&x, 512, 512).is_ok());
-    assert!(matches!(unpack(&b[..10], 100), Err(HeError::WrongLength { .. })));
+    assert!(matches!(
+        unpack(&b[..10], 100),
+        Err(HeError::WrongLength { .. })
+    ));
 }
 
 #[test]
@@ -55,7 +67,10 @@ fn windowed_rotation_equals_plain_rotation_in_window() {
         }
         let rots = ev.counter().snapshot().perm;
         let want = if packing == Packing::Redundant { 4 } else { 8 };
-        assert_eq!(rots, want, "{packing:?}: HE rotations for 4 windowed rotations");
+        assert_eq!(
+            rots, want,
+            "{packing:?}: HE rotations for 4 windowed rotations"
+        );
     }
     // The baseline without its masks is an error, not a wrong rotation.
     let ev = PlainEvaluator::new(row_len, 2, t);
@@ -75,7 +90,9 @@ fn windowed_rotation_on_ciphertexts() {
     for packing in [Packing::Redundant, Packing::Baseline] {
         let keys = sk.rotation_keys(&windowed_steps(packing, w, k, p.row_len()), false);
         let ev = HeEvaluator::new(p, &keys);
-        let ct = sk.encrypt(&pack(&x, w, p.slots(), packing).expect("pack")).expect("enc");
+        let ct = sk
+            .encrypt(&pack(&x, w, p.slots(), packing).expect("pack"))
+            .expect("enc");
         let masks = WindowMasks::new(&ev, w, k).expect("masks");
         let r = windowed_rotate(&ev, &ct, k, w, packing, Some(&masks)).expect("rot");
         let d = sk.decrypt(&r).expect("dec");
@@ -98,7 +115,9 @@ fn dense_kernel_equals_matvec_on_slot_vectors() {
             let x = rand_signed(&mut rng, cols, 16);
             let prep = plan.prepare(&ev, &w).expect("prepare");
             let xs: Vec<u64> = x.iter().map(|v| v.rem_euclid(t as i64) as u64).collect();
-            let outs = plan.eval(&ev, &prep, &plan.pack_input(&xs).expect("pack")).expect("eval");
+            let outs = plan
+                .eval(&ev, &prep, &plan.pack_input(&xs).expect("pack"))
+                .expect("eval");
             let y = plan.extract(&outs).expect("extract");
             let want: Vec<u64> = plain_matvec(&w, &x, rows)
                 .iter()
@@ -115,7 +134,8 @@ fn redundant_packing_needs_fewer_rotations_and_products() {
         let plan = DensePlan::new(128, 784, packing, 4096, 2).expect("plan");
         let ev = CountingEvaluator::new(4096, 2);
         let prep = plan.prepare(&ev, &vec![0; 128 * 784]).expect("prep");
-        plan.eval(&ev, &prep, &vec![(); plan.col_chunks]).expect("eval");
+        plan.eval(&ev, &prep, &vec![(); plan.col_chunks])
+            .expect("eval");
         (ev.counter().snapshot(), plan.rotation_steps().len())
     };
     let (r, rk) = counts(Packing::Redundant);
@@ -178,7 +198,10 @@ fn crt_reconstructs_centered_integers() {
     assert!(rns.reconstruct(&res[..2]).is_err());
     let mut bad = res.clone();
     bad[1][0] = rns.primes()[1];
-    assert!(matches!(rns.reconstruct(&bad), Err(HeError::OutOfRange { .. })));
+    assert!(matches!(
+        rns.reconstruct(&bad),
+        Err(HeError::OutOfRange { .. })
+    ));
     // The public bound picks enough primes: 784 columns of 20-bit values need 3.
     let b = accumulator_bound(784, 20, 12);
     let r = RnsParams::for_bound(b).expect("params");
@@ -198,15 +221,17 @@ fn dense_on_ciphertexts_is_exact_and_rerandomised() {
     let mut x = rand_signed(&mut rng, cols, bits);
     // One row at the extreme of the bound.
     w[..cols].iter_mut().for_each(|v| *v = -(1 << (bits - 1)));
-    x.iter_mut().take(cols / 2).for_each(|v| *v = -(1 << (bits - 1)));
+    x.iter_mut()
+        .take(cols / 2)
+        .for_each(|v| *v = -(1 << (bits - 1)));
     let bias = rand_signed(&mut rng, rows, bits);
     let mut want = plain_matvec(&w, &x, rows);
     for (y, b) in want.iter_mut().zip(&bias) {
         *y += (*b as i128) << frac;
     }
     assert!(want[0] > 1i128 << 40, "the extreme row really is large");
-    let plan = DensePlan::new(rows, cols, Packing::Redundant, rns.sets()[0].row_len(), 2)
-        .expect("plan");
+    let plan =
+        DensePlan::new(rows, cols, Packing::Redundant, rns.sets()[0].row_len(), 2).expect("plan");
     let xr = rns.residues(&x);
     let bias_f: Vec<i64> = bias.iter().map(|b| b << frac).collect();
     let br = rns.residues(&bias_f);
@@ -243,5 +268,8 @@ fn dense_on_ciphertexts_is_exact_and_rerandomised() {
         assert_eq!(rns.reconstruct(o).expect("crt"), want);
     }
     let runs = bytes;
-    assert_ne!(runs[0], runs[1], "responses are fresh randomness, not a function of the input");
+    assert_ne!(
+        runs[0], runs[1],
+        "responses are fresh randomness, not a function of the input"
+    );
 }

@@ -84,15 +84,22 @@ fn run(server: &ChocoServer, client: &ChocoClient, x: &[i64]) -> Vec<Vec<i64>> {
         Err(e) => panic!("server: {e}; client: {:?}", r.client.output.err()),
     };
     let o = r.client.output.unwrap();
-    assert!(s.flood_stat_bits >= 40.0, "flooding 2^-{}", s.flood_stat_bits);
+    assert!(
+        s.flood_stat_bits >= 40.0,
+        "flooding 2^-{}",
+        s.flood_stat_bits
+    );
     assert!(o.cost.bytes_up > 0 && o.cost.bytes_down > 0);
     o.outputs
 }
 
 fn mlp(dims: &[usize]) -> ModelConfig {
-    let mut layers = vec![json!({"type": "input", "name": "input", "dtype": "fixed", "shape": [dims[0]]})];
+    let mut layers =
+        vec![json!({"type": "input", "name": "input", "dtype": "fixed", "shape": [dims[0]]})];
     for (i, w) in dims.windows(2).enumerate() {
-        layers.push(json!({"type": "dense", "name": format!("fc{i}"), "input": w[0], "output": w[1]}));
+        layers.push(
+            json!({"type": "dense", "name": format!("fc{i}"), "input": w[0], "output": w[1]}),
+        );
         if i + 2 < dims.len() {
             layers.push(json!({"type": "relu", "name": format!("relu{i}")}));
         }
@@ -110,7 +117,11 @@ fn random_mlp_equals_reference_bit_for_bit() {
     // 20-bit format in the reference), then small ones.
     for (bits, seed) in [(20, 2), (13, 3)] {
         let x = random_input(300, bits, seed);
-        assert_eq!(run(&server, &client, &x), reference(&m, &x), "{bits}-bit input");
+        assert_eq!(
+            run(&server, &client, &x),
+            reference(&m, &x),
+            "{bits}-bit input"
+        );
     }
 }
 
@@ -230,7 +241,10 @@ fn responses_are_rerandomised_and_other_sessions_refused() {
     // larger parameters).
     let bs = ChocoServer::new(&m, Packing::Baseline).unwrap();
     let bc = ChocoClient::new(&m.config, Packing::Baseline).unwrap();
-    let r = simulate(|ch| client_session(ch, &bc, &x), |ch| server_session(ch, &bs));
+    let r = simulate(
+        |ch| client_session(ch, &bc, &x),
+        |ch| server_session(ch, &bs),
+    );
     assert!(matches!(
         r.server.output,
         Err(NnError::He(secinfer_he::HeError::NoiseBudget(_)))
@@ -245,10 +259,7 @@ fn responses_are_rerandomised_and_other_sessions_refused() {
     assert!(matches!(r.client.output, Err(NnError::Refused(_))));
     assert!(matches!(r.server.output, Err(NnError::Refused(_))));
     // Inputs outside the format or of the wrong length never reach the wire.
-    assert!(matches!(
-        client.primes().len(),
-        1..=4
-    ));
+    assert!(matches!(client.primes().len(), 1..=4));
     let (mut c, _s) = mem_pair();
     assert!(matches!(
         client_session(&mut c, &client, &[0; 3]),

@@ -55,8 +55,8 @@ fn samples(dir: &std::path::Path, n: usize, q: &QuantizedGraph) -> Result<Vec<Ve
     text.lines()
         .take(n)
         .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l)
-                .map_err(|e| Error::msg(format!("samples.jsonl: {e}")))?;
+            let v: serde_json::Value =
+                serde_json::from_str(l).map_err(|e| Error::msg(format!("samples.jsonl: {e}")))?;
             let px: Vec<f32> = v["input"]
                 .as_array()
                 .ok_or_else(|| Error::msg("samples.jsonl: no input array"))?
@@ -120,10 +120,16 @@ fn time_it(mut f: impl FnMut()) -> f64 {
 
 pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
     if a.samples == 0 || a.samples > 100 || a.client_threads == 0 || a.client_threads > 256 {
-        return Err(Error::msg("--samples in 1..=100, --client-threads in 1..=256"));
+        return Err(Error::msg(
+            "--samples in 1..=100, --client-threads in 1..=256",
+        ));
     }
     let dir = a.model.clone().unwrap_or_else(|| {
-        PathBuf::from("models").join(if a.arch == "mlp" { "mnist-mlp" } else { "mnist-cnn" })
+        PathBuf::from("models").join(if a.arch == "mlp" {
+            "mnist-mlp"
+        } else {
+            "mnist-cnn"
+        })
     });
     let m = Model::load(&dir)?;
     let q = QuantizedGraph::new(&m, m.config.fixed_point)?;
@@ -208,8 +214,8 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         ))
         .param("sample", i)
         .param("image_input", image)
-            .param("net", a.net.net_name())
-            .param("profile", a.net.profile.name);
+        .param("net", a.net.net_name())
+        .param("profile", a.net.profile.name);
         out.emit(
             rec.field("client_time_s", client_s)
                 .field("client_encrypt_s", c.encrypt_s)
@@ -219,7 +225,11 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
                 .field("local_time_s", local)
                 .field(
                     "local_baseline",
-                    if local_float_s.is_some() { "native-f32" } else { "fixed-point-reference" },
+                    if local_float_s.is_some() {
+                        "native-f32"
+                    } else {
+                        "fixed-point-reference"
+                    },
                 )
                 .field("local_fixed_point_s", local_fixed_s)
                 .field("client_overhead", client_s / local)
@@ -227,7 +237,10 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
                 .field("client_bytes_up", c.bytes_up)
                 .field("client_bytes_down", c.bytes_down)
                 .field("setup_bytes", c.setup_bytes)
-                .field("ciphertexts", (c.ciphertexts_up + c.ciphertexts_down) as u64)
+                .field(
+                    "ciphertexts",
+                    (c.ciphertexts_up + c.ciphertexts_down) as u64,
+                )
                 .field("server_eval_s", r.server.1)
                 .field("flood_stat_bits", (r.server.0 * 10.0).floor() / 10.0)
                 .field("peak_rss_bytes", peak_rss())

@@ -114,7 +114,9 @@ impl DensePlan {
     /// Client: the rows of W·x from the decrypted output slot vectors.
     pub fn extract(&self, outs: &[Vec<u64>]) -> Result<Vec<u64>, HeError> {
         if outs.len() != self.out_chunks || outs.iter().any(|o| o.len() < self.m) {
-            return Err(HeError::Shape("output vectors do not match the plan".into()));
+            return Err(HeError::Shape(
+                "output vectors do not match the plan".into(),
+            ));
         }
         Ok(outs
             .iter()
@@ -177,7 +179,11 @@ impl DensePlan {
         let pts = (0..self.out_chunks * per_out)
             .into_par_iter()
             .map(|idx| {
-                let (o, c, d) = (idx / per_out, (idx / self.m) % self.col_chunks, idx % self.m);
+                let (o, c, d) = (
+                    idx / per_out,
+                    (idx / self.m) % self.col_chunks,
+                    idx % self.m,
+                );
                 // Pre-rotated right by the giant step g·B (mod w) so that the giant rotation
                 // of the partial sum brings it back into place.
                 let shift = d / b * b;
@@ -206,7 +212,8 @@ impl DensePlan {
         prep: &Prepared<E::Pt>,
         inputs: &[E::Ct],
     ) -> Result<Vec<E::Ct>, HeError> {
-        if inputs.len() != self.col_chunks || prep.pts.len() != self.out_chunks * self.col_chunks * self.m
+        if inputs.len() != self.col_chunks
+            || prep.pts.len() != self.out_chunks * self.col_chunks * self.m
         {
             return Err(HeError::Shape(format!(
                 "{} input ciphertexts, the plan reads {}",

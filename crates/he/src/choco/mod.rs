@@ -105,7 +105,11 @@ impl RnsParams {
     pub fn residues(&self, x: &[i64]) -> Vec<Vec<u64>> {
         self.sets
             .iter()
-            .map(|p| x.iter().map(|v| v.rem_euclid(p.t() as i64) as u64).collect())
+            .map(|p| {
+                x.iter()
+                    .map(|v| v.rem_euclid(p.t() as i64) as u64)
+                    .collect()
+            })
             .collect()
     }
 

@@ -46,39 +46,13 @@ pub(crate) struct Schedule {
 
 impl Schedule {
     pub fn new(config: &ModelConfig, packing: Packing) -> Result<Schedule> {
-        let layers = &config.graph.layers;
+        supports(config)?;
         let fp = config.fixed_point;
         let mut stages = Vec::new();
         let mut max_cols = 1;
         let row_len = RING_DEGREE / 2;
-        for (i, l) in layers.iter().enumerate().skip(1) {
-            let linear = match (&l.kind, l.input, l.output) {
-                (LayerKind::Dense { input, output }, s, _) if s.elements() == *input => {
-                    Some((*output, *input))
-                }
-                (LayerKind::Conv2d { .. }, Shape::Image { .. }, o) => {
-                    Some((o.elements(), l.input.elements()))
-                }
-                (
-                    LayerKind::Relu
-                    | LayerKind::MaxPool2d { .. }
-                    | LayerKind::AvgPool2d { .. }
-                    | LayerKind::Flatten
-                    | LayerKind::Add { .. }
-                    | LayerKind::Argmax,
-                    _,
-                    _,
-                ) => None,
-                (kind, _, _) => {
-                    return Err(NnError::Unsupported(format!(
-                        "layer {i} ({}, {}): family choco runs dense, conv2d, relu, maxpool2d, \
-                         avgpool2d, flatten, add and argmax on single (unbatched) inputs",
-                        l.name,
-                        kind.type_name()
-                    )))
-                }
-            };
-            stages.push(match linear {
+        for i in 1..config.graph.layers.len() {
+            stages.push(match linear_shape(config, i)? {
                 Some((rows, cols)) => {
                     max_cols = max_cols.max(cols);
                     Stage::Linear {
@@ -88,11 +62,6 @@ impl Schedule {
                 }
                 None => Stage::Client { layer: i },
             });
-        }
-        if !stages.iter().any(|s| matches!(s, Stage::Linear { .. })) {
-            return Err(NnError::Unsupported(
-                "family choco: the model has no dense or conv2d layer for the server".into(),
-            ));
         }
         let rns = RnsParams::for_bound(accumulator_bound(max_cols, fp.main.bits, fp.main.frac))?;
         Ok(Schedule {
@@ -126,6 +95,52 @@ impl Schedule {
             .map(|l| l.name.clone())
             .collect()
     }
+}
+
+/// The matrix shape `(rows, cols)` of layer `i` when the server computes it, `None` when the
+/// client does; an error naming the layer when family choco cannot run it.
+fn linear_shape(config: &ModelConfig, i: usize) -> Result<Option<(usize, usize)>> {
+    let l = &config.graph.layers[i];
+    Ok(match (&l.kind, l.input, l.output) {
+        (LayerKind::Dense { input, output }, s, _) if s.elements() == *input => {
+            Some((*output, *input))
+        }
+        (LayerKind::Conv2d { .. }, Shape::Image { .. }, o) => {
+            Some((o.elements(), l.input.elements()))
+        }
+        (
+            LayerKind::Relu
+            | LayerKind::MaxPool2d { .. }
+            | LayerKind::AvgPool2d { .. }
+            | LayerKind::Flatten
+            | LayerKind::Add { .. }
+            | LayerKind::Argmax,
+            _,
+            _,
+        ) => None,
+        (kind, _, _) => {
+            return Err(NnError::Unsupported(format!(
+                "layer {i} ({}, {}): family choco runs dense, conv2d, relu, maxpool2d, \
+                 avgpool2d, flatten, add and argmax on single (unbatched) inputs",
+                l.name,
+                kind.type_name()
+            )))
+        }
+    })
+}
+
+/// Whether family choco runs every layer after the input (the planner's check; cheap).
+pub fn supports(config: &ModelConfig) -> Result<()> {
+    let mut any = false;
+    for i in 1..config.graph.layers.len() {
+        any |= linear_shape(config, i)?.is_some();
+    }
+    if !any {
+        return Err(NnError::Unsupported(
+            "family choco: the model has no dense or conv2d layer for the server".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Hash of what both parties must agree on: the graph, the format, the packing, the primes.

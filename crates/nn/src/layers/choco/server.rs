@@ -80,7 +80,12 @@ impl ChocoServer {
                 continue;
             };
             // Each plaintext is n residues per Q prime, per plaintext prime.
-            pt_bytes += plan.out_chunks * plan.col_chunks * plan.m * RING_DEGREE * 2 * 8
+            pt_bytes += plan.out_chunks
+                * plan.col_chunks
+                * plan.m
+                * RING_DEGREE
+                * 2
+                * 8
                 * schedule.rns.sets().len();
             if pt_bytes > MAX_WEIGHT_BYTES {
                 return Err(NnError::Unsupported(format!(
