@@ -5,7 +5,7 @@ use super::wire::{hello, read_accept, response_limit};
 use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, Layer, LayerKind, ModelConfig, Shape};
-use crate::reference::argmax;
+use crate::reference::{argmax, pool};
 use secinfer_he::choco::{DensePlan, Packing};
 use secinfer_he::{Response, SecretKey};
 use secinfer_net::{Channel, Phase};
@@ -49,14 +49,7 @@ impl ChocoClient {
 
     /// The kernel plan of every server-side linear layer, in order.
     pub fn plans(&self) -> Vec<DensePlan> {
-        self.schedule
-            .stages
-            .iter()
-            .filter_map(|s| match s {
-                Stage::Linear { plan, .. } => Some(plan.clone()),
-                Stage::Client { .. } => None,
-            })
-            .collect()
+        self.schedule.plans().cloned().collect()
     }
 
     /// Galois keys the client uploads per plaintext prime.
@@ -284,27 +277,4 @@ fn clear_layer(
             )))
         }
     })
-}
-
-/// `f` of every window of an image layer's input, channel by channel.
-fn pool(l: &Layer, k: [usize; 2], s: [usize; 2], x: &[i64], f: impl Fn(&[i64]) -> i64) -> Vec<i64> {
-    let (Shape::Image { c, h, w }, Shape::Image { h: oh, w: ow, .. }) = (l.input, l.output) else {
-        return Vec::new();
-    };
-    let mut out = Vec::with_capacity(c * oh * ow);
-    let mut win = Vec::with_capacity(k[0] * k[1]);
-    for ci in 0..c {
-        for p in 0..oh {
-            for q in 0..ow {
-                win.clear();
-                for u in 0..k[0] {
-                    for v in 0..k[1] {
-                        win.push(x[(ci * h + p * s[0] + u) * w + q * s[1] + v]);
-                    }
-                }
-                out.push(f(&win));
-            }
-        }
-    }
-    out
 }

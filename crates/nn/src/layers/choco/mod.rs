@@ -72,17 +72,17 @@ impl Schedule {
         })
     }
 
+    /// The kernel plan of every server-side linear layer, in order.
+    pub fn plans(&self) -> impl Iterator<Item = &DensePlan> {
+        self.stages.iter().filter_map(|s| match s {
+            Stage::Linear { plan, .. } => Some(plan),
+            Stage::Client { .. } => None,
+        })
+    }
+
     /// Every rotation step any linear stage uses (the Galois keys the client uploads).
     pub fn rotation_steps(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self
-            .stages
-            .iter()
-            .filter_map(|s| match s {
-                Stage::Linear { plan, .. } => Some(plan.rotation_steps()),
-                Stage::Client { .. } => None,
-            })
-            .flatten()
-            .collect();
+        let mut v: Vec<usize> = self.plans().flat_map(DensePlan::rotation_steps).collect();
         v.sort_unstable();
         v.dedup();
         v
