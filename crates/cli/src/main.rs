@@ -1,5 +1,6 @@
 //! `secinfer`: two-party private neural-network inference from the command line.
 mod bench;
+mod choco_cmd;
 mod error;
 mod model_cmd;
 mod pair;

@@ -176,6 +176,15 @@ pub struct InferArgs {
     /// encryption, no server authentication).
     #[arg(long)]
     pub insecure_plaintext: bool,
+    /// Protocol family; must match the server's. `choco` (CHOCO client-aided HE, images and
+    /// vectors via --samples): THIS CLIENT SEES EVERY INTERMEDIATE ACTIVATION (each linear
+    /// layer's accumulator and every later layer's output), the weights stay hidden. Default:
+    /// the plan's (the secure GRU).
+    #[arg(long)]
+    pub family: Option<secinfer_nn::plan::Family>,
+    /// With --family choco: threads for this client's work (1 models a small device).
+    #[arg(long)]
+    pub client_threads: Option<usize>,
 }
 
 /// Where the GRU's gates r and z are computed (`--gates`).
@@ -280,6 +289,9 @@ fn client_net(a: &InferArgs, client: &Client) -> Result<ClientConfig, Error> {
 pub fn infer(a: InferArgs) -> Result<(), Error> {
     if a.plaintext {
         return infer_plaintext(&a);
+    }
+    if a.family == Some(secinfer_nn::plan::Family::Choco) {
+        return crate::choco_cmd::infer(&a);
     }
     let server = a.server.as_deref().ok_or_else(|| {
         Error::msg("pass --server HOST:PORT (or --plaintext for the local reference)")
@@ -529,7 +541,7 @@ type GraphInput = (String, Vec<f32>, Option<String>);
 
 /// Fixed-point inputs of a model with `dtype: fixed` input: `--samples` lines
 /// `{"input": [floats], "label": ...}` or `--tokens FILE` of whitespace-separated floats.
-fn graph_inputs(a: &InferArgs) -> Result<Vec<GraphInput>, Error> {
+pub(crate) fn graph_inputs(a: &InferArgs) -> Result<Vec<GraphInput>, Error> {
     let floats = |text: &str, what: &str| -> Result<Vec<f32>, Error> {
         text.split_whitespace()
             .map(|s| {

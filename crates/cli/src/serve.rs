@@ -77,6 +77,12 @@ pub struct ServeArgs {
     /// Return after this many sessions (default: serve forever).
     #[arg(long)]
     pub sessions: Option<u64>,
+    /// Protocol family. `choco` (CHOCO client-aided HE: the server computes the dense and
+    /// conv2d layers on ciphertexts): THE CLIENT SEES EVERY INTERMEDIATE ACTIVATION (each
+    /// linear layer's accumulator and every later layer's output); the weights stay hidden.
+    /// Default: the plan's (the secure GRU).
+    #[arg(long)]
+    pub family: Option<secinfer_nn::plan::Family>,
 }
 
 fn log_end(id: u64, peer: &str, end: SessionEnd) {
@@ -106,7 +112,6 @@ fn log_end(id: u64, peer: &str, end: SessionEnd) {
 }
 
 pub fn serve(a: ServeArgs) -> Result<(), Error> {
-    let server = Server::load(&a.model, a.variant)?;
     let security = if a.insecure_plaintext {
         ServerSecurity::InsecurePlaintext
     } else {
@@ -141,6 +146,10 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
         }
         None => String::new(),
     };
+    if a.family == Some(secinfer_nn::plan::Family::Choco) {
+        return crate::choco_cmd::serve(&a.model, &listener, &cfg, &stats);
+    }
+    let server = Server::load(&a.model, a.variant)?;
     let channel = match &security {
         ServerSecurity::Noise(id) => format!("Noise NK, key {}", id.public_hex()),
         ServerSecurity::InsecurePlaintext => "INSECURE PLAINTEXT (benchmarks only)".into(),

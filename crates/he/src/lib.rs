@@ -19,6 +19,7 @@ pub mod arith;
 #[doc(hidden)]
 pub mod bench;
 pub mod bfv;
+pub mod choco;
 mod decimated;
 pub mod eval;
 pub mod kernels;

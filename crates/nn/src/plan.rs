@@ -68,6 +68,9 @@ pub enum Protocol {
     Local,
     /// CryptoGRU's Embedding-fed GRU + Dense (+ Argmax) (`layers::gru`).
     CryptoGruClassifier,
+    /// CHOCO's client-aided network: linear layers on ciphertexts, the rest in the clear at
+    /// the client (`layers::choco`).
+    ChocoNetwork,
     /// No protocol in this build for this layer in this family.
     Missing,
 }
@@ -137,6 +140,17 @@ impl Plan {
             });
             return Plan { steps };
         }
+        if family == Family::Choco && i == 1 && crate::layers::choco::supports(config).is_ok() {
+            steps.push(Step {
+                layers: i..layers.len(),
+                family,
+                protocol: Protocol::ChocoNetwork,
+                why: "CHOCO client-aided HE: dense/conv2d on BFV ciphertexts at the server, the \
+                      rest in the clear at the client, which sees every activation"
+                    .into(),
+            });
+            return Plan { steps };
+        }
         for (j, l) in layers.iter().enumerate().skip(i) {
             steps.push(Step {
                 layers: j..j + 1,
@@ -181,6 +195,7 @@ impl Plan {
                 let proto = match s.protocol {
                     Protocol::Local => "local",
                     Protocol::CryptoGruClassifier => "cryptogru",
+                    Protocol::ChocoNetwork => "choco",
                     Protocol::Missing => "MISSING",
                 };
                 format!(

@@ -4,6 +4,7 @@ use crate::report::Reporter;
 use clap::Subcommand;
 
 pub mod fastgrnn;
+pub mod choco;
 pub mod gc;
 pub mod gru;
 pub mod he;
@@ -39,6 +40,8 @@ pub enum BenchCmd {
     Gru(gru::GruArgs),
     /// Secure FastGRNN (OPAF Table XI) on a random model in family ss: OPAF or SIRNN math.
     Fastgrnn(fastgrnn::FastGrnnArgs),
+    /// CHOCO client-aided inference of a shipped MNIST model: client time and bytes against local.
+    Choco(choco::ChocoArgs),
     /// SHE (non-interactive TFHE inference): gates, bootstraps, depth, keys, time per sample.
     #[cfg(feature = "tfhe")]
     She(she::SheArgs),
@@ -55,6 +58,7 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::Math(a) => math::run(a, out),
         BenchCmd::Gru(a) => gru::run(a, out),
         BenchCmd::Fastgrnn(a) => fastgrnn::run(a, out),
+        BenchCmd::Choco(a) => choco::run(a, out),
         #[cfg(feature = "tfhe")]
         BenchCmd::She(a) => she::run(a, out),
     }

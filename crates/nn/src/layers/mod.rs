@@ -6,5 +6,8 @@
 //!   Z_{2^32} by coefficient encoding, garbled circuits and OT blocks for the gates.
 //! * [`ss`]: FastGRNN → Dense in family `ss`: OT products and OPAF's (or SIRNN's) math on
 //!   Z_{2^l} shares.
+//! * [`choco`]: CHOCO's client-aided networks in family `choco`: linear layers on BFV
+//!   ciphertexts at the server, the rest in the clear at the client (which sees activations).
+pub mod choco;
 pub mod gru;
 pub mod ss;

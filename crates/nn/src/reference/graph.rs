@@ -437,7 +437,13 @@ impl<'m, A: SmoothActivations> GraphReference<'m, A> {
 }
 
 /// Applies `f` to every window of an image layer's input, channel by channel.
-fn pool(l: &Layer, k: [usize; 2], s: [usize; 2], x: &[i64], f: impl Fn(&[i64]) -> i64) -> Vec<i64> {
+pub(crate) fn pool(
+    l: &Layer,
+    k: [usize; 2],
+    s: [usize; 2],
+    x: &[i64],
+    f: impl Fn(&[i64]) -> i64,
+) -> Vec<i64> {
     let (Shape::Image { c, h, w }, Shape::Image { h: oh, w: ow, .. }) = (l.input, l.output) else {
         return Vec::new();
     };

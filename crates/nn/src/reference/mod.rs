@@ -11,6 +11,7 @@ mod graph;
 mod gru;
 
 pub use crate::layers::gru::circuits::CircuitActivations;
+pub(crate) use graph::pool;
 pub use graph::{GraphReference, Input, QuantizedGraph};
 pub use gru::{QuantizedModel, Reference};
 

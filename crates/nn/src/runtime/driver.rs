@@ -127,6 +127,9 @@ impl ServerSession {
                     step: ServerStep::CryptoGru(Box::new(sm)),
                 })
             }
+            Protocol::ChocoNetwork => Err(NnError::Unsupported(
+                "family choco runs through nn::layers::choco (serve/infer --family choco)".into(),
+            )),
             Protocol::Local | Protocol::Missing => {
                 Err(NnError::Protocol("a checked plan has a secure step".into()))
             }
@@ -189,6 +192,9 @@ impl ClientSession {
                     step: ClientStep::CryptoGru(Box::new(cm)),
                 })
             }
+            Protocol::ChocoNetwork => Err(NnError::Unsupported(
+                "family choco runs through nn::layers::choco (serve/infer --family choco)".into(),
+            )),
             Protocol::Local | Protocol::Missing => {
                 Err(NnError::Protocol("a checked plan has a secure step".into()))
             }

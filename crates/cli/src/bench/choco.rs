@@ -1,0 +1,251 @@
+//! `secinfer bench choco`: CHOCO client-aided inference of a shipped MNIST model, with the
+//! client's cost as the first metric: its online time (encrypt + decrypt + the layers it
+//! computes in the clear) and bytes, against the same model run locally by the client (a
+//! native f32 forward pass, and the fixed-point reference), on `--client-threads` threads.
+//! Every session's layer outputs are checked against the fixed-point reference.
+use crate::error::Error;
+use crate::pair::{run_pair, NetArgs};
+use crate::report::{BenchRecord, Reporter};
+use clap::Args;
+use secinfer_he::choco::Packing;
+use secinfer_he::{CountingEvaluator, Evaluator};
+use secinfer_nn::layers::choco::{client_session, server_session, ChocoClient, ChocoServer};
+use secinfer_nn::{
+    ExactActivations, GraphReference, Input, LayerKind, Model, QuantizedGraph, Shape,
+};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct ChocoArgs {
+    /// Model: mlp (models/mnist-mlp, 784-128-128-10) or mnist-cnn (models/mnist-cnn).
+    #[arg(long, default_value = "mlp", value_parser = ["mlp", "mnist-cnn"])]
+    pub arch: String,
+    /// Model directory (default: the arch's directory under ./models).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Packing: redundant (CHOCO's [x | x], one rotation per windowed rotation) or baseline
+    /// (masked windowed rotations).
+    #[arg(long, default_value = "redundant")]
+    pub packing: Packing,
+    /// Sessions to run (one sample of the model's samples.jsonl each).
+    #[arg(long, default_value_t = 3)]
+    pub samples: usize,
+    /// Threads for the client's work (1 models a small device).
+    #[arg(long, default_value_t = 1)]
+    pub client_threads: usize,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+/// Peak resident memory of this process in bytes (VmHWM), 0 when unknown.
+fn peak_rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn samples(dir: &std::path::Path, n: usize, q: &QuantizedGraph) -> Result<Vec<Vec<i64>>, Error> {
+    let text = std::fs::read_to_string(dir.join("samples.jsonl"))?;
+    text.lines()
+        .take(n)
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).map_err(|e| Error::msg(format!("samples.jsonl: {e}")))?;
+            let px: Vec<f32> = v["input"]
+                .as_array()
+                .ok_or_else(|| Error::msg("samples.jsonl: no input array"))?
+                .iter()
+                .map(|p| p.as_f64().unwrap_or(0.0) as f32)
+                .collect();
+            Ok(q.quantize_input(&px))
+        })
+        .collect()
+}
+
+/// The model in f32 (dense, relu, flatten, argmax): the client's native local baseline.
+/// `None` for a graph with other layers.
+fn float_forward(m: &Model, x: &[f32]) -> Option<Vec<f32>> {
+    let mut v = x.to_vec();
+    for l in &m.config.graph.layers[1..] {
+        v = match &l.kind {
+            LayerKind::Dense { input, output } => {
+                let w = &m.tensors.get(&l.name, "weight").ok()?.data;
+                let b = &m.tensors.get(&l.name, "bias").ok()?.data;
+                (0..*output)
+                    .map(|r| {
+                        let row = &w[r * input..(r + 1) * input];
+                        row.iter().zip(&v).map(|(a, b)| a * b).sum::<f32>() + b[r]
+                    })
+                    .collect()
+            }
+            LayerKind::Relu => v.iter().map(|a| a.max(0.0)).collect(),
+            LayerKind::Flatten => v,
+            LayerKind::Argmax => {
+                let mut best = 0;
+                for (i, a) in v.iter().enumerate() {
+                    if *a > v[best] {
+                        best = i;
+                    }
+                }
+                vec![best as f32]
+            }
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
+/// Mean seconds of `f` over enough repetitions to fill ~0.2 s.
+fn time_it(mut f: impl FnMut()) -> f64 {
+    f();
+    let mut reps = 1u32;
+    loop {
+        let t = Instant::now();
+        for _ in 0..reps {
+            f();
+        }
+        let s = t.elapsed().as_secs_f64();
+        if s > 0.2 || reps >= 1 << 20 {
+            return s / reps as f64;
+        }
+        reps *= 4;
+    }
+}
+
+pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
+    if a.samples == 0 || a.samples > 100 || a.client_threads == 0 || a.client_threads > 256 {
+        return Err(Error::msg(
+            "--samples in 1..=100, --client-threads in 1..=256",
+        ));
+    }
+    let dir = a.model.clone().unwrap_or_else(|| {
+        PathBuf::from("models").join(if a.arch == "mlp" {
+            "mnist-mlp"
+        } else {
+            "mnist-cnn"
+        })
+    });
+    let m = Model::load(&dir)?;
+    let q = QuantizedGraph::new(&m, m.config.fixed_point)?;
+    let inputs = samples(&dir, a.samples, &q)?;
+    let client = ChocoClient::new(&m.config, a.packing)?.with_threads(a.client_threads);
+    // Operation counts of the server's kernels (the same on every backend).
+    let (mut rotations, mut sc_mults) = (0u64, 0u64);
+    for plan in client.plans() {
+        let ev = CountingEvaluator::new(plan.row_len, plan.slots / plan.row_len);
+        let prep = plan.prepare(&ev, &vec![0; plan.rows * plan.cols])?;
+        plan.eval(&ev, &prep, &vec![(); plan.col_chunks])?;
+        let c = ev.counter().snapshot();
+        rotations += c.perm + c.hst_perm;
+        sc_mults += c.sc_mult;
+    }
+    let primes = client.primes().len() as u64;
+    // The local baselines, on the client's thread budget (both are single-threaded loops).
+    let first = inputs.first().ok_or_else(|| Error::msg("no samples"))?;
+    let fx: Vec<f32> = first
+        .iter()
+        .map(|v| *v as f32 / (1u64 << m.config.fixed_point.main.frac) as f32)
+        .collect();
+    let local_float_s = float_forward(&m, &fx).map(|_| {
+        time_it(|| {
+            std::hint::black_box(float_forward(&m, std::hint::black_box(&fx)));
+        })
+    });
+    let local_fixed_s = time_it(|| {
+        let mut r = GraphReference::new(&q, ExactActivations);
+        std::hint::black_box(r.run(Input::Fixed(first)).ok());
+    });
+    let server = ChocoServer::new(&m, a.packing)?;
+    let counts = |rec: BenchRecord| {
+        rec.param("arch", a.arch.as_str())
+            .param("packing", a.packing.name())
+            .param("client_threads", a.client_threads)
+            .param("ring_degree", secinfer_he::choco::RING_DEGREE)
+            .param("plaintext_primes", primes)
+            .field("rotations", rotations * primes)
+            .field("sc_mults", sc_mults * primes)
+            .field("galois_keys", (client.galois_keys() as u64) * primes)
+    };
+    for (i, x) in inputs.iter().enumerate() {
+        let want = GraphReference::new(&q, ExactActivations).run(Input::Fixed(x))?;
+        let xs = x.clone();
+        let r = run_pair(
+            &a.net,
+            |ch| Ok(client_session(ch, &client, &xs)?),
+            |ch| {
+                let c = server_session(ch, &server)?;
+                Ok((c.flood_stat_bits, c.eval_s))
+            },
+        );
+        let r = match (r, a.packing) {
+            (Ok(r), _) => r,
+            // The masked baseline's extra level leaves no room for the 2^-40 flooding at this
+            // ring degree: report its operation counts and why it did not run.
+            (Err(e), Packing::Baseline) => {
+                out.emit(
+                    counts(BenchRecord::local("choco", 0.0))
+                        .field("ran", false)
+                        .field("error", e.to_string()),
+                );
+                return Ok(());
+            }
+            (Err(e), Packing::Redundant) => return Err(e),
+        };
+        if r.client.outputs != want {
+            return Err(Error::msg(format!(
+                "bench choco: sample {i}: the secure run differs from the fixed-point reference"
+            )));
+        }
+        let c = &r.client.cost;
+        let client_s = c.online_s();
+        let local = local_float_s.unwrap_or(local_fixed_s);
+        let image = matches!(m.config.graph.input_shape(), Shape::Image { .. });
+        let rec = counts(BenchRecord::from_costs(
+            "choco",
+            r.wall_s,
+            &r.client_cost,
+            &r.server_cost,
+        ))
+        .param("sample", i)
+        .param("image_input", image)
+        .param("net", a.net.net_name())
+        .param("profile", a.net.profile.name);
+        out.emit(
+            rec.field("client_time_s", client_s)
+                .field("client_encrypt_s", c.encrypt_s)
+                .field("client_decrypt_s", c.decrypt_s)
+                .field("client_clear_layers_s", c.plain_s)
+                .field("client_keygen_s", c.keygen_s)
+                .field("local_time_s", local)
+                .field(
+                    "local_baseline",
+                    if local_float_s.is_some() {
+                        "native-f32"
+                    } else {
+                        "fixed-point-reference"
+                    },
+                )
+                .field("local_fixed_point_s", local_fixed_s)
+                .field("client_overhead", client_s / local)
+                .field("client_bytes", c.bytes_up + c.bytes_down)
+                .field("client_bytes_up", c.bytes_up)
+                .field("client_bytes_down", c.bytes_down)
+                .field("setup_bytes", c.setup_bytes)
+                .field(
+                    "ciphertexts",
+                    (c.ciphertexts_up + c.ciphertexts_down) as u64,
+                )
+                .field("server_eval_s", r.server.1)
+                .field("flood_stat_bits", (r.server.0 * 10.0).floor() / 10.0)
+                .field("peak_rss_bytes", peak_rss())
+                .field("class", r.client.class.unwrap_or(usize::MAX) as u64),
+        );
+    }
+    Ok(())
+}

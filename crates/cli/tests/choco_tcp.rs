@@ -1,0 +1,115 @@
+//! Family choco over TCP, two real processes: `secinfer serve --family choco` on the shipped
+//! MNIST MLP (Noise channel, key in a scratch directory) and `secinfer infer --family choco`
+//! against it; every layer of the secure run equals the plaintext fixed-point reference, and
+//! both sides name the leak.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+struct Server(Child);
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn choco_serve_and_infer_over_tcp_match_the_reference() {
+    let model = root().join("models/mnist-mlp");
+    let scratch = std::env::temp_dir().join(format!("secinfer-choco-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let key = scratch.join("server.key");
+    let info = scratch.join("info");
+    let st = Command::new(env!("CARGO_BIN_EXE_secinfer"))
+        .args(["export-info", "--model"])
+        .arg(&model)
+        .arg("--out")
+        .arg(&info)
+        .arg("--key")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let mut srv = Command::new(env!("CARGO_BIN_EXE_secinfer"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--family",
+            "choco",
+            "--sessions",
+            "1",
+            "--model",
+        ])
+        .arg(&model)
+        .arg("--key")
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = srv.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        BufReader::new(err)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    let mut line = String::new();
+    BufReader::new(srv.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let srv = Server(srv);
+    assert!(line.contains("family choco"), "{line}");
+    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_secinfer"))
+        .args([
+            "infer",
+            "--family",
+            "choco",
+            "--client-threads",
+            "1",
+            "--server",
+            &addr,
+        ])
+        .arg("--model-info")
+        .arg(&info)
+        .arg("--model")
+        .arg(&model)
+        .args(["--compare-plaintext", "--limit", "1", "--samples"])
+        .arg(model.join("samples.jsonl"))
+        .output()
+        .unwrap();
+    let so = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{so}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        so.contains("secure: 7") && so.contains("true label: 7"),
+        "{so}"
+    );
+    assert!(
+        so.contains("every layer matches") && !so.contains("MISMATCH"),
+        "{so}"
+    );
+    assert!(so.contains("sees every intermediate activation"), "{so}");
+    drop(srv);
+    let log = log.join().unwrap().join("\n");
+    assert!(
+        log.contains("client sees every intermediate activation"),
+        "{log}"
+    );
+    let _ = std::fs::remove_dir_all(&scratch);
+}

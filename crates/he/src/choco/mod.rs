@@ -1,0 +1,224 @@
+//! CHOCO client-aided HE (van der Hagen & Lucia, ASPLOS '22): the server evaluates only linear
+//! layers on BFV ciphertexts and returns them re-randomised; the client decrypts, applies the
+//! nonlinear layers in the clear and re-encrypts, which refreshes the noise every layer.
+//!
+//! * [`pack`]: the rotational-redundancy packing `[x | x]` and the masked baseline.
+//! * [`dense`]: the windowed-rotation Dense kernel (Conv2d lowered to it by [`conv_matrix`]).
+//! * [`RnsParams`]: exact integer results. A layer's accumulator `Σ W·x + b·2^F` must come back
+//!   exactly, so the plaintext space is the product T of k SIMD primes t_i ≈ 2^20 (one BFV
+//!   parameter set, key set and ciphertext per prime), with k the least such that
+//!   T > 2·|accumulator| for every input the fixed-point format allows
+//!   ([`accumulator_bound`]); the client CRT-combines the k decryptions into the centered
+//!   integer, which never wrapped mod T.
+//! * [`finish`]: what the server returns: no mask (the client is meant to see the result),
+//!   noise flooded to ≥ 2^-40 statistical distance and c1 re-randomised with a fresh
+//!   public-key encryption of zero, then switched to a small modulus. Nothing of the weights
+//!   beyond the result itself reaches the client.
+pub mod dense;
+pub mod pack;
+
+pub use dense::{conv_matrix, plain_matvec, DensePlan, Prepared};
+pub use pack::{
+    baseline_masks, baseline_pack, pack, redundant_pack, unpack, windowed_rotate, windowed_steps,
+    Packing, WindowMasks,
+};
+
+use crate::arith::{inv_mod, prime_below};
+use crate::bfv::{Ciphertext, PublicKey, Response};
+use crate::params::{Encoding, ParamSet, Params};
+use crate::HeError;
+
+/// Statistical-distance exponent every returned ciphertext's flooding reaches (DESIGN.md §2).
+pub const FLOOD_STAT_BITS: u32 = 40;
+
+/// Ring degree of the CHOCO parameter sets: n = 4096 has no room for 2^-40 flooding of a
+/// product with a SIMD-encoded weight (docs/he-parameters.md), n = 8192 with Q ≈ 2^124 does.
+pub const RING_DEGREE: usize = 8192;
+
+/// Bits of each plaintext prime.
+const T_BITS: u32 = 20;
+
+/// The plaintext primes t_1 … t_k and their BFV parameter sets (n = 8192, Q two 62-bit primes
+/// ≡ 1 mod 2n·t_i, so Q ≡ 1 mod t_i; P a 62-bit prime; log2 QP ≈ 186 ≤ 218).
+#[derive(Clone, Debug)]
+pub struct RnsParams {
+    sets: Vec<Params>,
+}
+
+impl RnsParams {
+    /// `primes` plaintext primes (1 to 4).
+    pub fn new(primes: usize) -> Result<RnsParams, HeError> {
+        if !(1..=4).contains(&primes) {
+            return Err(HeError::InvalidParams(format!(
+                "{primes} plaintext primes (1 to 4 supported)"
+            )));
+        }
+        let n = RING_DEGREE;
+        let two_n = 2 * n as u64;
+        let mut ts: Vec<u64> = Vec::new();
+        let mut sets = Vec::with_capacity(primes);
+        for i in 0..primes {
+            let t = prime_below(T_BITS, two_n, &ts).ok_or(HeError::NoPrime)?;
+            ts.push(t);
+            let q0 = prime_below(62, two_n * t, &[]).ok_or(HeError::NoPrime)?;
+            let q1 = prime_below(62, two_n * t, &[q0]).ok_or(HeError::NoPrime)?;
+            let p = prime_below(62, two_n, &[q0, q1]).ok_or(HeError::NoPrime)?;
+            sets.push(Params::new(ParamSet {
+                name: format!("choco-n{n}-t{i}"),
+                n,
+                t,
+                encoding: Encoding::Simd,
+                q: vec![q0, q1],
+                p,
+                sigma: 3.2,
+                ks_digit_bits: 31,
+            })?);
+        }
+        Ok(RnsParams { sets })
+    }
+
+    /// The fewest primes whose product exceeds `2·max_abs` (so a centered result is exact).
+    pub fn for_bound(max_abs: u128) -> Result<RnsParams, HeError> {
+        let need = (2.0 * max_abs as f64 + 1.0).log2();
+        let k = (need / (T_BITS as f64 - 0.01)).ceil().max(1.0) as usize;
+        let r = RnsParams::new(k)?;
+        if r.modulus_log2() <= need {
+            return RnsParams::new(k + 1);
+        }
+        Ok(r)
+    }
+
+    pub fn sets(&self) -> &[Params] {
+        &self.sets
+    }
+
+    pub fn primes(&self) -> Vec<u64> {
+        self.sets.iter().map(Params::t).collect()
+    }
+
+    /// log2 T.
+    pub fn modulus_log2(&self) -> f64 {
+        self.sets.iter().map(|p| (p.t() as f64).log2()).sum()
+    }
+
+    /// Signed integers → their residues, one vector per prime.
+    pub fn residues(&self, x: &[i64]) -> Vec<Vec<u64>> {
+        self.sets
+            .iter()
+            .map(|p| {
+                x.iter()
+                    .map(|v| v.rem_euclid(p.t() as i64) as u64)
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Residues (one vector per prime, equal lengths) → the centered integers in (−T/2, T/2].
+    pub fn reconstruct(&self, res: &[Vec<u64>]) -> Result<Vec<i128>, HeError> {
+        if res.len() != self.sets.len() {
+            return Err(HeError::WrongLength {
+                expected: self.sets.len(),
+                got: res.len(),
+            });
+        }
+        let len = res[0].len();
+        let ts = self.primes();
+        if let Some(r) = res.iter().find(|r| r.len() != len) {
+            return Err(HeError::WrongLength {
+                expected: len,
+                got: r.len(),
+            });
+        }
+        let big: u128 = ts.iter().map(|&t| t as u128).product();
+        // CRT basis: e_i = M_i·(M_i^{-1} mod t_i), M_i = T / t_i; T < 2^80 keeps every product
+        // below 2^128 when each factor is reduced first.
+        let basis: Vec<u128> = ts
+            .iter()
+            .map(|&t| {
+                let mi = big / t as u128;
+                mi * inv_mod((mi % t as u128) as u64, t) as u128
+            })
+            .collect();
+        (0..len)
+            .map(|j| {
+                let mut x = 0u128;
+                for ((r, &e), &t) in res.iter().zip(&basis).zip(&ts) {
+                    if r[j] >= t {
+                        return Err(HeError::OutOfRange {
+                            index: j,
+                            value: r[j],
+                            modulus: t,
+                        });
+                    }
+                    x = (x + mul_mod_u128(r[j] as u128, e, big)) % big;
+                }
+                Ok(if x > big / 2 {
+                    x as i128 - big as i128
+                } else {
+                    x as i128
+                })
+            })
+            .collect()
+    }
+}
+
+/// a·b mod m for a < 2^20, b < m < 2^100 without overflow (double-and-add on the small factor).
+fn mul_mod_u128(a: u128, b: u128, m: u128) -> u128 {
+    let (mut acc, mut a, mut b) = (0u128, a, b % m);
+    while a > 0 {
+        if a & 1 == 1 {
+            acc = (acc + b) % m;
+        }
+        b = (b << 1) % m;
+        a >>= 1;
+    }
+    acc
+}
+
+/// The largest |Σ_j W_ij·x_j + b_i·2^frac| a `cols`-column layer can reach when weights,
+/// inputs and biases are `bits`-bit two's-complement integers: cols·2^{2(bits−1)} +
+/// 2^{bits−1+frac}. Public (format and shape only), so the number of primes reveals nothing.
+pub fn accumulator_bound(cols: usize, bits: u32, frac: u32) -> u128 {
+    let half = 1u128 << (bits - 1);
+    cols as u128 * half * half + (half << frac)
+}
+
+/// log2 of the response modulus: t, 2 bits of slack, 10 std of the switch's rounding noise,
+/// 2 bits of margin.
+pub fn response_log_q(params: &Params) -> u32 {
+    let n = params.n() as f64;
+    let round_bound = 10.0 * ((1.0 + n * 2.0 / 3.0) / 12.0).sqrt();
+    ((params.t() as f64).log2() + 2.0 + round_bound.log2() + 2.0).ceil() as u32
+}
+
+/// Server: re-randomises a result ciphertext for the client, unmasked. Floods its noise to
+/// ≥ 2^-`stat_bits` statistical distance (a [`HeError::NoiseBudget`] error when Δ/4 leaves no
+/// room), re-randomises c1 with a fresh public-key encryption of zero and switches to
+/// 2^[`response_log_q`]. Returns the response and the statistical exponent reached.
+pub fn finish(
+    params: &Params,
+    pk: &PublicKey,
+    ct: &Ciphertext,
+    stat_bits: u32,
+) -> Result<(Response, f64), HeError> {
+    let n = params.n() as f64;
+    let sigma = params.set().sigma;
+    // Kernel noise plus the zero-encryption's u·e + e2·s.
+    let var = ct.var + n * (2.0 / 3.0) * sigma * sigma * 2.0;
+    let log_e = (10.0 * var.sqrt()).log2();
+    let want = (stat_bits as f64 + n.log2() + log_e).ceil();
+    let room = params.log2_q() - (params.t() as f64).log2() - 2.0 - 0.1;
+    if want > room {
+        return Err(HeError::NoiseBudget(format!(
+            "flooding to 2^-{stat_bits} needs 2^{want} of noise, Δ/4 leaves 2^{room:.1}"
+        )));
+    }
+    let resp = params.finish_response(ct, pk, want as u32, None, response_log_q(params))?;
+    Ok((resp, want - n.log2() - log_e))
+}
+
+/// Server: adds the plaintext slot vector `v` (values mod t) to a ciphertext.
+pub fn add_plain(params: &Params, ct: &Ciphertext, v: &[u64]) -> Result<Ciphertext, HeError> {
+    let m = crate::bfv::encode_simd(params, v)?;
+    Ok(params.add_plain_poly(ct, &m, false))
+}

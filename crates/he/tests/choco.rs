@@ -1,0 +1,275 @@
+//! CHOCO packing and kernels: packing round trips, windowed rotations equal the plaintext
+//! rotation within the window, the Dense/Conv2d kernels equal the integer matvec (on slot
+//! vectors and on real ciphertexts, exactly through the plaintext-prime CRT), and returned
+//! ciphertexts are re-randomised.
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use secinfer_he::choco::*;
+use secinfer_he::*;
+
+fn rand_signed(rng: &mut ChaCha8Rng, n: usize, bits: u32) -> Vec<i64> {
+    let half = 1i64 << (bits - 1);
+    (0..n)
+        .map(|_| (rng.next_u64() % (2 * half as u64)) as i64 - half)
+        .collect()
+}
+
+fn rotate_window(x: &[u64], k: usize, w: usize) -> Vec<u64> {
+    let mut p = x.to_vec();
+    p.resize(w, 0);
+    (0..w).map(|j| p[(j + k) % w]).collect()
+}
+
+#[test]
+fn packing_round_trips_and_rejects_bad_windows() {
+    let x: Vec<u64> = (1..=100).collect();
+    let r = redundant_pack(&x, 128, 512).expect("pack");
+    assert_eq!(unpack(&r, 100).expect("unpack"), x);
+    assert_eq!(&r[128..228], &x[..], "second copy");
+    assert!(r[100..128].iter().chain(&r[256..]).all(|&v| v == 0));
+    let b = baseline_pack(&x, 128, 512).expect("pack");
+    assert_eq!(unpack(&b, 100).expect("unpack"), x);
+    assert!(b[100..].iter().all(|&v| v == 0));
+    // A window narrower than x, not a power of two, or a redundant pair beyond the slots.
+    assert!(matches!(
+        redundant_pack(&x, 64, 512),
+        Err(HeError::Shape(_))
+    ));
+    assert!(matches!(
+        baseline_pack(&x, 100, 512),
+        Err(HeError::Shape(_))
+    ));
+    assert!(matches!(
+        redundant_pack(&x, 512, 512),
+        Err(HeError::Shape(_))
+    ));
+    assert!(baseline_pack(&x, 512, 512).is_ok());
+    assert!(matches!(
+        unpack(&b[..10], 100),
+        Err(HeError::WrongLength { .. })
+    ));
+}
+
+#[test]
+fn windowed_rotation_equals_plain_rotation_in_window() {
+    let t = 65537;
+    let (row_len, w) = (256, 64);
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let x: Vec<u64> = (0..w).map(|_| rng.next_u64() % t).collect();
+    for packing in [Packing::Redundant, Packing::Baseline] {
+        let ev = PlainEvaluator::new(row_len, 2, t);
+        let ct = pack(&x, w, 2 * row_len, packing).expect("pack");
+        for k in [1, 7, 31, 63] {
+            let masks = WindowMasks::new(&ev, w, k).expect("masks");
+            let r = windowed_rotate(&ev, &ct, k, w, packing, Some(&masks)).expect("rot");
+            assert_eq!(&r[..w], &rotate_window(&x, k, w)[..], "{packing:?} k={k}");
+        }
+        let rots = ev.counter().snapshot().perm;
+        let want = if packing == Packing::Redundant { 4 } else { 8 };
+        assert_eq!(
+            rots, want,
+            "{packing:?}: HE rotations for 4 windowed rotations"
+        );
+    }
+    // The baseline without its masks is an error, not a wrong rotation.
+    let ev = PlainEvaluator::new(row_len, 2, t);
+    let ct = baseline_pack(&x, w, 2 * row_len).expect("pack");
+    assert!(windowed_rotate(&ev, &ct, 3, w, Packing::Baseline, None).is_err());
+}
+
+#[test]
+fn windowed_rotation_on_ciphertexts() {
+    let rns = RnsParams::new(1).expect("params");
+    let p = &rns.sets()[0];
+    let sk = SecretKey::generate(p);
+    let w = 1024;
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let x: Vec<u64> = (0..1000).map(|_| rng.next_u64() % p.t()).collect();
+    let k = 37;
+    for packing in [Packing::Redundant, Packing::Baseline] {
+        let keys = sk.rotation_keys(&windowed_steps(packing, w, k, p.row_len()), false);
+        let ev = HeEvaluator::new(p, &keys);
+        let ct = sk
+            .encrypt(&pack(&x, w, p.slots(), packing).expect("pack"))
+            .expect("enc");
+        let masks = WindowMasks::new(&ev, w, k).expect("masks");
+        let r = windowed_rotate(&ev, &ct, k, w, packing, Some(&masks)).expect("rot");
+        let d = sk.decrypt(&r).expect("dec");
+        assert_eq!(&d[..w], &rotate_window(&x, k, w)[..], "{packing:?}");
+    }
+}
+
+/// W·x mod t on slot vectors for several shapes: rows below the window (rotate-and-sum),
+/// rows above it (several output windows), inputs wider than a window (several inputs).
+#[test]
+fn dense_kernel_equals_matvec_on_slot_vectors() {
+    let t = 65537u64;
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for &(rows, cols) in &[(10, 100), (128, 128), (100, 30), (7, 300), (40, 1)] {
+        for packing in [Packing::Redundant, Packing::Baseline] {
+            let (row_len, slot_rows) = (256, 2);
+            let plan = DensePlan::new(rows, cols, packing, row_len, slot_rows).expect("plan");
+            let ev = PlainEvaluator::new(row_len, slot_rows, t);
+            let w = rand_signed(&mut rng, rows * cols, 16);
+            let x = rand_signed(&mut rng, cols, 16);
+            let prep = plan.prepare(&ev, &w).expect("prepare");
+            let xs: Vec<u64> = x.iter().map(|v| v.rem_euclid(t as i64) as u64).collect();
+            let outs = plan
+                .eval(&ev, &prep, &plan.pack_input(&xs).expect("pack"))
+                .expect("eval");
+            let y = plan.extract(&outs).expect("extract");
+            let want: Vec<u64> = plain_matvec(&w, &x, rows)
+                .iter()
+                .map(|v| v.rem_euclid(t as i128) as u64)
+                .collect();
+            assert_eq!(y, want, "{rows}x{cols} {packing:?} {plan:?}");
+        }
+    }
+}
+
+#[test]
+fn redundant_packing_needs_fewer_rotations_and_products() {
+    let counts = |packing| {
+        let plan = DensePlan::new(128, 784, packing, 4096, 2).expect("plan");
+        let ev = CountingEvaluator::new(4096, 2);
+        let prep = plan.prepare(&ev, &vec![0; 128 * 784]).expect("prep");
+        plan.eval(&ev, &prep, &vec![(); plan.col_chunks])
+            .expect("eval");
+        (ev.counter().snapshot(), plan.rotation_steps().len())
+    };
+    let (r, rk) = counts(Packing::Redundant);
+    let (b, bk) = counts(Packing::Baseline);
+    let rot = |c: OpCounts| c.perm + c.hst_perm;
+    // Redundant: 15 hoisted baby steps, 7 giant steps, 3 rotate-and-sum rotations.
+    assert_eq!((r.hst_perm, r.perm, r.sc_mult), (15, 7 + 3, 128));
+    // Baseline: two rotations and two mask products per diagonal beyond the first.
+    assert_eq!((rot(b), b.sc_mult), (2 * 127 + 3, 128 + 2 * 127));
+    assert!(rk < bk, "Galois keys: {rk} vs {bk}");
+}
+
+#[test]
+fn conv_matrix_equals_direct_convolution() {
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let (c, h, w, co, kh, kw) = (2, 7, 6, 3, 3, 2);
+    for (stride, pad) in [([1, 1], [0, 0]), ([2, 1], [1, 1])] {
+        let k = rand_signed(&mut rng, co * c * kh * kw, 8);
+        let x = rand_signed(&mut rng, c * h * w, 8);
+        let (m, [oh, ow]) = conv_matrix(&k, [c, h, w], co, [kh, kw], stride, pad).expect("conv");
+        let y = plain_matvec(&m, &x, co * oh * ow);
+        for o in 0..co {
+            for p in 0..oh {
+                for q in 0..ow {
+                    let mut acc = 0i128;
+                    for ci in 0..c {
+                        for u in 0..kh {
+                            for v in 0..kw {
+                                let yy = (p * stride[0] + u) as isize - pad[0] as isize;
+                                let xx = (q * stride[1] + v) as isize - pad[1] as isize;
+                                if yy >= 0 && xx >= 0 && (yy as usize) < h && (xx as usize) < w {
+                                    acc += (k[((o * c + ci) * kh + u) * kw + v]
+                                        * x[(ci * h + yy as usize) * w + xx as usize])
+                                        as i128;
+                                }
+                            }
+                        }
+                    }
+                    assert_eq!(y[(o * oh + p) * ow + q], acc);
+                }
+            }
+        }
+    }
+    assert!(conv_matrix(&[0; 5], [1, 4, 4], 1, [2, 2], [1, 1], [0, 0]).is_err());
+}
+
+#[test]
+fn crt_reconstructs_centered_integers() {
+    let rns = RnsParams::new(3).expect("params");
+    let big: i128 = rns.primes().iter().map(|&t| t as i128).product();
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut xs: Vec<i128> = vec![0, 1, -1, big / 2, -(big / 2) + 1];
+    xs.extend((0..100).map(|_| (rng.next_u64() as i128 % big) - big / 2 + 1));
+    let res: Vec<Vec<u64>> = rns
+        .primes()
+        .iter()
+        .map(|&t| xs.iter().map(|v| v.rem_euclid(t as i128) as u64).collect())
+        .collect();
+    assert_eq!(rns.reconstruct(&res).expect("crt"), xs);
+    assert!(rns.reconstruct(&res[..2]).is_err());
+    let mut bad = res.clone();
+    bad[1][0] = rns.primes()[1];
+    assert!(matches!(
+        rns.reconstruct(&bad),
+        Err(HeError::OutOfRange { .. })
+    ));
+    // The public bound picks enough primes: 784 columns of 20-bit values need 3.
+    let b = accumulator_bound(784, 20, 12);
+    let r = RnsParams::for_bound(b).expect("params");
+    assert_eq!(r.sets().len(), 3);
+    assert!(r.modulus_log2() > ((2 * b + 1) as f64).log2());
+}
+
+/// The whole server step on real ciphertexts with worst-case 20-bit operands: exact
+/// accumulators (bias·2^F included) through the CRT, flooding at ≥ 40 bits, and two runs on
+/// one input give different bytes and the same result.
+#[test]
+fn dense_on_ciphertexts_is_exact_and_rerandomised() {
+    let (rows, cols, bits, frac) = (20usize, 200usize, 20u32, 12u32);
+    let rns = RnsParams::for_bound(accumulator_bound(cols, bits, frac)).expect("params");
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let mut w = rand_signed(&mut rng, rows * cols, bits);
+    let mut x = rand_signed(&mut rng, cols, bits);
+    // One row at the extreme of the bound.
+    w[..cols].iter_mut().for_each(|v| *v = -(1 << (bits - 1)));
+    x.iter_mut()
+        .take(cols / 2)
+        .for_each(|v| *v = -(1 << (bits - 1)));
+    let bias = rand_signed(&mut rng, rows, bits);
+    let mut want = plain_matvec(&w, &x, rows);
+    for (y, b) in want.iter_mut().zip(&bias) {
+        *y += (*b as i128) << frac;
+    }
+    assert!(want[0] > 1i128 << 40, "the extreme row really is large");
+    let plan =
+        DensePlan::new(rows, cols, Packing::Redundant, rns.sets()[0].row_len(), 2).expect("plan");
+    let xr = rns.residues(&x);
+    let bias_f: Vec<i64> = bias.iter().map(|b| b << frac).collect();
+    let br = rns.residues(&bias_f);
+    // Per prime: one key set, one encrypted input, one kernel run, finished twice.
+    let mut outs = [Vec::new(), Vec::new()];
+    let mut bytes = [Vec::new(), Vec::new()];
+    for (i, p) in rns.sets().iter().enumerate() {
+        let sk = SecretKey::generate(p);
+        let pk = sk.public_key();
+        let keys = sk.rotation_keys(&plan.rotation_steps(), false);
+        let ev = HeEvaluator::new(p, &keys);
+        let prep = plan.prepare(&ev, &w).expect("prepare");
+        let cts: Vec<Ciphertext> = plan
+            .pack_input(&xr[i])
+            .expect("pack")
+            .iter()
+            .map(|v| sk.encrypt(v).expect("enc"))
+            .collect();
+        let res = plan.eval(&ev, &prep, &cts).expect("eval");
+        let bl = plan.output_layout(&br[i]).expect("layout");
+        for run in 0..2 {
+            let mut dec = Vec::new();
+            for (ct, b) in res.iter().zip(&bl) {
+                let ct = choco::add_plain(p, ct, b).expect("bias");
+                let (r, stat) = finish(p, &pk, &ct, FLOOD_STAT_BITS).expect("finish");
+                assert!(stat >= FLOOD_STAT_BITS as f64, "flooding reached 2^-{stat}");
+                bytes[run].push(r.to_bytes());
+                dec.push(sk.decrypt_response(&r).expect("dec"));
+            }
+            outs[run].push(plan.extract(&dec).expect("extract"));
+        }
+    }
+    for o in &outs {
+        assert_eq!(rns.reconstruct(o).expect("crt"), want);
+    }
+    let runs = bytes;
+    assert_ne!(
+        runs[0], runs[1],
+        "responses are fresh randomness, not a function of the input"
+    );
+}

@@ -1,0 +1,159 @@
+//! Family `choco`: CHOCO's client-aided HE (van der Hagen & Lucia, ASPLOS '22) on a model
+//! graph. The server evaluates only the linear layers with secret weights (Dense, Conv2d) on
+//! BFV ciphertexts, with CHOCO's rotational-redundancy packing (`secinfer_he::choco`); the
+//! client decrypts each result, requantises it and computes everything else in the clear
+//! (ReLU, max-pool, average pool — a public weight —, flatten, residual add, argmax) exactly as
+//! the fixed-point reference does, then re-encrypts the next linear layer's input, which also
+//! refreshes the noise.
+//!
+//! **Leak.** The client sees every intermediate activation: each linear layer's exact
+//! accumulator `Σ W·x + b·2^F` (before the shift) and every later layer's output. The server
+//! sees only ciphertexts. What it returns is flooded to ≥ 2^-40 statistical distance and
+//! re-randomised, so the client learns nothing of the weights beyond those activations
+//! (docs/threat-model.md). This mode is never a default: it is chosen by `--family choco`.
+//!
+//! Exactness: accumulators come back modulo the product of k ≈ 20-bit plaintext primes, k
+//! fixed by the public format and shape so that no input can make them wrap
+//! (`secinfer_he::choco::accumulator_bound`); results equal the reference bit for bit.
+mod client;
+mod server;
+mod wire;
+
+pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost};
+pub use server::{server_session, ChocoServer, ServerCost};
+
+use crate::error::{NnError, Result};
+use crate::model::{FixedPointConfig, LayerKind, ModelConfig, Shape};
+use secinfer_he::choco::{accumulator_bound, DensePlan, Packing, RnsParams, RING_DEGREE};
+
+/// What one stage of a choco session computes.
+#[derive(Clone, Debug)]
+pub(crate) enum Stage {
+    /// A Dense or Conv2d layer at the server (its matrix's shape is the plan's).
+    Linear { layer: usize, plan: DensePlan },
+    /// A layer the client computes in the clear.
+    Client { layer: usize },
+}
+
+/// The public schedule both parties derive from the graph.
+#[derive(Clone, Debug)]
+pub(crate) struct Schedule {
+    pub stages: Vec<Stage>,
+    pub rns: RnsParams,
+    pub packing: Packing,
+    pub fp: FixedPointConfig,
+}
+
+impl Schedule {
+    pub fn new(config: &ModelConfig, packing: Packing) -> Result<Schedule> {
+        supports(config)?;
+        let fp = config.fixed_point;
+        let mut stages = Vec::new();
+        let mut max_cols = 1;
+        let row_len = RING_DEGREE / 2;
+        for i in 1..config.graph.layers.len() {
+            stages.push(match linear_shape(config, i)? {
+                Some((rows, cols)) => {
+                    max_cols = max_cols.max(cols);
+                    Stage::Linear {
+                        layer: i,
+                        plan: DensePlan::new(rows, cols, packing, row_len, 2)?,
+                    }
+                }
+                None => Stage::Client { layer: i },
+            });
+        }
+        let rns = RnsParams::for_bound(accumulator_bound(max_cols, fp.main.bits, fp.main.frac))?;
+        Ok(Schedule {
+            stages,
+            rns,
+            packing,
+            fp,
+        })
+    }
+
+    /// The kernel plan of every server-side linear layer, in order.
+    pub fn plans(&self) -> impl Iterator<Item = &DensePlan> {
+        self.stages.iter().filter_map(|s| match s {
+            Stage::Linear { plan, .. } => Some(plan),
+            Stage::Client { .. } => None,
+        })
+    }
+
+    /// Every rotation step any linear stage uses (the Galois keys the client uploads).
+    pub fn rotation_steps(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.plans().flat_map(DensePlan::rotation_steps).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The names of the layers whose outputs the client sees (every layer after the input).
+    pub fn revealed(&self, config: &ModelConfig) -> Vec<String> {
+        config.graph.layers[1..]
+            .iter()
+            .map(|l| l.name.clone())
+            .collect()
+    }
+}
+
+/// The matrix shape `(rows, cols)` of layer `i` when the server computes it, `None` when the
+/// client does; an error naming the layer when family choco cannot run it.
+fn linear_shape(config: &ModelConfig, i: usize) -> Result<Option<(usize, usize)>> {
+    let l = &config.graph.layers[i];
+    Ok(match (&l.kind, l.input, l.output) {
+        (LayerKind::Dense { input, output }, s, _) if s.elements() == *input => {
+            Some((*output, *input))
+        }
+        (LayerKind::Conv2d { .. }, Shape::Image { .. }, o) => {
+            Some((o.elements(), l.input.elements()))
+        }
+        (
+            LayerKind::Relu
+            | LayerKind::MaxPool2d { .. }
+            | LayerKind::AvgPool2d { .. }
+            | LayerKind::Flatten
+            | LayerKind::Add { .. }
+            | LayerKind::Argmax,
+            _,
+            _,
+        ) => None,
+        (kind, _, _) => {
+            return Err(NnError::Unsupported(format!(
+                "layer {i} ({}, {}): family choco runs dense, conv2d, relu, maxpool2d, \
+                 avgpool2d, flatten, add and argmax on single (unbatched) inputs",
+                l.name,
+                kind.type_name()
+            )))
+        }
+    })
+}
+
+/// Whether family choco runs every layer after the input (the planner's check; cheap).
+pub fn supports(config: &ModelConfig) -> Result<()> {
+    let mut any = false;
+    for i in 1..config.graph.layers.len() {
+        any |= linear_shape(config, i)?.is_some();
+    }
+    if !any {
+        return Err(NnError::Unsupported(
+            "family choco: the model has no dense or conv2d layer for the server".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Hash of what both parties must agree on: the graph, the format, the packing, the primes.
+pub(crate) fn session_id(config: &ModelConfig, s: &Schedule) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"secinfer-choco-v1");
+    h.update(config.graph.to_json().to_string().as_bytes());
+    h.update(s.fp.main.bits.to_le_bytes());
+    h.update(s.fp.main.frac.to_le_bytes());
+    h.update(s.packing.name().as_bytes());
+    for t in s.rns.primes() {
+        h.update(t.to_le_bytes());
+    }
+    h.finalize().into()
+}

@@ -1,0 +1,232 @@
+//! The server's side of a choco session: the weights of every linear layer, encoded once per
+//! plaintext prime, and the per-session loop (keys in, then per linear layer: ciphertexts in,
+//! flooded and re-randomised results out).
+use super::wire::{accept_hello, galois_limit, public_key_limit, upload_limit};
+use super::{session_id, Schedule, Stage};
+use crate::error::{NnError, Result};
+use crate::model::{LayerKind, Model, ModelConfig, Shape};
+use rayon::prelude::*;
+use secinfer_he::choco::{
+    self, conv_matrix, DensePlan, Packing, Prepared, FLOOD_STAT_BITS, RING_DEGREE,
+};
+use secinfer_he::{
+    Evaluator, GaloisKeys, HeEvaluator, OpCounts, Params, Plaintext, PublicKey, SeededCiphertext,
+};
+use secinfer_net::{Channel, Phase};
+use std::time::Instant;
+
+/// Most memory the encoded weights of one model may take.
+const MAX_WEIGHT_BYTES: usize = 2 << 30;
+
+/// One linear layer's server state: per prime, the encoded matrix and the bias slots.
+struct Linear {
+    plan: DensePlan,
+    /// Per prime: the kernel's plaintexts.
+    prepared: Vec<Prepared<Plaintext>>,
+    /// Per prime, per output window: b·2^F mod t in the output layout.
+    bias: Vec<Vec<Vec<u64>>>,
+}
+
+/// A model prepared for choco sessions (secret: no `Debug`).
+pub struct ChocoServer {
+    pub config: ModelConfig,
+    schedule: Schedule,
+    linear: Vec<Linear>,
+    id: [u8; 32],
+}
+
+/// What the server measured in one session.
+#[derive(Clone, Debug, Default)]
+pub struct ServerCost {
+    /// Seconds of homomorphic evaluation and re-randomisation (online).
+    pub eval_s: f64,
+    /// HE operations of the linear kernels.
+    pub ops: OpCounts,
+    /// Weakest statistical-flooding exponent of the returned ciphertexts.
+    pub flood_stat_bits: f64,
+    pub ciphertexts_in: usize,
+    pub ciphertexts_out: usize,
+}
+
+/// Galois keys with no key: the evaluator the weight encoding runs on needs none.
+fn no_keys(p: &Params) -> Result<GaloisKeys> {
+    let mut b = b"GKS1".to_vec();
+    b.extend_from_slice(&0u32.to_le_bytes());
+    Ok(GaloisKeys::from_bytes(p, &b)?)
+}
+
+/// Round-to-nearest quantisation of a float tensor in the main format, as the reference does.
+fn quantize(model: &Model, layer: &str, suffix: &str) -> Result<Vec<i64>> {
+    let main = model.config.fixed_point.main;
+    Ok(model
+        .tensors
+        .get(layer, suffix)?
+        .data
+        .iter()
+        .map(|v| main.quantize(*v as f64).0)
+        .collect())
+}
+
+impl ChocoServer {
+    /// Quantises and encodes every linear layer of `model` for `packing`.
+    pub fn new(model: &Model, packing: Packing) -> Result<ChocoServer> {
+        let config = model.config.clone();
+        let schedule = Schedule::new(&config, packing)?;
+        let frac = schedule.fp.main.frac;
+        let mut linear = Vec::new();
+        let mut pt_bytes = 0usize;
+        for st in &schedule.stages {
+            let Stage::Linear { layer, plan, .. } = st else {
+                continue;
+            };
+            // Each plaintext is n residues per Q prime, per plaintext prime.
+            pt_bytes += plan.out_chunks
+                * plan.col_chunks
+                * plan.m
+                * RING_DEGREE
+                * 2
+                * 8
+                * schedule.rns.sets().len();
+            if pt_bytes > MAX_WEIGHT_BYTES {
+                return Err(NnError::Unsupported(format!(
+                    "family choco: the encoded weights would take {} MiB (limit {} MiB); the \
+                     windowed Dense kernel runs a convolution as its Toeplitz matrix, one \
+                     plaintext per diagonal, which is too large for layer {}",
+                    pt_bytes >> 20,
+                    MAX_WEIGHT_BYTES >> 20,
+                    config.graph.layers[*layer].name
+                )));
+            }
+            let l = &config.graph.layers[*layer];
+            let w = quantize(model, &l.name, "weight")?;
+            let b = quantize(model, &l.name, "bias")?;
+            let matrix = match (&l.kind, l.input) {
+                (
+                    LayerKind::Conv2d {
+                        out_channels,
+                        kernel,
+                        stride,
+                        padding,
+                        ..
+                    },
+                    Shape::Image { c, h, w: wd },
+                ) => conv_matrix(&w, [c, h, wd], *out_channels, *kernel, *stride, *padding)?.0,
+                _ => w,
+            };
+            // Conv2d's bias is per output channel; the rows are (channel, y, x).
+            let per = plan.rows / b.len().max(1);
+            let bias_rows: Vec<i64> = (0..plan.rows).map(|r| b[r / per] << frac).collect();
+            let rns = &schedule.rns;
+            let res = rns.residues(&bias_rows);
+            let mut prepared = Vec::new();
+            let mut bias = Vec::new();
+            for (p, br) in rns.sets().iter().zip(&res) {
+                let keys = no_keys(p)?;
+                let ev = HeEvaluator::new(p, &keys);
+                prepared.push(plan.prepare(&ev, &matrix)?);
+                bias.push(plan.output_layout(br)?);
+            }
+            linear.push(Linear {
+                plan: plan.clone(),
+                prepared,
+                bias,
+            });
+        }
+        let id = session_id(&config, &schedule);
+        Ok(ChocoServer {
+            config,
+            schedule,
+            linear,
+            id,
+        })
+    }
+
+    pub fn packing(&self) -> Packing {
+        self.schedule.packing
+    }
+
+    /// The plaintext primes (one ciphertext per prime and window).
+    pub fn primes(&self) -> Vec<u64> {
+        self.schedule.rns.primes()
+    }
+}
+
+/// Runs one session's server side over `ch`.
+pub fn server_session<C: Channel>(ch: &mut C, s: &ChocoServer) -> Result<ServerCost> {
+    ch.set_phase(Phase::Setup);
+    accept_hello(ch, &s.id)?;
+    let steps = s.schedule.rotation_steps().len();
+    let mut keys = Vec::new();
+    for p in s.schedule.rns.sets() {
+        let pk = PublicKey::from_bytes(p, &ch.recv_frame_limited(public_key_limit(p))?)?;
+        let gk = GaloisKeys::from_bytes(p, &ch.recv_frame_limited(galois_limit(p, steps))?)?;
+        keys.push((pk, gk));
+    }
+    ch.set_phase(Phase::Online);
+    let mut cost = ServerCost {
+        flood_stat_bits: f64::INFINITY,
+        ..ServerCost::default()
+    };
+    for lin in &s.linear {
+        let plan = &lin.plan;
+        let sets = s.schedule.rns.sets();
+        // Per prime: the client's windows.
+        let mut inputs = Vec::with_capacity(sets.len());
+        for p in sets {
+            let cts = (0..plan.col_chunks)
+                .map(|_| {
+                    let f = ch.recv_frame_limited(upload_limit(p))?;
+                    Ok(SeededCiphertext::from_bytes(p, &f)?.expand(p))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            cost.ciphertexts_in += cts.len();
+            inputs.push(cts);
+        }
+        let t0 = Instant::now();
+        type PrimeOut = (Vec<Vec<u8>>, f64, OpCounts);
+        let outs: Vec<Result<PrimeOut>> = sets
+            .par_iter()
+            .zip(&keys)
+            .zip(&inputs)
+            .enumerate()
+            .map(|(i, ((p, (pk, gk)), cts))| {
+                let ev = HeEvaluator::new(p, gk);
+                let res = plan.eval(&ev, &lin.prepared[i], cts)?;
+                let mut stat = f64::INFINITY;
+                let mut frames = Vec::with_capacity(res.len());
+                for (ct, b) in res.iter().zip(&lin.bias[i]) {
+                    let ct = choco::add_plain(p, ct, b)?;
+                    let (r, st) = choco::finish(p, pk, &ct, FLOOD_STAT_BITS)?;
+                    stat = stat.min(st);
+                    frames.push(r.to_bytes());
+                }
+                Ok((frames, stat, ev.counter().snapshot()))
+            })
+            .collect();
+        cost.eval_s += t0.elapsed().as_secs_f64();
+        for o in outs {
+            let (frames, stat, ops) = o?;
+            cost.flood_stat_bits = cost.flood_stat_bits.min(stat);
+            cost.ops = add_counts(cost.ops, ops);
+            cost.ciphertexts_out += frames.len();
+            for f in frames {
+                ch.send_frame_vec(f)?;
+            }
+        }
+        ch.flush()?;
+    }
+    if !cost.flood_stat_bits.is_finite() {
+        return Err(NnError::Protocol("choco: no linear layer ran".into()));
+    }
+    Ok(cost)
+}
+
+fn add_counts(a: OpCounts, b: OpCounts) -> OpCounts {
+    OpCounts {
+        perm: a.perm + b.perm,
+        hst_perm: a.hst_perm + b.hst_perm,
+        dec_perm: a.dec_perm + b.dec_perm,
+        sc_mult: a.sc_mult + b.sc_mult,
+        add: a.add + b.add,
+    }
+}

@@ -1,0 +1,272 @@
+//! Family `choco` (CHOCO client-aided HE): every layer's output equals the plaintext
+//! fixed-point reference bit for bit (random MLPs and CNNs, the shipped MNIST MLP), what the
+//! server returns is re-randomised, and a client with another packing is refused.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+use secinfer_he::choco::Packing;
+use secinfer_net::{mem_pair, simulate, Channel, MemChannel, Meter};
+use secinfer_nn::layers::choco::{client_session, server_session, ChocoClient, ChocoServer};
+use secinfer_nn::model::weights::Tensor;
+use secinfer_nn::{
+    ExactActivations, GraphReference, Input, Model, ModelConfig, NnError, QuantizedGraph, Tensors,
+};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// A splitmix64 stream: deterministic test data.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+fn v2(layers: Value, labels: usize) -> ModelConfig {
+    let j = json!({
+        "format": "secinfer-model", "version": 2, "task": "classification",
+        "layers": layers,
+        "fixed_point": {"bits": 20, "frac_bits": 12},
+        "labels": (0..labels).map(|i| format!("c{i}")).collect::<Vec<_>>(),
+    });
+    ModelConfig::parse(&j.to_string()).unwrap()
+}
+
+/// A model of `config` with uniform weights in ±`bound`.
+fn random_model(config: ModelConfig, bound: f32, seed: u64) -> Model {
+    let mut rng = Rng(seed);
+    let map: HashMap<String, Tensor> = config
+        .graph
+        .tensors()
+        .into_iter()
+        .map(|(name, shape)| {
+            let n = shape.iter().product();
+            let data = (0..n)
+                .map(|_| ((rng.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * bound)
+                .collect();
+            (name, Tensor { shape, data })
+        })
+        .collect();
+    let tensors = Tensors::from_map(map, &config.graph).unwrap();
+    Model {
+        config,
+        tensors,
+        vocab: None,
+    }
+}
+
+/// Inputs spread over `±2^(bits−1)` (20 bits: the whole main format).
+fn random_input(n: usize, bits: u32, seed: u64) -> Vec<i64> {
+    let mut rng = Rng(seed);
+    let half = 1i64 << (bits - 1);
+    (0..n)
+        .map(|_| (rng.next() % (2 * half as u64)) as i64 - half)
+        .collect()
+}
+
+fn reference(m: &Model, x: &[i64]) -> Vec<Vec<i64>> {
+    let q = QuantizedGraph::new(m, m.config.fixed_point).unwrap();
+    GraphReference::new(&q, ExactActivations)
+        .run(Input::Fixed(x))
+        .unwrap()
+}
+
+fn run(server: &ChocoServer, client: &ChocoClient, x: &[i64]) -> Vec<Vec<i64>> {
+    let r = simulate(
+        |ch| client_session(ch, client, x),
+        |ch| server_session(ch, server),
+    );
+    let s = match r.server.output {
+        Ok(s) => s,
+        Err(e) => panic!("server: {e}; client: {:?}", r.client.output.err()),
+    };
+    let o = r.client.output.unwrap();
+    assert!(
+        s.flood_stat_bits >= 40.0,
+        "flooding 2^-{}",
+        s.flood_stat_bits
+    );
+    assert!(o.cost.bytes_up > 0 && o.cost.bytes_down > 0);
+    o.outputs
+}
+
+fn mlp(dims: &[usize]) -> ModelConfig {
+    let mut layers =
+        vec![json!({"type": "input", "name": "input", "dtype": "fixed", "shape": [dims[0]]})];
+    for (i, w) in dims.windows(2).enumerate() {
+        layers.push(
+            json!({"type": "dense", "name": format!("fc{i}"), "input": w[0], "output": w[1]}),
+        );
+        if i + 2 < dims.len() {
+            layers.push(json!({"type": "relu", "name": format!("relu{i}")}));
+        }
+    }
+    layers.push(json!({"type": "argmax", "name": "class"}));
+    v2(Value::Array(layers), dims[dims.len() - 1])
+}
+
+#[test]
+fn random_mlp_equals_reference_bit_for_bit() {
+    let m = random_model(mlp(&[300, 40, 10]), 0.5, 1);
+    let server = ChocoServer::new(&m, Packing::Redundant).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
+    // Full-range 20-bit inputs (accumulators far beyond one 20-bit prime, and wraps of the
+    // 20-bit format in the reference), then small ones.
+    for (bits, seed) in [(20, 2), (13, 3)] {
+        let x = random_input(300, bits, seed);
+        assert_eq!(
+            run(&server, &client, &x),
+            reference(&m, &x),
+            "{bits}-bit input"
+        );
+    }
+}
+
+#[test]
+fn shipped_mnist_mlp_equals_reference_bit_for_bit() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/mnist-mlp");
+    let m = Model::load(&dir).unwrap();
+    let q = QuantizedGraph::new(&m, m.config.fixed_point).unwrap();
+    let server = ChocoServer::new(&m, Packing::Redundant).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
+    let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    for line in text.lines().take(2) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let px: Vec<f32> = v["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_f64().unwrap() as f32)
+            .collect();
+        let x = q.quantize_input(&px);
+        let want = reference(&m, &x);
+        let got = run(&server, &client, &x);
+        assert_eq!(got, want);
+        let label: i64 = v["label"].as_str().unwrap().parse().unwrap();
+        assert_eq!(got.last().unwrap()[0], label, "the model's class");
+    }
+}
+
+#[test]
+fn random_cnn_equals_reference_bit_for_bit() {
+    let c = v2(
+        json!([
+            {"type": "input", "name": "input", "dtype": "fixed", "shape": [2, 10, 10]},
+            {"type": "conv2d", "name": "conv1", "in_channels": 2, "out_channels": 3,
+             "kernel": [3, 3], "stride": [1, 1], "padding": [1, 1]},
+            {"type": "relu", "name": "relu1"},
+            {"type": "maxpool2d", "name": "pool1", "kernel": [2, 2], "stride": [2, 2]},
+            {"type": "conv2d", "name": "conv2", "in_channels": 3, "out_channels": 4,
+             "kernel": [3, 3], "stride": [2, 2], "padding": [0, 0]},
+            {"type": "relu", "name": "relu2"},
+            {"type": "avgpool2d", "name": "pool2", "kernel": [2, 2], "stride": [2, 2]},
+            {"type": "flatten", "name": "flat"},
+            {"type": "dense", "name": "fc", "input": 4, "output": 3},
+            {"type": "argmax", "name": "class"}
+        ]),
+        3,
+    );
+    let m = random_model(c, 0.5, 4);
+    let server = ChocoServer::new(&m, Packing::Redundant).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
+    let x = random_input(200, 20, 5);
+    assert_eq!(run(&server, &client, &x), reference(&m, &x));
+}
+
+/// Records every frame it receives (the client's view of the server's responses).
+struct Recording {
+    inner: MemChannel,
+    frames: Vec<Vec<u8>>,
+}
+
+impl Channel for Recording {
+    fn send_frame(&mut self, f: &[u8]) -> secinfer_net::Result<()> {
+        self.inner.send_frame(f)
+    }
+    fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
+        let f = self.inner.recv_frame()?;
+        self.frames.push(f.clone());
+        Ok(f)
+    }
+    fn flush(&mut self) -> secinfer_net::Result<()> {
+        self.inner.flush()
+    }
+    fn meter(&self) -> &Meter {
+        self.inner.meter()
+    }
+    fn meter_mut(&mut self) -> &mut Meter {
+        self.inner.meter_mut()
+    }
+    fn max_frame(&self) -> usize {
+        self.inner.max_frame()
+    }
+}
+
+#[test]
+fn responses_are_rerandomised_and_other_sessions_refused() {
+    let m = random_model(mlp(&[64, 8]), 0.5, 6);
+    let server = ChocoServer::new(&m, Packing::Redundant).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
+    let x = random_input(64, 16, 7);
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let (c, mut s) = mem_pair();
+        let mut rc = Recording {
+            inner: c,
+            frames: Vec::new(),
+        };
+        let (out, srv) = std::thread::scope(|sc| {
+            let h = sc.spawn(|| server_session(&mut s, &server));
+            let o = client_session(&mut rc, &client, &x);
+            (o, h.join().unwrap())
+        });
+        srv.unwrap();
+        runs.push((out.unwrap().outputs, rc.frames));
+    }
+    assert_eq!(runs[0].0, runs[1].0, "the same result");
+    assert_eq!(runs[0].0, reference(&m, &x));
+    // Frame 0 is the accept; the rest are responses: all fresh.
+    let (a, b) = (&runs[0].1, &runs[1].1);
+    assert_eq!(a.len(), b.len());
+    assert!(a.len() > 1);
+    for (fa, fb) in a.iter().zip(b).skip(1) {
+        assert_ne!(fa, fb, "a response repeated across sessions");
+    }
+    // The masked baseline spends a multiplicative level per windowed rotation: at n = 8192
+    // its noise leaves no room for 2^-40 flooding, and the server refuses to answer rather
+    // than return under-flooded results (CHOCO's case for redundancy: the baseline needs
+    // larger parameters).
+    let bs = ChocoServer::new(&m, Packing::Baseline).unwrap();
+    let bc = ChocoClient::new(&m.config, Packing::Baseline).unwrap();
+    let r = simulate(
+        |ch| client_session(ch, &bc, &x),
+        |ch| server_session(ch, &bs),
+    );
+    assert!(matches!(
+        r.server.output,
+        Err(NnError::He(secinfer_he::HeError::NoiseBudget(_)))
+    ));
+    assert!(r.client.output.is_err());
+    // A client that packs differently is refused by name on both sides.
+    let other = ChocoClient::new(&m.config, Packing::Baseline).unwrap();
+    let r = simulate(
+        |ch| client_session(ch, &other, &x),
+        |ch| server_session(ch, &server),
+    );
+    assert!(matches!(r.client.output, Err(NnError::Refused(_))));
+    assert!(matches!(r.server.output, Err(NnError::Refused(_))));
+    // Inputs outside the format or of the wrong length never reach the wire.
+    assert!(matches!(client.primes().len(), 1..=4));
+    let (mut c, _s) = mem_pair();
+    assert!(matches!(
+        client_session(&mut c, &client, &[0; 3]),
+        Err(NnError::Input(_))
+    ));
+    assert!(matches!(
+        client_session(&mut c, &client, &[1 << 20; 64]),
+        Err(NnError::Input(_))
+    ));
+}
