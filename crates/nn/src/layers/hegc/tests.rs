@@ -1,0 +1,120 @@
+use super::*;
+use crate::layers::gru::ServerPolicy;
+use crate::model::Model;
+use crate::reference::{ExactActivations, GraphReference, Input};
+use secinfer_net::mem_pair;
+
+/// Runs one secure session on `x` and the reference; returns (secure class, reference class,
+/// secure logits, reference logits).
+fn run(
+    model: &Model,
+    x: &[i64],
+    kernel: MatVecMethod,
+    allow_logits: bool,
+) -> (usize, usize, Option<Vec<i64>>, Vec<i64>) {
+    let q = QuantizedGraph::new(model, model.config.fixed_point).unwrap();
+    let sm = HegcServerModel::new(&q, &model.config, kernel).unwrap();
+    let cm = HegcClientModel::new(&model.config, kernel).unwrap();
+    let (mut a, mut b) = mem_pair();
+    let policy = ServerPolicy { allow_logits };
+    let srv = std::thread::spawn(move || server_session(&mut b, &sm, policy));
+    let out = client_session(&mut a, &cm, x, true, &mut |_, _, _| {});
+    let rep = srv.join().unwrap();
+    let out = if allow_logits {
+        let rep = rep.unwrap();
+        let out = out.unwrap();
+        assert!(rep.flood_stat_bits >= FLOOD_BITS as f64, "{}", rep.flood_stat_bits);
+        assert_eq!(rep.layers.len(), cm.shape.stages.len());
+        out
+    } else {
+        let e = out.err().expect("a refused logits request");
+        assert_eq!(e.kind(), crate::ErrorKind::Refused);
+        assert!(rep.is_err());
+        let (mut a, mut b) = mem_pair();
+        let sm = HegcServerModel::new(&q, &model.config, kernel).unwrap();
+        let srv = std::thread::spawn(move || server_session(&mut b, &sm, policy));
+        let out = client_session(&mut a, &cm, x, false, &mut |_, _, _| {}).unwrap();
+        srv.join().unwrap().unwrap();
+        out
+    };
+    let mut r = GraphReference::new(&q, ExactActivations);
+    let outs = r.run(Input::Fixed(x)).unwrap();
+    let logits = outs[outs.len() - 2].clone();
+    let class = outs[outs.len() - 1][0] as usize;
+    (out.class, class, out.logits, logits)
+}
+
+fn random_input(n: usize, bits: u32, seed: u64) -> Vec<i64> {
+    let mut prg = secinfer_ot::Prg::from_seed(secinfer_ot::Block(seed as u128 + 77));
+    (0..n)
+        .map(|_| (prg.next_block().low_u64() % (1 << (bits - 1))) as i64 - (1 << (bits - 2)))
+        .collect()
+}
+
+#[test]
+fn random_mlp_equals_the_reference_bit_for_bit() {
+    let model = random_mlp(&[50, 24, 16, 7], 12, 6, 3).unwrap();
+    for (seed, kernel) in [(1, MatVecMethod::Gala), (2, MatVecMethod::Gazelle)] {
+        let x = random_input(50, 12, seed);
+        let (c, rc, logits, rl) = run(&model, &x, kernel, true);
+        assert_eq!(logits.as_deref(), Some(rl.as_slice()), "{kernel:?}");
+        assert_eq!(c, rc);
+    }
+}
+
+#[test]
+fn logits_stay_hidden_unless_the_server_allows_them() {
+    let model = random_mlp(&[20, 8, 5], 12, 6, 4).unwrap();
+    let x = random_input(20, 12, 9);
+    let (c, rc, logits, _) = run(&model, &x, MatVecMethod::Gala, false);
+    assert_eq!(c, rc);
+    assert!(logits.is_none());
+}
+
+#[test]
+fn shipped_mnist_mlp_equals_the_reference() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mnist-mlp");
+    let model = Model::load(dir).unwrap();
+    let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
+    let text = std::fs::read_to_string(format!("{dir}/samples.jsonl")).unwrap();
+    for line in text.lines().take(2) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let xf: Vec<f32> = v["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        let x = q.quantize_input(&xf);
+        let (c, rc, logits, rl) = run(&model, &x, MatVecMethod::Gala, true);
+        assert_eq!(logits.as_deref(), Some(rl.as_slice()));
+        assert_eq!(c, rc);
+        assert_eq!(c.to_string(), v["label"].as_str().unwrap());
+    }
+}
+
+#[test]
+fn unsupported_layers_and_ranges_are_refused_naming_the_layer() {
+    // Too many bits: the accumulator bound exceeds the plaintext modulus.
+    let model = random_mlp(&[400, 8, 3], 20, 12, 5).unwrap();
+    let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
+    let e = HegcServerModel::new(&q, &model.config, MatVecMethod::Gala)
+        .err()
+        .expect("refused");
+    assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
+    assert!(e.to_string().contains("fc1"), "{e}");
+    // A network that does not end in an argmax.
+    let json = serde_json::json!({
+        "format": "secinfer-model", "version": 2, "task": "classification",
+        "layers": [
+            {"type": "input", "name": "input", "dtype": "fixed", "shape": [4]},
+            {"type": "dense", "name": "fc", "input": 4, "output": 2},
+            {"type": "relu", "name": "last"}
+        ],
+        "fixed_point": {"bits": 12, "frac_bits": 6},
+        "labels": ["a", "b"],
+    });
+    let config = ModelConfig::parse(&json.to_string()).unwrap();
+    let e = NetShape::new(&config, MatVecMethod::Gala).err().expect("refused");
+    assert!(e.to_string().contains("last"), "{e}");
+}
