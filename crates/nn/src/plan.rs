@@ -68,6 +68,9 @@ pub enum Protocol {
     Local,
     /// CryptoGRU's Embedding-fed GRU + Dense (+ Argmax) (`layers::gru`).
     CryptoGruClassifier,
+    /// GALA's network of dense layers on Z_p shares: HE matvecs, truncation / ReLU / argmax in
+    /// garbled circuits (`layers::hegc`).
+    HegcNet,
     /// No protocol in this build for this layer in this family.
     Missing,
 }
@@ -137,6 +140,32 @@ impl Plan {
             });
             return Plan { steps };
         }
+        let vector_input = !matches!(config.graph.input_shape(), Shape::Tokens { .. });
+        let hegc = crate::layers::hegc::NetShape::new(config, secinfer_he::MatVecMethod::Gala);
+        if vector_input && i == 1 && family == Family::Hegc {
+            match hegc {
+                Ok(_) => {
+                    steps.push(Step {
+                        layers: i..layers.len(),
+                        family,
+                        protocol: Protocol::HegcNet,
+                        why: "GALA: each dense layer an HE matvec on Z_p shares (row-encoding-\
+                              share-RaS), truncation, ReLU and argmax in garbled circuits"
+                            .into(),
+                    });
+                    return Plan { steps };
+                }
+                Err(e) => {
+                    steps.push(Step {
+                        layers: i..layers.len(),
+                        family,
+                        protocol: Protocol::Missing,
+                        why: e.to_string(),
+                    });
+                    return Plan { steps };
+                }
+            }
+        }
         for (j, l) in layers.iter().enumerate().skip(i) {
             steps.push(Step {
                 layers: j..j + 1,
@@ -181,6 +210,7 @@ impl Plan {
                 let proto = match s.protocol {
                     Protocol::Local => "local",
                     Protocol::CryptoGruClassifier => "cryptogru",
+                    Protocol::HegcNet => "gala",
                     Protocol::Missing => "MISSING",
                 };
                 format!(
