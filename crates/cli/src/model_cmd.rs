@@ -270,6 +270,9 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
     let mut client = Client::load(info_dir, a.variant)?;
     client.set_net(client_net(&a, &client)?);
+    if client.model().is_err() {
+        return infer_graph_secure(&a, &client, server);
+    }
     let cm = client.model()?;
     let ins = inputs(&a, client.vocab(), cm.arch.vocab)?;
     let reference = if a.compare_plaintext {
@@ -327,6 +330,65 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     }
     if let Some(rep) = rows.last() {
         print_report(rep, a.variant.name());
+    }
+    Ok(())
+}
+
+/// `infer` against a served network that reads numbers (family `hegc`).
+fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<(), Error> {
+    let config = &client.session().config;
+    let main = config.fixed_point.main;
+    let labels = &config.labels;
+    let mut last = None;
+    for (name, x, truth) in graph_inputs(a)? {
+        let xq: Vec<i64> = x.iter().map(|v| main.quantize(*v as f64).0).collect();
+        let mut bars = Progress::new();
+        let out = client.infer_fixed(server, &xq, a.reveal_logits, &mut |s, d, t| {
+            bars.update(s, d, t)
+        });
+        bars.finish();
+        let out = out?;
+        let mut line = format!("{name:<10} secure: {:<10}", label(labels, out.class));
+        if let Some(l) = &out.logits {
+            let sc = (1u64 << main.frac) as f64;
+            line += &format!(
+                " logits [{}]",
+                l.iter()
+                    .map(|v| format!("{:.4}", *v as f64 / sc))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        if let Some(l) = &truth {
+            line += &format!("  true label: {l}");
+        }
+        println!("{line}");
+        last = Some(out.report);
+    }
+    if let Some(rep) = &last {
+        println!("cost of the last session per step (client's view):");
+        println!(
+            "  {:<10} {:<8} {:>10} {:>10} {:>9} {:>7}",
+            "layer", "kernel", "HE bytes", "GC bytes", "time (s)", "rounds"
+        );
+        for l in &rep.layers {
+            println!(
+                "  {:<10} {:<8} {:>10} {:>10} {:>9.4} {:>7}",
+                l.name, l.kernel, l.he_bytes, l.gc_bytes, l.time_s, l.rounds
+            );
+        }
+        let t = rep.cost.total();
+        println!(
+            "  total: {:.4} s, {} bytes ({} HE incl. keys, {} GC incl. OT), {} rounds; \
+             online {:.4} s, {} bytes",
+            t.time_s,
+            t.bytes(),
+            rep.he_bytes,
+            rep.gc_bytes,
+            t.rounds,
+            rep.cost.online.time_s,
+            rep.cost.online.bytes()
+        );
     }
     Ok(())
 }

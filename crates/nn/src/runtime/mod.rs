@@ -194,6 +194,38 @@ impl Client {
         )
     }
 
+    /// Runs one secure inference of a network that reads numbers (`hegc`: GALA's MLPs) on
+    /// `x`, main-format integers (see [`crate::QuantizedGraph::quantize_input`]).
+    pub fn infer_fixed(
+        &self,
+        server: &str,
+        x: &[i64],
+        reveal_logits: bool,
+        progress: &mut dyn FnMut(&str, u64, u64),
+    ) -> Result<GruOutcome> {
+        let cfg = self.net.as_ref().ok_or_else(|| {
+            NnError::Input(format!(
+                "the model info has no {} (the server's key to pin): run export-info again, \
+                 or choose insecure plaintext",
+                secinfer_net::PUBLIC_KEY_FILE
+            ))
+        })?;
+        let mut ch = connect_session(server, cfg)?;
+        let run = RunOptions {
+            protocol: ClientOptions {
+                reveal_logits,
+                ..ClientOptions::default()
+            },
+            ..RunOptions::default()
+        };
+        let o = self.session.run(&mut ch, ClientInput::Fixed(x), &run, progress)?;
+        Ok(GruOutcome {
+            class: o.class,
+            logits: o.logits,
+            report: o.report,
+        })
+    }
+
     /// [`Client::infer`] with the client's choice of OT filler and AND-gate garbling scheme
     /// (both are agreed in the handshake; the server follows the client).
     pub fn infer_with(
