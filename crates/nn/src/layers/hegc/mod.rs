@@ -336,3 +336,22 @@ pub fn random_mlp(dims: &[usize], bits: u32, frac: u32, seed: u64) -> Result<cra
         vocab: None,
     })
 }
+
+/// GALA's operation counts (Perm, HstPerm, DecPerm, ScMult, Add) of the network's linear layers
+/// with `method`, on the counting backend with `slots` slots in one cyclic row (GALA's Table IX
+/// model is 2048).
+pub fn op_counts(
+    shape: &NetShape,
+    method: MatVecMethod,
+    slots: usize,
+) -> Result<secinfer_he::OpCounts> {
+    let ev = secinfer_he::CountingEvaluator::new(slots, 1);
+    for s in &shape.stages {
+        let plan = MatVecPlan::new(method, s.rows, s.cols, slots, 1)?;
+        let w = vec![vec![0u64; s.cols]; s.rows];
+        let pts = plan.prepare(&ev, &w)?;
+        plan.eval(&ev, &pts, &vec![(); plan.col_chunks])?;
+    }
+    use secinfer_he::Evaluator;
+    Ok(ev.counter().snapshot())
+}

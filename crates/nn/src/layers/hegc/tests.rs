@@ -118,3 +118,51 @@ fn unsupported_layers_and_ranges_are_refused_naming_the_layer() {
     let e = NetShape::new(&config, MatVecMethod::Gala).err().expect("refused");
     assert!(e.to_string().contains("last"), "{e}");
 }
+
+/// GALA's Table II formulas for one n_o × n_i layer at n slots (one input ciphertext):
+/// (GAZELLE (Perm, ScMult, Add), GALA (Perm, ScMult, Add)). Both multiply ⌈n_i·n_o/n⌉
+/// diagonals and add them with one Perm each but the first; GAZELLE then rotates and sums
+/// the ciphertext over the remaining log2(min(n/n_o, n_i)) levels, GALA on the shares.
+fn table_ii(ni: usize, no: usize, n: usize) -> ((u64, u64, u64), (u64, u64, u64)) {
+    let d = (ni * no).div_ceil(n) as u64;
+    let ras = (n / no).min(ni).ilog2() as u64;
+    ((d - 1 + ras, d, d - 1 + ras), (d - 1, d, d - 1))
+}
+
+#[test]
+fn mlp_counts_against_gala_table_ix() {
+    // GALA's Table IX for 784-128-128-10 at 2048 slots: GAZELLE Perm 70, ScMult 56, Add 70;
+    // GALA Perm 55, ScMult 56, Add 55. Its Table II formulas on the unpadded layers give the
+    // Perm and Add cells exactly, and ScMult 49 + 8 + 1 = 58, not 56: the ScMult cell
+    // contradicts the formulas, so the formula's 58 is asserted.
+    let mut gz = (0, 0, 0);
+    let mut ga = (0, 0, 0);
+    for (ni, no) in [(784, 128), (128, 128), (128, 10)] {
+        let (a, b) = table_ii(ni, no, 2048);
+        gz = (gz.0 + a.0, gz.1 + a.1, gz.2 + a.2);
+        ga = (ga.0 + b.0, ga.1 + b.1, ga.2 + b.2);
+    }
+    assert_eq!(gz, (70, 58, 70));
+    assert_eq!(ga, (55, 58, 55));
+    // The kernels pad 784 to a power-of-two block of 1024 (rotations within blocks need it):
+    // their counts are the same formulas on the padded layer (64 diagonals instead of 49).
+    let model = random_mlp(&[784, 128, 128, 10], 12, 5, 1).unwrap();
+    let mut want = [(0, 0, 0); 2];
+    for (ni, no) in [(1024, 128), (128, 128), (128, 10)] {
+        let (a, b) = table_ii(ni, no, 2048);
+        want[0] = (want[0].0 + a.0, want[0].1 + a.1, want[0].2 + a.2);
+        want[1] = (want[1].0 + b.0, want[1].1 + b.1, want[1].2 + b.2);
+    }
+    for (k, m) in [MatVecMethod::Gazelle, MatVecMethod::Gala].into_iter().enumerate() {
+        let shape = NetShape::new(&model.config, m).unwrap();
+        let c = op_counts(&shape, m, 2048).unwrap();
+        // GAZELLE's hoisted rotations are Perms of Table II (the input's rotations share
+        // one decomposition per layer).
+        assert_eq!(
+            (c.perm + c.hst_perm, c.sc_mult, c.add),
+            want[k],
+            "{m:?} {c:?}"
+        );
+    }
+    assert_eq!(want, [(85, 73, 85), (70, 73, 70)]);
+}
