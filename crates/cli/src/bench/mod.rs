@@ -7,6 +7,7 @@ pub mod gc;
 pub mod gru;
 pub mod he;
 pub mod math;
+pub mod net;
 pub mod ot;
 #[cfg(feature = "tfhe")]
 pub mod she;
@@ -36,6 +37,8 @@ pub enum BenchCmd {
     Math(math::MathArgs),
     /// Secure GRU inference (CryptoGRU) on a random model: HE matvecs + garbled steps.
     Gru(gru::GruArgs),
+    /// A whole image network in family hegc (GALA): per-layer time, bytes, rounds, op counts.
+    Net(net::NetBenchArgs),
     /// SHE (non-interactive TFHE inference): gates, bootstraps, depth, keys, time per sample.
     #[cfg(feature = "tfhe")]
     She(she::SheArgs),
@@ -51,6 +54,7 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::HeConv(a) => he::run_conv(a, out),
         BenchCmd::Math(a) => math::run(a, out),
         BenchCmd::Gru(a) => gru::run(a, out),
+        BenchCmd::Net(a) => net::run(a, out),
         #[cfg(feature = "tfhe")]
         BenchCmd::She(a) => she::run(a, out),
     }
