@@ -143,9 +143,21 @@ mod tests {
         let h = (P - 1) / 2;
         let d = ShareDomain::ModP(P);
         for tr in [
-            Truncation { shift: 6, bits: 12, relu: true },
-            Truncation { shift: 7, bits: 14, relu: false },
-            Truncation { shift: 12, bits: 10, relu: true },
+            Truncation {
+                shift: 6,
+                bits: 12,
+                relu: true,
+            },
+            Truncation {
+                shift: 7,
+                bits: 14,
+                relu: false,
+            },
+            Truncation {
+                shift: 12,
+                bits: 10,
+                relu: true,
+            },
         ] {
             let c = truncation_circuit(P, &tr).unwrap();
             for k in 0..400 {
@@ -175,7 +187,11 @@ mod tests {
         let mut prg = Prg::new();
         let w = bit_len(P);
         let d = ShareDomain::ModP(P);
-        let tr = Truncation { shift: 4, bits: 10, relu: false };
+        let tr = Truncation {
+            shift: 4,
+            bits: 10,
+            relu: false,
+        };
         let n = 10;
         let c = argmax_circuit(P, n, &tr, true).unwrap();
         let ib = argmax_index_bits(n);
@@ -210,7 +226,11 @@ mod tests {
             }
         }
         assert!(argmax_circuit(P, 0, &tr, false).is_err());
-        let wide = Truncation { shift: 4, bits: 21, relu: false };
+        let wide = Truncation {
+            shift: 4,
+            bits: 21,
+            relu: false,
+        };
         assert!(truncation_circuit(P, &wide).is_err());
     }
 }

@@ -134,10 +134,14 @@ impl QuantizedGraph {
     /// The quantized weights (row-major) and biases of a dense or conv2d layer.
     pub fn affine(&self, layer: usize) -> Option<(&[i64], &[i64])> {
         match self.params.get(layer)? {
-            Params::Affine { w, b } if matches!(
-                self.layers[layer].kind,
-                LayerKind::Dense { .. } | LayerKind::Conv2d { .. }
-            ) => Some((w, b)),
+            Params::Affine { w, b }
+                if matches!(
+                    self.layers[layer].kind,
+                    LayerKind::Dense { .. } | LayerKind::Conv2d { .. }
+                ) =>
+            {
+                Some((w, b))
+            }
             _ => None,
         }
     }

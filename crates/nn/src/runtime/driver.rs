@@ -255,14 +255,9 @@ impl ClientSession {
                 progress,
             )?
             .into()),
-            (ClientStep::Hegc(m), ClientInput::Fixed(x)) => Ok(hegc::client_session(
-                ch,
-                m,
-                x,
-                opts.protocol.reveal_logits,
-                progress,
-            )?
-            .into()),
+            (ClientStep::Hegc(m), ClientInput::Fixed(x)) => {
+                Ok(hegc::client_session(ch, m, x, opts.protocol.reveal_logits, progress)?.into())
+            }
             (_, ClientInput::Tokens(_)) => Err(NnError::Input(
                 "this model reads numbers, not tokens".into(),
             )),

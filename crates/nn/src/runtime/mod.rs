@@ -218,7 +218,9 @@ impl Client {
             },
             ..RunOptions::default()
         };
-        let o = self.session.run(&mut ch, ClientInput::Fixed(x), &run, progress)?;
+        let o = self
+            .session
+            .run(&mut ch, ClientInput::Fixed(x), &run, progress)?;
         Ok(GruOutcome {
             class: o.class,
             logits: o.logits,

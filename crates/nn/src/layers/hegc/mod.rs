@@ -62,10 +62,7 @@ pub struct NetShape {
 }
 
 fn unsupported(i: usize, name: &str, kind: &LayerKind, why: &str) -> NnError {
-    NnError::Unsupported(format!(
-        "layer {i} ({name}, {}): {why}",
-        kind.type_name()
-    ))
+    NnError::Unsupported(format!("layer {i} ({name}, {}): {why}", kind.type_name()))
 }
 
 impl NetShape {
@@ -144,10 +141,7 @@ impl NetShape {
 
     /// A hash of everything both parties must agree on.
     pub fn hash(&self) -> String {
-        let mut s = format!(
-            "{PROTOCOL}|{HE_PARAMS}|{:?}|{:?}",
-            self.main, self.kernel
-        );
+        let mut s = format!("{PROTOCOL}|{HE_PARAMS}|{:?}|{:?}", self.main, self.kernel);
         for st in &self.stages {
             s.push_str(&format!("|{}x{}:{:?}", st.rows, st.cols, st.post));
         }
@@ -160,9 +154,9 @@ impl NetShape {
     pub fn check_range(&self, q: &QuantizedGraph, p: u64) -> Result<()> {
         let half = ((p - 1) / 2) as i128;
         for s in &self.stages {
-            let (w, b) = q.affine(s.layer).ok_or_else(|| {
-                NnError::Protocol(format!("layer {} has no weights", s.layer))
-            })?;
+            let (w, b) = q
+                .affine(s.layer)
+                .ok_or_else(|| NnError::Protocol(format!("layer {} has no weights", s.layer)))?;
             let x_max = 1i128 << (self.main.bits - 1);
             for (i, row) in w.chunks_exact(s.cols).enumerate() {
                 let acc: i128 = row.iter().map(|v| (*v as i128).abs()).sum::<i128>() * x_max
@@ -223,12 +217,7 @@ impl HegcServerModel {
                 .collect();
             let pts = plan.prepare(&ev, &w)?;
             let bias = b.iter().map(|v| embed(*v << shape.main.frac)).collect();
-            layers.push(ServerLinear {
-                plan,
-                pts,
-                w,
-                bias,
-            });
+            layers.push(ServerLinear { plan, pts, w, bias });
         }
         Ok(HegcServerModel {
             shape,

@@ -9,8 +9,7 @@ use super::{HegcClientModel, HegcServerModel, LayerCost, Post, FLOOD_BITS, PROTO
 use crate::error::{NnError, Result};
 use crate::layers::gru::{GruOutcome, ServerPolicy, SessionReport, LOGITS_REFUSED};
 use secinfer_gc::protocol::{
-    evaluate_offline, evaluate_online, garble_offline, garble_online, GarbledBatch,
-    ReceivedBatch,
+    evaluate_offline, evaluate_online, garble_offline, garble_online, GarbledBatch, ReceivedBatch,
 };
 use secinfer_gc::requant::{argmax_circuit, argmax_index_bits, truncation_circuit};
 use secinfer_gc::shares::{ShareDomain, ShareEvaluator, ShareGarbler};
@@ -108,7 +107,10 @@ pub fn server_session<C: Channel>(
         .map_err(|e| NnError::Malformed(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
     let problem = if hv["protocol"] != PROTOCOL {
-        Some(format!("protocol mismatch: client {}, server {PROTOCOL}", hv["protocol"]))
+        Some(format!(
+            "protocol mismatch: client {}, server {PROTOCOL}",
+            hv["protocol"]
+        ))
     } else if hv["arch"] != m.shape.hash().as_str() {
         Some("the client's network (shape, format or kernel) differs from the server's".into())
     } else if reveal && !policy.allow_logits {
@@ -139,11 +141,17 @@ pub fn server_session<C: Channel>(
     for s in &m.shape.stages[..n_st - 1] {
         let circ = truncation_circuit(p, &m.shape.truncation(s))?;
         garblers.push(ShareGarbler::offline_circuit(
-            ch, delta, domain, &circ, m.shape.main.bits, s.rows,
+            ch,
+            delta,
+            domain,
+            &circ,
+            m.shape.main.bits,
+            s.rows,
         )?);
     }
     let fin = final_circuit(p, &m.shape, reveal)?;
-    let fin_batch: GarbledBatch = garble_offline(ch, &fin, m.shape.stages[n_st - 1].rows * w, 1, delta)?;
+    let fin_batch: GarbledBatch =
+        garble_offline(ch, &fin, m.shape.stages[n_st - 1].rows * w, 1, delta)?;
     ch.flush()?;
     rep.gc_bytes += ch.cost().offline.bytes();
     rep.and_gates = fin.and_count();
@@ -253,7 +261,10 @@ pub fn client_session<C: Channel>(
         .map_err(|e| NnError::Malformed(format!("handshake reply: {e}")))?;
     if rv["ok"] != serde_json::Value::Bool(true) {
         return Err(NnError::Refused(
-            rv["error"].as_str().unwrap_or("no reason given").to_string(),
+            rv["error"]
+                .as_str()
+                .unwrap_or("no reason given")
+                .to_string(),
         ));
     }
     let reveal = rv["reveal_logits"].as_bool().unwrap_or(false) && reveal_logits;

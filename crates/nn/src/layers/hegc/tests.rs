@@ -23,11 +23,15 @@ fn run(
     let out = if allow_logits {
         let rep = rep.unwrap();
         let out = out.unwrap();
-        assert!(rep.flood_stat_bits >= FLOOD_BITS as f64, "{}", rep.flood_stat_bits);
+        assert!(
+            rep.flood_stat_bits >= FLOOD_BITS as f64,
+            "{}",
+            rep.flood_stat_bits
+        );
         assert_eq!(rep.layers.len(), cm.shape.stages.len());
         out
     } else {
-        let e = out.err().expect("a refused logits request");
+        let e = out.expect_err("a refused logits request");
         assert_eq!(e.kind(), crate::ErrorKind::Refused);
         assert!(rep.is_err());
         let (mut a, mut b) = mem_pair();
@@ -98,9 +102,9 @@ fn unsupported_layers_and_ranges_are_refused_naming_the_layer() {
     // Too many bits: the accumulator bound exceeds the plaintext modulus.
     let model = random_mlp(&[400, 8, 3], 20, 12, 5).unwrap();
     let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
-    let e = HegcServerModel::new(&q, &model.config, MatVecMethod::Gala)
-        .err()
-        .expect("refused");
+    let Err(e) = HegcServerModel::new(&q, &model.config, MatVecMethod::Gala) else {
+        panic!("a model beyond the plaintext range was accepted");
+    };
     assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
     assert!(e.to_string().contains("fc1"), "{e}");
     // A network that does not end in an argmax.
@@ -115,7 +119,7 @@ fn unsupported_layers_and_ranges_are_refused_naming_the_layer() {
         "labels": ["a", "b"],
     });
     let config = ModelConfig::parse(&json.to_string()).unwrap();
-    let e = NetShape::new(&config, MatVecMethod::Gala).err().expect("refused");
+    let e = NetShape::new(&config, MatVecMethod::Gala).expect_err("refused");
     assert!(e.to_string().contains("last"), "{e}");
 }
 
@@ -153,7 +157,10 @@ fn mlp_counts_against_gala_table_ix() {
         want[0] = (want[0].0 + a.0, want[0].1 + a.1, want[0].2 + a.2);
         want[1] = (want[1].0 + b.0, want[1].1 + b.1, want[1].2 + b.2);
     }
-    for (k, m) in [MatVecMethod::Gazelle, MatVecMethod::Gala].into_iter().enumerate() {
+    for (k, m) in [MatVecMethod::Gazelle, MatVecMethod::Gala]
+        .into_iter()
+        .enumerate()
+    {
         let shape = NetShape::new(&model.config, m).unwrap();
         let c = op_counts(&shape, m, 2048).unwrap();
         // GAZELLE's hoisted rotations are Perms of Table II (the input's rotations share
