@@ -126,6 +126,10 @@ pub struct InferArgs {
     /// Classify at most this many samples of --samples [default: all].
     #[arg(long)]
     pub limit: Option<usize>,
+    /// A PNG image for a model that reads numbers (e.g. a 28×28 grayscale MNIST digit): each
+    /// pixel v (colour read as luminance) becomes v / 256, the scaling of the shipped samples.
+    #[arg(long, conflicts_with_all = ["text", "tokens", "samples"])]
+    pub image: Option<PathBuf>,
     /// A `fixed_point_variants` entry (e.g. fx20, fx8) for --plaintext; without it --plaintext
     /// uses the formats of --variant, so it prints what the secure run with that variant computes.
     #[arg(long)]
@@ -301,17 +305,7 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         );
         bars.finish();
         let out = out?;
-        let mut line = format!("{:<10} secure: {:<10}", inp.name, label(labels, out.class));
-        if let Some(l) = &out.logits {
-            let sc = (1u64 << cm.fp.main.frac) as f64;
-            line += &format!(
-                " logits [{}]",
-                l.iter()
-                    .map(|v| format!("{:.4}", *v as f64 / sc))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
+        let mut line = secure_line(&inp.name, labels, &out, cm.fp.main.frac);
         if let Some(q) = &reference {
             let plain =
                 argmax(&Reference::new(q, CircuitActivations::default()).classify(&inp.tokens));
@@ -334,6 +328,27 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// "NAME secure: CLASS [logits [...]]" for one secure result (logits scaled by 2^-frac).
+fn secure_line(
+    name: &str,
+    labels: &[String],
+    out: &secinfer_nn::layers::gru::GruOutcome,
+    frac: u32,
+) -> String {
+    let mut line = format!("{name:<10} secure: {:<10}", label(labels, out.class));
+    if let Some(l) = &out.logits {
+        let sc = (1u64 << frac) as f64;
+        line += &format!(
+            " logits [{}]",
+            l.iter()
+                .map(|v| format!("{:.4}", *v as f64 / sc))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    line
+}
+
 /// `infer` against a served network that reads numbers (family `hegc`).
 fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<(), Error> {
     let config = &client.session().config;
@@ -348,17 +363,7 @@ fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<()
         });
         bars.finish();
         let out = out?;
-        let mut line = format!("{name:<10} secure: {:<10}", label(labels, out.class));
-        if let Some(l) = &out.logits {
-            let sc = (1u64 << main.frac) as f64;
-            line += &format!(
-                " logits [{}]",
-                l.iter()
-                    .map(|v| format!("{:.4}", *v as f64 / sc))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
+        let mut line = secure_line(&name, labels, &out, main.frac);
         if let Some(l) = &truth {
             line += &format!("  true label: {l}");
         }
@@ -565,6 +570,9 @@ fn graph_inputs(a: &InferArgs) -> Result<Vec<GraphInput>, Error> {
             })
             .collect()
     };
+    if let Some(f) = &a.image {
+        return Ok(vec![(f.display().to_string(), read_png(f)?, None)]);
+    }
     match (&a.samples, &a.tokens) {
         (Some(f), _) => {
             let mut out = Vec::new();
@@ -595,6 +603,38 @@ fn graph_inputs(a: &InferArgs) -> Result<Vec<GraphInput>, Error> {
              or --tokens FILE (whitespace-separated numbers)",
         )),
     }
+}
+
+/// Largest PNG decoded: a file from disk is hostile, so its declared size is bounded before
+/// any pixel buffer exists.
+const MAX_PNG_BYTES: usize = 64 << 20;
+
+/// The pixels of a PNG file as floats v / 256, colour read as luminance (ITU-R BT.601).
+fn read_png(path: &std::path::Path) -> Result<Vec<f32>, Error> {
+    let what = path.display().to_string();
+    let bad = |e: png::DecodingError| Error::msg(format!("{what}: not a readable PNG: {e}"));
+    let mut dec = png::Decoder::new_with_limits(
+        std::io::BufReader::new(std::fs::File::open(path)?),
+        png::Limits {
+            bytes: MAX_PNG_BYTES,
+        },
+    );
+    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = dec.read_info().map_err(bad)?;
+    let mut buf = vec![0u8; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).map_err(bad)?;
+    let px = &buf[..info.buffer_size()];
+    let ch = info.color_type.samples();
+    Ok(px
+        .chunks_exact(ch)
+        .map(|p| {
+            let v = match p.len() {
+                1 | 2 => p[0] as f32,
+                _ => 0.299 * p[0] as f32 + 0.587 * p[1] as f32 + 0.114 * p[2] as f32,
+            };
+            v / 256.0
+        })
+        .collect())
 }
 
 /// `infer --plaintext` for a model graph (format version 2): the reference's class per input.

@@ -203,6 +203,24 @@ impl Client {
         reveal_logits: bool,
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Result<GruOutcome> {
+        let run = RunOptions {
+            protocol: ClientOptions {
+                reveal_logits,
+                ..ClientOptions::default()
+            },
+            ..RunOptions::default()
+        };
+        self.run_on(server, ClientInput::Fixed(x), &run, progress)
+    }
+
+    /// Connects to `server` with the pinned key and runs one session on `input`.
+    fn run_on(
+        &self,
+        server: &str,
+        input: ClientInput<'_>,
+        run: &RunOptions,
+        progress: &mut dyn FnMut(&str, u64, u64),
+    ) -> Result<GruOutcome> {
         let cfg = self.net.as_ref().ok_or_else(|| {
             NnError::Input(format!(
                 "the model info has no {} (the server's key to pin): run export-info again, \
@@ -211,16 +229,7 @@ impl Client {
             ))
         })?;
         let mut ch = connect_session(server, cfg)?;
-        let run = RunOptions {
-            protocol: ClientOptions {
-                reveal_logits,
-                ..ClientOptions::default()
-            },
-            ..RunOptions::default()
-        };
-        let o = self
-            .session
-            .run(&mut ch, ClientInput::Fixed(x), &run, progress)?;
+        let o = self.session.run(&mut ch, input, run, progress)?;
         Ok(GruOutcome {
             class: o.class,
             logits: o.logits,
@@ -240,26 +249,11 @@ impl Client {
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Result<GruOutcome> {
         check_tokens(tokens, self.model()?.arch.vocab)?;
-        let cfg = self.net.as_ref().ok_or_else(|| {
-            NnError::Input(format!(
-                "the model info has no {} (the server's key to pin): run export-info again, \
-                 or choose insecure plaintext",
-                secinfer_net::PUBLIC_KEY_FILE
-            ))
-        })?;
-        let mut ch = connect_session(server, cfg)?;
         let run = RunOptions {
             protocol: opts,
             ot: filler,
             garbling,
         };
-        let o = self
-            .session
-            .run(&mut ch, ClientInput::Tokens(tokens), &run, progress)?;
-        Ok(GruOutcome {
-            class: o.class,
-            logits: o.logits,
-            report: o.report,
-        })
+        self.run_on(server, ClientInput::Tokens(tokens), &run, progress)
     }
 }
