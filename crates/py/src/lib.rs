@@ -283,6 +283,24 @@ fn session_event(
     Ok((status, info))
 }
 
+/// What `infer` and `infer_image` return (their docs name the keys).
+fn outcome_dict<'py>(
+    py: Python<'py>,
+    out: &secinfer_nn::layers::gru::GruOutcome,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new_bound(py);
+    d.set_item("prediction", out.class)?;
+    d.set_item("logits", out.logits.clone())?;
+    d.set_item("cost", cost_to_dict(py, &out.report.cost)?)?;
+    d.set_item("gc_bytes", out.report.gc_bytes)?;
+    d.set_item("he_bytes", out.report.he_bytes)?;
+    d.set_item("and_gates", out.report.and_gates)?;
+    d.set_item("and_per_element_step", out.report.and_per_element_step)?;
+    d.set_item("gate_tables", out.report.gate_tables)?;
+    d.set_item("steps", out.report.steps)?;
+    Ok(d)
+}
+
 /// The client's side: public model info only (model.json, vocabulary, embedding table).
 #[pyclass(module = "secinfer._core")]
 struct Client {
@@ -349,17 +367,7 @@ impl Client {
                     .infer(&self.server, &tokens, opts, &mut |_, _, _| {})
             })
             .map_err(nn_err)?;
-        let d = PyDict::new_bound(py);
-        d.set_item("prediction", out.class)?;
-        d.set_item("logits", out.logits)?;
-        d.set_item("cost", cost_to_dict(py, &out.report.cost)?)?;
-        d.set_item("gc_bytes", out.report.gc_bytes)?;
-        d.set_item("he_bytes", out.report.he_bytes)?;
-        d.set_item("and_gates", out.report.and_gates)?;
-        d.set_item("and_per_element_step", out.report.and_per_element_step)?;
-        d.set_item("gate_tables", out.report.gate_tables)?;
-        d.set_item("steps", out.report.steps)?;
-        Ok(d)
+        outcome_dict(py, &out)
     }
 
     /// One secure inference of a network that reads numbers (GALA's image networks, family
@@ -381,16 +389,7 @@ impl Client {
                     .infer_fixed(&self.server, &x, reveal_logits, &mut |_, _, _| {})
             })
             .map_err(nn_err)?;
-        let d = PyDict::new_bound(py);
-        d.set_item("prediction", out.class)?;
-        d.set_item("logits", out.logits)?;
-        d.set_item("cost", cost_to_dict(py, &out.report.cost)?)?;
-        d.set_item("gc_bytes", out.report.gc_bytes)?;
-        d.set_item("he_bytes", out.report.he_bytes)?;
-        d.set_item("and_gates", out.report.and_gates)?;
-        d.set_item("and_per_element_step", out.report.and_per_element_step)?;
-        d.set_item("gate_tables", out.report.gate_tables)?;
-        d.set_item("steps", out.report.steps)?;
+        let d = outcome_dict(py, &out)?;
         let layers = out
             .report
             .layers
