@@ -228,19 +228,29 @@ class Client:
 
     def infer(self, text_or_tokens: Union[str, Sequence[int]], reveal_logits: bool = False,
               gates: str = "tables") -> InferenceResult:
-        """Run one secure inference against the server.
+        """Run one secure inference against the server: on a text or token ids, or on an image
+        array (numpy or torch, any shape: its values are flattened row-major) for a network
+        that reads numbers, such as ``models/mnist-mlp``.
 
         ``gates="circuit"`` keeps the GRU's gates r and z in the garbled circuit (fewer rounds,
         more bytes), as ``secinfer infer --gates``.  The secure run needs the public embedding
         table, so ``model_info`` must be a directory (``secinfer export-info`` writes one).
         """
-        ids = self.tokens(text_or_tokens)
+        image = None
+        if hasattr(text_or_tokens, "shape"):
+            # An image array (numpy or torch): the flattened floats, for a network that reads
+            # numbers (GALA's networks, family hegc).
+            image = [float(v) for v in text_or_tokens.reshape(-1).tolist()]
+        ids = None if image is not None else self.tokens(text_or_tokens)
         if self._inner is None:
             if self.info_dir is None:
                 raise ValueError("secure inference needs model_info as a directory holding the "
                                  "public embedding table (see `secinfer export-info`)")
             self._inner = _core_attr("Client")(self.host, self.port, str(self.info_dir), self.variant)
-        res = self._inner.infer(ids, reveal_logits, gates)
+        if image is not None:
+            res = self._inner.infer_image(image, reveal_logits)
+        else:
+            res = self._inner.infer(ids, reveal_logits, gates)
         labels = self.info.get("labels") or []
         pred = int(res["prediction"])
         fixed = res["logits"]

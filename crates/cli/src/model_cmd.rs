@@ -127,6 +127,10 @@ pub struct InferArgs {
     /// Classify at most this many samples of --samples [default: all].
     #[arg(long)]
     pub limit: Option<usize>,
+    /// A PNG image for a model that reads numbers (e.g. a 28×28 grayscale MNIST digit): each
+    /// pixel v (colour read as luminance) becomes v / 256, the scaling of the shipped samples.
+    #[arg(long, conflicts_with_all = ["text", "tokens", "samples"])]
+    pub image: Option<PathBuf>,
     /// A `fixed_point_variants` entry (e.g. fx20, fx8) for --plaintext; without it --plaintext
     /// uses the formats of --variant, so it prints what the secure run with that variant computes.
     #[arg(long)]
@@ -303,6 +307,9 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
     let mut client = Client::load(info_dir, a.variant)?;
     client.set_net(client_net(&a, &client)?);
+    if client.model().is_err() {
+        return infer_graph_secure(&a, &client, server);
+    }
     let cm = client.model()?;
     let ins = inputs(&a, client.vocab(), cm.arch.vocab)?;
     let reference = if a.compare_plaintext {
@@ -337,17 +344,7 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         } else {
             label(labels, out.class)
         };
-        let mut line = format!("{:<10} secure: {:<10}", inp.name, secure);
-        if let Some(l) = &out.logits {
-            let sc = (1u64 << cm.fp.main.frac) as f64;
-            line += &format!(
-                " logits [{}]",
-                l.iter()
-                    .map(|v| format!("{:.4}", *v as f64 / sc))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
+        let mut line = secure_line(&inp.name, &secure, &out, cm.fp.main.frac);
         if let Some(q) = &reference {
             let logits = Reference::new(q, CircuitActivations::default()).classify(&inp.tokens);
             let top = top_k(&logits, out.top.len().max(1));
@@ -371,6 +368,76 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     }
     if let Some(rep) = rows.last() {
         print_report(rep, a.variant.name());
+    }
+    Ok(())
+}
+
+/// "NAME secure: CLASS [logits [...]]" for one secure result (logits scaled by 2^-frac).
+fn secure_line(
+    name: &str,
+    secure: &str,
+    out: &secinfer_nn::layers::gru::GruOutcome,
+    frac: u32,
+) -> String {
+    let mut line = format!("{name:<10} secure: {secure:<10}");
+    if let Some(l) = &out.logits {
+        let sc = (1u64 << frac) as f64;
+        line += &format!(
+            " logits [{}]",
+            l.iter()
+                .map(|v| format!("{:.4}", *v as f64 / sc))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    line
+}
+
+/// `infer` against a served network that reads numbers (family `hegc`).
+fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<(), Error> {
+    let config = &client.session().config;
+    let main = config.fixed_point.main;
+    let labels = &config.labels;
+    let mut last = None;
+    for (name, x, truth) in graph_inputs(a)? {
+        let xq: Vec<i64> = x.iter().map(|v| main.quantize(*v as f64).0).collect();
+        let mut bars = Progress::new();
+        let out = client.infer_fixed(server, &xq, a.reveal_logits, &mut |s, d, t| {
+            bars.update(s, d, t)
+        });
+        bars.finish();
+        let out = out?;
+        let mut line = secure_line(&name, &label(labels, out.class), &out, main.frac);
+        if let Some(l) = &truth {
+            line += &format!("  true label: {l}");
+        }
+        println!("{line}");
+        last = Some(out.report);
+    }
+    if let Some(rep) = &last {
+        println!("cost of the last session per step (client's view):");
+        println!(
+            "  {:<10} {:<8} {:>10} {:>10} {:>9} {:>7}",
+            "layer", "kernel", "HE bytes", "GC bytes", "time (s)", "rounds"
+        );
+        for l in &rep.layers {
+            println!(
+                "  {:<10} {:<8} {:>10} {:>10} {:>9.4} {:>7}",
+                l.name, l.kernel, l.he_bytes, l.gc_bytes, l.time_s, l.rounds
+            );
+        }
+        let t = rep.cost.total();
+        println!(
+            "  total: {:.4} s, {} bytes ({} HE incl. keys, {} GC incl. OT), {} rounds; \
+             online {:.4} s, {} bytes",
+            t.time_s,
+            t.bytes(),
+            rep.he_bytes,
+            rep.gc_bytes,
+            t.rounds,
+            rep.cost.online.time_s,
+            rep.cost.online.bytes()
+        );
     }
     Ok(())
 }
@@ -552,6 +619,9 @@ pub(crate) fn graph_inputs(a: &InferArgs) -> Result<Vec<GraphInput>, Error> {
             })
             .collect()
     };
+    if let Some(f) = &a.image {
+        return Ok(vec![(f.display().to_string(), read_png(f)?, None)]);
+    }
     match (&a.samples, &a.tokens) {
         (Some(f), _) => {
             let mut out = Vec::new();
@@ -582,6 +652,38 @@ pub(crate) fn graph_inputs(a: &InferArgs) -> Result<Vec<GraphInput>, Error> {
              or --tokens FILE (whitespace-separated numbers)",
         )),
     }
+}
+
+/// Largest PNG decoded: a file from disk is hostile, so its declared size is bounded before
+/// any pixel buffer exists.
+const MAX_PNG_BYTES: usize = 64 << 20;
+
+/// The pixels of a PNG file as floats v / 256, colour read as luminance (ITU-R BT.601).
+fn read_png(path: &std::path::Path) -> Result<Vec<f32>, Error> {
+    let what = path.display().to_string();
+    let bad = |e: png::DecodingError| Error::msg(format!("{what}: not a readable PNG: {e}"));
+    let mut dec = png::Decoder::new_with_limits(
+        std::io::BufReader::new(std::fs::File::open(path)?),
+        png::Limits {
+            bytes: MAX_PNG_BYTES,
+        },
+    );
+    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = dec.read_info().map_err(bad)?;
+    let mut buf = vec![0u8; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).map_err(bad)?;
+    let px = &buf[..info.buffer_size()];
+    let ch = info.color_type.samples();
+    Ok(px
+        .chunks_exact(ch)
+        .map(|p| {
+            let v = match p.len() {
+                1 | 2 => p[0] as f32,
+                _ => 0.299 * p[0] as f32 + 0.587 * p[1] as f32 + 0.114 * p[2] as f32,
+            };
+            v / 256.0
+        })
+        .collect())
 }
 
 /// `infer --plaintext` for a model graph (format version 2): the reference's class per input.

@@ -28,6 +28,7 @@ pub mod gadgets;
 pub mod garble;
 pub mod plain;
 pub mod protocol;
+pub mod requant;
 pub mod shares;
 pub mod three_halves;
 

@@ -77,27 +77,33 @@ impl ShareDomain {
     pub fn add(&self, a: u64, b: u64) -> u64 {
         self.reduce(a as i128 + b as i128)
     }
+    /// Checks the modulus alone: an odd p below 2^62, or 2 ≤ l ≤ 62.
+    pub fn check_modulus(&self) -> Result<(), GcError> {
+        match *self {
+            ShareDomain::ModP(p) if p < 3 || p % 2 == 0 || p >= 1 << 62 => Err(GcError::invalid(
+                format!("modulus {p} must be an odd prime below 2^62"),
+            )),
+            ShareDomain::Pow2(l) if !(2..=62).contains(&l) => {
+                Err(GcError::invalid(format!("share width {l} not in 2..=62")))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Checks the domain and that `spec` fits it.
     pub fn check(&self, spec: &ActSpec) -> Result<(), GcError> {
         spec.check()?;
+        self.check_modulus()?;
         let w = self.width();
         match *self {
             ShareDomain::ModP(p) => {
-                if p < 3 || p % 2 == 0 || p >= 1 << 62 {
-                    return Err(GcError::invalid(format!(
-                        "modulus {p} must be an odd prime below 2^62"
-                    )));
-                }
                 if (1u64 << spec.output.bits) > p {
                     return Err(GcError::invalid(
                         "output format too wide for the modulus (need 2^bits ≤ p)",
                     ));
                 }
             }
-            ShareDomain::Pow2(l) => {
-                if !(2..=62).contains(&l) {
-                    return Err(GcError::invalid(format!("share width {l} not in 2..=62")));
-                }
+            ShareDomain::Pow2(_) => {
                 if spec.output.bits as usize > w {
                     return Err(GcError::invalid("output format wider than the share ring"));
                 }
@@ -161,10 +167,27 @@ impl ShareGarbler {
         spec: &ActSpec,
         n: usize,
     ) -> Result<Self, GcError> {
-        ch.set_phase(Phase::Offline);
         let circ = share_circuit(domain, spec)?;
+        Self::offline_circuit(ch, delta, domain, &circ, spec.output.bits, n)
+    }
+
+    /// [`ShareGarbler::offline`] for another circuit of the same interface as
+    /// [`share_circuit`]: inputs [s' (w), r̃ (w), c (w)], output (y + r) with y signed on
+    /// `out_bits` bits (e.g. [`crate::requant::truncation_circuit`]).
+    pub fn offline_circuit<C: Channel>(
+        ch: &mut C,
+        delta: Block,
+        domain: ShareDomain,
+        circ: &Circuit,
+        out_bits: u32,
+        n: usize,
+    ) -> Result<Self, GcError> {
+        ch.set_phase(Phase::Offline);
         let w = domain.width();
-        let mut batch = garble_offline(ch, &circ, 2 * w, n, delta)?;
+        if circ.n_inputs != 3 * w || out_bits as usize > w || out_bits == 0 {
+            return Err(GcError::invalid("not a shares-in/shares-out circuit"));
+        }
+        let mut batch = garble_offline(ch, circ, 2 * w, n, delta)?;
         let mut prg = Prg::new();
         let masks: Vec<u64> = (0..n)
             .map(|_| match domain {
@@ -177,7 +200,7 @@ impl ShareGarbler {
         for &r in &masks {
             let r_in = match domain {
                 ShareDomain::ModP(p) => {
-                    let half = 1u64 << (spec.output.bits - 1);
+                    let half = 1u64 << (out_bits - 1);
                     domain.add(r, p - (half % p))
                 }
                 ShareDomain::Pow2(_) => r,
@@ -256,9 +279,23 @@ impl ShareEvaluator {
         spec: &ActSpec,
         n: usize,
     ) -> Result<Self, GcError> {
-        ch.set_phase(Phase::Offline);
         let circ = share_circuit(domain, spec)?;
+        Self::offline_circuit(ch, domain, circ, n)
+    }
+
+    /// [`ShareEvaluator::offline`] for the circuit the garbler passed to
+    /// [`ShareGarbler::offline_circuit`].
+    pub fn offline_circuit<C: Channel>(
+        ch: &mut C,
+        domain: ShareDomain,
+        circ: Circuit,
+        n: usize,
+    ) -> Result<Self, GcError> {
+        ch.set_phase(Phase::Offline);
         let w = domain.width();
+        if circ.n_inputs != 3 * w {
+            return Err(GcError::invalid("not a shares-in/shares-out circuit"));
+        }
         let mut batch = evaluate_offline(ch, &circ, 2 * w, n)?;
         batch.recv_inputs_early(ch, w..2 * w)?;
         Ok(ShareEvaluator {

@@ -62,6 +62,10 @@ impl ParamSet {
     ///   back: budgets within ≈ 0.6 bit of the 31-bit set's (docs/he-parameters.md).
     /// - `n8192`: n = 8192, t ≈ 2^20 (SIMD), Q two 62-bit primes, P a 62-bit prime; log2 QP < 186.
     /// - `n8192-z2k32`: n = 8192, t = 2^32 (coefficient encoding), same Q, P as `n8192`.
+    /// - `n8192-t25`: `n8192` with t ≈ 2^25 (SIMD): room for the accumulators of image
+    ///   networks' dense and conv layers (|Σ W·x| < 2^24 for 12-bit activations and weights over
+    ///   hundreds of terms) while GALA's and GAZELLE's matvecs still flood their responses to
+    ///   40 statistical bits (at t ≈ 2^27 they reach only 38.3).
     pub fn by_name(name: &str) -> Result<ParamSet, HeError> {
         match name {
             "n4096" => {
@@ -92,10 +96,10 @@ impl ParamSet {
                     ks_digit_bits: 15,
                 })
             }
-            "n8192" | "n8192-z2k32" => {
+            "n8192" | "n8192-z2k32" | "n8192-t25" => {
                 let n = 8192usize;
-                let (t, enc, m) = if name == "n8192" {
-                    let t = simd_t(20, 16384)?;
+                let (t, enc, m) = if name != "n8192-z2k32" {
+                    let t = simd_t(if name == "n8192" { 20 } else { 25 }, 16384)?;
                     (t, Encoding::Simd, 2 * n as u64 * t)
                 } else {
                     (1u64 << 32, Encoding::Coefficient, 1u64 << 32)
@@ -120,7 +124,7 @@ impl ParamSet {
 
     /// Names accepted by [`ParamSet::by_name`].
     pub fn names() -> &'static [&'static str] {
-        &["n4096", "n8192", "n8192-z2k32"]
+        &["n4096", "n8192", "n8192-z2k32", "n8192-t25"]
     }
 
     /// Same set with another key-switching digit size.

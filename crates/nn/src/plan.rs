@@ -71,6 +71,9 @@ pub enum Protocol {
     /// CHOCO's client-aided network: linear layers on ciphertexts, the rest in the clear at
     /// the client (`layers::choco`).
     ChocoNetwork,
+    /// GALA's network of dense layers on Z_p shares: HE matvecs, truncation / ReLU / argmax in
+    /// garbled circuits (`layers::hegc`).
+    HegcNet,
     /// No protocol in this build for this layer in this family.
     Missing,
 }
@@ -150,6 +153,31 @@ impl Plan {
                     .into(),
             });
             return Plan { steps };
+        let vector_input = !matches!(config.graph.input_shape(), Shape::Tokens { .. });
+        let hegc = crate::layers::hegc::NetShape::new(config, secinfer_he::MatVecMethod::Gala);
+        if vector_input && i == 1 && family == Family::Hegc {
+            match hegc {
+                Ok(_) => {
+                    steps.push(Step {
+                        layers: i..layers.len(),
+                        family,
+                        protocol: Protocol::HegcNet,
+                        why: "GALA: each dense layer an HE matvec on Z_p shares (row-encoding-\
+                              share-RaS), truncation, ReLU and argmax in garbled circuits"
+                            .into(),
+                    });
+                    return Plan { steps };
+                }
+                Err(e) => {
+                    steps.push(Step {
+                        layers: i..layers.len(),
+                        family,
+                        protocol: Protocol::Missing,
+                        why: e.to_string(),
+                    });
+                    return Plan { steps };
+                }
+            }
         }
         for (j, l) in layers.iter().enumerate().skip(i) {
             steps.push(Step {
@@ -196,6 +224,7 @@ impl Plan {
                     Protocol::Local => "local",
                     Protocol::CryptoGruClassifier => "cryptogru",
                     Protocol::ChocoNetwork => "choco",
+                    Protocol::HegcNet => "gala",
                     Protocol::Missing => "MISSING",
                 };
                 format!(

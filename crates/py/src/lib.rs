@@ -283,6 +283,24 @@ fn session_event(
     Ok((status, info))
 }
 
+/// What `infer` and `infer_image` return (their docs name the keys).
+fn outcome_dict<'py>(
+    py: Python<'py>,
+    out: &secinfer_nn::layers::gru::GruOutcome,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new_bound(py);
+    d.set_item("prediction", out.class)?;
+    d.set_item("logits", out.logits.clone())?;
+    d.set_item("cost", cost_to_dict(py, &out.report.cost)?)?;
+    d.set_item("gc_bytes", out.report.gc_bytes)?;
+    d.set_item("he_bytes", out.report.he_bytes)?;
+    d.set_item("and_gates", out.report.and_gates)?;
+    d.set_item("and_per_element_step", out.report.and_per_element_step)?;
+    d.set_item("gate_tables", out.report.gate_tables)?;
+    d.set_item("steps", out.report.steps)?;
+    Ok(d)
+}
+
 /// The client's side: public model info only (model.json, vocabulary, embedding table).
 #[pyclass(module = "secinfer._core")]
 struct Client {
@@ -306,7 +324,11 @@ impl Client {
     /// Fraction bits of the revealed logits (they are fixed-point integers: divide by 2^bits).
     #[getter]
     fn logit_frac_bits(&self) -> PyResult<u32> {
-        Ok(self.inner.model().map_err(nn_err)?.fp.main.frac)
+        Ok(match self.inner.model() {
+            Ok(m) => m.fp.main.frac,
+            // A network that reads numbers (family hegc) reveals logits in its main format.
+            Err(_) => self.inner.session().config.fixed_point.main.frac,
+        })
     }
 
     /// Token ids for `text` under the model's tokeniser.
@@ -346,16 +368,45 @@ impl Client {
                     .infer(&self.server, &tokens, opts, &mut |_, _, _| {})
             })
             .map_err(nn_err)?;
-        let d = PyDict::new_bound(py);
-        d.set_item("prediction", out.class)?;
-        d.set_item("logits", out.logits)?;
-        d.set_item("cost", cost_to_dict(py, &out.report.cost)?)?;
-        d.set_item("gc_bytes", out.report.gc_bytes)?;
-        d.set_item("he_bytes", out.report.he_bytes)?;
-        d.set_item("and_gates", out.report.and_gates)?;
-        d.set_item("and_per_element_step", out.report.and_per_element_step)?;
-        d.set_item("gate_tables", out.report.gate_tables)?;
-        d.set_item("steps", out.report.steps)?;
+        outcome_dict(py, &out)
+    }
+
+    /// One secure inference of a network that reads numbers (GALA's image networks, family
+    /// hegc) on `image`, the flattened floats (row-major C × H × W, or a vector); the result
+    /// has the keys of `infer`, with "layers": one dict per step (name, kernel, he_bytes,
+    /// gc_bytes, time_s, rounds).
+    #[pyo3(signature = (image, reveal_logits=false))]
+    fn infer_image<'py>(
+        &self,
+        py: Python<'py>,
+        image: Vec<f32>,
+        reveal_logits: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let main = self.inner.session().config.fixed_point.main;
+        let x: Vec<i64> = image.iter().map(|v| main.quantize(*v as f64).0).collect();
+        let out = py
+            .allow_threads(|| {
+                self.inner
+                    .infer_fixed(&self.server, &x, reveal_logits, &mut |_, _, _| {})
+            })
+            .map_err(nn_err)?;
+        let d = outcome_dict(py, &out)?;
+        let layers = out
+            .report
+            .layers
+            .iter()
+            .map(|l| {
+                let e = PyDict::new_bound(py);
+                e.set_item("name", &l.name)?;
+                e.set_item("kernel", &l.kernel)?;
+                e.set_item("he_bytes", l.he_bytes)?;
+                e.set_item("gc_bytes", l.gc_bytes)?;
+                e.set_item("time_s", l.time_s)?;
+                e.set_item("rounds", l.rounds)?;
+                Ok(e)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        d.set_item("layers", layers)?;
         Ok(d)
     }
 }

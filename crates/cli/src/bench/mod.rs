@@ -9,6 +9,7 @@ pub mod gc;
 pub mod gru;
 pub mod he;
 pub mod math;
+pub mod net;
 pub mod ot;
 #[cfg(feature = "tfhe")]
 pub mod she;
@@ -42,6 +43,8 @@ pub enum BenchCmd {
     Fastgrnn(fastgrnn::FastGrnnArgs),
     /// CHOCO client-aided inference of a shipped MNIST model: client time and bytes against local.
     Choco(choco::ChocoArgs),
+    /// A whole image network in family hegc (GALA): per-layer time, bytes, rounds, op counts.
+    Net(net::NetBenchArgs),
     /// SHE (non-interactive TFHE inference): gates, bootstraps, depth, keys, time per sample.
     #[cfg(feature = "tfhe")]
     She(she::SheArgs),
@@ -59,6 +62,7 @@ pub fn run(cmd: BenchCmd, out: &mut Reporter) -> Result<(), Error> {
         BenchCmd::Gru(a) => gru::run(a, out),
         BenchCmd::Fastgrnn(a) => fastgrnn::run(a, out),
         BenchCmd::Choco(a) => choco::run(a, out),
+        BenchCmd::Net(a) => net::run(a, out),
         #[cfg(feature = "tfhe")]
         BenchCmd::She(a) => she::run(a, out),
     }

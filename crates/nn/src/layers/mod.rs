@@ -8,6 +8,9 @@
 //!   Z_{2^l} shares.
 //! * [`choco`]: CHOCO's client-aided networks in family `choco`: linear layers on BFV
 //!   ciphertexts at the server, the rest in the clear at the client (which sees activations).
+//! * [`hegc`]: GALA / GAZELLE image networks in family `hegc`: HE matvecs on Z_p shares,
+//!   truncation, ReLU and argmax in garbled circuits.
 pub mod choco;
 pub mod gru;
+pub mod hegc;
 pub mod ss;

@@ -163,6 +163,21 @@ impl QuantizedGraph {
         })
     }
 
+    /// The quantized weights (row-major) and biases of a dense or conv2d layer.
+    pub fn affine(&self, layer: usize) -> Option<(&[i64], &[i64])> {
+        match self.params.get(layer)? {
+            Params::Affine { w, b }
+                if matches!(
+                    self.layers[layer].kind,
+                    LayerKind::Dense { .. } | LayerKind::Conv2d { .. }
+                ) =>
+            {
+                Some((w, b))
+            }
+            _ => None,
+        }
+    }
+
     /// Quantizes a float input to the main format, as the client does before a secure run.
     pub fn quantize_input(&self, x: &[f32]) -> Vec<i64> {
         x.iter()

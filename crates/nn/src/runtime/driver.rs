@@ -13,9 +13,11 @@ use crate::layers::gru::{
     GruOutcome, OtFiller, Scheme, ServerModel, ServerPolicy, SessionReport, Variant,
     DEFAULT_GARBLING,
 };
+use crate::layers::hegc::{self, HegcClientModel, HegcServerModel};
 use crate::model::{Model, ModelConfig, Shape};
 use crate::plan::{Plan, PlanOptions, Protocol};
-use crate::reference::QuantizedModel;
+use crate::reference::{QuantizedGraph, QuantizedModel};
+use secinfer_he::MatVecMethod;
 use secinfer_net::Channel;
 
 /// What the model owner chooses for its sessions.
@@ -24,6 +26,8 @@ pub struct ServerOptions {
     /// CryptoGRU's variant (formats and candidate activation) for GRU models.
     pub variant: Variant,
     pub plan: PlanOptions,
+    /// The matvec kernel of `hegc` networks (GALA unless GAZELLE is asked for).
+    pub kernel: MatVecMethod,
 }
 
 impl Default for ServerOptions {
@@ -31,6 +35,7 @@ impl Default for ServerOptions {
         ServerOptions {
             variant: Variant::Cg2,
             plan: PlanOptions::default(),
+            kernel: MatVecMethod::Gala,
         }
     }
 }
@@ -56,6 +61,8 @@ impl Default for RunOptions {
 /// The client's input to one session.
 pub enum ClientInput<'a> {
     Tokens(&'a [u32]),
+    /// Main-format integers (a flattened image or vector).
+    Fixed(&'a [i64]),
 }
 
 /// What the client learns from one session.
@@ -83,6 +90,7 @@ impl From<GruOutcome> for Outcome {
 /// The server's prepared steps, one per secure step of the plan.
 enum ServerStep {
     CryptoGru(Box<ServerModel>),
+    Hegc(Box<HegcServerModel>),
 }
 
 /// A model prepared for serving sessions.
@@ -130,6 +138,15 @@ impl ServerSession {
             Protocol::ChocoNetwork => Err(NnError::Unsupported(
                 "family choco runs through nn::layers::choco (serve/infer --family choco)".into(),
             )),
+            Protocol::HegcNet => {
+                let q = QuantizedGraph::new(model, config.fixed_point)?;
+                let sm = HegcServerModel::new(&q, &config, opts.kernel)?;
+                Ok(ServerSession {
+                    config,
+                    plan,
+                    step: ServerStep::Hegc(Box::new(sm)),
+                })
+            }
             Protocol::Local | Protocol::Missing => {
                 Err(NnError::Protocol("a checked plan has a secure step".into()))
             }
@@ -151,6 +168,7 @@ impl ServerSession {
     pub fn gru(&self) -> Option<&ServerModel> {
         match &self.step {
             ServerStep::CryptoGru(m) => Some(m),
+            ServerStep::Hegc(_) => None,
         }
     }
 
@@ -158,12 +176,14 @@ impl ServerSession {
     pub fn run<C: Channel>(&self, ch: &mut C, policy: ServerPolicy) -> Result<SessionReport> {
         match &self.step {
             ServerStep::CryptoGru(m) => server_session_with(ch, m, policy),
+            ServerStep::Hegc(m) => hegc::server_session(ch, m, policy),
         }
     }
 }
 
 enum ClientStep {
     CryptoGru(Box<ClientModel>),
+    Hegc(Box<HegcClientModel>),
 }
 
 /// The client's side of a model: public information only.
@@ -195,6 +215,11 @@ impl ClientSession {
             Protocol::ChocoNetwork => Err(NnError::Unsupported(
                 "family choco runs through nn::layers::choco (serve/infer --family choco)".into(),
             )),
+            Protocol::HegcNet => Ok(ClientSession {
+                step: ClientStep::Hegc(Box::new(HegcClientModel::new(&config, opts.kernel)?)),
+                config,
+                plan,
+            }),
             Protocol::Local | Protocol::Missing => {
                 Err(NnError::Protocol("a checked plan has a secure step".into()))
             }
@@ -216,6 +241,7 @@ impl ClientSession {
     pub fn gru(&self) -> Option<&ClientModel> {
         match &self.step {
             ClientStep::CryptoGru(m) => Some(m),
+            ClientStep::Hegc(_) => None,
         }
     }
 
@@ -238,6 +264,15 @@ impl ClientSession {
                 progress,
             )?
             .into()),
+            (ClientStep::Hegc(m), ClientInput::Fixed(x)) => {
+                Ok(hegc::client_session(ch, m, x, opts.protocol.reveal_logits, progress)?.into())
+            }
+            (_, ClientInput::Tokens(_)) => Err(NnError::Input(
+                "this model reads numbers, not tokens".into(),
+            )),
+            (_, ClientInput::Fixed(_)) => Err(NnError::Input(
+                "this model reads tokens, not numbers".into(),
+            )),
         }
     }
 }

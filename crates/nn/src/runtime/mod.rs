@@ -194,6 +194,50 @@ impl Client {
         )
     }
 
+    /// Runs one secure inference of a network that reads numbers (`hegc`: GALA's MLPs) on
+    /// `x`, main-format integers (see [`crate::QuantizedGraph::quantize_input`]).
+    pub fn infer_fixed(
+        &self,
+        server: &str,
+        x: &[i64],
+        reveal_logits: bool,
+        progress: &mut dyn FnMut(&str, u64, u64),
+    ) -> Result<GruOutcome> {
+        let run = RunOptions {
+            protocol: ClientOptions {
+                reveal_logits,
+                ..ClientOptions::default()
+            },
+            ..RunOptions::default()
+        };
+        self.run_on(server, ClientInput::Fixed(x), &run, progress)
+    }
+
+    /// Connects to `server` with the pinned key and runs one session on `input`.
+    fn run_on(
+        &self,
+        server: &str,
+        input: ClientInput<'_>,
+        run: &RunOptions,
+        progress: &mut dyn FnMut(&str, u64, u64),
+    ) -> Result<GruOutcome> {
+        let cfg = self.net.as_ref().ok_or_else(|| {
+            NnError::Input(format!(
+                "the model info has no {} (the server's key to pin): run export-info again, \
+                 or choose insecure plaintext",
+                secinfer_net::PUBLIC_KEY_FILE
+            ))
+        })?;
+        let mut ch = connect_session(server, cfg)?;
+        let o = self.session.run(&mut ch, input, run, progress)?;
+        Ok(GruOutcome {
+            class: o.class,
+            top: o.top,
+            logits: o.logits,
+            report: o.report,
+        })
+    }
+
     /// [`Client::infer`] with the client's choice of OT filler and AND-gate garbling scheme
     /// (both are agreed in the handshake; the server follows the client).
     pub fn infer_with(
@@ -206,27 +250,11 @@ impl Client {
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Result<GruOutcome> {
         check_tokens(tokens, self.model()?.arch.vocab)?;
-        let cfg = self.net.as_ref().ok_or_else(|| {
-            NnError::Input(format!(
-                "the model info has no {} (the server's key to pin): run export-info again, \
-                 or choose insecure plaintext",
-                secinfer_net::PUBLIC_KEY_FILE
-            ))
-        })?;
-        let mut ch = connect_session(server, cfg)?;
         let run = RunOptions {
             protocol: opts,
             ot: filler,
             garbling,
         };
-        let o = self
-            .session
-            .run(&mut ch, ClientInput::Tokens(tokens), &run, progress)?;
-        Ok(GruOutcome {
-            class: o.class,
-            top: o.top,
-            logits: o.logits,
-            report: o.report,
-        })
+        self.run_on(server, ClientInput::Tokens(tokens), &run, progress)
     }
 }

@@ -27,6 +27,8 @@ pub struct SessionReport {
     pub gate_tables: bool,
     /// Whether the session revealed the logits to the client (server side: what it showed).
     pub logits_revealed: bool,
+    /// Per-step costs of a multi-step network (family `hegc`'s image networks).
+    pub layers: Vec<crate::layers::hegc::LayerCost>,
 }
 
 /// Bytes (both directions) so far on a channel.
