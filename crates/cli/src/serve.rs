@@ -106,6 +106,10 @@ fn log_end(id: u64, peer: &str, end: SessionEnd) {
 }
 
 pub fn serve(a: ServeArgs) -> Result<(), Error> {
+    #[cfg(feature = "tfhe")]
+    if crate::she_cmd::is_she_model(&a.model) {
+        return crate::she_cmd::serve(a);
+    }
     let server = Server::load(&a.model, a.variant)?;
     let security = if a.insecure_plaintext {
         ServerSecurity::InsecurePlaintext
@@ -199,6 +203,10 @@ pub fn export_info(a: ExportInfoArgs) -> Result<(), Error> {
         .key
         .clone()
         .unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
+    #[cfg(feature = "tfhe")]
+    if crate::she_cmd::is_she_model(&a.model) {
+        return crate::she_cmd::export_info(&a.model, &a.out, &key);
+    }
     secinfer_nn::info::export_info_with_key(&a.model, &a.out, &key)?;
     println!(
         "wrote model.json, vocabulary, embedding.safetensors and server.pub to {}",

@@ -293,6 +293,10 @@ impl Network {
     pub fn shapes(&self) -> &[Shape] {
         &self.shapes
     }
+    /// [lo, hi] bound of every layer's output values.
+    pub fn ranges(&self) -> &[(i64, i64)] {
+        &self.ranges
+    }
     pub fn input_len(&self) -> usize {
         self.input.shape.len()
     }
@@ -641,7 +645,7 @@ impl Pow2Linear {
 }
 
 /// (input index, weight index) of every in-bounds tap of conv output `o` (CHW order).
-fn conv_taps(g: &ConvGeom, inp: Shape, out: Shape, o: usize) -> Vec<(usize, usize)> {
+pub(crate) fn conv_taps(g: &ConvGeom, inp: Shape, out: Shape, o: usize) -> Vec<(usize, usize)> {
     let (oc, oy, ox) = (o / (out.h * out.w), (o / out.w) % out.h, o % out.w);
     let mut taps = Vec::with_capacity(g.in_ch * g.kernel * g.kernel);
     for ic in 0..g.in_ch {
