@@ -262,7 +262,10 @@ fn client_net(a: &InferArgs, client: &Client) -> Result<ClientConfig, Error> {
 
 pub fn infer(a: InferArgs) -> Result<(), Error> {
     #[cfg(feature = "tfhe")]
-    if a.model_info.as_deref().is_some_and(crate::she_cmd::is_she_info) {
+    if a.model_info
+        .as_deref()
+        .is_some_and(crate::she_cmd::is_she_info)
+    {
         return crate::she_cmd::infer(&a);
     }
     if a.plaintext {

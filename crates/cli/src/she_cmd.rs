@@ -120,7 +120,10 @@ pub fn export_info(model_dir: &Path, out: &Path, key: &Path) -> Result<(), Error
     std::fs::write(out.join(INFO_FILE), text)?;
     let id = Identity::load_or_create(key)?;
     std::fs::write(out.join(PUBLIC_KEY_FILE), id.public_hex() + "\n")?;
-    println!("wrote {INFO_FILE} and {PUBLIC_KEY_FILE} to {}", out.display());
+    println!(
+        "wrote {INFO_FILE} and {PUBLIC_KEY_FILE} to {}",
+        out.display()
+    );
     Ok(())
 }
 
@@ -193,7 +196,8 @@ pub fn infer(a: &InferArgs) -> Result<(), Error> {
 }
 
 fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, Error> {
-    let f = std::fs::File::open(path).map_err(|e| Error::msg(format!("{}: {e}", path.display())))?;
+    let f =
+        std::fs::File::open(path).map_err(|e| Error::msg(format!("{}: {e}", path.display())))?;
     let mut buf = Vec::new();
     std::io::Read::read_to_end(&mut std::io::Read::take(f, cap + 1), &mut buf)?;
     if buf.len() as u64 > cap {

@@ -1,6 +1,7 @@
 //! The cost model behind `--tfhe-mode auto`: recorded single-core seconds per boolean gate
 //! bootstrap and per shortint lookup (both tfhe-rs default 128-bit parameter sets), measured
-//! with `cargo run --release -p secinfer-tfhe --example cost` on this project's 2-core machine.
+//! with `cargo run --release -p secinfer-tfhe --example cost` on this project's 2-core machine
+//! while other builds ran (loaded; the ratio is what the choice uses).
 //!
 //! The choice is per network, not per layer: a boolean ciphertext and a shortint digit are
 //! encryptions under different keys and parameters, and tfhe-rs has no key switch between
@@ -9,9 +10,9 @@ use crate::counter::Counter;
 use crate::pbs::PbsCount;
 
 /// Seconds per boolean gate bootstrap (tfhe-rs `DEFAULT_PARAMETERS`, one core).
-pub const GATE_S: f64 = 0.0125;
+pub const GATE_S: f64 = 0.0423;
 /// Seconds per shortint lookup (`PARAM_MESSAGE_2_CARRY_2_KS_PBS`, one core).
-pub const PBS_S: f64 = 0.0205;
+pub const PBS_S: f64 = 0.0455;
 
 /// Which evaluator runs a network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

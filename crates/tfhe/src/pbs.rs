@@ -191,8 +191,7 @@ impl PbsInfo {
             });
         }
         let d = self.input_digits();
-        Ok(x
-            .iter()
+        Ok(x.iter()
             .flat_map(|v| (0..d).map(move |j| ((*v as u64) >> (2 * j)) & 3))
             .collect())
     }
@@ -465,7 +464,10 @@ impl PbsNetwork {
                     o / (out_shape.h * out_shape.w),
                     conv_taps(g, in_shape, out_shape, o),
                 ),
-                _ => (o, (0..lin.fan_in).map(|i| (i, o * lin.fan_in + i)).collect()),
+                _ => (
+                    o,
+                    (0..lin.fan_in).map(|i| (i, o * lin.fan_in + i)).collect(),
+                ),
             }
         };
         // Which variants (y or 2y, plain or complemented) each input needs.

@@ -13,11 +13,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use secinfer_net::Channel;
 use bincode::Options;
+use secinfer_net::Channel;
 use tfhe::conformance::ParameterSetConformant;
-use tfhe::shortint::parameters::{AtomicPatternParameters, CiphertextConformanceParams};
 use tfhe::shortint::ciphertext::MaxDegree;
+use tfhe::shortint::parameters::{AtomicPatternParameters, CiphertextConformanceParams};
 use tfhe::shortint::{Ciphertext, ClientKey, CompressedCiphertext, CompressedServerKey};
 
 use crate::pbs::{generate_pbs_client_keys, PbsEncrypted, PbsInfo, PbsNetwork, PBS_PARAMETERS};

@@ -98,7 +98,10 @@ fn digit_circuit_equals_reference_on_random_networks() {
         // Inputs at the extremes drive the hidden layers into both clamps.
         for v in [0, (1i64 << net.input().bits) - 1] {
             let x = vec![v; net.input_len()];
-            assert_eq!(pbs.evaluate_plain(&x).expect("plain"), net.reference(&x).expect("ref"));
+            assert_eq!(
+                pbs.evaluate_plain(&x).expect("plain"),
+                net.reference(&x).expect("ref")
+            );
         }
         let hidden = net.reference(&random_input(&mut rng, &net)).expect("ref");
         signs[0] += hidden.iter().filter(|v| **v < 0).count();
@@ -166,10 +169,17 @@ fn networks_off_the_pbs_path_are_typed_errors() {
     .expect("valid");
     assert!(matches!(
         PbsNetwork::new(&pool),
-        Err(Error::Layer { index: 0, kind: "maxpool", .. })
+        Err(Error::Layer {
+            index: 0,
+            kind: "maxpool",
+            ..
+        })
     ));
-    let net = Network::new(flat(4), vec![Layer::Dense(random_lin(&mut rng, 2, 4, 0, 3))])
-        .expect("valid");
+    let net = Network::new(
+        flat(4),
+        vec![Layer::Dense(random_lin(&mut rng, 2, 4, 0, 3))],
+    )
+    .expect("valid");
     let pbs = PbsNetwork::new(&net).expect("compiles");
     assert!(matches!(
         pbs.evaluate_plain(&[1, 2, 3]),
@@ -215,7 +225,14 @@ fn tiny_network_on_shortint_ciphertexts_equals_reference() {
                 bits: 3,
                 relu: true,
             },
-            Layer::Dense(mk(2, 3, &[1, -1, 1, -1, 1, 1], &[1, 0, -1, 0, 2, 1], &[-4, 5], 0)),
+            Layer::Dense(mk(
+                2,
+                3,
+                &[1, -1, 1, -1, 1, 1],
+                &[1, 0, -1, 0, 2, 1],
+                &[-4, 5],
+                0,
+            )),
         ],
     )
     .expect("valid network");
@@ -229,13 +246,17 @@ fn tiny_network_on_shortint_ciphertexts_equals_reference() {
         let up = pbs.encrypt_input_compressed(&ck, &x).expect("encrypt");
         assert_eq!(up.len(), pbs.input_ciphertexts());
         let cts: Vec<_> = up.iter().map(|c| c.decompress()).collect();
-        let out = pbs.evaluate_encrypted(&mut backend, &cts).expect("evaluate");
+        let out = pbs
+            .evaluate_encrypted(&mut backend, &cts)
+            .expect("evaluate");
         assert_eq!(out.len(), pbs.output_ciphertexts());
         assert_eq!(pbs.decrypt_output(&ck, &out).expect("decrypt"), want);
     }
     assert_eq!(backend.bootstraps(), 2 * pbs.count().pbs);
     // A ciphertext short of one input is a typed error, not a tfhe-rs assertion.
-    let up = pbs.encrypt_input_compressed(&ck, &[0, 0, 0]).expect("encrypt");
+    let up = pbs
+        .encrypt_input_compressed(&ck, &[0, 0, 0])
+        .expect("encrypt");
     let cts: Vec<_> = up.iter().take(3).map(|c| c.decompress()).collect();
     assert!(matches!(
         pbs.evaluate_encrypted(&mut backend, &cts),

@@ -238,7 +238,10 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
 type Samples = (Vec<Vec<i64>>, Vec<i64>);
 
 /// Accuracy of the bit-exact reference on the whole test split.
-fn reference_accuracy(net: &Network, samples: &Option<Samples>) -> Result<serde_json::Value, Error> {
+fn reference_accuracy(
+    net: &Network,
+    samples: &Option<Samples>,
+) -> Result<serde_json::Value, Error> {
     Ok(match samples {
         Some((xs, ys)) => {
             let mut right = 0usize;
@@ -269,7 +272,10 @@ fn run_pbs(
     let mut rec = BenchRecord::local("she", 0.0)
         .param("arch", name)
         .param("tfhe_mode", "pbs")
-        .param("requested_mode", format!("{:?}", a.tfhe_mode).to_lowercase())
+        .param(
+            "requested_mode",
+            format!("{:?}", a.tfhe_mode).to_lowercase(),
+        )
         .param("threads", threads)
         .param(
             "params",
@@ -329,7 +335,11 @@ fn run_pbs(
         if let Some((_, ys)) = &samples {
             right += usize::from(argmax(&got) == ys[k]);
         }
-        eprintln!("she: sample {k}: class {} (reference {})", argmax(&got), argmax(&want));
+        eprintln!(
+            "she: sample {k}: class {} (reference {})",
+            argmax(&got),
+            argmax(&want)
+        );
     }
     let n = inputs.len() as f64;
     let per = (enc_s + eval_s + dec_s) / n;
@@ -396,7 +406,9 @@ fn with_progress<R>(
                 if last.elapsed() >= Duration::from_secs(30) {
                     let done = progress.load(Ordering::Relaxed);
                     let rate = done as f64 / started.elapsed().as_secs_f64();
-                    eprintln!("she: sample {k}: {done} of {total} bootstraps ({rate:.1} per second)");
+                    eprintln!(
+                        "she: sample {k}: {done} of {total} bootstraps ({rate:.1} per second)"
+                    );
                     last = Instant::now();
                 }
             }
