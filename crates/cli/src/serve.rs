@@ -105,12 +105,9 @@ fn log_end(id: u64, peer: &str, end: SessionEnd) {
     }
 }
 
-pub fn serve(a: ServeArgs) -> Result<(), Error> {
-    #[cfg(feature = "tfhe")]
-    if crate::she_cmd::is_she_model(&a.model) {
-        return crate::she_cmd::serve(a);
-    }
-    let server = Server::load(&a.model, a.variant)?;
+/// The served path's settings from the command line: the channel's security under the model's
+/// key, the session cap (by `session_bytes` of memory each unless set), queue and deadlines.
+pub fn serve_config(a: &ServeArgs, session_bytes: u64) -> Result<ServeConfig, Error> {
     let security = if a.insecure_plaintext {
         ServerSecurity::InsecurePlaintext
     } else {
@@ -122,8 +119,8 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     };
     let max_sessions = a
         .max_sessions
-        .unwrap_or_else(|| default_max_sessions(SESSION_BUDGET_BYTES));
-    let mut cfg = ServeConfig::new(max_sessions, security.clone());
+        .unwrap_or_else(|| default_max_sessions(session_bytes));
+    let mut cfg = ServeConfig::new(max_sessions, security);
     if let Some(q) = a.queue {
         cfg.queue = q;
     }
@@ -133,6 +130,17 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     cfg.tcp.write_timeout = Some(Duration::from_secs(a.write_timeout.max(1)));
     cfg.tcp.session_timeout = Some(Duration::from_secs(a.session_timeout.max(1)));
     cfg.stop_after = a.sessions;
+    Ok(cfg)
+}
+
+pub fn serve(a: ServeArgs) -> Result<(), Error> {
+    #[cfg(feature = "tfhe")]
+    if crate::she_cmd::is_she_model(&a.model) {
+        return crate::she_cmd::serve(a);
+    }
+    let server = Server::load(&a.model, a.variant)?;
+    let cfg = serve_config(&a, SESSION_BUDGET_BYTES)?;
+    let security = cfg.security.clone();
     let listener = TcpListener::bind((a.host.as_str(), a.port))?;
     let addr = listener.local_addr()?;
     let stats = Arc::new(ServerStats::default());

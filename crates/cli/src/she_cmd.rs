@@ -5,16 +5,14 @@
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Error;
 use crate::model_cmd::{sample_lines, InferArgs};
-use crate::serve::ServeArgs;
+use crate::serve::{serve_config, ServeArgs};
 use secinfer_net::{
-    connect_session, default_max_sessions, parse_key_hex, serve_sessions, Admitted, ClientConfig,
-    Identity, NetError, PeerKey, ServeConfig, ServerSecurity, ServerStats, SessionHandler,
-    TcpChannel, PRIVATE_KEY_FILE, PUBLIC_KEY_FILE,
+    connect_session, parse_key_hex, serve_sessions, Admitted, ClientConfig, Identity, NetError,
+    PeerKey, ServerStats, SessionHandler, TcpChannel, PUBLIC_KEY_FILE,
 };
 use secinfer_tfhe::session::{client_session, serve_session};
 use secinfer_tfhe::{cost, model, PbsInfo, PbsNetwork};
@@ -72,28 +70,7 @@ impl SessionHandler for Handler {
 
 pub fn serve(a: ServeArgs) -> Result<(), Error> {
     let pbs = load_pbs(&a.model)?;
-    let security = if a.insecure_plaintext {
-        ServerSecurity::InsecurePlaintext
-    } else {
-        let key = a
-            .key
-            .clone()
-            .unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
-        ServerSecurity::Noise(Arc::new(Identity::load_or_create(&key)?))
-    };
-    let max_sessions = a
-        .max_sessions
-        .unwrap_or_else(|| default_max_sessions(SESSION_BYTES));
-    let mut cfg = ServeConfig::new(max_sessions, security);
-    if let Some(q) = a.queue {
-        cfg.queue = q;
-    }
-    cfg.queue_timeout = Duration::from_secs(a.queue_timeout);
-    cfg.handshake_timeout = Duration::from_secs(a.handshake_timeout.max(1));
-    cfg.tcp.read_timeout = Some(Duration::from_secs(a.timeout.max(1)));
-    cfg.tcp.write_timeout = Some(Duration::from_secs(a.write_timeout.max(1)));
-    cfg.tcp.session_timeout = Some(Duration::from_secs(a.session_timeout.max(1)));
-    cfg.stop_after = a.sessions;
+    let cfg = serve_config(&a, SESSION_BYTES)?;
     let listener = TcpListener::bind((a.host.as_str(), a.port))?;
     let count = pbs.count();
     println!(

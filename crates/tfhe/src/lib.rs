@@ -10,6 +10,10 @@
 //! - [`network`]: layers over power-of-two weights, the network's circuit, and the i64
 //!   reference it matches bit for bit; [`model`] loads one from `she.json` + safetensors.
 //! - [`arch`]: the architectures of SHE's tables (MNIST, the Penn Treebank ReLU-LSTM step).
+//! - [`pbs`]: the same network on tfhe-rs shortint digits with programmable bootstrapping (a
+//!   lookup table per bootstrap instead of a gate), equal to the reference bit for bit;
+//!   [`cost`] picks between the two evaluators; [`session`] runs the PBS path between a client
+//!   and a server over a secinfer-net channel.
 pub mod arch;
 pub mod backend;
 pub mod cost;

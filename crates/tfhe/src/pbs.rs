@@ -1,6 +1,8 @@
 //! The programmable-bootstrapping path: the same quantised SHE network evaluated on tfhe-rs
 //! shortint ciphertexts holding base-4 digits, where one bootstrap applies any function of a
-//! 4-bit value (a lookup table) instead of one boolean gate.
+//! 4-bit value (a lookup table) instead of one boolean gate (programmable bootstrapping:
+//! Chillotti, Joye, Paillier, "Programmable Bootstrapping Enables Efficient Homomorphic
+//! Inference of Deep Neural Networks", CSCML 2021).
 //!
 //! - An activation is its canonical base-4 digits (one shortint ciphertext each, 2-bit message
 //!   and 2-bit carry space). A product by `±2^k` is free: the digits of `y` or of `2y` move to
@@ -19,14 +21,15 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use rayon::prelude::*;
 use tfhe::shortint::atomic_pattern::AtomicPattern;
 use tfhe::shortint::parameters::{ClassicPBSParameters, PARAM_MESSAGE_2_CARRY_2_KS_PBS};
 use tfhe::shortint::{Ciphertext, ClientKey, CompressedCiphertext, CompressedServerKey, ServerKey};
 
 use serde::{Deserialize, Serialize};
 
-use crate::network::{conv_taps, InputFormat, Layer, Network, Pow2Linear, MAX_BITS, MAX_VALUES};
+use crate::network::{
+    conv_taps, par_fork, InputFormat, Layer, Network, Pow2Linear, MAX_BITS, MAX_VALUES,
+};
 use crate::Error;
 
 /// tfhe-rs's default shortint parameter set (2-bit message, 2-bit carry, TUniform noise,
@@ -758,7 +761,7 @@ fn requantize<B: PbsBackend>(
     (0..digits_for(bits))
         .map(|j| {
             let p = shift as usize + 2 * j;
-            let src = if p % 2 == 0 {
+            let src = if p.is_multiple_of(2) {
                 x.get(p / 2).cloned().unwrap_or_else(|| zero.clone())
             } else {
                 let lo = x.get(p / 2).unwrap_or(&zero);
@@ -784,21 +787,7 @@ where
     R: Send,
     F: Fn(&mut B, usize) -> R + Sync,
 {
-    let base: &B = b;
-    let done: Vec<(R, B)> = (0..n)
-        .into_par_iter()
-        .map(|i| {
-            let mut fork = base.fork();
-            let r = f(&mut fork, i);
-            (r, fork)
-        })
-        .collect();
-    let mut out = Vec::with_capacity(n);
-    for (r, fork) in done {
-        b.absorb(fork);
-        out.push(r);
-    }
-    out
+    par_fork(b, n, B::fork, B::absorb, f)
 }
 
 /// The digit circuit in the clear; records any lookup input a bootstrap could not read.

@@ -141,7 +141,7 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
         return run_pbs(&a, out, &net, &p, samples, name, &c);
     }
     let accuracy = reference_accuracy(&net, &samples)?;
-    let mut rec = counts(base(name), &c)
+    let rec = counts(base(name), &c)
         .param("count_only", a.count_only)
         .param("input_len", net.input_len())
         .param("input_bits", net.input_bits())
@@ -202,40 +202,83 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
             right += usize::from(argmax(&got) == ys[k]);
         }
     }
-    let n = inputs.len() as f64;
-    let per = (enc_s + eval_s + dec_s) / n;
-    rec.time_s = per;
-    rec.phases.insert(
-        "setup".into(),
-        json!({ "time_s": keygen_s + expand_s, "bytes": server_key_bytes }),
-    );
-    rec.phases.insert(
-        "online".into(),
-        json!({ "time_s": per, "bytes": (upload + download) / inputs.len() as u64 }),
-    );
-    rec.bytes_total = server_key_bytes + upload + download;
-    rec.rounds = 1;
-    rec = rec
-        .param("samples", inputs.len())
-        .field("keygen_s", keygen_s)
-        .field("encrypt_s", enc_s / n)
-        .field("eval_s", eval_s / n)
-        .field("decrypt_s", dec_s / n)
-        .field("pbs_per_s", c.pbs() as f64 * n / eval_s.max(1e-9))
-        .field("server_key_bytes", server_key_bytes)
-        .field("server_key_expand_s", expand_s)
-        .field("server_key_expanded_bytes", expanded_bytes)
-        .field("upload_bytes", upload / inputs.len() as u64)
-        .field("download_bytes", download / inputs.len() as u64)
-        .field("encrypted_matches_reference", true);
-    if samples.is_some() {
-        rec = rec.field("encrypted_accuracy", right as f64 / n);
-    }
-    out.emit(rec);
+    let tally = Tally {
+        keygen_s,
+        expand_s,
+        server_key_bytes,
+        expanded_bytes,
+        enc_s,
+        eval_s,
+        dec_s,
+        upload,
+        download,
+        right,
+        samples: inputs.len(),
+        bootstraps: c.pbs(),
+        labelled: samples.is_some(),
+    };
+    out.emit(tally.finish(rec));
     Ok(())
 }
 
 type Samples = (Vec<Vec<i64>>, Vec<i64>);
+
+/// Totals of an encrypted run (either path), and the record fields they give.
+struct Tally {
+    keygen_s: f64,
+    expand_s: f64,
+    server_key_bytes: u64,
+    expanded_bytes: u64,
+    enc_s: f64,
+    eval_s: f64,
+    dec_s: f64,
+    upload: u64,
+    download: u64,
+    right: usize,
+    samples: usize,
+    /// Bootstraps of one sample.
+    bootstraps: u64,
+    labelled: bool,
+}
+
+impl Tally {
+    fn finish(&self, mut rec: BenchRecord) -> BenchRecord {
+        let n = self.samples.max(1) as f64;
+        let per = (self.enc_s + self.eval_s + self.dec_s) / n;
+        let per_sample = |v: u64| v / self.samples.max(1) as u64;
+        rec.time_s = per;
+        rec.phases.insert(
+            "setup".into(),
+            json!({ "time_s": self.keygen_s + self.expand_s, "bytes": self.server_key_bytes }),
+        );
+        rec.phases.insert(
+            "online".into(),
+            json!({ "time_s": per, "bytes": per_sample(self.upload + self.download) }),
+        );
+        rec.bytes_total = self.server_key_bytes + self.upload + self.download;
+        rec.rounds = 1;
+        rec = rec
+            .param("samples", self.samples)
+            .field("keygen_s", self.keygen_s)
+            .field("encrypt_s", self.enc_s / n)
+            .field("eval_s", self.eval_s / n)
+            .field("decrypt_s", self.dec_s / n)
+            .field(
+                "pbs_per_s",
+                self.bootstraps as f64 * n / self.eval_s.max(1e-9),
+            )
+            .field("server_key_bytes", self.server_key_bytes)
+            .field("server_key_expand_s", self.expand_s)
+            .field("server_key_expanded_bytes", self.expanded_bytes)
+            .field("upload_bytes", per_sample(self.upload))
+            .field("download_bytes", per_sample(self.download))
+            .field("encrypted_matches_reference", true);
+        if self.labelled {
+            rec = rec.field("encrypted_accuracy", self.right as f64 / n);
+        }
+        rec
+    }
+}
 
 /// Accuracy of the bit-exact reference on the whole test split.
 fn reference_accuracy(
@@ -269,7 +312,7 @@ fn run_pbs(
     let t = Instant::now();
     let pc = pbs.count();
     let count_s = t.elapsed().as_secs_f64();
-    let mut rec = BenchRecord::local("she", 0.0)
+    let rec = BenchRecord::local("she", 0.0)
         .param("arch", name)
         .param("tfhe_mode", "pbs")
         .param(
@@ -341,36 +384,22 @@ fn run_pbs(
             argmax(&want)
         );
     }
-    let n = inputs.len() as f64;
-    let per = (enc_s + eval_s + dec_s) / n;
-    rec.time_s = per;
-    rec.phases.insert(
-        "setup".into(),
-        json!({ "time_s": keygen_s + expand_s, "bytes": server_key_bytes }),
-    );
-    rec.phases.insert(
-        "online".into(),
-        json!({ "time_s": per, "bytes": (upload + download) / inputs.len() as u64 }),
-    );
-    rec.bytes_total = server_key_bytes + upload + download;
-    rec.rounds = 1;
-    rec = rec
-        .param("samples", inputs.len())
-        .field("keygen_s", keygen_s)
-        .field("encrypt_s", enc_s / n)
-        .field("eval_s", eval_s / n)
-        .field("decrypt_s", dec_s / n)
-        .field("pbs_per_s", pc.pbs as f64 * n / eval_s.max(1e-9))
-        .field("server_key_bytes", server_key_bytes)
-        .field("server_key_expand_s", expand_s)
-        .field("server_key_expanded_bytes", expanded_bytes)
-        .field("upload_bytes", upload / inputs.len() as u64)
-        .field("download_bytes", download / inputs.len() as u64)
-        .field("encrypted_matches_reference", true);
-    if samples.is_some() {
-        rec = rec.field("encrypted_accuracy", right as f64 / n);
-    }
-    out.emit(rec);
+    let tally = Tally {
+        keygen_s,
+        expand_s,
+        server_key_bytes,
+        expanded_bytes,
+        enc_s,
+        eval_s,
+        dec_s,
+        upload,
+        download,
+        right,
+        samples: inputs.len(),
+        bootstraps: pc.pbs,
+        labelled: samples.is_some(),
+    };
+    out.emit(tally.finish(rec));
     Ok(())
 }
 
