@@ -6,6 +6,8 @@ mod model_cmd;
 mod pair;
 mod report;
 mod serve;
+#[cfg(feature = "tfhe")]
+mod she_cmd;
 
 use clap::{Parser, Subcommand};
 use error::Error;

@@ -36,6 +36,10 @@ fn parameter_count(c: &ModelConfig) -> usize {
 }
 
 pub fn inspect(a: InspectArgs) -> Result<(), Error> {
+    #[cfg(feature = "tfhe")]
+    if crate::she_cmd::is_she_model(&a.model) {
+        return crate::she_cmd::inspect(&a.model, a.plan);
+    }
     let m = Model::load(&a.model)?;
     let c = &m.config;
     println!(
@@ -291,6 +295,13 @@ fn client_net(a: &InferArgs, client: &Client) -> Result<ClientConfig, Error> {
 }
 
 pub fn infer(a: InferArgs) -> Result<(), Error> {
+    #[cfg(feature = "tfhe")]
+    if a.model_info
+        .as_deref()
+        .is_some_and(crate::she_cmd::is_she_info)
+    {
+        return crate::she_cmd::infer(&a);
+    }
     if a.plaintext {
         return infer_plaintext(&a);
     }
@@ -586,7 +597,7 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
 
 /// The JSON objects of a `--samples` file (non-empty lines, at most `limit`), each with the
 /// place to name in errors ("FILE: line N") and its display name ("sample N").
-fn sample_lines(
+pub(crate) fn sample_lines(
     f: &std::path::Path,
     limit: Option<usize>,
 ) -> Result<Vec<(String, String, serde_json::Value)>, Error> {

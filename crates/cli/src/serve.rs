@@ -111,7 +111,9 @@ fn log_end(id: u64, peer: &str, end: SessionEnd) {
     }
 }
 
-pub fn serve(a: ServeArgs) -> Result<(), Error> {
+/// The served path's settings from the command line: the channel's security under the model's
+/// key, the session cap (by `session_bytes` of memory each unless set), queue and deadlines.
+pub fn serve_config(a: &ServeArgs, session_bytes: u64) -> Result<ServeConfig, Error> {
     let security = if a.insecure_plaintext {
         ServerSecurity::InsecurePlaintext
     } else {
@@ -123,8 +125,8 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     };
     let max_sessions = a
         .max_sessions
-        .unwrap_or_else(|| default_max_sessions(SESSION_BUDGET_BYTES));
-    let mut cfg = ServeConfig::new(max_sessions, security.clone());
+        .unwrap_or_else(|| default_max_sessions(session_bytes));
+    let mut cfg = ServeConfig::new(max_sessions, security);
     if let Some(q) = a.queue {
         cfg.queue = q;
     }
@@ -134,6 +136,16 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     cfg.tcp.write_timeout = Some(Duration::from_secs(a.write_timeout.max(1)));
     cfg.tcp.session_timeout = Some(Duration::from_secs(a.session_timeout.max(1)));
     cfg.stop_after = a.sessions;
+    Ok(cfg)
+}
+
+pub fn serve(a: ServeArgs) -> Result<(), Error> {
+    #[cfg(feature = "tfhe")]
+    if crate::she_cmd::is_she_model(&a.model) {
+        return crate::she_cmd::serve(a);
+    }
+    let cfg = serve_config(&a, SESSION_BUDGET_BYTES)?;
+    let security = cfg.security.clone();
     let listener = TcpListener::bind((a.host.as_str(), a.port))?;
     let addr = listener.local_addr()?;
     let stats = Arc::new(ServerStats::default());
@@ -154,12 +166,14 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
         ServerSecurity::Noise(id) => format!("Noise NK, key {}", id.public_hex()),
         ServerSecurity::InsecurePlaintext => "INSECURE PLAINTEXT (benchmarks only)".into(),
     };
-    println!(
-        "listening on {addr} (model {}, variant {}, {} steps)",
-        a.model.display(),
-        a.variant.name(),
-        server.steps()
-    );
+    // What runs: a GRU's variant and sequence length, or the plan's protocol for a network.
+    let runs = if server.session().gru().is_some() {
+        format!("variant {}, {} steps", a.variant.name(), server.steps())
+    } else {
+        let secure = server.session().plan.steps.last();
+        secure.map_or_else(String::new, |s| format!("family {}", s.family))
+    };
+    println!("listening on {addr} (model {}, {runs})", a.model.display());
     // The settings go to the log (stderr): a supervisor may stop reading stdout after the
     // address line.
     eprintln!(
@@ -208,6 +222,10 @@ pub fn export_info(a: ExportInfoArgs) -> Result<(), Error> {
         .key
         .clone()
         .unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
+    #[cfg(feature = "tfhe")]
+    if crate::she_cmd::is_she_model(&a.model) {
+        return crate::she_cmd::export_info(&a.model, &a.out, &key);
+    }
     secinfer_nn::info::export_info_with_key(&a.model, &a.out, &key)?;
     println!(
         "wrote model.json, vocabulary, embedding.safetensors and server.pub to {}",

@@ -10,14 +10,21 @@
 //! - [`network`]: layers over power-of-two weights, the network's circuit, and the i64
 //!   reference it matches bit for bit; [`model`] loads one from `she.json` + safetensors.
 //! - [`arch`]: the architectures of SHE's tables (MNIST, the Penn Treebank ReLU-LSTM step).
+//! - [`pbs`]: the same network on tfhe-rs shortint digits with programmable bootstrapping (a
+//!   lookup table per bootstrap instead of a gate), equal to the reference bit for bit;
+//!   [`cost`] picks between the two evaluators; [`session`] runs the PBS path between a client
+//!   and a server over a secinfer-net channel.
 pub mod arch;
 pub mod backend;
+pub mod cost;
 pub mod counter;
 pub mod encrypted;
 pub mod int;
 pub mod model;
 pub mod network;
+pub mod pbs;
 pub mod plain;
+pub mod session;
 
 pub use backend::{Backend, Bit, Op, Word};
 pub use counter::Counter;
@@ -25,6 +32,7 @@ pub use encrypted::{
     decompress, generate_client_keys, generate_keys, serialized_bytes, Encrypted, PARAMETERS,
 };
 pub use network::{ConvGeom, InputFormat, Layer, Network, Pow2Linear, Shape};
+pub use pbs::{PbsCount, PbsEncrypted, PbsInfo, PbsNetwork, PBS_PARAMETERS};
 pub use plain::Plain;
 pub use tfhe::boolean::ciphertext::{Ciphertext, CompressedCiphertext};
 pub use tfhe::boolean::client_key::ClientKey;
@@ -68,4 +76,10 @@ pub enum Error {
     CiphertextCount { got: usize, want: usize },
     #[error("serialising a key or ciphertext")]
     Serialize(#[from] bincode::Error),
+    #[error("channel")]
+    Net(#[from] secinfer_net::NetError),
+    /// The peer's bytes were refused (tfhe-rs's safe deserialisation reports its reason as
+    /// text, kept here as it comes).
+    #[error("peer sent an unusable message: {0}")]
+    Peer(String),
 }

@@ -293,6 +293,10 @@ impl Network {
     pub fn shapes(&self) -> &[Shape] {
         &self.shapes
     }
+    /// [lo, hi] bound of every layer's output values.
+    pub fn ranges(&self) -> &[(i64, i64)] {
+        &self.ranges
+    }
     pub fn input_len(&self) -> usize {
         self.input.shape.len()
     }
@@ -641,7 +645,7 @@ impl Pow2Linear {
 }
 
 /// (input index, weight index) of every in-bounds tap of conv output `o` (CHW order).
-fn conv_taps(g: &ConvGeom, inp: Shape, out: Shape, o: usize) -> Vec<(usize, usize)> {
+pub(crate) fn conv_taps(g: &ConvGeom, inp: Shape, out: Shape, o: usize) -> Vec<(usize, usize)> {
     let (oc, oy, ox) = (o / (out.h * out.w), (o / out.w) % out.h, o % out.w);
     let mut taps = Vec::with_capacity(g.in_ch * g.kernel * g.kernel);
     for ic in 0..g.in_ch {
@@ -687,18 +691,34 @@ where
     R: Send,
     F: Fn(&mut B, usize) -> R + Sync,
 {
+    par_fork(b, n, B::fork, B::absorb, f)
+}
+
+/// [`par_map`] for any backend kind, given how to fork a worker's backend and fold it back.
+pub(crate) fn par_fork<B, R, F>(
+    b: &mut B,
+    n: usize,
+    fork: fn(&B) -> B,
+    absorb: fn(&mut B, B),
+    f: F,
+) -> Vec<R>
+where
+    B: Send + Sync,
+    R: Send,
+    F: Fn(&mut B, usize) -> R + Sync,
+{
     let base: &B = b;
     let done: Vec<(R, B)> = (0..n)
         .into_par_iter()
         .map(|i| {
-            let mut fork = base.fork();
-            let r = f(&mut fork, i);
-            (r, fork)
+            let mut w = fork(base);
+            let r = f(&mut w, i);
+            (r, w)
         })
         .collect();
     let mut out = Vec::with_capacity(n);
-    for (r, fork) in done {
-        b.absorb(fork);
+    for (r, w) in done {
+        absorb(b, w);
         out.push(r);
     }
     out
