@@ -54,7 +54,14 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=int, default=8, help="test images written to samples.jsonl")
+    p.add_argument("--fixed-point", default=None, metavar="BITS,FRAC",
+                   help="main fixed-point format; default 12,5 for the MLP (its accumulators fit "
+                        "the hegc protocol's HE plaintext range, docs/model-format.md) and 20,12 "
+                        "for the CNN")
     args = p.parse_args(argv)
+    if args.fixed_point is None:
+        args.fixed_point = "12,5" if args.arch == "mlp" else "20,12"
+    fixed_point = tuple(int(v) for v in args.fixed_point.split(","))
 
     import torch
 
@@ -86,9 +93,10 @@ def main(argv=None) -> int:
         pf = model(xte).argmax(dim=1).numpy()
     float_acc = float((pf == yte).mean())
     out = export_graph(model, args.out, torch.zeros(in_shape), labels=[str(i) for i in range(10)],
+                       fixed_point=fixed_point,
                        metadata={"dataset": "mnist", "recipe": "python/recipes/train_mnist.py",
                                  "arch": args.arch})
-    rec = {"arch": args.arch, "epochs": args.epochs, "threads": args.threads, "seed": args.seed,
+    rec = {"arch": args.arch, "fixed_point": list(fixed_point), "epochs": args.epochs, "threads": args.threads, "seed": args.seed,
            "train_seconds": round(train_s, 1), "float_accuracy": float_acc, "n_test": len(yte)}
     try:
         from secinfer import core

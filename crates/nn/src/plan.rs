@@ -153,6 +153,7 @@ impl Plan {
                     .into(),
             });
             return Plan { steps };
+        }
         let vector_input = !matches!(config.graph.input_shape(), Shape::Tokens { .. });
         let hegc = crate::layers::hegc::NetShape::new(config, secinfer_he::MatVecMethod::Gala);
         if vector_input && i == 1 && family == Family::Hegc {

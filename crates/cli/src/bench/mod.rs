@@ -3,8 +3,8 @@ use crate::error::Error;
 use crate::report::Reporter;
 use clap::Subcommand;
 
-pub mod fastgrnn;
 pub mod choco;
+pub mod fastgrnn;
 pub mod gc;
 pub mod gru;
 pub mod he;

@@ -345,6 +345,7 @@ pub fn client_session<C: Channel>(
     rep.cost = ch.cost();
     Ok(GruOutcome {
         class,
+        top: vec![class],
         logits,
         report: rep,
     })
