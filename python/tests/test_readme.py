@@ -46,7 +46,7 @@ def test_readme_promises_the_secure_logits_it_shows():
 
 
 def test_readme_cli_snippet(built, tmp_path):
-    [sh] = [b for b in blocks("sh") if "export-info" in b and "serve" in b]
+    [sh] = [b for b in blocks("sh") if "export-info" in b and "imdb-relu-gru" in b]
     script = substitute(sh, free_port(), tmp_path / "info")
     out = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, capture_output=True, text=True,
                          timeout=600)
@@ -59,6 +59,24 @@ def test_readme_cli_snippet(built, tmp_path):
     assert circuit and secure, so
     assert secure.groups() == circuit.groups() == ("positive", "-0.8162, 1.0193"), so
     assert "session 1 (" in out.stderr and ": done:" in out.stderr, out.stderr
+
+
+def test_readme_families_snippet(built, tmp_path):
+    [sh] = [b for b in blocks("sh") if "mnist-mlp" in b and "--family choco" in b]
+    ports = {"7461": str(free_port()), "7462": str(free_port())}
+    script = sh.replace("/tmp/mlp-info", str(tmp_path / "mlp-info"))
+    for k, v in ports.items():
+        script = script.replace(k, v)
+    # $B is set by the README's first block; set -m gives the background servers job numbers
+    script = f"set -m\nB={built}\n" + script
+    out = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    # two GALA samples and two CHOCO samples, each classified as its true label
+    pairs = re.findall(r"secure: (\w+) +true label: (\w+)", out.stdout)
+    assert len(pairs) == 4 and all(a == b for a, b in pairs), out.stdout
+    assert "client sees every intermediate activation" in out.stdout + out.stderr, out.stdout
+    assert "fastgrnn" in out.stdout.lower(), out.stdout
 
 
 def test_readme_python_snippets_serve_log_print_and_stop_on_ctrl_c(built, tmp_path):

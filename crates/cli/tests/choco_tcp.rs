@@ -3,21 +3,9 @@
 //! against it; every layer of the secure run equals the plaintext fixed-point reference, and
 //! both sides name the leak.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-struct Server(Child);
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{root, serve_command, Served};
+use std::process::Command;
 
 #[test]
 fn choco_serve_and_infer_over_tcp_match_the_reference() {
@@ -40,38 +28,11 @@ fn choco_serve_and_infer_over_tcp_match_the_reference() {
         "{}",
         String::from_utf8_lossy(&st.stderr)
     );
-    let mut srv = Command::new(env!("CARGO_BIN_EXE_secinfer"))
-        .args([
-            "serve",
-            "--port",
-            "0",
-            "--family",
-            "choco",
-            "--sessions",
-            "1",
-            "--model",
-        ])
-        .arg(&model)
-        .arg("--key")
-        .arg(&key)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let err = srv.stderr.take().unwrap();
-    let log = std::thread::spawn(move || {
-        BufReader::new(err)
-            .lines()
-            .map_while(Result::ok)
-            .collect::<Vec<String>>()
-    });
-    let mut line = String::new();
-    BufReader::new(srv.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let srv = Server(srv);
-    assert!(line.contains("family choco"), "{line}");
-    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    let mut cmd = serve_command(&["--family", "choco", "--sessions", "1", "--model"]);
+    cmd.arg(&model).arg("--key").arg(&key);
+    let srv = Served::start(cmd, true);
+    assert!(srv.line.contains("family choco"), "{}", srv.line);
+    let addr = srv.addr.clone();
     let out = Command::new(env!("CARGO_BIN_EXE_secinfer"))
         .args([
             "infer",
@@ -105,8 +66,7 @@ fn choco_serve_and_infer_over_tcp_match_the_reference() {
         "{so}"
     );
     assert!(so.contains("sees every intermediate activation"), "{so}");
-    drop(srv);
-    let log = log.join().unwrap().join("\n");
+    let log = srv.stop().join("\n");
     assert!(
         log.contains("client sees every intermediate activation"),
         "{log}"

@@ -5,22 +5,13 @@
 //! garbling (the default is three-halves), IKNP pools and its gates in the circuit (the
 //! default is lookup tables).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-struct Server(Child);
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{root, serve_command, Served};
 
 fn infer(addr: &str, extra: &[&str]) -> Command {
     let model = root().join("models/imdb-relu-gru");
@@ -55,30 +46,12 @@ fn served_and_matching(addr: &str, model: &Path, extra: &[&str]) -> String {
 #[test]
 fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
     let model = root().join("models/imdb-relu-gru");
-    let mut srv = Command::new(env!("CARGO_BIN_EXE_secinfer"))
-        .args(["serve", "--port", "0", "--timeout", "10", "--model"])
-        .arg(&model)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // The server's session log is collected, not printed: the failed sessions below are this
     // test's purpose, and their lines are checked at the end instead of alarming a reader.
-    let log = {
-        let err = srv.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            BufReader::new(err)
-                .lines()
-                .map_while(Result::ok)
-                .collect::<Vec<String>>()
-        })
-    };
-    let mut line = String::new();
-    BufReader::new(srv.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let srv = Server(srv);
-    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    let mut cmd = serve_command(&["--timeout", "10", "--model"]);
+    cmd.arg(&model);
+    let srv = Served::start(cmd, true);
+    let addr = srv.addr.clone();
 
     // 1. garbage: a frame header announcing more than is sent, then a hang-up.
     {
@@ -122,8 +95,7 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
             "circuit",
         ],
     );
-    drop(srv);
-    let log = log.join().unwrap();
+    let log = srv.stop();
     let failed = log.iter().filter(|l| l.contains("failed")).count();
     let done = log.iter().filter(|l| l.contains(": done:")).count();
     assert!(

@@ -3,17 +3,9 @@
 //! on its samples: each secure class equals the plaintext fixed-point reference's, and the
 //! cost report names every layer.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-
-struct Server(Child);
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{root, serve_command, Served};
+use std::process::Command;
 
 /// "sample N   <class>" pairs of an infer run's stdout, by the word after `key`.
 fn classes(out: &str, key: &str) -> Vec<String> {
@@ -28,21 +20,12 @@ fn classes(out: &str, key: &str) -> Vec<String> {
 
 #[test]
 fn served_mlp_classifies_like_the_reference() {
-    let model = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/mnist-mlp");
+    let model = root().join("models/mnist-mlp");
     let samples = model.join("samples.jsonl");
-    let mut srv = Command::new(env!("CARGO_BIN_EXE_secinfer"))
-        .args(["serve", "--port", "0", "--timeout", "30", "--model"])
-        .arg(&model)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(srv.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let srv = Server(srv);
-    let addr = line.split_whitespace().nth(2).unwrap().to_string();
+    let mut cmd = serve_command(&["--timeout", "30", "--model"]);
+    cmd.arg(&model);
+    let srv = Served::start(cmd, false);
+    let addr = srv.addr.clone();
     let run = |args: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_secinfer"))
             .args(["infer", "--limit", "3", "--samples"])

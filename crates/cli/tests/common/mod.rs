@@ -1,0 +1,78 @@
+//! Shared by the cli's two-process tests: the repository root, and a `secinfer serve` child
+//! that is killed when dropped, with its address and (when asked) its collected log.
+#![allow(dead_code, reason = "each test file uses a subset")]
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A running server process.
+pub struct Served {
+    child: Child,
+    /// The address from its first stdout line (`listening on ADDR ...`).
+    pub addr: String,
+    /// That whole line.
+    pub line: String,
+    log: Option<JoinHandle<Vec<String>>>,
+}
+
+impl Served {
+    /// Starts `cmd` (a `secinfer serve ... --port 0` command). With `collect_log` its stderr
+    /// lines are kept for [`Served::stop`]; otherwise they are discarded.
+    pub fn start(mut cmd: Command, collect_log: bool) -> Served {
+        let err = if collect_log {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        };
+        let mut child = cmd.stdout(Stdio::piped()).stderr(err).spawn().unwrap();
+        let log = child.stderr.take().map(|err| {
+            std::thread::spawn(move || {
+                BufReader::new(err)
+                    .lines()
+                    .map_while(Result::ok)
+                    .collect::<Vec<String>>()
+            })
+        });
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line.split_whitespace().nth(2).unwrap().to_string();
+        Served {
+            child,
+            addr,
+            line,
+            log,
+        }
+    }
+
+    /// Stops the server and returns its log lines (empty unless collected).
+    pub fn stop(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.log
+            .take()
+            .map(|h| h.join().unwrap())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `secinfer serve --port 0` with `args`.
+pub fn serve_command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_secinfer"));
+    c.args(["serve", "--port", "0"]).args(args);
+    c
+}
