@@ -37,6 +37,10 @@ run bench he-conv --method gazelle,gala
 # the secure GRU (CryptoGRU Table 3's cell) per variant and profile
 for p in none lan wan; do run bench gru --input 100 --hidden 64 --steps 30 --variant cg2 --profile "$p"; done
 for v in cg1 baseline; do run bench gru --input 100 --hidden 64 --steps 30 --variant "$v" --profile lan; done
+# whole networks: GALA's MNIST MLP (family hegc), CHOCO's client-aided MLP, OPAF's FastGRNN
+for p in lan wan; do run bench net --model models/mnist-mlp --profile "$p"; done
+run bench choco --arch mlp --samples 3
+for m in opaf sirnn; do run bench fastgrnn --input 32 --hidden 100 --steps 99 --math "$m" --profile lan; done
 meta end >> "$tmp"
 mv "$tmp" "$OUT"
 trap - EXIT
