@@ -18,7 +18,7 @@
 //! under [`mutate_and_run`], a seeded mutation loop on stable Rust that CI runs for a bounded
 //! number of executions (`tests/bounded.rs`) and `fuzz-stable` runs for longer.
 use secinfer_he::{Ciphertext, Params, PublicKey, Response, SeededCiphertext};
-use secinfer_net::{mem_pair, Channel, Cost, Meter, DEFAULT_MAX_FRAME};
+use secinfer_net::{mem_pair, Channel, Recording, DEFAULT_MAX_FRAME};
 use secinfer_nn::layers::gru::{
     client_session, random_model, server_session_with, ClientModel, ClientOptions, ServerModel,
     ServerPolicy, Variant,
@@ -219,38 +219,6 @@ pub fn vocab(d: &[u8]) {
 /// Frames as one party received them.
 pub type Frames = Vec<Vec<u8>>;
 
-/// A channel that records the frames it receives (to make session seeds).
-struct Recording<C> {
-    inner: C,
-    frames: Vec<Vec<u8>>,
-}
-
-impl<C: Channel> Channel for Recording<C> {
-    fn send_frame(&mut self, f: &[u8]) -> secinfer_net::Result<()> {
-        self.inner.send_frame(f)
-    }
-    fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
-        let f = self.inner.recv_frame()?;
-        self.frames.push(f.clone());
-        Ok(f)
-    }
-    fn flush(&mut self) -> secinfer_net::Result<()> {
-        self.inner.flush()
-    }
-    fn meter(&self) -> &Meter {
-        self.inner.meter()
-    }
-    fn meter_mut(&mut self) -> &mut Meter {
-        self.inner.meter_mut()
-    }
-    fn max_frame(&self) -> usize {
-        self.inner.max_frame()
-    }
-    fn cost(&self) -> Cost {
-        self.inner.cost()
-    }
-}
-
 /// Frames each side of an honest session received: (server's, client's). Seeds for the
 /// session targets.
 pub fn honest_session_frames() -> Option<(Frames, Frames)> {
@@ -258,10 +226,7 @@ pub fn honest_session_frames() -> Option<(Frames, Frames)> {
     let tokens = session_tokens();
     let run = secinfer_net::simulate(
         |ch| {
-            let mut r = Recording {
-                inner: ch,
-                frames: Vec::new(),
-            };
+            let mut r = Recording::new(ch);
             let out = client_session(
                 &mut r,
                 cm,
@@ -269,17 +234,14 @@ pub fn honest_session_frames() -> Option<(Frames, Frames)> {
                 ClientOptions::default(),
                 &mut |_, _, _| {},
             );
-            out.ok().map(|_| r.frames)
+            out.ok().map(|_| r.into_frames())
         },
         |ch| {
-            let mut r = Recording {
-                inner: ch,
-                frames: Vec::new(),
-            };
+            let mut r = Recording::new(ch);
             let policy = ServerPolicy { allow_logits: true };
             server_session_with(&mut r, sm, policy)
                 .ok()
-                .map(|_| r.frames)
+                .map(|_| r.into_frames())
         },
     );
     Some((run.server.output?, run.client.output?))

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::arith::{add_mod, center, from_i64, mul_mod, neg_mod, sub_mod, Sampler};
-use crate::params::{Encoding, ModCtx, Params};
+use crate::params::{Encoding, Params};
 use crate::HeError;
 
 mod ops;
@@ -399,12 +399,7 @@ impl GaloisKey {
     fn from_wire(params: &Params, g: usize, wire: Vec<([u8; 32], Vec<u64>)>) -> GaloisKey {
         let n = params.n();
         let l = params.l();
-        let mods: Vec<&ModCtx> = params
-            .0
-            .qs
-            .iter()
-            .chain(std::iter::once(&params.0.pm))
-            .collect();
+        let mods = params.ext_mods();
         let perms = crate::ks32::GaloisPerms::new(mods.iter().map(|m| m.galois_perm(g)).collect());
         let mut b_all = Vec::new();
         let mut a_all = Vec::new();
@@ -472,12 +467,7 @@ impl GaloisKey {
         let w = params.0.set.ks_digit_bits;
         let sg = sk.automorph_coeffs(g);
         let mut prg = Sampler::from_os();
-        let mods: Vec<&ModCtx> = params
-            .0
-            .qs
-            .iter()
-            .chain(std::iter::once(&params.0.pm))
-            .collect();
+        let mods = params.ext_mods();
         let mut wire = Vec::new();
         for (qi, &dcount) in params.digits_per_prime().iter().enumerate() {
             for j in 0..dcount {

@@ -471,6 +471,16 @@ impl std::fmt::Debug for Params {
 }
 
 impl Params {
+    /// The ciphertext primes followed by the special prime P: the moduli of key switching's
+    /// extended basis.
+    pub(crate) fn ext_mods(&self) -> Vec<&ModCtx> {
+        self.0
+            .qs
+            .iter()
+            .chain(std::iter::once(&self.0.pm))
+            .collect()
+    }
+
     pub fn new(set: ParamSet) -> Result<Params, HeError> {
         set.validate()?;
         let n = set.n;

@@ -223,3 +223,49 @@ impl<C: Channel + ?Sized> Channel for &mut C {
         (**self).max_frame()
     }
 }
+
+/// A channel that keeps a copy of every frame it receives: transcripts for tests and fuzz seeds.
+pub struct Recording<C> {
+    inner: C,
+    frames: Vec<Vec<u8>>,
+}
+
+impl<C: Channel> Recording<C> {
+    pub fn new(inner: C) -> Recording<C> {
+        Recording {
+            inner,
+            frames: Vec::new(),
+        }
+    }
+
+    /// The frames received so far, in order.
+    pub fn into_frames(self) -> Vec<Vec<u8>> {
+        self.frames
+    }
+}
+
+impl<C: Channel> Channel for Recording<C> {
+    fn send_frame(&mut self, f: &[u8]) -> Result<()> {
+        self.inner.send_frame(f)
+    }
+    fn recv_frame(&mut self) -> Result<Vec<u8>> {
+        let f = self.inner.recv_frame()?;
+        self.frames.push(f.clone());
+        Ok(f)
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.inner.flush()
+    }
+    fn meter(&self) -> &Meter {
+        self.inner.meter()
+    }
+    fn meter_mut(&mut self) -> &mut Meter {
+        self.inner.meter_mut()
+    }
+    fn max_frame(&self) -> usize {
+        self.inner.max_frame()
+    }
+    fn cost(&self) -> Cost {
+        self.inner.cost()
+    }
+}

@@ -23,7 +23,7 @@ mod serve;
 mod shape;
 mod tcp;
 
-pub use channel::{Channel, DEFAULT_MAX_FRAME};
+pub use channel::{Channel, Recording, DEFAULT_MAX_FRAME};
 pub use error::{sanitize_peer_text, Deadline, NetError, Result};
 pub use harness::{
     channel_pair, run_two_party, simulate, DynChannel, PartyRun, Transport, TwoPartyRun,

@@ -155,9 +155,8 @@ impl Plan {
             return Plan { steps };
         }
         let vector_input = !matches!(config.graph.input_shape(), Shape::Tokens { .. });
-        let hegc = crate::layers::hegc::NetShape::new(config, secinfer_he::MatVecMethod::Gala);
         if vector_input && i == 1 && family == Family::Hegc {
-            match hegc {
+            match crate::layers::hegc::NetShape::new(config, secinfer_he::MatVecMethod::Gala) {
                 Ok(_) => {
                     steps.push(Step {
                         layers: i..layers.len(),

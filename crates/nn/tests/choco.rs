@@ -2,8 +2,10 @@
 //! fixed-point reference bit for bit (random MLPs and CNNs, the shipped MNIST MLP), what the
 //! server returns is re-randomised, and a client with another packing is refused.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+mod common;
+use common::Rng;
 use secinfer_he::choco::Packing;
-use secinfer_net::{mem_pair, simulate, Channel, MemChannel, Meter};
+use secinfer_net::{mem_pair, simulate, Recording};
 use secinfer_nn::layers::choco::{client_session, server_session, ChocoClient, ChocoServer};
 use secinfer_nn::model::weights::Tensor;
 use secinfer_nn::{
@@ -12,18 +14,6 @@ use secinfer_nn::{
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
-
-/// A splitmix64 stream: deterministic test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
 
 fn v2(layers: Value, labels: usize) -> ModelConfig {
     let j = json!({
@@ -177,34 +167,6 @@ fn random_cnn_equals_reference_bit_for_bit() {
 }
 
 /// Records every frame it receives (the client's view of the server's responses).
-struct Recording {
-    inner: MemChannel,
-    frames: Vec<Vec<u8>>,
-}
-
-impl Channel for Recording {
-    fn send_frame(&mut self, f: &[u8]) -> secinfer_net::Result<()> {
-        self.inner.send_frame(f)
-    }
-    fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
-        let f = self.inner.recv_frame()?;
-        self.frames.push(f.clone());
-        Ok(f)
-    }
-    fn flush(&mut self) -> secinfer_net::Result<()> {
-        self.inner.flush()
-    }
-    fn meter(&self) -> &Meter {
-        self.inner.meter()
-    }
-    fn meter_mut(&mut self) -> &mut Meter {
-        self.inner.meter_mut()
-    }
-    fn max_frame(&self) -> usize {
-        self.inner.max_frame()
-    }
-}
-
 #[test]
 fn responses_are_rerandomised_and_other_sessions_refused() {
     let m = random_model(mlp(&[64, 8]), 0.5, 6);
@@ -214,17 +176,14 @@ fn responses_are_rerandomised_and_other_sessions_refused() {
     let mut runs = Vec::new();
     for _ in 0..2 {
         let (c, mut s) = mem_pair();
-        let mut rc = Recording {
-            inner: c,
-            frames: Vec::new(),
-        };
+        let mut rc = Recording::new(c);
         let (out, srv) = std::thread::scope(|sc| {
             let h = sc.spawn(|| server_session(&mut s, &server));
             let o = client_session(&mut rc, &client, &x);
             (o, h.join().unwrap())
         });
         srv.unwrap();
-        runs.push((out.unwrap().outputs, rc.frames));
+        runs.push((out.unwrap().outputs, rc.into_frames()));
     }
     assert_eq!(runs[0].0, runs[1].0, "the same result");
     assert_eq!(runs[0].0, reference(&m, &x));

@@ -2,6 +2,8 @@
 //! and the graph reference against independent per-layer computations and against CryptoGRU's
 //! step-form reference.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+mod common;
+use common::Rng;
 use secinfer_nn::model::weights::Tensor;
 use secinfer_nn::{
     argmax, CircuitActivations, ExactActivations, GraphReference, Input, Model, ModelConfig,
@@ -28,23 +30,6 @@ fn parse_err(v: &Value) -> String {
     match ModelConfig::parse(&v.to_string()) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("expected an error for {v}"),
-    }
-}
-
-/// A splitmix64 stream: deterministic test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn uniform(&mut self, n: usize, bound: f32) -> Vec<f32> {
-        (0..n)
-            .map(|_| ((self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * bound)
-            .collect()
     }
 }
 

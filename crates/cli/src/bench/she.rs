@@ -193,14 +193,7 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
         let t = Instant::now();
         let got = net.decrypt_output(&ck, &outc)?;
         dec_s += t.elapsed().as_secs_f64();
-        if got != want {
-            return Err(Error::msg(format!(
-                "bench she: sample {k} decrypts to {got:?}, the reference gives {want:?}"
-            )));
-        }
-        if let Some((_, ys)) = &samples {
-            right += usize::from(argmax(&got) == ys[k]);
-        }
+        right += check_sample(k, &got, &want, &samples)?;
     }
     let tally = Tally {
         keygen_s,
@@ -370,14 +363,7 @@ fn run_pbs(
         let t = Instant::now();
         let got = pbs.decrypt_output(&ck, &outc)?;
         dec_s += t.elapsed().as_secs_f64();
-        if got != want {
-            return Err(Error::msg(format!(
-                "bench she: sample {k} decrypts to {got:?}, the reference gives {want:?}"
-            )));
-        }
-        if let Some((_, ys)) = &samples {
-            right += usize::from(argmax(&got) == ys[k]);
-        }
+        right += check_sample(k, &got, &want, &samples)?;
         eprintln!(
             "she: sample {k}: class {} (reference {})",
             argmax(&got),
@@ -446,6 +432,24 @@ fn with_progress<R>(
         done.store(true, Ordering::Relaxed);
         r
     })
+}
+
+/// Refuses a sample whose decryption differs from the reference; 1 if a labelled sample's class
+/// is right, else 0.
+fn check_sample(
+    k: usize,
+    got: &[i64],
+    want: &[i64],
+    samples: &Option<Samples>,
+) -> Result<usize, Error> {
+    if got != want {
+        return Err(Error::msg(format!(
+            "bench she: sample {k} decrypts to {got:?}, the reference gives {want:?}"
+        )));
+    }
+    Ok(samples
+        .as_ref()
+        .map_or(0, |(_, ys)| usize::from(argmax(got) == ys[k])))
 }
 
 fn argmax(v: &[i64]) -> i64 {

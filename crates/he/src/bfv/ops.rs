@@ -194,12 +194,7 @@ impl Params {
         let l = self.l();
         let w = self.0.set.ks_digit_bits;
         let mask = (1u64 << w) - 1;
-        let mods: Vec<&ModCtx> = self
-            .0
-            .qs
-            .iter()
-            .chain(std::iter::once(&self.0.pm))
-            .collect();
+        let mods = self.ext_mods();
         let mut digits = Vec::with_capacity(self.ks_digits());
         let mut coef = take_zeroed(n);
         for (i, &dc) in self.digits_per_prime().iter().enumerate() {
@@ -331,11 +326,11 @@ impl Params {
     ) -> (Vec<u64>, Vec<u64>) {
         let n = self.n();
         let l = self.l();
-        let mods = self.0.qs.iter().chain(std::iter::once(&self.0.pm));
+        let mods = self.ext_mods();
         let mut acc0 = take_zeroed((l + 1) * n);
         let mut acc1 = take_zeroed((l + 1) * n);
         for (j, d) in digits.iter().enumerate() {
-            for (k, m) in mods.clone().enumerate() {
+            for (k, m) in mods.iter().enumerate() {
                 let r = k * n..(k + 1) * n;
                 m.mul_accumulate(&mut acc0[r.clone()], &d[r.clone()], &key.b[j][r.clone()]);
                 m.mul_accumulate(&mut acc1[r.clone()], &d[r.clone()], &key.a[j][r]);
@@ -534,12 +529,7 @@ impl Params {
     ) -> ExtCiphertext {
         let n = self.n();
         let l = self.l();
-        let mods: Vec<&ModCtx> = self
-            .0
-            .qs
-            .iter()
-            .chain(std::iter::once(&self.0.pm))
-            .collect();
+        let mods = self.ext_mods();
         let (acc0, acc1) = self.key_inner_product(digits, key);
         let mut c0 = take_zeroed((l + 1) * n);
         let mut c1 = take_zeroed((l + 1) * n);
@@ -685,12 +675,7 @@ impl Params {
         } else {
             b
         };
-        let mods: Vec<&ModCtx> = self
-            .0
-            .qs
-            .iter()
-            .chain(std::iter::once(&self.0.pm))
-            .collect();
+        let mods = self.ext_mods();
         for (k, m) in mods.iter().enumerate() {
             let r = k * n..(k + 1) * n;
             crate::ks32::add_assign_mod(&mut a.c0[r.clone()], &b.c0[r.clone()], m.q);
