@@ -13,18 +13,29 @@
 //! | `he_public_key`, `he_ciphertext`, `he_seeded_ciphertext`, `he_response` | BFV decoders |
 //! | `base_ot` | base OT messages (receiver side) |
 //! | `model_json`, `weights`, `vocab` | model files |
+//! | `gru_hello`, `gru_reply` | the GRU handshake alone: the server reading a hello, the client reading a reply |
+//! | `ot_{iknp,softspoken,ferret}_{receiver,sender}` | each OT extension, each side against a hostile peer ([`protocols`]) |
+//! | `gc_tables_half_gates`, `gc_tables_three_halves` | the garbled-table stream of each AND-gate scheme |
+//! | `he_galois_keys` | BFV Galois keys (GALA's and CHOCO's rotations) |
 //!
 //! The same functions run under libFuzzer (`fuzz/`, nightly, `cargo fuzz run <target>`) and
 //! under [`mutate_and_run`], a seeded mutation loop on stable Rust that CI runs for a bounded
 //! number of executions (`tests/bounded.rs`) and `fuzz-stable` runs for longer.
 use secinfer_he::{Ciphertext, Params, PublicKey, Response, SeededCiphertext};
-use secinfer_net::{mem_pair, Channel, Recording, DEFAULT_MAX_FRAME};
+use secinfer_net::{Channel, Meter, NetError, Recording, DEFAULT_MAX_FRAME};
 use secinfer_nn::layers::gru::{
     client_session, random_model, server_session_with, ClientModel, ClientOptions, ServerModel,
     ServerPolicy, Variant,
 };
 use secinfer_nn::{ModelConfig, Tensors, Vocab};
 use std::sync::OnceLock;
+
+pub mod protocols;
+pub use protocols::{
+    gc_tables_half_gates, gc_tables_three_halves, he_galois_keys, ot_ferret_receiver,
+    ot_ferret_sender, ot_iknp_receiver, ot_iknp_sender, ot_softspoken_receiver,
+    ot_softspoken_sender,
+};
 
 /// The HE parameter set the GRU sessions use.
 const HE_PARAMS: &str = "n8192-z2k32";
@@ -44,9 +55,20 @@ pub const TARGETS: &[Target] = &[
     ("he_seeded_ciphertext", he_seeded_ciphertext),
     ("he_response", he_response),
     ("base_ot", base_ot),
+    ("gru_hello", gru_hello),
+    ("gru_reply", gru_reply),
     ("model_json", model_json),
     ("weights", weights),
     ("vocab", vocab),
+    ("ot_iknp_receiver", ot_iknp_receiver),
+    ("ot_iknp_sender", ot_iknp_sender),
+    ("ot_softspoken_receiver", ot_softspoken_receiver),
+    ("ot_softspoken_sender", ot_softspoken_sender),
+    ("ot_ferret_receiver", ot_ferret_receiver),
+    ("ot_ferret_sender", ot_ferret_sender),
+    ("gc_tables_half_gates", gc_tables_half_gates),
+    ("gc_tables_three_halves", gc_tables_three_halves),
+    ("he_galois_keys", he_galois_keys),
 ];
 
 pub fn plain_frames(d: &[u8]) {
@@ -110,25 +132,56 @@ pub fn join_frames(frames: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// Feeds `frames` from a hostile peer, then hangs up, while `party` runs on the other end.
-fn against_frames<T>(
-    frames: Vec<Vec<u8>>,
-    party: impl FnOnce(&mut secinfer_net::MemChannel) -> T,
-) -> T {
-    let (mut hostile, mut honest) = mem_pair();
-    let t = std::thread::spawn(move || {
-        for f in frames {
-            if hostile.send_frame_vec(f).is_err() {
-                break;
-            }
+/// A hostile peer as a channel: each receive takes the next scripted frame, then the channel
+/// reads as closed; sends are metered and dropped. No thread, and the honest party's sends
+/// never fail, so a replayed honest transcript runs to its end.
+pub struct Scripted {
+    frames: std::collections::VecDeque<Vec<u8>>,
+    meter: Meter,
+}
+
+impl Scripted {
+    pub fn new(frames: Vec<Vec<u8>>) -> Scripted {
+        Scripted {
+            frames: frames.into(),
+            meter: Meter::default(),
         }
-        // Hang up: the honest side's next receive or send fails as closed.
-        drop(hostile);
-    });
-    let out = party(&mut honest);
-    drop(honest);
-    let _ = t.join();
-    out
+    }
+}
+
+impl Channel for Scripted {
+    fn send_frame(&mut self, f: &[u8]) -> secinfer_net::Result<()> {
+        self.meter.record_send(f.len());
+        Ok(())
+    }
+    fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
+        let f = self.frames.pop_front().ok_or(NetError::Closed)?;
+        if f.len() > DEFAULT_MAX_FRAME {
+            return Err(NetError::FrameTooLarge {
+                len: f.len(),
+                max: DEFAULT_MAX_FRAME,
+            });
+        }
+        self.meter.record_recv(f.len());
+        Ok(f)
+    }
+    fn flush(&mut self) -> secinfer_net::Result<()> {
+        Ok(())
+    }
+    fn meter(&self) -> &Meter {
+        &self.meter
+    }
+    fn meter_mut(&mut self) -> &mut Meter {
+        &mut self.meter
+    }
+    fn max_frame(&self) -> usize {
+        DEFAULT_MAX_FRAME
+    }
+}
+
+/// Runs `party` against `frames` from a hostile peer ([`Scripted`]).
+pub(crate) fn against_frames<T>(frames: Vec<Vec<u8>>, party: impl FnOnce(&mut Scripted) -> T) -> T {
+    party(&mut Scripted::new(frames))
 }
 
 /// The small model every session target runs: E = 4, H = 4, C = 2, T = 2, CG-2.
@@ -168,6 +221,27 @@ pub fn client_session_target(d: &[u8]) {
     let frames = split_frames(d).into_iter().map(<[u8]>::to_vec).collect();
     let tokens = session_tokens();
     let _ = against_frames(frames, |ch| {
+        client_session(ch, cm, &tokens, ClientOptions::default(), &mut |_, _, _| {})
+    });
+}
+
+/// The server reads one hello (the whole input) and nothing more: the handshake decoder alone,
+/// at handshake speed.
+pub fn gru_hello(d: &[u8]) {
+    let Some((sm, _)) = session_models() else {
+        return;
+    };
+    let policy = ServerPolicy { allow_logits: true };
+    let _ = against_frames(vec![d.to_vec()], |ch| server_session_with(ch, sm, policy));
+}
+
+/// The client sends its hello and reads one reply (the whole input).
+pub fn gru_reply(d: &[u8]) {
+    let Some((_, cm)) = session_models() else {
+        return;
+    };
+    let tokens = session_tokens();
+    let _ = against_frames(vec![d.to_vec()], |ch| {
         client_session(ch, cm, &tokens, ClientOptions::default(), &mut |_, _, _| {})
     });
 }
@@ -247,6 +321,21 @@ pub fn honest_session_frames() -> Option<(Frames, Frames)> {
     Some((run.server.output?, run.client.output?))
 }
 
+/// Whether each side of the GRU session completes against the other side's recorded frames
+/// (server, client): the session seeds then reach every decoder of the session.
+pub fn session_seeds_complete() -> Option<(bool, bool)> {
+    let (sm, cm) = session_models()?;
+    let (server_frames, client_frames) = honest_session_frames()?;
+    let policy = ServerPolicy { allow_logits: true };
+    let server = against_frames(server_frames, |ch| server_session_with(ch, sm, policy)).is_ok();
+    let tokens = session_tokens();
+    let client = against_frames(client_frames, |ch| {
+        client_session(ch, cm, &tokens, ClientOptions::default(), &mut |_, _, _| {})
+    })
+    .is_ok();
+    Some((server, client))
+}
+
 /// Seeds for `target`: valid encodings made by the honest code, so that mutations reach past
 /// the first checks.
 pub fn seeds(target: &str) -> Vec<Vec<u8>> {
@@ -269,11 +358,17 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         "he_public_key" | "he_ciphertext" | "he_seeded_ciphertext" | "he_response" => {
             he_seeds(target)
         }
+        "gru_hello" => honest_session_frames()
+            .and_then(|(s, _)| s.into_iter().next())
+            .map_or_else(Vec::new, |f| vec![f]),
+        "gru_reply" => honest_session_frames()
+            .and_then(|(_, c)| c.into_iter().next())
+            .map_or_else(Vec::new, |f| vec![f]),
         "base_ot" => vec![join_frames(&[vec![9u8; 32], vec![1u8; 128 * 32]])],
         "model_json" => vec![read("model.json")],
         "weights" => vec![read("weights.safetensors")],
         "vocab" => vec![read("vocab.json")],
-        _ => vec![],
+        other => protocols::seeds(other).unwrap_or_default(),
     }
 }
 

@@ -42,7 +42,10 @@ static A: Peak = Peak;
 fn budget(target: &str) -> u64 {
     match target {
         "handshake_and_server_session" | "client_session" => 40,
-        "base_ot" | "noise_records" | "weights" => 400,
+        "base_ot" | "noise_records" | "weights" | "gru_hello" | "gru_reply" => 400,
+        n if n.starts_with("ot_") => 200,
+        "he_galois_keys" => 200,
+        "gc_tables_half_gates" | "gc_tables_three_halves" => 2_000,
         "he_public_key" | "he_ciphertext" | "he_seeded_ciphertext" | "he_response" => 2_000,
         _ => 20_000,
     }
@@ -82,6 +85,19 @@ fn the_session_seeds_are_honest_sessions() {
     assert!(server.len() > 10 && client.len() > 10);
     let hs: serde_json::Value = serde_json::from_slice(&server[0]).unwrap();
     assert_eq!(hs["protocol"], secinfer_nn::layers::gru::PROTOCOL);
+    assert_eq!(secinfer_fuzz::session_seeds_complete(), Some((true, true)));
+}
+
+#[test]
+fn every_protocol_seed_is_an_honest_transcript_its_party_completes() {
+    let mut owned = 0;
+    for &(name, _) in secinfer_fuzz::TARGETS {
+        if let Some(done) = secinfer_fuzz::protocols::seed_completes(name) {
+            assert!(done, "{name}: its party fails on the unmutated seed");
+            owned += 1;
+        }
+    }
+    assert_eq!(owned, 9);
 }
 
 #[test]
