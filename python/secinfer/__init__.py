@@ -5,8 +5,13 @@ thin face over it plus the PyTorch side (datasets, training recipes, export), wh
 only where it is needed.
 """
 
+# The errors the core raises, one class per kind of failure, all under SecinferError (itself a
+# RuntimeError): retry on PeerTimeout, report Refused, fix the model on BadModel.
+_ERRORS = ["SecinferError", "PeerTimeout", "PeerClosed", "MalformedMessage", "Refused",
+           "BadModel", "BadInput", "Unsupported"]
+
 __all__ = ["core", "Server", "Client", "InferenceResult", "Cost", "PhaseCost", "export",
-           "load_model_dir", "FixedPointModel"]
+           "load_model_dir", "FixedPointModel", *_ERRORS]
 
 
 def core():  # noqa: ANN201 - the module type is built by maturin
@@ -30,6 +35,10 @@ _LAZY = {"Server": ("api", "Server"), "Client": ("api", "Client"),
 
 
 def __getattr__(name):
+    if name in _ERRORS:
+        value = getattr(core(), name)
+        globals()[name] = value
+        return value
     if name in _LAZY:
         import importlib
 

@@ -96,6 +96,33 @@ def test_secure_inference_between_python_server_and_client_matches_reference(cap
     assert len(done) == 2, lines
 
 
+def test_failures_raise_typed_errors_by_kind():
+    """A port nobody listens on is a refusal, a server that reveals no logits refuses a logits
+    request, and both are SecinferErrors (RuntimeErrors) a caller can tell apart by class."""
+    import socket
+    import threading
+
+    sample = json.loads((SHIPPED / "samples.jsonl").read_text().splitlines()[0])
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    free_port = s.getsockname()[1]
+    s.close()
+    with pytest.raises(secinfer.Refused):
+        secinfer.Client("127.0.0.1", free_port, SHIPPED).infer(sample["text"])
+    server = secinfer.Server(SHIPPED, variant="cg2")
+    bound, ready = [], threading.Event()
+    t = threading.Thread(target=server.serve, kwargs=dict(
+        port=0, sessions=1, on_listen=lambda a: (bound.append(a), ready.set())))
+    t.start()
+    assert ready.wait(60), "server did not start"
+    host, port = bound[0].rsplit(":", 1)
+    with pytest.raises(secinfer.Refused, match="does not reveal logits") as e:
+        secinfer.Client(host, int(port), SHIPPED).infer(sample["text"], reveal_logits=True)
+    t.join(60)
+    assert isinstance(e.value, secinfer.SecinferError) and isinstance(e.value, RuntimeError)
+    assert not isinstance(e.value, secinfer.PeerTimeout)
+
+
 def test_secure_inference_needs_an_info_directory():
     info = json.loads((SHIPPED / "model.json").read_text())
     with pytest.raises(ValueError, match="directory"):

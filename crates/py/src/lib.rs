@@ -156,8 +156,79 @@ fn variant_of(name: &str) -> PyResult<secinfer_nn::layers::gru::Variant> {
     name.parse().map_err(|e: String| PyValueError::new_err(e))
 }
 
+// One Python exception class per [`secinfer_nn::ErrorKind`], under a common base that is a
+// RuntimeError (so code written against the untyped face still catches them): a caller retries
+// on a timeout, reports a refusal and fixes a model without parsing messages.
+#[allow(
+    unexpected_cfgs,
+    reason = "pyo3 0.22's create_exception! tests a `gil-refs` feature this crate does not declare"
+)]
+mod errors {
+    use pyo3::exceptions::PyRuntimeError;
+    pyo3::create_exception!(
+        _core,
+        SecinferError,
+        PyRuntimeError,
+        "Base of every secinfer error."
+    );
+    pyo3::create_exception!(
+        _core,
+        PeerTimeout,
+        SecinferError,
+        "The peer did not answer in time."
+    );
+    pyo3::create_exception!(
+        _core,
+        PeerClosed,
+        SecinferError,
+        "The peer closed the connection."
+    );
+    pyo3::create_exception!(
+        _core,
+        MalformedMessage,
+        SecinferError,
+        "The peer sent bytes that are not a valid message."
+    );
+    pyo3::create_exception!(
+        _core,
+        Refused,
+        SecinferError,
+        "The peer declined the session or the request."
+    );
+    pyo3::create_exception!(
+        _core,
+        BadModel,
+        SecinferError,
+        "The model directory is invalid (file, JSON, layer, tensor, vocabulary)."
+    );
+    pyo3::create_exception!(
+        _core,
+        BadInput,
+        SecinferError,
+        "The caller's input or options are invalid."
+    );
+    pyo3::create_exception!(
+        _core,
+        Unsupported,
+        SecinferError,
+        "The model or mode has no secure protocol here."
+    );
+}
+use errors::*;
+
 fn nn_err(e: secinfer_nn::NnError) -> PyErr {
-    PyRuntimeError::new_err(e.to_string())
+    use secinfer_nn::ErrorKind as K;
+    let m = e.to_string();
+    match e.kind() {
+        K::Timeout => PeerTimeout::new_err(m),
+        K::PeerClosed => PeerClosed::new_err(m),
+        K::Malformed => MalformedMessage::new_err(m),
+        K::Refused => Refused::new_err(m),
+        K::BadModel => BadModel::new_err(m),
+        K::BadInput => BadInput::new_err(m),
+        K::Unsupported => Unsupported::new_err(m),
+        K::Internal => SecinferError::new_err(m),
+    }
 }
 
 /// The model owner's side: holds the prepared model (weights never leave Rust).
@@ -420,5 +491,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_text, m)?)?;
     m.add_class::<Server>()?;
     m.add_class::<Client>()?;
+    let py = m.py();
+    m.add("SecinferError", py.get_type_bound::<SecinferError>())?;
+    m.add("PeerTimeout", py.get_type_bound::<PeerTimeout>())?;
+    m.add("PeerClosed", py.get_type_bound::<PeerClosed>())?;
+    m.add("MalformedMessage", py.get_type_bound::<MalformedMessage>())?;
+    m.add("Refused", py.get_type_bound::<Refused>())?;
+    m.add("BadModel", py.get_type_bound::<BadModel>())?;
+    m.add("BadInput", py.get_type_bound::<BadInput>())?;
+    m.add("Unsupported", py.get_type_bound::<Unsupported>())?;
     Ok(())
 }
