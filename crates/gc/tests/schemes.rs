@@ -534,9 +534,7 @@ fn single_copy_batches_send_one_copys_tables_and_equal_plaintext() {
     for (s, seed) in SCHEMES.into_iter().zip([32u64, 33]) {
         let one = secinfer_gc::protocol::batch_table_bytes(s, &circ, 1).expect("size");
         assert_eq!(one, circ.and_count() * s.table_bytes(1) as u64, "{s:?}");
-        let padded = s
-            .tables_bytes(circ.and_count(), 1, LANES)
-            .expect("size");
+        let padded = s.tables_bytes(circ.and_count(), 1, LANES).expect("size");
         assert!(one * 12 < padded, "{s:?}: {one} vs {padded}");
         let (gi, ei, want) = random_batch(&circ, g_in, 1, seed);
         let d = delta(&mut Prg::new());
