@@ -311,7 +311,7 @@ struct HeShares {
 struct ClientState {
     h: usize,
     sc: StepCircuits,
-    fin: Circuit,
+    fin: std::sync::Arc<Circuit>,
     otr: PooledOtReceiver,
     mux_s: PooledOtSender,
     eval: Evaluator,

@@ -11,7 +11,7 @@ use secinfer_ot::{CotSource, FerretParams};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/11";
+pub const PROTOCOL: &str = "secinfer-gru/12";
 /// How the session's AND gates are garbled unless the client asks otherwise (the client names
 /// the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
 /// garbling"). Three-halves: 23 % fewer table bytes than half-gates, as fast on `lan` (0.185 vs

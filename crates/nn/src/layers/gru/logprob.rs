@@ -31,6 +31,7 @@ use secinfer_gc::gadgets::{
     add, constant_word, lt_signed, lut, mul_unsigned, mux_word, sext, sub, zext,
 };
 use secinfer_gc::{Builder, Circuit};
+use std::sync::Arc;
 
 use super::circuits::{index_bits, trunc_acc, CircuitCache, StepLayout};
 
@@ -113,33 +114,39 @@ pub(super) fn session_final(
     top_k: usize,
     log_prob: bool,
     cache: &CircuitCache,
-) -> (Circuit, usize) {
+) -> (Arc<Circuit>, usize) {
     if log_prob {
-        (logprob_circuit(fp, classes, cache), index_bits(classes))
+        let key = (classes, fp.main.bits, fp.main.frac);
+        let c = cache.logprob_circuit(key, || logprob_circuit(fp, classes, cache));
+        (c, index_bits(classes))
     } else {
-        (
-            super::circuits::final_circuit(fp, classes, reveal_logits, top_k, cache),
-            0,
-        )
+        let c = super::circuits::final_circuit(fp, classes, reveal_logits, top_k, cache);
+        (Arc::new(c), 0)
     }
+}
+
+/// One level of a pairwise reduction: `f(x, y)` of neighbours (2i, 2i + 1), an odd last word
+/// passed up unchanged.
+fn pair_level(b: &mut Builder, cur: Vec<W>, mut f: impl FnMut(&mut Builder, W, W) -> W) -> Vec<W> {
+    let mut next = Vec::with_capacity(cur.len().div_ceil(2));
+    let mut it = cur.into_iter();
+    while let Some(x) = it.next() {
+        match it.next() {
+            None => next.push(x),
+            Some(y) => next.push(f(b, x, y)),
+        }
+    }
+    next
 }
 
 /// The maximum of signed words by a tournament (no index: half the argmax's multiplexers).
 fn max_signed(b: &mut Builder, xs: &[W]) -> W {
     let mut cur: Vec<W> = xs.to_vec();
     while cur.len() > 1 {
-        let mut next = Vec::with_capacity(cur.len().div_ceil(2));
-        let mut it = cur.into_iter();
-        while let Some(x) = it.next() {
-            match it.next() {
-                None => next.push(x),
-                Some(y) => {
-                    let gt = lt_signed(b, &x, &y);
-                    next.push(mux_word(b, &gt, &x, &y));
-                }
-            }
-        }
-        cur = next;
+        cur = pair_level(b, cur, |b, x, y| {
+            let gt = lt_signed(b, &x, &y);
+            mux_word(b, &gt, &x, &y)
+        });
     }
     cur.pop().unwrap_or_default()
 }
@@ -185,18 +192,10 @@ fn shr_var(b: &mut Builder, x: &[Bit<u32>], s: &[Bit<u32>]) -> W {
 fn sum_tree(b: &mut Builder, xs: Vec<W>) -> W {
     let mut cur = xs;
     while cur.len() > 1 {
-        let mut next = Vec::with_capacity(cur.len().div_ceil(2));
-        let mut it = cur.into_iter();
-        while let Some(x) = it.next() {
-            match it.next() {
-                None => next.push(x),
-                Some(y) => {
-                    let w = x.len().max(y.len()) + 1;
-                    next.push(add(b, &zext(&x, w), &zext(&y, w)));
-                }
-            }
-        }
-        cur = next;
+        cur = pair_level(b, cur, |b, x, y| {
+            let w = x.len().max(y.len()) + 1;
+            add(b, &zext(&x, w), &zext(&y, w))
+        });
     }
     cur.pop().unwrap_or_default()
 }
@@ -205,15 +204,7 @@ fn sum_tree(b: &mut Builder, xs: Vec<W>) -> W {
 fn select(b: &mut Builder, xs: &[W], idx: &[Bit<u32>]) -> W {
     let mut cur: Vec<W> = xs.to_vec();
     for s in idx {
-        let mut next = Vec::with_capacity(cur.len().div_ceil(2));
-        let mut it = cur.into_iter();
-        while let Some(x) = it.next() {
-            match it.next() {
-                None => next.push(x),
-                Some(y) => next.push(mux_word(b, s, &x, &y)),
-            }
-        }
-        cur = next;
+        cur = pair_level(b, cur, |b, x, y| mux_word(b, s, &x, &y));
     }
     cur.pop().unwrap_or_default()
 }

@@ -163,7 +163,7 @@ struct HeShares {
 struct ServerState<'a> {
     h: usize,
     sc: &'a StepCircuits,
-    fin: Circuit,
+    fin: std::sync::Arc<Circuit>,
     prg: Prg,
     ots: PooledOtSender,
     mux_r: PooledOtReceiver,
