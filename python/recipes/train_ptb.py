@@ -78,6 +78,8 @@ def main(argv=None):
     p.add_argument("--max-minutes", type=float, default=None, help="wall-clock training budget")
     p.add_argument("--fx-tokens", type=int, default=None,
                    help="fixed-point PPW on the first N test tokens only (default: all)")
+    p.add_argument("--init", default=None,
+                   help="model directory whose weights training starts from (continue a shipped model)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-fixed-point", action="store_true")
@@ -104,6 +106,12 @@ def main(argv=None):
     print(f"PTB tokens train {len(tr)} valid {len(va)} test {len(te)}, vocab {len(vocab)}")
 
     model = GRULanguageModel(len(vocab), args.embed, args.hidden, args.activation, args.dropout)
+    if args.init is not None:
+        from secinfer.modelio import load_torch
+
+        # Same vocabulary (built from the train split) and shapes: the weights carry over.
+        model.load_state_dict(load_torch(args.init).state_dict())
+        print(f"continuing from {args.init}: float PPW valid {lm_perplexity(model, va):.2f}")
     hist = train_lm(model, tr, epochs=args.epochs, batch_size=args.batch, bptt=args.bptt, lr=args.lr,
                     max_steps=args.max_steps, lr_decay=args.lr_decay, decay_after=args.decay_after,
                     max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,

@@ -4,6 +4,7 @@ mod choco_cmd;
 mod error;
 mod model_cmd;
 mod pair;
+mod perplexity;
 mod report;
 mod serve;
 #[cfg(feature = "tfhe")]

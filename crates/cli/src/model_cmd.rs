@@ -154,6 +154,12 @@ pub struct InferArgs {
     /// candidates of a language model), largest first; 1 is the argmax alone.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub top_k: u16,
+    /// Language model: the secure perplexity per word of the text (--text: every word after
+    /// the first, each predicted from the words before it, at most `vocab.max_len` of them;
+    /// --samples: each sample's label after its text). One session per word; the client learns
+    /// only log2 p of each word (the server must allow logits: `serve --allow-logits`).
+    #[arg(long, conflicts_with_all = ["next_word", "reveal_logits", "tokens"])]
+    pub perplexity: bool,
     /// With --server: also evaluate the plaintext fixed-point reference from --model and print
     /// it beside the secure prediction.
     #[arg(long)]
@@ -321,6 +327,9 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     if client.model().is_err() {
         return infer_graph_secure(&a, &client, server);
     }
+    if a.perplexity {
+        return crate::perplexity::run(&a, &client, server);
+    }
     let cm = client.model()?;
     let ins = inputs(&a, client.vocab(), cm.arch.vocab)?;
     let reference = if a.compare_plaintext {
@@ -343,6 +352,7 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
                 reveal_logits: a.reveal_logits,
                 gates_in_circuit: a.gates == Gates::Circuit,
                 top_k: usize::from(a.top_k),
+                log_prob_of: None,
             },
             a.ot,
             a.garbling.unwrap_or(DEFAULT_GARBLING),
@@ -453,7 +463,7 @@ fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<()
     Ok(())
 }
 
-fn print_report(rep: &SessionReport, variant: &str) {
+pub(crate) fn print_report(rep: &SessionReport, variant: &str) {
     let c = &rep.cost;
     let mb = |b: u64| b as f64 / 1e6;
     println!(

@@ -5,7 +5,8 @@
 //!
 //! **Offline / online split.** With shares in and shares out the circuit is input-independent, so:
 //! * offline ([`garble_offline`] / [`evaluate_offline`]): the garbler picks fresh zero-labels for
-//!   every input wire of every copy, garbles all copies (rayon, `LANES` copies per hash batch) and
+//!   every input wire of every copy, garbles all copies (rayon, `LANES` copies per hash batch,
+//!   or one for a batch of one copy: [`batch_lanes`]) and
 //!   streams the tables in 64 KiB frames as they are produced, then the output decoding bits
 //!   (the permute bits lsb(W0) of the output wires). The evaluator stores the tables as the
 //!   frames they arrived in. Garbler inputs that do not depend on the online input (the output
@@ -53,8 +54,26 @@ pub const LANES: usize = 16;
 #[doc(hidden)]
 pub use secinfer_core::{CotReceiver, CotSender};
 
+/// Circuit copies garbled together in a batch of `n`: one for a circuit that runs once (its
+/// tables are sent once, not padded to [`LANES`] copies), [`LANES`] otherwise. Both parties
+/// derive it from `n`, so it never travels.
+pub fn batch_lanes(n: usize) -> usize {
+    if n == 1 {
+        1
+    } else {
+        LANES
+    }
+}
+
+/// Chunks of [`batch_lanes`] copies in a batch of `n`.
 fn chunks(n: usize) -> usize {
-    n.div_ceil(LANES)
+    n.div_ceil(batch_lanes(n))
+}
+
+/// Bytes of garbled tables a batch of `n` copies of `circ` sends under `scheme` (whole chunks
+/// of [`batch_lanes`] copies), or `None` on overflow: what the evaluator accepts, exactly.
+pub fn batch_table_bytes(scheme: Scheme, circ: &Circuit, n: usize) -> Option<u64> {
+    scheme.tables_bytes(circ.and_count(), chunks(n) as u64, batch_lanes(n))
 }
 
 /// Output wires that are real wires (constants need no decoding).
@@ -69,9 +88,10 @@ pub fn wire_outputs(c: &Circuit) -> usize {
 /// chunks; a wave (2 tasks per thread, ≤ 32 chunks and ≤ 4 MiB of tables each) is garbled in
 /// parallel and sent before the next starts, so sending overlaps the peer's receiving and the
 /// garbler's memory stays bounded.
-fn task_split(circ: &Circuit, scheme: Scheme, nch: usize) -> (usize, usize) {
+fn task_split(circ: &Circuit, scheme: Scheme, n: usize) -> (usize, usize) {
+    let nch = chunks(n);
     let threads = rayon::current_num_threads().max(1);
-    let chunk_bytes = (circ.and_count() as usize * scheme.table_bytes(LANES)).max(1);
+    let chunk_bytes = (circ.and_count() as usize * scheme.table_bytes(batch_lanes(n))).max(1);
     let cap = ((4 << 20) / chunk_bytes).max(1);
     let per_task = nch.div_ceil(threads * 16).clamp(1, cap.min(32));
     (per_task, threads * 2)
@@ -84,7 +104,7 @@ fn check_shape(c: &Circuit, g_in: usize, n: usize) -> Result<(), GcError> {
     if n == 0 {
         return Err(GcError::invalid("empty batch"));
     }
-    if (chunks(n) * LANES) as u64 > u32::MAX as u64 {
+    if (chunks(n) * batch_lanes(n)) as u64 > u32::MAX as u64 {
         return Err(GcError::invalid("batch too large"));
     }
     Ok(())
@@ -98,8 +118,10 @@ pub struct GarbledBatch {
     e_in: usize,
     n: usize,
     /// Per chunk, per kept input wire (`stride` of them: all, or only the garbler's for a
-    /// preset batch), `LANES` zero-labels.
+    /// preset batch), `lanes` zero-labels.
     labels: Vec<Block>,
+    /// Copies per chunk ([`batch_lanes`]).
+    lanes: usize,
     stride: usize,
     /// Garbler input wires whose labels were already sent (input-independent values).
     early: std::ops::Range<usize>,
@@ -121,8 +143,8 @@ impl GarbledBatch {
         self.n == 0
     }
     fn zero(&self, i: usize, w: usize) -> Block {
-        let (c, l) = (i / LANES, i % LANES);
-        self.labels[(c * self.stride + w) * LANES + l]
+        let (c, l) = (i / self.lanes, i % self.lanes);
+        self.labels[(c * self.stride + w) * self.lanes + l]
     }
 
     /// The active labels of the garbler's late (not early-sent) inputs, instance-major, as the
@@ -279,7 +301,21 @@ struct GarbleTask {
 /// output permute bits.
 type TaskOut = (Vec<Vec<u8>>, Vec<Block>, Vec<bool>);
 
-fn garble_task(
+/// [`garble_task`] at the batch's lane count.
+fn garble_task_any(
+    job: &BatchJob<'_>,
+    nonce: u64,
+    delta: Block,
+    t: &GarbleTask,
+) -> Result<TaskOut, GcError> {
+    if batch_lanes(job.n) == 1 {
+        garble_task::<1>(job, nonce, delta, t)
+    } else {
+        garble_task::<LANES>(job, nonce, delta, t)
+    }
+}
+
+fn garble_task<const L: usize>(
     job: &BatchJob<'_>,
     nonce: u64,
     delta: Block,
@@ -291,30 +327,30 @@ fn garble_task(
     let (c0, c1) = (t.c0, t.c1);
     // Tables go out as wire frames of at most FRAME_BYTES (whole gates), copied while still in
     // cache; the garbler's own buffer stays one frame long.
-    let mut g = Garbler::<LANES, FrameSink>::with_sink(
+    let mut g = Garbler::<L, FrameSink>::with_sink(
         delta,
         nonce,
-        (c0 * LANES) as u32,
+        (c0 * L) as u32,
         Prg::from_seed(t.seed),
         Some(FrameSink(Vec::new())),
     )?
     .with_scheme(job.scheme);
     g.tables
-        .reserve_exact(FRAME_BYTES + job.scheme.table_bytes(LANES));
+        .reserve_exact(FRAME_BYTES + job.scheme.table_bytes(L));
     let stride = stride(job);
-    let mut flat = Vec::with_capacity((c1 - c0) * stride * LANES);
-    let mut dec = Vec::with_capacity((c1 - c0) * LANES * circ.n_outputs());
+    let mut flat = Vec::with_capacity((c1 - c0) * stride * L);
+    let mut dec = Vec::with_capacity((c1 - c0) * L * circ.n_outputs());
     for c in c0..c1 {
-        g.set_instances(nonce, (c * LANES) as u32)?;
-        let mut ins: Vec<[Block; LANES]> = match job.g_known {
+        g.set_instances(nonce, (c * L) as u32)?;
+        let mut ins: Vec<[Block; L]> = match job.g_known {
             Some(bits) => {
                 // Copies past n (padding) encode 0; the evaluator ignores their outputs.
-                let real = n.saturating_sub(c * LANES).min(LANES);
+                let real = n.saturating_sub(c * L).min(L);
                 (0..g_in)
                     .map(|w| {
-                        let mut lanes = public_labels::<LANES>(nonce, (c * LANES) as u32, w as u32);
+                        let mut lanes = public_labels::<L>(nonce, (c * L) as u32, w as u32);
                         for (l, lab) in lanes.iter_mut().enumerate().take(real) {
-                            *lab ^= delta.and_bit(bits[(c * LANES + l) * g_in + w]);
+                            *lab ^= delta.and_bit(bits[(c * L + l) * g_in + w]);
                         }
                         lanes
                     })
@@ -326,15 +362,15 @@ fn garble_task(
             Some(z) => {
                 // The COTs' m0 are the zero-labels; copies past n (the last chunk's padding)
                 // get random ones.
-                let real = n.saturating_sub(c * LANES).min(LANES);
+                let real = n.saturating_sub(c * L).min(L);
                 for w in 0..e_in {
-                    let mut lanes = if real < LANES {
+                    let mut lanes = if real < L {
                         g.input()
                     } else {
-                        [Block::ZERO; LANES]
+                        [Block::ZERO; L]
                     };
                     for (l, lab) in lanes.iter_mut().enumerate().take(real) {
-                        *lab = z[(c * LANES + l) * e_in + w];
+                        *lab = z[(c * L + l) * e_in + w];
                     }
                     ins.push(lanes);
                 }
@@ -342,7 +378,7 @@ fn garble_task(
             None => ins.extend((0..e_in).map(|_| g.input())),
         }
         let outs = circ.eval(&mut g, &ins);
-        for l in 0..LANES {
+        for l in 0..L {
             for o in &outs {
                 if let Bit::Wire(w) = o {
                     dec.push(w[l].lsb());
@@ -416,7 +452,7 @@ pub fn garble_batches<C: Channel>(
         nonces.push(prg.next_block().low_u64());
         bounds.push(tasks.len());
         let nch = chunks(n);
-        let (per_task, _) = task_split(circ, job.scheme, nch);
+        let (per_task, _) = task_split(circ, job.scheme, n);
         for c0 in (0..nch).step_by(per_task) {
             tasks.push(GarbleTask {
                 job: j,
@@ -445,6 +481,7 @@ pub fn garble_batches<C: Channel>(
             e_in: job.circ.n_inputs - job.g_in,
             n: job.n,
             labels,
+            lanes: batch_lanes(job.n),
             stride: stride(job),
             early: 0..0,
             preset: job.e_zero.is_some(),
@@ -495,7 +532,7 @@ pub fn garble_batches<C: Channel>(
                 s.spawn(move |_| {
                     let t = &tasks[i];
                     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        garble_task(&jobs[t.job], nonces_r[t.job], delta, t)
+                        garble_task_any(&jobs[t.job], nonces_r[t.job], delta, t)
                     }))
                     .unwrap_or_else(|_| Err(GcError::invalid("garbling task panicked")));
                     let _ = tx.send((i, r));
@@ -692,9 +729,8 @@ pub fn evaluate_offline_scheme<C: Channel>(
 ) -> Result<ReceivedBatch, GcError> {
     check_shape(circ, g_in, n)?;
     let nonce = ch.recv_pod::<u64>(1)?[0];
-    let gate = scheme.table_bytes(LANES);
-    let expected = scheme
-        .tables_bytes(circ.and_count(), chunks(n) as u64, LANES)
+    let gate = scheme.table_bytes(batch_lanes(n));
+    let expected = batch_table_bytes(scheme, circ, n)
         .ok_or_else(|| GcError::invalid("table size overflows"))?;
     let mut frames: Vec<Vec<u8>> = Vec::new();
     let mut starts: Vec<u64> = Vec::new();
@@ -895,14 +931,14 @@ fn recv_garbler_labels<C: Channel>(
     Ok(g_labels)
 }
 
-/// Evaluates copies `c0 * LANES ..` (chunks `c0..c1`, copies past `n` skipped) from their
+/// Evaluates copies `c0 * L ..` (chunks `c0..c1`, copies past `n` skipped) from their
 /// active input labels (`n × g_in` and `n × e_in`, instance-major) with tables from `src`;
 /// returns the permute bits of the wire outputs, instance-major.
 #[allow(
     clippy::too_many_arguments,
     reason = "one task's coordinates; a struct would only rename them"
 )]
-fn evaluate_task<Src: crate::garble::TableSource>(
+fn evaluate_task<const L: usize, Src: crate::garble::TableSource>(
     circ: &Circuit,
     nonce: u64,
     scheme: Scheme,
@@ -914,14 +950,14 @@ fn evaluate_task<Src: crate::garble::TableSource>(
 ) -> Result<Vec<bool>, GcError> {
     let g_in = g_labels.len() / n.max(1);
     let e_in = circ.n_inputs - g_in;
-    let mut ev = Evaluator::<LANES, _>::new(nonce, (c0 * LANES) as u32, src)?.with_scheme(scheme);
-    let mut bits = Vec::with_capacity((c1 - c0) * LANES * wire_outputs(circ));
-    let mut ins = vec![[Block::ZERO; LANES]; circ.n_inputs];
+    let mut ev = Evaluator::<L, _>::new(nonce, (c0 * L) as u32, src)?.with_scheme(scheme);
+    let mut bits = Vec::with_capacity((c1 - c0) * L * wire_outputs(circ));
+    let mut ins = vec![[Block::ZERO; L]; circ.n_inputs];
     for c in c0..c1 {
-        ev.set_instances(nonce, (c * LANES) as u32)?;
+        ev.set_instances(nonce, (c * L) as u32)?;
         #[allow(clippy::needless_range_loop)]
-        for l in 0..LANES {
-            let i = c * LANES + l;
+        for l in 0..L {
+            let i = c * L + l;
             for w in 0..g_in {
                 ins[w][l] = if i < n {
                     g_labels[i * g_in + w]
@@ -938,8 +974,8 @@ fn evaluate_task<Src: crate::garble::TableSource>(
             }
         }
         let outs = circ.eval(&mut ev, &ins);
-        for l in 0..LANES {
-            if c * LANES + l >= n {
+        for l in 0..L {
+            if c * L + l >= n {
                 break;
             }
             for o in &outs {
@@ -951,6 +987,28 @@ fn evaluate_task<Src: crate::garble::TableSource>(
     }
     ev.finish()?;
     Ok(bits)
+}
+
+/// [`evaluate_task`] at the batch's lane count.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one task's coordinates; a struct would only rename them"
+)]
+fn evaluate_task_any<Src: crate::garble::TableSource>(
+    circ: &Circuit,
+    nonce: u64,
+    scheme: Scheme,
+    src: Src,
+    range: (usize, usize),
+    n: usize,
+    g_labels: &[Block],
+    e_labels: &[Block],
+) -> Result<Vec<bool>, GcError> {
+    if batch_lanes(n) == 1 {
+        evaluate_task::<1, _>(circ, nonce, scheme, src, range, n, g_labels, e_labels)
+    } else {
+        evaluate_task::<LANES, _>(circ, nonce, scheme, src, range, n, g_labels, e_labels)
+    }
 }
 
 /// The outputs from the wire outputs' permute bits (`n × wire outputs`, instance-major): the
@@ -998,9 +1056,9 @@ fn evaluate_labels(
     e_labels: &[Block],
 ) -> Result<Vec<bool>, GcError> {
     let n = batch.n;
-    let per_chunk = circ.and_count() as usize * batch.scheme.table_bytes(LANES);
+    let per_chunk = circ.and_count() as usize * batch.scheme.table_bytes(batch_lanes(n));
     let nch = chunks(n);
-    let (per_task, _) = task_split(circ, batch.scheme, nch);
+    let (per_task, _) = task_split(circ, batch.scheme, n);
     let results: Vec<Result<Vec<bool>, GcError>> = (0..nch)
         .step_by(per_task)
         .collect::<Vec<_>>()
@@ -1008,7 +1066,7 @@ fn evaluate_labels(
         .map(|c0| {
             let src = FrameSource::at(&batch.frames, &batch.starts, (c0 * per_chunk) as u64);
             let c1 = (c0 + per_task).min(nch);
-            evaluate_task(
+            evaluate_task_any(
                 circ,
                 batch.nonce,
                 batch.scheme,
@@ -1029,12 +1087,20 @@ fn evaluate_labels(
 
 /// The public active labels of a batch's garbler inputs (`n × g_in`, instance-major).
 fn known_labels(nonce: u64, n: usize, g_in: usize) -> Vec<Block> {
+    if batch_lanes(n) == 1 {
+        known_labels_at::<1>(nonce, n, g_in)
+    } else {
+        known_labels_at::<LANES>(nonce, n, g_in)
+    }
+}
+
+fn known_labels_at<const L: usize>(nonce: u64, n: usize, g_in: usize) -> Vec<Block> {
     let mut g_labels = vec![Block::ZERO; n * g_in];
-    for c in 0..chunks(n) {
+    for c in 0..n.div_ceil(L) {
         for w in 0..g_in {
-            let lanes = public_labels::<LANES>(nonce, (c * LANES) as u32, w as u32);
+            let lanes = public_labels::<L>(nonce, (c * L) as u32, w as u32);
             for (l, k) in lanes.into_iter().enumerate() {
-                let i = c * LANES + l;
+                let i = c * L + l;
                 if i < n {
                     g_labels[i * g_in + w] = k;
                 }
@@ -1072,14 +1138,13 @@ pub fn recv_evaluate_known<C: Channel>(
         ));
     }
     let nonce = ch.recv_pod::<u64>(1)?[0];
-    let gate = scheme.table_bytes(LANES);
-    let expected = scheme
-        .tables_bytes(circ.and_count(), chunks(n) as u64, LANES)
+    let gate = scheme.table_bytes(batch_lanes(n));
+    let expected = batch_table_bytes(scheme, circ, n)
         .ok_or_else(|| GcError::invalid("table size overflows"))?;
     let per_chunk = circ.and_count() * gate as u64;
     let g_labels = known_labels(nonce, n, g_in);
     let nch = chunks(n);
-    let (per_task, _) = task_split(circ, scheme, nch);
+    let (per_task, _) = task_split(circ, scheme, n);
     let ranges: Vec<(usize, usize)> = (0..nch)
         .step_by(per_task)
         .map(|c0| (c0, (c0 + per_task).min(nch)))
@@ -1109,7 +1174,16 @@ pub fn recv_evaluate_known<C: Channel>(
                     s.spawn(move |_| {
                         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             let src = crate::garble::SliceSource::new(&bytes);
-                            evaluate_task(circ, nonce, scheme, src, (c0, c1), n, g_labels, e_labels)
+                            evaluate_task_any(
+                                circ,
+                                nonce,
+                                scheme,
+                                src,
+                                (c0, c1),
+                                n,
+                                g_labels,
+                                e_labels,
+                            )
                         }))
                         .unwrap_or_else(|_| Err(GcError::invalid("evaluation task panicked")));
                         let _ = tx.send((k, r));

@@ -518,3 +518,73 @@ fn scheme_names_parse_and_sizes_are_the_papers() {
 fn fx(bits: u32, scale: u32) -> Fixed {
     Fixed::new(bits, scale).expect("valid format")
 }
+
+/// A batch of one copy is garbled single-lane: its evaluator gets the plaintext outputs (as
+/// the tables arrive, and from stored tables with the garbler decoding), and the wire carries
+/// exactly one copy's tables (a nonce, `and_count` gates of `Scheme::table_bytes(1)` bytes and
+/// the decoding bits; framing aside), not `LANES` padded copies.
+#[test]
+fn single_copy_batches_send_one_copys_tables_and_equal_plaintext() {
+    let circ = random_circuit(24, 2000, 31);
+    let g_in = 10;
+    let e_in = circ.n_inputs - g_in;
+    let wo = wire_outputs(&circ);
+    assert_eq!(secinfer_gc::protocol::batch_lanes(1), 1);
+    assert_eq!(secinfer_gc::protocol::batch_lanes(2), LANES);
+    for (s, seed) in SCHEMES.into_iter().zip([32u64, 33]) {
+        let one = secinfer_gc::protocol::batch_table_bytes(s, &circ, 1).expect("size");
+        assert_eq!(one, circ.and_count() * s.table_bytes(1) as u64, "{s:?}");
+        let padded = s.tables_bytes(circ.and_count(), 1, LANES).expect("size");
+        assert!(one * 12 < padded, "{s:?}: {one} vs {padded}");
+        let (gi, ei, want) = random_batch(&circ, g_in, 1, seed);
+        let d = delta(&mut Prg::new());
+        let (so, co) = ot_pair(d);
+        let (c1, c2) = (circ.clone(), circ.clone());
+        let gi2 = gi.clone();
+        let run = simulate(
+            move |ch| {
+                let mut ot = co(ch);
+                let mut both = ei.clone();
+                both.extend_from_slice(&ei);
+                let labels = std::sync::Arc::new(ot.recv_cot(ch, &both)?);
+                let before = ch.meter().snapshot().total().bytes_received;
+                let streamed =
+                    recv_evaluate_known(ch, &c1, g_in, 1, Reveal::Evaluator, s, &labels[..e_in])?;
+                let got = ch.meter().snapshot().total().bytes_received - before;
+                let mut b2 = evaluate_offline_scheme(ch, &c1, g_in, 1, Reveal::Garbler, s)?;
+                b2.set_evaluator_labels_shared(&c1, labels.clone(), e_in..2 * e_in)?;
+                let perm = evaluate_online_preset(ch, &c1, &b2)?;
+                ch.send_pod(&pack_bits(&perm))?;
+                ch.flush()?;
+                Ok::<_, GcError>((streamed, got))
+            },
+            move |ch| {
+                let mut ot = so(ch);
+                let m0 = ot.send_cot(ch, 2 * e_in)?;
+                let job = |k: usize, reveal, g_known| BatchJob {
+                    circ: &c2,
+                    g_in,
+                    n: 1,
+                    e_zero: Some(&m0[k * e_in..(k + 1) * e_in]),
+                    reveal,
+                    scheme: s,
+                    g_known,
+                };
+                garble_batches(ch, &[job(0, Reveal::Evaluator, Some(&gi2))], d)?;
+                let b = garble_batches(ch, &[job(1, Reveal::Garbler, None)], d)?;
+                garble_online_preset(ch, &b[0], &gi2)?;
+                let p: Vec<u8> = ch.recv_pod(wo.div_ceil(8))?;
+                b[0].decode(&c2, &unpack_bits(&p, wo))
+            },
+        );
+        let (streamed, got) = run.client.output.expect("evaluator");
+        let decoded = run.server.output.expect("garbler");
+        assert_eq!(streamed, want, "{s:?}: evaluator-revealed outputs");
+        assert_eq!(decoded, want, "{s:?}: garbler-decoded outputs");
+        let payload = 8 + one + wo.div_ceil(8) as u64;
+        assert!(
+            got >= payload && got < payload + 64,
+            "{s:?}: {got} vs {payload}"
+        );
+    }
+}

@@ -2,11 +2,15 @@
 //! `language-model`): the client learns the indices of the k largest next-word logits from the
 //! garbled top-k, and they equal the plaintext fixed-point reference's top-k (largest first,
 //! lowest index first among equal logits); a request for more than the protocol allows is a
-//! typed input error before anything is sent.
+//! typed input error before anything is sent. The secure log-probability of a word the client
+//! names equals the fixed-point reference's bit for bit, within `LOG2_BOUND` of the exact
+//! log-softmax, and needs a server that allows logits.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 mod common;
 use secinfer_net::simulate;
 use secinfer_nn::info::ModelInfo;
+use secinfer_nn::layers::gru::circuits::{CircuitCache, StepLayout};
+use secinfer_nn::layers::gru::logprob::{log2_prob_exact, log2_prob_fixed, LOG2_BOUND, LOG_FRAC};
 use secinfer_nn::layers::gru::{top_k, ClientOptions, ServerPolicy, Variant, MAX_TOP_K};
 use secinfer_nn::runtime::{
     ClientInput, ClientSession, Outcome, RunOptions, ServerOptions, ServerSession,
@@ -80,6 +84,12 @@ struct Lm {
     q: QuantizedModel,
 }
 
+impl Lm {
+    fn q_fp(&self) -> secinfer_nn::FixedPointConfig {
+        self.server.gru().unwrap().fp
+    }
+}
+
 fn load(dir: &Path) -> Lm {
     let model = Model::load(dir).unwrap();
     let opts = ServerOptions {
@@ -93,11 +103,16 @@ fn load(dir: &Path) -> Lm {
 }
 
 fn secure_top(lm: &Lm, toks: &[u32], k: usize) -> Result<Outcome> {
+    let opts = ClientOptions {
+        top_k: k,
+        ..ClientOptions::default()
+    };
+    secure_run(lm, toks, opts, ServerPolicy::default())
+}
+
+fn secure_run(lm: &Lm, toks: &[u32], opts: ClientOptions, policy: ServerPolicy) -> Result<Outcome> {
     let run = RunOptions {
-        protocol: ClientOptions {
-            top_k: k,
-            ..ClientOptions::default()
-        },
+        protocol: opts,
         ..RunOptions::default()
     };
     let r = simulate(
@@ -105,7 +120,7 @@ fn secure_top(lm: &Lm, toks: &[u32], k: usize) -> Result<Outcome> {
             lm.client
                 .run(ch, ClientInput::Tokens(toks), &run, &mut |_, _, _| {})
         },
-        |ch| lm.server.run(ch, ServerPolicy::default()),
+        |ch| lm.server.run(ch, policy),
     );
     let out = r.client.output?;
     r.server.output?;
@@ -170,6 +185,63 @@ fn more_than_max_top_k_is_an_input_error() {
     write_lm(&dir, None);
     let lm = load(&dir);
     let e = secure_top(&lm, &[2, 3, 4, 5], MAX_TOP_K + 1).err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::BadInput, "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The client names a word privately and learns log2 p(word) from the garbled log-sum-exp: equal
+/// to the integer reference on the reference's logits, within `LOG2_BOUND` bits of the exact
+/// log-softmax; no class or index comes with it. A server that refuses logits refuses it, and
+/// a word outside the vocabulary is an input error.
+#[test]
+fn secure_log_probability_equals_the_fixed_point_reference() {
+    let dir = tempdir("logprob");
+    write_lm(&dir, None);
+    let lm = load(&dir);
+    let l = StepLayout::new(&lm.q_fp(), &CircuitCache::default()).l;
+    let f = lm.q_fp().main.frac as usize;
+    let allow = ServerPolicy { allow_logits: true };
+    let mut seen = std::collections::HashSet::new();
+    for (toks, w) in [
+        (vec![2u32, 3, 4, 5], 7usize),
+        (vec![0, 0, 17, 9], 0),
+        (vec![39, 1, 12, 12], V - 1),
+    ] {
+        let logits = Reference::new(&lm.q, CircuitActivations::default()).classify(&toks);
+        let want = log2_prob_fixed(&logits, l, f, w);
+        let opts = ClientOptions {
+            log_prob_of: Some(w),
+            ..ClientOptions::default()
+        };
+        let out = secure_run(&lm, &toks, opts, allow).unwrap();
+        assert_eq!(out.log2_prob, Some(want), "{toks:?} word {w}");
+        assert!(out.top.is_empty() && out.logits.is_none());
+        let got = want as f64 / (LOG_FRAC as f64).exp2();
+        let exact = log2_prob_exact(&logits, f, w);
+        assert!(
+            got < 0.0 && (got - exact).abs() <= LOG2_BOUND,
+            "{got} vs {exact}"
+        );
+        seen.insert(want);
+    }
+    assert_eq!(
+        seen.len(),
+        3,
+        "distinct words give distinct log-probabilities"
+    );
+    let opts = ClientOptions {
+        log_prob_of: Some(3),
+        ..ClientOptions::default()
+    };
+    let e = secure_run(&lm, &[2, 3, 4, 5], opts, ServerPolicy::default())
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::Refused, "{e}");
+    let opts = ClientOptions {
+        log_prob_of: Some(V),
+        ..ClientOptions::default()
+    };
+    let e = secure_run(&lm, &[2, 3, 4, 5], opts, allow).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::BadInput, "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -7,6 +7,8 @@ use secinfer_nn::layers::gru::{
     CircuitActivations, ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, ServerModel,
     SessionReport, Variant, DEFAULT_GARBLING,
 };
+use secinfer_nn::layers::gru::circuits::final_circuit;
+use secinfer_nn::layers::gru::CircuitCache;
 use secinfer_nn::{argmax, NnError, Reference};
 
 fn run_case(e: usize, h: usize, c: usize, steps: usize, v: Variant, seed: u64, reveal: bool) {
@@ -97,8 +99,8 @@ fn run_case_opts(
 }
 
 /// Three-halves changes only the tables: same HE (but for the scheme's name in the handshake)
-/// and multiplexer bytes, GC bytes lower by a multiple of 512 − 394 bytes (one 16-copy AND
-/// gate), and the same logits.
+/// and multiplexer bytes, GC bytes lower by 32 − 25 bytes per AND gate of the single-copy
+/// final circuit plus a multiple of 512 − 394 bytes (one 16-copy AND gate), and the same logits.
 #[test]
 fn three_halves_saves_exactly_the_table_bytes() {
     let (e, h, c, steps) = (6, 20, 3, 2);
@@ -111,11 +113,15 @@ fn three_halves_saves_exactly_the_table_bytes() {
     assert_eq!(hg.report.mux_bytes, th.report.mux_bytes);
     assert_eq!(hg.report.and_gates, th.report.and_gates);
     let saved = hg.report.gc_bytes - th.report.gc_bytes;
-    // Per 16-lane gate 512 − 394 bytes; the step batches have ⌈20/16⌉ = 2 chunks, the final
-    // circuit one (its padding lanes are garbled too).
+    // Per 16-lane gate 512 − 394 bytes in the step batches (⌈20/16⌉ = 2 chunks each); the
+    // final circuit runs as one copy, garbled single-lane: 32 − 25 bytes per gate.
     let per_gate = (Scheme::HalfGates.table_bytes(16) - Scheme::ThreeHalves.table_bytes(16)) as u64;
-    assert_eq!(saved % per_gate, 0, "saved {saved}");
-    assert!(saved > 0);
+    let per_one = (Scheme::HalfGates.table_bytes(1) - Scheme::ThreeHalves.table_bytes(1)) as u64;
+    let (q, _) = random_model(e, h, c, steps, Variant::Cg2, 7).unwrap();
+    let sm = ServerModel::new(q, Variant::Cg2, steps).unwrap();
+    let fin = final_circuit(&sm.fp, c, true, 1, &CircuitCache::default()).and_count();
+    assert!(saved > fin * per_one, "saved {saved}");
+    assert_eq!((saved - fin * per_one) % per_gate, 0, "saved {saved}");
     assert_eq!(DEFAULT_GARBLING, Scheme::ThreeHalves);
 }
 

@@ -62,11 +62,16 @@ impl Vocab {
 
     /// Tokenises `text` with `words-v1` and shapes it to exactly `max_len` ids.
     pub fn encode(&self, text: &str) -> Vec<u32> {
-        let ids: Vec<u32> = words_v1(text)
+        shape_tokens(self.ids(text), &self.config)
+    }
+
+    /// Every word's id (unknown words: `unk`), neither truncated nor padded: a language
+    /// model's stream, from which windows and next words are cut.
+    pub fn ids(&self, text: &str) -> Vec<u32> {
+        words_v1(text)
             .iter()
             .map(|w| self.ids.get(w.as_str()).copied().unwrap_or(self.config.unk))
-            .collect();
-        shape_tokens(ids, &self.config)
+            .collect()
     }
 }
 

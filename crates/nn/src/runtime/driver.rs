@@ -73,6 +73,8 @@ pub struct Outcome {
     pub top: Vec<usize>,
     /// The logits, when the client asked for them and the protocol revealed them.
     pub logits: Option<Vec<i64>>,
+    /// log2 p of the word a language model's client named (`ClientOptions::log_prob_of`).
+    pub log2_prob: Option<i64>,
     pub report: SessionReport,
 }
 
@@ -82,6 +84,7 @@ impl From<GruOutcome> for Outcome {
             class: o.class,
             top: o.top,
             logits: o.logits,
+            log2_prob: o.log2_prob,
             report: o.report,
         }
     }

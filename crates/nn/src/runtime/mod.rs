@@ -234,6 +234,7 @@ impl Client {
             class: o.class,
             top: o.top,
             logits: o.logits,
+            log2_prob: o.log2_prob,
             report: o.report,
         })
     }

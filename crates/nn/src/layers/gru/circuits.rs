@@ -42,6 +42,9 @@ type Entry = (Arc<Circuit>, i64, i64);
 #[derive(Default)]
 pub struct CircuitCache {
     entries: Mutex<HashMap<Key, Entry>>,
+    /// Log-probability circuits by (classes, logit bits, fractional bits): a language model's
+    /// is millions of gates, built once and then shared by every session that asks for it.
+    logprob: Mutex<HashMap<(usize, u32, u32), Arc<Circuit>>>,
 }
 
 impl CircuitCache {
@@ -83,6 +86,22 @@ impl CircuitCache {
             m.insert(key, e.clone());
         }
         e
+    }
+
+    /// The cached circuit under `key`, or `build()`'s, kept for the next caller.
+    pub(super) fn logprob_circuit(
+        &self,
+        key: (usize, u32, u32),
+        build: impl FnOnce() -> Circuit,
+    ) -> Arc<Circuit> {
+        if let Some(c) = self.logprob.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return c;
+        }
+        let c = Arc::new(build());
+        if let Ok(mut m) = self.logprob.lock() {
+            m.insert(key, c.clone());
+        }
+        c
     }
 }
 
@@ -463,7 +482,7 @@ fn split_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], l: usize, f2: usiz
 }
 
 /// (s + c) mod 2^A, then bits F..F+L−1: `wrap((Σ) ≫ F)` of the reference.
-fn trunc_acc(b: &mut Builder, s: &[Bit<u32>], c: &[Bit<u32>], f: usize, l: usize) -> W {
+pub(super) fn trunc_acc(b: &mut Builder, s: &[Bit<u32>], c: &[Bit<u32>], f: usize, l: usize) -> W {
     let sum = add(b, s, c);
     sum[f..f + l].to_vec()
 }

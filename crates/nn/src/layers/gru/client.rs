@@ -3,10 +3,10 @@
 use super::b2a::b2a_client;
 use super::bits::*;
 use super::circuits::{
-    final_circuit, index_bits, put, step_circuits_with, StepCircuits, StepLayout, GHN_BITS,
-    LEAF_BITS, SHARE_BITS,
+    index_bits, put, step_circuits_with, StepCircuits, StepLayout, GHN_BITS, LEAF_BITS, SHARE_BITS,
 };
 use super::config::*;
+use super::logprob::session_final;
 use super::model::{check_state_exact, input_layout, ClientModel};
 use super::products::*;
 use super::report::{top_k, GruOutcome, Meter, SessionReport};
@@ -311,7 +311,7 @@ struct HeShares {
 struct ClientState {
     h: usize,
     sc: StepCircuits,
-    fin: Circuit,
+    fin: std::sync::Arc<Circuit>,
     otr: PooledOtReceiver,
     mux_s: PooledOtSender,
     eval: Evaluator,
@@ -363,8 +363,15 @@ fn client_offline<C: Channel>(
     meter.rep.gate_tables = lay.lut.is_some();
     meter.rep.and_per_element_step = sc.and_count();
     check_state_exact(&lay)?;
-    let fin = final_circuit(&m.fp, c, opts.reveal_logits, opts.indices(c), &m.circuits);
-    let n_labels = steps * h * lay.evaluator_inputs() + c * lay.acc;
+    let (fin, extra) = session_final(
+        &m.fp,
+        c,
+        opts.reveal_logits,
+        opts.indices(c),
+        opts.log_prob_of.is_some(),
+        &m.circuits,
+    );
+    let n_labels = steps * h * lay.evaluator_inputs() + c * lay.acc + extra;
     // Fill both pools with every COT the session will use (the labels' COTs below, the B2A and
     // multiplexer OTs online), so online OTs cost one derandomisation bit each. The server
     // computes the HE responses meanwhile; they follow the fills.
@@ -379,7 +386,10 @@ fn client_offline<C: Channel>(
     let masks: Vec<Vec<ElemMasks>> = (0..steps)
         .map(|_| (0..h).map(|_| ElemMasks::draw(&mut prg, &lay)).collect())
         .collect();
-    let choices = label_choices(&lay, h, &he, &masks);
+    let mut choices = label_choices(&lay, h, &he, &masks);
+    if let Some(w) = opts.log_prob_of {
+        put(&mut choices, w as u64, extra);
+    }
     if choices.len() != n_labels {
         return Err(NnError::Protocol("label count mismatch".into()));
     }
@@ -885,6 +895,18 @@ fn client_final<C: Channel>(
     let out = st.eval.eval(ch, &st.fin, c * lay.acc, Reveal::Evaluator)?;
     meter.gc(ch);
     let report = meter.finish(ch);
+    if opts.log_prob_of.is_some() {
+        // log2 p(word) at LOG_FRAC fractional bits, two's complement.
+        let ob = out.len();
+        let v = sign_extend(word(&out), ob);
+        return Ok(GruOutcome {
+            class: 0,
+            top: Vec::new(),
+            logits: None,
+            log2_prob: Some(v),
+            report,
+        });
+    }
     let (top, logits) = if opts.reveal_logits {
         let l: Vec<i64> = out
             .chunks(lay.l)
@@ -912,6 +934,7 @@ fn client_final<C: Channel>(
         class: top.first().copied().unwrap_or(0),
         top,
         logits,
+        log2_prob: None,
         report,
     })
 }

@@ -11,7 +11,7 @@ use secinfer_ot::{CotSource, FerretParams};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-gru/11";
+pub const PROTOCOL: &str = "secinfer-gru/12";
 /// How the session's AND gates are garbled unless the client asks otherwise (the client names
 /// the scheme in the handshake, the server follows; docs/gru-protocol.md, "Three-halves
 /// garbling"). Three-halves: 23 % fewer table bytes than half-gates, as fast on `lan` (0.185 vs
@@ -148,6 +148,11 @@ pub struct ClientOptions {
     /// only). A language model's next-word candidates; at most [`MAX_TOP_K`]. Each index past
     /// the first costs one more garbled tournament over the C logits.
     pub top_k: usize,
+    /// A language model's next word whose log-probability the client learns instead of any
+    /// index (the word's index is a private input of the final circuit; [`super::logprob`]).
+    /// The server must allow logits: a log-probability per word of the vocabulary would give
+    /// the logits up to a shift.
+    pub log_prob_of: Option<usize>,
 }
 
 /// The most indices a client may ask for ([`ClientOptions::top_k`]): a handful of next-word
@@ -263,8 +268,19 @@ pub(super) fn client_handshake<C: Channel>(
             opts.top_k
         )));
     }
+    if let Some(w) = opts.log_prob_of {
+        if w >= m.arch.classes || opts.reveal_logits || opts.top_k > 1 {
+            return Err(NnError::Input(format!(
+                "log-probability of word {w}: needs a word below {} and neither logits nor top-k",
+                m.arch.classes
+            )));
+        }
+    }
     let mut hs = handshake_json(&m.config, &m.fp, m.variant, m.steps, opts.reveal_logits)?;
     hs["top_k"] = serde_json::Value::from(opts.indices(m.arch.classes));
+    if opts.log_prob_of.is_some() {
+        hs["log_prob"] = serde_json::Value::Bool(true);
+    }
     hs["ot"] = serde_json::Value::from(filler.name());
     hs["garbling"] = serde_json::Value::from(garbling.name());
     hs["gates"] = serde_json::Value::from(if opts.gates_in_circuit {
@@ -307,6 +323,8 @@ pub(super) struct Agreed {
     pub(super) gates_in_circuit: bool,
     /// Indices the final circuit outputs (1: the argmax).
     pub(super) top_k: usize,
+    /// The final circuit is the log-probability of a word the client names.
+    pub(super) log_prob: bool,
 }
 
 /// Server: reads the client's handshake, checks it against this model and answers; a mismatch
@@ -329,7 +347,8 @@ pub(super) fn server_handshake<C: Channel>(
         None => Ok(OtFiller::default()),
     };
     let mut problem = ot_src.as_ref().err().cloned();
-    if reveal && !policy.allow_logits {
+    let log_prob = hv["log_prob"].as_bool().unwrap_or(false);
+    if (reveal || log_prob) && !policy.allow_logits {
         problem = Some(LOGITS_REFUSED.to_string());
     }
     for k in ["protocol", "variant", "steps", "arch"] {
@@ -396,5 +415,6 @@ pub(super) fn server_handshake<C: Channel>(
         garbling: garbling.unwrap_or(DEFAULT_GARBLING),
         gates_in_circuit,
         top_k: top_k.unwrap_or(1),
+        log_prob,
     })
 }

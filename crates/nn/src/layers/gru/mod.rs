@@ -29,6 +29,7 @@ mod bits;
 pub mod circuits;
 mod client;
 mod config;
+pub mod logprob;
 mod model;
 mod products;
 mod report;

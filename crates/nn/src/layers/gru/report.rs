@@ -85,6 +85,9 @@ pub struct GruOutcome {
     /// (`ClientOptions::top_k`; `class` is the first).
     pub top: Vec<usize>,
     pub logits: Option<Vec<i64>>,
+    /// log2 p(word) of the word the client named (`ClientOptions::log_prob_of`), at
+    /// `logprob::LOG_FRAC` fractional bits; `class` and `top` are then empty.
+    pub log2_prob: Option<i64>,
     pub report: SessionReport,
 }
 

@@ -2,10 +2,9 @@
 //! uploads with flooded shares and garbles every circuit online with its own inputs folded in.
 use super::b2a::{b2a_deltas, b2a_server};
 use super::bits::*;
-use super::circuits::{
-    final_circuit, put, sigmoid_table, step_circuits_with, StepCircuits, GHN_BITS, SHARE_BITS,
-};
+use super::circuits::{put, sigmoid_table, step_circuits_with, StepCircuits, GHN_BITS, SHARE_BITS};
 use super::config::*;
+use super::logprob::session_final;
 use super::model::ServerModel;
 use super::products::*;
 use super::report::{Meter, SessionReport};
@@ -53,7 +52,7 @@ pub fn server_session_with<C: Channel>(
     ch.set_phase(Phase::Setup);
     let agreed = server_handshake(ch, m, policy)?;
     meter.rep.garbling = agreed.garbling;
-    meter.rep.logits_revealed = agreed.reveal;
+    meter.rep.logits_revealed = agreed.reveal || agreed.log_prob;
     meter.he(ch);
     let setup = server_setup(ch, m, &agreed, &mut meter)?;
     // ---- offline: HE products on the client's masks
@@ -164,7 +163,7 @@ struct HeShares {
 struct ServerState<'a> {
     h: usize,
     sc: &'a StepCircuits,
-    fin: Circuit,
+    fin: std::sync::Arc<Circuit>,
     prg: Prg,
     ots: PooledOtSender,
     mux_r: PooledOtReceiver,
@@ -203,8 +202,15 @@ fn server_offline<'a, C: Channel>(
     let lay = sc.lay;
     meter.rep.gate_tables = lay.lut.is_some();
     meter.rep.and_per_element_step = sc.and_count();
-    let fin = final_circuit(&m.fp, c, agreed.reveal, agreed.top_k, &m.circuits);
-    let n_labels = steps * h * lay.evaluator_inputs() + c * lay.acc;
+    let (fin, extra) = session_final(
+        &m.fp,
+        c,
+        agreed.reveal,
+        agreed.top_k,
+        agreed.log_prob,
+        &m.circuits,
+    );
+    let n_labels = steps * h * lay.evaluator_inputs() + c * lay.acc + extra;
     let (fwd, rev) = pool_sizes(&lay, steps, h, n_labels);
     let answers = answer_uploads(
         ch,

@@ -347,6 +347,7 @@ pub fn client_session<C: Channel>(
         class,
         top: vec![class],
         logits,
+        log2_prob: None,
         report: rep,
     })
 }
