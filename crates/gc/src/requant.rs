@@ -319,6 +319,15 @@ mod tests {
                 assert_eq!(d.lift(d.add(z, P - r)), want, "{accs:?} {tr:?}");
             }
         }
-        assert!(window_circuit(P, &Truncation { shift: 5, bits: 11, relu: true }, 0).is_err());
+        assert!(window_circuit(
+            P,
+            &Truncation {
+                shift: 5,
+                bits: 11,
+                relu: true
+            },
+            0
+        )
+        .is_err());
     }
 }

@@ -211,7 +211,11 @@ mod tests {
         let theirs = srv.join().unwrap();
         for i in 0..n {
             let y = (mine[i] + theirs[i]) % P;
-            let y = if y > P / 2 { y as i64 - P as i64 } else { y as i64 };
+            let y = if y > P / 2 {
+                y as i64 - P as i64
+            } else {
+                y as i64
+            };
             let want = accs[i * k..(i + 1) * k]
                 .iter()
                 .map(|a| tr.reference(*a))
