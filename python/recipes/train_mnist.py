@@ -55,12 +55,12 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=int, default=8, help="test images written to samples.jsonl")
     p.add_argument("--fixed-point", default=None, metavar="BITS,FRAC",
-                   help="main fixed-point format; default 12,5 for the MLP (its accumulators fit "
-                        "the hegc protocol's HE plaintext range, docs/model-format.md) and 20,12 "
-                        "for the CNN")
+                   help="main fixed-point format; default 12,5 for the MLP and 12,6 for the CNN "
+                        "(their accumulators fit the hegc protocol's HE plaintext range, "
+                        "docs/model-format.md)")
     args = p.parse_args(argv)
     if args.fixed_point is None:
-        args.fixed_point = "12,5" if args.arch == "mlp" else "20,12"
+        args.fixed_point = "12,5" if args.arch == "mlp" else "12,6"
     fixed_point = tuple(int(v) for v in args.fixed_point.split(","))
 
     import torch

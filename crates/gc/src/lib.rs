@@ -31,6 +31,7 @@ pub mod protocol;
 pub mod requant;
 pub mod shares;
 pub mod three_halves;
+pub mod window;
 
 pub use backend::{Backend, Bit};
 pub use circuit::{Builder, Circuit};

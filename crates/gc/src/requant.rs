@@ -10,7 +10,9 @@
 //! them).
 use crate::backend::{not, Word};
 use crate::circuit::Circuit;
-use crate::gadgets::{argmax, bit_len, constant_word, mod_add, relu, sext, sub, zext};
+use crate::gadgets::{
+    argmax, bit_len, constant_word, lt_signed, mod_add, mux_word, relu, sext, sub, zext,
+};
 use crate::shares::ShareDomain;
 use crate::GcError;
 
@@ -83,6 +85,51 @@ pub fn truncation_circuit(p: u64, tr: &Truncation) -> Result<Circuit, GcError> {
     Ok(Circuit::build(3 * w, |b, ins| {
         let (s, r, c) = (&ins[..w], &ins[w..2 * w], &ins[2 * w..]);
         let mut y = tr.apply(b, s, c, p);
+        y[ob - 1] = not(b, &y[ob - 1]);
+        mod_add(b, &zext(&y, w), r, p)
+    }))
+}
+
+/// A max-pool window over `k` accumulators on shares, fused with their truncation: inputs
+/// [s'_0 .. s'_{k−1} (w each), r̃ (w)] (server, shifted as in [`truncation_circuit`]) then
+/// [c_0 .. c_{k−1}] (client); output (max_j wrap(acc_j ≫ F) + r) mod p, with ReLU after the
+/// maximum when `tr.relu` (ReLU is monotone, so one ReLU of the maximum equals the maximum of
+/// the ReLUs and costs one instead of k). With k = 1 it computes [`truncation_circuit`]'s
+/// function. Drives [`crate::window::WindowGarbler`].
+pub fn window_circuit(p: u64, tr: &Truncation, k: usize) -> Result<Circuit, GcError> {
+    ShareDomain::ModP(p).check_modulus()?;
+    tr.check(p)?;
+    if k == 0 {
+        return Err(GcError::invalid("a window of no values"));
+    }
+    let w = bit_len(p);
+    let ob = tr.bits as usize;
+    let plain = Truncation { relu: false, ..*tr };
+    Ok(Circuit::build((2 * k + 1) * w, |b, ins| {
+        let (s, rest) = ins.split_at(k * w);
+        let (r, c) = rest.split_at(w);
+        let mut ys: Vec<Word<u32>> = (0..k)
+            .map(|j| plain.apply(b, &s[j * w..(j + 1) * w], &c[j * w..(j + 1) * w], p))
+            .collect();
+        // A balanced tournament: depth ⌈log2 k⌉ comparators.
+        while ys.len() > 1 {
+            let mut next = Vec::with_capacity(ys.len().div_ceil(2));
+            let mut it = ys.into_iter();
+            while let Some(a) = it.next() {
+                match it.next() {
+                    None => next.push(a),
+                    Some(bb) => {
+                        let lt = lt_signed(b, &a, &bb);
+                        next.push(mux_word(b, &lt, &a, &bb));
+                    }
+                }
+            }
+            ys = next;
+        }
+        let mut y = ys.pop().unwrap_or_default();
+        if tr.relu {
+            y = relu(b, &y);
+        }
         y[ob - 1] = not(b, &y[ob - 1]);
         mod_add(b, &zext(&y, w), r, p)
     }))
@@ -232,5 +279,55 @@ mod tests {
             relu: false,
         };
         assert!(truncation_circuit(P, &wide).is_err());
+    }
+
+    #[test]
+    fn window_circuit_is_the_maximum_of_truncations() {
+        let mut prg = Prg::new();
+        let w = bit_len(P);
+        let h = (P - 1) / 2;
+        let d = ShareDomain::ModP(P);
+        for (k, relu) in [(1, true), (4, true), (4, false), (3, true), (9, false)] {
+            let tr = Truncation {
+                shift: 5,
+                bits: 11,
+                relu,
+            };
+            let c = window_circuit(P, &tr, k).unwrap();
+            for round in 0..120 {
+                let accs: Vec<i64> = (0..k)
+                    .map(|j| match (round, j) {
+                        (0, _) => h as i64,
+                        (1, _) => -(h as i64),
+                        (2, 0) => 7 << 5,
+                        (2, _) => 7 << 5, // ties
+                        _ => d.lift(prg.below(P)),
+                    })
+                    .collect();
+                let ss: Vec<u64> = (0..k).map(|_| prg.below(P)).collect();
+                let r = prg.below(P);
+                let mut inp = Vec::new();
+                for s in &ss {
+                    inp.extend(bits_of(d.add(*s, h), w));
+                }
+                inp.extend(bits_of(d.add(r, P - (1u64 << (tr.bits - 1))), w));
+                for (a, s) in accs.iter().zip(&ss) {
+                    inp.extend(bits_of(d.add(d.embed(*a), P - s), w));
+                }
+                let z = word(&c.eval_plain(&inp));
+                let want = accs.iter().map(|a| tr.reference(*a)).max().unwrap();
+                assert_eq!(d.lift(d.add(z, P - r)), want, "{accs:?} {tr:?}");
+            }
+        }
+        assert!(window_circuit(
+            P,
+            &Truncation {
+                shift: 5,
+                bits: 11,
+                relu: true
+            },
+            0
+        )
+        .is_err());
     }
 }

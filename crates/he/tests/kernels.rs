@@ -241,9 +241,17 @@ fn conv_shares_on_plain_backend_many_shapes() {
             if (h * w).next_power_of_two() > row_len {
                 continue;
             }
-            for method in [ConvMethod::Gazelle, ConvMethod::Gala] {
+            // Every channel block the row holds, and at most two wider blocks.
+            for (method, groups) in [
+                (ConvMethod::Gazelle, usize::MAX),
+                (ConvMethod::Gala, usize::MAX),
+                (ConvMethod::Gazelle, 2),
+                (ConvMethod::Gala, 2),
+            ] {
                 let ev = PlainEvaluator::new(row_len, slot_rows, t);
-                let plan = ConvPlan::new(method, h, w, c, m, k, row_len, slot_rows).expect("plan");
+                let plan = ConvPlan::new(method, h, w, c, m, k, row_len, slot_rows)
+                    .expect("plan")
+                    .with_max_groups(groups);
                 let x = rand_vec(&mut rng, h * w * c, t);
                 let wts = rand_vec(&mut rng, m * c * k * k, t);
                 let pts = plan.prepare(&ev, &wts).expect("prep");
@@ -265,7 +273,7 @@ fn conv_shares_on_plain_backend_many_shapes() {
                 assert_eq!(
                     y,
                     reference(h, w, c, m, k, &x, &wts, t),
-                    "{method:?} {h}x{w}x{c} k{k} m{m} on {slot_rows}x{row_len}"
+                    "{method:?} {h}x{w}x{c} k{k} m{m} on {slot_rows}x{row_len}, {groups} groups"
                 );
             }
         }

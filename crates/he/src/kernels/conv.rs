@@ -98,6 +98,23 @@ impl ConvPlan {
         })
     }
 
+    /// The same plan with at most `groups` channel blocks per slot row (rounded down to a
+    /// power of two), by
+    /// widening each block. GALA's kernel rotates its output by every multiple of the block
+    /// below the row, so a small image (many blocks) needs many Galois keys; fewer, wider
+    /// blocks bound the keys at the price of more input or output ciphertexts. Slots past the
+    /// image in a block hold zeros and meet zero weights, so the result is unchanged.
+    pub fn with_max_groups(mut self, groups: usize) -> Self {
+        if self.cn > groups {
+            let groups = 1usize << groups.max(1).ilog2();
+            self.block = self.row_len / groups;
+            self.cn = groups;
+            self.in_cts = self.c.div_ceil(self.cn);
+            self.out_cts = self.m.div_ceil(self.cn * self.slot_rows);
+        }
+        self
+    }
+
     /// The same plan with input hoisting forced or left to the cost model.
     pub fn with_hoisting(mut self, hoisting: Hoisting) -> Self {
         self.hoisting = hoisting;

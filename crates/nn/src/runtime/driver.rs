@@ -229,6 +229,23 @@ impl ClientSession {
         }
     }
 
+    /// Runs one `hegc` session classifying every image of `xs` under one set of keys (the
+    /// keys and base OTs go up once; the first outcome's report carries them).
+    pub fn run_images<C: Channel>(
+        &self,
+        ch: &mut C,
+        xs: &[&[i64]],
+        reveal_logits: bool,
+        progress: &mut dyn FnMut(&str, u64, u64),
+    ) -> Result<Vec<GruOutcome>> {
+        match &self.step {
+            ClientStep::Hegc(m) => hegc::client_session_images(ch, m, xs, reveal_logits, progress),
+            ClientStep::CryptoGru(_) => Err(NnError::Input(
+                "one session of many images runs image networks (family hegc)".into(),
+            )),
+        }
+    }
+
     /// A client of a prepared CryptoGRU model (benches).
     pub fn from_gru(cm: ClientModel) -> ClientSession {
         let config = cm.config.clone();

@@ -213,6 +213,26 @@ impl Client {
         self.run_on(server, ClientInput::Fixed(x), &run, progress)
     }
 
+    /// Classifies every image of `xs` in one session with `server` (family `hegc`): the
+    /// client's keys are sent once and serve every image.
+    pub fn infer_fixed_images(
+        &self,
+        server: &str,
+        xs: &[&[i64]],
+        reveal_logits: bool,
+        progress: &mut dyn FnMut(&str, u64, u64),
+    ) -> Result<Vec<GruOutcome>> {
+        let cfg = self.net.as_ref().ok_or_else(|| {
+            NnError::Input(format!(
+                "the model info has no {} (the server's key to pin): run export-info again",
+                secinfer_net::PUBLIC_KEY_FILE
+            ))
+        })?;
+        let mut ch = connect_session(server, cfg)?;
+        self.session
+            .run_images(&mut ch, xs, reveal_logits, progress)
+    }
+
     /// Connects to `server` with the pinned key and runs one session on `input`.
     fn run_on(
         &self,

@@ -1,62 +1,151 @@
-//! GALA image networks in family `hegc`: linear layers by HE on Z_p shares, truncation, ReLU and
-//! argmax by garbled circuits (GAZELLE's pipeline with GALA's kernels, DESIGN.md §4).
+//! GALA image networks in family `hegc`: linear layers by HE on Z_p shares, truncation, ReLU,
+//! max-pooling and argmax by garbled circuits (GAZELLE's pipeline with GALA's kernels,
+//! DESIGN.md §4).
 //!
-//! Each linear layer runs one HE flight: the client encrypts its share x_c of the layer input,
-//! the server multiplies by W with GALA's row-encoding-share-RaS matvec (GAZELLE's hybrid
-//! method on request), masks, floods to ≥ 40 statistical bits and switches modulus; it adds
-//! W·x_s of its own share and b·2^F in the clear. Both parties then hold shares of the
-//! accumulator Σ W·x + b·2^F mod p, and one garbled batch truncates it (`≫ F`, wrap into the
-//! main format, ReLU) into fresh shares for the next layer ([`secinfer_gc::requant`]). The last
-//! linear layer's shares go into a garbled argmax: the client learns the class, and the logits
-//! only when the server allows it.
+//! The network runs as a list of [`Op`]s on additive shares mod p. Each Dense or Conv2d layer is
+//! one HE flight: the client encrypts its share x_c of the layer input, the server applies W by
+//! GALA's kernel (row-encoding-share-RaS matvec, kernel-grouping convolution; GAZELLE's on
+//! request), masks, floods to ≥ 40 statistical bits and switches modulus; it adds W·x_s of its
+//! own share and b·2^F in the clear. Both parties then hold shares of the accumulator Σ W·x +
+//! b·2^F mod p, a *pending* value. AvgPool (window sums times the public 1/k², as the
+//! reference's) and Add (a residual sum) are local linear maps on shares that also leave a
+//! pending value, and Flatten is free (shares stay in the reference's CHW order). One garbled
+//! batch then finishes a pending value: truncation (`≫ F`, wrap into the main format), ReLU,
+//! and the max-pool window after them fused into the same circuit and round
+//! ([`secinfer_gc::requant::window_circuit`]). The last pending value goes into a garbled
+//! argmax: the client learns the class, and the logits only when the server allows it.
 //!
-//! Bit-exactness with the reference (`wrap((Σ W·x) ≫ F + b)`) holds because every accumulator
-//! stays within (−p/2, p/2): [`NetShape::check_range`] refuses, naming the layer, a model
-//! whose weights could exceed it for some input in the main format.
+//! Bit-exactness with the reference holds because every pending value stays within
+//! (−p/2, p/2): [`NetShape::check_range`] refuses, naming the layer, a model whose weights could
+//! exceed it for some input in the main format.
+mod arch;
+mod conv;
+mod model;
 mod session;
 
-pub use session::{client_session, server_session};
+pub use arch::{random_arch, ARCHS};
+pub use conv::ConvGeom;
+pub use model::{HegcClientModel, HegcServerModel};
+pub use session::{client_session, client_session_images, server_session, MAX_IMAGES};
 
 use crate::error::{NnError, Result};
-use crate::model::{Format, LayerKind, ModelConfig};
+use crate::model::{Format, LayerKind, ModelConfig, Shape};
 use crate::reference::QuantizedGraph;
 use secinfer_gc::requant::Truncation;
-use secinfer_he::{MatVecMethod, MatVecPlan, Params, Plaintext, SecretKey};
+use secinfer_he::{ConvMethod, ConvPlan, MatVecMethod, MatVecPlan, Params};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-hegc/1";
+pub const PROTOCOL: &str = "secinfer-hegc/2";
 /// The BFV parameter set: t ≈ 2^25 holds the accumulators, Q leaves room for 40-bit flooding.
 pub const HE_PARAMS: &str = "n8192-t25";
 /// Statistical security of every HE response (DESIGN.md §2).
 pub const FLOOD_BITS: u32 = 40;
+/// Most channel blocks per slot row of a convolution: GALA's kernel needs a Galois key per
+/// block offset (≈ 0.6 MB each at n = 8192), so small images use fewer, wider blocks
+/// ([`secinfer_he::ConvPlan::with_max_groups`]).
+pub const MAX_CONV_GROUPS: usize = 16;
 
-/// What follows a linear layer inside the same step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Post {
-    /// Truncation only (the next layer is linear).
-    Identity,
-    /// Truncation then ReLU.
-    Relu,
-    /// Truncation then argmax: the network's end.
-    Argmax,
+/// A max-pool window over a CHW image (public).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Window {
+    pub c: usize,
+    pub h: usize,
+    pub w: usize,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub oh: usize,
+    pub ow: usize,
 }
 
-/// One linear layer and what follows it (public: the shapes only).
-#[derive(Clone, Debug, PartialEq)]
-pub struct StageShape {
-    /// Index of the linear layer in the graph.
+impl Window {
+    fn size(&self) -> usize {
+        self.kernel[0] * self.kernel[1]
+    }
+    fn outputs(&self) -> usize {
+        self.c * self.oh * self.ow
+    }
+    /// The input index of every window element, window-major (the reference's `pool` order).
+    fn gather(&self) -> Vec<usize> {
+        let mut v = Vec::with_capacity(self.outputs() * self.size());
+        for ci in 0..self.c {
+            for p in 0..self.oh {
+                for q in 0..self.ow {
+                    for u in 0..self.kernel[0] {
+                        for x in 0..self.kernel[1] {
+                            v.push(
+                                (ci * self.h + p * self.stride[0] + u) * self.w
+                                    + q * self.stride[1]
+                                    + x,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+}
+
+/// What a linear HE layer computes (public: the shapes only).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LinearShape {
+    Dense { rows: usize, cols: usize },
+    Conv(ConvGeom),
+}
+
+/// One step of the network on shares (public).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    /// An HE layer: a finished value in, a pending accumulator (scale 2F → F) out.
+    Linear(LinearShape),
+    /// Window sums times `q` (the reference's quantized 1/k²): local, pending out.
+    AvgPool { window: Window, q: i64 },
+    /// Plus the finished output of op `other`: local, pending out (shift 0).
+    Add { other: usize },
+    /// A garbled batch: the pending value truncated, then ReLU and a max-pool window if set.
+    Finish {
+        tr: Truncation,
+        window: Option<Window>,
+    },
+    /// The garbled argmax of the pending (or finished, shift 0) value.
+    Argmax { tr: Truncation },
+}
+
+/// One op and the graph layers it covers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Op {
+    /// The first graph layer of the op (its weights, for a linear op).
     pub layer: usize,
+    /// The last graph layer whose output the op's result is.
+    pub last: usize,
     pub name: String,
-    pub rows: usize,
-    pub cols: usize,
-    pub post: Post,
+    /// Values out.
+    pub len: usize,
+    pub kind: OpKind,
+}
+
+impl Op {
+    /// `gala`, `gazelle`, `gc` or `local`, for the cost report.
+    pub fn kernel(&self, m: MatVecMethod) -> &'static str {
+        match self.kind {
+            OpKind::Linear(_) => match m {
+                MatVecMethod::Gala => "gala",
+                MatVecMethod::Gazelle => "gazelle",
+                MatVecMethod::Naive => "naive",
+            },
+            OpKind::AvgPool { .. } | OpKind::Add { .. } => "local",
+            OpKind::Finish { .. } | OpKind::Argmax { .. } => "gc",
+        }
+    }
 }
 
 /// The public shape of a network the `hegc` family runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetShape {
-    pub stages: Vec<StageShape>,
+    pub ops: Vec<Op>,
+    /// Values of the client's input.
+    pub input_len: usize,
     pub main: Format,
     pub kernel: MatVecMethod,
 }
@@ -65,193 +154,394 @@ fn unsupported(i: usize, name: &str, kind: &LayerKind, why: &str) -> NnError {
     NnError::Unsupported(format!("layer {i} ({name}, {}): {why}", kind.type_name()))
 }
 
+/// The convolution kernel for a matvec method (GALA's, or GAZELLE's for both others).
+pub fn conv_method(m: MatVecMethod) -> ConvMethod {
+    match m {
+        MatVecMethod::Gala => ConvMethod::Gala,
+        _ => ConvMethod::Gazelle,
+    }
+}
+
+/// A pooling layer's window on its input image.
+fn window(
+    i: usize,
+    l: &crate::model::Layer,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+) -> Result<Window> {
+    match (l.input, l.output) {
+        (Shape::Image { c, h, w }, Shape::Image { h: oh, w: ow, .. })
+            if kernel[0] * kernel[1] > 0 && oh > 0 && ow > 0 =>
+        {
+            Ok(Window {
+                c,
+                h,
+                w,
+                kernel,
+                stride,
+                oh,
+                ow,
+            })
+        }
+        _ => Err(unsupported(i, &l.name, &l.kind, "pooling needs an image")),
+    }
+}
+
 impl NetShape {
-    /// Reads the stages of `config`'s graph: Input, then Flatten / Dense [+ ReLU] ..., ending
-    /// in Dense + Argmax. Anything else is refused with an error naming the layer.
+    /// Reads `config`'s graph into ops. Dense, Conv2d, AvgPool2d, MaxPool2d, ReLU, Flatten and
+    /// Add are supported, ending in an argmax; anything else is refused with an error naming
+    /// the layer (BatchNorm must be folded at export).
     pub fn new(config: &ModelConfig, kernel: MatVecMethod) -> Result<NetShape> {
         let layers = &config.graph.layers;
-        let mut stages = Vec::new();
+        let main = config.fixed_point.main;
+        let input_len = config.graph.input_shape().elements();
+        let mut ops: Vec<Op> = Vec::new();
+        // Shift of the pending value, `None` when the current value is finished.
+        let mut pending: Option<u32> = None;
+        let finish = |ops: &mut Vec<Op>, pending: &mut Option<u32>, i: usize, len: usize| {
+            if let Some(shift) = pending.take() {
+                let name = format!("{}.trunc", layers[i - 1].name);
+                ops.push(Op {
+                    layer: i - 1,
+                    last: i - 1,
+                    name,
+                    len,
+                    kind: OpKind::Finish {
+                        tr: Truncation {
+                            shift,
+                            bits: main.bits,
+                            relu: false,
+                        },
+                        window: None,
+                    },
+                });
+            }
+        };
         let mut i = 1;
         while i < layers.len() {
             let l = &layers[i];
+            let in_len = l.input.elements();
+            let out_len = l.output.elements();
             match &l.kind {
-                LayerKind::Flatten => i += 1,
+                LayerKind::Flatten => {
+                    if let Some(op) = ops.last_mut() {
+                        if pending.is_none() {
+                            op.last = i;
+                        }
+                    }
+                }
                 LayerKind::Dense { input, output } => {
-                    let next = layers.get(i + 1).map(|n| &n.kind);
-                    let post = match next {
-                        Some(LayerKind::Relu) => Post::Relu,
-                        Some(LayerKind::Argmax) => Post::Argmax,
-                        _ => Post::Identity,
-                    };
-                    stages.push(StageShape {
-                        layer: i,
-                        name: l.name.clone(),
+                    finish(&mut ops, &mut pending, i, in_len);
+                    if *input != in_len {
+                        return Err(unsupported(i, &l.name, &l.kind, "input size mismatch"));
+                    }
+                    let shape = LinearShape::Dense {
                         rows: *output,
                         cols: *input,
-                        post,
+                    };
+                    ops.push(Op {
+                        layer: i,
+                        last: i,
+                        name: l.name.clone(),
+                        len: *output,
+                        kind: OpKind::Linear(shape),
                     });
-                    i += if post == Post::Identity { 1 } else { 2 };
-                    if post == Post::Argmax && i < layers.len() {
-                        let n = &layers[i];
-                        return Err(unsupported(i, &n.name, &n.kind, "a layer after the argmax"));
+                    pending = Some(main.frac);
+                }
+                LayerKind::Conv2d { .. } => {
+                    finish(&mut ops, &mut pending, i, in_len);
+                    let g = ConvGeom::new(i, &l.name, &l.kind, l.input, l.output)?;
+                    ops.push(Op {
+                        layer: i,
+                        last: i,
+                        name: l.name.clone(),
+                        len: out_len,
+                        kind: OpKind::Linear(LinearShape::Conv(g)),
+                    });
+                    pending = Some(main.frac);
+                }
+                LayerKind::AvgPool2d { kernel: k, stride } => {
+                    finish(&mut ops, &mut pending, i, in_len);
+                    let window = window(i, l, *k, *stride)?;
+                    let q = main.quantize((1.0 / (k[0] * k[1]) as f32) as f64).0;
+                    ops.push(Op {
+                        layer: i,
+                        last: i,
+                        name: l.name.clone(),
+                        len: out_len,
+                        kind: OpKind::AvgPool { window, q },
+                    });
+                    pending = Some(main.frac);
+                }
+                LayerKind::Add { other } => {
+                    finish(&mut ops, &mut pending, i, in_len);
+                    let j = layers.iter().position(|o| &o.name == other);
+                    let src = j.and_then(|j| {
+                        if j == 0 {
+                            return None;
+                        }
+                        ops.iter().rposition(|o| {
+                            o.last == j
+                                && !matches!(
+                                    o.kind,
+                                    OpKind::Linear(_) | OpKind::AvgPool { .. } | OpKind::Add { .. }
+                                )
+                        })
+                    });
+                    let Some(other) = src else {
+                        return Err(unsupported(i, &l.name, &l.kind, "the added layer's output is not a finished value on shares (add the output of a ReLU, pooling or the truncation after a linear layer)"));
+                    };
+                    if ops[other].len != in_len {
+                        return Err(unsupported(
+                            i,
+                            &l.name,
+                            &l.kind,
+                            "the added values differ in size",
+                        ));
                     }
+                    ops.push(Op {
+                        layer: i,
+                        last: i,
+                        name: l.name.clone(),
+                        len: out_len,
+                        kind: OpKind::Add { other },
+                    });
+                    pending = Some(0);
+                }
+                LayerKind::Relu | LayerKind::MaxPool2d { .. } => {
+                    let shift = pending.take().unwrap_or(0);
+                    let first = i;
+                    let mut relu = false;
+                    let mut win: Option<Window> = None;
+                    let mut len = in_len;
+                    while let Some(n) = layers.get(i) {
+                        match &n.kind {
+                            LayerKind::Relu => relu = true,
+                            LayerKind::MaxPool2d { kernel: k, stride } if win.is_none() => {
+                                win = Some(window(i, n, *k, *stride)?);
+                                len = n.output.elements();
+                            }
+                            _ => break,
+                        }
+                        i += 1;
+                    }
+                    i -= 1;
+                    let name = if i > first {
+                        format!("{}..{}", layers[first].name, layers[i].name)
+                    } else {
+                        layers[first].name.clone()
+                    };
+                    ops.push(Op {
+                        layer: first.saturating_sub(1),
+                        last: i,
+                        name,
+                        len,
+                        kind: OpKind::Finish {
+                            tr: Truncation {
+                                shift,
+                                bits: main.bits,
+                                relu,
+                            },
+                            window: win,
+                        },
+                    });
+                }
+                LayerKind::Argmax => {
+                    if i + 1 != layers.len() {
+                        let n = &layers[i + 1];
+                        return Err(unsupported(
+                            i + 1,
+                            &n.name,
+                            &n.kind,
+                            "a layer after the argmax",
+                        ));
+                    }
+                    let shift = pending.take().unwrap_or(0);
+                    ops.push(Op {
+                        layer: i,
+                        last: i,
+                        name: l.name.clone(),
+                        len: 1,
+                        kind: OpKind::Argmax {
+                            tr: Truncation {
+                                shift,
+                                bits: main.bits,
+                                relu: false,
+                            },
+                        },
+                    });
+                }
+                LayerKind::BatchNorm { .. } => {
+                    return Err(unsupported(
+                        i,
+                        &l.name,
+                        &l.kind,
+                        "fold batch normalisation into the layer before it at export",
+                    ))
                 }
                 k => {
                     return Err(unsupported(
                         i,
                         &l.name,
                         k,
-                        "no hegc protocol for this layer kind in this position",
+                        "no hegc protocol for this layer kind",
                     ))
                 }
             }
+            i += 1;
         }
-        if stages.last().map(|s| s.post) != Some(Post::Argmax) {
+        if !matches!(ops.last().map(|o| &o.kind), Some(OpKind::Argmax { .. })) {
             let (j, l) = (layers.len() - 1, &layers[layers.len() - 1]);
             return Err(unsupported(
                 j,
                 &l.name,
                 &l.kind,
-                "the hegc network must end in dense + argmax",
+                "the hegc network must end in an argmax",
+            ));
+        }
+        if !ops.iter().any(|o| matches!(o.kind, OpKind::Linear(_))) {
+            return Err(NnError::Unsupported(
+                "an hegc network needs a dense or conv2d layer".into(),
+            ));
+        }
+        if input_len == 0 {
+            return Err(NnError::Unsupported(
+                "the hegc network reads no values".into(),
             ));
         }
         Ok(NetShape {
-            stages,
-            main: config.fixed_point.main,
+            ops,
+            input_len,
+            main,
             kernel,
         })
     }
 
-    /// The truncation after stage `s`.
-    pub fn truncation(&self, s: &StageShape) -> Truncation {
-        Truncation {
-            shift: self.main.frac,
-            bits: self.main.bits,
-            relu: s.post == Post::Relu,
-        }
+    /// The linear ops' HE plans, by op index (`None` for the other ops).
+    pub fn plans(&self, params: &Params) -> Result<Vec<Option<LinearPlan>>> {
+        self.plans_on(self.kernel, params.row_len(), 2, MAX_CONV_GROUPS)
     }
 
-    /// Each stage's matvec plan.
-    pub fn plans(&self, params: &Params) -> Result<Vec<MatVecPlan>> {
-        self.stages
+    fn plans_on(
+        &self,
+        m: MatVecMethod,
+        row_len: usize,
+        rows: usize,
+        groups: usize,
+    ) -> Result<Vec<Option<LinearPlan>>> {
+        self.ops
             .iter()
-            .map(|s| Ok(MatVecPlan::for_params(self.kernel, s.rows, s.cols, params)?))
+            .map(|o| {
+                Ok(match &o.kind {
+                    OpKind::Linear(LinearShape::Dense { rows: r, cols }) => Some(
+                        LinearPlan::Dense(MatVecPlan::new(m, *r, *cols, row_len, rows)?),
+                    ),
+                    OpKind::Linear(LinearShape::Conv(g)) => {
+                        let (hp, wp) = g.he_image();
+                        let plan =
+                            ConvPlan::new(conv_method(m), hp, wp, g.c, g.m, g.k, row_len, rows)
+                                .map_err(|e| {
+                                    NnError::Unsupported(format!(
+                                        "layer {} ({}): {e}",
+                                        o.layer, o.name
+                                    ))
+                                })?
+                                .with_max_groups(groups);
+                        Some(LinearPlan::Conv(plan))
+                    }
+                    _ => None,
+                })
+            })
             .collect()
     }
 
     /// A hash of everything both parties must agree on.
     pub fn hash(&self) -> String {
-        let mut s = format!("{PROTOCOL}|{HE_PARAMS}|{:?}|{:?}", self.main, self.kernel);
-        for st in &self.stages {
-            s.push_str(&format!("|{}x{}:{:?}", st.rows, st.cols, st.post));
-        }
+        let s = format!(
+            "{PROTOCOL}|{HE_PARAMS}|{:?}|{:?}|{}|{:?}",
+            self.main, self.kernel, self.input_len, self.ops
+        );
         let d = Sha256::digest(s.as_bytes());
         d.iter().take(16).map(|b| format!("{b:02x}")).collect()
     }
 
-    /// Refuses weights whose accumulator could leave (−p/2, p/2) for an input anywhere in the
-    /// main format: the worst case of row i is Σ_j |W_ij|·2^(bits−1) + |b_i|·2^F.
+    /// Refuses weights whose pending values could leave (−p/2, p/2) for an input anywhere in
+    /// the main format: a linear layer's worst case for output i is
+    /// Σ_j |W_ij|·2^(bits−1) + |b_i|·2^F, an average's k²·|q|·2^(bits−1), a sum's 2^bits.
     pub fn check_range(&self, q: &QuantizedGraph, p: u64) -> Result<()> {
         let half = ((p - 1) / 2) as i128;
-        for s in &self.stages {
-            let (w, b) = q
-                .affine(s.layer)
-                .ok_or_else(|| NnError::Protocol(format!("layer {} has no weights", s.layer)))?;
-            let x_max = 1i128 << (self.main.bits - 1);
-            for (i, row) in w.chunks_exact(s.cols).enumerate() {
-                let acc: i128 = row.iter().map(|v| (*v as i128).abs()).sum::<i128>() * x_max
-                    + (b[i] as i128).abs() * (1i128 << self.main.frac);
-                if acc > half {
-                    return Err(NnError::Unsupported(format!(
-                        "layer {} ({}): row {i}'s accumulator can reach 2^{:.1}, beyond the HE \
-                         plaintext's ±2^{:.1}: use a main format with fewer bits \
-                         (docs/model-format.md)",
-                        s.layer,
-                        s.name,
-                        (acc as f64).log2(),
-                        (half as f64).log2()
-                    )));
+        let x_max = 1i128 << (self.main.bits - 1);
+        for o in &self.ops {
+            let worst: Vec<i128> = match &o.kind {
+                OpKind::Linear(shape) => {
+                    let (w, b) = q.affine(o.layer).ok_or_else(|| {
+                        NnError::Protocol(format!("layer {} has no weights", o.layer))
+                    })?;
+                    let per = match shape {
+                        LinearShape::Dense { cols, .. } => *cols,
+                        LinearShape::Conv(g) => g.c * g.kh * g.kw,
+                    };
+                    if w.len() != b.len() * per {
+                        return Err(NnError::Protocol(format!(
+                            "layer {} ({}): weights do not match its shape",
+                            o.layer, o.name
+                        )));
+                    }
+                    w.chunks_exact(per)
+                        .zip(b)
+                        .map(|(row, bi)| {
+                            row.iter().map(|v| (*v as i128).abs()).sum::<i128>() * x_max
+                                + (*bi as i128).abs() * (1i128 << self.main.frac)
+                        })
+                        .collect()
                 }
+                OpKind::AvgPool { window, q } => {
+                    vec![window.size() as i128 * (*q as i128).abs() * x_max]
+                }
+                OpKind::Add { .. } => vec![2 * x_max],
+                _ => continue,
+            };
+            if let Some((i, acc)) = worst.iter().enumerate().find(|(_, a)| **a > half) {
+                return Err(NnError::Unsupported(format!(
+                    "layer {} ({}): output {i}'s accumulator can reach 2^{:.1}, beyond the HE \
+                     plaintext's ±2^{:.1}: use a main format with fewer bits \
+                     (docs/model-format.md)",
+                    o.layer,
+                    o.name,
+                    (*acc as f64).log2(),
+                    (half as f64).log2()
+                )));
             }
         }
         Ok(())
     }
 }
 
-/// One prepared linear layer of the server. Secret: no `Debug`.
-struct ServerLinear {
-    plan: MatVecPlan,
-    pts: Vec<Plaintext>,
-    /// W mod p (rows × cols), for W·x_s on the server's own share.
-    w: Vec<Vec<u64>>,
-    /// b·2^F mod p.
-    bias: Vec<u64>,
+/// One linear op's HE layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinearPlan {
+    Dense(MatVecPlan),
+    Conv(ConvPlan),
 }
 
-/// A network prepared for serving `hegc` sessions. Secret: no `Debug`.
-pub struct HegcServerModel {
-    pub shape: NetShape,
-    pub params: Params,
-    layers: Vec<ServerLinear>,
-}
-
-impl HegcServerModel {
-    /// Checks the graph and the accumulator range, encodes every weight matrix.
-    pub fn new(q: &QuantizedGraph, config: &ModelConfig, kernel: MatVecMethod) -> Result<Self> {
-        let shape = NetShape::new(config, kernel)?;
-        let params = Params::by_name(HE_PARAMS)?;
-        let p = params.t();
-        shape.check_range(q, p)?;
-        // The plaintexts do not depend on the keys: a throwaway evaluator encodes them.
-        let no_keys = SecretKey::generate(&params).rotation_keys(&[], false);
-        let ev = secinfer_he::HeEvaluator::new(&params, &no_keys);
-        let embed = |v: i64| v.rem_euclid(p as i64) as u64;
-        let mut layers = Vec::new();
-        for (s, plan) in shape.stages.iter().zip(shape.plans(&params)?) {
-            let (w, b) = q
-                .affine(s.layer)
-                .ok_or_else(|| NnError::Protocol(format!("layer {} has no weights", s.layer)))?;
-            let w: Vec<Vec<u64>> = w
-                .chunks_exact(s.cols)
-                .map(|r| r.iter().map(|v| embed(*v)).collect())
-                .collect();
-            let pts = plan.prepare(&ev, &w)?;
-            let bias = b.iter().map(|v| embed(*v << shape.main.frac)).collect();
-            layers.push(ServerLinear { plan, pts, w, bias });
+impl LinearPlan {
+    pub fn rotation_steps(&self) -> Vec<usize> {
+        match self {
+            LinearPlan::Dense(p) => p.rotation_steps(),
+            LinearPlan::Conv(p) => p.rotation_steps(),
         }
-        Ok(HegcServerModel {
-            shape,
-            params,
-            layers,
-        })
     }
-}
-
-/// The client's side of a network: its shape and parameters (public).
-pub struct HegcClientModel {
-    pub shape: NetShape,
-    pub params: Params,
-    plans: Vec<MatVecPlan>,
-}
-
-impl HegcClientModel {
-    pub fn new(config: &ModelConfig, kernel: MatVecMethod) -> Result<Self> {
-        let shape = NetShape::new(config, kernel)?;
-        let params = Params::by_name(HE_PARAMS)?;
-        let plans = shape.plans(&params)?;
-        Ok(HegcClientModel {
-            shape,
-            params,
-            plans,
-        })
+    pub fn in_cts(&self) -> usize {
+        match self {
+            LinearPlan::Dense(p) => p.col_chunks,
+            LinearPlan::Conv(p) => p.in_cts,
+        }
     }
-
-    /// Rotation steps of every layer's kernel (the Galois keys the client uploads).
-    fn rotation_steps(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self.plans.iter().flat_map(|p| p.rotation_steps()).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+    pub fn out_cts(&self) -> usize {
+        match self {
+            LinearPlan::Dense(p) => p.out_cts,
+            LinearPlan::Conv(p) => p.out_cts,
+        }
     }
 }
 
@@ -259,7 +549,7 @@ impl HegcClientModel {
 #[derive(Clone, Debug, Default)]
 pub struct LayerCost {
     pub name: String,
-    /// `gala`, `gazelle` or `gc`.
+    /// `gala`, `gazelle`, `gc` or `local`.
     pub kernel: String,
     pub he_bytes: u64,
     pub gc_bytes: u64,
@@ -289,7 +579,19 @@ pub fn random_mlp(dims: &[usize], bits: u32, frac: u32, seed: u64) -> Result<cra
         }
     }
     layers.push(serde_json::json!({"type": "argmax", "name": "class"}));
-    let classes = dims[dims.len() - 1];
+    random_model(layers, dims[dims.len() - 1], bits, frac, seed)
+}
+
+/// A model of the layers `layers` (model.json entries, the input first) with random weights
+/// from a public seed: every weight tensor uniform in ±1/√fan-in, every bias in ±0.25
+/// (`secinfer bench net --arch` rebuilds the same network in both processes).
+pub fn random_model(
+    layers: Vec<serde_json::Value>,
+    classes: usize,
+    bits: u32,
+    frac: u32,
+    seed: u64,
+) -> Result<crate::model::Model> {
     let json = serde_json::json!({
         "format": "secinfer-model", "version": 2, "task": "classification",
         "layers": layers,
@@ -309,14 +611,17 @@ pub fn random_mlp(dims: &[usize], bits: u32, frac: u32, seed: u64) -> Result<cra
             .collect()
     };
     let mut map = std::collections::HashMap::new();
-    for k in 1..dims.len() {
-        let (i, o) = (dims[k - 1], dims[k]);
-        let t = |shape: Vec<usize>, data| crate::model::weights::Tensor { shape, data };
-        map.insert(
-            format!("fc{k}.weight"),
-            t(vec![o, i], uni(o * i, 1.0 / (i as f64).sqrt())),
-        );
-        map.insert(format!("fc{k}.bias"), t(vec![o], uni(o, 0.25)));
+    for l in &config.graph.layers {
+        for (name, shape) in l.tensors() {
+            let n: usize = shape.iter().product();
+            let bound = if shape.len() > 1 {
+                1.0 / (shape[1..].iter().product::<usize>() as f64).sqrt()
+            } else {
+                0.25
+            };
+            let data = uni(n, bound);
+            map.insert(name, crate::model::weights::Tensor { shape, data });
+        }
     }
     let tensors = crate::model::Tensors::from_map(map, &config.graph)?;
     Ok(crate::model::Model {
@@ -326,21 +631,50 @@ pub fn random_mlp(dims: &[usize], bits: u32, frac: u32, seed: u64) -> Result<cra
     })
 }
 
-/// GALA's operation counts (Perm, HstPerm, DecPerm, ScMult, Add) of the network's linear layers
-/// with `method`, on the counting backend with `slots` slots in one cyclic row (GALA's Table IX
-/// model is 2048).
+/// GALA's operation counts (Perm, HstPerm, DecPerm, ScMult, Add) of each linear layer with
+/// `method`, on the counting backend with `slots` slots in one cyclic row (GALA's Table IX
+/// model is 2048): `(name, counts)` per linear op.
+pub fn layer_op_counts(
+    shape: &NetShape,
+    method: MatVecMethod,
+    slots: usize,
+) -> Result<Vec<(String, secinfer_he::OpCounts)>> {
+    use secinfer_he::Evaluator;
+    let plans = shape.plans_on(method, slots, 1, usize::MAX)?;
+    let mut out = Vec::new();
+    for (o, plan) in shape.ops.iter().zip(plans) {
+        let ev = secinfer_he::CountingEvaluator::new(slots, 1);
+        match plan {
+            Some(LinearPlan::Dense(plan)) => {
+                let w = vec![vec![0u64; plan.cols]; plan.rows];
+                let pts = plan.prepare(&ev, &w)?;
+                plan.eval(&ev, &pts, &vec![(); plan.col_chunks])?;
+            }
+            Some(LinearPlan::Conv(plan)) => {
+                let w = vec![0u64; plan.m * plan.c * plan.k * plan.k];
+                let pts = plan.prepare(&ev, &w)?;
+                plan.eval(&ev, &pts, &vec![(); plan.in_cts])?;
+            }
+            None => continue,
+        }
+        out.push((o.name.clone(), ev.counter().snapshot()));
+    }
+    Ok(out)
+}
+
+/// [`layer_op_counts`] summed over the network.
 pub fn op_counts(
     shape: &NetShape,
     method: MatVecMethod,
     slots: usize,
 ) -> Result<secinfer_he::OpCounts> {
-    let ev = secinfer_he::CountingEvaluator::new(slots, 1);
-    for s in &shape.stages {
-        let plan = MatVecPlan::new(method, s.rows, s.cols, slots, 1)?;
-        let w = vec![vec![0u64; s.cols]; s.rows];
-        let pts = plan.prepare(&ev, &w)?;
-        plan.eval(&ev, &pts, &vec![(); plan.col_chunks])?;
+    let mut t = secinfer_he::OpCounts::default();
+    for (_, c) in layer_op_counts(shape, method, slots)? {
+        t.perm += c.perm;
+        t.hst_perm += c.hst_perm;
+        t.dec_perm += c.dec_perm;
+        t.sc_mult += c.sc_mult;
+        t.add += c.add;
     }
-    use secinfer_he::Evaluator;
-    Ok(ev.counter().snapshot())
+    Ok(t)
 }

@@ -1,26 +1,40 @@
 //! The two roles of one `hegc` session, flight by flight in the same order:
-//! * setup: handshake (protocol, network hash, kernel, logits request), the client's BFV public
-//!   key and Galois keys, the base OTs of an IKNP pool whose Δ is the garbler's free-XOR offset;
-//! * offline: the garbled truncation batches of every hidden layer and the garbled argmax
+//! * setup, once per session: handshake (protocol, network hash, kernel, logits request, the
+//!   number of images), the client's BFV public key and Galois keys, the base OTs of an IKNP
+//!   pool whose Δ is the garbler's free-XOR offset;
+//! * per image, offline: the garbled batches of every finishing step and the garbled argmax
 //!   (input-independent);
-//! * online, per linear layer: the client's encrypted share up, the flooded responses down,
-//!   then the garbled batch's OTs and labels; finally the argmax.
-use super::{HegcClientModel, HegcServerModel, LayerCost, Post, FLOOD_BITS, PROTOCOL};
+//! * per image, online, op by op: for a linear layer the client's encrypted share up and the
+//!   flooded responses down; for a finishing step the batch's OTs and labels; local steps
+//!   (average pooling, residual sums) cost nothing; finally the argmax.
+//!
+//! The keys of the setup serve every image of the session, so a client that classifies many
+//! images pays for them once.
+use super::model::ServerLinear;
+use super::{
+    HegcClientModel, HegcServerModel, LayerCost, LinearPlan, LinearShape, NetShape, Op, OpKind,
+    PROTOCOL,
+};
 use crate::error::{NnError, Result};
 use crate::layers::gru::{GruOutcome, ServerPolicy, SessionReport, LOGITS_REFUSED};
+use secinfer_gc::gadgets::bit_len;
 use secinfer_gc::protocol::{
     evaluate_offline, evaluate_online, garble_offline, garble_online, GarbledBatch, ReceivedBatch,
 };
-use secinfer_gc::requant::{argmax_circuit, argmax_index_bits, truncation_circuit};
-use secinfer_gc::shares::{ShareDomain, ShareEvaluator, ShareGarbler};
-use secinfer_gc::Circuit;
-use secinfer_he::kernels::{finish_outputs, Flood};
-use secinfer_he::{GaloisKeys, HeEvaluator, PublicKey, Response, SecretKey, SeededCiphertext};
-use secinfer_net::{Channel, Phase};
+use secinfer_gc::requant::{argmax_circuit, argmax_index_bits, window_circuit};
+use secinfer_gc::window::{WindowEvaluator, WindowGarbler};
+use secinfer_he::kernels::finish_outputs;
+use secinfer_he::{
+    Ciphertext, GaloisKeys, HeEvaluator, PublicKey, Response, SecretKey, SeededCiphertext,
+};
+use secinfer_net::{Channel, Cost, Phase};
 use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
+use std::collections::HashMap;
 use std::time::Instant;
 
 const MAX_HANDSHAKE: usize = 4096;
+/// Most images one session may declare (the server loops over them).
+pub const MAX_IMAGES: u64 = 1 << 20;
 
 fn bytes<C: Channel>(ch: &C) -> u64 {
     ch.cost().total().bytes()
@@ -29,7 +43,30 @@ fn rounds<C: Channel>(ch: &C) -> u64 {
     ch.cost().total().rounds
 }
 
-/// Measures one step of the network.
+/// `now − before`, phase by phase.
+fn since(now: &Cost, before: &Cost) -> Cost {
+    let mut c = *now;
+    for p in Phase::ALL {
+        let (a, b) = (phase_mut(&mut c, p), before.phase(p));
+        a.time_s -= b.time_s;
+        a.bytes_sent -= b.bytes_sent;
+        a.bytes_received -= b.bytes_received;
+        a.messages_sent -= b.messages_sent;
+        a.messages_received -= b.messages_received;
+        a.rounds -= b.rounds;
+    }
+    c
+}
+
+fn phase_mut(c: &mut Cost, p: Phase) -> &mut secinfer_net::PhaseCost {
+    match p {
+        Phase::Setup => &mut c.setup,
+        Phase::Offline => &mut c.offline,
+        Phase::Online => &mut c.online,
+    }
+}
+
+/// Measures one op of the network.
 struct Step {
     cost: LayerCost,
     t0: Instant,
@@ -38,11 +75,11 @@ struct Step {
 }
 
 impl Step {
-    fn start<C: Channel>(ch: &C, name: &str, kernel: &str) -> Step {
+    fn start<C: Channel>(ch: &C, op: &Op, shape: &NetShape) -> Step {
         Step {
             cost: LayerCost {
-                name: name.into(),
-                kernel: kernel.into(),
+                name: op.name.clone(),
+                kernel: op.kernel(shape.kernel).into(),
                 ..Default::default()
             },
             t0: Instant::now(),
@@ -50,7 +87,7 @@ impl Step {
             r0: rounds(ch),
         }
     }
-    /// The bytes since the start (or the last mark) were HE traffic.
+    /// The bytes since the start were HE traffic.
     fn he<C: Channel>(&mut self, ch: &C) {
         let b = bytes(ch);
         self.cost.he_bytes += b - self.b0;
@@ -77,35 +114,86 @@ fn word(bits: &[bool]) -> u64 {
         .fold(0, |a, (i, &b)| a | ((b as u64) << i))
 }
 
-/// The garbled argmax of the last layer's `n` values.
-fn final_circuit(p: u64, m: &super::NetShape, reveal: bool) -> Result<Circuit> {
-    let last = m
-        .stages
-        .last()
-        .ok_or_else(|| NnError::Protocol("a network without layers".into()))?;
-    Ok(argmax_circuit(p, last.rows, &m.truncation(last), reveal)?)
+/// Values into op `k`.
+fn in_len(s: &NetShape, k: usize) -> usize {
+    if k == 0 {
+        s.input_len
+    } else {
+        s.ops[k - 1].len
+    }
 }
 
-/// Server: one session over `ch`, revealing no more than `policy` allows.
-pub fn server_session<C: Channel>(
+/// The ops whose outputs a later Add reads.
+fn kept(s: &NetShape) -> Vec<bool> {
+    let mut v = vec![false; s.ops.len()];
+    for o in &s.ops {
+        if let OpKind::Add { other } = o.kind {
+            v[other] = true;
+        }
+    }
+    v
+}
+
+/// The garbled circuit of a finishing op: (circuit, values per window).
+fn finish_circuit(p: u64, op: &Op) -> Result<(secinfer_gc::Circuit, usize)> {
+    let OpKind::Finish { tr, window } = &op.kind else {
+        return Err(NnError::Protocol("not a finishing op".into()));
+    };
+    let k = window.as_ref().map_or(1, |w| w.size());
+    Ok((window_circuit(p, tr, k)?, k))
+}
+
+/// The shares a finishing op feeds its batch: the windows' elements, window-major.
+fn gather(op: &Op, x: &[u64]) -> Vec<u64> {
+    match &op.kind {
+        OpKind::Finish {
+            window: Some(w), ..
+        } => w.gather().into_iter().map(|i| x[i]).collect(),
+        _ => x.to_vec(),
+    }
+}
+
+/// The local linear ops on one party's shares (both parties run the same map).
+fn local(op: &Op, x: &[u64], kept: &HashMap<usize, Vec<u64>>, p: u64) -> Result<Vec<u64>> {
+    match &op.kind {
+        OpKind::AvgPool { window, q } => {
+            let k = window.size();
+            let qm = q.rem_euclid(p as i64) as u128;
+            Ok(window
+                .gather()
+                .chunks_exact(k)
+                .map(|win| {
+                    let s: u128 = win.iter().map(|&i| x[i] as u128).sum();
+                    ((s % p as u128) * qm % p as u128) as u64
+                })
+                .collect())
+        }
+        OpKind::Add { other } => {
+            let y = kept
+                .get(other)
+                .ok_or_else(|| NnError::Protocol(format!("add: op {other} was not kept")))?;
+            Ok(x.iter().zip(y).map(|(a, b)| (a + b) % p).collect())
+        }
+        _ => Err(NnError::Protocol("not a local op".into())),
+    }
+}
+
+/// The handshake's fields both sides check.
+struct Hello {
+    reveal: bool,
+    images: u64,
+}
+
+fn server_handshake<C: Channel>(
     ch: &mut C,
     m: &HegcServerModel,
     policy: ServerPolicy,
-) -> Result<SessionReport> {
-    let mut rep = SessionReport {
-        flood_stat_bits: f64::INFINITY,
-        ..Default::default()
-    };
-    let params = &m.params;
-    let p = params.t();
-    let domain = ShareDomain::ModP(p);
-    let w = domain.width();
-    // ---- setup
-    ch.set_phase(Phase::Setup);
+) -> Result<Hello> {
     let hello = ch.recv_frame_limited(MAX_HANDSHAKE)?;
     let hv: serde_json::Value = serde_json::from_slice(&hello)
         .map_err(|e| NnError::Malformed(format!("handshake: {e}")))?;
     let reveal = hv["reveal_logits"].as_bool().unwrap_or(false);
+    let images = hv["images"].as_u64().unwrap_or(0);
     let problem = if hv["protocol"] != PROTOCOL {
         Some(format!(
             "protocol mismatch: client {}, server {PROTOCOL}",
@@ -113,6 +201,8 @@ pub fn server_session<C: Channel>(
         ))
     } else if hv["arch"] != m.shape.hash().as_str() {
         Some("the client's network (shape, format or kernel) differs from the server's".into())
+    } else if images == 0 || images > MAX_IMAGES {
+        Some(format!("a session runs 1 to {MAX_IMAGES} images"))
     } else if reveal && !policy.allow_logits {
         Some(LOGITS_REFUSED.to_string())
     } else {
@@ -127,94 +217,185 @@ pub fn server_session<C: Channel>(
     if let Some(e) = problem {
         return Err(NnError::Refused(e));
     }
-    rep.logits_revealed = reveal;
+    Ok(Hello { reveal, images })
+}
+
+/// What the server keeps for the whole session.
+struct ServerCtx<'a> {
+    m: &'a HegcServerModel,
+    pk: PublicKey,
+    ev: HeEvaluator<'a>,
+    ot: OtExtSender,
+    delta: Block,
+    reveal: bool,
+}
+
+/// Server: one session over `ch` (as many images as the client declared), revealing no more
+/// than `policy` allows. The report sums every image; `layers` lists each image's ops.
+pub fn server_session<C: Channel>(
+    ch: &mut C,
+    m: &HegcServerModel,
+    policy: ServerPolicy,
+) -> Result<SessionReport> {
+    let mut rep = SessionReport {
+        flood_stat_bits: f64::INFINITY,
+        ..Default::default()
+    };
+    let params = &m.params;
+    ch.set_phase(Phase::Setup);
+    let hello = server_handshake(ch, m, policy)?;
+    rep.logits_revealed = hello.reveal;
     let pk = PublicKey::from_bytes(params, &ch.recv_frame()?)?;
     let keys = GaloisKeys::from_bytes(params, &ch.recv_frame()?)?;
     let mut prg = Prg::new();
     let delta = Block(prg.next_block().0 | 1);
-    let mut ot = OtExtSender::setup_with_delta(ch, &mut prg, delta)?;
+    let ot = OtExtSender::setup_with_delta(ch, &mut prg, delta)?;
     rep.he_bytes += ch.cost().setup.bytes();
-    // ---- offline: every garbled batch
-    ch.set_phase(Phase::Offline);
-    let n_st = m.shape.stages.len();
-    let mut garblers = Vec::with_capacity(n_st);
-    for s in &m.shape.stages[..n_st - 1] {
-        let circ = truncation_circuit(p, &m.shape.truncation(s))?;
-        garblers.push(ShareGarbler::offline_circuit(
-            ch,
-            delta,
-            domain,
-            &circ,
-            m.shape.main.bits,
-            s.rows,
-        )?);
-    }
-    let fin = final_circuit(p, &m.shape, reveal)?;
-    let fin_batch: GarbledBatch =
-        garble_offline(ch, &fin, m.shape.stages[n_st - 1].rows * w, 1, delta)?;
-    ch.flush()?;
-    rep.gc_bytes += ch.cost().offline.bytes();
-    rep.and_gates = fin.and_count();
-    // ---- online
-    ch.set_phase(Phase::Online);
-    let ev = HeEvaluator::new(params, &keys);
-    let mut x_s: Option<Vec<u64>> = None;
-    let mut garblers = garblers.into_iter();
-    for (s, l) in m.shape.stages.iter().zip(&m.layers) {
-        let mut st = Step::start(ch, &s.name, kernel_name(m.shape.kernel));
-        let mut cts = Vec::with_capacity(l.plan.col_chunks);
-        for _ in 0..l.plan.col_chunks {
-            cts.push(SeededCiphertext::from_bytes(params, &ch.recv_frame()?)?.expand(params));
-        }
-        let outs = l.plan.eval(&ev, &l.pts, &cts)?;
-        let res = finish_outputs(params, &pk, &outs, Flood::Statistical(FLOOD_BITS))?;
-        rep.flood_stat_bits = rep.flood_stat_bits.min(res.flood_stat_bits);
-        for r in &res.responses {
-            ch.send_frame(&r.to_bytes())?;
-        }
-        ch.flush()?;
-        // The server's share: its masks' extraction, plus W·x_s and b·2^F in the clear.
-        let mut share = l.plan.extract(&res.masks, p)?;
-        for (i, v) in share.iter_mut().enumerate() {
-            let mut acc = (*v as u128 + l.bias[i] as u128) % p as u128;
-            if let Some(xs) = &x_s {
-                let dot: u128 = l.w[i]
-                    .iter()
-                    .zip(xs)
-                    .fold(0u128, |a, (w, x)| (a + *w as u128 * *x as u128) % p as u128);
-                acc = (acc + dot) % p as u128;
-            }
-            *v = acc as u64;
-        }
-        st.he(ch);
-        if s.post == Post::Argmax {
-            let mut bits = Vec::with_capacity(share.len() * w);
-            for v in &share {
-                bits_of(&mut bits, domain.add(*v, (p - 1) / 2), w);
-            }
-            garble_online(ch, &mut ot, &fin_batch, &bits)?;
-            ch.flush()?;
-        } else {
-            let g = garblers
-                .next()
-                .ok_or_else(|| NnError::Protocol("a hidden layer without its batch".into()))?;
-            x_s = Some(g.online(ch, &mut ot, &share)?);
-        }
-        st.end(ch, &mut rep);
+    let mut ctx = ServerCtx {
+        m,
+        pk,
+        ev: HeEvaluator::new(params, &keys),
+        ot,
+        delta,
+        reveal: hello.reveal,
+    };
+    for _ in 0..hello.images {
+        server_image(ch, &mut ctx, &mut rep)?;
     }
     rep.cost = ch.cost();
     Ok(rep)
 }
 
-fn kernel_name(k: secinfer_he::MatVecMethod) -> &'static str {
-    match k {
-        secinfer_he::MatVecMethod::Gala => "gala",
-        secinfer_he::MatVecMethod::Gazelle => "gazelle",
-        secinfer_he::MatVecMethod::Naive => "naive",
+/// A linear op at the server: the client's ciphertexts in, flooded responses out; returns the
+/// server's share of the accumulator.
+fn server_linear<C: Channel>(
+    ch: &mut C,
+    ctx: &ServerCtx<'_>,
+    lin: &ServerLinear,
+    shape: &LinearShape,
+    x: Option<&[u64]>,
+    rep: &mut SessionReport,
+) -> Result<Vec<u64>> {
+    let params = &ctx.m.params;
+    let p = params.t();
+    let mut cts: Vec<Ciphertext> = Vec::with_capacity(lin.plan.in_cts());
+    for _ in 0..lin.plan.in_cts() {
+        cts.push(SeededCiphertext::from_bytes(params, &ch.recv_frame()?)?.expand(params));
     }
+    let outs = match &lin.plan {
+        LinearPlan::Dense(pl) => pl.eval(&ctx.ev, &lin.pts, &cts)?,
+        LinearPlan::Conv(pl) => pl.eval(&ctx.ev, &lin.pts, &cts)?,
+    };
+    let res = finish_outputs(params, &ctx.pk, &outs, ctx.m.flood)?;
+    rep.flood_stat_bits = rep.flood_stat_bits.min(res.flood_stat_bits);
+    for r in &res.responses {
+        ch.send_frame(&r.to_bytes())?;
+    }
+    ch.flush()?;
+    let share = extract(&lin.plan, shape, &res.masks, p)?;
+    let own = lin.plain(shape, x, p);
+    Ok(share.iter().zip(own).map(|(a, b)| (a + b) % p).collect())
 }
 
-/// Client: one session over `ch` on `input` (main-format integers, the flattened image).
+/// A linear op's output shares from its decrypted (or mask) slot vectors.
+fn extract(plan: &LinearPlan, shape: &LinearShape, v: &[Vec<u64>], p: u64) -> Result<Vec<u64>> {
+    Ok(match (plan, shape) {
+        (LinearPlan::Dense(pl), _) => pl.extract(v, p)?,
+        (LinearPlan::Conv(pl), LinearShape::Conv(g)) => g.crop(&pl.extract(v, p)?),
+        _ => return Err(NnError::Protocol("a plan of the wrong kind".into())),
+    })
+}
+
+fn server_image<C: Channel>(
+    ch: &mut C,
+    ctx: &mut ServerCtx<'_>,
+    rep: &mut SessionReport,
+) -> Result<()> {
+    let m = ctx.m;
+    let shape = &m.shape;
+    let p = m.params.t();
+    let w = bit_len(p);
+    // ---- offline: every garbled batch
+    ch.set_phase(Phase::Offline);
+    let b0 = ch.cost().offline.bytes();
+    let mut garblers: Vec<Option<WindowGarbler>> = Vec::with_capacity(shape.ops.len());
+    let mut fin: Option<(GarbledBatch, usize)> = None;
+    for (k, op) in shape.ops.iter().enumerate() {
+        garblers.push(match &op.kind {
+            OpKind::Finish { tr, .. } => {
+                let (circ, win) = finish_circuit(p, op)?;
+                let g = WindowGarbler::offline(ch, ctx.delta, p, &circ, win, tr.bits, op.len)?;
+                Some(g)
+            }
+            OpKind::Argmax { tr } => {
+                let n = in_len(shape, k);
+                let circ = argmax_circuit(p, n, tr, ctx.reveal)?;
+                rep.and_gates += circ.and_count();
+                fin = Some((garble_offline(ch, &circ, n * w, 1, ctx.delta)?, n));
+                None
+            }
+            _ => None,
+        });
+    }
+    ch.flush()?;
+    rep.gc_bytes += ch.cost().offline.bytes() - b0;
+    let (fin_batch, n_fin) = fin.ok_or_else(|| NnError::Protocol("no argmax".into()))?;
+    // ---- online
+    ch.set_phase(Phase::Online);
+    let keep = kept(shape);
+    let mut kept_vals: HashMap<usize, Vec<u64>> = HashMap::new();
+    let mut x: Option<Vec<u64>> = None;
+    for (k, op) in shape.ops.iter().enumerate() {
+        let mut st = Step::start(ch, op, shape);
+        let cur = || x.clone().unwrap_or_else(|| vec![0; in_len(shape, k)]);
+        let y = match &op.kind {
+            OpKind::Linear(lin_shape) => {
+                let lin = m.layers[k]
+                    .as_ref()
+                    .ok_or_else(|| NnError::Protocol("a linear op without weights".into()))?;
+                let y = server_linear(ch, ctx, lin, lin_shape, x.as_deref(), rep)?;
+                st.he(ch);
+                y
+            }
+            OpKind::AvgPool { .. } | OpKind::Add { .. } => local(op, &cur(), &kept_vals, p)?,
+            OpKind::Finish { .. } => {
+                let g = garblers[k]
+                    .take()
+                    .ok_or_else(|| NnError::Protocol("a finishing op without its batch".into()))?;
+                g.online(ch, &mut ctx.ot, &gather(op, &cur()))?
+            }
+            OpKind::Argmax { .. } => {
+                let v = cur();
+                if v.len() != n_fin {
+                    return Err(NnError::Protocol("argmax input size".into()));
+                }
+                let mut bits = Vec::with_capacity(v.len() * w);
+                for s in &v {
+                    bits_of(&mut bits, (s + (p - 1) / 2) % p, w);
+                }
+                garble_online(ch, &mut ctx.ot, &fin_batch, &bits)?;
+                ch.flush()?;
+                Vec::new()
+            }
+        };
+        st.end(ch, rep);
+        if keep[k] {
+            kept_vals.insert(k, y.clone());
+        }
+        x = Some(y);
+    }
+    Ok(())
+}
+
+/// What the client keeps for the whole session.
+struct ClientCtx<'a> {
+    m: &'a HegcClientModel,
+    sk: SecretKey,
+    ot: OtExtReceiver,
+    reveal: bool,
+}
+
+/// Client: one session over `ch` on `input` (main-format integers, the image in CHW order).
 pub fn client_session<C: Channel>(
     ch: &mut C,
     m: &HegcClientModel,
@@ -222,31 +403,43 @@ pub fn client_session<C: Channel>(
     reveal_logits: bool,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<GruOutcome> {
-    let params = &m.params;
-    let p = params.t();
-    let domain = ShareDomain::ModP(p);
-    let w = domain.width();
-    let first = m
-        .shape
-        .stages
-        .first()
-        .ok_or_else(|| NnError::Protocol("a network without layers".into()))?;
-    if input.len() != first.cols {
+    let mut v = client_session_images(ch, m, &[input], reveal_logits, progress)?;
+    v.pop()
+        .ok_or_else(|| NnError::Protocol("no image ran".into()))
+}
+
+/// Client: one session over `ch` classifying every image of `inputs` under one set of keys.
+/// The first outcome's report carries the session's setup (keys, base OTs); each report's
+/// `cost` is its own image's (and, for the first, the setup's).
+pub fn client_session_images<C: Channel>(
+    ch: &mut C,
+    m: &HegcClientModel,
+    inputs: &[&[i64]],
+    reveal_logits: bool,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<Vec<GruOutcome>> {
+    if inputs.is_empty() || inputs.len() as u64 > MAX_IMAGES {
         return Err(NnError::Input(format!(
-            "{} values, the network reads {}",
-            input.len(),
-            first.cols
+            "a session runs 1 to {MAX_IMAGES} images"
         )));
     }
     let main = m.shape.main;
-    if let Some(i) = input.iter().position(|v| main.clamp(*v) != *v) {
-        return Err(NnError::Input(format!(
-            "value {i} ({}) is outside the {}-bit main format",
-            input[i], main.bits
-        )));
+    for input in inputs {
+        if input.len() != m.shape.input_len {
+            return Err(NnError::Input(format!(
+                "{} values, the network reads {}",
+                input.len(),
+                m.shape.input_len
+            )));
+        }
+        if let Some(i) = input.iter().position(|v| main.clamp(*v) != *v) {
+            return Err(NnError::Input(format!(
+                "value {i} ({}) is outside the {}-bit main format",
+                input[i], main.bits
+            )));
+        }
     }
-    let mut rep = SessionReport::default();
-    let total = m.shape.stages.len() as u64 + 2;
+    let total = (m.shape.ops.len() as u64 + 1) * inputs.len() as u64 + 1;
     // ---- setup
     ch.set_phase(Phase::Setup);
     progress("setup", 0, total);
@@ -254,6 +447,7 @@ pub fn client_session<C: Channel>(
         "protocol": PROTOCOL,
         "arch": m.shape.hash(),
         "reveal_logits": reveal_logits,
+        "images": inputs.len(),
     });
     ch.send_frame(hs.to_string().as_bytes())?;
     let reply = ch.recv_frame_limited(MAX_HANDSHAKE)?;
@@ -268,72 +462,165 @@ pub fn client_session<C: Channel>(
         ));
     }
     let reveal = rv["reveal_logits"].as_bool().unwrap_or(false) && reveal_logits;
-    rep.logits_revealed = reveal;
-    let sk = SecretKey::generate(params);
+    let sk = SecretKey::generate(&m.params);
     ch.send_frame(&sk.public_key().to_bytes())?;
     ch.send_frame(&sk.rotation_keys(&m.rotation_steps(), false).to_bytes())?;
-    let mut ot = OtExtReceiver::setup(ch, &mut Prg::new())?;
-    rep.he_bytes += ch.cost().setup.bytes();
-    // ---- offline
-    ch.set_phase(Phase::Offline);
-    progress("offline", 1, total);
-    let n_st = m.shape.stages.len();
-    let mut evals = Vec::with_capacity(n_st);
-    for s in &m.shape.stages[..n_st - 1] {
-        let circ = truncation_circuit(p, &m.shape.truncation(s))?;
-        evals.push(ShareEvaluator::offline_circuit(ch, domain, circ, s.rows)?);
-    }
-    let fin = final_circuit(p, &m.shape, reveal)?;
-    let last_rows = m.shape.stages[n_st - 1].rows;
-    let fin_batch: ReceivedBatch = evaluate_offline(ch, &fin, last_rows * w, 1)?;
-    rep.gc_bytes += ch.cost().offline.bytes();
-    rep.and_gates = fin.and_count();
-    // ---- online
-    ch.set_phase(Phase::Online);
-    let mut x_c: Vec<u64> = input.iter().map(|v| domain.embed(*v)).collect();
-    let mut evals = evals.into_iter();
-    let mut result = None;
-    for (k, (s, plan)) in m.shape.stages.iter().zip(&m.plans).enumerate() {
-        progress(&s.name, 2 + k as u64, total);
-        let mut st = Step::start(ch, &s.name, kernel_name(m.shape.kernel));
-        for slots in plan.pack_input(&x_c)? {
-            ch.send_frame(&sk.encrypt_seeded(&slots)?.to_bytes())?;
+    let ot = OtExtReceiver::setup(ch, &mut Prg::new())?;
+    let mut ctx = ClientCtx { m, sk, ot, reveal };
+    let mut outs = Vec::with_capacity(inputs.len());
+    let mut before = Cost::default();
+    for (i, input) in inputs.iter().enumerate() {
+        let mut rep = SessionReport {
+            logits_revealed: reveal,
+            ..Default::default()
+        };
+        if i == 0 {
+            rep.he_bytes += ch.cost().setup.bytes();
         }
-        ch.flush()?;
-        let mut dec = Vec::with_capacity(plan.out_cts);
-        for _ in 0..plan.out_cts {
-            let r = Response::from_bytes(params, &ch.recv_frame()?)?;
-            dec.push(sk.decrypt_response(&r)?);
-        }
-        let share = plan.extract(&dec, p)?;
-        st.he(ch);
-        if s.post == Post::Argmax {
-            let mut bits = Vec::with_capacity(share.len() * w);
-            for v in &share {
-                bits_of(&mut bits, *v, w);
-            }
-            let out = evaluate_online(ch, &mut ot, &fin, &fin_batch, &bits)?;
-            result = Some(out);
-        } else {
-            let e = evals
-                .next()
-                .ok_or_else(|| NnError::Protocol("a hidden layer without its batch".into()))?;
-            x_c = e.online(ch, &mut ot, &share)?;
-        }
-        st.end(ch, &mut rep);
+        let base = 1 + i as u64 * (m.shape.ops.len() as u64 + 1);
+        let mut prog = |s: &str, k: u64| progress(s, base + k, total);
+        let (class, logits) = client_image(ch, &mut ctx, input, &mut rep, &mut prog)?;
+        let now = ch.cost();
+        rep.cost = since(&now, &before);
+        before = now;
+        outs.push(GruOutcome {
+            class,
+            top: vec![class],
+            logits,
+            log2_prob: None,
+            report: rep,
+        });
     }
     progress("done", total, total);
+    Ok(outs)
+}
+
+/// A linear op at the client: its share encrypted up, the responses decrypted into its share.
+fn client_linear<C: Channel>(
+    ch: &mut C,
+    ctx: &ClientCtx<'_>,
+    plan: &LinearPlan,
+    shape: &LinearShape,
+    x: &[u64],
+) -> Result<Vec<u64>> {
+    let params = &ctx.m.params;
+    let packed = match (plan, shape) {
+        (LinearPlan::Dense(pl), _) => pl.pack_input(x)?,
+        (LinearPlan::Conv(pl), LinearShape::Conv(g)) => pl.pack_input(&g.to_hwc(x))?,
+        _ => return Err(NnError::Protocol("a plan of the wrong kind".into())),
+    };
+    for slots in packed {
+        ch.send_frame(&ctx.sk.encrypt_seeded(&slots)?.to_bytes())?;
+    }
+    ch.flush()?;
+    let mut dec = Vec::with_capacity(plan.out_cts());
+    for _ in 0..plan.out_cts() {
+        let r = Response::from_bytes(params, &ch.recv_frame()?)?;
+        dec.push(ctx.sk.decrypt_response(&r)?);
+    }
+    extract(plan, shape, &dec, params.t())
+}
+
+#[allow(clippy::type_complexity)]
+fn client_image<C: Channel>(
+    ch: &mut C,
+    ctx: &mut ClientCtx<'_>,
+    input: &[i64],
+    rep: &mut SessionReport,
+    progress: &mut dyn FnMut(&str, u64),
+) -> Result<(usize, Option<Vec<i64>>)> {
+    let m = ctx.m;
+    let shape = &m.shape;
+    let p = m.params.t();
+    let w = bit_len(p);
+    // ---- offline
+    ch.set_phase(Phase::Offline);
+    progress("offline", 0);
+    let b0 = ch.cost().offline.bytes();
+    let mut evals: Vec<Option<WindowEvaluator>> = Vec::with_capacity(shape.ops.len());
+    let mut fin: Option<(secinfer_gc::Circuit, ReceivedBatch, usize)> = None;
+    for (k, op) in shape.ops.iter().enumerate() {
+        evals.push(match &op.kind {
+            OpKind::Finish { .. } => {
+                let (circ, win) = finish_circuit(p, op)?;
+                Some(WindowEvaluator::offline(ch, p, circ, win, op.len)?)
+            }
+            OpKind::Argmax { tr } => {
+                let n = in_len(shape, k);
+                let circ = argmax_circuit(p, n, tr, ctx.reveal)?;
+                rep.and_gates += circ.and_count();
+                let b = evaluate_offline(ch, &circ, n * w, 1)?;
+                fin = Some((circ, b, n));
+                None
+            }
+            _ => None,
+        });
+    }
+    rep.gc_bytes += ch.cost().offline.bytes() - b0;
+    let (fin_circ, fin_batch, n_fin) = fin.ok_or_else(|| NnError::Protocol("no argmax".into()))?;
+    // ---- online
+    ch.set_phase(Phase::Online);
+    let keep = kept(shape);
+    let mut kept_vals: HashMap<usize, Vec<u64>> = HashMap::new();
+    let mut x: Vec<u64> = input
+        .iter()
+        .map(|v| v.rem_euclid(p as i64) as u64)
+        .collect();
+    let mut result = None;
+    for (k, op) in shape.ops.iter().enumerate() {
+        progress(&op.name, 1 + k as u64);
+        let mut st = Step::start(ch, op, shape);
+        let y = match &op.kind {
+            OpKind::Linear(lin_shape) => {
+                let plan = m.plans[k]
+                    .as_ref()
+                    .ok_or_else(|| NnError::Protocol("a linear op without its plan".into()))?;
+                let y = client_linear(ch, ctx, plan, lin_shape, &x)?;
+                st.he(ch);
+                y
+            }
+            OpKind::AvgPool { .. } | OpKind::Add { .. } => local(op, &x, &kept_vals, p)?,
+            OpKind::Finish { .. } => {
+                let e = evals[k]
+                    .take()
+                    .ok_or_else(|| NnError::Protocol("a finishing op without its batch".into()))?;
+                e.online(ch, &mut ctx.ot, &gather(op, &x))?
+            }
+            OpKind::Argmax { .. } => {
+                if x.len() != n_fin {
+                    return Err(NnError::Protocol("argmax input size".into()));
+                }
+                let mut bits = Vec::with_capacity(x.len() * w);
+                for v in &x {
+                    bits_of(&mut bits, *v, w);
+                }
+                result = Some(evaluate_online(
+                    ch,
+                    &mut ctx.ot,
+                    &fin_circ,
+                    &fin_batch,
+                    &bits,
+                )?);
+                Vec::new()
+            }
+        };
+        st.end(ch, rep);
+        if keep[k] {
+            kept_vals.insert(k, y.clone());
+        }
+        x = y;
+    }
     let out = result.ok_or_else(|| NnError::Protocol("no argmax ran".into()))?;
-    let ib = argmax_index_bits(last_rows);
+    let ib = argmax_index_bits(n_fin);
     if out.len() < ib {
         return Err(NnError::Malformed("argmax output too short".into()));
     }
     let class = word(&out[..ib]) as usize;
-    if class >= last_rows {
-        return Err(NnError::Malformed(format!("class {class} of {last_rows}")));
+    if class >= n_fin {
+        return Err(NnError::Malformed(format!("class {class} of {n_fin}")));
     }
-    let logits = reveal.then(|| {
-        let b = main.bits as usize;
+    let logits = ctx.reveal.then(|| {
+        let b = shape.main.bits as usize;
         out[ib..]
             .chunks(b)
             .map(|c| {
@@ -342,12 +629,5 @@ pub fn client_session<C: Channel>(
             })
             .collect()
     });
-    rep.cost = ch.cost();
-    Ok(GruOutcome {
-        class,
-        top: vec![class],
-        logits,
-        log2_prob: None,
-        report: rep,
-    })
+    Ok((class, logits))
 }

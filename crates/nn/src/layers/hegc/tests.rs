@@ -2,6 +2,7 @@ use super::*;
 use crate::layers::gru::ServerPolicy;
 use crate::model::Model;
 use crate::reference::{ExactActivations, GraphReference, Input};
+use secinfer_he::kernels::Flood;
 use secinfer_net::mem_pair;
 
 /// Runs one secure session on `x` and the reference; returns (secure class, reference class,
@@ -12,8 +13,31 @@ fn run(
     kernel: MatVecMethod,
     allow_logits: bool,
 ) -> (usize, usize, Option<Vec<i64>>, Vec<i64>) {
+    run_flood(
+        model,
+        x,
+        kernel,
+        allow_logits,
+        Flood::Statistical(FLOOD_BITS),
+    )
+}
+
+/// [`run`] with the server's flooding set: the convolution layouts reach only 37–39 of the 40
+/// bits at n8192-t25, so their bit-exactness tests flood best-effort and say so.
+fn run_flood(
+    model: &Model,
+    x: &[i64],
+    kernel: MatVecMethod,
+    allow_logits: bool,
+    flood: Flood,
+) -> (usize, usize, Option<Vec<i64>>, Vec<i64>) {
     let q = QuantizedGraph::new(model, model.config.fixed_point).unwrap();
-    let sm = HegcServerModel::new(&q, &model.config, kernel).unwrap();
+    let mut sm = HegcServerModel::new(&q, &model.config, kernel).unwrap();
+    sm.flood = flood;
+    let min_bits = match flood {
+        Flood::Statistical(b) => b as f64,
+        _ => 30.0,
+    };
     let cm = HegcClientModel::new(&model.config, kernel).unwrap();
     let (mut a, mut b) = mem_pair();
     let policy = ServerPolicy { allow_logits };
@@ -23,19 +47,16 @@ fn run(
     let out = if allow_logits {
         let rep = rep.unwrap();
         let out = out.unwrap();
-        assert!(
-            rep.flood_stat_bits >= FLOOD_BITS as f64,
-            "{}",
-            rep.flood_stat_bits
-        );
-        assert_eq!(rep.layers.len(), cm.shape.stages.len());
+        assert!(rep.flood_stat_bits >= min_bits, "{}", rep.flood_stat_bits);
+        assert_eq!(rep.layers.len(), cm.shape.ops.len());
         out
     } else {
         let e = out.expect_err("a refused logits request");
         assert_eq!(e.kind(), crate::ErrorKind::Refused);
         assert!(rep.is_err());
         let (mut a, mut b) = mem_pair();
-        let sm = HegcServerModel::new(&q, &model.config, kernel).unwrap();
+        let mut sm = HegcServerModel::new(&q, &model.config, kernel).unwrap();
+        sm.flood = flood;
         let srv = std::thread::spawn(move || server_session(&mut b, &sm, policy));
         let out = client_session(&mut a, &cm, x, false, &mut |_, _, _| {}).unwrap();
         srv.join().unwrap().unwrap();
@@ -121,6 +142,25 @@ fn unsupported_layers_and_ranges_are_refused_naming_the_layer() {
     let config = ModelConfig::parse(&json.to_string()).unwrap();
     let e = NetShape::new(&config, MatVecMethod::Gala).expect_err("refused");
     assert!(e.to_string().contains("last"), "{e}");
+    // Batch normalisation must be folded at export; the refusal names the layer.
+    let json = serde_json::json!({
+        "format": "secinfer-model", "version": 2, "task": "classification",
+        "layers": [
+            {"type": "input", "name": "input", "dtype": "fixed", "shape": [1, 4, 4]},
+            {"type": "conv2d", "name": "c1", "in_channels": 1, "out_channels": 2,
+             "kernel": [3, 3], "stride": [1, 1], "padding": [1, 1]},
+            {"type": "batchnorm", "name": "bn1", "channels": 2},
+            {"type": "flatten", "name": "f"},
+            {"type": "dense", "name": "fc", "input": 32, "output": 2},
+            {"type": "argmax", "name": "class"}
+        ],
+        "fixed_point": {"bits": 12, "frac_bits": 6},
+        "labels": ["a", "b"],
+    });
+    let config = ModelConfig::parse(&json.to_string()).unwrap();
+    let e = NetShape::new(&config, MatVecMethod::Gala).expect_err("refused");
+    assert_eq!(e.kind(), crate::ErrorKind::Unsupported);
+    assert!(e.to_string().contains("bn1"), "{e}");
 }
 
 /// GALA's Table II formulas for one n_o × n_i layer at n slots (one input ciphertext):
@@ -172,4 +212,145 @@ fn mlp_counts_against_gala_table_ix() {
         );
     }
     assert_eq!(want, [(85, 73, 85), (70, 73, 70)]);
+}
+
+fn conv(name: &str, cin: usize, cout: usize, k: usize, s: usize, p: usize) -> serde_json::Value {
+    serde_json::json!({"type": "conv2d", "name": name, "in_channels": cin, "out_channels": cout,
+                       "kernel": [k, k], "stride": [s, s], "padding": [p, p]})
+}
+fn simple(kind: &str, name: &str) -> serde_json::Value {
+    serde_json::json!({"type": kind, "name": name})
+}
+fn pool(kind: &str, name: &str, k: usize, s: usize) -> serde_json::Value {
+    serde_json::json!({"type": kind, "name": name, "kernel": [k, k], "stride": [s, s]})
+}
+fn input(c: usize, h: usize) -> serde_json::Value {
+    serde_json::json!({"type": "input", "name": "input", "dtype": "fixed", "shape": [c, h, h]})
+}
+fn dense(name: &str, i: usize, o: usize) -> serde_json::Value {
+    serde_json::json!({"type": "dense", "name": name, "input": i, "output": o})
+}
+
+/// conv(pad 1) → relu → maxpool 2 → conv(valid, 4×4 even kernel) → relu → flatten → dense →
+/// argmax on 1×10×10.
+fn small_cnn(seed: u64) -> Model {
+    let layers = vec![
+        input(1, 10),
+        conv("c1", 1, 4, 3, 1, 1),
+        simple("relu", "r1"),
+        pool("maxpool2d", "p1", 2, 2),
+        conv("c2", 4, 3, 4, 1, 0),
+        simple("relu", "r2"),
+        simple("flatten", "f"),
+        dense("fc", 12, 5),
+        simple("argmax", "class"),
+    ];
+    random_model(layers, 5, 12, 6, seed).unwrap()
+}
+
+#[test]
+fn random_cnn_equals_the_reference_bit_for_bit() {
+    let model = small_cnn(7);
+    for (seed, kernel) in [(11, MatVecMethod::Gala), (12, MatVecMethod::Gazelle)] {
+        let x = random_input(100, 12, seed);
+        let (c, rc, logits, rl) = run_flood(&model, &x, kernel, true, Flood::BestEffort(40));
+        assert_eq!(logits.as_deref(), Some(rl.as_slice()), "{kernel:?}");
+        assert_eq!(c, rc);
+    }
+}
+
+/// Stride 2, overlapping max-pool windows, a residual Add and an average pool.
+#[test]
+fn residual_cnn_with_strides_and_average_pooling_equals_the_reference() {
+    let layers = vec![
+        input(2, 9),
+        conv("c1", 2, 3, 3, 2, 1),
+        simple("relu", "r1"),
+        conv("c2", 3, 3, 3, 1, 1),
+        serde_json::json!({"type": "add", "name": "sum", "other": "r1"}),
+        simple("relu", "r2"),
+        pool("maxpool2d", "p1", 3, 1),
+        pool("avgpool2d", "a1", 2, 1),
+        simple("flatten", "f"),
+        dense("fc", 12, 4),
+        simple("argmax", "class"),
+    ];
+    let model = random_model(layers, 4, 12, 6, 3).unwrap();
+    let shape = NetShape::new(&model.config, MatVecMethod::Gala).unwrap();
+    assert!(shape
+        .ops
+        .iter()
+        .any(|o| matches!(o.kind, OpKind::Add { .. })));
+    let x = random_input(2 * 81, 12, 5);
+    let (c, rc, logits, rl) = run(&model, &x, MatVecMethod::Gala, true);
+    assert_eq!(logits.as_deref(), Some(rl.as_slice()));
+    assert_eq!(c, rc);
+}
+
+#[test]
+fn shipped_mnist_cnn_equals_the_reference() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mnist-cnn");
+    let model = Model::load(dir).unwrap();
+    let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
+    let text = std::fs::read_to_string(format!("{dir}/samples.jsonl")).unwrap();
+    for line in text.lines().take(2) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let xf: Vec<f32> = v["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        let x = q.quantize_input(&xf);
+        let best = Flood::BestEffort(40);
+        let (c, rc, logits, rl) = run_flood(&model, &x, MatVecMethod::Gala, true, best);
+        assert_eq!(logits.as_deref(), Some(rl.as_slice()));
+        assert_eq!(c, rc);
+        assert_eq!(c.to_string(), v["label"].as_str().unwrap());
+    }
+    // The default (40 statistical bits) refuses the convolutions at n8192-t25, typed.
+    let sm = HegcServerModel::new(&q, &model.config, MatVecMethod::Gala).unwrap();
+    let cm = HegcClientModel::new(&model.config, MatVecMethod::Gala).unwrap();
+    let (mut a, mut b) = mem_pair();
+    let srv = std::thread::spawn(move || server_session(&mut b, &sm, ServerPolicy::default()));
+    let x = vec![0i64; 784];
+    let client = client_session(&mut a, &cm, &x, false, &mut |_, _, _| {});
+    let e = srv.join().unwrap().expect_err("40 bits are out of reach");
+    assert!(
+        matches!(e, NnError::He(secinfer_he::HeError::NoiseBudget(_))),
+        "{e}"
+    );
+    assert!(client.is_err());
+}
+
+/// Several images under one set of keys: the keys go up once, and every image's class and
+/// logits equal the reference.
+#[test]
+fn one_session_classifies_many_images_with_one_set_of_keys() {
+    let model = small_cnn(9);
+    let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
+    let mut sm = HegcServerModel::new(&q, &model.config, MatVecMethod::Gala).unwrap();
+    sm.flood = Flood::BestEffort(40);
+    let cm = HegcClientModel::new(&model.config, MatVecMethod::Gala).unwrap();
+    let xs: Vec<Vec<i64>> = (0..3).map(|s| random_input(100, 12, 40 + s)).collect();
+    let refs: Vec<&[i64]> = xs.iter().map(|x| x.as_slice()).collect();
+    let (mut a, mut b) = mem_pair();
+    let policy = ServerPolicy { allow_logits: true };
+    let srv = std::thread::spawn(move || server_session(&mut b, &sm, policy));
+    let outs = client_session_images(&mut a, &cm, &refs, true, &mut |_, _, _| {}).unwrap();
+    let rep = srv.join().unwrap().unwrap();
+    assert_eq!(outs.len(), 3);
+    assert_eq!(rep.layers.len(), 3 * cm.shape.ops.len());
+    let mut r = GraphReference::new(&q, ExactActivations);
+    for (x, o) in xs.iter().zip(&outs) {
+        let want = r.run(Input::Fixed(x)).unwrap();
+        assert_eq!(o.logits.as_deref(), Some(want[want.len() - 2].as_slice()));
+        assert_eq!(o.class as i64, want[want.len() - 1][0]);
+    }
+    // Only the first image pays for the keys.
+    assert!(outs[0].report.cost.setup.bytes() > 1_000_000);
+    for o in &outs[1..] {
+        assert_eq!(o.report.cost.setup.bytes(), 0);
+        assert!(o.report.cost.online.bytes() > 0);
+    }
 }

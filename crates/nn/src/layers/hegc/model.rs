@@ -1,0 +1,132 @@
+//! The two parties' prepared networks: the server's encoded weights, the client's plans.
+use super::{LinearPlan, LinearShape, NetShape, OpKind, FLOOD_BITS, HE_PARAMS};
+use crate::error::{NnError, Result};
+use crate::model::ModelConfig;
+use crate::reference::QuantizedGraph;
+use secinfer_he::kernels::Flood;
+use secinfer_he::{MatVecMethod, Params, Plaintext, SecretKey};
+
+/// One prepared linear layer of the server. Secret: no `Debug`.
+pub(super) struct ServerLinear {
+    pub plan: LinearPlan,
+    pub pts: Vec<Plaintext>,
+    /// W mod p in the layer's own layout (rows × cols, or M×C×kh×kw), for W·x_s.
+    pub w: Vec<u64>,
+    /// b·2^F mod p.
+    pub bias: Vec<u64>,
+}
+
+impl ServerLinear {
+    /// W·x + b·2^F mod p on the server's share `x` (`None`: a zero share).
+    pub fn plain(&self, shape: &LinearShape, x: Option<&[u64]>, p: u64) -> Vec<u64> {
+        let mut y = match (shape, x) {
+            (LinearShape::Dense { rows, .. }, None) => vec![0u64; *rows],
+            (LinearShape::Conv(g), None) => vec![0u64; g.out_len()],
+            (LinearShape::Dense { cols, .. }, Some(x)) => self
+                .w
+                .chunks_exact(*cols)
+                .map(|row| {
+                    let acc = row
+                        .iter()
+                        .zip(x)
+                        .fold(0u128, |a, (w, x)| a + *w as u128 * *x as u128);
+                    (acc % p as u128) as u64
+                })
+                .collect(),
+            (LinearShape::Conv(g), Some(x)) => g.plain(&self.w, x, p),
+        };
+        let per = y.len() / self.bias.len().max(1);
+        for (i, v) in y.iter_mut().enumerate() {
+            *v = (*v + self.bias[i / per.max(1)]) % p;
+        }
+        y
+    }
+}
+
+/// A network prepared for serving `hegc` sessions. Secret: no `Debug`.
+pub struct HegcServerModel {
+    pub shape: NetShape,
+    pub params: Params,
+    /// Flooding of every HE response: [`FLOOD_BITS`] statistical bits, refused where the
+    /// parameters have no room (the default); tests of layouts that cannot reach it yet set
+    /// `Flood::BestEffort` explicitly.
+    pub flood: Flood,
+    /// By op index: the linear ops' weights.
+    pub(super) layers: Vec<Option<ServerLinear>>,
+}
+
+impl HegcServerModel {
+    /// Checks the graph and the accumulator range, encodes every weight tensor.
+    pub fn new(q: &QuantizedGraph, config: &ModelConfig, kernel: MatVecMethod) -> Result<Self> {
+        let shape = NetShape::new(config, kernel)?;
+        let params = Params::by_name(HE_PARAMS)?;
+        let p = params.t();
+        shape.check_range(q, p)?;
+        // The plaintexts do not depend on the keys: a throwaway evaluator encodes them.
+        let no_keys = SecretKey::generate(&params).rotation_keys(&[], false);
+        let ev = secinfer_he::HeEvaluator::new(&params, &no_keys);
+        let embed = |v: &i64| v.rem_euclid(p as i64) as u64;
+        let mut layers = Vec::with_capacity(shape.ops.len());
+        for (o, plan) in shape.ops.iter().zip(shape.plans(&params)?) {
+            let (OpKind::Linear(lin), Some(plan)) = (&o.kind, plan) else {
+                layers.push(None);
+                continue;
+            };
+            let (w, b) = q
+                .affine(o.layer)
+                .ok_or_else(|| NnError::Protocol(format!("layer {} has no weights", o.layer)))?;
+            let w: Vec<u64> = w.iter().map(embed).collect();
+            let pts = match (&plan, lin) {
+                (LinearPlan::Dense(pl), LinearShape::Dense { cols, .. }) => {
+                    let rows: Vec<Vec<u64>> = w.chunks_exact(*cols).map(|r| r.to_vec()).collect();
+                    pl.prepare(&ev, &rows)?
+                }
+                (LinearPlan::Conv(pl), LinearShape::Conv(g)) => {
+                    pl.prepare(&ev, &g.square_weights(&w))?
+                }
+                _ => return Err(NnError::Protocol("a plan of the wrong kind".into())),
+            };
+            let bias = b.iter().map(|v| embed(&(*v << shape.main.frac))).collect();
+            layers.push(Some(ServerLinear { plan, pts, w, bias }));
+        }
+        Ok(HegcServerModel {
+            shape,
+            params,
+            flood: Flood::Statistical(FLOOD_BITS),
+            layers,
+        })
+    }
+}
+
+/// The client's side of a network: its shape and parameters (public).
+pub struct HegcClientModel {
+    pub shape: NetShape,
+    pub params: Params,
+    pub(super) plans: Vec<Option<LinearPlan>>,
+}
+
+impl HegcClientModel {
+    pub fn new(config: &ModelConfig, kernel: MatVecMethod) -> Result<Self> {
+        let shape = NetShape::new(config, kernel)?;
+        let params = Params::by_name(HE_PARAMS)?;
+        let plans = shape.plans(&params)?;
+        Ok(HegcClientModel {
+            shape,
+            params,
+            plans,
+        })
+    }
+
+    /// Rotation steps of every layer's kernel (the Galois keys the client uploads).
+    pub(super) fn rotation_steps(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .plans
+            .iter()
+            .flatten()
+            .flat_map(|p| p.rotation_steps())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
