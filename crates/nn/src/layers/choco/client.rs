@@ -6,7 +6,7 @@ use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, Layer, LayerKind, ModelConfig, Shape};
 use crate::reference::{argmax, pool};
-use secinfer_he::choco::{DensePlan, Packing};
+use secinfer_he::choco::{Kernel, Packing};
 use secinfer_he::{Response, SecretKey};
 use secinfer_net::{Channel, Phase};
 use std::time::Instant;
@@ -48,7 +48,7 @@ impl ChocoClient {
     }
 
     /// The kernel plan of every server-side linear layer, in order.
-    pub fn plans(&self) -> Vec<DensePlan> {
+    pub fn plans(&self) -> Vec<Kernel> {
         self.schedule.plans().cloned().collect()
     }
 
@@ -182,8 +182,8 @@ fn run_client<C: Channel>(ch: &mut C, c: &ChocoClient, x: &[i64]) -> Result<Choc
                 for sk in &keys {
                     let p = sk.params();
                     let want = secinfer_he::choco::response_log_q(p);
-                    let mut dec = Vec::with_capacity(plan.out_chunks);
-                    for _ in 0..plan.out_chunks {
+                    let mut dec = Vec::with_capacity(plan.out_cts());
+                    for _ in 0..plan.out_cts() {
                         let f = ch.recv_frame_limited(response_limit(p))?;
                         let t = Instant::now();
                         cost.bytes_down += f.len() as u64;
