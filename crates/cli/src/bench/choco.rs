@@ -18,8 +18,8 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct ChocoArgs {
-    /// Model: mlp (models/mnist-mlp, 784-128-128-10) or mnist-cnn (models/mnist-cnn).
-    #[arg(long, default_value = "mlp", value_parser = ["mlp", "mnist-cnn"])]
+    /// Model: mlp (models/mnist-mlp, 784-128-128-10) or cnn / mnist-cnn (models/mnist-cnn).
+    #[arg(long, default_value = "mlp", value_parser = ["mlp", "cnn", "mnist-cnn"])]
     pub arch: String,
     /// Model directory (default: the arch's directory under ./models).
     #[arg(long)]
@@ -34,6 +34,11 @@ pub struct ChocoArgs {
     /// Threads for the client's work (1 models a small device).
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
+    /// Statistical flooding of the returned ciphertexts. Below 40 only for measuring the
+    /// masked baseline, which cannot reach 40 bits with this build's two-prime Q; such
+    /// records carry `under_flooded: true`.
+    #[arg(long, default_value_t = 40)]
+    pub flood_bits: u32,
     #[command(flatten)]
     pub net: NetArgs,
 }
@@ -84,6 +89,43 @@ fn float_forward(m: &Model, x: &[f32]) -> Option<Vec<f32>> {
                     })
                     .collect()
             }
+            LayerKind::Conv2d {
+                out_channels,
+                kernel,
+                stride,
+                padding,
+                ..
+            } => {
+                let Shape::Image { c, h, w } = l.input else {
+                    return None;
+                };
+                let k = &m.tensors.get(&l.name, "weight").ok()?.data;
+                let b = &m.tensors.get(&l.name, "bias").ok()?.data;
+                conv_f32(&v, k, b, [c, h, w], *out_channels, *kernel, *stride, *padding)
+            }
+            LayerKind::MaxPool2d { kernel, stride } => {
+                let (Shape::Image { c, h, w }, Shape::Image { h: oh, w: ow, .. }) =
+                    (l.input, l.output)
+                else {
+                    return None;
+                };
+                let mut y = Vec::with_capacity(c * oh * ow);
+                for ci in 0..c {
+                    for p in 0..oh {
+                        for q in 0..ow {
+                            let mut best = f32::NEG_INFINITY;
+                            for u in 0..kernel[0] {
+                                for t in 0..kernel[1] {
+                                    best = best
+                                        .max(v[(ci * h + p * stride[0] + u) * w + q * stride[1] + t]);
+                                }
+                            }
+                            y.push(best);
+                        }
+                    }
+                }
+                y
+            }
             LayerKind::Relu => v.iter().map(|a| a.max(0.0)).collect(),
             LayerKind::Flatten => v,
             LayerKind::Argmax => {
@@ -99,6 +141,47 @@ fn float_forward(m: &Model, x: &[f32]) -> Option<Vec<f32>> {
         };
     }
     Some(v)
+}
+
+/// Direct f32 convolution (zero padding), output row-major over (channel, y, x).
+#[allow(clippy::too_many_arguments)]
+fn conv_f32(
+    x: &[f32],
+    k: &[f32],
+    b: &[f32],
+    [c, h, w]: [usize; 3],
+    co: usize,
+    [kh, kw]: [usize; 2],
+    [sh, sw]: [usize; 2],
+    [ph, pw]: [usize; 2],
+) -> Vec<f32> {
+    let (oh, ow) = ((h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1);
+    let mut y = vec![0f32; co * oh * ow];
+    for o in 0..co {
+        for p in 0..oh {
+            for q in 0..ow {
+                let mut acc = b[o];
+                for ci in 0..c {
+                    for u in 0..kh {
+                        let yy = p * sh + u;
+                        if yy < ph || yy - ph >= h {
+                            continue;
+                        }
+                        for v in 0..kw {
+                            let xx = q * sw + v;
+                            if xx < pw || xx - pw >= w {
+                                continue;
+                            }
+                            acc += k[((o * c + ci) * kh + u) * kw + v]
+                                * x[(ci * h + yy - ph) * w + xx - pw];
+                        }
+                    }
+                }
+                y[(o * oh + p) * ow + q] = acc;
+            }
+        }
+    }
+    y
 }
 
 /// Mean seconds of `f` over enough repetitions to fill ~0.2 s.
@@ -119,12 +202,18 @@ fn time_it(mut f: impl FnMut()) -> f64 {
 }
 
 pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
-    if a.samples == 0 || a.samples > 100 || a.client_threads == 0 || a.client_threads > 256 {
+    if a.samples == 0
+        || a.samples > 100
+        || a.client_threads == 0
+        || a.client_threads > 256
+        || !(1..=64).contains(&a.flood_bits)
+    {
         return Err(Error::msg(
-            "--samples in 1..=100, --client-threads in 1..=256",
+            "--samples in 1..=100, --client-threads in 1..=256, --flood-bits in 1..=64",
         ));
     }
     let dir = a.model.clone().unwrap_or_else(|| {
+        // "cnn" and "mnist-cnn" name the same shipped model.
         PathBuf::from("models").join(if a.arch == "mlp" {
             "mnist-mlp"
         } else {
@@ -138,9 +227,11 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
     // Operation counts of the server's kernels (the same on every backend).
     let (mut rotations, mut sc_mults) = (0u64, 0u64);
     for plan in client.plans() {
-        let ev = CountingEvaluator::new(plan.row_len, plan.slots / plan.row_len);
-        let prep = plan.prepare(&ev, &vec![0; plan.rows * plan.cols])?;
-        plan.eval(&ev, &prep, &vec![(); plan.col_chunks])?;
+        let (row_len, slots) = plan.slot_layout();
+        let ev = CountingEvaluator::new(row_len, slots / row_len);
+        // Nonzero weights: the conv kernel skips all-zero plaintexts.
+        let prep = plan.prepare(&ev, &vec![1; plan.weights()])?;
+        plan.eval(&ev, &prep, &vec![(); plan.in_cts()])?;
         let c = ev.counter().snapshot();
         rotations += c.perm + c.hst_perm;
         sc_mults += c.sc_mult;
@@ -161,12 +252,14 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         let mut r = GraphReference::new(&q, ExactActivations);
         std::hint::black_box(r.run(Input::Fixed(first)).ok());
     });
-    let server = ChocoServer::new(&m, a.packing)?;
+    let server = ChocoServer::new(&m, a.packing)?.with_flood_bits(a.flood_bits);
     let counts = |rec: BenchRecord| {
         rec.param("arch", a.arch.as_str())
             .param("packing", a.packing.name())
             .param("client_threads", a.client_threads)
-            .param("ring_degree", secinfer_he::choco::RING_DEGREE)
+            .param("ring_degree", client.ring_degree())
+            .param("flood_bits", a.flood_bits)
+            .field("under_flooded", a.flood_bits < secinfer_he::choco::FLOOD_STAT_BITS)
             .param("plaintext_primes", primes)
             .field("rotations", rotations * primes)
             .field("sc_mults", sc_mults * primes)
@@ -185,8 +278,8 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         );
         let r = match (r, a.packing) {
             (Ok(r), _) => r,
-            // The masked baseline's extra level leaves no room for the 2^-40 flooding at this
-            // ring degree: report its operation counts and why it did not run.
+            // The masked baseline's extra level leaves no room for the 2^-40 flooding with this
+            // build's parameters: report its operation counts and why it did not run.
             (Err(e), Packing::Baseline) => {
                 out.emit(
                     counts(BenchRecord::local("choco", 0.0))

@@ -51,6 +51,22 @@ impl Kernel {
         }
     }
 
+    /// `(row_len, slots)` of the ciphertexts the kernel runs on.
+    pub fn slot_layout(&self) -> (usize, usize) {
+        match self {
+            Kernel::Dense(p) => (p.row_len, p.slots),
+            Kernel::Conv(p) => (p.row_len, p.slots),
+        }
+    }
+
+    /// Weights [`Kernel::prepare`] reads.
+    pub fn weights(&self) -> usize {
+        match self {
+            Kernel::Dense(p) => p.rows * p.cols,
+            Kernel::Conv(p) => p.out_channels * p.fan_in(),
+        }
+    }
+
     /// Encoded plaintexts the server keeps per plaintext prime (at most; zeros are skipped).
     pub fn plaintexts(&self) -> usize {
         match self {

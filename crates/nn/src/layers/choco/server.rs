@@ -1,7 +1,7 @@
 //! The server's side of a choco session: the weights of every linear layer, encoded once per
 //! plaintext prime, and the per-session loop (keys in, then per linear layer: ciphertexts in,
 //! flooded and re-randomised results out).
-use super::wire::{accept_hello, galois_limit, public_key_limit, upload_limit};
+use super::wire::{accept_hello, public_key_limit, recv_galois, upload_limit};
 use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
 use crate::model::{Model, ModelConfig};
@@ -151,7 +151,7 @@ pub fn server_session<C: Channel>(ch: &mut C, s: &ChocoServer) -> Result<ServerC
     let mut keys = Vec::new();
     for p in s.schedule.rns.sets() {
         let pk = PublicKey::from_bytes(p, &ch.recv_frame_limited(public_key_limit(p))?)?;
-        let gk = GaloisKeys::from_bytes(p, &ch.recv_frame_limited(galois_limit(p, steps))?)?;
+        let gk = GaloisKeys::from_bytes(p, &recv_galois(ch, p, steps)?)?;
         keys.push((pk, gk));
     }
     ch.set_phase(Phase::Online);
