@@ -16,12 +16,15 @@
 //! Exactness: accumulators come back modulo the product of k ≈ 20-bit plaintext primes, k
 //! fixed by the public format and shape so that no input can make them wrap
 //! (`secinfer_he::choco::accumulator_bound`); results equal the reference bit for bit.
+pub mod apps;
 mod client;
 mod server;
+mod service;
 mod wire;
 
 pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost};
 pub use server::{server_session, ChocoServer, ServerCost};
+pub use service::{serve_linear, LinearClient, LinearServer, LinearSpec};
 
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, LayerKind, ModelConfig, Shape};

@@ -49,7 +49,7 @@ pub struct ServerCost {
 }
 
 /// Galois keys with no key: the evaluator the weight encoding runs on needs none.
-fn no_keys(p: &Params) -> Result<GaloisKeys> {
+pub(super) fn no_keys(p: &Params) -> Result<GaloisKeys> {
     let mut b = b"GKS1".to_vec();
     b.extend_from_slice(&0u32.to_le_bytes());
     Ok(GaloisKeys::from_bytes(p, &b)?)

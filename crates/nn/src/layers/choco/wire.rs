@@ -37,7 +37,9 @@ const KEYS_PER_FRAME: usize = 16;
 pub(super) fn send_galois<C: Channel>(ch: &mut C, p: &Params, bytes: Vec<u8>) -> Result<u64> {
     let rec = galois_record(p);
     if bytes.len() < 8 || (bytes.len() - 8) % rec != 0 {
-        return Err(NnError::Protocol("choco: Galois keys of an odd length".into()));
+        return Err(NnError::Protocol(
+            "choco: Galois keys of an odd length".into(),
+        ));
     }
     ch.send_frame(&bytes[..8])?;
     for chunk in bytes[8..].chunks(rec * KEYS_PER_FRAME) {
