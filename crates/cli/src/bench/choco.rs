@@ -3,6 +3,10 @@
 //! computes in the clear) and bytes, against the same model run locally by the client (a
 //! native f32 forward pass, and the fixed-point reference), on `--client-threads` threads.
 //! Every session's layer outputs are checked against the fixed-point reference.
+//!
+//! `--app pagerank|kmeans|knn` runs one of CHOCO's applications beyond DNNs instead, on the
+//! real data under data/choco (karate club graph, iris), against the same algorithm run
+//! locally in f64; the secure result is checked against the fixed-point run in the clear.
 use crate::error::Error;
 use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
@@ -28,6 +32,14 @@ pub struct ChocoArgs {
     /// (masked windowed rotations).
     #[arg(long, default_value = "redundant")]
     pub packing: Packing,
+    /// Run an application instead of a model: pagerank (karate club), kmeans (assignment of
+    /// the 150 iris points to the server's 3 centroids) or knn (k = 5, 30 held-out iris
+    /// queries against 120 labelled points).
+    #[arg(long, value_parser = ["pagerank", "kmeans", "knn"])]
+    pub app: Option<String>,
+    /// Directory of the applications' data (karate.edges, iris.csv).
+    #[arg(long, default_value = "data/choco")]
+    pub data: PathBuf,
     /// Sessions to run (one sample of the model's samples.jsonl each).
     #[arg(long, default_value_t = 3)]
     pub samples: usize,
@@ -101,7 +113,16 @@ fn float_forward(m: &Model, x: &[f32]) -> Option<Vec<f32>> {
                 };
                 let k = &m.tensors.get(&l.name, "weight").ok()?.data;
                 let b = &m.tensors.get(&l.name, "bias").ok()?.data;
-                conv_f32(&v, k, b, [c, h, w], *out_channels, *kernel, *stride, *padding)
+                conv_f32(
+                    &v,
+                    k,
+                    b,
+                    [c, h, w],
+                    *out_channels,
+                    *kernel,
+                    *stride,
+                    *padding,
+                )
             }
             LayerKind::MaxPool2d { kernel, stride } => {
                 let (Shape::Image { c, h, w }, Shape::Image { h: oh, w: ow, .. }) =
@@ -116,8 +137,9 @@ fn float_forward(m: &Model, x: &[f32]) -> Option<Vec<f32>> {
                             let mut best = f32::NEG_INFINITY;
                             for u in 0..kernel[0] {
                                 for t in 0..kernel[1] {
-                                    best = best
-                                        .max(v[(ci * h + p * stride[0] + u) * w + q * stride[1] + t]);
+                                    best = best.max(
+                                        v[(ci * h + p * stride[0] + u) * w + q * stride[1] + t],
+                                    );
                                 }
                             }
                             y.push(best);
@@ -212,6 +234,9 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
             "--samples in 1..=100, --client-threads in 1..=256, --flood-bits in 1..=64",
         ));
     }
+    if let Some(app) = &a.app {
+        return run_app(&a, app, out);
+    }
     let dir = a.model.clone().unwrap_or_else(|| {
         // "cnn" and "mnist-cnn" name the same shipped model.
         PathBuf::from("models").join(if a.arch == "mlp" {
@@ -259,7 +284,10 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
             .param("client_threads", a.client_threads)
             .param("ring_degree", client.ring_degree())
             .param("flood_bits", a.flood_bits)
-            .field("under_flooded", a.flood_bits < secinfer_he::choco::FLOOD_STAT_BITS)
+            .field(
+                "under_flooded",
+                a.flood_bits < secinfer_he::choco::FLOOD_STAT_BITS,
+            )
             .param("plaintext_primes", primes)
             .field("rotations", rotations * primes)
             .field("sc_mults", sc_mults * primes)
@@ -340,5 +368,119 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
                 .field("class", r.client.class.unwrap_or(usize::MAX) as u64),
         );
     }
+    Ok(())
+}
+
+/// One application session: the client's algorithm on the secure service, checked against the
+/// same algorithm in the clear, timed against the f64 algorithm run locally.
+fn run_app(a: &ChocoArgs, name: &str, out: &mut Reporter) -> Result<(), Error> {
+    use secinfer_nn::layers::choco::apps::*;
+    use secinfer_nn::layers::choco::{on_threads, serve_linear, LinearClient, LinearServer};
+    let read = |f: &str| std::fs::read_to_string(a.data.join(f));
+    type Client<'a> =
+        Box<dyn Fn(&mut dyn LinearOracle) -> secinfer_nn::Result<Vec<i64>> + Send + Sync + 'a>;
+    let (app, client, local): (App, Client<'_>, Box<dyn Fn()>) = match name {
+        "pagerank" => {
+            let (n, edges) = parse_edges(&read("karate.edges")?)?;
+            let v = vec![1.0 / n as f64; n];
+            let v2 = v.clone();
+            (
+                pagerank_app(n, &edges),
+                Box::new(move |o| pagerank_client(o, &v, 0.85, 20)),
+                Box::new(move || {
+                    std::hint::black_box(pagerank_float(n, &edges, &v2, 0.85, 20));
+                }),
+            )
+        }
+        "kmeans" => {
+            let (xs, _) = parse_iris(&read("iris.csv")?)?;
+            let c = kmeans_fit(&xs, &[0, 50, 100], 10);
+            let (xs2, c2) = (xs.clone(), c.clone());
+            (
+                kmeans_app(&c),
+                Box::new(move |o| {
+                    Ok(kmeans_client(o, c.len(), &xs)?
+                        .into_iter()
+                        .map(|v| v as i64)
+                        .collect())
+                }),
+                Box::new(move || {
+                    for x in &xs2 {
+                        std::hint::black_box(nearest_float(&c2, x));
+                    }
+                }),
+            )
+        }
+        _ => {
+            let (xs, ys) = parse_iris(&read("iris.csv")?)?;
+            let (mut refs, mut labels, mut queries) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, (x, y)) in xs.iter().zip(&ys).enumerate() {
+                if i % 5 == 0 {
+                    queries.push(*x);
+                } else {
+                    refs.push(*x);
+                    labels.push(*y);
+                }
+            }
+            let (r2, l2, q2) = (refs.clone(), labels.clone(), queries.clone());
+            let n = refs.len();
+            (
+                knn_app(&refs, &labels),
+                Box::new(move |o| {
+                    queries
+                        .iter()
+                        .map(|q| Ok(knn_client(o, n, 5, q)? as i64))
+                        .collect()
+                }),
+                Box::new(move || {
+                    for q in &q2 {
+                        std::hint::black_box(knn_float(&r2, &l2, 5, q));
+                    }
+                }),
+            )
+        }
+    };
+    let want = client(&mut PlainOracle(&app))?;
+    let local_s = time_it(|| local());
+    let server = LinearServer::new(&app.spec, &app.mats, app.max_input)?;
+    let threads = a.client_threads;
+    let r = run_pair(
+        &a.net,
+        |ch| {
+            Ok(on_threads(threads, || {
+                let mut c = LinearClient::connect(ch, &app.spec)?;
+                let res = client(&mut c)?;
+                Ok((res, c.done()?))
+            })?)
+        },
+        |ch| Ok(serve_linear(ch, &server)?),
+    )?;
+    let (got, cost) = &r.client;
+    if *got != want {
+        return Err(Error::msg(format!(
+            "bench choco --app {name}: the secure run differs from the run in the clear"
+        )));
+    }
+    let client_s = cost.encrypt_s + cost.decrypt_s;
+    out.emit(
+        BenchRecord::from_costs("choco", r.wall_s, &r.client_cost, &r.server_cost)
+            .param("app", name)
+            .param("client_threads", a.client_threads)
+            .param("net", a.net.net_name())
+            .param("plaintext_primes", server.primes().len() as u64)
+            .field("calls", r.server.0 as u64)
+            .field("flood_stat_bits", (r.server.1 * 10.0).floor() / 10.0)
+            .field("client_time_s", client_s)
+            .field("client_encrypt_s", cost.encrypt_s)
+            .field("client_decrypt_s", cost.decrypt_s)
+            .field("client_keygen_s", cost.keygen_s)
+            .field("local_time_s", local_s)
+            .field("local_baseline", "native-f64")
+            .field("client_overhead", client_s / local_s)
+            .field("client_bytes", cost.bytes_up + cost.bytes_down)
+            .field("client_bytes_up", cost.bytes_up)
+            .field("client_bytes_down", cost.bytes_down)
+            .field("setup_bytes", cost.setup_bytes),
+    );
     Ok(())
 }

@@ -24,7 +24,7 @@ mod wire;
 
 pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost};
 pub use server::{server_session, ChocoServer, ServerCost};
-pub use service::{serve_linear, LinearClient, LinearServer, LinearSpec};
+pub use service::{on_threads, serve_linear, LinearClient, LinearServer, LinearSpec};
 
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, LayerKind, ModelConfig, Shape};

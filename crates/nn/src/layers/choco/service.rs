@@ -177,6 +177,15 @@ pub fn serve_linear<C: Channel>(ch: &mut C, s: &LinearServer) -> Result<(usize, 
     }
 }
 
+/// Runs `f` on a pool of `threads` threads (the client's work; 1 models a small device).
+pub fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| NnError::Protocol(format!("client thread pool: {e}")))?
+        .install(f)
+}
+
 /// The client's side: its keys and the cost so far.
 pub struct LinearClient<'a, C: Channel> {
     ch: &'a mut C,
