@@ -253,16 +253,31 @@ fn dense_on_ciphertexts_is_exact_and_rerandomised() {
             .collect();
         let res = plan.eval(&ev, &prep, &cts).expect("eval");
         let bl = plan.output_layout(&br[i]).expect("layout");
+        let hide = Kernel::Dense(plan.clone()).output_slots().expect("slots");
+        let mut full = Vec::new();
         for run in 0..2 {
             let mut dec = Vec::new();
-            for (ct, b) in res.iter().zip(&bl) {
-                let ct = choco::add_plain(p, ct, b).expect("bias");
+            for (o, (ct, b)) in res.iter().zip(&bl).enumerate() {
+                let ct = choco::add_plain_hiding(p, ct, b, &hide[o]).expect("bias");
                 let (r, stat) = finish(p, &pk, &ct, FLOOD_STAT_BITS).expect("finish");
                 assert!(stat >= FLOOD_STAT_BITS as f64, "flooding reached 2^-{stat}");
                 bytes[run].push(r.to_bytes());
                 dec.push(sk.decrypt_response(&r).expect("dec"));
             }
             outs[run].push(plan.extract(&dec).expect("extract"));
+            full.push(dec);
+        }
+        // Every slot but the outputs is fresh uniform noise: the rotate-and-sum's partial
+        // sums never reach the client.
+        for ((a, b), h) in full[0].iter().zip(&full[1]).zip(&hide) {
+            let fresh = a
+                .iter()
+                .zip(b)
+                .zip(h)
+                .filter(|((x, y), o)| !**o && x != y)
+                .count();
+            let hidden = h.iter().filter(|o| !**o).count();
+            assert!(fresh > hidden * 99 / 100, "{fresh} of {hidden} hidden slots fresh");
         }
     }
     for o in &outs {

@@ -104,6 +104,16 @@ impl Kernel {
         }
     }
 
+    /// Per output ciphertext, which slots hold an output (the rest are hidden by
+    /// [`super::add_plain_hiding`]).
+    pub fn output_slots(&self) -> Result<Vec<Vec<bool>>, HeError> {
+        Ok(self
+            .output_layout(&vec![1; self.outputs()])?
+            .into_iter()
+            .map(|v| v.into_iter().map(|x| x == 1).collect())
+            .collect())
+    }
+
     /// Encodes the weights: the row-major matrix for Dense, the `co × c × kh × kw` kernel for
     /// Conv2d.
     pub fn prepare<E: Evaluator>(

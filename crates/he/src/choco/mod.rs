@@ -258,3 +258,45 @@ pub fn add_plain(params: &Params, ct: &Ciphertext, v: &[u64]) -> Result<Cipherte
     let m = crate::bfv::encode_simd(params, v)?;
     Ok(params.add_plain_poly(ct, &m, false))
 }
+
+/// Server: adds the bias slot vector `bias` (values mod t) and, in every slot that is not one
+/// of the layer's outputs (`is_output` false), a fresh uniform value mod t from the OS-seeded
+/// PRG. The Dense kernel's rotate-and-sum leaves partial inner products (sums over subsets of a
+/// row) in the other slots, and the redundant copy holds more; uniform values there leave the
+/// client the outputs and nothing else. Adding a plaintext costs no noise.
+pub fn add_plain_hiding(
+    params: &Params,
+    ct: &Ciphertext,
+    bias: &[u64],
+    is_output: &[bool],
+) -> Result<Ciphertext, HeError> {
+    if bias.len() != is_output.len() {
+        return Err(HeError::WrongLength {
+            expected: is_output.len(),
+            got: bias.len(),
+        });
+    }
+    let t = params.t();
+    let mask = u64::MAX >> (t - 1).leading_zeros();
+    let mut prg = secinfer_core::Prg::new();
+    let mut words: Vec<u64> = Vec::new();
+    let mut next = move || loop {
+        if words.is_empty() {
+            words = prg
+                .blocks(64)
+                .iter()
+                .flat_map(|b| [b.0 as u64, (b.0 >> 64) as u64])
+                .collect();
+        }
+        let v = words.pop().unwrap_or(0) & mask;
+        if v < t {
+            return v;
+        }
+    };
+    let v: Vec<u64> = bias
+        .iter()
+        .zip(is_output)
+        .map(|(&b, &o)| if o { b } else { next() })
+        .collect();
+    add_plain(params, ct, &v)
+}

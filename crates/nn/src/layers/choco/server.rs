@@ -23,6 +23,8 @@ struct Linear {
     prepared: Vec<KernelWeights<Plaintext>>,
     /// Per prime, per output window: b·2^F mod t in the output layout.
     bias: Vec<Vec<Vec<u64>>>,
+    /// Per output ciphertext: which slots are outputs.
+    outputs: Vec<Vec<bool>>,
 }
 
 /// A model prepared for choco sessions (secret: no `Debug`).
@@ -110,6 +112,7 @@ impl ChocoServer {
                 bias.push(plan.output_layout(br)?);
             }
             linear.push(Linear {
+                outputs: plan.output_slots()?,
                 plan: plan.clone(),
                 prepared,
                 bias,
@@ -186,8 +189,8 @@ pub fn server_session<C: Channel>(ch: &mut C, s: &ChocoServer) -> Result<ServerC
                 let res = plan.eval(&ev, &lin.prepared[i], cts)?;
                 let mut stat = f64::INFINITY;
                 let mut frames = Vec::with_capacity(res.len());
-                for (ct, b) in res.iter().zip(&lin.bias[i]) {
-                    let ct = choco::add_plain(p, ct, b)?;
+                for ((ct, b), outs) in res.iter().zip(&lin.bias[i]).zip(&lin.outputs) {
+                    let ct = choco::add_plain_hiding(p, ct, b, outs)?;
                     let (r, st) = choco::finish(p, pk, &ct, s.flood_bits)?;
                     stat = stat.min(st);
                     frames.push(r.to_bytes());

@@ -82,6 +82,8 @@ pub struct LinearServer {
     shared: Shared,
     /// Per matrix, per prime: the encoded weights and the bias in the output layout.
     ops: Vec<Vec<(KernelWeights<Plaintext>, Vec<Vec<u64>>)>>,
+    /// Per matrix, per output ciphertext: which slots are outputs.
+    outputs: Vec<Vec<Vec<bool>>>,
 }
 
 impl LinearServer {
@@ -97,6 +99,11 @@ impl LinearServer {
             )));
         }
         let mut ops = Vec::new();
+        let outputs = shared
+            .plans
+            .iter()
+            .map(Kernel::output_slots)
+            .collect::<std::result::Result<Vec<_>, _>>()?;
         for (i, ((w, b), plan)) in mats.iter().zip(&shared.plans).enumerate() {
             let (rows, cols) = spec.shapes[i];
             if w.len() != rows * cols || b.len() != rows {
@@ -122,7 +129,11 @@ impl LinearServer {
             }
             ops.push(per);
         }
-        Ok(LinearServer { shared, ops })
+        Ok(LinearServer {
+            shared,
+            ops,
+            outputs,
+        })
     }
 
     pub fn primes(&self) -> Vec<u64> {
@@ -165,8 +176,9 @@ pub fn serve_linear<C: Channel>(ch: &mut C, s: &LinearServer) -> Result<(usize, 
                 .collect::<Result<Vec<_>>>()?;
             let ev = HeEvaluator::new(p, gk);
             let (w, bias) = &s.ops[op][i];
-            for (ct, b) in plan.eval(&ev, w, &cts)?.iter().zip(bias) {
-                let ct = choco::add_plain(p, ct, b)?;
+            let res = plan.eval(&ev, w, &cts)?;
+            for ((ct, b), outs) in res.iter().zip(bias).zip(&s.outputs[op]) {
+                let ct = choco::add_plain_hiding(p, ct, b, outs)?;
                 let (r, st) = choco::finish(p, pk, &ct, choco::FLOOD_STAT_BITS)?;
                 stat = stat.min(st);
                 ch.send_frame_vec(r.to_bytes())?;
