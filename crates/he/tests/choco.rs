@@ -5,6 +5,7 @@
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use secinfer_he::choco::ConvPlan;
 use secinfer_he::choco::*;
 use secinfer_he::*;
 
@@ -252,16 +253,31 @@ fn dense_on_ciphertexts_is_exact_and_rerandomised() {
             .collect();
         let res = plan.eval(&ev, &prep, &cts).expect("eval");
         let bl = plan.output_layout(&br[i]).expect("layout");
+        let hide = Kernel::Dense(plan.clone()).output_slots().expect("slots");
+        let mut full = Vec::new();
         for run in 0..2 {
             let mut dec = Vec::new();
-            for (ct, b) in res.iter().zip(&bl) {
-                let ct = choco::add_plain(p, ct, b).expect("bias");
+            for (o, (ct, b)) in res.iter().zip(&bl).enumerate() {
+                let ct = choco::add_plain_hiding(p, ct, b, &hide[o]).expect("bias");
                 let (r, stat) = finish(p, &pk, &ct, FLOOD_STAT_BITS).expect("finish");
                 assert!(stat >= FLOOD_STAT_BITS as f64, "flooding reached 2^-{stat}");
                 bytes[run].push(r.to_bytes());
                 dec.push(sk.decrypt_response(&r).expect("dec"));
             }
             outs[run].push(plan.extract(&dec).expect("extract"));
+            full.push(dec);
+        }
+        // Every slot but the outputs is fresh uniform noise: the rotate-and-sum's partial
+        // sums never reach the client.
+        for ((a, b), h) in full[0].iter().zip(&full[1]).zip(&hide) {
+            let fresh = a
+                .iter()
+                .zip(b)
+                .zip(h)
+                .filter(|((x, y), o)| !**o && x != y)
+                .count();
+            let hidden = h.iter().filter(|o| !**o).count();
+            assert!(fresh > hidden * 99 / 100, "{fresh} of {hidden} hidden slots fresh");
         }
     }
     for o in &outs {
@@ -272,4 +288,229 @@ fn dense_on_ciphertexts_is_exact_and_rerandomised() {
         runs[0], runs[1],
         "responses are fresh randomness, not a function of the input"
     );
+}
+
+/// Slot-vector run of a conv plan: reduces the signed kernel and input mod t, evaluates, and
+/// reads the outputs back as centered integers.
+fn conv_on_slots(plan: &ConvPlan, k: &[i64], x: &[i64], t: u64) -> (Vec<i128>, OpCounts) {
+    let ev = PlainEvaluator::new(plan.row_len, plan.slots / plan.row_len, t);
+    let red = |v: &[i64]| -> Vec<u64> { v.iter().map(|a| a.rem_euclid(t as i64) as u64).collect() };
+    let prep = plan.prepare(&ev, k).expect("prepare");
+    let cts = plan.pack_input(&red(x)).expect("pack");
+    let outs = plan.eval(&ev, &prep, &cts).expect("eval");
+    let y = plan.extract(&outs).expect("extract");
+    let centered = y
+        .iter()
+        .map(|&v| {
+            if v > t / 2 {
+                v as i128 - t as i128
+            } else {
+                v as i128
+            }
+        })
+        .collect();
+    (centered, ev.counter().snapshot())
+}
+
+/// The windowed conv kernel equals the direct convolution for both packings over shapes that
+/// exercise groups, lanes, padding, stride, partial groups and several output ciphertexts.
+#[test]
+fn conv_kernel_equals_direct_convolution_on_slot_vectors() {
+    let t = 65537u64;
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    // (c, h, w, co, k, stride, padding, row_len)
+    let shapes = [
+        (1, 28, 28, 16, 5, 1, 0, 4096),
+        (16, 12, 12, 16, 5, 1, 0, 4096),
+        (3, 7, 6, 5, 3, 1, 1, 256),
+        (5, 6, 6, 9, 3, 2, 1, 512),
+        (2, 4, 4, 3, 4, 1, 0, 64),
+    ];
+    for (c, h, w, co, kk, s, p, row_len) in shapes {
+        for packing in [Packing::Redundant, Packing::Baseline] {
+            let plan = ConvPlan::new([c, h, w], co, [kk, kk], [s, s], [p, p], packing, row_len, 2)
+                .expect("plan");
+            let k = rand_signed(&mut rng, co * c * kk * kk, 5);
+            let x = rand_signed(&mut rng, c * h * w, 5);
+            let want = plain_conv(&k, &x, [c, h, w], co, [kk, kk], [s, s], [p, p]);
+            assert!(want.iter().all(|v| v.abs() < (t / 2) as i128));
+            let (got, ops) = conv_on_slots(&plan, &k, &x, t);
+            assert_eq!(
+                got, want,
+                "{packing:?} {c}x{h}x{w} -> {co}, k{kk} s{s} p{p}"
+            );
+            assert_eq!(
+                plan.extract(&vec![vec![0; plan.slots]; plan.out_cts])
+                    .unwrap()
+                    .len(),
+                want.len()
+            );
+            // Redundant: K − 1 hoisted offset rotations per input, G − 1 shift rotations per
+            // output ciphertext; nothing else.
+            if packing == Packing::Redundant {
+                assert_eq!(ops.hst_perm as usize, plan.in_cts * (kk * kk - 1));
+                assert_eq!(ops.perm as usize, plan.out_cts * (plan.group - 1));
+            }
+        }
+    }
+    // MNIST conv2 at n = 8192: 16 channels of 12×12 in groups of 8, two lanes, one output.
+    let plan = ConvPlan::new(
+        [16, 12, 12],
+        16,
+        [5, 5],
+        [1, 1],
+        [0, 0],
+        Packing::Redundant,
+        4096,
+        2,
+    )
+    .expect("plan");
+    assert_eq!(
+        (plan.group, plan.lanes, plan.in_cts, plan.out_cts),
+        (8, 2, 2, 1)
+    );
+    // A window that cannot fit a row is a typed error.
+    assert!(matches!(
+        ConvPlan::new(
+            [1, 40, 40],
+            1,
+            [3, 3],
+            [1, 1],
+            [0, 0],
+            Packing::Redundant,
+            1024,
+            2
+        ),
+        Err(HeError::Shape(_))
+    ));
+}
+
+/// Outside its outputs, what the client decrypts is zero: no partial sums of the weights.
+#[test]
+fn conv_kernel_returns_only_outputs() {
+    let t = 65537u64;
+    let mut rng = ChaCha8Rng::seed_from_u64(10);
+    let plan = ConvPlan::new(
+        [3, 7, 6],
+        5,
+        [3, 3],
+        [2, 1],
+        [1, 1],
+        Packing::Redundant,
+        256,
+        2,
+    )
+    .expect("plan");
+    let ev = PlainEvaluator::new(256, 2, t);
+    let k: Vec<i64> = rand_signed(&mut rng, 5 * 3 * 9, 5);
+    let x: Vec<u64> = (0..3 * 7 * 6).map(|_| 1 + rng.next_u64() % 100).collect();
+    let prep = plan.prepare(&ev, &k).expect("prepare");
+    let outs = plan
+        .eval(&ev, &prep, &plan.pack_input(&x).unwrap())
+        .unwrap();
+    let marked = plan.output_layout(&vec![1; plan.outputs()]).unwrap();
+    for (o, m) in outs.iter().zip(&marked) {
+        for (v, is_out) in o.iter().zip(m) {
+            assert!(*is_out == 1 || *v == 0, "a non-output slot holds {v}");
+        }
+    }
+}
+
+/// The conv kernel on real ciphertexts with 20-bit operands, exact through the CRT and flooded
+/// to 2^-40 at n = 8192 (redundant). The masked baseline is exact at n = 16384 too, but its
+/// mask level leaves room for less flooding than 2^-40 under a two-prime Q: a typed refusal
+/// at 40 bits, an answer at 20.
+#[test]
+fn conv_on_ciphertexts_is_exact_and_flooded() {
+    let (c, h, w, co, kk) = (3usize, 8usize, 8usize, 4usize, 3usize);
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let k = rand_signed(&mut rng, co * c * kk * kk, 20);
+    let x = rand_signed(&mut rng, c * h * w, 20);
+    let want = plain_conv(&k, &x, [c, h, w], co, [kk, kk], [1, 1], [1, 1]);
+    for packing in [Packing::Redundant, Packing::Baseline] {
+        let rns = RnsParams::for_packing(accumulator_bound(c * kk * kk, 20, 12), packing)
+            .expect("params");
+        let p0 = &rns.sets()[0];
+        let plan = ConvPlan::new(
+            [c, h, w],
+            co,
+            [kk, kk],
+            [1, 1],
+            [1, 1],
+            packing,
+            p0.row_len(),
+            2,
+        )
+        .expect("plan");
+        let xr = rns.residues(&x);
+        let mut rows = Vec::new();
+        for (i, p) in rns.sets().iter().enumerate() {
+            let sk = SecretKey::generate(p);
+            let pk = sk.public_key();
+            let keys = sk.rotation_keys(&plan.rotation_steps(), false);
+            let ev = HeEvaluator::new(p, &keys);
+            let prep = plan.prepare(&ev, &k).expect("prepare");
+            let cts: Vec<Ciphertext> = plan
+                .pack_input(&xr[i])
+                .expect("pack")
+                .iter()
+                .map(|v| sk.encrypt(v).expect("enc"))
+                .collect();
+            let mut dec = Vec::new();
+            let bits = match packing {
+                Packing::Redundant => FLOOD_STAT_BITS,
+                Packing::Baseline => 20,
+            };
+            for ct in plan.eval(&ev, &prep, &cts).expect("eval") {
+                if packing == Packing::Baseline {
+                    assert!(matches!(
+                        finish(p, &pk, &ct, FLOOD_STAT_BITS),
+                        Err(HeError::NoiseBudget(_))
+                    ));
+                }
+                let (r, stat) = finish(p, &pk, &ct, bits).expect("finish");
+                assert!(stat >= bits as f64, "{packing:?}: 2^-{stat}");
+                dec.push(sk.decrypt_response(&r).expect("dec"));
+            }
+            rows.push(plan.extract(&dec).expect("extract"));
+        }
+        assert_eq!(rns.reconstruct(&rows).expect("crt"), want, "{packing:?}");
+    }
+}
+
+/// At n = 8192 the baseline's mask level leaves no room to flood: a typed refusal, never an
+/// under-flooded answer.
+#[test]
+fn baseline_at_n8192_refuses_to_underflood() {
+    let rns = RnsParams::new(1).expect("params");
+    let p = &rns.sets()[0];
+    let plan = ConvPlan::new(
+        [2, 6, 6],
+        2,
+        [3, 3],
+        [1, 1],
+        [0, 0],
+        Packing::Baseline,
+        p.row_len(),
+        2,
+    )
+    .expect("plan");
+    let sk = SecretKey::generate(p);
+    let keys = sk.rotation_keys(&plan.rotation_steps(), false);
+    let ev = HeEvaluator::new(p, &keys);
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let k: Vec<i64> = rand_signed(&mut rng, 2 * 2 * 9, 20);
+    let prep = plan.prepare(&ev, &k).expect("prepare");
+    let x: Vec<u64> = (0..72).map(|_| rng.next_u64() % p.t()).collect();
+    let cts: Vec<Ciphertext> = plan
+        .pack_input(&x)
+        .unwrap()
+        .iter()
+        .map(|v| sk.encrypt(v).expect("enc"))
+        .collect();
+    let out = plan.eval(&ev, &prep, &cts).expect("eval");
+    assert!(matches!(
+        finish(p, &sk.public_key(), &out[0], FLOOD_STAT_BITS),
+        Err(HeError::NoiseBudget(_))
+    ));
 }

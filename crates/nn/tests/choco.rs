@@ -117,7 +117,20 @@ fn random_mlp_equals_reference_bit_for_bit() {
 
 #[test]
 fn shipped_mnist_mlp_equals_reference_bit_for_bit() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/mnist-mlp");
+    shipped_equals_reference("mnist-mlp");
+}
+
+/// The MNIST CNN runs on the windowed conv kernel (its Toeplitz matrices would be 3.4 GiB of
+/// plaintexts).
+#[test]
+fn shipped_mnist_cnn_equals_reference_bit_for_bit() {
+    shipped_equals_reference("mnist-cnn");
+}
+
+fn shipped_equals_reference(model: &str) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../models")
+        .join(model);
     let m = Model::load(&dir).unwrap();
     let q = QuantizedGraph::new(&m, m.config.fixed_point).unwrap();
     let server = ChocoServer::new(&m, Packing::Redundant).unwrap();
@@ -194,10 +207,10 @@ fn responses_are_rerandomised_and_other_sessions_refused() {
     for (fa, fb) in a.iter().zip(b).skip(1) {
         assert_ne!(fa, fb, "a response repeated across sessions");
     }
-    // The masked baseline spends a multiplicative level per windowed rotation: at n = 8192
-    // its noise leaves no room for 2^-40 flooding, and the server refuses to answer rather
-    // than return under-flooded results (CHOCO's case for redundancy: the baseline needs
-    // larger parameters).
+    // The masked baseline spends a multiplicative level per windowed rotation: even at
+    // n = 16384 its noise leaves no room for 2^-40 flooding under a two-prime Q, and the
+    // server refuses to answer rather than return under-flooded results (CHOCO's case for
+    // redundancy: the baseline needs larger parameters).
     let bs = ChocoServer::new(&m, Packing::Baseline).unwrap();
     let bc = ChocoClient::new(&m.config, Packing::Baseline).unwrap();
     let r = simulate(
@@ -209,6 +222,16 @@ fn responses_are_rerandomised_and_other_sessions_refused() {
         Err(NnError::He(secinfer_he::HeError::NoiseBudget(_)))
     ));
     assert!(r.client.output.is_err());
+    // Flooded to 2^-20 (the measuring-only option), the baseline computes the same layers.
+    let bs = ChocoServer::new(&m, Packing::Baseline)
+        .unwrap()
+        .with_flood_bits(20);
+    let r = simulate(
+        |ch| client_session(ch, &bc, &x),
+        |ch| server_session(ch, &bs),
+    );
+    assert!(r.server.output.unwrap().flood_stat_bits >= 20.0);
+    assert_eq!(r.client.output.unwrap().outputs, reference(&m, &x));
     // A client that packs differently is refused by name on both sides.
     let other = ChocoClient::new(&m.config, Packing::Baseline).unwrap();
     let r = simulate(

@@ -3,6 +3,10 @@
 //! computes in the clear) and bytes, against the same model run locally by the client (a
 //! native f32 forward pass, and the fixed-point reference), on `--client-threads` threads.
 //! Every session's layer outputs are checked against the fixed-point reference.
+//!
+//! `--app pagerank|kmeans|knn` runs one of CHOCO's applications beyond DNNs instead, on the
+//! real data under data/choco (karate club graph, iris), against the same algorithm run
+//! locally in f64; the secure result is checked against the fixed-point run in the clear.
 use crate::error::Error;
 use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
@@ -18,8 +22,8 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct ChocoArgs {
-    /// Model: mlp (models/mnist-mlp, 784-128-128-10) or mnist-cnn (models/mnist-cnn).
-    #[arg(long, default_value = "mlp", value_parser = ["mlp", "mnist-cnn"])]
+    /// Model: mlp (models/mnist-mlp, 784-128-128-10) or cnn / mnist-cnn (models/mnist-cnn).
+    #[arg(long, default_value = "mlp", value_parser = ["mlp", "cnn", "mnist-cnn"])]
     pub arch: String,
     /// Model directory (default: the arch's directory under ./models).
     #[arg(long)]
@@ -28,12 +32,25 @@ pub struct ChocoArgs {
     /// (masked windowed rotations).
     #[arg(long, default_value = "redundant")]
     pub packing: Packing,
+    /// Run an application instead of a model: pagerank (karate club), kmeans (assignment of
+    /// the 150 iris points to the server's 3 centroids) or knn (k = 5, 30 held-out iris
+    /// queries against 120 labelled points).
+    #[arg(long, value_parser = ["pagerank", "kmeans", "knn"])]
+    pub app: Option<String>,
+    /// Directory of the applications' data (karate.edges, iris.csv).
+    #[arg(long, default_value = "data/choco")]
+    pub data: PathBuf,
     /// Sessions to run (one sample of the model's samples.jsonl each).
     #[arg(long, default_value_t = 3)]
     pub samples: usize,
     /// Threads for the client's work (1 models a small device).
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
+    /// Statistical flooding of the returned ciphertexts. Below 40 only for measuring the
+    /// masked baseline, which cannot reach 40 bits with this build's two-prime Q; such
+    /// records carry `under_flooded: true`.
+    #[arg(long, default_value_t = 40)]
+    pub flood_bits: u32,
     #[command(flatten)]
     pub net: NetArgs,
 }
@@ -84,6 +101,53 @@ fn float_forward(m: &Model, x: &[f32]) -> Option<Vec<f32>> {
                     })
                     .collect()
             }
+            LayerKind::Conv2d {
+                out_channels,
+                kernel,
+                stride,
+                padding,
+                ..
+            } => {
+                let Shape::Image { c, h, w } = l.input else {
+                    return None;
+                };
+                let k = &m.tensors.get(&l.name, "weight").ok()?.data;
+                let b = &m.tensors.get(&l.name, "bias").ok()?.data;
+                conv_f32(
+                    &v,
+                    k,
+                    b,
+                    [c, h, w],
+                    *out_channels,
+                    *kernel,
+                    *stride,
+                    *padding,
+                )
+            }
+            LayerKind::MaxPool2d { kernel, stride } => {
+                let (Shape::Image { c, h, w }, Shape::Image { h: oh, w: ow, .. }) =
+                    (l.input, l.output)
+                else {
+                    return None;
+                };
+                let mut y = Vec::with_capacity(c * oh * ow);
+                for ci in 0..c {
+                    for p in 0..oh {
+                        for q in 0..ow {
+                            let mut best = f32::NEG_INFINITY;
+                            for u in 0..kernel[0] {
+                                for t in 0..kernel[1] {
+                                    best = best.max(
+                                        v[(ci * h + p * stride[0] + u) * w + q * stride[1] + t],
+                                    );
+                                }
+                            }
+                            y.push(best);
+                        }
+                    }
+                }
+                y
+            }
             LayerKind::Relu => v.iter().map(|a| a.max(0.0)).collect(),
             LayerKind::Flatten => v,
             LayerKind::Argmax => {
@@ -99,6 +163,47 @@ fn float_forward(m: &Model, x: &[f32]) -> Option<Vec<f32>> {
         };
     }
     Some(v)
+}
+
+/// Direct f32 convolution (zero padding), output row-major over (channel, y, x).
+#[allow(clippy::too_many_arguments)]
+fn conv_f32(
+    x: &[f32],
+    k: &[f32],
+    b: &[f32],
+    [c, h, w]: [usize; 3],
+    co: usize,
+    [kh, kw]: [usize; 2],
+    [sh, sw]: [usize; 2],
+    [ph, pw]: [usize; 2],
+) -> Vec<f32> {
+    let (oh, ow) = ((h + 2 * ph - kh) / sh + 1, (w + 2 * pw - kw) / sw + 1);
+    let mut y = vec![0f32; co * oh * ow];
+    for o in 0..co {
+        for p in 0..oh {
+            for q in 0..ow {
+                let mut acc = b[o];
+                for ci in 0..c {
+                    for u in 0..kh {
+                        let yy = p * sh + u;
+                        if yy < ph || yy - ph >= h {
+                            continue;
+                        }
+                        for v in 0..kw {
+                            let xx = q * sw + v;
+                            if xx < pw || xx - pw >= w {
+                                continue;
+                            }
+                            acc += k[((o * c + ci) * kh + u) * kw + v]
+                                * x[(ci * h + yy - ph) * w + xx - pw];
+                        }
+                    }
+                }
+                y[(o * oh + p) * ow + q] = acc;
+            }
+        }
+    }
+    y
 }
 
 /// Mean seconds of `f` over enough repetitions to fill ~0.2 s.
@@ -119,12 +224,21 @@ fn time_it(mut f: impl FnMut()) -> f64 {
 }
 
 pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
-    if a.samples == 0 || a.samples > 100 || a.client_threads == 0 || a.client_threads > 256 {
+    if a.samples == 0
+        || a.samples > 100
+        || a.client_threads == 0
+        || a.client_threads > 256
+        || !(1..=64).contains(&a.flood_bits)
+    {
         return Err(Error::msg(
-            "--samples in 1..=100, --client-threads in 1..=256",
+            "--samples in 1..=100, --client-threads in 1..=256, --flood-bits in 1..=64",
         ));
     }
+    if let Some(app) = &a.app {
+        return run_app(&a, app, out);
+    }
     let dir = a.model.clone().unwrap_or_else(|| {
+        // "cnn" and "mnist-cnn" name the same shipped model.
         PathBuf::from("models").join(if a.arch == "mlp" {
             "mnist-mlp"
         } else {
@@ -138,9 +252,11 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
     // Operation counts of the server's kernels (the same on every backend).
     let (mut rotations, mut sc_mults) = (0u64, 0u64);
     for plan in client.plans() {
-        let ev = CountingEvaluator::new(plan.row_len, plan.slots / plan.row_len);
-        let prep = plan.prepare(&ev, &vec![0; plan.rows * plan.cols])?;
-        plan.eval(&ev, &prep, &vec![(); plan.col_chunks])?;
+        let (row_len, slots) = plan.slot_layout();
+        let ev = CountingEvaluator::new(row_len, slots / row_len);
+        // Nonzero weights: the conv kernel skips all-zero plaintexts.
+        let prep = plan.prepare(&ev, &vec![1; plan.weights()])?;
+        plan.eval(&ev, &prep, &vec![(); plan.in_cts()])?;
         let c = ev.counter().snapshot();
         rotations += c.perm + c.hst_perm;
         sc_mults += c.sc_mult;
@@ -161,12 +277,17 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         let mut r = GraphReference::new(&q, ExactActivations);
         std::hint::black_box(r.run(Input::Fixed(first)).ok());
     });
-    let server = ChocoServer::new(&m, a.packing)?;
+    let server = ChocoServer::new(&m, a.packing)?.with_flood_bits(a.flood_bits);
     let counts = |rec: BenchRecord| {
         rec.param("arch", a.arch.as_str())
             .param("packing", a.packing.name())
             .param("client_threads", a.client_threads)
-            .param("ring_degree", secinfer_he::choco::RING_DEGREE)
+            .param("ring_degree", client.ring_degree())
+            .param("flood_bits", a.flood_bits)
+            .field(
+                "under_flooded",
+                a.flood_bits < secinfer_he::choco::FLOOD_STAT_BITS,
+            )
             .param("plaintext_primes", primes)
             .field("rotations", rotations * primes)
             .field("sc_mults", sc_mults * primes)
@@ -185,8 +306,8 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         );
         let r = match (r, a.packing) {
             (Ok(r), _) => r,
-            // The masked baseline's extra level leaves no room for the 2^-40 flooding at this
-            // ring degree: report its operation counts and why it did not run.
+            // The masked baseline's extra level leaves no room for the 2^-40 flooding with this
+            // build's parameters: report its operation counts and why it did not run.
             (Err(e), Packing::Baseline) => {
                 out.emit(
                     counts(BenchRecord::local("choco", 0.0))
@@ -247,5 +368,119 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
                 .field("class", r.client.class.unwrap_or(usize::MAX) as u64),
         );
     }
+    Ok(())
+}
+
+/// One application session: the client's algorithm on the secure service, checked against the
+/// same algorithm in the clear, timed against the f64 algorithm run locally.
+fn run_app(a: &ChocoArgs, name: &str, out: &mut Reporter) -> Result<(), Error> {
+    use secinfer_nn::layers::choco::apps::*;
+    use secinfer_nn::layers::choco::{on_threads, serve_linear, LinearClient, LinearServer};
+    let read = |f: &str| std::fs::read_to_string(a.data.join(f));
+    type Client<'a> =
+        Box<dyn Fn(&mut dyn LinearOracle) -> secinfer_nn::Result<Vec<i64>> + Send + Sync + 'a>;
+    let (app, client, local): (App, Client<'_>, Box<dyn Fn()>) = match name {
+        "pagerank" => {
+            let (n, edges) = parse_edges(&read("karate.edges")?)?;
+            let v = vec![1.0 / n as f64; n];
+            let v2 = v.clone();
+            (
+                pagerank_app(n, &edges),
+                Box::new(move |o| pagerank_client(o, &v, 0.85, 20)),
+                Box::new(move || {
+                    std::hint::black_box(pagerank_float(n, &edges, &v2, 0.85, 20));
+                }),
+            )
+        }
+        "kmeans" => {
+            let (xs, _) = parse_iris(&read("iris.csv")?)?;
+            let c = kmeans_fit(&xs, &[0, 50, 100], 10);
+            let (xs2, c2) = (xs.clone(), c.clone());
+            (
+                kmeans_app(&c),
+                Box::new(move |o| {
+                    Ok(kmeans_client(o, c.len(), &xs)?
+                        .into_iter()
+                        .map(|v| v as i64)
+                        .collect())
+                }),
+                Box::new(move || {
+                    for x in &xs2 {
+                        std::hint::black_box(nearest_float(&c2, x));
+                    }
+                }),
+            )
+        }
+        _ => {
+            let (xs, ys) = parse_iris(&read("iris.csv")?)?;
+            let (mut refs, mut labels, mut queries) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, (x, y)) in xs.iter().zip(&ys).enumerate() {
+                if i % 5 == 0 {
+                    queries.push(*x);
+                } else {
+                    refs.push(*x);
+                    labels.push(*y);
+                }
+            }
+            let (r2, l2, q2) = (refs.clone(), labels.clone(), queries.clone());
+            let n = refs.len();
+            (
+                knn_app(&refs, &labels),
+                Box::new(move |o| {
+                    queries
+                        .iter()
+                        .map(|q| Ok(knn_client(o, n, 5, q)? as i64))
+                        .collect()
+                }),
+                Box::new(move || {
+                    for q in &q2 {
+                        std::hint::black_box(knn_float(&r2, &l2, 5, q));
+                    }
+                }),
+            )
+        }
+    };
+    let want = client(&mut PlainOracle(&app))?;
+    let local_s = time_it(|| local());
+    let server = LinearServer::new(&app.spec, &app.mats, app.max_input)?;
+    let threads = a.client_threads;
+    let r = run_pair(
+        &a.net,
+        |ch| {
+            Ok(on_threads(threads, || {
+                let mut c = LinearClient::connect(ch, &app.spec)?;
+                let res = client(&mut c)?;
+                Ok((res, c.done()?))
+            })?)
+        },
+        |ch| Ok(serve_linear(ch, &server)?),
+    )?;
+    let (got, cost) = &r.client;
+    if *got != want {
+        return Err(Error::msg(format!(
+            "bench choco --app {name}: the secure run differs from the run in the clear"
+        )));
+    }
+    let client_s = cost.encrypt_s + cost.decrypt_s;
+    out.emit(
+        BenchRecord::from_costs("choco", r.wall_s, &r.client_cost, &r.server_cost)
+            .param("app", name)
+            .param("client_threads", a.client_threads)
+            .param("net", a.net.net_name())
+            .param("plaintext_primes", server.primes().len() as u64)
+            .field("calls", r.server.0 as u64)
+            .field("flood_stat_bits", (r.server.1 * 10.0).floor() / 10.0)
+            .field("client_time_s", client_s)
+            .field("client_encrypt_s", cost.encrypt_s)
+            .field("client_decrypt_s", cost.decrypt_s)
+            .field("client_keygen_s", cost.keygen_s)
+            .field("local_time_s", local_s)
+            .field("local_baseline", "native-f64")
+            .field("client_overhead", client_s / local_s)
+            .field("client_bytes", cost.bytes_up + cost.bytes_down)
+            .field("client_bytes_up", cost.bytes_up)
+            .field("client_bytes_down", cost.bytes_down)
+            .field("setup_bytes", cost.setup_bytes),
+    );
     Ok(())
 }

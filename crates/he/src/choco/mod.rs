@@ -3,7 +3,9 @@
 //! nonlinear layers in the clear and re-encrypts, which refreshes the noise every layer.
 //!
 //! * [`pack`]: the rotational-redundancy packing `[x | x]` and the masked baseline.
-//! * [`dense`]: the windowed-rotation Dense kernel (Conv2d lowered to it by [`conv_matrix`]).
+//! * [`dense`]: the windowed-rotation Dense kernel.
+//! * [`conv`]: the windowed Conv2d kernel, one rotation per kernel offset on `[x | x]`-packed
+//!   channel groups; [`Kernel`] schedules either.
 //! * [`RnsParams`]: exact integer results. A layer's accumulator `Σ W·x + b·2^F` must come back
 //!   exactly, so the plaintext space is the product T of k SIMD primes t_i ≈ 2^20 (one BFV
 //!   parameter set, key set and ciphertext per prime), with k the least such that
@@ -14,10 +16,14 @@
 //!   noise flooded to ≥ 2^-40 statistical distance and c1 re-randomised with a fresh
 //!   public-key encryption of zero, then switched to a small modulus. Nothing of the weights
 //!   beyond the result itself reaches the client.
+pub mod conv;
 pub mod dense;
+pub mod kernel;
 pub mod pack;
 
+pub use conv::{plain_conv, ConvPlan, ConvPrepared};
 pub use dense::{conv_matrix, plain_matvec, DensePlan, Prepared};
+pub use kernel::{Kernel, KernelWeights};
 pub use pack::{
     baseline_masks, baseline_pack, pack, redundant_pack, unpack, windowed_rotate, windowed_steps,
     Packing, WindowMasks,
@@ -35,6 +41,19 @@ pub const FLOOD_STAT_BITS: u32 = 40;
 /// product with a SIMD-encoded weight (docs/he-parameters.md), n = 8192 with Q ≈ 2^124 does.
 pub const RING_DEGREE: usize = 8192;
 
+/// Ring degree of the masked baseline: its mask product spends a multiplicative level, after
+/// which n = 8192 leaves no room for 2^-40 flooding (Q is at most two 62-bit primes and log2 QP
+/// ≤ 218 there); n = 16384 with the same Q does.
+pub const BASELINE_RING_DEGREE: usize = 16384;
+
+/// The ring degree and number of 62-bit Q primes a packing needs.
+pub fn ring_for(packing: Packing) -> (usize, usize) {
+    match packing {
+        Packing::Redundant => (RING_DEGREE, 2),
+        Packing::Baseline => (BASELINE_RING_DEGREE, 2),
+    }
+}
+
 /// Bits of each plaintext prime.
 const T_BITS: u32 = 20;
 
@@ -46,29 +65,35 @@ pub struct RnsParams {
 }
 
 impl RnsParams {
-    /// `primes` plaintext primes (1 to 4).
+    /// `primes` plaintext primes (1 to 4) at n = [`RING_DEGREE`].
     pub fn new(primes: usize) -> Result<RnsParams, HeError> {
-        if !(1..=4).contains(&primes) {
+        Self::with_ring(primes, RING_DEGREE, 2)
+    }
+
+    /// `primes` plaintext primes (1 to 4) at ring degree `n` with `q_primes` 62-bit Q primes.
+    pub fn with_ring(primes: usize, n: usize, q_primes: usize) -> Result<RnsParams, HeError> {
+        if !(1..=4).contains(&primes) || !(1..=2).contains(&q_primes) {
             return Err(HeError::InvalidParams(format!(
-                "{primes} plaintext primes (1 to 4 supported)"
+                "{primes} plaintext primes (1 to 4 supported), {q_primes} Q primes"
             )));
         }
-        let n = RING_DEGREE;
         let two_n = 2 * n as u64;
         let mut ts: Vec<u64> = Vec::new();
         let mut sets = Vec::with_capacity(primes);
         for i in 0..primes {
             let t = prime_below(T_BITS, two_n, &ts).ok_or(HeError::NoPrime)?;
             ts.push(t);
-            let q0 = prime_below(62, two_n * t, &[]).ok_or(HeError::NoPrime)?;
-            let q1 = prime_below(62, two_n * t, &[q0]).ok_or(HeError::NoPrime)?;
-            let p = prime_below(62, two_n, &[q0, q1]).ok_or(HeError::NoPrime)?;
+            let mut q: Vec<u64> = Vec::with_capacity(q_primes);
+            for _ in 0..q_primes {
+                q.push(prime_below(62, two_n * t, &q).ok_or(HeError::NoPrime)?);
+            }
+            let p = prime_below(62, two_n, &q).ok_or(HeError::NoPrime)?;
             sets.push(Params::new(ParamSet {
                 name: format!("choco-n{n}-t{i}"),
                 n,
                 t,
                 encoding: Encoding::Simd,
-                q: vec![q0, q1],
+                q,
                 p,
                 sigma: 3.2,
                 ks_digit_bits: 31,
@@ -79,13 +104,24 @@ impl RnsParams {
 
     /// The fewest primes whose product exceeds `2·max_abs` (so a centered result is exact).
     pub fn for_bound(max_abs: u128) -> Result<RnsParams, HeError> {
+        Self::for_packing(max_abs, Packing::Redundant)
+    }
+
+    /// [`RnsParams::for_bound`] on the ring `packing` needs ([`ring_for`]).
+    pub fn for_packing(max_abs: u128, packing: Packing) -> Result<RnsParams, HeError> {
+        let (n, q) = ring_for(packing);
         let need = (2.0 * max_abs as f64 + 1.0).log2();
         let k = (need / (T_BITS as f64 - 0.01)).ceil().max(1.0) as usize;
-        let r = RnsParams::new(k)?;
+        let r = RnsParams::with_ring(k, n, q)?;
         if r.modulus_log2() <= need {
-            return RnsParams::new(k + 1);
+            return RnsParams::with_ring(k + 1, n, q);
         }
         Ok(r)
+    }
+
+    /// Ring degree of every set.
+    pub fn ring_degree(&self) -> usize {
+        self.sets[0].n()
     }
 
     pub fn sets(&self) -> &[Params] {
@@ -221,4 +257,46 @@ pub fn finish(
 pub fn add_plain(params: &Params, ct: &Ciphertext, v: &[u64]) -> Result<Ciphertext, HeError> {
     let m = crate::bfv::encode_simd(params, v)?;
     Ok(params.add_plain_poly(ct, &m, false))
+}
+
+/// Server: adds the bias slot vector `bias` (values mod t) and, in every slot that is not one
+/// of the layer's outputs (`is_output` false), a fresh uniform value mod t from the OS-seeded
+/// PRG. The Dense kernel's rotate-and-sum leaves partial inner products (sums over subsets of a
+/// row) in the other slots, and the redundant copy holds more; uniform values there leave the
+/// client the outputs and nothing else. Adding a plaintext costs no noise.
+pub fn add_plain_hiding(
+    params: &Params,
+    ct: &Ciphertext,
+    bias: &[u64],
+    is_output: &[bool],
+) -> Result<Ciphertext, HeError> {
+    if bias.len() != is_output.len() {
+        return Err(HeError::WrongLength {
+            expected: is_output.len(),
+            got: bias.len(),
+        });
+    }
+    let t = params.t();
+    let mask = u64::MAX >> (t - 1).leading_zeros();
+    let mut prg = secinfer_core::Prg::new();
+    let mut words: Vec<u64> = Vec::new();
+    let mut next = move || loop {
+        if words.is_empty() {
+            words = prg
+                .blocks(64)
+                .iter()
+                .flat_map(|b| [b.0 as u64, (b.0 >> 64) as u64])
+                .collect();
+        }
+        let v = words.pop().unwrap_or(0) & mask;
+        if v < t {
+            return v;
+        }
+    };
+    let v: Vec<u64> = bias
+        .iter()
+        .zip(is_output)
+        .map(|(&b, &o)| if o { b } else { next() })
+        .collect();
+    add_plain(params, ct, &v)
 }

@@ -1,12 +1,12 @@
 //! The client's side of a choco session: keys, then per linear layer encrypt → server →
 //! decrypt → CRT → requantise, and every other layer in the clear, as the reference computes
 //! it. The client's cost (CHOCO's first metric) is measured as it runs.
-use super::wire::{hello, read_accept, response_limit};
+use super::wire::{hello, read_accept, response_limit, send_galois};
 use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, Layer, LayerKind, ModelConfig, Shape};
 use crate::reference::{argmax, pool};
-use secinfer_he::choco::{DensePlan, Packing};
+use secinfer_he::choco::{Kernel, Packing};
 use secinfer_he::{Response, SecretKey};
 use secinfer_net::{Channel, Phase};
 use std::time::Instant;
@@ -48,8 +48,13 @@ impl ChocoClient {
     }
 
     /// The kernel plan of every server-side linear layer, in order.
-    pub fn plans(&self) -> Vec<DensePlan> {
+    pub fn plans(&self) -> Vec<Kernel> {
         self.schedule.plans().cloned().collect()
+    }
+
+    /// Ring degree of the session's BFV parameters.
+    pub fn ring_degree(&self) -> usize {
+        self.schedule.rns.ring_degree()
     }
 
     /// Galois keys the client uploads per plaintext prime.
@@ -149,9 +154,14 @@ fn run_client<C: Channel>(ch: &mut C, c: &ChocoClient, x: &[i64]) -> Result<Choc
     ch.send_frame(&hello(&c.id))?;
     ch.flush()?;
     read_accept(ch)?;
-    for f in key_frames {
-        cost.setup_bytes += f.len() as u64;
-        ch.send_frame_vec(f)?;
+    for (i, f) in key_frames.into_iter().enumerate() {
+        // Even frames: a public key; odd: the Galois keys of the same prime.
+        if i % 2 == 0 {
+            cost.setup_bytes += f.len() as u64;
+            ch.send_frame_vec(f)?;
+        } else {
+            cost.setup_bytes += send_galois(ch, &s.rns.sets()[i / 2], f)?;
+        }
     }
     ch.set_phase(Phase::Online);
     let layers = &c.config.graph.layers;
@@ -168,22 +178,27 @@ fn run_client<C: Channel>(ch: &mut C, c: &ChocoClient, x: &[i64]) -> Result<Choc
             Stage::Linear { layer, plan, .. } => {
                 let t = Instant::now();
                 let res = s.rns.residues(&outs[layer - 1]);
+                let mut frames = Vec::new();
                 for (sk, xr) in keys.iter().zip(&res) {
                     for v in plan.pack_input(xr)? {
-                        let f = sk.encrypt_seeded(&v)?.to_bytes();
-                        cost.bytes_up += f.len() as u64;
-                        cost.ciphertexts_up += 1;
-                        ch.send_frame_vec(f)?;
+                        frames.push(sk.encrypt_seeded(&v)?.to_bytes());
                     }
                 }
+                // Sending is not the client's work: a slow server (still reading the keys) would
+                // otherwise be counted as encryption time.
                 cost.encrypt_s += t.elapsed().as_secs_f64();
+                for f in frames {
+                    cost.bytes_up += f.len() as u64;
+                    cost.ciphertexts_up += 1;
+                    ch.send_frame_vec(f)?;
+                }
                 ch.flush()?;
                 let mut rows = Vec::with_capacity(keys.len());
                 for sk in &keys {
                     let p = sk.params();
                     let want = secinfer_he::choco::response_log_q(p);
-                    let mut dec = Vec::with_capacity(plan.out_chunks);
-                    for _ in 0..plan.out_chunks {
+                    let mut dec = Vec::with_capacity(plan.out_cts());
+                    for _ in 0..plan.out_cts() {
                         let f = ch.recv_frame_limited(response_limit(p))?;
                         let t = Instant::now();
                         cost.bytes_down += f.len() as u64;

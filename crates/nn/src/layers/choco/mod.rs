@@ -1,6 +1,7 @@
 //! Family `choco`: CHOCO's client-aided HE (van der Hagen & Lucia, ASPLOS '22) on a model
 //! graph. The server evaluates only the linear layers with secret weights (Dense, Conv2d) on
-//! BFV ciphertexts, with CHOCO's rotational-redundancy packing (`secinfer_he::choco`); the
+//! BFV ciphertexts, with CHOCO's rotational-redundancy packing (`secinfer_he::choco`: the
+//! windowed Dense kernel, and the windowed Conv2d kernel with one rotation per kernel offset); the
 //! client decrypts each result, requantises it and computes everything else in the clear
 //! (ReLU, max-pool, average pool — a public weight —, flatten, residual add, argmax) exactly as
 //! the fixed-point reference does, then re-encrypts the next linear layer's input, which also
@@ -15,22 +16,27 @@
 //! Exactness: accumulators come back modulo the product of k ≈ 20-bit plaintext primes, k
 //! fixed by the public format and shape so that no input can make them wrap
 //! (`secinfer_he::choco::accumulator_bound`); results equal the reference bit for bit.
+pub mod apps;
 mod client;
 mod server;
+mod service;
 mod wire;
 
 pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost};
 pub use server::{server_session, ChocoServer, ServerCost};
+pub use service::{on_threads, serve_linear, LinearClient, LinearServer, LinearSpec};
 
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, LayerKind, ModelConfig, Shape};
-use secinfer_he::choco::{accumulator_bound, DensePlan, Packing, RnsParams, RING_DEGREE};
+use secinfer_he::choco::{
+    accumulator_bound, ring_for, ConvPlan, DensePlan, Kernel, Packing, RnsParams,
+};
 
 /// What one stage of a choco session computes.
 #[derive(Clone, Debug)]
 pub(crate) enum Stage {
-    /// A Dense or Conv2d layer at the server (its matrix's shape is the plan's).
-    Linear { layer: usize, plan: DensePlan },
+    /// A Dense or Conv2d layer at the server.
+    Linear { layer: usize, plan: Kernel },
     /// A layer the client computes in the clear.
     Client { layer: usize },
 }
@@ -49,21 +55,20 @@ impl Schedule {
         supports(config)?;
         let fp = config.fixed_point;
         let mut stages = Vec::new();
-        let mut max_cols = 1;
-        let row_len = RING_DEGREE / 2;
+        let mut max_fan_in = 1;
+        let row_len = ring_for(packing).0 / 2;
         for i in 1..config.graph.layers.len() {
-            stages.push(match linear_shape(config, i)? {
-                Some((rows, cols)) => {
-                    max_cols = max_cols.max(cols);
-                    Stage::Linear {
-                        layer: i,
-                        plan: DensePlan::new(rows, cols, packing, row_len, 2)?,
-                    }
+            stages.push(match linear_kernel(config, i, packing, row_len)? {
+                Some(plan) => {
+                    max_fan_in = max_fan_in.max(plan.fan_in());
+                    Stage::Linear { layer: i, plan }
                 }
                 None => Stage::Client { layer: i },
             });
         }
-        let rns = RnsParams::for_bound(accumulator_bound(max_cols, fp.main.bits, fp.main.frac))?;
+        // The bound is per output: a convolution's fan-in is c·kh·kw, not its image size.
+        let bound = accumulator_bound(max_fan_in, fp.main.bits, fp.main.frac);
+        let rns = RnsParams::for_packing(bound, packing)?;
         Ok(Schedule {
             stages,
             rns,
@@ -73,7 +78,7 @@ impl Schedule {
     }
 
     /// The kernel plan of every server-side linear layer, in order.
-    pub fn plans(&self) -> impl Iterator<Item = &DensePlan> {
+    pub fn plans(&self) -> impl Iterator<Item = &Kernel> {
         self.stages.iter().filter_map(|s| match s {
             Stage::Linear { plan, .. } => Some(plan),
             Stage::Client { .. } => None,
@@ -82,7 +87,7 @@ impl Schedule {
 
     /// Every rotation step any linear stage uses (the Galois keys the client uploads).
     pub fn rotation_steps(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self.plans().flat_map(DensePlan::rotation_steps).collect();
+        let mut v: Vec<usize> = self.plans().flat_map(Kernel::rotation_steps).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -97,17 +102,44 @@ impl Schedule {
     }
 }
 
-/// The matrix shape `(rows, cols)` of layer `i` when the server computes it, `None` when the
-/// client does; an error naming the layer when family choco cannot run it.
-fn linear_shape(config: &ModelConfig, i: usize) -> Result<Option<(usize, usize)>> {
+/// The kernel of layer `i` when the server computes it, `None` when the client does; an
+/// error naming the layer when family choco cannot run it.
+fn linear_kernel(
+    config: &ModelConfig,
+    i: usize,
+    packing: Packing,
+    row_len: usize,
+) -> Result<Option<Kernel>> {
     let l = &config.graph.layers[i];
-    Ok(match (&l.kind, l.input, l.output) {
-        (LayerKind::Dense { input, output }, s, _) if s.elements() == *input => {
-            Some((*output, *input))
-        }
-        (LayerKind::Conv2d { .. }, Shape::Image { .. }, o) => {
-            Some((o.elements(), l.input.elements()))
-        }
+    let named = |e: secinfer_he::HeError| {
+        NnError::Unsupported(format!("layer {i} ({}): family choco: {e}", l.name))
+    };
+    Ok(match (&l.kind, l.input) {
+        (LayerKind::Dense { input, output }, s) if s.elements() == *input => Some(Kernel::Dense(
+            DensePlan::new(*output, *input, packing, row_len, 2).map_err(named)?,
+        )),
+        (
+            LayerKind::Conv2d {
+                in_channels,
+                out_channels,
+                kernel,
+                stride,
+                padding,
+            },
+            Shape::Image { c, h, w },
+        ) if c == *in_channels => Some(Kernel::Conv(
+            ConvPlan::new(
+                [c, h, w],
+                *out_channels,
+                *kernel,
+                *stride,
+                *padding,
+                packing,
+                row_len,
+                2,
+            )
+            .map_err(named)?,
+        )),
         (
             LayerKind::Relu
             | LayerKind::MaxPool2d { .. }
@@ -116,9 +148,8 @@ fn linear_shape(config: &ModelConfig, i: usize) -> Result<Option<(usize, usize)>
             | LayerKind::Add { .. }
             | LayerKind::Argmax,
             _,
-            _,
         ) => None,
-        (kind, _, _) => {
+        (kind, _) => {
             return Err(NnError::Unsupported(format!(
                 "layer {i} ({}, {}): family choco runs dense, conv2d, relu, maxpool2d, \
                  avgpool2d, flatten, add and argmax on single (unbatched) inputs",
@@ -133,7 +164,13 @@ fn linear_shape(config: &ModelConfig, i: usize) -> Result<Option<(usize, usize)>
 pub fn supports(config: &ModelConfig) -> Result<()> {
     let mut any = false;
     for i in 1..config.graph.layers.len() {
-        any |= linear_shape(config, i)?.is_some();
+        any |= linear_kernel(
+            config,
+            i,
+            Packing::Redundant,
+            ring_for(Packing::Redundant).0 / 2,
+        )?
+        .is_some();
     }
     if !any {
         return Err(NnError::Unsupported(

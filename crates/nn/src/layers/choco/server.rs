@@ -1,14 +1,12 @@
 //! The server's side of a choco session: the weights of every linear layer, encoded once per
 //! plaintext prime, and the per-session loop (keys in, then per linear layer: ciphertexts in,
 //! flooded and re-randomised results out).
-use super::wire::{accept_hello, galois_limit, public_key_limit, upload_limit};
+use super::wire::{accept_hello, public_key_limit, recv_galois, upload_limit};
 use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
-use crate::model::{LayerKind, Model, ModelConfig, Shape};
+use crate::model::{Model, ModelConfig};
 use rayon::prelude::*;
-use secinfer_he::choco::{
-    self, conv_matrix, DensePlan, Packing, Prepared, FLOOD_STAT_BITS, RING_DEGREE,
-};
+use secinfer_he::choco::{self, Kernel, KernelWeights, Packing, FLOOD_STAT_BITS};
 use secinfer_he::{
     Evaluator, GaloisKeys, HeEvaluator, OpCounts, Params, Plaintext, PublicKey, SeededCiphertext,
 };
@@ -20,11 +18,13 @@ const MAX_WEIGHT_BYTES: usize = 2 << 30;
 
 /// One linear layer's server state: per prime, the encoded matrix and the bias slots.
 struct Linear {
-    plan: DensePlan,
+    plan: Kernel,
     /// Per prime: the kernel's plaintexts.
-    prepared: Vec<Prepared<Plaintext>>,
+    prepared: Vec<KernelWeights<Plaintext>>,
     /// Per prime, per output window: b·2^F mod t in the output layout.
     bias: Vec<Vec<Vec<u64>>>,
+    /// Per output ciphertext: which slots are outputs.
+    outputs: Vec<Vec<bool>>,
 }
 
 /// A model prepared for choco sessions (secret: no `Debug`).
@@ -33,6 +33,8 @@ pub struct ChocoServer {
     schedule: Schedule,
     linear: Vec<Linear>,
     id: [u8; 32],
+    /// Statistical-distance exponent the returned ciphertexts are flooded to.
+    flood_bits: u32,
 }
 
 /// What the server measured in one session.
@@ -49,7 +51,7 @@ pub struct ServerCost {
 }
 
 /// Galois keys with no key: the evaluator the weight encoding runs on needs none.
-fn no_keys(p: &Params) -> Result<GaloisKeys> {
+pub(super) fn no_keys(p: &Params) -> Result<GaloisKeys> {
     let mut b = b"GKS1".to_vec();
     b.extend_from_slice(&0u32.to_le_bytes());
     Ok(GaloisKeys::from_bytes(p, &b)?)
@@ -80,42 +82,25 @@ impl ChocoServer {
                 continue;
             };
             // Each plaintext is n residues per Q prime, per plaintext prime.
-            pt_bytes += plan.out_chunks
-                * plan.col_chunks
-                * plan.m
-                * RING_DEGREE
-                * 2
-                * 8
-                * schedule.rns.sets().len();
+            let sets = schedule.rns.sets();
+            pt_bytes += plan.plaintexts() * sets[0].n() * sets[0].num_q() * 8 * sets.len();
             if pt_bytes > MAX_WEIGHT_BYTES {
                 return Err(NnError::Unsupported(format!(
-                    "family choco: the encoded weights would take {} MiB (limit {} MiB); the \
-                     windowed Dense kernel runs a convolution as its Toeplitz matrix, one \
-                     plaintext per diagonal, which is too large for layer {}",
+                    "family choco: the encoded weights would take {} MiB (limit {} MiB) at \
+                     layer {}",
                     pt_bytes >> 20,
                     MAX_WEIGHT_BYTES >> 20,
                     config.graph.layers[*layer].name
                 )));
             }
             let l = &config.graph.layers[*layer];
-            let w = quantize(model, &l.name, "weight")?;
+            // Dense: the row-major matrix; Conv2d: the co × c × kh × kw kernel itself.
+            let matrix = quantize(model, &l.name, "weight")?;
             let b = quantize(model, &l.name, "bias")?;
-            let matrix = match (&l.kind, l.input) {
-                (
-                    LayerKind::Conv2d {
-                        out_channels,
-                        kernel,
-                        stride,
-                        padding,
-                        ..
-                    },
-                    Shape::Image { c, h, w: wd },
-                ) => conv_matrix(&w, [c, h, wd], *out_channels, *kernel, *stride, *padding)?.0,
-                _ => w,
-            };
-            // Conv2d's bias is per output channel; the rows are (channel, y, x).
-            let per = plan.rows / b.len().max(1);
-            let bias_rows: Vec<i64> = (0..plan.rows).map(|r| b[r / per] << frac).collect();
+            // Conv2d's bias is per output channel; the outputs are (channel, y, x).
+            let outputs = plan.outputs();
+            let per = outputs / b.len().max(1);
+            let bias_rows: Vec<i64> = (0..outputs).map(|r| b[r / per] << frac).collect();
             let rns = &schedule.rns;
             let res = rns.residues(&bias_rows);
             let mut prepared = Vec::new();
@@ -127,6 +112,7 @@ impl ChocoServer {
                 bias.push(plan.output_layout(br)?);
             }
             linear.push(Linear {
+                outputs: plan.output_slots()?,
                 plan: plan.clone(),
                 prepared,
                 bias,
@@ -138,7 +124,16 @@ impl ChocoServer {
             schedule,
             linear,
             id,
+            flood_bits: FLOOD_STAT_BITS,
         })
+    }
+
+    /// Floods the returned ciphertexts to 2^-`bits` instead of 2^-40. Only for measuring the
+    /// masked baseline, whose mask level leaves less room than 40 bits under this build's
+    /// two-prime Q: its figures are labelled so, and no default path calls this.
+    pub fn with_flood_bits(mut self, bits: u32) -> Self {
+        self.flood_bits = bits;
+        self
     }
 
     pub fn packing(&self) -> Packing {
@@ -159,7 +154,7 @@ pub fn server_session<C: Channel>(ch: &mut C, s: &ChocoServer) -> Result<ServerC
     let mut keys = Vec::new();
     for p in s.schedule.rns.sets() {
         let pk = PublicKey::from_bytes(p, &ch.recv_frame_limited(public_key_limit(p))?)?;
-        let gk = GaloisKeys::from_bytes(p, &ch.recv_frame_limited(galois_limit(p, steps))?)?;
+        let gk = GaloisKeys::from_bytes(p, &recv_galois(ch, p, steps)?)?;
         keys.push((pk, gk));
     }
     ch.set_phase(Phase::Online);
@@ -173,7 +168,7 @@ pub fn server_session<C: Channel>(ch: &mut C, s: &ChocoServer) -> Result<ServerC
         // Per prime: the client's windows.
         let mut inputs = Vec::with_capacity(sets.len());
         for p in sets {
-            let cts = (0..plan.col_chunks)
+            let cts = (0..plan.in_cts())
                 .map(|_| {
                     let f = ch.recv_frame_limited(upload_limit(p))?;
                     Ok(SeededCiphertext::from_bytes(p, &f)?.expand(p))
@@ -194,9 +189,9 @@ pub fn server_session<C: Channel>(ch: &mut C, s: &ChocoServer) -> Result<ServerC
                 let res = plan.eval(&ev, &lin.prepared[i], cts)?;
                 let mut stat = f64::INFINITY;
                 let mut frames = Vec::with_capacity(res.len());
-                for (ct, b) in res.iter().zip(&lin.bias[i]) {
-                    let ct = choco::add_plain(p, ct, b)?;
-                    let (r, st) = choco::finish(p, pk, &ct, FLOOD_STAT_BITS)?;
+                for ((ct, b), outs) in res.iter().zip(&lin.bias[i]).zip(&lin.outputs) {
+                    let ct = choco::add_plain_hiding(p, ct, b, outs)?;
+                    let (r, st) = choco::finish(p, pk, &ct, s.flood_bits)?;
                     stat = stat.min(st);
                     frames.push(r.to_bytes());
                 }

@@ -23,9 +23,58 @@ pub(super) fn public_key_limit(p: &Params) -> usize {
     32 + p.residue_bytes() * p.n() * p.num_q()
 }
 
-/// Galois keys for at most `steps` rotations.
-pub(super) fn galois_limit(p: &Params, steps: usize) -> usize {
-    8 + steps * (8 + p.ks_digits() * (32 + p.residue_bytes() * p.n() * (p.num_q() + 1)))
+/// Bytes of one Galois key record in the `GKS1` wire form.
+fn galois_record(p: &Params) -> usize {
+    8 + p.ks_digits() * (32 + p.residue_bytes() * p.n() * (p.num_q() + 1))
+}
+
+/// Galois key records per frame: a session's keys (hundreds of megabytes for the baseline at
+/// n = 16384) go in frames that stay under the channel's frame limit.
+const KEYS_PER_FRAME: usize = 16;
+
+/// Client: sends `GaloisKeys::to_bytes` as its 8-byte header, then frames of at most
+/// [`KEYS_PER_FRAME`] key records. Returns the bytes sent.
+pub(super) fn send_galois<C: Channel>(ch: &mut C, p: &Params, bytes: Vec<u8>) -> Result<u64> {
+    let rec = galois_record(p);
+    if bytes.len() < 8 || (bytes.len() - 8) % rec != 0 {
+        return Err(NnError::Protocol(
+            "choco: Galois keys of an odd length".into(),
+        ));
+    }
+    ch.send_frame(&bytes[..8])?;
+    for chunk in bytes[8..].chunks(rec * KEYS_PER_FRAME) {
+        ch.send_frame(chunk)?;
+    }
+    Ok(bytes.len() as u64)
+}
+
+/// Server: receives the frames of [`send_galois`] for at most `steps` keys and joins them
+/// into the `GKS1` form, checking the count against `steps` before allocating.
+pub(super) fn recv_galois<C: Channel>(ch: &mut C, p: &Params, steps: usize) -> Result<Vec<u8>> {
+    let head = ch.recv_frame_limited(8)?;
+    if head.len() != 8 || &head[..4] != b"GKS1" {
+        return Err(NnError::Malformed("choco: bad Galois key header".into()));
+    }
+    let count = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+    if count > steps {
+        return Err(NnError::Malformed(format!(
+            "choco: {count} Galois keys, the session uses at most {steps}"
+        )));
+    }
+    let rec = galois_record(p);
+    let mut out = Vec::with_capacity(8 + count * rec);
+    out.extend_from_slice(&head);
+    let mut left = count;
+    while left > 0 {
+        let take = left.min(KEYS_PER_FRAME);
+        let f = ch.recv_frame_limited(take * rec)?;
+        if f.len() != take * rec {
+            return Err(NnError::Malformed("choco: short Galois key frame".into()));
+        }
+        out.extend_from_slice(&f);
+        left -= take;
+    }
+    Ok(out)
 }
 
 pub(super) fn hello(id: &[u8; 32]) -> Vec<u8> {

@@ -1,0 +1,376 @@
+//! CHOCO's applications beyond DNNs (van der Hagen & Lucia, ASPLOS '22, "diverse
+//! applications"), on the client-aided linear service: the server's linear algebra runs on
+//! ciphertexts, the client's nonlinear steps in the clear. Each app's client algorithm runs
+//! against a [`LinearOracle`]: the secure client, or [`PlainOracle`] (the same integers in the
+//! clear, the reference the secure run must equal bit for bit).
+//!
+//! Who owns what, and what the client sees:
+//! * **PageRank**: the server owns the graph (its column-stochastic link matrix); the client
+//!   owns the personalisation vector and runs the power iteration `r ← α·M·r + (1 − α)·v`,
+//!   seeing every iterate `M·r`.
+//! * **k-means assignment**: the server owns the centroids; the client owns the points and
+//!   sees, per point, `−2·c·x + ‖c‖²` for every centroid (its distances up to ‖x‖²).
+//! * **kNN**: the server owns a labelled reference set; the client owns the query, sees its
+//!   distance to every reference point, picks the k nearest, and gets the class votes of its
+//!   selection (`L·s`, the labels stay with the server except through those counts).
+use super::service::LinearSpec;
+use crate::error::{NnError, Result};
+
+/// `W_op·x + b_op` over the integers.
+pub trait LinearOracle {
+    fn apply(&mut self, op: usize, x: &[i64]) -> Result<Vec<i128>>;
+}
+
+impl<C: secinfer_net::Channel> LinearOracle for super::service::LinearClient<'_, C> {
+    fn apply(&mut self, op: usize, x: &[i64]) -> Result<Vec<i128>> {
+        super::service::LinearClient::apply(self, op, x)
+    }
+}
+
+/// The matrices in the clear: the reference.
+pub struct PlainOracle<'a>(pub &'a App);
+
+impl LinearOracle for PlainOracle<'_> {
+    fn apply(&mut self, op: usize, x: &[i64]) -> Result<Vec<i128>> {
+        let (rows, cols) = self.0.spec.shapes[op];
+        let (w, b) = &self.0.mats[op];
+        if x.len() != cols {
+            return Err(NnError::Input(format!(
+                "{} values for {cols} columns",
+                x.len()
+            )));
+        }
+        Ok((0..rows)
+            .map(|r| {
+                w[r * cols..(r + 1) * cols]
+                    .iter()
+                    .zip(x)
+                    .map(|(a, v)| *a as i128 * *v as i128)
+                    .sum::<i128>()
+                    + b[r] as i128
+            })
+            .collect())
+    }
+}
+
+/// A server's matrices and the public spec (shapes and the bound their inputs keep to).
+pub struct App {
+    pub spec: LinearSpec,
+    pub mats: Vec<(Vec<i64>, Vec<i64>)>,
+    /// Largest |input| the client sends.
+    pub max_input: u64,
+}
+
+impl App {
+    fn new(mats: Vec<(usize, usize, Vec<i64>, Vec<i64>)>, max_input: u64) -> App {
+        let bound = mats
+            .iter()
+            .flat_map(|(_, c, w, b)| {
+                w.chunks(*c).zip(b).map(|(row, bi)| {
+                    row.iter().map(|v| v.unsigned_abs() as u128).sum::<u128>() * max_input as u128
+                        + bi.unsigned_abs() as u128
+                })
+            })
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        App {
+            spec: LinearSpec {
+                shapes: mats.iter().map(|(r, c, _, _)| (*r, *c)).collect(),
+                bound,
+            },
+            mats: mats.into_iter().map(|(_, _, w, b)| (w, b)).collect(),
+            max_input,
+        }
+    }
+}
+
+/// Fractional bits of PageRank's fixed point.
+pub const PR_FRAC: u32 = 16;
+/// Fractional bits of the iris features.
+pub const IRIS_FRAC: u32 = 8;
+
+fn parse_err(what: &str, line: usize, why: &str) -> NnError {
+    NnError::Input(format!("{what} line {}: {why}", line + 1))
+}
+
+/// An edge list (`u v` per line, `#` comments): `(nodes, edges)`; at most 4,096 nodes.
+pub fn parse_edges(text: &str) -> Result<(usize, Vec<(usize, usize)>)> {
+    let mut edges = Vec::new();
+    let mut n = 0;
+    for (i, l) in text.lines().enumerate() {
+        let l = l.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let mut it = l.split_whitespace().map(str::parse::<usize>);
+        let (Some(Ok(u)), Some(Ok(v)), None) = (it.next(), it.next(), it.next()) else {
+            return Err(parse_err("edges", i, "expected two node numbers"));
+        };
+        if u.max(v) >= 4096 {
+            return Err(parse_err("edges", i, "node number above 4095"));
+        }
+        n = n.max(u.max(v) + 1);
+        edges.push((u, v));
+    }
+    Ok((n, edges))
+}
+
+/// Iris-style CSV (4 features, then the class 0–2; `#` comments): `(features, classes)`.
+pub fn parse_iris(text: &str) -> Result<(Vec<[f64; 4]>, Vec<usize>)> {
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for (i, l) in text.lines().enumerate() {
+        let l = l.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let f: Vec<&str> = l.split(',').collect();
+        if f.len() != 5 {
+            return Err(parse_err("iris", i, "expected 5 fields"));
+        }
+        let mut x = [0f64; 4];
+        for (d, s) in x.iter_mut().zip(&f[..4]) {
+            *d = s
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| (0.0..100.0).contains(v))
+                .ok_or_else(|| parse_err("iris", i, "feature not in [0, 100)"))?;
+        }
+        let y: usize = f[4]
+            .trim()
+            .parse()
+            .ok()
+            .filter(|c| *c < 3)
+            .ok_or_else(|| parse_err("iris", i, "class not 0, 1 or 2"))?;
+        xs.push(x);
+        ys.push(y);
+    }
+    Ok((xs, ys))
+}
+
+fn q(v: f64, frac: u32) -> i64 {
+    (v * (1u64 << frac) as f64).round() as i64
+}
+
+// ---------------------------------------------------------------------------------------------
+// PageRank
+
+/// The server's link matrix of an undirected graph, column-stochastic, in 2^-16 units.
+pub fn pagerank_app(n: usize, edges: &[(usize, usize)]) -> App {
+    let mut deg = vec![0usize; n];
+    for &(u, v) in edges {
+        deg[u] += 1;
+        deg[v] += 1;
+    }
+    let mut w = vec![0i64; n * n];
+    for &(u, v) in edges {
+        w[v * n + u] = q(1.0 / deg[u] as f64, PR_FRAC);
+        w[u * n + v] = q(1.0 / deg[v] as f64, PR_FRAC);
+    }
+    App::new(vec![(n, n, w, vec![0; n])], 1 << PR_FRAC)
+}
+
+/// The client's power iteration on `oracle`: `iters` steps of `r ← α·M·r + (1 − α)·v`, in
+/// 2^-16 units (`v` sums to 1). Returns the rank vector.
+pub fn pagerank_client(
+    oracle: &mut dyn LinearOracle,
+    v: &[f64],
+    alpha: f64,
+    iters: usize,
+) -> Result<Vec<i64>> {
+    let vq: Vec<i64> = v.iter().map(|x| q(*x, PR_FRAC)).collect();
+    let aq = q(alpha, PR_FRAC) as i128;
+    let one = 1i128 << PR_FRAC;
+    let mut r = vq.clone();
+    for _ in 0..iters {
+        let y = oracle.apply(0, &r)?;
+        // y carries 2^-32 units; α·y ≫ 32 returns to 2^-16.
+        r = y
+            .iter()
+            .zip(&vq)
+            .map(|(yi, vi)| {
+                ((aq * yi) >> (2 * PR_FRAC)) as i64 + (((one - aq) * *vi as i128) >> PR_FRAC) as i64
+            })
+            .map(|x| x.clamp(0, 1 << PR_FRAC))
+            .collect();
+    }
+    Ok(r)
+}
+
+/// PageRank in f64, the float reference.
+pub fn pagerank_float(
+    n: usize,
+    edges: &[(usize, usize)],
+    v: &[f64],
+    alpha: f64,
+    iters: usize,
+) -> Vec<f64> {
+    let mut deg = vec![0usize; n];
+    for &(u, w) in edges {
+        deg[u] += 1;
+        deg[w] += 1;
+    }
+    let mut r = v.to_vec();
+    for _ in 0..iters {
+        let mut y = vec![0f64; n];
+        for &(u, w) in edges {
+            y[w] += r[u] / deg[u] as f64;
+            y[u] += r[w] / deg[w] as f64;
+        }
+        r = y
+            .iter()
+            .zip(v)
+            .map(|(a, b)| alpha * a + (1.0 - alpha) * b)
+            .collect();
+    }
+    r
+}
+
+// ---------------------------------------------------------------------------------------------
+// k-means assignment
+
+/// Points per call of the k-means assignment (a block-diagonal matrix of `BATCH` copies).
+pub const KMEANS_BATCH: usize = 32;
+
+/// Lloyd's k-means in f64 from the points `init` (the server's model).
+pub fn kmeans_fit(xs: &[[f64; 4]], init: &[usize], iters: usize) -> Vec<[f64; 4]> {
+    let mut c: Vec<[f64; 4]> = init.iter().map(|&i| xs[i]).collect();
+    for _ in 0..iters {
+        let mut sum = vec![[0f64; 4]; c.len()];
+        let mut cnt = vec![0usize; c.len()];
+        for x in xs {
+            let j = nearest_float(&c, x);
+            cnt[j] += 1;
+            for (s, v) in sum[j].iter_mut().zip(x) {
+                *s += v;
+            }
+        }
+        for ((cj, s), n) in c.iter_mut().zip(&sum).zip(&cnt) {
+            if *n > 0 {
+                *cj = s.map(|v| v / *n as f64);
+            }
+        }
+    }
+    c
+}
+
+/// Index of the nearest centroid in f64 (ties: the lowest index).
+pub fn nearest_float(c: &[[f64; 4]], x: &[f64; 4]) -> usize {
+    let d = |a: &[f64; 4]| a.iter().zip(x).map(|(u, v)| (u - v) * (u - v)).sum::<f64>();
+    (0..c.len()).fold(0, |b, j| if d(&c[j]) < d(&c[b]) { j } else { b })
+}
+
+/// The server's assignment matrix: `KMEANS_BATCH` diagonal blocks of −2·C, biases ‖c‖².
+pub fn kmeans_app(c: &[[f64; 4]]) -> App {
+    let k = c.len();
+    let cq: Vec<[i64; 4]> = c.iter().map(|r| r.map(|v| q(v, IRIS_FRAC))).collect();
+    let (rows, cols) = (KMEANS_BATCH * k, KMEANS_BATCH * 4);
+    let mut w = vec![0i64; rows * cols];
+    let mut b = vec![0i64; rows];
+    for blk in 0..KMEANS_BATCH {
+        for (j, cj) in cq.iter().enumerate() {
+            let r = blk * k + j;
+            for f in 0..4 {
+                w[r * cols + blk * 4 + f] = -2 * cj[f];
+            }
+            b[r] = cj.iter().map(|v| v * v).sum();
+        }
+    }
+    App::new(vec![(rows, cols, w, b)], 100 << IRIS_FRAC)
+}
+
+/// The client's assignment of its points: per batch one call, then the argmin per point.
+pub fn kmeans_client(
+    oracle: &mut dyn LinearOracle,
+    k: usize,
+    xs: &[[f64; 4]],
+) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(xs.len());
+    for chunk in xs.chunks(KMEANS_BATCH) {
+        let mut x = vec![0i64; KMEANS_BATCH * 4];
+        for (i, p) in chunk.iter().enumerate() {
+            for f in 0..4 {
+                x[i * 4 + f] = q(p[f], IRIS_FRAC);
+            }
+        }
+        let y = oracle.apply(0, &x)?;
+        for i in 0..chunk.len() {
+            let d = &y[i * k..(i + 1) * k];
+            out.push((0..k).fold(0, |b, j| if d[j] < d[b] { j } else { b }));
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// kNN
+
+/// Copies of the 4-feature query the client packs (the reference set's rows each read one).
+fn knn_reps(n: usize) -> usize {
+    n.next_power_of_two() / 4
+}
+
+/// The server's matrices: op 0, the distances (−2·R, with row r reading copy r mod reps of the
+/// query so a tall matrix fills one window; biases ‖r‖²); op 1, the one-hot labels (3 × N).
+pub fn knn_app(refs: &[[f64; 4]], labels: &[usize]) -> App {
+    let n = refs.len().max(4);
+    let reps = knn_reps(n);
+    let cols = reps * 4;
+    let mut w = vec![0i64; refs.len() * cols];
+    let mut b = vec![0i64; refs.len()];
+    for (r, x) in refs.iter().enumerate() {
+        let xq = x.map(|v| q(v, IRIS_FRAC));
+        for f in 0..4 {
+            w[r * cols + (r % reps) * 4 + f] = -2 * xq[f];
+        }
+        b[r] = xq.iter().map(|v| v * v).sum();
+    }
+    let mut l = vec![0i64; 3 * refs.len()];
+    for (i, &y) in labels.iter().enumerate() {
+        l[y * refs.len() + i] = 1;
+    }
+    App::new(
+        vec![(refs.len(), cols, w, b), (3, refs.len(), l, vec![0; 3])],
+        100 << IRIS_FRAC,
+    )
+}
+
+/// The client's kNN classification of `query`: distances, the `k` nearest (ties: the lower
+/// index), their votes, the majority (ties: the lower class).
+pub fn knn_client(
+    oracle: &mut dyn LinearOracle,
+    n_refs: usize,
+    k: usize,
+    query: &[f64; 4],
+) -> Result<usize> {
+    let reps = knn_reps(n_refs.max(4));
+    let qx = query.map(|v| q(v, IRIS_FRAC));
+    let x: Vec<i64> = (0..reps * 4).map(|i| qx[i % 4]).collect();
+    let d = oracle.apply(0, &x)?;
+    let mut idx: Vec<usize> = (0..n_refs).collect();
+    idx.sort_by_key(|&i| (d[i], i));
+    let mut s = vec![0i64; n_refs];
+    for &i in idx.iter().take(k) {
+        s[i] = 1;
+    }
+    let votes = oracle.apply(1, &s)?;
+    Ok((0..3).fold(0, |b, c| if votes[c] > votes[b] { c } else { b }))
+}
+
+/// kNN in f64, the float reference.
+pub fn knn_float(refs: &[[f64; 4]], labels: &[usize], k: usize, query: &[f64; 4]) -> usize {
+    let d = |a: &[f64; 4]| {
+        a.iter()
+            .zip(query)
+            .map(|(u, v)| (u - v) * (u - v))
+            .sum::<f64>()
+    };
+    let mut idx: Vec<usize> = (0..refs.len()).collect();
+    idx.sort_by(|&a, &b| d(&refs[a]).total_cmp(&d(&refs[b])).then(a.cmp(&b)));
+    let mut votes = [0usize; 3];
+    for &i in idx.iter().take(k) {
+        votes[labels[i]] += 1;
+    }
+    (0..3).fold(0, |b, c| if votes[c] > votes[b] { c } else { b })
+}
