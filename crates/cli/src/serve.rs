@@ -161,6 +161,9 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     if a.family == Some(secinfer_nn::plan::Family::Choco) {
         return crate::choco_cmd::serve(&a.model, &listener, &cfg, &stats);
     }
+    if a.family == Some(secinfer_nn::plan::Family::Ss) || crate::ss_cmd::is_ss_model(&a.model) {
+        return crate::ss_cmd::serve(&a, &listener, &cfg, &stats);
+    }
     let server = Server::load(&a.model, a.variant)?;
     let channel = match &security {
         ServerSecurity::Noise(id) => format!("Noise NK, key {}", id.public_hex()),

@@ -63,7 +63,11 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
     let model = random_params(a.input, a.hidden, a.classes, a.weight_scale, a.seed)?;
     let shape = FastGrnnShape::of(&model, a.steps);
     let x = random_input(a.steps, a.input, a.seed);
-    let opts = SsOptions { math: imp, source };
+    let opts = SsOptions {
+        math: imp,
+        source,
+        logits: true,
+    };
     let (m, xr, sh, op) = (&model, &x, &shape, &opts);
     let r = run_pair(
         &a.net,
@@ -145,7 +149,7 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
     )
     .param("threads", threads);
     rec.rounds = client_cost.online.rounds.max(s.online_rounds);
-    let acc_unit = f64::from(1u32 << (9 + a.weight_scale));
+    let acc_unit = f64::from(1u32 << shape.head.frac);
     out.emit(
         rec.field("online_s", online_s)
             .field("mb_total", total as f64 / 1e6)
