@@ -6,8 +6,10 @@
 //! * [`fastgrnn`]: FastGRNN → Dense → argmax, the model of OPAF's Table XI.
 //! * [`graph`]: that model read from a model graph (model.json), as the graph reference reads it.
 //! * [`session`]: one served session (`secinfer serve` / `secinfer infer`).
+//! * [`gru`]: CryptoGRU's GRU classifier on shares, beside its `hegc` run.
 pub mod fastgrnn;
 pub mod graph;
+pub mod gru;
 pub mod session;
 
 pub use fastgrnn::{
