@@ -150,7 +150,7 @@ fn cost_lines(r: &FastGrnnRun) -> String {
         c.online.rounds
     );
     let mut blocks: Vec<_> = r.block_stats.iter().collect();
-    blocks.sort_by(|a, b| b.1.bytes.cmp(&a.1.bytes));
+    blocks.sort_by_key(|b| std::cmp::Reverse(b.1.bytes));
     let top: Vec<String> = blocks
         .iter()
         .take(5)
