@@ -122,15 +122,7 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
         .map(|(g, w)| (g - w).abs())
         .max()
         .unwrap_or(0);
-    let mut client_cost = c.cost;
-    client_cost.setup.time_s = c.setup_s;
-    client_cost.offline.time_s = c.offline_s;
-    client_cost.online.time_s = c.online_s;
-    let mut server_cost = Cost::default();
-    server_cost.setup.time_s = s.setup_s;
-    server_cost.offline.time_s = s.offline_s;
-    server_cost.online.time_s = s.online_s;
-    server_cost.online.rounds = s.online_rounds;
+    let (client_cost, server_cost) = party_costs(c.cost, [c.setup_s, c.offline_s, c.online_s], &s);
     let (setup_s, offline_s, online_s) = (
         c.setup_s.max(s.setup_s),
         c.offline_s.max(s.offline_s),
@@ -168,6 +160,18 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
             .field("block_costs", serde_json::Value::Object(blocks)),
     );
     Ok(())
+}
+
+/// Both parties' costs with each one's phase times (the client's meter, the server's report).
+fn party_costs(client: Cost, times: [f64; 3], s: &ServerReport) -> (Cost, Cost) {
+    let mut c = client;
+    [c.setup.time_s, c.offline.time_s, c.online.time_s] = times;
+    let mut sc = Cost::default();
+    sc.setup.time_s = s.setup_s;
+    sc.offline.time_s = s.offline_s;
+    sc.online.time_s = s.online_s;
+    sc.online.rounds = s.online_rounds;
+    (c, sc)
 }
 
 fn source_name(source: CotSource) -> String {
@@ -227,15 +231,7 @@ fn run_gru_cell(
         },
     )?;
     let (c, s) = (r.client, r.server);
-    let mut client_cost = c.cost;
-    client_cost.setup.time_s = c.setup_s;
-    client_cost.offline.time_s = c.offline_s;
-    client_cost.online.time_s = c.online_s;
-    let mut server_cost = Cost::default();
-    server_cost.setup.time_s = s.setup_s;
-    server_cost.offline.time_s = s.offline_s;
-    server_cost.online.time_s = s.online_s;
-    server_cost.online.rounds = s.online_rounds;
+    let (client_cost, server_cost) = party_costs(c.cost, [c.setup_s, c.offline_s, c.online_s], &s);
     let total = c.setup_s.max(s.setup_s) + c.offline_s.max(s.offline_s);
     let online_s = c.online_s.max(s.online_s);
     let mut rec = BenchRecord::from_costs("gru-ss", total + online_s, &client_cost, &server_cost)

@@ -119,7 +119,7 @@ fn ring(v: &[i64], bits: u32) -> Vec<u64> {
 }
 
 /// Row `r` of the `cols`-wide matrix `m` times `v` mod 2^bits.
-fn dot_row(m: &[u64], r: usize, cols: usize, v: &[u64], bits: u32) -> u64 {
+pub(crate) fn dot_row(m: &[u64], r: usize, cols: usize, v: &[u64], bits: u32) -> u64 {
     m[r * cols..(r + 1) * cols]
         .iter()
         .zip(v)
@@ -337,6 +337,26 @@ pub(crate) fn argmax_shared<C: Channel>(
     Ok(idx[0])
 }
 
+/// Reveals the class share of [`argmax_shared`] on `bits`-bit values to the client, which
+/// checks it against `classes` (the server's share is the peer's bytes).
+pub(crate) fn reveal_class<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    cls: u64,
+    bits: u32,
+    classes: usize,
+) -> Result<Option<usize>> {
+    let class = reveal(ctx, ch, &[cls], bits + 1, RevealTo::Only(Party::Client))?
+        .and_then(|v| v.first().copied())
+        .map(|c| c as usize);
+    if class.is_some_and(|c| c >= classes) {
+        return Err(NnError::Malformed(
+            "the revealed class is out of range".into(),
+        ));
+    }
+    Ok(class)
+}
+
 /// The online phase and the argmax: shares of the logits and of the class.
 #[allow(clippy::too_many_arguments)]
 fn online_class<C: Channel>(
@@ -475,14 +495,7 @@ pub fn run_fastgrnn<C: Channel>(
     let online_s = t2.elapsed().as_secs_f64();
     let cost = ch.cost();
     let to_client = RevealTo::Only(Party::Client);
-    let class = reveal(&mut ctx, ch, &[cls], shape.head.bits + 1, to_client)?
-        .and_then(|v| v.first().copied())
-        .map(|c| c as usize);
-    if class.is_some_and(|c| c >= shape.classes) {
-        return Err(NnError::Malformed(
-            "fastgrnn: the revealed class is out of range".into(),
-        ));
-    }
+    let class = reveal_class(&mut ctx, ch, cls, shape.head.bits, shape.classes)?;
     let logits = if opts.logits {
         let out = reveal(&mut ctx, ch, &lg, shape.head.bits, to_client)?;
         out.map(|v| v.iter().map(|a| to_signed(*a, shape.head.bits)).collect())

@@ -15,7 +15,7 @@
 //! The reference wraps every intermediate to `bits`; the shares here keep the unwrapped value,
 //! so the two agree where the reference counts no overflow (a model whose values stay in
 //! range, as the tests assert for theirs).
-use super::fastgrnn::argmax_shared;
+use super::fastgrnn::{argmax_shared, dot_row, reveal_class};
 use crate::error::{NnError, Result};
 use crate::model::{Candidate, FixedPointConfig, Format};
 use crate::reference::{Arith, Counters, ExactActivations};
@@ -23,7 +23,6 @@ use secinfer_net::{Channel, Cost, Phase};
 use secinfer_ss::blocks::{ars, mul_shared, relu, sext, zext_msb0};
 use secinfer_ss::math::{self, Impl};
 use secinfer_ss::matmul::{matvec_private, MatDims};
-use secinfer_ss::reveal::{reveal, RevealTo};
 use secinfer_ss::ring::{from_signed, mask};
 use secinfer_ss::ulp::MathFn;
 use secinfer_ss::{CotSource, Ctx, Party};
@@ -149,15 +148,6 @@ pub(crate) struct GruTrace {
 
 fn fmt(f: Format) -> secinfer_ss::Result<secinfer_core::Format> {
     Ok(secinfer_core::Format::new(f.bits, f.frac)?)
-}
-
-/// Row `r` of the `cols`-wide ring matrix `m` times `v` mod 2^bits.
-fn dot_row(m: &[u64], r: usize, cols: usize, v: &[u64], bits: u32) -> u64 {
-    m[r * cols..(r + 1) * cols]
-        .iter()
-        .zip(v)
-        .fold(0u64, |s, (a, b)| s.wrapping_add(a.wrapping_mul(*b)))
-        & mask(bits)
 }
 
 /// ARS(M·v, F) + b in Z_{2^ring}: the client's share of v by OT, the server's locally.
@@ -336,20 +326,7 @@ pub fn run_gru<C: Channel>(
     ch.flush()?;
     let online_s = t2.elapsed().as_secs_f64();
     let cost = ch.cost();
-    let class = reveal(
-        &mut ctx,
-        ch,
-        &[cls],
-        bits + 1,
-        RevealTo::Only(Party::Client),
-    )?
-    .and_then(|v| v.first().copied())
-    .map(|c| c as usize);
-    if class.is_some_and(|c| c >= shape.classes) {
-        return Err(NnError::Malformed(
-            "gru on ss: the revealed class is out of range".into(),
-        ));
-    }
+    let class = reveal_class(&mut ctx, ch, cls, bits, shape.classes)?;
     Ok(GruRun {
         setup_s,
         offline_s,
