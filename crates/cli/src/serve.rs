@@ -80,6 +80,7 @@ pub struct ServeArgs {
     /// Protocol family. `choco` (CHOCO client-aided HE: the server computes the dense and
     /// conv2d layers on ciphertexts): THE CLIENT SEES EVERY INTERMEDIATE ACTIVATION (each
     /// linear layer's accumulator and every later layer's output); the weights stay hidden.
+    /// `ss` (OPAF: additive shares; chosen anyway for a model with a fastgrnn layer).
     /// Default: the plan's (the secure GRU).
     #[arg(long)]
     pub family: Option<secinfer_nn::plan::Family>,
