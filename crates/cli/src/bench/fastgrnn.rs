@@ -15,7 +15,7 @@ use clap::Args;
 use secinfer_net::Cost;
 use secinfer_nn::argmax;
 use secinfer_nn::layers::ss::{
-    random_input, random_params, run_fastgrnn, FastGrnnShape, Impl, SsOptions,
+    random_input, random_params, run_fastgrnn, FastGrnnRun, FastGrnnShape, Impl, SsOptions,
 };
 use secinfer_ss::{CotSource, Party};
 
@@ -89,12 +89,7 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
         move |ch| Ok(run_fastgrnn(Party::Client, ch, sh, op, None, Some(xr))?),
         move |ch| {
             let r = run_fastgrnn(Party::Server, ch, sh, op, Some(m), None)?;
-            Ok(ServerReport {
-                setup_s: r.setup_s,
-                offline_s: r.offline_s,
-                online_s: r.online_s,
-                online_rounds: r.cost.online.rounds,
-            })
+            Ok(ServerReport::of(&r))
         },
     )?;
     let (c, s) = (r.client, r.server);
@@ -162,6 +157,17 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
     Ok(())
 }
 
+impl ServerReport {
+    fn of(r: &FastGrnnRun) -> ServerReport {
+        ServerReport {
+            setup_s: r.setup_s,
+            offline_s: r.offline_s,
+            online_s: r.online_s,
+            online_rounds: r.cost.online.rounds,
+        }
+    }
+}
+
 /// Both parties' costs with each one's phase times (the client's meter, the server's report).
 fn party_costs(client: Cost, times: [f64; 3], s: &ServerReport) -> (Cost, Cost) {
     let mut c = client;
@@ -222,12 +228,7 @@ fn run_gru_cell(
         move |ch| Ok(run_gru(Party::Client, ch, sh, imp, source, None, Some(xr))?),
         move |ch| {
             let r = run_gru(Party::Server, ch, sh, imp, source, Some(m), None)?;
-            Ok(ServerReport {
-                setup_s: r.setup_s,
-                offline_s: r.offline_s,
-                online_s: r.online_s,
-                online_rounds: r.cost.online.rounds,
-            })
+            Ok(ServerReport::of(&r))
         },
     )?;
     let (c, s) = (r.client, r.server);

@@ -84,7 +84,7 @@ pub struct SsOptions {
     pub logits: bool,
 }
 
-/// One party's account of a run.
+/// One party's account of a run (FastGRNN's or the GRU's on ss).
 pub struct FastGrnnRun {
     /// Wall time of each phase on this party's clock (seconds).
     pub setup_s: f64,

@@ -15,11 +15,11 @@
 //! The reference wraps every intermediate to `bits`; the shares here keep the unwrapped value,
 //! so the two agree where the reference counts no overflow (a model whose values stay in
 //! range, as the tests assert for theirs).
-use super::fastgrnn::{argmax_shared, dot_row, reveal_class};
+use super::fastgrnn::{argmax_shared, dot_row, reveal_class, FastGrnnRun};
 use crate::error::{NnError, Result};
 use crate::model::{Candidate, FixedPointConfig, Format};
 use crate::reference::{Arith, Counters, ExactActivations};
-use secinfer_net::{Channel, Cost, Phase};
+use secinfer_net::{Channel, Phase};
 use secinfer_ss::blocks::{ars, mul_shared, relu, sext, zext_msb0};
 use secinfer_ss::math::{self, Impl};
 use secinfer_ss::matmul::{matvec_private, MatDims};
@@ -258,17 +258,6 @@ pub(crate) fn gru_online<C: Channel>(
     Ok(lg.iter().map(|v| v & mb).collect())
 }
 
-/// One party's account of a run.
-pub struct GruRun {
-    pub setup_s: f64,
-    pub offline_s: f64,
-    pub online_s: f64,
-    /// This party's meter at the end of the online phase (the reveal excluded).
-    pub cost: Cost,
-    /// The client's: the class.
-    pub class: Option<usize>,
-}
-
 /// Runs the GRU classifier as `party` over `ch` (setup, OT pools sized by a dry run, online,
 /// the class to the client). The server passes `model` (of shape `shape`), the client its
 /// sequence `x` (steps × input, main format).
@@ -280,7 +269,7 @@ pub fn run_gru<C: Channel>(
     source: CotSource,
     model: Option<&GruParams>,
     x: Option<&[i64]>,
-) -> Result<GruRun> {
+) -> Result<FastGrnnRun> {
     shape.check()?;
     let bits = shape.main.bits;
     let xs: Vec<u64> = match (party, model, x) {
@@ -327,12 +316,14 @@ pub fn run_gru<C: Channel>(
     let online_s = t2.elapsed().as_secs_f64();
     let cost = ch.cost();
     let class = reveal_class(&mut ctx, ch, cls, bits, shape.classes)?;
-    Ok(GruRun {
+    Ok(FastGrnnRun {
         setup_s,
         offline_s,
         online_s,
         cost,
+        logits: None,
         class,
+        block_stats: std::mem::take(&mut ctx.stats),
     })
 }
 
