@@ -9,6 +9,7 @@ mod report;
 mod serve;
 #[cfg(feature = "tfhe")]
 mod she_cmd;
+mod ss_cmd;
 
 use clap::{Parser, Subcommand};
 use error::Error;

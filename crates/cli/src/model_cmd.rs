@@ -199,6 +199,10 @@ pub struct InferArgs {
     /// With --family choco: threads for this client's work (1 models a small device).
     #[arg(long)]
     pub client_threads: Option<usize>,
+    /// Family ss (FastGRNN models): the sigmoid/tanh protocol, opaf or sirnn (the server
+    /// follows the client).
+    #[arg(long, default_value = "opaf")]
+    pub math: String,
 }
 
 /// Where the GRU's gates r and z are computed (`--gates`).
@@ -313,6 +317,12 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     }
     if a.family == Some(secinfer_nn::plan::Family::Choco) {
         return crate::choco_cmd::infer(&a);
+    }
+    let info_or_model = a.model_info.as_deref().or(a.model.as_deref());
+    if a.family == Some(secinfer_nn::plan::Family::Ss)
+        || info_or_model.is_some_and(crate::ss_cmd::is_ss_model)
+    {
+        return crate::ss_cmd::infer(&a);
     }
     let server = a.server.as_deref().ok_or_else(|| {
         Error::msg("pass --server HOST:PORT (or --plaintext for the local reference)")

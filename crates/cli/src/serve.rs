@@ -80,6 +80,7 @@ pub struct ServeArgs {
     /// Protocol family. `choco` (CHOCO client-aided HE: the server computes the dense and
     /// conv2d layers on ciphertexts): THE CLIENT SEES EVERY INTERMEDIATE ACTIVATION (each
     /// linear layer's accumulator and every later layer's output); the weights stay hidden.
+    /// `ss` (OPAF: additive shares; chosen anyway for a model with a fastgrnn layer).
     /// Default: the plan's (the secure GRU).
     #[arg(long)]
     pub family: Option<secinfer_nn::plan::Family>,
@@ -160,6 +161,9 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     };
     if a.family == Some(secinfer_nn::plan::Family::Choco) {
         return crate::choco_cmd::serve(&a.model, &listener, &cfg, &stats);
+    }
+    if a.family == Some(secinfer_nn::plan::Family::Ss) || crate::ss_cmd::is_ss_model(&a.model) {
+        return crate::ss_cmd::serve(&a, &listener, &cfg, &stats);
     }
     let server = Server::load(&a.model, a.variant)?;
     let channel = match &security {

@@ -35,3 +35,48 @@ fn two_process_runs_match_the_reference_for_both_maths() {
         assert!(r["rounds"].as_u64().unwrap() > 0);
     }
 }
+
+/// `bench fastgrnn --cell gru --net tcp`: CryptoGRU's GRU classifier on family ss between two
+/// processes; the client's class equals the plaintext reference's for both candidates.
+#[test]
+fn two_process_gru_on_ss_matches_the_reference_class() {
+    for candidate in ["relu", "tanh"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_secinfer"))
+            .args([
+                "bench",
+                "fastgrnn",
+                "--cell",
+                "gru",
+                "--candidate",
+                candidate,
+            ])
+            .args([
+                "--input",
+                "5",
+                "--hidden",
+                "8",
+                "--steps",
+                "4",
+                "--classes",
+                "3",
+            ])
+            .args(["--net", "tcp", "--json"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: serde_json::Value = stdout
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .unwrap();
+        assert_eq!(r["bench"], "gru-ss");
+        assert_eq!(r["params"]["candidate"], candidate);
+        assert_eq!(r["class"], r["reference_class"], "{stdout}");
+        assert!(r["rounds"].as_u64().unwrap() > 0);
+    }
+}

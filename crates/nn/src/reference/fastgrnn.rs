@@ -13,6 +13,7 @@
 //! h' = (ζ + ν)·h̃ + z ⊙ (h − ζ·h̃); ζ and ν stay the server's (their products with h̃ are
 //! products of a server scalar with a shared vector).
 use crate::error::{NnError, Result};
+use crate::model::Format;
 
 /// Bitwidth of x, h̃ and the gates' inputs and outputs.
 pub const ACT_BITS: u32 = 16;
@@ -25,14 +26,40 @@ pub const GATE_SCALE: u32 = 14;
 /// The ring of the state update and of h: ζ·h̃ at scale 28 beside h at scale 9, |h| < 2^6.
 pub const UPDATE_BITS: u32 = 36;
 
-/// The dense head on the last state: logits = W_d·h + b_d.
+/// The main format a FastGRNN model's dense head runs in by default: the state's scale, and
+/// room for a state of 17 bits (the update's range) without a wrap.
+pub const HEAD_FORMAT: Format = Format {
+    bits: 18,
+    frac: ACT_SCALE,
+};
+
+/// The dense head on the last state, the graph's dense rule in the model's main format:
+/// logits = wrap((W_d·h) ≫ F + b_d) with h read at scale F = [`ACT_SCALE`].
 #[derive(Clone)]
 pub struct Head {
     pub classes: usize,
-    /// classes × hidden, at the weight scale.
+    /// classes × hidden, in `format`.
     pub w: Vec<i64>,
-    /// At the accumulator scale.
+    /// In `format`.
     pub b: Vec<i64>,
+    /// The main format: fraction bits [`ACT_SCALE`] (h needs no rescale) and 17..=27 bits (h,
+    /// 17 bits, never wraps, and the product's ring, bits + frac, fits the update's 36).
+    pub format: Format,
+}
+
+/// Checks a head format against [`Head::format`]'s rule.
+pub fn check_head_format(f: Format) -> Result<()> {
+    if f.frac != ACT_SCALE || !(ACT_BITS + 1..=UPDATE_BITS - ACT_SCALE).contains(&f.bits) {
+        return Err(NnError::Unsupported(format!(
+            "fastgrnn: the dense head runs in the main format, which must have {ACT_SCALE} \
+             fraction bits (the state's scale) and {}..={} bits, got ({}, {})",
+            ACT_BITS + 1,
+            UPDATE_BITS - ACT_SCALE,
+            f.bits,
+            f.frac
+        )));
+    }
+    Ok(())
 }
 
 /// A quantised FastGRNN with its head. Secret (the server's): no `Debug`.
@@ -125,14 +152,18 @@ impl FastGrnnParams {
                 )));
             }
         }
+        check_head_format(self.head.format)?;
         let fits = |v: &[i64], bits: u32| v.iter().all(|x| wrap(*x, bits) == *x);
-        if !fits(&self.w, ACT_BITS) || !fits(&self.u, ACT_BITS) || !fits(&self.head.w, ACT_BITS) {
+        let hb = self.head.format.bits;
+        if !fits(&self.head.w, hb) || !fits(&self.head.b, hb) {
+            return Err(NnError::config(
+                "fastgrnn: the head must fit the main format",
+            ));
+        }
+        if !fits(&self.w, ACT_BITS) || !fits(&self.u, ACT_BITS) {
             return Err(NnError::config("fastgrnn: weights must fit 16 bits"));
         }
-        if !fits(&self.b_z, wd.acc_bits)
-            || !fits(&self.b_h, wd.acc_bits)
-            || !fits(&self.head.b, wd.acc_bits)
-        {
+        if !fits(&self.b_z, wd.acc_bits) || !fits(&self.b_h, wd.acc_bits) {
             return Err(NnError::config("fastgrnn: biases must fit the accumulator"));
         }
         if !fits(&[self.zeta, self.nu, self.zeta + self.nu], ACT_BITS) {
@@ -190,14 +221,15 @@ impl FastGrnnParams {
             .collect()
     }
 
-    /// The head's logits W_d·h + b_d mod 2^acc_bits.
-    pub fn logits(&self, wd: &Widths, h: &[i64]) -> Vec<i64> {
+    /// The head's logits wrap((W_d·h) ≫ F + b_d) in the main format ([`Head`]).
+    pub fn logits(&self, h: &[i64]) -> Vec<i64> {
+        let f = self.head.format;
         (0..self.head.classes)
             .map(|c| {
                 let s: i64 = (0..self.hidden)
                     .map(|j| self.head.w[c * self.hidden + j].wrapping_mul(h[j]))
                     .fold(0, i64::wrapping_add);
-                wrap(s.wrapping_add(self.head.b[c]), wd.acc_bits)
+                wrap((s >> f.frac).wrapping_add(self.head.b[c]), f.bits)
             })
             .collect()
     }
@@ -205,9 +237,8 @@ impl FastGrnnParams {
     /// The whole reference on `x` (steps × input, 16-bit at scale 9): the last state and the
     /// logits.
     pub fn run(&self, x: &[i64]) -> Result<(Vec<i64>, Vec<i64>)> {
-        let wd = self.validate()?;
         let h = self.states(x)?.pop().unwrap_or_default();
-        let logits = self.logits(&wd, &h);
+        let logits = self.logits(&h);
         Ok((h, logits))
     }
 }
@@ -292,6 +323,7 @@ impl FastGrnnParams {
                 classes: 1,
                 w: vec![0; c.hidden],
                 b: vec![0],
+                format: HEAD_FORMAT,
             },
         };
         p.validate()?;
@@ -353,6 +385,7 @@ mod tests {
                 classes: 1,
                 w: vec![0],
                 b: vec![0],
+                format: HEAD_FORMAT,
             },
         };
         let (zf, nf) = (13_000.0 / 16384.0, 300.0 / 16384.0);

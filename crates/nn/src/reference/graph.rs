@@ -178,6 +178,14 @@ impl QuantizedGraph {
         }
     }
 
+    /// The quantized cell of a fastgrnn layer (its head left empty: the graph's dense rule).
+    pub fn fastgrnn(&self, layer: usize) -> Option<&FastGrnnParams> {
+        match self.params.get(layer)? {
+            Params::FastGrnn(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// Quantizes a float input to the main format, as the client does before a secure run.
     pub fn quantize_input(&self, x: &[f32]) -> Vec<i64> {
         x.iter()

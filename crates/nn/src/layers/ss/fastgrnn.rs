@@ -15,18 +15,21 @@
 //!    are the server's scalars times the shared h̃ (one OT product carries both), z ⊙ d one
 //!    product of two shared vectors.
 //!
-//! Then logits = W_d·h + b_d (one more OT product), revealed to the client, which takes the
-//! argmax: the client learns the logits, the server nothing.
+//! Then the dense head in the model's main format F (the graph's dense rule): logits =
+//! wrap(ARS(W_d·h, F) + b_d) by one more OT product and one exact shift, and their argmax on
+//! shares (a tournament of comparisons and multiplexers): the client learns the class, and the
+//! logits only when the run reveals them ([`SsOptions::logits`]); the server learns nothing.
 //! [`crate::reference::fastgrnn`] fixes the arithmetic; the secure run equals it bit for bit
 //! except σ and tanh, which are within the math's ULP bound.
 use crate::error::{NnError, Result};
-use crate::reference::argmax;
+use crate::model::Format as MainFormat;
 use crate::reference::fastgrnn::{
-    FastGrnnParams, Head, Widths, ACT_BITS, ACT_SCALE, GATE_SCALE, SIGMOID_IN_SCALE, UPDATE_BITS,
+    check_head_format, FastGrnnParams, Head, Widths, ACT_BITS, ACT_SCALE, GATE_SCALE, HEAD_FORMAT,
+    SIGMOID_IN_SCALE, UPDATE_BITS,
 };
 use secinfer_core::Format;
 use secinfer_net::{Channel, Cost, Phase};
-use secinfer_ss::blocks::{ars, mul_shared, zext_msb0};
+use secinfer_ss::blocks::{ars, msb_share, mul_shared, mux, sext, zext_msb0};
 use secinfer_ss::math::{self, Impl};
 use secinfer_ss::matmul::{matvec_private, MatDims};
 use secinfer_ss::reveal::{reveal, RevealTo};
@@ -44,6 +47,8 @@ pub struct FastGrnnShape {
     pub steps: usize,
     pub classes: usize,
     pub weight_scale: u32,
+    /// The head's (main) format.
+    pub head: MainFormat,
 }
 
 impl FastGrnnShape {
@@ -55,6 +60,7 @@ impl FastGrnnShape {
             steps,
             classes: m.head.classes,
             weight_scale: m.weight_scale,
+            head: m.head.format,
         }
     }
     fn check(&self) -> Result<Widths> {
@@ -64,27 +70,31 @@ impl FastGrnnShape {
                 "fastgrnn: every dimension must be in 1..=4096, got {self:?}"
             )));
         }
+        check_head_format(self.head)?;
         Widths::new(self.weight_scale)
     }
 }
 
-/// The run's options: the math of σ and tanh and what fills the OT pools.
+/// The run's options: the math of σ and tanh, what fills the OT pools, and whether the
+/// client learns the logits besides the class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SsOptions {
     pub math: Impl,
     pub source: CotSource,
+    pub logits: bool,
 }
 
-/// One party's account of a run.
+/// One party's account of a run (FastGRNN's or the GRU's on ss).
 pub struct FastGrnnRun {
     /// Wall time of each phase on this party's clock (seconds).
     pub setup_s: f64,
     pub offline_s: f64,
     pub online_s: f64,
-    /// This party's meter at the end of the online phase (the reveal of the logits excluded).
+    /// This party's meter at the end of the online phase (the reveals excluded).
     pub cost: Cost,
-    /// The client's: the logits (accumulator scale) and their argmax.
+    /// The client's, when revealed: the logits in the head's format.
     pub logits: Option<Vec<i64>>,
+    /// The client's: the class (the logits' argmax, lowest index on ties).
     pub class: Option<usize>,
     /// Cost per building block as this party saw it.
     pub block_stats: BTreeMap<&'static str, BlockStat>,
@@ -109,7 +119,7 @@ fn ring(v: &[i64], bits: u32) -> Vec<u64> {
 }
 
 /// Row `r` of the `cols`-wide matrix `m` times `v` mod 2^bits.
-fn dot_row(m: &[u64], r: usize, cols: usize, v: &[u64], bits: u32) -> u64 {
+pub(crate) fn dot_row(m: &[u64], r: usize, cols: usize, v: &[u64], bits: u32) -> u64 {
     m[r * cols..(r + 1) * cols]
         .iter()
         .zip(v)
@@ -127,8 +137,8 @@ struct RingModel<'a> {
     gates: Vec<u64>,
 }
 
-/// The online phase: shares of the logits (Z_{2^L}). `x` is the client's sequence in Z_{2^16}
-/// (empty at the server); `model` the server's.
+/// The online phase: shares of the logits (Z_{2^F.bits}, the head's format). `x` is the
+/// client's sequence in Z_{2^16} (empty at the server); `model` the server's.
 pub(crate) fn online<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -141,11 +151,13 @@ pub(crate) fn online<C: Channel>(
 ) -> secinfer_ss::Result<Vec<u64>> {
     let (hid, l) = (sh.hidden, wd.acc_bits);
     let (ml, m16, mu) = (mask(l), mask(ACT_BITS), mask(UPDATE_BITS));
+    let hf = sh.head;
+    let hb = hf.bits + hf.frac;
     let rm = model.map(|p| RingModel {
         p,
         w: ring(&p.w, l),
         u: ring(&p.u, l),
-        head: ring(&p.head.w, l),
+        head: ring(&p.head.w, hb),
         gates: ring(&[p.zeta, p.zeta + p.nu], UPDATE_BITS),
     });
     let empty: &[u64] = &[];
@@ -251,24 +263,114 @@ pub(crate) fn online<C: Channel>(
             tr.h.push(h.clone());
         }
     }
-    let hl: Vec<u64> = h.iter().map(|v| v & ml).collect();
-    let mut lg = matvec_private(
+    // The head: W_d·h mod 2^(F.bits + F.frac), whose exact shift by F is (W_d·h) ≫ F mod
+    // 2^F.bits whatever the sum's size: the reference's wrap((W_d·h) ≫ F + b_d).
+    let hl: Vec<u64> = h.iter().map(|v| v & mask(hb)).collect();
+    let mut acc = matvec_private(
         ctx,
         ch,
         head,
         &client(&hl),
         dims(sh.classes, hid, 1),
-        l,
+        hb,
         false,
-        l,
+        hb,
     )?;
     if let Some(m) = &rm {
-        for (c, v) in lg.iter_mut().enumerate() {
-            let own = dot_row(&m.head, c, hid, &hl, l).wrapping_add(from_signed(m.p.head.b[c], l));
-            *v = v.wrapping_add(own) & ml;
+        for (c, v) in acc.iter_mut().enumerate() {
+            *v = v.wrapping_add(dot_row(&m.head, c, hid, &hl, hb)) & mask(hb);
         }
     }
+    let mut lg = ars(ctx, ch, &acc, hb, hf.frac)?;
+    for (c, v) in lg.iter_mut().enumerate() {
+        let b = rm
+            .as_ref()
+            .map_or(0, |m| from_signed(m.p.head.b[c], hf.bits));
+        *v = v.wrapping_add(b) & mask(hf.bits);
+    }
     Ok(lg)
+}
+
+/// Shares (Z_{2^(bits+1)}) of the index of the largest of the signed `bits`-bit shared values
+/// `v`, the lowest on ties: each round compares neighbours (the MSB of a − b, exact after one
+/// sign extension) and keeps the right one, value and index by one multiplexer, only when it
+/// is strictly larger; the left side always holds the lower indices, so ties keep them.
+pub(crate) fn argmax_shared<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    v: &[u64],
+    bits: u32,
+) -> secinfer_ss::Result<u64> {
+    let w = bits + 1;
+    let mw = mask(w);
+    let p0 = ctx.is_p0();
+    let mut vals = sext(ctx, ch, v, bits, w)?;
+    let mut idx: Vec<u64> = (0..v.len() as u64)
+        .map(|i| if p0 { i } else { 0 })
+        .collect();
+    while vals.len() > 1 {
+        let n = vals.len() / 2;
+        let diff: Vec<u64> = (0..n)
+            .map(|k| vals[2 * k].wrapping_sub(vals[2 * k + 1]) & mw)
+            .collect();
+        let lt = msb_share(ctx, ch, &diff, w)?;
+        let mut sel = lt.clone();
+        sel.extend_from_slice(&lt);
+        let mut delta: Vec<u64> = (0..n)
+            .map(|k| vals[2 * k + 1].wrapping_sub(vals[2 * k]) & mw)
+            .collect();
+        delta.extend((0..n).map(|k| idx[2 * k + 1].wrapping_sub(idx[2 * k]) & mw));
+        let picked = mux(ctx, ch, &sel, &delta, w)?;
+        let carry = (vals.len() % 2 == 1).then(|| (vals[2 * n], idx[2 * n]));
+        let mut nv: Vec<u64> = (0..n)
+            .map(|k| vals[2 * k].wrapping_add(picked[k]) & mw)
+            .collect();
+        let mut ni: Vec<u64> = (0..n)
+            .map(|k| idx[2 * k].wrapping_add(picked[n + k]) & mw)
+            .collect();
+        if let Some((a, i)) = carry {
+            nv.push(a);
+            ni.push(i);
+        }
+        (vals, idx) = (nv, ni);
+    }
+    Ok(idx[0])
+}
+
+/// Reveals the class share of [`argmax_shared`] on `bits`-bit values to the client, which
+/// checks it against `classes` (the server's share is the peer's bytes).
+pub(crate) fn reveal_class<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    cls: u64,
+    bits: u32,
+    classes: usize,
+) -> Result<Option<usize>> {
+    let class = reveal(ctx, ch, &[cls], bits + 1, RevealTo::Only(Party::Client))?
+        .and_then(|v| v.first().copied())
+        .map(|c| c as usize);
+    if class.is_some_and(|c| c >= classes) {
+        return Err(NnError::Malformed(
+            "the revealed class is out of range".into(),
+        ));
+    }
+    Ok(class)
+}
+
+/// The online phase and the argmax: shares of the logits and of the class.
+#[allow(clippy::too_many_arguments)]
+fn online_class<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    sh: &FastGrnnShape,
+    wd: &Widths,
+    imp: Impl,
+    model: Option<&FastGrnnParams>,
+    x: &[u64],
+) -> secinfer_ss::Result<(Vec<u64>, u64)> {
+    let lg = online(ctx, ch, sh, wd, imp, model, x, None)?;
+    let class = argmax_shared(ctx, ch, &lg, sh.head.bits)?;
+    Ok((lg, class))
 }
 
 /// A public-seed xorshift: the benchmark's random models and inputs, which both processes of
@@ -288,7 +390,8 @@ impl SeedRng {
 }
 
 /// A random FastGRNN of the given shape (Google-30's for OPAF's Table XI): weights and biases
-/// uniform in ±0.5, ζ ≈ 0.9, ν ≈ 0.05, FastGRNN's usual range after training.
+/// uniform in ±0.5, ζ ≈ 0.9, ν ≈ 0.05, FastGRNN's usual range after training; the head in
+/// [`HEAD_FORMAT`].
 pub fn random_params(
     input: usize,
     hidden: usize,
@@ -312,8 +415,9 @@ pub fn random_params(
         nu: (0.05 * f64::from(1u32 << GATE_SCALE)) as i64,
         head: Head {
             classes,
-            w: v(classes * hidden, weight_scale),
-            b: v(classes, wd.acc_scale),
+            w: v(classes * hidden, HEAD_FORMAT.frac),
+            b: v(classes, HEAD_FORMAT.frac),
+            format: HEAD_FORMAT,
         },
     };
     p.validate()?;
@@ -345,7 +449,8 @@ fn client_input(sh: &FastGrnnShape, x: Option<&[i64]>) -> Result<Vec<u64>> {
 }
 
 /// Runs FastGRNN → Dense → argmax as `party` over `ch`: setup (base OTs), offline (the OT
-/// pools a dry run says the online phase consumes), online, then the logits to the client.
+/// pools a dry run says the online phase consumes), online, then the class (and the logits
+/// when `opts.logits`) to the client.
 /// The server passes `model` (whose shape must be `shape`), the client its sequence `x`
 /// (steps × input, 16-bit at scale 9).
 pub fn run_fastgrnn<C: Channel>(
@@ -375,7 +480,7 @@ pub fn run_fastgrnn<C: Channel>(
     let mut ctx = Ctx::setup_with(party, ch, opts.source)?;
     let setup_s = t0.elapsed().as_secs_f64();
     let plan = secinfer_ss::plan_for(party, |c, dry| {
-        online(c, dry, shape, &wd, opts.math, model, &xs, None)
+        online_class(c, dry, shape, &wd, opts.math, model, &xs)
     })?;
     ch.set_phase(Phase::Offline);
     let t1 = Instant::now();
@@ -385,20 +490,18 @@ pub fn run_fastgrnn<C: Channel>(
     ch.set_phase(Phase::Online);
     ctx.reset_counts();
     let t2 = Instant::now();
-    let lg = online(&mut ctx, ch, shape, &wd, opts.math, model, &xs, None)?;
+    let (lg, cls) = online_class(&mut ctx, ch, shape, &wd, opts.math, model, &xs)?;
     ch.flush()?;
     let online_s = t2.elapsed().as_secs_f64();
     let cost = ch.cost();
-    let out = reveal(
-        &mut ctx,
-        ch,
-        &lg,
-        wd.acc_bits,
-        RevealTo::Only(Party::Client),
-    )?;
-    let logits: Option<Vec<i64>> =
-        out.map(|v| v.iter().map(|a| to_signed(*a, wd.acc_bits)).collect());
-    let class = logits.as_deref().map(argmax);
+    let to_client = RevealTo::Only(Party::Client);
+    let class = reveal_class(&mut ctx, ch, cls, shape.head.bits, shape.classes)?;
+    let logits = if opts.logits {
+        let out = reveal(&mut ctx, ch, &lg, shape.head.bits, to_client)?;
+        out.map(|v| v.iter().map(|a| to_signed(*a, shape.head.bits)).collect())
+    } else {
+        None
+    };
     Ok(FastGrnnRun {
         setup_s,
         offline_s,

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
 use crate::error::ErrorKind;
+use crate::reference::argmax;
 use crate::reference::fastgrnn::FastGrnnParams;
 use secinfer_net::simulate;
 
@@ -98,8 +99,8 @@ fn secure_steps_equal_the_reference() {
             "the state stayed zero: the test would be vacuous"
         );
         assert_eq!(
-            open(&lc, &ls, wd.acc_bits),
-            m.logits(&wd, &h),
+            open(&lc, &ls, sh.head.bits),
+            m.logits(&h),
             "{imp:?}: logits"
         );
     }
@@ -117,6 +118,7 @@ fn full_run_tracks_the_reference_logits() {
     let opts = SsOptions {
         math: Impl::Opaf,
         source: CotSource::Iknp,
+        logits: true,
     };
     let (mr, xr) = (&m, &x);
     let r = simulate(
@@ -127,12 +129,89 @@ fn full_run_tracks_the_reference_logits() {
     assert!(s.logits.is_none() && s.class.is_none());
     let (_, want) = m.run(&x).unwrap();
     let got = c.logits.unwrap();
-    let tol = 1i64 << (ACT_SCALE + m.weight_scale - 5); // 1/32 in real units
+    let tol = 1i64 << (sh.head.frac - 5); // 1/32 in real units
     for (g, w) in got.iter().zip(&want) {
         assert!((g - w).abs() <= tol, "logits {got:?} vs reference {want:?}");
     }
     assert_eq!(c.class, Some(argmax(&got)));
     assert!(c.cost.online.bytes() > 0 && c.online_s > 0.0);
+}
+
+/// The argmax on shares equals the plaintext argmax (lowest index on ties) on random signed
+/// values, with ties and odd counts, at the extremes of the format.
+#[test]
+fn shared_argmax_equals_the_plaintext_argmax() {
+    let bits = 18u32;
+    let lim = 1i64 << (bits - 1);
+    let mut seed = 0x1357u64;
+    let mut next = move |r: i64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % (2 * r as u64 + 1)) as i64 - r
+    };
+    let mut cases: Vec<Vec<i64>> = vec![
+        vec![3, 3, 3],
+        vec![-lim, lim - 1, lim - 1, -lim],
+        vec![5],
+        vec![-1, -1, 0, 0, -2, 0, 7, 7, 7, -9],
+    ];
+    for n in [2usize, 7, 10, 13] {
+        cases.push((0..n).map(|_| next(4)).collect());
+        cases.push((0..n).map(|_| next(lim - 1)).collect());
+    }
+    for v in cases {
+        let ring_v: Vec<u64> = v.iter().map(|a| from_signed(*a, bits)).collect();
+        let r0: Vec<u64> = (0..v.len())
+            .map(|_| next(lim - 1) as u64 & mask(bits))
+            .collect();
+        let r1: Vec<u64> = ring_v
+            .iter()
+            .zip(&r0)
+            .map(|(a, r)| a.wrapping_sub(*r) & mask(bits))
+            .collect();
+        let run = |party: Party, share: Vec<u64>| {
+            move |ch: &mut secinfer_net::DynChannel| {
+                let mut ctx = Ctx::setup(party, ch).unwrap();
+                argmax_shared(&mut ctx, ch, &share, bits).unwrap()
+            }
+        };
+        let r = simulate(run(Party::Client, r1), run(Party::Server, r0));
+        let got = (r.client.output.wrapping_add(r.server.output) & mask(bits + 1)) as usize;
+        assert_eq!(got, argmax(&v), "{v:?}");
+    }
+}
+
+/// The client learns the class and no logits unless the run reveals them, and the class is
+/// the reference's on a random model.
+#[test]
+fn class_only_run_hides_the_logits() {
+    let (input, hidden, steps, classes) = (3, 6, 3, 4);
+    let m = random_model(0x42, input, hidden, classes);
+    let x = random_input(0x43, steps * input);
+    let sh = FastGrnnShape::of(&m, steps);
+    let opts = SsOptions {
+        math: Impl::Sirnn,
+        source: CotSource::Iknp,
+        logits: false,
+    };
+    let (mr, xr) = (&m, &x);
+    let r = simulate(
+        move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(xr)).unwrap(),
+        move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(mr), None).unwrap(),
+    );
+    let (c, s) = (r.client.output, r.server.output);
+    assert!(c.logits.is_none() && s.logits.is_none() && s.class.is_none());
+    let (_, want) = m.run(&x).unwrap();
+    let mut sorted = want.clone();
+    sorted.sort_unstable();
+    // The seed's two best logits are further apart than σ's and tanh's error carries.
+    let margin = sorted[classes - 1] - sorted[classes - 2];
+    assert!(
+        margin > 1 << (sh.head.frac - 5),
+        "margin {margin}: take another seed"
+    );
+    assert_eq!(c.class, Some(argmax(&want)));
 }
 
 /// A client sequence of the wrong length or outside 16 bits, and a model of another shape, are
@@ -154,6 +233,7 @@ fn bad_inputs_are_typed_errors() {
     let opts = SsOptions {
         math: Impl::Sirnn,
         source: CotSource::Iknp,
+        logits: false,
     };
     let mut ch = secinfer_ss::DryChannel::new();
     let e = run_fastgrnn(Party::Server, &mut ch, &other, &opts, Some(&m), None)

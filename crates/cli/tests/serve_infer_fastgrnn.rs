@@ -1,0 +1,80 @@
+//! Family ss over TCP, two real processes: `secinfer serve` on the shipped FastGRNN (chosen by
+//! its graph, Noise channel under a scratch key) and `secinfer infer` against it. On two shipped
+//! samples the secure class equals the plaintext fixed-point reference's and the label; the
+//! client learns no logits unless the server allows them, and asking is refused by name.
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+mod common;
+use common::{root, serve_command, Served};
+use std::process::Command;
+
+fn infer(addr: &str, info: &std::path::Path, extra: &[&str]) -> (bool, String, String) {
+    let model = root().join("models/mnist-fastgrnn");
+    let out = Command::new(env!("CARGO_BIN_EXE_secinfer"))
+        .args(["infer", "--server", addr, "--model-info"])
+        .arg(info)
+        .arg("--model")
+        .arg(&model)
+        .args(extra)
+        .arg("--samples")
+        .arg(model.join("samples.jsonl"))
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn fastgrnn_serve_and_infer_over_tcp_match_the_reference() {
+    let model = root().join("models/mnist-fastgrnn");
+    let scratch = std::env::temp_dir().join(format!("secinfer-ss-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let key = scratch.join("server.key");
+    let info = scratch.join("info");
+    let st = Command::new(env!("CARGO_BIN_EXE_secinfer"))
+        .args(["export-info", "--model"])
+        .arg(&model)
+        .arg("--out")
+        .arg(&info)
+        .arg("--key")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let mut cmd = serve_command(&["--sessions", "3", "--model"]);
+    cmd.arg(&model).arg("--key").arg(&key);
+    let srv = Served::start(cmd, true);
+    assert!(srv.line.contains("family ss"), "{}", srv.line);
+    let addr = srv.addr.clone();
+    let (ok, so, se) = infer(&addr, &info, &["--compare-plaintext", "--limit", "2"]);
+    assert!(ok, "{so}\n{se}");
+    assert!(
+        so.contains("secure: 7") && so.contains("true label: 7"),
+        "{so}"
+    );
+    assert!(
+        so.contains("secure: 2") && so.contains("true label: 2"),
+        "{so}"
+    );
+    assert_eq!(
+        so.matches("[class matches the plaintext fixed-point reference]")
+            .count(),
+        2,
+        "{so}"
+    );
+    assert!(!so.contains("logits ["), "{so}");
+    assert!(so.contains("online rounds"), "{so}");
+    let (ok, so, se) = infer(&addr, &info, &["--reveal-logits", "--limit", "1"]);
+    assert!(!ok, "{so}");
+    assert!(se.contains("does not reveal logits"), "{se}");
+    let log = srv.stop().join("\n");
+    assert_eq!(log.matches("revealed class").count(), 2, "{log}");
+    assert!(log.contains("not allowed"), "{log}");
+    let _ = std::fs::remove_dir_all(&scratch);
+}
