@@ -171,14 +171,14 @@ def main() -> None:
                 s_in = s_out
         return she.SheNet((1, 28, 28), layers)
 
-    # Per layer, the smallest offset (narrowest adder words) within 0.2 % of the best accuracy
-    # on 2,000 training images, chosen greedily.
+    # Per layer, the smallest offset (narrowest adder words) within one image of the best accuracy
+    # on 400 training images, chosen greedily.
     emax = [she.layer_emax(W[n][0].detach().numpy()) for n in ("conv1", "conv2", "fc1", "fc2")]
-    xv, yv = xtr[:2000], ytr[:2000]
+    xv, yv = xtr[:400], ytr[:400]
     offs = [8 - e for e in emax]
     for i in range(4):
         scored = []
-        for c in range(-2, 9):
+        for c in range(-1, 7):
             trial = offs.copy()
             trial[i] = c - emax[i]
             try:
@@ -186,7 +186,7 @@ def main() -> None:
             except ValueError:
                 continue
         best = max(s for s, _ in scored)
-        offs[i] = min(c for s, c in scored if s >= best - 0.002) - emax[i]
+        offs[i] = min(c for s, c in scored if s >= best - 1 / len(yv)) - emax[i]
         print(f"layer {i}: offset {offs[i]} (train-subset accuracy {best:.4f})", flush=True)
     net = integer(offs)
     acc = net.accuracy(xte, yte)

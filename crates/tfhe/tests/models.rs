@@ -16,8 +16,8 @@ fn dir(name: &str) -> PathBuf {
 fn she_mnist_reference_equals_recipe_logits() {
     let dir = dir("she-mnist");
     let (net, _) = model::load(&dir).expect("she-mnist loads");
-    let (xs, ys) = model::load_samples(&dir.join("test.safetensors"), net.input_len())
-        .expect("test samples");
+    let (xs, ys) =
+        model::load_samples(&dir.join("test.safetensors"), net.input_len()).expect("test samples");
     let bytes = std::fs::read(dir.join("test.safetensors")).expect("read");
     let st = SafeTensors::deserialize(&bytes).expect("safetensors");
     let logits = st.tensor("logits").expect("logits");
@@ -32,7 +32,11 @@ fn she_mnist_reference_equals_recipe_logits() {
     let mut right = 0;
     for (k, x) in xs.iter().enumerate() {
         let got = net.reference(x).expect("reference");
-        assert_eq!(got, want[k * net.output_len()..(k + 1) * net.output_len()], "sample {k}");
+        assert_eq!(
+            got,
+            want[k * net.output_len()..(k + 1) * net.output_len()],
+            "sample {k}"
+        );
         let class = (0..got.len()).max_by_key(|i| (got[*i], std::cmp::Reverse(*i)));
         right += usize::from(class == Some(ys[k] as usize));
     }
