@@ -64,12 +64,14 @@ class Pow2Dense:
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Integer accumulators for a batch ``x`` [n, in]: the crate's reference, exactly."""
-        out = np.empty((x.shape[0], self.sign.shape[0]), dtype=np.int64)
+        # Terms of one shift at a time, summed by a product with the signs that use it (exact
+        # in float64: every partial sum is far below 2**53).
         k = self.exp + self.offset
-        for o in range(self.sign.shape[0]):
-            terms = shift_floor(x, np.broadcast_to(k[o], x.shape))
-            out[:, o] = (terms * self.sign[o]).sum(axis=1) + self.bias[o]
-        return out
+        out = np.zeros((x.shape[0], self.sign.shape[0]))
+        for kk in np.unique(k[self.sign != 0]):
+            xs = shift_floor(x, np.full(x.shape, kk)).astype(np.float64)
+            out += xs @ np.where(k == kk, self.sign, 0).T.astype(np.float64)
+        return np.rint(out).astype(np.int64) + self.bias[None, :]
 
 
 @dataclass
@@ -316,3 +318,120 @@ def choose_offsets(params: dict, x: np.ndarray, y: np.ndarray, candidates=range(
         best = max(a for a, _ in scored)
         offs[i] = min(c for a, c in scored if a >= best - 0.002) - emax[i]
     return offs
+
+
+# ---------------------------------------------------------------- convolutional networks
+
+@dataclass
+class Pow2Conv:
+    """A convolution with power-of-two weights (sign/exp [out, in, k, k]); square kernel,
+    zero padding, the crate's reference arithmetic (each term floored on its own)."""
+
+    name: str
+    sign: np.ndarray
+    exp: np.ndarray
+    bias: np.ndarray
+    offset: int
+    stride: int
+    padding: int
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Integer accumulators [n, out, oh, ow] of ``x`` [n, in, h, w]. Each term is floored
+        on its own, so the input is shifted once per distinct shift and the terms of that
+        shift summed by a product with the signs that use it (exact in float64: every partial
+        sum is far below 2**53)."""
+        n, c, h, w = x.shape
+        k, s, p = self.sign.shape[2], self.stride, self.padding
+        oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+        sh = (self.exp + self.offset).reshape(self.sign.shape[0], -1)
+        sg = self.sign.reshape(self.sign.shape[0], -1)
+        out = np.zeros((n * oh * ow, self.sign.shape[0]))
+        for kk in np.unique(sh[sg != 0]):
+            xp = np.pad(shift_floor(x, np.full(x.shape, kk)), ((0, 0), (0, 0), (p, p), (p, p)))
+            cols = np.empty((n, oh * ow, c, k, k))
+            for ky in range(k):
+                for kx in range(k):
+                    win = xp[:, :, ky:ky + s * oh:s, kx:kx + s * ow:s].reshape(n, c, oh * ow)
+                    cols[:, :, :, ky, kx] = win.transpose(0, 2, 1)
+            out += cols.reshape(n * oh * ow, -1) @ np.where(sh == kk, sg, 0).T.astype(np.float64)
+        out = np.rint(out).astype(np.int64).reshape(n, oh * ow, -1).transpose(0, 2, 1)
+        return (out + self.bias[None, :, None]).reshape(n, -1, oh, ow)
+
+
+def maxpool_int(x: np.ndarray, k: int, s: int, p: int) -> np.ndarray:
+    """Max over each window's in-bounds positions (padding never wins), as the crate pools."""
+    lo = np.iinfo(np.int64).min
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=lo)
+    oh, ow = (x.shape[2] + 2 * p - k) // s + 1, (x.shape[3] + 2 * p - k) // s + 1
+    out = np.full((x.shape[0], x.shape[1], oh, ow), lo, dtype=np.int64)
+    for ky in range(k):
+        for kx in range(k):
+            out = np.maximum(out, xp[:, :, ky:ky + s * oh:s, kx:kx + s * ow:s])
+    return out
+
+
+@dataclass
+class SheNet:
+    """A layer list in the crate's vocabulary: ``("conv", Pow2Conv)``, ``("dense", Pow2Dense)``,
+    ``("requant", shift, relu)``, ``("maxpool", k, s, p)``, ``("flatten",)``."""
+
+    input_shape: tuple[int, int, int]
+    layers: list[tuple]
+    meta: dict = field(default_factory=dict)
+
+    def forward(self, x: np.ndarray, batch: int = 500) -> np.ndarray:
+        return np.concatenate([self._forward(x[i:i + batch]) for i in range(0, len(x), batch)])
+
+    def _forward(self, x: np.ndarray) -> np.ndarray:
+        a = np.asarray(x, dtype=np.int64).reshape((-1, *self.input_shape))
+        for l in self.layers:
+            if l[0] in ("conv", "dense"):
+                a = l[1].forward(a)
+            elif l[0] == "requant":
+                lo, hi = (0, (1 << ACT_BITS) - 1) if l[2] else (-(1 << (ACT_BITS - 1)), (1 << (ACT_BITS - 1)) - 1)
+                a = np.clip(a >> l[1], lo, hi)
+            elif l[0] == "maxpool":
+                a = maxpool_int(a, *l[1:])
+            elif l[0] == "flatten":
+                a = a.reshape(a.shape[0], -1)
+        return a
+
+    def accuracy(self, x: np.ndarray, y: np.ndarray) -> float:
+        return float((self.forward(x).argmax(axis=1) == y).mean())
+
+    def export(self, out: Path, test_x: np.ndarray, test_y: np.ndarray) -> None:
+        """Writes ``she.json``, ``weights.safetensors`` and ``test.safetensors`` (with the
+        integer logits of the test samples, which the Rust reference must equal)."""
+        from safetensors.numpy import save_file
+
+        out.mkdir(parents=True, exist_ok=True)
+        layers, tensors = [], {}
+        for l in self.layers:
+            if l[0] in ("conv", "dense"):
+                m = l[1]
+                if l[0] == "conv":
+                    layers.append({"kind": "conv2d", "name": m.name, "out_ch": int(m.sign.shape[0]),
+                                   "kernel": int(m.sign.shape[2]), "stride": m.stride, "padding": m.padding,
+                                   "offset": int(m.offset)})
+                else:
+                    layers.append({"kind": "dense", "name": m.name, "outputs": int(m.sign.shape[0]),
+                                   "offset": int(m.offset)})
+                tensors[f"{m.name}.sign"] = np.ascontiguousarray(m.sign, dtype=np.int8)
+                tensors[f"{m.name}.exp"] = np.ascontiguousarray(m.exp, dtype=np.int8)
+                tensors[f"{m.name}.bias"] = np.ascontiguousarray(m.bias, dtype=np.int64)
+            elif l[0] == "requant":
+                layers.append({"kind": "requant", "shift": int(l[1]), "bits": ACT_BITS, "relu": bool(l[2])})
+            elif l[0] == "maxpool":
+                layers.append({"kind": "maxpool", "kernel": l[1], "stride": l[2], "padding": l[3]})
+            else:
+                layers.append({"kind": "flatten"})
+        c, h, w = self.input_shape
+        desc = {"format": FORMAT, "version": VERSION,
+                "input": {"shape": {"c": c, "h": h, "w": w}, "bits": ACT_BITS, "signed": False},
+                "layers": layers, "meta": self.meta}
+        (out / "she.json").write_text(json.dumps(desc, indent=1) + "\n")
+        save_file(tensors, str(out / "weights.safetensors"))
+        tx = np.ascontiguousarray(test_x.reshape(len(test_x), -1), dtype=np.int64)
+        save_file({"x": tx, "y": np.ascontiguousarray(test_y, dtype=np.int64),
+                   "logits": np.ascontiguousarray(self.forward(tx), dtype=np.int64)},
+                  str(out / "test.safetensors"))

@@ -84,3 +84,49 @@ def test_quantisation_aware_training_learns_digits():
         assert np.ptp(l.exp[nz]) <= she.EXP_LEVELS - 1, "a 4-bit exponent window per layer"
         assert nz.mean() <= 0.5 + 1e-9, "pruning keeps at most the asked fraction"
     assert model.accuracy(x[1200:], y[1200:]) > 0.8
+
+
+def _naive_conv(c: she.Pow2Conv, x: np.ndarray) -> np.ndarray:
+    n, ci, h, w = x.shape
+    k, s, p = c.sign.shape[2], c.stride, c.padding
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    out = np.zeros((n, c.sign.shape[0], oh, ow), dtype=np.int64)
+    for b in range(n):
+        for o in range(c.sign.shape[0]):
+            for y in range(oh):
+                for z in range(ow):
+                    acc = int(c.bias[o])
+                    for i in range(ci):
+                        for ky in range(k):
+                            for kx in range(k):
+                                iy, ix = y * s + ky - p, z * s + kx - p
+                                if 0 <= iy < h and 0 <= ix < w:
+                                    v, kk = int(x[b, i, iy, ix]), int(c.exp[o, i, ky, kx]) + c.offset
+                                    acc += int(c.sign[o, i, ky, kx]) * (v << kk if kk >= 0 else v >> -kk)
+                    out[b, o, y, z] = acc
+    return out
+
+
+def test_conv_forward_matches_naive_reference_on_signed_inputs():
+    rng = np.random.default_rng(5)
+    c = she.Pow2Conv("c", rng.integers(-1, 2, (3, 2, 3, 3)), rng.integers(-6, 2, (3, 2, 3, 3)),
+                     rng.integers(-40, 40, 3), 1, 2, 1)
+    x = rng.integers(-16, 16, (2, 2, 7, 7))  # negatives: every term floors on its own
+    assert np.array_equal(c.forward(x), _naive_conv(c, x))
+
+
+def test_maxpool_ignores_padding_and_net_exports_logits(tmp_path):
+    x = -np.arange(1, 10, dtype=np.int64).reshape(1, 1, 3, 3)  # all negative: zero padding would win
+    assert she.maxpool_int(x, 3, 1, 1)[0, 0].tolist() == [[-1, -1, -2], [-1, -1, -2], [-4, -4, -5]]
+    rng = np.random.default_rng(6)
+    conv = she.Pow2Conv("conv1", rng.integers(-1, 2, (2, 1, 3, 3)), rng.integers(-3, 1, (2, 1, 3, 3)),
+                        rng.integers(-5, 5, 2), 0, 1, 1)
+    fc = she.Pow2Dense("fc1", rng.integers(-1, 2, (3, 32)), rng.integers(-3, 1, (3, 32)), rng.integers(-5, 5, 3), 0)
+    net = she.SheNet((1, 4, 4), [("conv", conv), ("requant", 1, False), ("maxpool", 3, 1, 1),
+                                 ("flatten",), ("dense", fc)])
+    xs, ys = rng.integers(0, 32, (5, 16)), rng.integers(0, 3, 5)
+    net.export(tmp_path, xs, ys)
+    from safetensors.numpy import load_file
+    t = load_file(str(tmp_path / "test.safetensors"))
+    assert np.array_equal(t["logits"], net.forward(xs))
+    assert t["logits"].shape == (5, 3)

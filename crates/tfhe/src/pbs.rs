@@ -54,6 +54,9 @@ pub trait PbsBackend: Send + Sized {
     fn trivial(&mut self, v: u64) -> Self::Ct;
     /// `f(a)` for a value in 0..16.
     fn lut(&mut self, a: &Self::Ct, f: &dyn Fn(u64) -> u64) -> Self::Ct;
+    /// Every `f(a)` of `fs` from one bootstrap (tfhe-rs's many-LUT: the test polynomial holds
+    /// one table per function, so `a` must stay below `16 / fs.len()`).
+    fn lut_many(&mut self, a: &Self::Ct, fs: &[&dyn Fn(u64) -> u64]) -> Vec<Self::Ct>;
     fn fork(&self) -> Self;
     fn absorb(&mut self, other: Self);
     /// A lookup input outside the bounds the bookkeeping promises (a bug in the circuit; the
@@ -81,6 +84,31 @@ fn lut<B: PbsBackend>(b: &mut B, a: &Item<B::Ct>, max: u64, f: impl Fn(u64) -> u
         b.violation();
     }
     Item::fresh(b.lut(&a.ct, &f), max)
+}
+
+/// `f(a)` and `g(a)` from one bootstrap, for an input below `SPACE / 2`.
+fn lut2<B: PbsBackend>(
+    b: &mut B,
+    a: &Item<B::Ct>,
+    (fmax, f): (u64, &dyn Fn(u64) -> u64),
+    (gmax, g): (u64, &dyn Fn(u64) -> u64),
+) -> (Item<B::Ct>, Item<B::Ct>) {
+    if a.max >= SPACE / 2 || a.noise > MAX_NOISE {
+        b.violation();
+    }
+    let mut out = b.lut_many(&a.ct, &[f, g]).into_iter();
+    match (out.next(), out.next()) {
+        (Some(x), Some(y)) => (Item::fresh(x, fmax), Item::fresh(y, gmax)),
+        // A backend that returned fewer outputs than functions: recorded, and the values come
+        // from two single lookups so the circuit stays well formed.
+        _ => {
+            b.violation();
+            (
+                Item::fresh(b.lut(&a.ct, f), fmax),
+                Item::fresh(b.lut(&a.ct, g), gmax),
+            )
+        }
+    }
 }
 
 /// `lo + BASE·hi` as one lookup input (both canonical digits or small states).
@@ -241,6 +269,8 @@ impl PbsInfo {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PbsCount {
     pub pbs: u64,
+    /// Of `pbs`, the many-LUT bootstraps (several functions of one input at once).
+    pub many: u64,
     pub depth: u32,
     /// Lookups whose input could exceed what a bootstrap reads (zero for a correct circuit).
     pub violations: u64,
@@ -506,6 +536,7 @@ impl PbsNetwork {
         }
         PbsCount {
             pbs: c.pbs,
+            many: c.many,
             depth: c.depth,
             violations: c.violations,
         }
@@ -672,11 +703,19 @@ fn reduce<B: PbsBackend>(
                 }
                 _ => {}
             }
+            // A group below SPACE / 2 gives digit and carry from one many-LUT bootstrap, a
+            // larger one needs two: take the small group when it removes at least half as many
+            // items per bootstrap.
+            let small = j + 1 < width && {
+                let (wide, narrow) = (group_len(&items, SPACE), group_len(&items, SPACE / 2));
+                narrow >= 3 && 2 * (narrow - 2) >= wide.saturating_sub(2)
+            };
+            let bound = if small { SPACE / 2 } else { SPACE };
             let mut group: Vec<Item<B::Ct>> = Vec::new();
             let (mut max, mut noise) = (0, 0);
             let mut rest = Vec::with_capacity(items.len());
             while let Some(it) = items.pop() {
-                if max + it.max < SPACE && noise + it.noise <= MAX_NOISE {
+                if max + it.max < bound && noise + it.noise <= MAX_NOISE {
                     max += it.max;
                     noise += it.noise;
                     group.push(it);
@@ -712,6 +751,17 @@ fn reduce<B: PbsBackend>(
                 }
                 sum
             };
+            if sum.max >= BASE && sum.max < SPACE / 2 && j + 1 < width {
+                let (digit, carry) = lut2(
+                    b,
+                    &sum,
+                    (sum.max.min(3), &|v| v % BASE),
+                    (sum.max / BASE, &|v| v / BASE),
+                );
+                cols[j + 1].push(carry);
+                items.push(digit);
+                continue;
+            }
             if sum.max >= BASE && j + 1 < width {
                 let carry = lut(b, &sum, sum.max / BASE, |v| v / BASE);
                 cols[j + 1].push(carry);
@@ -721,6 +771,20 @@ fn reduce<B: PbsBackend>(
         out.push(digit);
     }
     out
+}
+
+/// How many of `items` (taken from the back, as [`reduce`] takes them) one group below `bound`
+/// within the noise budget holds.
+fn group_len<C>(items: &[Item<C>], bound: u64) -> usize {
+    let (mut max, mut noise, mut n) = (0, 0, 0);
+    for it in items.iter().rev() {
+        if max + it.max < bound && noise + it.noise <= MAX_NOISE {
+            max += it.max;
+            noise += it.noise;
+            n += 1;
+        }
+    }
+    n
 }
 
 /// ReLU and requantisation of `x = acc + offset` (canonical digits): the low bits give
@@ -813,6 +877,12 @@ impl PbsBackend for PbsPlain {
         }
         f(a % SPACE)
     }
+    fn lut_many(&mut self, a: &u64, fs: &[&dyn Fn(u64) -> u64]) -> Vec<u64> {
+        if fs.is_empty() || *a >= SPACE / fs.len() as u64 {
+            self.violations += 1;
+        }
+        fs.iter().map(|f| f(a % SPACE)).collect()
+    }
     fn fork(&self) -> Self {
         Self::default()
     }
@@ -828,6 +898,7 @@ impl PbsBackend for PbsPlain {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PbsCounter {
     pub pbs: u64,
+    pub many: u64,
     pub depth: u32,
     pub violations: u64,
 }
@@ -847,11 +918,17 @@ impl PbsBackend for PbsCounter {
         self.pbs += 1;
         a + 1
     }
+    fn lut_many(&mut self, a: &u32, fs: &[&dyn Fn(u64) -> u64]) -> Vec<u32> {
+        self.pbs += 1;
+        self.many += 1;
+        vec![a + 1; fs.len()]
+    }
     fn fork(&self) -> Self {
         Self::default()
     }
     fn absorb(&mut self, other: Self) {
         self.pbs += other.pbs;
+        self.many += other.many;
         self.depth = self.depth.max(other.depth);
         self.violations += other.violations;
     }
@@ -928,6 +1005,11 @@ impl PbsBackend for PbsEncrypted<'_> {
         let table = self.key.generate_lookup_table(f);
         self.done.fetch_add(1, Ordering::Relaxed);
         self.key.apply_lookup_table(a, &table)
+    }
+    fn lut_many(&mut self, a: &Ciphertext, fs: &[&dyn Fn(u64) -> u64]) -> Vec<Ciphertext> {
+        let table = self.key.generate_many_lookup_table(fs);
+        self.done.fetch_add(1, Ordering::Relaxed);
+        self.key.apply_many_lookup_table(a, &table)
     }
     fn fork(&self) -> Self {
         self.clone()

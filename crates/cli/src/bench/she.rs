@@ -23,7 +23,8 @@ use serde_json::json;
 pub enum Arch {
     /// MLP 64-128-128-10 on scikit-learn's 8×8 digits (trained model from --model).
     DigitsMlp,
-    /// SHE's MNIST network C-B-A-P-C-P-F-B-A-F (SHE Table 3), random power-of-two weights.
+    /// SHE's MNIST network C-B-A-P-C-P-F-B-A-F (SHE Table 3): the trained model from --model
+    /// (default models/she-mnist), or seeded random power-of-two weights with --random-weights.
     SheMnist,
     /// SHE's Penn Treebank ReLU-LSTM (300 units, SHE Table 7): 25 steps, counted.
     PtbLstmStep,
@@ -45,9 +46,13 @@ pub struct SheArgs {
     /// The network to count or run (SHE's networks and the digits MLP Concrete ML runs).
     #[arg(long, value_enum, default_value = "digits-mlp")]
     pub arch: Arch,
-    /// Model directory of the digits MLP (she.json, weights.safetensors, test.safetensors).
-    #[arg(long, default_value = "models/she-digits-mlp")]
-    pub model: PathBuf,
+    /// Model directory (she.json, weights.safetensors, test.safetensors); by default
+    /// models/she-digits-mlp for digits-mlp and models/she-mnist for she-mnist.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// she-mnist with seeded random weights (the unpruned network's cost) instead of a model.
+    #[arg(long)]
+    pub random_weights: bool,
     /// How the network is evaluated on ciphertexts (gate by gate, or programmable
     /// bootstrapping where this build has it).
     #[arg(long, value_enum, default_value = "auto")]
@@ -116,13 +121,22 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
         out.emit(rec);
         return Ok(());
     }
+    let trained = |default: &str| -> Result<(Network, Option<Samples>), Error> {
+        let dir = a.model.clone().unwrap_or_else(|| PathBuf::from(default));
+        let (net, _) = model::load(&dir)?;
+        let s = model::load_samples(&dir.join("test.safetensors"), net.input_len())?;
+        Ok((net, Some(s)))
+    };
     let (net, samples, name) = match a.arch {
         Arch::DigitsMlp => {
-            let (net, _) = model::load(&a.model)?;
-            let s = model::load_samples(&a.model.join("test.safetensors"), net.input_len())?;
-            (net, Some(s), "digits-mlp")
+            let (net, s) = trained("models/she-digits-mlp")?;
+            (net, s, "digits-mlp")
         }
-        _ => (arch::she_mnist(a.seed)?, None, "she-mnist"),
+        _ if a.random_weights => (arch::she_mnist(a.seed)?, None, "she-mnist"),
+        _ => {
+            let (net, s) = trained("models/she-mnist")?;
+            (net, s, "she-mnist")
+        }
     };
     let t = Instant::now();
     let c = net.count();
@@ -322,6 +336,7 @@ fn run_pbs(
         .param("input_digits", pbs.input_digits())
         .param("output_digits", pbs.output_digits())
         .field("pbs", pc.pbs)
+        .field("many_lut_pbs", pc.many)
         .field("depth", pc.depth)
         .field("gate_path_bootstraps", gates.pbs())
         .field("count_s", count_s)
