@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
-use common::{root, serve_command, Served};
+use common::{root, serve_command, stdout_of_success, Served};
 
 fn infer(addr: &str, extra: &[&str]) -> Command {
     let model = root().join("models/imdb-relu-gru");
@@ -33,12 +33,7 @@ fn served_and_matching(addr: &str, model: &Path, extra: &[&str]) -> String {
         .arg(model.join("samples.jsonl"))
         .output()
         .unwrap();
-    let so = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{so}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let so = stdout_of_success(&out);
     assert!(so.contains("[match]") && !so.contains("MISMATCH"), "{so}");
     so
 }

@@ -6,7 +6,7 @@
 use std::process::Command;
 
 mod common;
-use common::{root, serve_command, Served};
+use common::{root, serve_command, stdout_of_success, Served};
 
 fn perplexity(addr: &str) -> std::process::Output {
     let model = root().join("models/ptb-relu-gru");
@@ -28,13 +28,7 @@ fn served_perplexity_equals_the_reference_and_needs_allowed_logits() {
     let mut cmd = serve_command(&["--allow-logits", "--model"]);
     cmd.arg(&model);
     let srv = Served::start(cmd, false);
-    let out = perplexity(&srv.addr);
-    let so = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{so}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let so = stdout_of_success(&perplexity(&srv.addr));
     assert!(so.contains("[match]") && !so.contains("MISMATCH"), "{so}");
     assert!(
         so.contains("secure perplexity per word over 1 words"),

@@ -2,13 +2,13 @@
 //! weights and inputs, for several sizes and all three CryptoGRU variants (in-memory channel).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use secinfer_net::simulate;
+use secinfer_nn::layers::gru::circuits::final_circuit;
+use secinfer_nn::layers::gru::CircuitCache;
 use secinfer_nn::layers::gru::{
     client_session, client_session_garbling, client_session_with, random_model, server_session,
     CircuitActivations, ClientModel, ClientOptions, GruOutcome, OtFiller, Scheme, ServerModel,
     SessionReport, Variant, DEFAULT_GARBLING,
 };
-use secinfer_nn::layers::gru::circuits::final_circuit;
-use secinfer_nn::layers::gru::CircuitCache;
 use secinfer_nn::{argmax, NnError, Reference};
 
 fn run_case(e: usize, h: usize, c: usize, steps: usize, v: Variant, seed: u64, reveal: bool) {

@@ -70,6 +70,18 @@ impl Drop for Served {
     }
 }
 
+/// The stdout of a client process that must have succeeded (else the failure shows both
+/// streams).
+pub fn stdout_of_success(out: &std::process::Output) -> String {
+    let so = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{so}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    so
+}
+
 /// `secinfer serve --port 0` with `args`.
 pub fn serve_command(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_secinfer"));
