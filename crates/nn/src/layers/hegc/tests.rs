@@ -96,25 +96,40 @@ fn logits_stay_hidden_unless_the_server_allows_them() {
     assert!(logits.is_none());
 }
 
-#[test]
-fn shipped_mnist_mlp_equals_the_reference() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mnist-mlp");
+/// A shipped model, its quantized graph, and its first `n` samples (main-format input, label).
+fn shipped(dir: &str, n: usize) -> (Model, QuantizedGraph, Vec<(Vec<i64>, String)>) {
     let model = Model::load(dir).unwrap();
     let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
     let text = std::fs::read_to_string(format!("{dir}/samples.jsonl")).unwrap();
-    for line in text.lines().take(2) {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let xf: Vec<f32> = v["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap() as f32)
-            .collect();
-        let x = q.quantize_input(&xf);
+    let samples = text
+        .lines()
+        .take(n)
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let xf: Vec<f32> = v["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect();
+            (
+                q.quantize_input(&xf),
+                v["label"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (model, q, samples)
+}
+
+#[test]
+fn shipped_mnist_mlp_equals_the_reference() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mnist-mlp");
+    let (model, _, samples) = shipped(dir, 2);
+    for (x, label) in samples {
         let (c, rc, logits, rl) = run(&model, &x, MatVecMethod::Gala, true);
         assert_eq!(logits.as_deref(), Some(rl.as_slice()));
         assert_eq!(c, rc);
-        assert_eq!(c.to_string(), v["label"].as_str().unwrap());
+        assert_eq!(c.to_string(), label);
     }
 }
 
@@ -290,23 +305,13 @@ fn residual_cnn_with_strides_and_average_pooling_equals_the_reference() {
 #[test]
 fn shipped_mnist_cnn_equals_the_reference() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mnist-cnn");
-    let model = Model::load(dir).unwrap();
-    let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
-    let text = std::fs::read_to_string(format!("{dir}/samples.jsonl")).unwrap();
-    for line in text.lines().take(2) {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let xf: Vec<f32> = v["input"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap() as f32)
-            .collect();
-        let x = q.quantize_input(&xf);
+    let (model, q, samples) = shipped(dir, 2);
+    for (x, label) in samples {
         let best = Flood::BestEffort(40);
         let (c, rc, logits, rl) = run_flood(&model, &x, MatVecMethod::Gala, true, best);
         assert_eq!(logits.as_deref(), Some(rl.as_slice()));
         assert_eq!(c, rc);
-        assert_eq!(c.to_string(), v["label"].as_str().unwrap());
+        assert_eq!(c.to_string(), label);
     }
     // The default (40 statistical bits) refuses the convolutions at n8192-t25, typed.
     let sm = HegcServerModel::new(&q, &model.config, MatVecMethod::Gala).unwrap();
