@@ -277,7 +277,10 @@ fn dense_on_ciphertexts_is_exact_and_rerandomised() {
                 .filter(|((x, y), o)| !**o && x != y)
                 .count();
             let hidden = h.iter().filter(|o| !**o).count();
-            assert!(fresh > hidden * 99 / 100, "{fresh} of {hidden} hidden slots fresh");
+            assert!(
+                fresh > hidden * 99 / 100,
+                "{fresh} of {hidden} hidden slots fresh"
+            );
         }
     }
     for o in &outs {
