@@ -441,7 +441,7 @@ fn run_app(a: &ChocoArgs, name: &str, out: &mut Reporter) -> Result<(), Error> {
         }
     };
     let want = client(&mut PlainOracle(&app))?;
-    let local_s = time_it(|| local());
+    let local_s = time_it(local);
     let server = LinearServer::new(&app.spec, &app.mats, app.max_input)?;
     let threads = a.client_threads;
     let r = run_pair(

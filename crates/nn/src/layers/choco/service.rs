@@ -77,11 +77,14 @@ impl Shared {
     }
 }
 
+/// One matrix under one plaintext prime: its encoded weights and its bias in the output layout.
+type Encoded = (KernelWeights<Plaintext>, Vec<Vec<u64>>);
+
 /// The server: matrices encoded once per plaintext prime (secret: no `Debug`).
 pub struct LinearServer {
     shared: Shared,
     /// Per matrix, per prime: the encoded weights and the bias in the output layout.
-    ops: Vec<Vec<(KernelWeights<Plaintext>, Vec<Vec<u64>>)>>,
+    ops: Vec<Vec<Encoded>>,
     /// Per matrix, per output ciphertext: which slots are outputs.
     outputs: Vec<Vec<Vec<bool>>>,
 }

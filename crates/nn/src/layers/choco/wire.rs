@@ -36,7 +36,7 @@ const KEYS_PER_FRAME: usize = 16;
 /// [`KEYS_PER_FRAME`] key records. Returns the bytes sent.
 pub(super) fn send_galois<C: Channel>(ch: &mut C, p: &Params, bytes: Vec<u8>) -> Result<u64> {
     let rec = galois_record(p);
-    if bytes.len() < 8 || (bytes.len() - 8) % rec != 0 {
+    if bytes.len() < 8 || !(bytes.len() - 8).is_multiple_of(rec) {
         return Err(NnError::Protocol(
             "choco: Galois keys of an odd length".into(),
         ));
