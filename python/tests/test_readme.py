@@ -63,8 +63,10 @@ def test_readme_cli_snippet(built, tmp_path):
 
 def test_readme_families_snippet(built, tmp_path):
     [sh] = [b for b in blocks("sh") if "mnist-mlp" in b and "--family choco" in b]
-    ports = {"7461": str(free_port()), "7462": str(free_port())}
-    script = sh.replace("/tmp/mlp-info", str(tmp_path / "mlp-info"))
+    ports = {p: str(free_port()) for p in ("7461", "7462", "7463", "7464")}
+    script = sh
+    for info in ("mlp-info", "cnn-info", "fastgrnn-info"):
+        script = script.replace(f"/tmp/{info}", str(tmp_path / info))
     for k, v in ports.items():
         script = script.replace(k, v)
     # $B is set by the README's first block; set -m gives the background servers job numbers
@@ -72,11 +74,11 @@ def test_readme_families_snippet(built, tmp_path):
     out = subprocess.run(["bash", "-e", "-c", script], cwd=ROOT, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
-    # two GALA samples and two CHOCO samples, each classified as its true label
+    # two GALA MLP samples, two CHOCO MLP samples, one CHOCO CNN sample and two FastGRNN
+    # samples, each classified as its true label
     pairs = re.findall(r"secure: (\w+) +true label: (\w+)", out.stdout)
-    assert len(pairs) == 4 and all(a == b for a, b in pairs), out.stdout
+    assert len(pairs) == 7 and all(a == b for a, b in pairs), out.stdout
     assert "client sees every intermediate activation" in out.stdout + out.stderr, out.stdout
-    assert "fastgrnn" in out.stdout.lower(), out.stdout
 
 
 def test_readme_python_snippets_serve_log_print_and_stop_on_ctrl_c(built, tmp_path):

@@ -113,7 +113,9 @@ pub fn serve_session(
             "{samples} samples (1..={MAX_SAMPLES}), a key of {key_len} bytes (≤ {MAX_KEY_BYTES})"
         )));
     }
-    let mut key = Vec::with_capacity(key_len as usize);
+    // The buffer grows as the key's chunks arrive: an announced length alone, up to
+    // MAX_KEY_BYTES, costs the server nothing.
+    let mut key = Vec::new();
     while (key.len() as u64) < key_len {
         let want = (key_len - key.len() as u64).min(KEY_CHUNK as u64) as usize;
         let f = ch.recv_frame_limited(want)?;

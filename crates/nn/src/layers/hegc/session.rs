@@ -454,12 +454,11 @@ pub fn client_session_images<C: Channel>(
     let rv: serde_json::Value = serde_json::from_slice(&reply)
         .map_err(|e| NnError::Malformed(format!("handshake reply: {e}")))?;
     if rv["ok"] != serde_json::Value::Bool(true) {
-        return Err(NnError::Refused(
-            rv["error"]
-                .as_str()
-                .unwrap_or("no reason given")
-                .to_string(),
-        ));
+        // The peer's text reaches the user's terminal: no control characters, bounded length.
+        return Err(NnError::Refused(secinfer_net::sanitize_peer_text(
+            rv["error"].as_str().unwrap_or("no reason given"),
+            300,
+        )));
     }
     let reveal = rv["reveal_logits"].as_bool().unwrap_or(false) && reveal_logits;
     let sk = SecretKey::generate(&m.params);
