@@ -6,8 +6,8 @@ use crate::error::Error;
 use crate::model_cmd::{graph_inputs, InferArgs};
 use secinfer_he::choco::Packing;
 use secinfer_net::{
-    connect_session, serve_sessions, Admitted, ClientConfig, PeerKey, ServeConfig, ServerStats,
-    SessionHandler, TcpChannel,
+    connect_session, serve_sessions, Admitted, PeerKey, ServeConfig, ServerStats, SessionHandler,
+    TcpChannel,
 };
 use secinfer_nn::info::ModelInfo;
 use secinfer_nn::layers::choco::{client_session, server_session, ChocoClient, ChocoServer};
@@ -17,7 +17,6 @@ use secinfer_nn::{
 use std::net::TcpListener;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::time::Duration;
 
 /// The leak, as both commands print it.
 pub fn leak_line(config: &ModelConfig) -> String {
@@ -92,20 +91,7 @@ pub fn infer(a: &InferArgs) -> Result<(), Error> {
         .or(a.model.as_ref())
         .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
     let info = ModelInfo::load(info_dir)?;
-    let peer = match (a.insecure_plaintext, info.server_key) {
-        (true, _) => PeerKey::InsecurePlaintext,
-        (false, Some(k)) => PeerKey::Pinned(k),
-        (false, None) => {
-            return Err(Error::msg(
-                "the model info has no server.pub: run `secinfer export-info` again (or pass \
-                 --insecure-plaintext against an --insecure-plaintext server)",
-            ))
-        }
-    };
-    let mut net = ClientConfig::new(peer);
-    net.tcp.read_timeout = Some(Duration::from_secs(a.peer_timeout.max(1)));
-    net.tcp.write_timeout = Some(Duration::from_secs(a.peer_timeout.max(1)));
-    net.queue_wait = Duration::from_secs(a.queue_wait.max(1));
+    let net = crate::model_cmd::client_channel(a, info.server_key.map(PeerKey::Pinned))?;
     let config = &info.config;
     let mut client = ChocoClient::new(config, Packing::Redundant)?;
     if let Some(t) = a.client_threads {

@@ -285,12 +285,16 @@ fn label(labels: &[String], k: usize) -> String {
         .unwrap_or_else(|| format!("class {k}"))
 }
 
-/// The channel the client requires: the pinned key from the model info, or plaintext if asked.
-fn client_net(a: &InferArgs, client: &Client) -> Result<ClientConfig, Error> {
+/// The channel the client requires: `pinned`, the server key from the model info, or plaintext
+/// if asked; deadlines from the flags. Every family's client connects through it.
+pub(crate) fn client_channel(
+    a: &InferArgs,
+    pinned: Option<PeerKey>,
+) -> Result<ClientConfig, Error> {
     let peer = if a.insecure_plaintext {
         PeerKey::InsecurePlaintext
     } else {
-        client.net().map(|c| c.peer).ok_or_else(|| {
+        pinned.ok_or_else(|| {
             Error::msg(
                 "the model info has no server.pub: run `secinfer export-info` again (or pass \
                  --insecure-plaintext against an --insecure-plaintext server)",
@@ -333,7 +337,7 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         .or(a.model.as_ref())
         .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
     let mut client = Client::load(info_dir, a.variant)?;
-    client.set_net(client_net(&a, &client)?);
+    client.set_net(client_channel(&a, client.net().map(|c| c.peer))?);
     if client.model().is_err() {
         return infer_graph_secure(&a, &client, server);
     }

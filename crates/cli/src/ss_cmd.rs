@@ -24,7 +24,6 @@ use std::io::Write;
 use std::net::TcpListener;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::time::Duration;
 
 /// Whether the model directory's graph is one family ss serves (holds a fastgrnn layer).
 pub fn is_ss_model(dir: &Path) -> bool {
@@ -120,21 +119,7 @@ fn cot_source(f: OtFiller) -> CotSource {
 }
 
 fn client_config(a: &InferArgs, info: &ModelInfo) -> Result<ClientConfig, Error> {
-    let peer = match (a.insecure_plaintext, info.server_key) {
-        (true, _) => PeerKey::InsecurePlaintext,
-        (false, Some(k)) => PeerKey::Pinned(k),
-        (false, None) => {
-            return Err(Error::msg(
-                "the model info has no server.pub: run `secinfer export-info` again (or pass \
-                 --insecure-plaintext against an --insecure-plaintext server)",
-            ))
-        }
-    };
-    let mut net = ClientConfig::new(peer);
-    net.tcp.read_timeout = Some(Duration::from_secs(a.peer_timeout.max(1)));
-    net.tcp.write_timeout = Some(Duration::from_secs(a.peer_timeout.max(1)));
-    net.queue_wait = Duration::from_secs(a.queue_wait.max(1));
-    Ok(net)
+    crate::model_cmd::client_channel(a, info.server_key.map(PeerKey::Pinned))
 }
 
 fn cost_lines(r: &FastGrnnRun) -> String {

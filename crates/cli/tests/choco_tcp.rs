@@ -4,30 +4,13 @@
 //! both sides name the leak.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 mod common;
-use common::{root, serve_command, Served};
+use common::{export_info, root, serve_command, Served};
 use std::process::Command;
 
 #[test]
 fn choco_serve_and_infer_over_tcp_match_the_reference() {
     let model = root().join("models/mnist-mlp");
-    let scratch = std::env::temp_dir().join(format!("secinfer-choco-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let key = scratch.join("server.key");
-    let info = scratch.join("info");
-    let st = Command::new(env!("CARGO_BIN_EXE_secinfer"))
-        .args(["export-info", "--model"])
-        .arg(&model)
-        .arg("--out")
-        .arg(&info)
-        .arg("--key")
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    let (scratch, key, info) = export_info("choco", &model);
     let mut cmd = serve_command(&["--family", "choco", "--sessions", "1", "--model"]);
     cmd.arg(&model).arg("--key").arg(&key);
     let srv = Served::start(cmd, true);

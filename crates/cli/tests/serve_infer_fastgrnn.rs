@@ -4,7 +4,7 @@
 //! client learns no logits unless the server allows them, and asking is refused by name.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 mod common;
-use common::{root, serve_command, Served};
+use common::{export_info, root, serve_command, Served};
 use std::process::Command;
 
 fn infer(addr: &str, info: &std::path::Path, extra: &[&str]) -> (bool, String, String) {
@@ -29,24 +29,7 @@ fn infer(addr: &str, info: &std::path::Path, extra: &[&str]) -> (bool, String, S
 #[test]
 fn fastgrnn_serve_and_infer_over_tcp_match_the_reference() {
     let model = root().join("models/mnist-fastgrnn");
-    let scratch = std::env::temp_dir().join(format!("secinfer-ss-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
-    let key = scratch.join("server.key");
-    let info = scratch.join("info");
-    let st = Command::new(env!("CARGO_BIN_EXE_secinfer"))
-        .args(["export-info", "--model"])
-        .arg(&model)
-        .arg("--out")
-        .arg(&info)
-        .arg("--key")
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    let (scratch, key, info) = export_info("ss", &model);
     let mut cmd = serve_command(&["--sessions", "3", "--model"]);
     cmd.arg(&model).arg("--key").arg(&key);
     let srv = Served::start(cmd, true);

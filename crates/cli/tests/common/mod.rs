@@ -3,7 +3,7 @@
 #![allow(dead_code, reason = "each test file uses a subset")]
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 
@@ -87,4 +87,29 @@ pub fn serve_command(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_secinfer"));
     c.args(["serve", "--port", "0"]).args(args);
     c
+}
+
+/// A scratch directory named for `tag` and this process, and the model info `export-info`
+/// writes into it for `model` with the server's key at `<scratch>/server.key`: returns
+/// (scratch, key, info).
+pub fn export_info(tag: &str, model: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let scratch = std::env::temp_dir().join(format!("secinfer-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let key = scratch.join("server.key");
+    let info = scratch.join("info");
+    let st = Command::new(env!("CARGO_BIN_EXE_secinfer"))
+        .args(["export-info", "--model"])
+        .arg(model)
+        .arg("--out")
+        .arg(&info)
+        .arg("--key")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    (scratch, key, info)
 }
