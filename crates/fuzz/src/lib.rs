@@ -17,6 +17,7 @@
 //! | `ot_{iknp,softspoken,ferret}_{receiver,sender}` | each OT extension, each side against a hostile peer ([`protocols`]) |
 //! | `gc_tables_half_gates`, `gc_tables_three_halves` | the garbled-table stream of each AND-gate scheme |
 //! | `he_galois_keys` | BFV Galois keys (GALA's and CHOCO's rotations) |
+//! | `hegc_hello`, `hegc_reply`, `choco_hello`, `ss_request` | the other families' openings: GALA's handshake both ways, CHOCO's hello, OPAF's request ([`families`]) |
 //!
 //! The same functions run under libFuzzer (`fuzz/`, nightly, `cargo fuzz run <target>`) and
 //! under [`mutate_and_run`], a seeded mutation loop on stable Rust that CI runs for a bounded
@@ -30,7 +31,9 @@ use secinfer_nn::layers::gru::{
 use secinfer_nn::{ModelConfig, Tensors, Vocab};
 use std::sync::OnceLock;
 
+pub mod families;
 pub mod protocols;
+pub use families::{choco_hello, hegc_hello, hegc_reply, ss_request};
 pub use protocols::{
     gc_tables_half_gates, gc_tables_three_halves, he_galois_keys, ot_ferret_receiver,
     ot_ferret_sender, ot_iknp_receiver, ot_iknp_sender, ot_softspoken_receiver,
@@ -69,6 +72,10 @@ pub const TARGETS: &[Target] = &[
     ("gc_tables_half_gates", gc_tables_half_gates),
     ("gc_tables_three_halves", gc_tables_three_halves),
     ("he_galois_keys", he_galois_keys),
+    ("hegc_hello", hegc_hello),
+    ("hegc_reply", hegc_reply),
+    ("choco_hello", choco_hello),
+    ("ss_request", ss_request),
 ];
 
 pub fn plain_frames(d: &[u8]) {
@@ -137,6 +144,8 @@ pub fn join_frames(frames: &[Vec<u8>]) -> Vec<u8> {
 /// never fail, so a replayed honest transcript runs to its end.
 pub struct Scripted {
     frames: std::collections::VecDeque<Vec<u8>>,
+    /// What the honest party sent (kept for making seeds).
+    pub sent: Vec<Vec<u8>>,
     meter: Meter,
 }
 
@@ -144,6 +153,7 @@ impl Scripted {
     pub fn new(frames: Vec<Vec<u8>>) -> Scripted {
         Scripted {
             frames: frames.into(),
+            sent: Vec::new(),
             meter: Meter::default(),
         }
     }
@@ -152,6 +162,9 @@ impl Scripted {
 impl Channel for Scripted {
     fn send_frame(&mut self, f: &[u8]) -> secinfer_net::Result<()> {
         self.meter.record_send(f.len());
+        if self.sent.len() < MAX_KEPT_SENDS {
+            self.sent.push(f.to_vec());
+        }
         Ok(())
     }
     fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
@@ -178,6 +191,9 @@ impl Channel for Scripted {
         DEFAULT_MAX_FRAME
     }
 }
+
+/// Sends a scripted channel keeps: enough for the first flights' seeds, bounded for long runs.
+const MAX_KEPT_SENDS: usize = 4;
 
 /// Runs `party` against `frames` from a hostile peer ([`Scripted`]).
 pub(crate) fn against_frames<T>(frames: Vec<Vec<u8>>, party: impl FnOnce(&mut Scripted) -> T) -> T {
@@ -368,7 +384,9 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         "model_json" => vec![read("model.json")],
         "weights" => vec![read("weights.safetensors")],
         "vocab" => vec![read("vocab.json")],
-        other => protocols::seeds(other).unwrap_or_default(),
+        other => protocols::seeds(other)
+            .or_else(|| families::seeds(other))
+            .unwrap_or_default(),
     }
 }
 

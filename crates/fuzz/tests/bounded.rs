@@ -45,6 +45,7 @@ fn budget(target: &str) -> u64 {
         "base_ot" | "noise_records" | "weights" | "gru_hello" | "gru_reply" => 400,
         n if n.starts_with("ot_") => 200,
         "he_galois_keys" => 200,
+        "hegc_hello" | "hegc_reply" | "choco_hello" | "ss_request" => 400,
         "gc_tables_half_gates" | "gc_tables_three_halves" => 2_000,
         "he_public_key" | "he_ciphertext" | "he_seeded_ciphertext" | "he_response" => 2_000,
         _ => 20_000,
@@ -98,6 +99,18 @@ fn every_protocol_seed_is_an_honest_transcript_its_party_completes() {
         }
     }
     assert_eq!(owned, 9);
+}
+
+#[test]
+fn the_other_families_openings_have_honest_seeds() {
+    for name in ["hegc_hello", "hegc_reply", "choco_hello", "ss_request"] {
+        let seeds = secinfer_fuzz::seeds(name);
+        assert!(seeds.len() == 1 && !seeds[0].is_empty(), "{name}");
+    }
+    // GALA's server accepts the recorded hello: its reply (the reply target's seed) says ok.
+    let reply: serde_json::Value =
+        serde_json::from_slice(&secinfer_fuzz::seeds("hegc_reply")[0]).unwrap();
+    assert_eq!(reply["ok"], true, "{reply}");
 }
 
 #[test]
