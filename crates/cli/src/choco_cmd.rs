@@ -6,16 +6,11 @@ use crate::error::Error;
 use crate::model_cmd::{graph_inputs, InferArgs};
 use secinfer_he::choco::Packing;
 use secinfer_net::{
-    connect_session, serve_sessions, Admitted, PeerKey, ServeConfig, ServerStats, SessionHandler,
-    TcpChannel,
+    connect_session, serve_sessions, PeerKey, ServeConfig, ServerStats, TcpChannel,
 };
-use secinfer_nn::info::ModelInfo;
 use secinfer_nn::layers::choco::{client_session, server_session, ChocoClient, ChocoServer};
-use secinfer_nn::{
-    CircuitActivations, GraphReference, Model, ModelConfig, NnError, QuantizedGraph,
-};
+use secinfer_nn::{CircuitActivations, GraphReference, Model, ModelConfig, QuantizedGraph};
 use std::net::TcpListener;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
 /// The leak, as both commands print it.
@@ -29,32 +24,6 @@ pub fn leak_line(config: &ModelConfig) -> String {
          ({}); the weights stay hidden (results flooded to 2^-40 and re-randomised)",
         names.join(", ")
     )
-}
-
-struct Handler<'a> {
-    server: &'a ChocoServer,
-}
-
-impl SessionHandler for Handler<'_> {
-    fn session(&self, who: &Admitted, ch: secinfer_net::Result<TcpChannel>) {
-        let r = catch_unwind(AssertUnwindSafe(|| -> Result<_, NnError> {
-            let mut ch = ch?;
-            server_session(&mut ch, self.server)
-        }));
-        let (id, peer) = (who.id, &who.peer);
-        match r {
-            Ok(Ok(c)) => eprintln!(
-                "session {id} ({peer}): done: {:.3} s of HE, {} ciphertexts in, {} out, \
-                 flooding 2^-{:.1}; revealed every intermediate activation (family choco)",
-                c.eval_s, c.ciphertexts_in, c.ciphertexts_out, c.flood_stat_bits
-            ),
-            Ok(Err(e)) => eprintln!("session {id} ({peer}): failed: {e}"),
-            Err(_) => eprintln!("session {id} ({peer}): panicked (caught; server continues)"),
-        }
-    }
-    fn refused(&self, peer: &str, reason: &str) {
-        eprintln!("connection from {peer}: refused busy: {reason}");
-    }
 }
 
 /// Serves `model` in family choco on `listener` under `cfg`.
@@ -75,22 +44,21 @@ pub fn serve(
     eprintln!("{}", leak_line(&m.config));
     use std::io::Write;
     std::io::stdout().flush()?;
-    serve_sessions(listener, cfg, stats, &Handler { server: &server })?;
+    let sessions = crate::serve::LoggedSessions(|ch: &mut TcpChannel| {
+        let c = server_session(ch, &server)?;
+        Ok(format!(
+            "{:.3} s of HE, {} ciphertexts in, {} out, flooding 2^-{:.1}; revealed every \
+             intermediate activation (family choco)",
+            c.eval_s, c.ciphertexts_in, c.ciphertexts_out, c.flood_stat_bits
+        ))
+    });
+    serve_sessions(listener, cfg, stats, &sessions)?;
     Ok(())
 }
 
 /// `infer --family choco`: one session per input against `--server`.
 pub fn infer(a: &InferArgs) -> Result<(), Error> {
-    let server = a
-        .server
-        .as_deref()
-        .ok_or_else(|| Error::msg("pass --server HOST:PORT"))?;
-    let info_dir = a
-        .model_info
-        .as_ref()
-        .or(a.model.as_ref())
-        .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
-    let info = ModelInfo::load(info_dir)?;
+    let (server, info) = crate::model_cmd::server_and_info(a)?;
     let net = crate::model_cmd::client_channel(a, info.server_key.map(PeerKey::Pinned))?;
     let config = &info.config;
     let mut client = ChocoClient::new(config, Packing::Redundant)?;

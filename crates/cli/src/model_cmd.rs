@@ -285,6 +285,22 @@ fn label(labels: &[String], k: usize) -> String {
         .unwrap_or_else(|| format!("class {k}"))
 }
 
+/// `--server` and the model info of a family client (`--model-info`, or `--model` beside it).
+pub(crate) fn server_and_info(
+    a: &InferArgs,
+) -> Result<(&str, secinfer_nn::info::ModelInfo), Error> {
+    let server = a
+        .server
+        .as_deref()
+        .ok_or_else(|| Error::msg("pass --server HOST:PORT"))?;
+    let info_dir = a
+        .model_info
+        .as_ref()
+        .or(a.model.as_ref())
+        .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
+    Ok((server, secinfer_nn::info::ModelInfo::load(info_dir)?))
+}
+
 /// The channel the client requires: `pinned`, the server key from the model info, or plaintext
 /// if asked; deadlines from the flags. Every family's client connects through it.
 pub(crate) fn client_channel(

@@ -237,3 +237,32 @@ pub fn export_info(a: ExportInfoArgs) -> Result<(), Error> {
     );
     Ok(())
 }
+
+/// The sessions of a family served outside the driver (CHOCO, OPAF), logged as every family
+/// logs them: `run` serves one session and returns what its "done" line says; an error or a
+/// caught panic is logged and the server goes on.
+pub(crate) struct LoggedSessions<F>(pub F);
+
+impl<F> secinfer_net::SessionHandler for LoggedSessions<F>
+where
+    F: Fn(&mut secinfer_net::TcpChannel) -> Result<String, secinfer_nn::NnError> + Sync,
+{
+    fn session(
+        &self,
+        who: &secinfer_net::Admitted,
+        ch: secinfer_net::Result<secinfer_net::TcpChannel>,
+    ) {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+            || -> Result<String, secinfer_nn::NnError> { (self.0)(&mut ch?) },
+        ));
+        let (id, peer) = (who.id, &who.peer);
+        match r {
+            Ok(Ok(done)) => eprintln!("session {id} ({peer}): done: {done}"),
+            Ok(Err(e)) => eprintln!("session {id} ({peer}): failed: {e}"),
+            Err(_) => eprintln!("session {id} ({peer}): panicked (caught; server continues)"),
+        }
+    }
+    fn refused(&self, peer: &str, reason: &str) {
+        eprintln!("connection from {peer}: refused busy: {reason}");
+    }
+}

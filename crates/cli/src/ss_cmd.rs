@@ -8,21 +8,18 @@ use crate::error::Error;
 use crate::model_cmd::{graph_inputs, InferArgs};
 use crate::serve::ServeArgs;
 use secinfer_net::{
-    connect_session, serve_sessions, Admitted, ClientConfig, Cost, PeerKey, ServeConfig,
-    ServerStats, SessionHandler, TcpChannel,
+    connect_session, serve_sessions, ClientConfig, Cost, PeerKey, ServeConfig, ServerStats,
+    TcpChannel,
 };
 use secinfer_nn::info::ModelInfo;
 use secinfer_nn::layers::gru::OtFiller;
 use secinfer_nn::layers::ss::{
     client_session, server_session, shape_of, FastGrnnRun, FastGrnnShape, Impl, SsRequest, SsServer,
 };
-use secinfer_nn::{
-    CircuitActivations, GraphReference, Model, ModelConfig, NnError, QuantizedGraph,
-};
+use secinfer_nn::{CircuitActivations, GraphReference, Model, ModelConfig, QuantizedGraph};
 use secinfer_ss::{CotSource, FerretParams};
 use std::io::Write;
 use std::net::TcpListener;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
 /// Whether the model directory's graph is one family ss serves (holds a fastgrnn layer).
@@ -46,38 +43,6 @@ fn mb(c: &Cost) -> f64 {
         .map(|p| p.bytes_sent + p.bytes_received)
         .sum::<u64>() as f64
         / 1e6
-}
-
-struct Handler<'a> {
-    server: &'a SsServer,
-}
-
-impl SessionHandler for Handler<'_> {
-    fn session(&self, who: &Admitted, ch: secinfer_net::Result<TcpChannel>) {
-        let r = catch_unwind(AssertUnwindSafe(|| -> Result<_, NnError> {
-            let mut ch = ch?;
-            server_session(&mut ch, self.server)
-        }));
-        let (id, peer) = (who.id, &who.peer);
-        match r {
-            Ok(Ok(s)) => eprintln!(
-                "session {id} ({peer}): done: math {}, {:.3} s, {:.2} MB, revealed {}",
-                s.request.math.name(),
-                s.run.setup_s + s.run.offline_s + s.run.online_s,
-                mb(&s.run.cost),
-                if s.request.logits {
-                    "class and logits"
-                } else {
-                    "class"
-                }
-            ),
-            Ok(Err(e)) => eprintln!("session {id} ({peer}): failed: {e}"),
-            Err(_) => eprintln!("session {id} ({peer}): panicked (caught; server continues)"),
-        }
-    }
-    fn refused(&self, peer: &str, reason: &str) {
-        eprintln!("connection from {peer}: refused busy: {reason}");
-    }
 }
 
 /// `serve` of a FastGRNN model in family ss on `listener` under `cfg`.
@@ -106,7 +71,21 @@ pub fn serve(
         cfg.max_sessions
     );
     std::io::stdout().flush()?;
-    serve_sessions(listener, cfg, stats, &Handler { server: &server })?;
+    let sessions = crate::serve::LoggedSessions(|ch: &mut TcpChannel| {
+        let s = server_session(ch, &server)?;
+        Ok(format!(
+            "math {}, {:.3} s, {:.2} MB, revealed {}",
+            s.request.math.name(),
+            s.run.setup_s + s.run.offline_s + s.run.online_s,
+            mb(&s.run.cost),
+            if s.request.logits {
+                "class and logits"
+            } else {
+                "class"
+            }
+        ))
+    });
+    serve_sessions(listener, cfg, stats, &sessions)?;
     Ok(())
 }
 
@@ -149,16 +128,7 @@ fn cost_lines(r: &FastGrnnRun) -> String {
 
 /// `infer` against a family-ss server: one session per input.
 pub fn infer(a: &InferArgs) -> Result<(), Error> {
-    let server = a
-        .server
-        .as_deref()
-        .ok_or_else(|| Error::msg("pass --server HOST:PORT"))?;
-    let info_dir = a
-        .model_info
-        .as_ref()
-        .or(a.model.as_ref())
-        .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
-    let info = ModelInfo::load(info_dir)?;
+    let (server, info) = crate::model_cmd::server_and_info(a)?;
     let net = client_config(a, &info)?;
     let config = &info.config;
     let shape = shape_of(config)?;
