@@ -329,25 +329,41 @@ impl ShareEvaluator {
                 self.n
             )));
         }
-        let w = self.domain.width();
-        let m = self.domain.modulus();
-        let mut bits = Vec::with_capacity(self.n * w);
-        for &c in client_shares {
-            if c as u128 >= m {
-                return Err(GcError::invalid("client share out of range"));
-            }
-            push_bits(&mut bits, c, w);
-        }
-        let out = evaluate_online(ch, ot, &self.circ, &self.batch, &bits)?;
-        Ok(out
-            .chunks(w)
-            .map(|o| {
-                o.iter()
-                    .enumerate()
-                    .fold(0u64, |a, (i, &b)| a | ((b as u64) << i))
-            })
-            .collect())
+        let (w, m) = (self.domain.width(), self.domain.modulus());
+        evaluate_on_shares(ch, ot, &self.circ, &self.batch, client_shares, w, m)
     }
+}
+
+/// The evaluator's online step of a shares-in/shares-out batch: `shares` (each below `modulus`)
+/// as `w`-bit inputs, the evaluation, and the `w`-bit outputs as integers.
+pub(crate) fn evaluate_on_shares<C: Channel, R: CotReceiver<C>>(
+    ch: &mut C,
+    ot: &mut R,
+    circ: &Circuit,
+    batch: &ReceivedBatch,
+    shares: &[u64],
+    w: usize,
+    modulus: u128,
+) -> Result<Vec<u64>, GcError>
+where
+    GcError: From<R::Error>,
+{
+    let mut bits = Vec::with_capacity(shares.len() * w);
+    for &c in shares {
+        if c as u128 >= modulus {
+            return Err(GcError::invalid("client share out of range"));
+        }
+        push_bits(&mut bits, c, w);
+    }
+    let out = evaluate_online(ch, ot, circ, batch, &bits)?;
+    Ok(out
+        .chunks(w)
+        .map(|o| {
+            o.iter()
+                .enumerate()
+                .fold(0u64, |a, (i, &b)| a | ((b as u64) << i))
+        })
+        .collect())
 }
 
 /// Server side of one batched activation: offline garbling then online inputs. Returns the

@@ -7,8 +7,8 @@
 use crate::circuit::Circuit;
 use crate::gadgets::bit_len;
 use crate::protocol::{
-    evaluate_offline, evaluate_online, garble_offline, garble_online, CotReceiver, CotSender,
-    GarbledBatch, ReceivedBatch,
+    evaluate_offline, garble_offline, garble_online, CotReceiver, CotSender, GarbledBatch,
+    ReceivedBatch,
 };
 use crate::GcError;
 use secinfer_core::{Block, Prg};
@@ -148,23 +148,15 @@ impl WindowEvaluator {
                 shares.len()
             )));
         }
-        let w = bit_len(p);
-        let mut bits = Vec::with_capacity(n * k * w);
-        for &c in shares {
-            if c >= p {
-                return Err(GcError::invalid("client share out of range"));
-            }
-            push_bits(&mut bits, c, w);
-        }
-        let out = evaluate_online(ch, ot, &self.circ, &self.batch, &bits)?;
-        Ok(out
-            .chunks(w)
-            .map(|o| {
-                o.iter()
-                    .enumerate()
-                    .fold(0u64, |a, (i, &b)| a | ((b as u64) << i))
-            })
-            .collect())
+        crate::shares::evaluate_on_shares(
+            ch,
+            ot,
+            &self.circ,
+            &self.batch,
+            shares,
+            bit_len(p),
+            p as u128,
+        )
     }
 }
 
