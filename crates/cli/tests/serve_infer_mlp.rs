@@ -1,7 +1,8 @@
-//! Two real processes over TCP (Noise): `secinfer serve` on the shipped MNIST MLP (family
-//! `hegc`: GALA's matvecs and garbled truncation / ReLU / argmax) and `secinfer infer --server`
-//! on its samples: each secure class equals the plaintext fixed-point reference's, and the
-//! cost report names every layer.
+//! Two real processes over TCP (Noise): `secinfer serve` on the shipped MNIST MLP and CNN
+//! (family `hegc`: GALA's matvecs and convolutions, garbled truncation / ReLU / max-pool /
+//! argmax, every response flooded to 40 bits by default) and `secinfer infer --server` on their
+//! samples: each secure class equals the plaintext fixed-point reference's, and the cost report
+//! names every layer.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 mod common;
 use common::{root, serve_command, Served};
@@ -20,7 +21,26 @@ fn classes(out: &str, key: &str) -> Vec<String> {
 
 #[test]
 fn served_mlp_classifies_like_the_reference() {
-    let model = root().join("models/mnist-mlp");
+    served_model_classifies_like_the_reference("models/mnist-mlp", &["fc1", "fc2", "fc3"]);
+}
+
+#[test]
+fn served_cnn_classifies_like_the_reference() {
+    served_model_classifies_like_the_reference(
+        "models/mnist-cnn",
+        &[
+            "conv1",
+            "relu1..maxpool1",
+            "conv2",
+            "relu2..maxpool2",
+            "fc1",
+            "fc2",
+        ],
+    );
+}
+
+fn served_model_classifies_like_the_reference(dir: &str, layers: &[&str]) {
+    let model = root().join(dir);
     let samples = model.join("samples.jsonl");
     let mut cmd = serve_command(&["--timeout", "30", "--model"]);
     cmd.arg(&model);
@@ -48,8 +68,8 @@ fn served_mlp_classifies_like_the_reference() {
     let want = classes(&plain, "class");
     assert_eq!(got.len(), 3, "{secure}");
     assert_eq!(got, want, "{secure}\n{plain}");
-    for layer in ["fc1", "fc2", "fc3"] {
-        assert!(secure.contains(layer), "{secure}");
+    for layer in layers {
+        assert!(secure.contains(layer), "{layer}: {secure}");
     }
     drop(srv);
 }

@@ -66,6 +66,11 @@ impl ParamSet {
     ///   networks' dense and conv layers (|Σ W·x| < 2^24 for 12-bit activations and weights over
     ///   hundreds of terms) while GALA's and GAZELLE's matvecs still flood their responses to
     ///   40 statistical bits (at t ≈ 2^27 they reach only 38.3).
+    /// - `n8192-t23`: `n8192` with t ≈ 2^23 (SIMD). A ScMult's noise grows with t and Δ = Q/t
+    ///   shrinks with it, so two bits less of t give ≈ 4 bits more of flooding: GALA's
+    ///   convolutions, which flood only 37–39 bits at t ≈ 2^25, reach 40 here. Accumulators must
+    ///   stay below 2^22, which a network's interval bound (stated input range, ReLU'd hidden
+    ///   values) shows for the MNIST models.
     pub fn by_name(name: &str) -> Result<ParamSet, HeError> {
         match name {
             "n4096" => {
@@ -96,10 +101,15 @@ impl ParamSet {
                     ks_digit_bits: 15,
                 })
             }
-            "n8192" | "n8192-z2k32" | "n8192-t25" => {
+            "n8192" | "n8192-z2k32" | "n8192-t25" | "n8192-t23" => {
                 let n = 8192usize;
                 let (t, enc, m) = if name != "n8192-z2k32" {
-                    let t = simd_t(if name == "n8192" { 20 } else { 25 }, 16384)?;
+                    let bits = match name {
+                        "n8192" => 20,
+                        "n8192-t23" => 23,
+                        _ => 25,
+                    };
+                    let t = simd_t(bits, 16384)?;
                     (t, Encoding::Simd, 2 * n as u64 * t)
                 } else {
                     (1u64 << 32, Encoding::Coefficient, 1u64 << 32)
@@ -124,7 +134,7 @@ impl ParamSet {
 
     /// Names accepted by [`ParamSet::by_name`].
     pub fn names() -> &'static [&'static str] {
-        &["n4096", "n8192", "n8192-z2k32", "n8192-t25"]
+        &["n4096", "n8192", "n8192-z2k32", "n8192-t25", "n8192-t23"]
     }
 
     /// Same set with another key-switching digit size.

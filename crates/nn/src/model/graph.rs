@@ -57,9 +57,11 @@ pub type Pair = [usize; 2];
 /// What a layer computes. Weights are named `{layer}.{tensor}` (see [`Layer::tensors`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum LayerKind {
-    /// The client's input: token ids or fixed-point values of `shape`.
+    /// The client's input: token ids or fixed-point values of `shape`, with the real interval
+    /// the values lie in where the model states one (pixels in [0, 1], say).
     Input {
         shape: Shape,
+        range: Option<InputRange>,
     },
     /// A public table lookup applied by the client: token id → row of `dim` values.
     Embedding {
@@ -240,6 +242,49 @@ pub struct Graph {
     pub layers: Vec<Layer>,
 }
 
+/// The real interval `[lo, hi]` a model's fixed-point input lies in (`"range"` of the input
+/// layer). Every party clamps the input into it ([`InputRange::clamp`]), so a linear layer's
+/// accumulator bound may use it instead of the whole main format: this is what lets an image
+/// network's first layer fit a smaller HE plaintext modulus.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InputRange {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl InputRange {
+    /// The interval in `main`'s integers, quantised as the input is.
+    pub fn fixed(&self, main: crate::Format) -> (i64, i64) {
+        (main.quantize(self.lo).0, main.quantize(self.hi).0)
+    }
+
+    /// Clamps fixed-point input values into the interval.
+    pub fn clamp(&self, main: crate::Format, x: &mut [i64]) {
+        let (lo, hi) = self.fixed(main);
+        for v in x {
+            *v = (*v).clamp(lo, hi);
+        }
+    }
+}
+
+/// The range of an input layer: absent, or two finite reals lo < hi.
+fn input_range(m: &Map<String, Value>, what: &str) -> Result<Option<InputRange>> {
+    let Some(v) = m.get("range") else {
+        return Ok(None);
+    };
+    let pair: Option<Vec<f64>> = v
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect());
+    match pair.as_deref() {
+        Some(&[lo, hi]) if lo.is_finite() && hi.is_finite() && lo < hi => {
+            Ok(Some(InputRange { lo, hi }))
+        }
+        _ => Err(NnError::config(format!(
+            "{what}.range must be [lo, hi] with finite lo < hi"
+        ))),
+    }
+}
+
 fn bad(i: usize, name: &str, msg: impl std::fmt::Display) -> NnError {
     NnError::config(format!("layers[{i}] ({name}): {msg}"))
 }
@@ -369,6 +414,7 @@ fn parse_kind(m: &Map<String, Value>, what: &str) -> Result<LayerKind> {
     Ok(match string(m, "type", what)? {
         "input" => LayerKind::Input {
             shape: input_shape(m, what)?,
+            range: input_range(m, what)?,
         },
         "embedding" => LayerKind::Embedding {
             vocab: d("vocab", 2, 1 << 20)?,
@@ -589,7 +635,7 @@ impl Graph {
                 return Err(bad(i, &name, "the name is used by an earlier layer"));
             }
             let (input, output) = match (&kind, layers.last()) {
-                (LayerKind::Input { shape }, None) => (*shape, *shape),
+                (LayerKind::Input { shape, .. }, None) => (*shape, *shape),
                 (_, None) => return Err(bad(i, &name, "the first layer must be of type input")),
                 (_, Some(prev)) => {
                     let out = infer(&kind, prev.output).map_err(|m| bad(i, &name, m))?;
@@ -633,6 +679,22 @@ impl Graph {
         self.layers[0].output
     }
 
+    /// The input layer's stated range, if any.
+    pub fn input_range(&self) -> Option<InputRange> {
+        match self.layers[0].kind {
+            LayerKind::Input { range, .. } => range,
+            _ => None,
+        }
+    }
+
+    /// Clamps a fixed-point input into the stated range (no-op without one): every party
+    /// applies it, so the secure run and the reference see the same values.
+    pub fn clamp_input(&self, main: crate::Format, x: &mut [i64]) {
+        if let Some(r) = self.input_range() {
+            r.clamp(main, x);
+        }
+    }
+
     /// The final layer's output shape.
     pub fn output_shape(&self) -> Shape {
         self.layers[self.layers.len() - 1].output
@@ -668,14 +730,20 @@ fn pair(p: Pair) -> Value {
 fn layer_json(l: &Layer) -> Value {
     use serde_json::json;
     let mut v = match &l.kind {
-        LayerKind::Input { shape } => match *shape {
-            Shape::Tokens { len } => json!({"dtype": "tokens", "shape": [len.unwrap_or(0)]}),
-            Shape::Vector(n) => json!({"dtype": "fixed", "shape": [n]}),
-            Shape::Seq { steps, dim } => {
-                json!({"dtype": "fixed", "shape": [steps.unwrap_or(0), dim]})
+        LayerKind::Input { shape, range } => {
+            let mut v = match *shape {
+                Shape::Tokens { len } => json!({"dtype": "tokens", "shape": [len.unwrap_or(0)]}),
+                Shape::Vector(n) => json!({"dtype": "fixed", "shape": [n]}),
+                Shape::Seq { steps, dim } => {
+                    json!({"dtype": "fixed", "shape": [steps.unwrap_or(0), dim]})
+                }
+                Shape::Image { c, h, w } => json!({"dtype": "fixed", "shape": [c, h, w]}),
+            };
+            if let Some(r) = range {
+                v["range"] = json!([r.lo, r.hi]);
             }
-            Shape::Image { c, h, w } => json!({"dtype": "fixed", "shape": [c, h, w]}),
-        },
+            v
+        }
         LayerKind::Embedding { vocab, dim } => json!({"vocab": vocab, "dim": dim}),
         LayerKind::Dense { input, output } => json!({"input": input, "output": output}),
         LayerKind::Conv2d {

@@ -12,7 +12,7 @@ pub mod vocab;
 pub mod weights;
 
 pub use format::{ActFormat, FixedPointConfig, Format};
-pub use graph::{Graph, Layer, LayerKind, Shape};
+pub use graph::{Graph, InputRange, Layer, LayerKind, Shape};
 pub use json::parse_fixed_point;
 pub use vocab::{shape_tokens, words_v1, Vocab};
 pub use weights::{Tensors, Weights};
@@ -372,6 +372,7 @@ fn graph_v1(layers: &Value, task: Task, vocab: Option<&VocabConfig>) -> Result<G
                 shape: Shape::Tokens {
                     len: vocab.map(|v| v.max_len),
                 },
+                range: None,
             },
         ),
         (

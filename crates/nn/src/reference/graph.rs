@@ -186,11 +186,17 @@ impl QuantizedGraph {
         }
     }
 
-    /// Quantizes a float input to the main format, as the client does before a secure run.
+    /// Quantizes a float input to the main format and clamps it into the input layer's range,
+    /// as the client does before a secure run.
     pub fn quantize_input(&self, x: &[f32]) -> Vec<i64> {
-        x.iter()
+        let mut q: Vec<i64> = x
+            .iter()
             .map(|v| self.fp.main.quantize(*v as f64).0)
-            .collect()
+            .collect();
+        if let LayerKind::Input { range: Some(r), .. } = self.layers[0].kind {
+            r.clamp(self.fp.main, &mut q);
+        }
+        q
     }
 }
 
@@ -250,7 +256,11 @@ impl<'m, A: SmoothActivations> GraphReference<'m, A> {
                         x[i], main.bits
                     )));
                 }
-                x.to_vec()
+                let mut x = x.to_vec();
+                if let LayerKind::Input { range: Some(r), .. } = m.layers[0].kind {
+                    r.clamp(main, &mut x);
+                }
+                x
             }
             (_, s) => {
                 return Err(NnError::Input(format!(

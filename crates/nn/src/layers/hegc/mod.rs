@@ -36,9 +36,10 @@ use secinfer_he::{ConvMethod, ConvPlan, MatVecMethod, MatVecPlan, Params};
 use sha2::{Digest, Sha256};
 
 /// Protocol identifier exchanged in the handshake.
-pub const PROTOCOL: &str = "secinfer-hegc/2";
-/// The BFV parameter set: t ≈ 2^25 holds the accumulators, Q leaves room for 40-bit flooding.
-pub const HE_PARAMS: &str = "n8192-t25";
+pub const PROTOCOL: &str = "secinfer-hegc/3";
+/// The BFV parameter set: t ≈ 2^23 holds the accumulators under their interval bound
+/// ([`NetShape::check_range`]), Q leaves room for 40-bit flooding of every conv and dense layer.
+pub const HE_PARAMS: &str = "n8192-t23";
 /// Statistical security of every HE response (DESIGN.md §2).
 pub const FLOOD_BITS: u32 = 40;
 /// Most channel blocks per slot row of a convolution: GALA's kernel needs a Galois key per
@@ -146,6 +147,9 @@ pub struct NetShape {
     pub ops: Vec<Op>,
     /// Values of the client's input.
     pub input_len: usize,
+    /// The input layer's range in main-format integers, if the model states one: the client
+    /// clamps its input into it, and [`NetShape::check_range`] bounds the first layer with it.
+    pub input_range: Option<(i64, i64)>,
     pub main: Format,
     pub kernel: MatVecMethod,
 }
@@ -412,6 +416,7 @@ impl NetShape {
         Ok(NetShape {
             ops,
             input_len,
+            input_range: config.graph.input_range().map(|r| r.fixed(main)),
             main,
             kernel,
         })
@@ -458,21 +463,32 @@ impl NetShape {
     /// A hash of everything both parties must agree on.
     pub fn hash(&self) -> String {
         let s = format!(
-            "{PROTOCOL}|{HE_PARAMS}|{:?}|{:?}|{}|{:?}",
-            self.main, self.kernel, self.input_len, self.ops
+            "{PROTOCOL}|{HE_PARAMS}|{:?}|{:?}|{}|{:?}|{:?}",
+            self.main, self.kernel, self.input_len, self.input_range, self.ops
         );
         let d = Sha256::digest(s.as_bytes());
         d.iter().take(16).map(|b| format!("{b:02x}")).collect()
     }
 
-    /// Refuses weights whose pending values could leave (−p/2, p/2) for an input anywhere in
-    /// the main format: a linear layer's worst case for output i is
-    /// Σ_j |W_ij|·2^(bits−1) + |b_i|·2^F, an average's k²·|q|·2^(bits−1), a sum's 2^bits.
+    /// Refuses weights whose pending values could leave (−p/2, p/2) for some input. The bound
+    /// is interval arithmetic over the ops: the input lies in its stated range (else anywhere
+    /// in the main format); a linear layer's output i over inputs in [lo, hi] lies in
+    /// [Σ_j min(W_ij·lo, W_ij·hi), Σ_j max(…)] + b_i·2^F (zero padding adds 0, so 0 joins the
+    /// interval); an average's in k²·q·[lo, hi]; a sum's in the sum of its operands'; a
+    /// truncation's result is its pending interval shifted where that fits the format (else the
+    /// whole format), and ReLU keeps its non-negative part. A ReLU network's hidden layers thus
+    /// see [0, 2^(bits−1)), half the signed worst case, and an image's pixels [0, 1].
     pub fn check_range(&self, q: &QuantizedGraph, p: u64) -> Result<()> {
         let half = ((p - 1) / 2) as i128;
-        let x_max = 1i128 << (self.main.bits - 1);
+        let (f_lo, f_hi) = (self.main.lo() as i128, self.main.hi() as i128);
+        let mut cur = self
+            .input_range
+            .map_or((f_lo, f_hi), |(lo, hi)| (lo as i128, hi as i128));
+        // The finished interval of each op, for Add's operand.
+        let mut finished: Vec<(i128, i128)> = Vec::with_capacity(self.ops.len());
+        let mut pending = cur;
         for o in &self.ops {
-            let worst: Vec<i128> = match &o.kind {
+            let worst: Vec<(i128, i128)> = match &o.kind {
                 OpKind::Linear(shape) => {
                     let (w, b) = q.affine(o.layer).ok_or_else(|| {
                         NnError::Protocol(format!("layer {} has no weights", o.layer))
@@ -487,31 +503,68 @@ impl NetShape {
                             o.layer, o.name
                         )));
                     }
+                    let (lo, hi) = (cur.0.min(0), cur.1.max(0));
+                    let one = 1i128 << self.main.frac;
                     w.chunks_exact(per)
                         .zip(b)
                         .map(|(row, bi)| {
-                            row.iter().map(|v| (*v as i128).abs()).sum::<i128>() * x_max
-                                + (*bi as i128).abs() * (1i128 << self.main.frac)
+                            let (mut a, mut z) = (*bi as i128 * one, *bi as i128 * one);
+                            for v in row {
+                                let (x, y) = (*v as i128 * lo, *v as i128 * hi);
+                                a += x.min(y);
+                                z += x.max(y);
+                            }
+                            (a, z)
                         })
                         .collect()
                 }
                 OpKind::AvgPool { window, q } => {
-                    vec![window.size() as i128 * (*q as i128).abs() * x_max]
+                    let k = window.size() as i128 * *q as i128;
+                    let (x, y) = (k * cur.0, k * cur.1);
+                    vec![(x.min(y), x.max(y))]
                 }
-                OpKind::Add { .. } => vec![2 * x_max],
-                _ => continue,
+                OpKind::Add { other } => {
+                    let o2 = finished.get(*other).copied().unwrap_or((f_lo, f_hi));
+                    vec![(cur.0 + o2.0, cur.1 + o2.1)]
+                }
+                OpKind::Finish { tr, .. } => {
+                    let (lo, hi) = (pending.0 >> tr.shift, pending.1 >> tr.shift);
+                    cur = if lo >= f_lo && hi <= f_hi {
+                        (lo, hi)
+                    } else {
+                        (f_lo, f_hi)
+                    };
+                    if tr.relu {
+                        cur = (cur.0.max(0), cur.1.max(0));
+                    }
+                    finished.push(cur);
+                    continue;
+                }
+                OpKind::Argmax { .. } => {
+                    finished.push(cur);
+                    continue;
+                }
             };
-            if let Some((i, acc)) = worst.iter().enumerate().find(|(_, a)| **a > half) {
+            let far = worst
+                .iter()
+                .map(|(a, z)| a.abs().max(z.abs()))
+                .enumerate()
+                .find(|(_, a)| *a > half);
+            if let Some((i, acc)) = far {
                 return Err(NnError::Unsupported(format!(
                     "layer {} ({}): output {i}'s accumulator can reach 2^{:.1}, beyond the HE \
-                     plaintext's ±2^{:.1}: use a main format with fewer bits \
-                     (docs/model-format.md)",
+                     plaintext's ±2^{:.1}: use a main format with fewer bits or state the \
+                     input's range (docs/model-format.md)",
                     o.layer,
                     o.name,
-                    (*acc as f64).log2(),
+                    (acc as f64).log2(),
                     (half as f64).log2()
                 )));
             }
+            pending = worst.iter().fold((i128::MAX, i128::MIN), |(a, z), (x, y)| {
+                (a.min(*x), z.max(*y))
+            });
+            finished.push(cur);
         }
         Ok(())
     }

@@ -439,6 +439,14 @@ pub fn client_session_images<C: Channel>(
             )));
         }
     }
+    // The model's stated input range, applied as the reference applies it.
+    let clamped: Vec<Vec<i64>> = inputs
+        .iter()
+        .map(|x| match m.shape.input_range {
+            Some((lo, hi)) => x.iter().map(|v| (*v).clamp(lo, hi)).collect(),
+            None => x.to_vec(),
+        })
+        .collect();
     let total = (m.shape.ops.len() as u64 + 1) * inputs.len() as u64 + 1;
     // ---- setup
     ch.set_phase(Phase::Setup);
@@ -468,7 +476,7 @@ pub fn client_session_images<C: Channel>(
     let mut ctx = ClientCtx { m, sk, ot, reveal };
     let mut outs = Vec::with_capacity(inputs.len());
     let mut before = Cost::default();
-    for (i, input) in inputs.iter().enumerate() {
+    for (i, input) in clamped.iter().enumerate() {
         let mut rep = SessionReport {
             logits_revealed: reveal,
             ..Default::default()

@@ -22,8 +22,7 @@ fn run(
     )
 }
 
-/// [`run`] with the server's flooding set: the convolution layouts reach only 37–39 of the 40
-/// bits at n8192-t25, so their bit-exactness tests flood best-effort and say so.
+/// [`run`] with the server's flooding set.
 fn run_flood(
     model: &Model,
     x: &[i64],
@@ -268,7 +267,7 @@ fn random_cnn_equals_the_reference_bit_for_bit() {
     let model = small_cnn(7);
     for (seed, kernel) in [(11, MatVecMethod::Gala), (12, MatVecMethod::Gazelle)] {
         let x = random_input(100, 12, seed);
-        let (c, rc, logits, rl) = run_flood(&model, &x, kernel, true, Flood::BestEffort(40));
+        let (c, rc, logits, rl) = run(&model, &x, kernel, true);
         assert_eq!(logits.as_deref(), Some(rl.as_slice()), "{kernel:?}");
         assert_eq!(c, rc);
     }
@@ -305,27 +304,45 @@ fn residual_cnn_with_strides_and_average_pooling_equals_the_reference() {
 #[test]
 fn shipped_mnist_cnn_equals_the_reference() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mnist-cnn");
-    let (model, q, samples) = shipped(dir, 2);
+    let (model, _, samples) = shipped(dir, 2);
+    // The default: every response flooded to 40 statistical bits (`run` asserts the report).
     for (x, label) in samples {
-        let best = Flood::BestEffort(40);
-        let (c, rc, logits, rl) = run_flood(&model, &x, MatVecMethod::Gala, true, best);
+        let (c, rc, logits, rl) = run(&model, &x, MatVecMethod::Gala, true);
         assert_eq!(logits.as_deref(), Some(rl.as_slice()));
         assert_eq!(c, rc);
         assert_eq!(c.to_string(), label);
     }
-    // The default (40 statistical bits) refuses the convolutions at n8192-t25, typed.
-    let sm = HegcServerModel::new(&q, &model.config, MatVecMethod::Gala).unwrap();
-    let cm = HegcClientModel::new(&model.config, MatVecMethod::Gala).unwrap();
-    let (mut a, mut b) = mem_pair();
-    let srv = std::thread::spawn(move || server_session(&mut b, &sm, ServerPolicy::default()));
-    let x = vec![0i64; 784];
-    let client = client_session(&mut a, &cm, &x, false, &mut |_, _, _| {});
-    let e = srv.join().unwrap().expect_err("40 bits are out of reach");
-    assert!(
-        matches!(e, NnError::He(secinfer_he::HeError::NoiseBudget(_))),
-        "{e}"
-    );
-    assert!(client.is_err());
+}
+
+/// The input range is part of the bound: without it, the shipped MLP's first layer could
+/// overflow t ≈ 2^23 and the server refuses it, naming the layer; a value outside the range
+/// is clamped by both the secure run and the reference.
+#[test]
+fn the_input_range_bounds_the_first_layer_and_clamps_the_input() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mnist-mlp");
+    let (model, _, samples) = shipped(dir, 1);
+    let mut free = Model::load(dir).unwrap();
+    if let LayerKind::Input { range, .. } = &mut free.config.graph.layers[0].kind {
+        *range = None;
+    }
+    let q = QuantizedGraph::new(&free, free.config.fixed_point).unwrap();
+    let e = HegcServerModel::new(&q, &free.config, MatVecMethod::Gala)
+        .err()
+        .expect("no range, no bound");
+    assert!(e.to_string().contains("fc1"), "{e}");
+    let (mut x, _) = samples.into_iter().next().unwrap();
+    let main = model.config.fixed_point.main;
+    x[200] = main.hi();
+    x[300] = main.lo();
+    let (c, rc, logits, rl) = run(&model, &x, MatVecMethod::Gala, true);
+    assert_eq!(logits.as_deref(), Some(rl.as_slice()));
+    assert_eq!(c, rc);
+    let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
+    let outs = GraphReference::new(&q, ExactActivations)
+        .run(Input::Fixed(&x))
+        .unwrap();
+    assert_eq!(outs[0][200], 1 << main.frac);
+    assert_eq!(outs[0][300], 0);
 }
 
 /// Several images under one set of keys: the keys go up once, and every image's class and
@@ -334,8 +351,7 @@ fn shipped_mnist_cnn_equals_the_reference() {
 fn one_session_classifies_many_images_with_one_set_of_keys() {
     let model = small_cnn(9);
     let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
-    let mut sm = HegcServerModel::new(&q, &model.config, MatVecMethod::Gala).unwrap();
-    sm.flood = Flood::BestEffort(40);
+    let sm = HegcServerModel::new(&q, &model.config, MatVecMethod::Gala).unwrap();
     let cm = HegcClientModel::new(&model.config, MatVecMethod::Gala).unwrap();
     let xs: Vec<Vec<i64>> = (0..3).map(|s| random_input(100, 12, 40 + s)).collect();
     let refs: Vec<&[i64]> = xs.iter().map(|x| x.as_slice()).collect();

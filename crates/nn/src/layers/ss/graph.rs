@@ -35,6 +35,7 @@ pub fn shape_of(config: &ModelConfig) -> Result<FastGrnnShape> {
                 steps: Some(t),
                 dim,
             },
+            ..
         }) => (*t, *dim),
         _ => {
             return Err(unsupported(
