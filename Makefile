@@ -37,16 +37,19 @@ demo: build
 	echo "-- classifying the shipped reviews privately (secure) beside the plaintext fixed-point reference:"; \
 	$(BIN) infer --server $$ADDR --model-info target/demo-client-info --variant cg2 \
 	  --samples models/imdb-relu-gru/samples.jsonl --compare-plaintext --model models/imdb-relu-gru
-	@echo "== GALA: private MNIST digits (MLP 784-128-128-10, HE matvecs + garbled ReLU) between two processes =="
-	$(BIN) export-info --model models/mnist-mlp --out target/demo-mnist-info
-	@rm -f target/demo-mnist-server.out; \
-	$(BIN) serve --model models/mnist-mlp --port 0 > target/demo-mnist-server.out \
-	  2> >(sed -u 's/^/  [server] /' >&2) & SRV=$$!; \
-	trap "kill $$SRV 2>/dev/null" EXIT; \
-	for i in $$(seq 1 100); do grep -q listening target/demo-mnist-server.out 2>/dev/null && break; sleep 0.1; done; \
-	ADDR=$$(sed -n 's/^listening on \([^ ]*\).*/\1/p' target/demo-mnist-server.out); \
-	$(BIN) infer --server $$ADDR --model-info target/demo-mnist-info \
-	  --samples models/mnist-mlp/samples.jsonl --limit 4
+	@echo "== GALA: private MNIST digits (MLP 784-128-128-10 and MiniONN's CNN; HE matvecs and convolutions, garbled ReLU / max-pool) between two processes =="
+	@for m in mnist-mlp mnist-cnn; do \
+	  echo "-- $$m:"; \
+	  $(BIN) export-info --model models/$$m --out target/demo-$$m-info || exit 1; \
+	  rm -f target/demo-$$m-server.out; \
+	  $(BIN) serve --model models/$$m --port 0 > target/demo-$$m-server.out 2>/dev/null & SRV=$$!; \
+	  for i in $$(seq 1 100); do grep -q listening target/demo-$$m-server.out 2>/dev/null && break; sleep 0.1; done; \
+	  ADDR=$$(sed -n 's/^listening on \([^ ]*\).*/\1/p' target/demo-$$m-server.out); \
+	  $(BIN) infer --server $$ADDR --model-info target/demo-$$m-info \
+	    --samples models/$$m/samples.jsonl --limit 4; RC=$$?; \
+	  kill $$SRV 2>/dev/null; wait $$SRV 2>/dev/null; \
+	  [ $$RC -eq 0 ] || exit $$RC; \
+	done
 	@echo "== SHE (non-interactive TFHE): the power-of-two digits MLP's circuit, counted (bench she) =="
 	$(BIN) bench she --arch digits-mlp --model models/she-digits-mlp --count-only
 

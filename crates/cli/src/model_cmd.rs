@@ -462,11 +462,33 @@ fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<()
     });
     bars.finish();
     let outs = outs?;
+    let reference = match (a.compare_plaintext, &a.model) {
+        (false, _) => None,
+        (true, Some(dir)) => {
+            let m = Model::load(dir)?;
+            Some(QuantizedGraph::new(&m, m.config.fixed_point)?)
+        }
+        (true, None) => {
+            return Err(Error::msg(
+                "--compare-plaintext needs --model (the full model directory)",
+            ))
+        }
+    };
+    let (mut right, mut known, mut agree) = (0usize, 0usize, 0usize);
     let mut last = None;
-    for ((name, _, truth), out) in inputs.iter().zip(outs) {
+    for (((name, _, truth), out), x) in inputs.iter().zip(outs).zip(&xq) {
         let mut line = secure_line(name, &label(labels, out.class), &out, main.frac);
         if let Some(l) = truth {
             line += &format!("  true label: {l}");
+            known += 1;
+            right += (*l == label(labels, out.class)) as usize;
+        }
+        if let Some(q) = &reference {
+            let outs = GraphReference::new(q, CircuitActivations::default())
+                .run(secinfer_nn::Input::Fixed(x))?;
+            let want = outs[outs.len() - 1][0] as usize;
+            agree += (want == out.class) as usize;
+            line += &format!("  plaintext: {}", label(labels, want));
         }
         if last.is_none() {
             let s = out.report.cost.setup;
@@ -480,15 +502,34 @@ fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<()
         println!("{line}");
         last = Some(out.report);
     }
+    if known > 0 {
+        println!(
+            "secure accuracy: {right}/{known} = {:.2} %",
+            100.0 * right as f64 / known as f64
+        );
+    }
+    if reference.is_some() {
+        println!(
+            "secure class = plaintext fixed-point reference's on {agree}/{}",
+            inputs.len()
+        );
+    }
     if let Some(rep) = &last {
         println!("cost of the last image per step (client's view):");
+        let w = rep
+            .layers
+            .iter()
+            .map(|l| l.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(10);
         println!(
-            "  {:<10} {:<8} {:>10} {:>10} {:>9} {:>7}",
+            "  {:<w$} {:<8} {:>10} {:>10} {:>9} {:>7}",
             "layer", "kernel", "HE bytes", "GC bytes", "time (s)", "rounds"
         );
         for l in &rep.layers {
             println!(
-                "  {:<10} {:<8} {:>10} {:>10} {:>9.4} {:>7}",
+                "  {:<w$} {:<8} {:>10} {:>10} {:>9.4} {:>7}",
                 l.name, l.kernel, l.he_bytes, l.gc_bytes, l.time_s, l.rounds
             );
         }
