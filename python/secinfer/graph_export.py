@@ -382,6 +382,9 @@ def export_graph(model, path: str | os.PathLike, example_input, *, labels=None,
                 raise ExportError(f"fixed point {f}: a projection shortcut passes its input on "
                                   "with weight 1.0, which needs an integer bit")
     classes = int(np.prod(out.shape[1:]))
+    if argmax and out.dim() != 2:
+        raise ExportError(f"model: its output has shape {_shape(out)}, but the class (argmax) "
+                          "is taken of a vector: end it in nn.Flatten() or nn.Linear")
     if argmax:
         w.add({"type": "argmax", "name": "class"})
     labels = [str(i) for i in range(classes)] if labels is None else [str(x) for x in labels]

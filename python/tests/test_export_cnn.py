@@ -193,6 +193,17 @@ def test_refusals_name_the_module(tmp_path, model, shape, message):
         secinfer.export(model().eval(), tmp_path / "m", torch.zeros(1, *shape))
 
 
+def test_an_output_or_a_format_the_graph_cannot_hold_is_refused(tmp_path):
+    with pytest.raises(ExportError, match=r"its output has shape \[2, 4, 4\], but the class"):
+        secinfer.export(nn.Sequential(nn.Conv2d(1, 2, 3)).eval(), tmp_path / "a",
+                        torch.zeros(1, 1, 6, 6))
+    block = nn.Sequential(Residual(nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.ReLU(),
+                                                 nn.Conv2d(2, 2, 3, padding=1)),
+                                   shortcut=nn.Conv2d(1, 2, 1)), nn.Flatten()).eval()
+    with pytest.raises(ExportError, match="passes its input on with weight 1.0"):
+        secinfer.export(block, tmp_path / "b", torch.zeros(1, 1, 4, 4), fixed_point=(8, 7))
+
+
 def test_a_sequential_with_its_own_forward_is_refused(tmp_path):
     class Twice(nn.Sequential):
         def forward(self, x):
