@@ -11,7 +11,7 @@ _ERRORS = ["SecinferError", "PeerTimeout", "PeerClosed", "MalformedMessage", "Re
            "BadModel", "BadInput", "Unsupported"]
 
 __all__ = ["core", "Server", "Client", "InferenceResult", "Cost", "PhaseCost", "export",
-           "load_model_dir", "FixedPointModel", *_ERRORS]
+           "Residual", "load_model_dir", "FixedPointModel", *_ERRORS]
 
 
 def core():  # noqa: ANN201 - the module type is built by maturin
@@ -29,7 +29,8 @@ def core():  # noqa: ANN201 - the module type is built by maturin
 # --- Python face. Lazy, so `import secinfer` needs neither torch nor the built core.
 _LAZY = {"Server": ("api", "Server"), "Client": ("api", "Client"),
          "InferenceResult": ("api", "InferenceResult"), "Cost": ("api", "Cost"),
-         "PhaseCost": ("api", "PhaseCost"), "export": ("modelio", "export"),
+         "PhaseCost": ("api", "PhaseCost"), "export": ("graph_export", "export"),
+         "Residual": ("graph_export", "Residual"),
          "load_model_dir": ("modelio", "load_model_dir"),
          "FixedPointModel": ("fixedpoint", "FixedPointModel")}
 
