@@ -347,7 +347,8 @@ def export_graph(model, path: str | os.PathLike, example_input, *, labels=None,
     its shape becomes the input layer's. ``labels`` names the classes (default "0", "1", ...);
     ``fixed_point`` is the main format (bits, fraction bits); ``variants`` maps names to other
     formats a runtime may select (``fixed_point_variants``); ``input_range`` (lo, hi) is the range
-    of the client's values (e.g. (0, 1) for pixels), recorded in ``metadata.input_range``;
+    of the client's values (e.g. (0, 1) for pixels), written as the input layer's ``range`` (every
+    party clamps the input into it, and ``hegc`` bounds the first layer's accumulators with it);
     ``argmax`` appends the layer whose output the client learns (the class): without it the
     model's last layer gives the logits.
     """
@@ -361,13 +362,14 @@ def export_graph(model, path: str | os.PathLike, example_input, *, labels=None,
     extra = {str(k): _format(v, f"variants[{k!r}]") for k, v in (variants or {}).items()}
     meta = dict(metadata or {})
     w = _Writer()
+    layer = {"type": "input", "name": "input", "dtype": "fixed", "shape": shape}
     if input_range is not None:
         lo, hi = (float(v) for v in input_range)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ExportError(f"input_range {input_range!r} must be finite with lo < hi")
-        meta["input_range"] = [lo, hi]
+        layer["range"] = [lo, hi]
         w.nonneg = lo >= 0
-    w.add({"type": "input", "name": "input", "dtype": "fixed", "shape": shape})
+    w.add(layer)
     probe = _probe(example_input, input_range)
     with torch.no_grad():
         walked = _walk(w, model, probe, "model")
@@ -426,8 +428,9 @@ def accumulator_bounds(path: str | os.PathLike, fixed_point: str | None = None) 
     family checks against its HE plaintext modulus (docs/model-format.md, rule 4):
     ``max_i sum_j |W_ij| * x_max + |b_i| * 2^F`` with the weights quantised, and its bits
     (``log2`` of the bound, plus one for the sign). ``x_max`` is ``2^(L-1)`` (any value in the
-    format); for the first linear layer of a model with ``metadata.input_range`` it is also
-    given for that range (``bound_in_range``)."""
+    format); for the first linear layer of a model whose input layer states a ``range`` it is
+    also given for that range (``bound_in_range``). This is the plain worst case: the Rust check
+    (``NetShape::check_range``) is interval arithmetic through the graph, never larger."""
     from safetensors.numpy import load_file
 
     path = Path(path)
@@ -439,7 +442,7 @@ def accumulator_bounds(path: str | os.PathLike, fixed_point: str | None = None) 
     def q(v):
         return np.clip(np.floor(v.astype(np.float64) * 2.0 ** F + 0.5), -2 ** (L - 1), 2 ** (L - 1) - 1)
 
-    rng = cfg.get("metadata", {}).get("input_range")
+    rng = cfg["layers"][0].get("range")
     rows, first = [], True
     for layer in cfg["layers"]:
         if layer["type"] not in ("dense", "conv2d"):

@@ -136,7 +136,7 @@ def test_export_writes_variants_and_the_input_range(tmp_path):
     cfg = json.loads((out / "model.json").read_text())
     assert cfg["fixed_point"] == {"bits": 12, "frac_bits": 6}
     assert cfg["fixed_point_variants"] == {"fx20": {"bits": 20, "frac_bits": 12}}
-    assert cfg["metadata"]["input_range"] == [0.0, 1.0]
+    assert cfg["layers"][0]["range"] == [0.0, 1.0]
     x = [[0.5] * 16]
     # logits 0.8, -0.8, 0 with weights rounded to Q(0.1): 6/64 and 410/4096
     assert secinfer.core().eval_graph(str(out), x) == [[16 * 32 * 6 // 64, -(16 * 32 * 6) // 64, 0]]

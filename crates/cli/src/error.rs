@@ -7,6 +7,22 @@ impl Error {
     pub fn msg(m: impl Into<String>) -> Self {
         Error(m.into().into())
     }
+
+    /// Whether the error is only the other party's disappearance (the channel closed under
+    /// it), so that the other party's own error, if any, is the cause worth reporting.
+    pub fn is_peer_closed(&self) -> bool {
+        let mut e: Option<&(dyn std::error::Error + 'static)> = Some(self.0.as_ref());
+        while let Some(x) = e {
+            if matches!(
+                x.downcast_ref::<secinfer_net::NetError>(),
+                Some(secinfer_net::NetError::Closed)
+            ) {
+                return true;
+            }
+            e = x.source();
+        }
+        false
+    }
 }
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for Error {

@@ -82,9 +82,15 @@ where
     }
     if !net.two_process() {
         let run = run_two_party(net.net, net.profile, client, server)?;
+        // When one party fails, the other usually sees only the closed channel: report the
+        // failing party's own error.
+        let (client, server) = match (run.client.output, run.server.output) {
+            (Err(c), Err(s)) if c.is_peer_closed() => return Err(s),
+            (c, s) => (c?, s?),
+        };
         return Ok(PairOutcome {
-            client: run.client.output?,
-            server: run.server.output?,
+            client,
+            server,
             client_cost: run.client.cost,
             server_cost: run.server.cost,
             wall_s: run.wall_s,

@@ -756,6 +756,28 @@ impl Params {
         mask_poly: Option<&[u64]>,
         log_q_out: u32,
     ) -> Result<Response, HeError> {
+        if flood_bits >= 126 {
+            return Err(HeError::NoiseBudget(format!("flood of 2^{flood_bits}")));
+        }
+        let flood = if flood_bits > 0 {
+            1u128 << flood_bits
+        } else {
+            0
+        };
+        self.finish_response_flooded(ct, pk, flood, mask_poly, log_q_out)
+    }
+
+    /// [`Params::finish_response`] with the flooding noise uniform on the integers of
+    /// [−`flood`, `flood`] for any amplitude, not only a power of two: a kernel whose noise
+    /// room lies between two powers of two uses all of it.
+    pub fn finish_response_flooded(
+        &self,
+        ct: &Ciphertext,
+        pk: &PublicKey,
+        flood: u128,
+        mask_poly: Option<&[u64]>,
+        log_q_out: u32,
+    ) -> Result<Response, HeError> {
         let n = self.n();
         if log_q_out == 0 || log_q_out > max_response_bits(self) {
             return Err(HeError::NoiseBudget(format!(
@@ -775,12 +797,14 @@ impl Params {
             md.to_coeff(&mut c0[r.clone()]);
             md.to_coeff(&mut c1[r]);
         }
-        let flood = if flood_bits > 0 {
-            1u128 << flood_bits
-        } else {
-            0
-        };
         let qb = self.0.q_big;
+        if flood >= qb / 4 {
+            return Err(HeError::NoiseBudget(format!(
+                "flood of 2^{:.1} against Q = 2^{:.1}",
+                (flood as f64).log2(),
+                (qb as f64).log2()
+            )));
+        }
         let delta = self.0.delta;
         let t = self.t() as u128;
         let mut out0 = Vec::with_capacity(n);

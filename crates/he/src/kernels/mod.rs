@@ -407,30 +407,36 @@ pub fn finish_outputs(
             // Kernel noise plus the public-key zero-encryption noise u·e + e2·s.
             let var = ct.var + n * (2.0 / 3.0) * sigma * sigma * 2.0;
             let log_e = (10.0 * var.sqrt()).log2();
-            let (flood_bits, stat) = match flood {
-                Flood::Off => (0u32, 0.0),
+            // Uniform flooding on the integers of [−B, B] hides a shift by e within statistical
+            // distance |e|/(2B + 1) per coefficient, so n coefficients whose noise is below
+            // 2^log_e sit within n·2^log_e/(2B + 1): the `stat` below is −log2 of that.
+            let (amplitude, stat) = match flood {
+                Flood::Off => (0u128, 0.0),
                 Flood::Statistical(s) | Flood::BestEffort(s) => {
-                    let want = s as f64 + n.log2() + log_e;
+                    // 0.01 bit above the target, so float rounding cannot land below it.
+                    let want = s as f64 + n.log2() + log_e - 1.0 + 0.01;
                     let room = log_quarter_delta - 0.1; // flood + kernel ≤ Δ/4
-                    let bits = if want.ceil() <= room { want.ceil() } else { room.floor().max(0.0) };
-                    if matches!(flood, Flood::Statistical(_)) && bits < log_e {
+                    let log_b = want.min(room).max(0.0);
+                    if matches!(flood, Flood::Statistical(_)) && log_b < log_e {
                         return Err(HeError::NoiseBudget(format!(
                             "no room for flooding: kernel noise bound 2^{log_e:.1}, Δ/4 = 2^{log_quarter_delta:.1}"
                         )));
                     }
-                    let stat = bits - n.log2() - log_e;
+                    // Rounded up to an integer where it fits, down where the room binds.
+                    let b = if want <= room { log_b.exp2().ceil() } else { log_b.exp2().floor() };
+                    let stat = (2.0 * b + 1.0).log2() - n.log2() - log_e;
                     if matches!(flood, Flood::Statistical(_)) && stat < s as f64 {
                         return Err(HeError::NoiseBudget(format!(
                             "flooding reaches 2^-{stat:.1}, below the required 2^-{s}; use a larger parameter set"
                         )));
                     }
-                    (bits as u32, stat)
+                    (b as u128, stat)
                 }
             };
             let mut prg = Sampler::from_os();
             let mask: Vec<u64> = (0..params.n()).map(|_| prg.uniform(t)).collect();
             let mask_poly = encode_simd(params, &mask)?;
-            let resp = params.finish_response(ct, pk, flood_bits, Some(&mask_poly), log_q_out)?;
+            let resp = params.finish_response_flooded(ct, pk, amplitude, Some(&mask_poly), log_q_out)?;
             Ok((resp, mask, stat))
         })
         .collect();

@@ -596,6 +596,15 @@ impl LinearPlan {
             LinearPlan::Conv(p) => p.out_cts,
         }
     }
+    /// Weight plaintexts the kernel encodes: one per (output ct, column chunk, diagonal) for
+    /// GALA's and GAZELLE's matvecs, one per (input ct, output ct, channel shift, kernel
+    /// offset) for the convolution.
+    pub fn plaintext_count(&self) -> usize {
+        match self {
+            LinearPlan::Dense(p) => p.out_cts * p.col_chunks * p.g,
+            LinearPlan::Conv(p) => p.in_cts * p.out_cts * p.cn * p.k * p.k,
+        }
+    }
 }
 
 /// Cost of one step of the network, as one party measured it.

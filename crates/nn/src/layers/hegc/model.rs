@@ -4,12 +4,24 @@ use crate::error::{NnError, Result};
 use crate::model::ModelConfig;
 use crate::reference::QuantizedGraph;
 use secinfer_he::kernels::Flood;
-use secinfer_he::{MatVecMethod, Params, Plaintext, SecretKey};
+use secinfer_he::{HeEvaluator, MatVecMethod, Params, Plaintext, SecretKey};
+
+/// Bytes of encoded weight plaintexts a server model keeps between sessions; layers beyond it
+/// are encoded per image and dropped after use. A ResNet-18 on 32×32 images needs ≈ 46 GB of
+/// plaintexts in GALA's layout (351,007 ScMults at n = 8192), far beyond any one machine's
+/// memory; the MNIST networks need 0.2–0.4 GB and keep all of theirs.
+pub const PLAINTEXT_BUDGET: usize = 2 << 30;
+
+/// A linear layer's encoded weights: kept, or encoded when an image needs them.
+pub(super) enum Encoded {
+    Kept(Vec<Plaintext>),
+    PerImage,
+}
 
 /// One prepared linear layer of the server. Secret: no `Debug`.
 pub(super) struct ServerLinear {
     pub plan: LinearPlan,
-    pub pts: Vec<Plaintext>,
+    pub pts: Encoded,
     /// W mod p in the layer's own layout (rows × cols, or M×C×kh×kw), for W·x_s.
     pub w: Vec<u64>,
     /// b·2^F mod p.
@@ -17,6 +29,37 @@ pub(super) struct ServerLinear {
 }
 
 impl ServerLinear {
+    /// The layer's weights as the plan's plaintexts.
+    pub fn encode(
+        plan: &LinearPlan,
+        shape: &LinearShape,
+        w: &[u64],
+        ev: &HeEvaluator<'_>,
+    ) -> Result<Vec<Plaintext>> {
+        Ok(match (plan, shape) {
+            (LinearPlan::Dense(pl), LinearShape::Dense { cols, .. }) => {
+                let rows: Vec<Vec<u64>> = w.chunks_exact(*cols).map(|r| r.to_vec()).collect();
+                pl.prepare(ev, &rows)?
+            }
+            (LinearPlan::Conv(pl), LinearShape::Conv(g)) => pl.prepare(ev, &g.square_weights(w))?,
+            _ => return Err(NnError::Protocol("a plan of the wrong kind".into())),
+        })
+    }
+
+    /// The kept plaintexts, or this image's encoding of them.
+    pub fn plaintexts<'a>(
+        &'a self,
+        shape: &LinearShape,
+        ev: &HeEvaluator<'_>,
+    ) -> Result<std::borrow::Cow<'a, [Plaintext]>> {
+        Ok(match &self.pts {
+            Encoded::Kept(p) => std::borrow::Cow::Borrowed(p.as_slice()),
+            Encoded::PerImage => {
+                std::borrow::Cow::Owned(Self::encode(&self.plan, shape, &self.w, ev)?)
+            }
+        })
+    }
+
     /// W·x + b·2^F mod p on the server's share `x` (`None`: a zero share).
     pub fn plain(&self, shape: &LinearShape, x: Option<&[u64]>, p: u64) -> Vec<u64> {
         let mut y = match (shape, x) {
@@ -64,9 +107,11 @@ impl HegcServerModel {
         shape.check_range(q, p)?;
         // The plaintexts do not depend on the keys: a throwaway evaluator encodes them.
         let no_keys = SecretKey::generate(&params).rotation_keys(&[], false);
-        let ev = secinfer_he::HeEvaluator::new(&params, &no_keys);
+        let ev = HeEvaluator::new(&params, &no_keys);
         let embed = |v: &i64| v.rem_euclid(p as i64) as u64;
         let mut layers = Vec::with_capacity(shape.ops.len());
+        let pt_bytes = params.n() * params.set().q.len() * 8;
+        let mut kept = 0usize;
         for (o, plan) in shape.ops.iter().zip(shape.plans(&params)?) {
             let (OpKind::Linear(lin), Some(plan)) = (&o.kind, plan) else {
                 layers.push(None);
@@ -76,15 +121,12 @@ impl HegcServerModel {
                 .affine(o.layer)
                 .ok_or_else(|| NnError::Protocol(format!("layer {} has no weights", o.layer)))?;
             let w: Vec<u64> = w.iter().map(embed).collect();
-            let pts = match (&plan, lin) {
-                (LinearPlan::Dense(pl), LinearShape::Dense { cols, .. }) => {
-                    let rows: Vec<Vec<u64>> = w.chunks_exact(*cols).map(|r| r.to_vec()).collect();
-                    pl.prepare(&ev, &rows)?
-                }
-                (LinearPlan::Conv(pl), LinearShape::Conv(g)) => {
-                    pl.prepare(&ev, &g.square_weights(&w))?
-                }
-                _ => return Err(NnError::Protocol("a plan of the wrong kind".into())),
+            let need = plan.plaintext_count() * pt_bytes;
+            let pts = if kept + need <= PLAINTEXT_BUDGET {
+                kept += need;
+                Encoded::Kept(ServerLinear::encode(&plan, lin, &w, &ev)?)
+            } else {
+                Encoded::PerImage
             };
             let bias = b.iter().map(|v| embed(&(*v << shape.main.frac))).collect();
             layers.push(Some(ServerLinear { plan, pts, w, bias }));

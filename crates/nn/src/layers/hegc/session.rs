@@ -282,10 +282,12 @@ fn server_linear<C: Channel>(
     for _ in 0..lin.plan.in_cts() {
         cts.push(SeededCiphertext::from_bytes(params, &ch.recv_frame()?)?.expand(params));
     }
+    let pts = lin.plaintexts(shape, &ctx.ev)?;
     let outs = match &lin.plan {
-        LinearPlan::Dense(pl) => pl.eval(&ctx.ev, &lin.pts, &cts)?,
-        LinearPlan::Conv(pl) => pl.eval(&ctx.ev, &lin.pts, &cts)?,
+        LinearPlan::Dense(pl) => pl.eval(&ctx.ev, &pts, &cts)?,
+        LinearPlan::Conv(pl) => pl.eval(&ctx.ev, &pts, &cts)?,
     };
+    drop(pts);
     let res = finish_outputs(params, &ctx.pk, &outs, ctx.m.flood)?;
     rep.flood_stat_bits = rep.flood_stat_bits.min(res.flood_stat_bits);
     for r in &res.responses {
