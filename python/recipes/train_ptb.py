@@ -204,7 +204,8 @@ def main(argv=None):
             eager = model.gru.cell
             model.gru.cell = torch.compile(eager)
             try:  # one training-shaped step, so a compiler failure falls back here, not mid-run
-                x = torch.from_numpy(tr[:args.batch * args.bptt].reshape(args.batch, args.bptt)).to(args.device)
+                x = tr[:args.batch * args.bptt].reshape(args.batch, args.bptt)
+                x = torch.from_numpy(x).to(args.device)
                 model(x)[0].sum().backward()
                 model.zero_grad()
             except Exception as e:  # noqa: BLE001 - any compiler failure means: run eagerly
@@ -212,13 +213,13 @@ def main(argv=None):
                 model.gru.cell = eager
         meta = {"args": vars(args), "vocab": words, "tied": args.tie, "device": args.device,
                 "device_name": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"}
-        on_best = None
-        if args.checkpoint is not None:
-            on_best = lambda m, ppw: save_checkpoint(m, Path(args.checkpoint), meta | {"best_valid_ppw": ppw})  # noqa: E731
+        def on_best(m, ppw):  # a run killed from outside still leaves its best weights
+            save_checkpoint(m, Path(args.checkpoint), meta | {"best_valid_ppw": ppw})
         hist = train_lm(model, tr, epochs=args.epochs, batch_size=args.batch, bptt=args.bptt, lr=args.lr,
                         max_steps=args.max_steps, lr_decay=args.lr_decay, decay_after=args.decay_after,
                         max_seconds=None if args.max_minutes is None else 60 * args.max_minutes,
-                        plateau=args.plateau, keep_best=args.keep_best, on_best=on_best,
+                        plateau=args.plateau, keep_best=args.keep_best,
+                        on_best=None if args.checkpoint is None else on_best,
                         eval_fn=lambda m: round(lm_perplexity(m, va), 2))
         model.gru.__dict__.pop("cell", None)  # the eager step again (evaluation, export)
         if args.checkpoint is not None:

@@ -70,9 +70,13 @@ def test_language_model_keeps_the_best_evaluation_and_decays_on_plateau():
     set_seed(0, threads=1)
     m = GRULanguageModel(50, 8, 8, "relu")
     scores, snaps = iter([5.0, 6.0, 4.0, 4.5]), []
+
+    def snap(mm, s):
+        snaps.append((s, {k: v.clone() for k, v in mm.state_dict().items()}))
+
     hist = train_lm(m, _tiny_lm_stream(), epochs=4, batch_size=4, bptt=10, lr=1e-2, max_steps=None,
                     eval_fn=lambda _m: next(scores), plateau=True, lr_decay=0.5, keep_best=True,
-                    on_best=lambda mm, s: snaps.append((s, {k: v.clone() for k, v in mm.state_dict().items()})),
+                    on_best=snap,
                     log=None)
     assert [e["lr"] for e in hist.epochs] == [1e-2, 1e-2, 5e-3, 5e-3]
     assert [s for s, _ in snaps] == [5.0, 4.0]
