@@ -101,16 +101,31 @@ def train_lm(model: nn.Module, stream: np.ndarray, *, epochs: int = 1, batch_siz
              bptt: int = 30, lr: float = 2e-3, clip: float = 0.5, max_steps: int | None = None,
              log_every: int = 100, eval_fn: Callable[[nn.Module], float] | None = None,
              lr_decay: float = 1.0, decay_after: int = 0, max_seconds: float | None = None,
+             plateau: bool = False, keep_best: bool = False,
+             on_best: Callable[[nn.Module, float], None] | None = None,
              log: Callable[[str], None] | None = _print) -> History:
     """Truncated BPTT over ``bptt`` steps with the hidden state carried (detached) between windows.
 
-    The learning rate is multiplied by ``lr_decay`` after every epoch past ``decay_after``.
-    Training stops early after ``max_seconds`` of wall time (a budget on a shared machine)."""
-    data = batchify(stream, batch_size)
+    The learning rate is multiplied by ``lr_decay`` after every epoch past ``decay_after``, or
+    with ``plateau`` after every epoch whose ``eval_fn`` (lower is better) did not improve.
+    Training stops early after ``max_seconds`` of wall time (a budget on a shared machine); the
+    state it stopped in is then evaluated too. With ``keep_best`` the weights of the best
+    evaluation are restored at the end; ``on_best`` sees each new best (to checkpoint it, so a
+    run killed from outside keeps its best so far). The data follows the model's device."""
+    if (plateau or keep_best or on_best) and eval_fn is None:
+        raise ValueError("plateau, keep_best and on_best need an eval_fn")
+    device = next(model.parameters()).device
+    data = batchify(stream, batch_size).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
     hist, step, t0 = History(), 0, time.time()
+    best, best_state, skipped = math.inf, None, 0
     V = model.fc.out_features
+
+    def flush(window: list[torch.Tensor]) -> None:
+        # One device sync per logged window rather than per step: the GPU runs ahead meanwhile.
+        hist.losses.append(float(torch.stack(window).mean()))
+
     for epoch in range(epochs):
         model.train()
         h, window = None, []
@@ -121,36 +136,55 @@ def train_lm(model: nn.Module, stream: np.ndarray, *, epochs: int = 1, batch_siz
             h = h.detach()
             loss = loss_fn(logits.reshape(-1, V), data[:, s + 1:e + 1].reshape(-1))
             loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-            opt.step()
-            window.append(loss.item())
+            norm = nn.utils.clip_grad_norm_(model.parameters(), clip)
             step += 1
+            if not torch.isfinite(norm):
+                # A ReLU candidate is unbounded: a carried state can blow up. Skip the step and
+                # restart the state rather than let one inf turn every weight into NaN.
+                skipped, h = skipped + 1, None
+                continue
+            opt.step()
+            window.append(loss.detach())
             if len(window) == log_every or (max_steps is not None and step >= max_steps):
-                hist.losses.append(float(np.mean(window)))
+                flush(window)
                 if log:
                     log(f"epoch {epoch} step {step} loss {hist.losses[-1]:.3f} "
-                        f"ppl {math.exp(hist.losses[-1]):.1f} ({time.time() - t0:.0f}s)")
+                        f"ppl {math.exp(min(hist.losses[-1], 700.0)):.1f} ({time.time() - t0:.0f}s)")
                 window = []
             if max_steps is not None and step >= max_steps:
                 break
             if max_seconds is not None and time.time() - t0 > max_seconds:
                 break
         if window:
-            hist.losses.append(float(np.mean(window)))
+            flush(window)
         out_of_time = max_seconds is not None and time.time() - t0 > max_seconds
-        rec = {"epoch": epoch, "steps": step, "seconds": round(time.time() - t0, 1)}
+        rec = {"epoch": epoch, "steps": step, "seconds": round(time.time() - t0, 1),
+               "lr": opt.param_groups[0]["lr"], "skipped": skipped}
         if out_of_time:
             rec["stopped"] = f"time budget of {max_seconds:.0f} s"
-        elif eval_fn is not None:
+        if eval_fn is not None and (not out_of_time or keep_best):
             rec["eval"] = eval_fn(model)
+            if rec["eval"] < best:
+                best = rec["eval"]
+                if keep_best:
+                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                if on_best is not None:
+                    on_best(model, best)
+            elif plateau:
+                for g in opt.param_groups:
+                    g["lr"] *= lr_decay
         hist.epochs.append(rec)
         if log:
             log(f"epoch {epoch} done: {rec}")
         if (max_steps is not None and step >= max_steps) or out_of_time:
             break
-        if epoch + 1 >= decay_after:
+        if not plateau and epoch + 1 >= decay_after:
             for g in opt.param_groups:
                 g["lr"] *= lr_decay
+    if best_state is not None:
+        model.load_state_dict(best_state)
+        if log:
+            log(f"restored the weights of the best evaluation ({best})")
     hist.seconds = time.time() - t0
     return hist
 
@@ -159,7 +193,7 @@ def train_lm(model: nn.Module, stream: np.ndarray, *, epochs: int = 1, batch_siz
 def lm_perplexity(model: nn.Module, stream: np.ndarray, batch_size: int = 32, bptt: int = 35) -> float:
     """Perplexity per word on a stream (same windows as fixedpoint.lm_perplexity)."""
     model.eval()
-    data = batchify(stream, batch_size)
+    data = batchify(stream, batch_size).to(next(model.parameters()).device)
     h, nll, count = None, 0.0, 0
     V = model.fc.out_features
     for s in range(0, data.shape[1] - 1, bptt):

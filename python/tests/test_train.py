@@ -58,3 +58,42 @@ def test_language_model_export_and_fixed_point_perplexity(tmp_path):
     got = fx_ppl(fx, held, batch=8, bptt=20)
     assert abs(got - want) / want < 0.01
     assert fx.counters.overflows == 0
+
+
+def _tiny_lm_stream(n=3000, vocab=50, seed=0):
+    return np.random.default_rng(seed).integers(0, vocab, size=n)
+
+
+def test_language_model_keeps_the_best_evaluation_and_decays_on_plateau():
+    """keep_best restores the weights of the best eval (not the last); plateau halves the rate
+    after an epoch that did not improve, and only then."""
+    set_seed(0, threads=1)
+    m = GRULanguageModel(50, 8, 8, "relu")
+    scores, snaps = iter([5.0, 6.0, 4.0, 4.5]), []
+
+    def snap(mm, s):
+        snaps.append((s, {k: v.clone() for k, v in mm.state_dict().items()}))
+
+    hist = train_lm(m, _tiny_lm_stream(), epochs=4, batch_size=4, bptt=10, lr=1e-2, max_steps=None,
+                    eval_fn=lambda _m: next(scores), plateau=True, lr_decay=0.5, keep_best=True,
+                    on_best=snap,
+                    log=None)
+    assert [e["lr"] for e in hist.epochs] == [1e-2, 1e-2, 5e-3, 5e-3]
+    assert [s for s, _ in snaps] == [5.0, 4.0]
+    best = snaps[-1][1]
+    assert all(torch.equal(v, best[k]) for k, v in m.state_dict().items())
+
+
+def test_language_model_skips_steps_whose_gradient_is_not_finite():
+    """An exploding ReLU state (huge recurrent weights) gives non-finite gradients: those steps
+    are skipped and counted, so the weights stay finite and unchanged."""
+    set_seed(0, threads=1)
+    m = GRULanguageModel(50, 8, 8, "relu")
+    with torch.no_grad():  # the candidate's rows: n = relu(1 + r * 1e20 * sum(h)) overflows in 3 steps
+        m.gru.weight_hh[16:].fill_(1e20)
+        m.gru.bias_ih[16:].fill_(1.0)
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    hist = train_lm(m, _tiny_lm_stream(), epochs=1, batch_size=4, bptt=10, lr=1e-2, log=None)
+    steps = hist.epochs[-1]["steps"]
+    assert steps > 0 and hist.epochs[-1]["skipped"] == steps
+    assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
