@@ -2,7 +2,7 @@
 """Train an MNIST network and export it in the secinfer format, version 2.
 
     python python/recipes/train_mnist.py --arch mlp --out models/mnist-mlp
-    python python/recipes/train_mnist.py --arch cnn --out models/mnist-cnn-e20 --epochs 20 --time-budget 1500
+    python python/recipes/train_mnist.py --arch cnn --out models/mnist-cnn --epochs 20 --time-budget 1500
 
 Architectures (GALA's MLP and MiniONN's MNIST CNN):
 

@@ -398,7 +398,10 @@ pub fn finish_outputs(
     // Rounding noise of the final switch: 10 std of τ0 + τ1·s.
     let round_bound = 10.0 * ((1.0 + n * 2.0 / 3.0) / 12.0).sqrt();
     let log_q_out = (log_t + 2.0 + round_bound.log2() + 2.0).ceil() as u32;
-    let log_quarter_delta = (params.0.delta as f64).log2() - 2.0;
+    // Decryption needs the whole noise below Δ/2. The response modulus leaves the final switch's
+    // rounding below Δ/16 (the 2 + 2 bits of margin in `log_q_out`), so the kernel's noise and
+    // the flooding may take 2^-0.5·Δ/2 ≈ 0.71·Δ/2: with the rounding, 0.83·Δ/2 at most.
+    let log_room = (params.0.delta as f64).log2() - 1.5;
     #[allow(clippy::type_complexity)]
     let results: Vec<Result<(Response, Vec<u64>, f64), HeError>> = outs
         .par_iter()
@@ -415,11 +418,11 @@ pub fn finish_outputs(
                 Flood::Statistical(s) | Flood::BestEffort(s) => {
                     // 0.01 bit above the target, so float rounding cannot land below it.
                     let want = s as f64 + n.log2() + log_e - 1.0 + 0.01;
-                    let room = log_quarter_delta - 0.1; // flood + kernel ≤ Δ/4
+                    let room = log_room;
                     let log_b = want.min(room).max(0.0);
                     if matches!(flood, Flood::Statistical(_)) && log_b < log_e {
                         return Err(HeError::NoiseBudget(format!(
-                            "no room for flooding: kernel noise bound 2^{log_e:.1}, Δ/4 = 2^{log_quarter_delta:.1}"
+                            "no room for flooding: kernel noise bound 2^{log_e:.1}, room 2^{log_room:.1}"
                         )));
                     }
                     // Rounded up to an integer where it fits, down where the room binds.
