@@ -76,8 +76,10 @@ python: venv
 	cd python && VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH \
 	  $(abspath $(VENV))/bin/maturin develop --release -q
 
+# secinfer-fuzz/tfhe adds the SHE session's fuzz targets to the bounded fuzz run; it enables
+# tfhe-rs with the same features as the cli's, so tfhe-rs is built once.
 rust-test:
-	$(CARGO) test --workspace --release --features secinfer-cli/tfhe
+	$(CARGO) test --workspace --release --features secinfer-cli/tfhe,secinfer-fuzz/tfhe
 
 py-test: python
 	cd python && ../$(PY) -m pytest -q

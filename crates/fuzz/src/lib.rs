@@ -18,6 +18,7 @@
 //! | `gc_tables_half_gates`, `gc_tables_three_halves` | the garbled-table stream of each AND-gate scheme |
 //! | `he_galois_keys` | BFV Galois keys (GALA's and CHOCO's rotations) |
 //! | `hegc_hello`, `hegc_reply`, `choco_hello`, `ss_request` | the other families' openings: GALA's handshake both ways, CHOCO's hello, OPAF's request ([`families`]) |
+//! | `she_key_upload`, `she_input`, `she_reply` | the SHE (TFHE) session: the server reading the hello and the seeded server key, the server's input ciphertext decoder, the client reading the reply (`she`, crate feature `tfhe`) |
 //!
 //! The same functions run under libFuzzer (`fuzz/`, nightly, `cargo fuzz run <target>`) and
 //! under [`mutate_and_run`], a seeded mutation loop on stable Rust that CI runs for a bounded
@@ -33,6 +34,8 @@ use std::sync::OnceLock;
 
 pub mod families;
 pub mod protocols;
+#[cfg(feature = "tfhe")]
+pub mod she;
 pub use families::{choco_hello, hegc_hello, hegc_reply, ss_request};
 pub use protocols::{
     gc_tables_half_gates, gc_tables_three_halves, he_galois_keys, ot_ferret_receiver,
@@ -76,6 +79,12 @@ pub const TARGETS: &[Target] = &[
     ("hegc_reply", hegc_reply),
     ("choco_hello", choco_hello),
     ("ss_request", ss_request),
+    #[cfg(feature = "tfhe")]
+    ("she_key_upload", she::she_key_upload),
+    #[cfg(feature = "tfhe")]
+    ("she_input", she::she_input),
+    #[cfg(feature = "tfhe")]
+    ("she_reply", she::she_reply),
 ];
 
 pub fn plain_frames(d: &[u8]) {
@@ -146,6 +155,7 @@ pub struct Scripted {
     frames: std::collections::VecDeque<Vec<u8>>,
     /// What the honest party sent (kept for making seeds).
     pub sent: Vec<Vec<u8>>,
+    keep: usize,
     meter: Meter,
 }
 
@@ -154,7 +164,17 @@ impl Scripted {
         Scripted {
             frames: frames.into(),
             sent: Vec::new(),
+            keep: MAX_KEPT_SENDS,
             meter: Meter::default(),
+        }
+    }
+
+    /// A script that keeps none of the honest party's sends: for parties whose sends are large
+    /// (SHE's server key upload), where copying them would dominate an execution.
+    pub fn forgetful(frames: Vec<Vec<u8>>) -> Scripted {
+        Scripted {
+            keep: 0,
+            ..Scripted::new(frames)
         }
     }
 }
@@ -162,7 +182,7 @@ impl Scripted {
 impl Channel for Scripted {
     fn send_frame(&mut self, f: &[u8]) -> secinfer_net::Result<()> {
         self.meter.record_send(f.len());
-        if self.sent.len() < MAX_KEPT_SENDS {
+        if self.sent.len() < self.keep {
             self.sent.push(f.to_vec());
         }
         Ok(())
@@ -386,8 +406,18 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         "vocab" => vec![read("vocab.json")],
         other => protocols::seeds(other)
             .or_else(|| families::seeds(other))
+            .or_else(|| she_seeds(other))
             .unwrap_or_default(),
     }
+}
+
+#[cfg(feature = "tfhe")]
+fn she_seeds(target: &str) -> Option<Vec<Vec<u8>>> {
+    she::seeds(target)
+}
+#[cfg(not(feature = "tfhe"))]
+fn she_seeds(_: &str) -> Option<Vec<Vec<u8>>> {
+    None
 }
 
 fn he_seeds(target: &str) -> Vec<Vec<u8>> {

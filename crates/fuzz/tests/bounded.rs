@@ -46,6 +46,8 @@ fn budget(target: &str) -> u64 {
         n if n.starts_with("ot_") => 200,
         "he_galois_keys" => 200,
         "hegc_hello" | "hegc_reply" | "choco_hello" | "ss_request" => 400,
+        "she_key_upload" | "she_input" => 2_000,
+        "she_reply" => 400,
         "gc_tables_half_gates" | "gc_tables_three_halves" => 2_000,
         "he_public_key" | "he_ciphertext" | "he_seeded_ciphertext" | "he_response" => 2_000,
         _ => 20_000,
@@ -129,4 +131,60 @@ fn the_mutator_changes_inputs_and_the_loop_catches_panics() {
     let rep = secinfer_fuzz::mutate_and_run(|d| assert!(d.len() < 70), &[base], 200, 3);
     let _ = std::panic::take_hook();
     assert!(rep.panic_count > 0 && rep.panic_count < 200);
+}
+
+#[cfg(feature = "tfhe")]
+#[test]
+fn the_she_seeds_are_honest_transcripts_that_complete_or_stop_where_stated() {
+    use secinfer_fuzz::she::seed_outcomes;
+    use secinfer_tfhe::Error;
+    // The recorded session completes on both sides: the server against the client's frames,
+    // the client (same keys) against the server's, decrypting the reference's output.
+    let (server, client) = secinfer_fuzz::she::honest_frames().unwrap();
+    let pbs = secinfer_fuzz::she::network().unwrap();
+    let (samples, key_len) = secinfer_tfhe::session::decode_hello(&server[0]).unwrap();
+    let chunks = key_len.div_ceil(secinfer_tfhe::session::KEY_CHUNK as u64) as usize;
+    assert_eq!(samples, 1);
+    assert_eq!(
+        server.len(),
+        1 + chunks + pbs.input_ciphertexts(),
+        "hello, key, inputs"
+    );
+    assert_eq!(
+        client.len(),
+        2 + pbs.output_ciphertexts(),
+        "two times, outputs"
+    );
+    let reply = seed_outcomes("she_reply").unwrap();
+    assert!(matches!(reply[..], [Ok(())]), "{reply:?}");
+    let inputs = seed_outcomes("she_input").unwrap();
+    assert_eq!(inputs.len(), pbs.input_ciphertexts());
+    assert!(inputs.iter().all(Result::is_ok), "{inputs:?}");
+    // The key uploads stop where the module says: the toy key is decoded whole and refused by
+    // the conformance check, the cut real key is refused by bincode at the cut.
+    let uploads = seed_outcomes("she_key_upload").unwrap();
+    assert!(
+        matches!(&uploads[..], [Err(Error::Peer(m)), Err(Error::Serialize(_))] if m.contains("parameter set")),
+        "{uploads:?}"
+    );
+}
+
+#[cfg(feature = "tfhe")]
+#[test]
+fn a_seeded_input_whose_seed_starts_past_an_aes_block_is_refused_not_expanded() {
+    // Found by the she_input target: an honest input ciphertext whose seed's byte index was
+    // mutated to 128. tfhe-rs's expansion indexed out of bounds on it; the session's decoder
+    // now refuses it with a typed error before any expansion.
+    let hex = "d983bd25d7d1a727010800000000000000000000c872f968adfb66c3b8232c36bc4031ae00000000000000000000000000000000800000000000000000000000000000000000000000000000400000000000000003000000000000000400000000000000040000000000000000000000000000000100000000000000";
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let r = secinfer_tfhe::session::decode_input(&bytes);
+    assert!(
+        matches!(&r, Err(secinfer_tfhe::Error::Peer(m)) if m.contains("first index")),
+        "{:?}",
+        r.err()
+    );
+    secinfer_fuzz::she::she_input(&bytes);
 }

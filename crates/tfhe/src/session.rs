@@ -16,8 +16,13 @@ use std::time::{Duration, Instant};
 use bincode::Options;
 use secinfer_net::Channel;
 use tfhe::conformance::ParameterSetConformant;
+use tfhe::core_crypto::commons::math::random::{CompressionSeed, Seed};
+use tfhe::shortint::atomic_pattern::compressed::CompressedAtomicPatternServerKey;
 use tfhe::shortint::ciphertext::MaxDegree;
 use tfhe::shortint::parameters::{AtomicPatternParameters, CiphertextConformanceParams};
+use tfhe::shortint::server_key::{
+    CompressedModulusSwitchConfiguration, ShortintCompressedBootstrappingKey,
+};
 use tfhe::shortint::{Ciphertext, ClientKey, CompressedCiphertext, CompressedServerKey};
 
 use crate::pbs::{generate_pbs_client_keys, PbsEncrypted, PbsInfo, PbsNetwork, PBS_PARAMETERS};
@@ -72,6 +77,38 @@ where
     }
 }
 
+/// Whether a seed starts its pseudo-random table at the first index, as every honest encoding
+/// does. tfhe-rs expands a seeded key or ciphertext from the index the bytes carry without
+/// checking it: a byte index past an AES block indexes out of bounds (found by the fuzz target
+/// `she_input`), so a peer's seeds are checked before any expansion.
+fn seed_at_start(seed: CompressionSeed) -> bool {
+    seed.inner.first_index == CompressionSeed::from(Seed(0)).inner.first_index
+}
+
+fn seeds_at_start(key: &CompressedServerKey) -> bool {
+    let CompressedAtomicPatternServerKey::Standard(k) = &key.compressed_ap_server_key else {
+        return false;
+    };
+    let ShortintCompressedBootstrappingKey::Classic {
+        bsk,
+        modulus_switch_noise_reduction_key,
+    } = k.bootstrapping_key()
+    else {
+        return false;
+    };
+    // The drift technique's key carries seeded ciphertexts of its own; the session's parameter
+    // set does not use it.
+    !matches!(
+        modulus_switch_noise_reduction_key,
+        CompressedModulusSwitchConfiguration::DriftTechniqueNoiseReduction(_)
+    ) && seed_at_start(k.key_switching_key().compression_seed())
+        && seed_at_start(bsk.compression_seed())
+}
+
+fn unusable_seed() -> Error {
+    Error::Peer("a seed that does not start at the first index".into())
+}
+
 fn f64_frame(ch: &mut impl Channel) -> Result<f64, Error> {
     let f = ch.recv_frame_limited(8)?;
     let b: [u8; 8] = f
@@ -102,12 +139,8 @@ pub fn serve_session(
     pbs: &PbsNetwork,
     progress: &(dyn Fn(u32, u64, u64) + Sync),
 ) -> Result<ServerReport, Error> {
-    let hello = ch.recv_frame_limited(20)?;
-    if hello.len() != 20 || &hello[..8] != MAGIC {
-        return Err(Error::Peer("not a SHE PBS session".into()));
-    }
-    let samples = u32::from_le_bytes(hello[8..12].try_into().unwrap_or_default());
-    let key_len = u64::from_le_bytes(hello[12..20].try_into().unwrap_or_default());
+    let hello = ch.recv_frame_limited(HELLO_LEN)?;
+    let (samples, key_len) = decode_hello(&hello)?;
     if samples == 0 || samples > MAX_SAMPLES || key_len == 0 || key_len > MAX_KEY_BYTES {
         return Err(Error::Peer(format!(
             "{samples} samples (1..={MAX_SAMPLES}), a key of {key_len} bytes (≤ {MAX_KEY_BYTES})"
@@ -127,6 +160,9 @@ pub fn serve_session(
     let t = Instant::now();
     let csk: CompressedServerKey = de(&key, key_len, &key_params())?;
     drop(key);
+    if !seeds_at_start(&csk) {
+        return Err(unusable_seed());
+    }
     let sk = csk.decompress();
     drop(csk);
     let expand_s = t.elapsed().as_secs_f64();
@@ -139,13 +175,11 @@ pub fn serve_session(
         ..ServerReport::default()
     };
     let total = pbs.count().pbs;
-    let params = ct_params();
     for k in 0..samples {
         let mut cts = Vec::with_capacity(pbs.input_ciphertexts());
         for _ in 0..pbs.input_ciphertexts() {
             let f = ch.recv_frame_limited(MAX_CT_BYTES)?;
-            let c: CompressedCiphertext = de(&f, MAX_CT_BYTES as u64, &params)?;
-            cts.push(c.decompress());
+            cts.push(decode_input(&f)?.decompress());
         }
         let mut b = PbsEncrypted::new(&sk)?;
         let counter = b.progress();
@@ -202,13 +236,106 @@ pub struct SampleReport {
     pub decrypt_s: f64,
 }
 
-/// Runs a session as the client: fresh keys, the server key uploaded once, then every sample.
+/// A client's keys: the secret key, and the seeded server key encoded as it is uploaded.
+/// Kept apart from a session so that keys made once can serve several (a server then sees the
+/// same server key each time, which links those sessions).
+pub struct ClientKeys {
+    ck: ClientKey,
+    key: Vec<u8>,
+    keygen_s: f64,
+}
+
+impl std::fmt::Debug for ClientKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientKeys")
+            .field("server_key_bytes", &self.key.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientKeys {
+    /// Fresh keys of the session's parameter set.
+    pub fn generate() -> Result<Self, Error> {
+        let t = Instant::now();
+        let (ck, csk) = generate_pbs_client_keys();
+        let mut keys = Self::from_keys(ck, &csk)?;
+        keys.keygen_s = t.elapsed().as_secs_f64();
+        Ok(keys)
+    }
+
+    /// Keys made elsewhere. A server key of another parameter set is sent as it is and
+    /// refused by the server.
+    pub fn from_keys(ck: ClientKey, csk: &CompressedServerKey) -> Result<Self, Error> {
+        Ok(Self {
+            ck,
+            key: ser(csk, MAX_KEY_BYTES)?,
+            keygen_s: 0.0,
+        })
+    }
+
+    /// Bytes of the encoded server key.
+    pub fn server_key_bytes(&self) -> usize {
+        self.key.len()
+    }
+}
+
+/// The client's first frame: [`MAGIC`], samples (u32 LE), key length (u64 LE).
+pub fn encode_hello(samples: u32, key_len: u64) -> Vec<u8> {
+    let mut hello = MAGIC.to_vec();
+    hello.extend_from_slice(&samples.to_le_bytes());
+    hello.extend_from_slice(&key_len.to_le_bytes());
+    hello
+}
+
+const HELLO_LEN: usize = 20;
+
+/// The server's reading of [`encode_hello`]: samples and key length, each in its range.
+pub fn decode_hello(hello: &[u8]) -> Result<(u32, u64), Error> {
+    let fields = hello
+        .strip_prefix(MAGIC.as_slice())
+        .filter(|rest| rest.len() == HELLO_LEN - MAGIC.len())
+        .map(|rest| rest.split_at(4));
+    let Some((s, k)) = fields else {
+        return Err(Error::Peer("not a SHE PBS session".into()));
+    };
+    let samples = u32::from_le_bytes(s.try_into().unwrap_or_default());
+    let key_len = u64::from_le_bytes(k.try_into().unwrap_or_default());
+    if samples == 0 || samples > MAX_SAMPLES || key_len == 0 || key_len > MAX_KEY_BYTES {
+        return Err(Error::Peer(format!(
+            "{samples} samples (1..={MAX_SAMPLES}), a key of {key_len} bytes (≤ {MAX_KEY_BYTES})"
+        )));
+    }
+    Ok((samples, key_len))
+}
+
+/// The server's decoder of one input ciphertext frame (seeded, checked against the parameter
+/// set).
+pub fn decode_input(frame: &[u8]) -> Result<CompressedCiphertext, Error> {
+    let c: CompressedCiphertext = de(frame, MAX_CT_BYTES as u64, &ct_params())?;
+    if seed_at_start(c.ct.compression_seed()) {
+        Ok(c)
+    } else {
+        Err(unusable_seed())
+    }
+}
+
+/// The client's decoder of one output ciphertext frame (checked against the parameter set).
+pub fn decode_output(frame: &[u8]) -> Result<Ciphertext, Error> {
+    de(frame, MAX_CT_BYTES as u64, &ct_params())
+}
+
+/// Runs a session as the client with fresh keys: see [`client_session_with`].
 pub fn client_session(
     ch: &mut impl Channel,
     info: &PbsInfo,
     samples: &[Vec<i64>],
 ) -> Result<ClientReport, Error> {
     info.validate()?;
+    check_samples(info, samples)?;
+    client_session_with(ch, info, samples, &ClientKeys::generate()?)
+}
+
+fn check_samples(info: &PbsInfo, samples: &[Vec<i64>]) -> Result<(), Error> {
     if samples.is_empty() || samples.len() > MAX_SAMPLES as usize {
         return Err(Error::Format(format!(
             "{} samples (1..={MAX_SAMPLES})",
@@ -218,29 +345,34 @@ pub fn client_session(
     for x in samples {
         info.input_values(x)?;
     }
-    let t = Instant::now();
-    let (ck, csk) = generate_pbs_client_keys();
-    let key = ser(&csk, MAX_KEY_BYTES)?;
-    drop(csk);
+    Ok(())
+}
+
+/// Runs a session as the client with `keys`: the server key uploaded once, then every sample.
+pub fn client_session_with(
+    ch: &mut impl Channel,
+    info: &PbsInfo,
+    samples: &[Vec<i64>],
+    keys: &ClientKeys,
+) -> Result<ClientReport, Error> {
+    info.validate()?;
+    check_samples(info, samples)?;
+    let key = &keys.key;
     let mut report = ClientReport {
-        keygen_s: t.elapsed().as_secs_f64(),
+        keygen_s: keys.keygen_s,
         key_bytes: key.len() as u64,
         ..ClientReport::default()
     };
     let t = Instant::now();
-    let mut hello = MAGIC.to_vec();
-    hello.extend_from_slice(&(samples.len() as u32).to_le_bytes());
-    hello.extend_from_slice(&(key.len() as u64).to_le_bytes());
-    ch.send_frame(&hello)?;
+    ch.send_frame(&encode_hello(samples.len() as u32, key.len() as u64))?;
     for c in key.chunks(KEY_CHUNK) {
         ch.send_frame(c)?;
     }
-    drop(key);
     ch.flush()?;
     report.server_expand_s = f64_frame(ch)?;
     report.key_upload_s = t.elapsed().as_secs_f64();
     for x in samples {
-        report.samples.push(client_sample(ch, info, &ck, x)?);
+        report.samples.push(client_sample(ch, info, &keys.ck, x)?);
     }
     Ok(report)
 }
@@ -268,13 +400,11 @@ fn client_sample(
     }
     ch.flush()?;
     r.server_eval_s = f64_frame(ch)?;
-    let params = ct_params();
     let mut out = Vec::with_capacity(info.output_ciphertexts());
     for _ in 0..info.output_ciphertexts() {
         let f = ch.recv_frame_limited(MAX_CT_BYTES)?;
         r.download_bytes += f.len() as u64;
-        let c: Ciphertext = de(&f, MAX_CT_BYTES as u64, &params)?;
-        out.push(c);
+        out.push(decode_output(&f)?);
     }
     r.wait_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
