@@ -246,7 +246,7 @@ impl NetShape {
                         len: *output,
                         kind: OpKind::Linear(shape),
                     });
-                    pending = Some(main.frac);
+                    pending = Some(main.scale);
                 }
                 LayerKind::Conv2d { .. } => {
                     finish(&mut ops, &mut pending, i, in_len);
@@ -258,12 +258,12 @@ impl NetShape {
                         len: out_len,
                         kind: OpKind::Linear(LinearShape::Conv(g)),
                     });
-                    pending = Some(main.frac);
+                    pending = Some(main.scale);
                 }
                 LayerKind::AvgPool2d { kernel: k, stride } => {
                     finish(&mut ops, &mut pending, i, in_len);
                     let window = window(i, l, *k, *stride)?;
-                    let q = main.quantize((1.0 / (k[0] * k[1]) as f32) as f64).0;
+                    let q = main.quantize((1.0 / (k[0] * k[1]) as f32) as f64);
                     ops.push(Op {
                         layer: i,
                         last: i,
@@ -271,7 +271,7 @@ impl NetShape {
                         len: out_len,
                         kind: OpKind::AvgPool { window, q },
                     });
-                    pending = Some(main.frac);
+                    pending = Some(main.scale);
                 }
                 LayerKind::Add { other } => {
                     finish(&mut ops, &mut pending, i, in_len);
@@ -491,7 +491,7 @@ impl NetShape {
                         .zip(b)
                         .map(|(row, bi)| {
                             row.iter().map(|v| (*v as i128).abs()).sum::<i128>() * x_max
-                                + (*bi as i128).abs() * (1i128 << self.main.frac)
+                                + (*bi as i128).abs() * (1i128 << self.main.scale)
                         })
                         .collect()
                 }

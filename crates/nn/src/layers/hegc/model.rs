@@ -86,7 +86,7 @@ impl HegcServerModel {
                 }
                 _ => return Err(NnError::Protocol("a plan of the wrong kind".into())),
             };
-            let bias = b.iter().map(|v| embed(&(*v << shape.main.frac))).collect();
+            let bias = b.iter().map(|v| embed(&(*v << shape.main.scale))).collect();
             layers.push(Some(ServerLinear { plan, pts, w, bias }));
         }
         Ok(HegcServerModel {
