@@ -93,7 +93,11 @@ fn fixed_point_carry_and_top_k_gadgets_equal_plaintext_when_garbled() {
         .collect();
     let leaves: Vec<u64> = (0..n).map(|i| (i % 8) as u64).collect();
     let words: Vec<Vec<u64>> = (0..n)
-        .map(|_| (0..WORDS).map(|_| rng.gen_range(0..6u64) * 37 % 256).collect())
+        .map(|_| {
+            (0..WORDS)
+                .map(|_| rng.gen_range(0..6u64) * 37 % 256)
+                .collect()
+        })
         .collect();
     let mut gi = Vec::new();
     let mut ei = Vec::new();
@@ -140,7 +144,10 @@ fn fixed_point_carry_and_top_k_gadgets_equal_plaintext_when_garbled() {
         let y = sx(word(&o[L + 8..L + 16]), 8);
         let exact = reference(Func::Sigmoid, inp, out, x);
         assert!((y - exact).abs() <= 1, "sigmoid({x}) = {y}, exact {exact}");
-        assert_eq!(sx(word(&o[L + 16..2 * L + 16]), L), x << (F as u32 - inp.scale));
+        assert_eq!(
+            sx(word(&o[L + 16..2 * L + 16]), L),
+            x << (F as u32 - inp.scale)
+        );
         let lv = leaves[i];
         let carry = (lv & 1) ^ ((lv >> 1) & (lv >> 2) & 1);
         assert_eq!(o[2 * L + 16] as u64, carry, "carry of leaves {lv:03b}");

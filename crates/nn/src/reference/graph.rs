@@ -188,9 +188,7 @@ impl QuantizedGraph {
 
     /// Quantizes a float input to the main format, as the client does before a secure run.
     pub fn quantize_input(&self, x: &[f32]) -> Vec<i64> {
-        x.iter()
-            .map(|v| self.fp.main.quantize(*v as f64))
-            .collect()
+        x.iter().map(|v| self.fp.main.quantize(*v as f64)).collect()
     }
 }
 

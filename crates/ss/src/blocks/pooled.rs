@@ -66,7 +66,9 @@ fn b2a_weight(j: usize, l: usize, pm: u64) -> u64 {
 
 fn check_b2a(n: usize, l: usize, k: usize) -> Result<()> {
     if l == 0 || l > 64 || k == 0 || k > 64 || !n.is_multiple_of(l) {
-        return Err(invalid(format!("b2a: {n} bits of {l}-bit words into Z_2^{k}")));
+        return Err(invalid(format!(
+            "b2a: {n} bits of {l}-bit words into Z_2^{k}"
+        )));
     }
     Ok(())
 }

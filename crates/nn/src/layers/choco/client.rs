@@ -261,8 +261,7 @@ fn clear_layer(
         }),
         LayerKind::AvgPool2d { kernel, stride } => {
             // The public weight quantize(1 / (kh·kw)), as the reference quantises it.
-            let q = main
-                .quantize((1.0f32 / (kernel[0] * kernel[1]) as f32) as f64);
+            let q = main.quantize((1.0f32 / (kernel[0] * kernel[1]) as f32) as f64);
             pool(l, *kernel, *stride, x, |w| w.iter().sum())
                 .into_iter()
                 .map(|s| main.wrap((s * q) >> main.scale))

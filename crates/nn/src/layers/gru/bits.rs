@@ -1,8 +1,8 @@
 //! Bit and ring helpers the GRU session's steps share: words from bits and back (the pooled
 //! blocks' own, `secinfer_ss::blocks::pooled`), sign extension, and the ring Z_{2^32} the HE
 //! layer shares values in.
-pub(super) use secinfer_ss::blocks::pooled::{sum_chunks, word};
 use secinfer_ot::Prg;
+pub(super) use secinfer_ss::blocks::pooled::{sum_chunks, word};
 
 pub(super) fn sign_extend(v: u64, bits: usize) -> i64 {
     let sh = 64 - bits;

@@ -541,6 +541,7 @@ pub fn index_bits(classes: usize) -> usize {
 mod tests {
     use super::*;
     use crate::model::format::const_format;
+    use crate::model::Format;
 
     fn fx8(input: Format) -> FixedPointConfig {
         FixedPointConfig {

@@ -1,6 +1,5 @@
 //! The client's side of CryptoGRU's secure session: it holds the HE secret key, evaluates the
 //! garbled circuits and learns the class (or the logits).
-use secinfer_ss::blocks::pooled::b2a_receiver;
 use super::bits::*;
 use super::circuits::{
     index_bits, put, step_circuits_with, StepCircuits, StepLayout, GHN_BITS, LEAF_BITS, SHARE_BITS,
@@ -22,6 +21,7 @@ use secinfer_net::{Channel, Phase};
 use secinfer_ot::{
     packed_len, Block, PendingEarlyRecv, PendingOtSend, PooledOtReceiver, PooledOtSender, Prg,
 };
+use secinfer_ss::blocks::pooled::b2a_receiver;
 
 /// The client's per-element, per-step masks (secret; no `Debug`).
 /// Its circuit inputs in place of its online shares: π_P, π_Q (PW bits) for the products,
@@ -672,8 +672,14 @@ fn client_gh_leaves<C: Channel>(
     let tau: Vec<[bool; LEAF_BITS]> = (0..3)
         .flat_map(|g| st.masks[t].iter().map(move |m| m.tau_h[g]))
         .collect();
-    ch.send_pod(&leaf_tables(lay.carries(), &st.gh_keys[t], &c_lo, &tau, &d)?)
-        .map_err(NnError::from)?;
+    ch.send_pod(&leaf_tables(
+        lay.carries(),
+        &st.gh_keys[t],
+        &c_lo,
+        &tau,
+        &d,
+    )?)
+    .map_err(NnError::from)?;
     ch.flush().map_err(NnError::from)?;
     meter.mux(ch);
     Ok(())

@@ -6,10 +6,10 @@ use super::bits::ring_mask;
 use super::circuits::{StepLayout, GHN_BITS, LEAF_BITS};
 use super::tables::CARRIES;
 use crate::error::{NnError, Result};
-use secinfer_ss::blocks::pooled;
 use secinfer_net::Channel;
 #[cfg(test)]
 use secinfer_ot::{PooledOtReceiver, PooledOtSender};
+use secinfer_ss::blocks::pooled;
 
 /// COTs a session draws from its pools: server-to-client (the client's circuit labels, then per
 /// step the sender-first OTs of P and Q, the B2A of h' and the gate tables' 1-of-2^b OTs) and
@@ -314,7 +314,7 @@ pub(super) fn ideal_decomposed_product(
         .collect();
     let zero = vec![0u64; w.len()];
     cs = cs.wrapping_add(mux_combine(lay, w, cli_bits, &zero, &x).expect("mux")[0]);
-    ss = ss.wrapping_add(sum_chunks(&recv, lay.gb, pm)[0]);
+    ss = ss.wrapping_add(pooled::sum_chunks(&recv, lay.gb, pm)[0]);
     (cs & pm, ss & pm)
 }
 

@@ -1,6 +1,5 @@
 //! The server's side of CryptoGRU's secure session: it holds the model, answers the client's HE
 //! uploads with flooded shares and garbles every circuit online with its own inputs folded in.
-use secinfer_ss::blocks::pooled::{b2a_deltas, b2a_sender};
 use super::bits::*;
 use super::circuits::{put, sigmoid_table, step_circuits_with, StepCircuits, GHN_BITS, SHARE_BITS};
 use super::config::*;
@@ -20,6 +19,7 @@ use secinfer_he::kernels::coeff::{self, plain_affine, server_product, Layout};
 use secinfer_he::{Plaintext, PublicKey, SeededCiphertext};
 use secinfer_net::{Channel, Phase};
 use secinfer_ot::{Block, PendingEarlySend, PendingOtRecv, PooledOtReceiver, PooledOtSender, Prg};
+use secinfer_ss::blocks::pooled::{b2a_deltas, b2a_sender};
 
 /// The server's side of one session, revealing what the client asks for (logits included):
 /// the entry point of in-process tests and benchmarks, where one party runs both sides. A served

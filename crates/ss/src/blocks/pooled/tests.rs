@@ -101,7 +101,11 @@ fn mux_equals_the_product() {
         let bits = |x: &[u64]| -> Vec<bool> { x.iter().flat_map(|&w| bit_vec(w, gb)).collect() };
         let srv_bits = bits(&gs);
         let cli_bits = bits(&g.iter().zip(&gs).map(|(a, b)| a ^ b).collect::<Vec<_>>());
-        let cli_v: Vec<u64> = v.iter().zip(&vs).map(|(a, b)| a.wrapping_sub(*b) & pm).collect();
+        let cli_v: Vec<u64> = v
+            .iter()
+            .zip(&vs)
+            .map(|(a, b)| a.wrapping_sub(*b) & pm)
+            .collect();
         let weights = move |v: &[u64]| -> Vec<u64> {
             let mut w = Vec::with_capacity(v.len() * gb);
             for &vi in v {
@@ -292,7 +296,9 @@ fn carry_blocks_refuse_bad_frames() {
     let s = vec![0u64; k];
     let m = lay.leaf_table_bytes(k);
     assert!(leaf_outputs(lay, &lkeys, &s, &vec![0; m]).is_ok());
-    let e = leaf_outputs(lay, &lkeys, &s, &vec![0; m - 1]).err().unwrap();
+    let e = leaf_outputs(lay, &lkeys, &s, &vec![0; m - 1])
+        .err()
+        .unwrap();
     assert_eq!(e.kind(), secinfer_core::ErrorKind::Malformed);
 }
 
@@ -343,7 +349,9 @@ fn lookup_tables_read_the_entry_at_the_shared_index() {
                     ch.flush()?;
                     let t: Vec<u8> = ch.recv_pod(packed_len(k * n, gb as u32))?;
                     // one byte short is malformed
-                    let e = lut_outputs(&keys, call * k, x, nb, gb, &t[1..]).err().unwrap();
+                    let e = lut_outputs(&keys, call * k, x, nb, gb, &t[1..])
+                        .err()
+                        .unwrap();
                     assert_eq!(e.kind(), secinfer_core::ErrorKind::Malformed);
                     out.extend(lut_outputs(&keys, call * k, x, nb, gb, &t)?);
                 }

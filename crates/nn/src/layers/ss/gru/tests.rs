@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
+use crate::model::format::const_format;
 use crate::reference::{argmax, SmoothActivations};
 use secinfer_net::simulate;
-use crate::model::format::const_format;
 use secinfer_ss::ring::to_signed;
 
 const MAIN: Format = const_format(20, 12);
