@@ -80,7 +80,7 @@ pub fn infer(a: &InferArgs) -> Result<(), Error> {
     println!("{}", leak_line(config));
     let main = config.fixed_point.main;
     for (name, x, truth) in graph_inputs(a)? {
-        let xq: Vec<i64> = x.iter().map(|v| main.quantize(*v as f64).0).collect();
+        let xq: Vec<i64> = x.iter().map(|v| main.quantize(*v as f64)).collect();
         let mut ch = connect_session(server, &net)?;
         let o = client_session(&mut ch, &client, &xq)?;
         let class = o.class.unwrap_or_else(|| secinfer_nn::argmax(o.output()));

@@ -68,8 +68,8 @@ pub fn inspect(a: InspectArgs) -> Result<(), Error> {
         let g = fp.candidate_format();
         println!(
             "  {name:<10} main ({}, {})  sigmoid ({}, {}) → ({}, {})  candidate ({}, {}) → ({}, {})",
-            fp.main.bits, fp.main.frac, s.input.bits, s.input.frac, s.output.bits, s.output.frac,
-            g.input.bits, g.input.frac, g.output.bits, g.output.frac
+            fp.main.bits, fp.main.scale, s.input.bits, s.input.scale, s.output.bits, s.output.scale,
+            g.input.bits, g.input.scale, g.output.bits, g.output.scale
         );
     };
     println!("fixed point (bits, frac_bits)");
@@ -82,7 +82,7 @@ pub fn inspect(a: InspectArgs) -> Result<(), Error> {
         for (n, fp) in std::iter::once(("default", &c.fixed_point))
             .chain(c.variants.iter().map(|(n, f)| (n.as_str(), f)))
         {
-            println!("  {n:<10} main ({}, {})", fp.main.bits, fp.main.frac);
+            println!("  {n:<10} main ({}, {})", fp.main.bits, fp.main.scale);
         }
     }
     if let Some(v) = &c.vocab {
@@ -395,7 +395,7 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         } else {
             label(labels, out.class)
         };
-        let mut line = secure_line(&inp.name, &secure, &out, cm.fp.main.frac);
+        let mut line = secure_line(&inp.name, &secure, &out, cm.fp.main.scale);
         if let Some(q) = &reference {
             let logits = Reference::new(q, CircuitActivations::default()).classify(&inp.tokens);
             let top = top_k(&logits, out.top.len().max(1));
@@ -453,7 +453,7 @@ fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<()
     let inputs = graph_inputs(a)?;
     let xq: Vec<Vec<i64>> = inputs
         .iter()
-        .map(|(_, x, _)| x.iter().map(|v| main.quantize(*v as f64).0).collect())
+        .map(|(_, x, _)| x.iter().map(|v| main.quantize(*v as f64)).collect())
         .collect();
     let refs: Vec<&[i64]> = xq.iter().map(|x| x.as_slice()).collect();
     let mut bars = Progress::new();
@@ -477,7 +477,7 @@ fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<()
     let (mut right, mut known, mut agree) = (0usize, 0usize, 0usize);
     let mut last = None;
     for (((name, _, truth), out), x) in inputs.iter().zip(outs).zip(&xq) {
-        let mut line = secure_line(name, &label(labels, out.class), &out, main.frac);
+        let mut line = secure_line(name, &label(labels, out.class), &out, main.scale);
         if let Some(l) = truth {
             line += &format!("  true label: {l}");
             known += 1;
@@ -656,7 +656,7 @@ fn infer_plaintext(a: &InferArgs) -> Result<(), Error> {
         None => fp_for_variant(&m.config, a.variant)?,
     };
     let q = QuantizedModel::new(&m, fp)?;
-    let scale = (1u64 << fp.main.frac) as f64;
+    let scale = (1u64 << fp.main.scale) as f64;
     let formats = a
         .fixed_point
         .clone()
@@ -802,7 +802,7 @@ fn infer_plaintext_graph(a: &InferArgs, m: &Model) -> Result<(), Error> {
     let ins = graph_inputs(a)?;
     println!(
         "reference  plaintext fixed point, main ({}, {}): what the secure run computes",
-        fp.main.bits, fp.main.frac
+        fp.main.bits, fp.main.scale
     );
     for (name, x, truth) in &ins {
         let mut r = GraphReference::new(&q, CircuitActivations::default());
@@ -814,7 +814,7 @@ fn infer_plaintext_graph(a: &InferArgs, m: &Model) -> Result<(), Error> {
             let l = &outs[outs.len() - 1];
             (argmax(l), l)
         };
-        let scale = (1u64 << fp.main.frac) as f64;
+        let scale = (1u64 << fp.main.scale) as f64;
         let shown: Vec<String> = logits
             .iter()
             .map(|l| format!("{:.3}", *l as f64 / scale))

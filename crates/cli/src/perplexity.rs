@@ -80,7 +80,7 @@ pub(crate) fn run(a: &InferArgs, client: &Client, server: &str) -> Result<(), Er
         None
     };
     let l = StepLayout::new(&cm.fp, &CircuitCache::default()).l;
-    let f = cm.fp.main.frac as usize;
+    let f = cm.fp.main.scale as usize;
     let unit = (LOG_FRAC as f64).exp2();
     let (mut secure, mut fixed, mut exact) = (0.0f64, 0.0f64, 0.0f64);
     let mut last = None;

@@ -33,7 +33,7 @@ pub fn is_ss_model(dir: &Path) -> bool {
 fn shape_line(s: &FastGrnnShape) -> String {
     format!(
         "fastgrnn {} steps × {} → {} → dense {}, main format ({}, {})",
-        s.steps, s.input, s.hidden, s.classes, s.head.bits, s.head.frac
+        s.steps, s.input, s.hidden, s.classes, s.head.bits, s.head.scale
     )
 }
 
@@ -171,7 +171,7 @@ pub fn infer(a: &InferArgs) -> Result<(), Error> {
                 shape.input
             )));
         }
-        let xq: Vec<i64> = x.iter().map(|v| main.quantize(*v as f64).0).collect();
+        let xq: Vec<i64> = x.iter().map(|v| main.quantize(*v as f64)).collect();
         let mut ch = connect_session(server, &net)?;
         let r = client_session(&mut ch, &shape, &request, &xq, main)?;
         let class = r
@@ -189,7 +189,7 @@ pub fn infer(a: &InferArgs) -> Result<(), Error> {
         if let Some(lg) = &r.logits {
             let f: Vec<String> = lg
                 .iter()
-                .map(|v| format!("{:.3}", *v as f64 / f64::from(1u32 << main.frac)))
+                .map(|v| format!("{:.3}", *v as f64 / f64::from(1u32 << main.scale)))
                 .collect();
             line += &format!(" logits [{}]", f.join(", "));
         }

@@ -68,11 +68,12 @@ impl Format {
     pub fn quantize(self, v: f64) -> i64 {
         self.quantize_checked(v).0
     }
-    /// [`Format::quantize`] and whether it saturated.
+    /// [`Format::quantize`] and whether the value was not representable: saturated, or NaN
+    /// (which has no nearest value and gives 0), so a caller counting saturations counts it.
     pub fn quantize_checked(self, v: f64) -> (i64, bool) {
         let x = (v * self.unit() + 0.5).floor();
         if x.is_nan() {
-            return (0, false);
+            return (0, true);
         }
         let q = x.clamp(self.min_int() as f64, self.max_int() as f64);
         (q as i64, q != x)
@@ -134,6 +135,9 @@ mod tests {
         assert_eq!(f.quantize_checked(100.0), (2047, true));
         assert_eq!(f.quantize_checked(-100.0), (-2048, true));
         assert_eq!(f.quantize(f64::NAN), 0);
+        assert_eq!(f.quantize_checked(f64::NAN), (0, true));
+        assert_eq!(f.quantize_checked(f64::INFINITY), (2047, true));
+        assert_eq!(f.quantize_checked(7.99609375), (2047, false)); // the largest value, exact
         for x in [-2048i64, -1, 0, 1, 2047] {
             assert_eq!(f.decode(f.encode(x)), x);
             assert!(f.encode(x) <= f.mask());
@@ -141,5 +145,35 @@ mod tests {
         assert_eq!(f.wrap(2048), -2048);
         assert_eq!(f.clamp(5000), 2047);
         assert_eq!(f.to_f64(384), 1.5);
+    }
+
+    /// `wrap` is two's-complement reduction and `clamp` saturation, against their integer
+    /// definitions ((x − min) mod 2^bits + min; min(max(x, min), max)) at every width 1..=63
+    /// for values around and far outside the range.
+    #[test]
+    fn wrap_and_clamp_match_their_definitions() {
+        for bits in 1..=63u32 {
+            let f = Format::new(bits, 0).expect("valid");
+            let (lo, hi) = (f.min_int() as i128, f.max_int() as i128);
+            let m = 1i128 << bits;
+            for x in [
+                0i64,
+                1,
+                -1,
+                f.max_int(),
+                f.min_int(),
+                f.max_int().wrapping_add(1),
+                f.min_int().wrapping_sub(1),
+                i64::MAX,
+                i64::MIN,
+                0x1234_5678_9abc_def0,
+            ] {
+                let xi = x as i128;
+                let want = (xi - lo).rem_euclid(m) + lo;
+                assert_eq!(f.wrap(x) as i128, want, "wrap {x} at {bits} bits");
+                assert_eq!(f.clamp(x) as i128, xi.clamp(lo, hi), "clamp {x} at {bits}");
+                assert!(f.wrap(x) >= f.min_int() && f.wrap(x) <= f.max_int());
+            }
+        }
     }
 }

@@ -4,6 +4,10 @@
 use crate::backend::{and, mux, not, or, xor, Backend, Bit, Word};
 use std::collections::HashMap;
 
+pub mod cache;
+pub mod fixed;
+pub mod topk;
+
 type W<B> = <B as Backend>::Wire;
 
 /// The low `w` bits of `v` as constants.

@@ -30,6 +30,13 @@ pub enum NnError {
     },
     #[error("model.json: {0}")]
     Config(String),
+    /// A fixed-point object of `model.json` (named by `what`) that is no valid format.
+    #[error("model.json: {what}: {source}")]
+    Format {
+        what: String,
+        #[source]
+        source: secinfer_core::FormatError,
+    },
     #[error("{file}: tensor `{tensor}`: {problem}")]
     Tensor {
         file: String,
@@ -117,6 +124,7 @@ impl NnError {
             NnError::Json { .. }
             | NnError::Safetensors { .. }
             | NnError::Config(_)
+            | NnError::Format { .. }
             | NnError::Tensor { .. }
             | NnError::Vocab(_) => ErrorKind::BadModel,
             NnError::Input(_) => ErrorKind::BadInput,

@@ -199,7 +199,7 @@ fn secure_log_probability_equals_the_fixed_point_reference() {
     write_lm(&dir, None);
     let lm = load(&dir);
     let l = StepLayout::new(&lm.q_fp(), &CircuitCache::default()).l;
-    let f = lm.q_fp().main.frac as usize;
+    let f = lm.q_fp().main.scale as usize;
     let allow = ServerPolicy { allow_logits: true };
     let mut seen = std::collections::HashSet::new();
     for (toks, w) in [

@@ -127,6 +127,27 @@ fn broken_configs_are_rejected_with_the_field_named() {
     let mut v = config_json();
     v["fixed_point_variants"]["fx8"]["activations"]["sigmoid"]["input"]["frac_bits"] = 13.into();
     assert!(parse_err(&v).contains("fixed_point_variants.fx8.activations.sigmoid"));
+    // A scale not below the bitwidth fails `Format::new`: the format's typed error, with the
+    // object at fault, of kind BadModel.
+    let mut v = config_json();
+    v["fixed_point"]["frac_bits"] = 20.into();
+    match ModelConfig::parse(&v.to_string()) {
+        Err(e @ NnError::Format { .. }) => {
+            assert_eq!(e.kind(), secinfer_nn::ErrorKind::BadModel);
+            let NnError::Format { what, source } = e else {
+                unreachable!()
+            };
+            assert_eq!(what, "fixed_point");
+            assert_eq!(
+                source,
+                secinfer_core::FormatError::Scale {
+                    bits: 20,
+                    scale: 20
+                }
+            );
+        }
+        other => panic!("expected the format's error, got {other:?}"),
+    }
     let mut v = config_json();
     v["vocab"]["file"] = "../secret".into();
     assert!(parse_err(&v).contains("vocab.file"));

@@ -31,7 +31,7 @@ fn samples(m: &Model, n: usize) -> Vec<(Vec<i64>, String)> {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|v| main.quantize(v.as_f64().unwrap()).0)
+                .map(|v| main.quantize(v.as_f64().unwrap()))
                 .collect();
             (x, j["label"].as_str().unwrap().to_string())
         })

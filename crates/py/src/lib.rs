@@ -396,9 +396,9 @@ impl Client {
     #[getter]
     fn logit_frac_bits(&self) -> PyResult<u32> {
         Ok(match self.inner.model() {
-            Ok(m) => m.fp.main.frac,
+            Ok(m) => m.fp.main.scale,
             // A network that reads numbers (family hegc) reveals logits in its main format.
-            Err(_) => self.inner.session().config.fixed_point.main.frac,
+            Err(_) => self.inner.session().config.fixed_point.main.scale,
         })
     }
 
@@ -454,7 +454,7 @@ impl Client {
         reveal_logits: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let main = self.inner.session().config.fixed_point.main;
-        let x: Vec<i64> = image.iter().map(|v| main.quantize(*v as f64).0).collect();
+        let x: Vec<i64> = image.iter().map(|v| main.quantize(*v as f64)).collect();
         let out = py
             .allow_threads(|| {
                 self.inner

@@ -10,6 +10,8 @@ use crate::ring::{check_bits, mask, msb};
 use rayon::prelude::*;
 use secinfer_net::Channel;
 
+pub mod pooled;
+
 /// Largest digit size of the millionaires' protocol (one 1-of-2^m OT per digit).
 pub const MILL_DIGIT: u32 = 5;
 

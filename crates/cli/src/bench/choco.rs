@@ -266,7 +266,7 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
     let first = inputs.first().ok_or_else(|| Error::msg("no samples"))?;
     let fx: Vec<f32> = first
         .iter()
-        .map(|v| *v as f32 / (1u64 << m.config.fixed_point.main.frac) as f32)
+        .map(|v| *v as f32 / (1u64 << m.config.fixed_point.main.scale) as f32)
         .collect();
     let local_float_s = float_forward(&m, &fx).map(|_| {
         time_it(|| {

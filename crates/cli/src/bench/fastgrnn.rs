@@ -144,7 +144,7 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
     .param("cot_source", source_name(source))
     .param("threads", threads);
     rec.rounds = client_cost.online.rounds.max(s.online_rounds);
-    let acc_unit = f64::from(1u32 << shape.head.frac);
+    let acc_unit = f64::from(1u32 << shape.head.scale);
     out.emit(
         rec.field("online_s", online_s)
             .field("mb_total", total as f64 / 1e6)
@@ -196,7 +196,8 @@ fn run_gru_cell(
     out: &mut Reporter,
 ) -> Result<(), Error> {
     use secinfer_nn::layers::ss::gru::{random_gru, run_gru, GruShape};
-    use secinfer_nn::model::{Candidate, Format};
+    use secinfer_nn::model::format::const_format;
+    use secinfer_nn::model::Candidate;
     let candidate = match a.candidate.as_str() {
         "relu" => Candidate::Relu,
         "tanh" => Candidate::Tanh,
@@ -207,7 +208,7 @@ fn run_gru_cell(
         hidden: a.hidden,
         steps: a.steps,
         classes: a.classes,
-        main: Format { bits: 20, frac: 12 },
+        main: const_format(20, 12),
         candidate,
     };
     let model = random_gru(shape, a.seed)?;

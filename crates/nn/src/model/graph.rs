@@ -255,7 +255,7 @@ pub struct InputRange {
 impl InputRange {
     /// The interval in `main`'s integers, quantised as the input is.
     pub fn fixed(&self, main: crate::Format) -> (i64, i64) {
-        (main.quantize(self.lo).0, main.quantize(self.hi).0)
+        (main.quantize(self.lo), main.quantize(self.hi))
     }
 
     /// Clamps fixed-point input values into the interval.

@@ -44,9 +44,14 @@ pub(crate) fn layer_name(m: &Map<String, Value>, what: &str) -> Result<String> {
 
 pub(crate) fn parse_format(v: &Value, what: &str) -> Result<Format> {
     let m = obj(v, what)?;
+    // 2..=24 bits is what the activation circuits and the HE ring accept; the format's own
+    // rules (scale below bits) are `Format::new`'s.
     let bits = uint(m, "bits", what, 2, 24)? as u32;
-    let frac = uint(m, "frac_bits", what, 0, bits as u64 - 1)? as u32;
-    Ok(Format { bits, frac })
+    let scale = uint(m, "frac_bits", what, 0, 64)? as u32;
+    Format::new(bits, scale).map_err(|source| NnError::Format {
+        what: what.to_string(),
+        source,
+    })
 }
 
 /// Parses and validates a fixed-point object (docs/model-format.md, "Fixed-point object").
@@ -67,14 +72,14 @@ pub fn parse_fixed_point(v: &Value, what: &str, activation: Candidate) -> Result
                 output: parse_format(get(am, "output", &w)?, &format!("{w}.output"))?,
             };
             for (side, f) in [("input", af.input), ("output", af.output)] {
-                if f.bits > main.bits || f.frac > main.frac {
+                if f.bits > main.bits || f.scale > main.scale {
                     return Err(NnError::config(format!(
                         "{w}.{side} ({}, {}) must not be wider or finer than the main format ({}, {})",
-                        f.bits, f.frac, main.bits, main.frac
+                        f.bits, f.scale, main.bits, main.scale
                     )));
                 }
             }
-            if af.output.bits - af.output.frac > main.bits - main.frac {
+            if af.output.bits - af.output.scale > main.bits - main.scale {
                 return Err(NnError::config(format!(
                     "{w}.output has more integer bits than the main format"
                 )));
@@ -82,7 +87,7 @@ pub fn parse_fixed_point(v: &Value, what: &str, activation: Candidate) -> Result
             match key.as_str() {
                 "sigmoid" => cfg.sigmoid = Some(af),
                 "candidate" => {
-                    if activation == Candidate::Relu && af.input.frac != af.output.frac {
+                    if activation == Candidate::Relu && af.input.scale != af.output.scale {
                         return Err(NnError::config(format!(
                             "{w}: relu needs equal input and output frac_bits"
                         )));

@@ -13,6 +13,7 @@
 //! h' = (ζ + ν)·h̃ + z ⊙ (h − ζ·h̃); ζ and ν stay the server's (their products with h̃ are
 //! products of a server scalar with a shared vector).
 use crate::error::{NnError, Result};
+use crate::model::format::const_format;
 use crate::model::Format;
 
 /// Bitwidth of x, h̃ and the gates' inputs and outputs.
@@ -28,10 +29,7 @@ pub const UPDATE_BITS: u32 = 36;
 
 /// The main format a FastGRNN model's dense head runs in by default: the state's scale, and
 /// room for a state of 17 bits (the update's range) without a wrap.
-pub const HEAD_FORMAT: Format = Format {
-    bits: 18,
-    frac: ACT_SCALE,
-};
+pub const HEAD_FORMAT: Format = const_format(18, ACT_SCALE);
 
 /// The dense head on the last state, the graph's dense rule in the model's main format:
 /// logits = wrap((W_d·h) ≫ F + b_d) with h read at scale F = [`ACT_SCALE`].
@@ -49,14 +47,14 @@ pub struct Head {
 
 /// Checks a head format against [`Head::format`]'s rule.
 pub fn check_head_format(f: Format) -> Result<()> {
-    if f.frac != ACT_SCALE || !(ACT_BITS + 1..=UPDATE_BITS - ACT_SCALE).contains(&f.bits) {
+    if f.scale != ACT_SCALE || !(ACT_BITS + 1..=UPDATE_BITS - ACT_SCALE).contains(&f.bits) {
         return Err(NnError::Unsupported(format!(
             "fastgrnn: the dense head runs in the main format, which must have {ACT_SCALE} \
              fraction bits (the state's scale) and {}..={} bits, got ({}, {})",
             ACT_BITS + 1,
             UPDATE_BITS - ACT_SCALE,
             f.bits,
-            f.frac
+            f.scale
         )));
     }
     Ok(())
@@ -229,7 +227,7 @@ impl FastGrnnParams {
                 let s: i64 = (0..self.hidden)
                     .map(|j| self.head.w[c * self.hidden + j].wrapping_mul(h[j]))
                     .fold(0, i64::wrapping_add);
-                wrap((s >> f.frac).wrapping_add(self.head.b[c]), f.bits)
+                wrap((s >> f.scale).wrapping_add(self.head.b[c]), f.bits)
             })
             .collect()
     }

@@ -61,7 +61,7 @@ impl Quantizer {
     fn q(&mut self, v: &[f32]) -> Vec<i64> {
         v.iter()
             .map(|x| {
-                let (q, s) = self.main.quantize(*x as f64);
+                let (q, s) = self.main.quantize_checked(*x as f64);
                 self.saturated += s as u64;
                 q
             })
@@ -191,7 +191,7 @@ impl QuantizedGraph {
     pub fn quantize_input(&self, x: &[f32]) -> Vec<i64> {
         let mut q: Vec<i64> = x
             .iter()
-            .map(|v| self.fp.main.quantize(*v as f64).0)
+            .map(|v| self.fp.main.quantize(*v as f64))
             .collect();
         if let LayerKind::Input { range: Some(r), .. } = self.layers[0].kind {
             r.clamp(self.fp.main, &mut q);
@@ -363,7 +363,7 @@ impl<'m, A: SmoothActivations> GraphReference<'m, A> {
                 let lim = 1i64 << (ACT_BITS - 1);
                 let xs: Vec<i64> = x
                     .iter()
-                    .map(|v| rescale(*v, main.frac, ACT_SCALE).clamp(-lim, lim - 1))
+                    .map(|v| rescale(*v, main.scale, ACT_SCALE).clamp(-lim, lim - 1))
                     .collect();
                 let mut states = p.states(&xs)?;
                 if !sequences {
@@ -373,7 +373,7 @@ impl<'m, A: SmoothActivations> GraphReference<'m, A> {
                 states
                     .iter()
                     .flatten()
-                    .map(|h| a.wrap(rescale(*h, ACT_SCALE, main.frac)))
+                    .map(|h| a.wrap(rescale(*h, ACT_SCALE, main.scale)))
                     .collect()
             }
             (LayerKind::Argmax, _) => {

@@ -28,7 +28,7 @@ impl QuantizedModel {
         let mut q = |v: &[f32]| -> Vec<i64> {
             v.iter()
                 .map(|x| {
-                    let (q, s) = fp.main.quantize(*x as f64);
+                    let (q, s) = fp.main.quantize_checked(*x as f64);
                     sat += s as u64;
                     q
                 })

@@ -32,13 +32,13 @@ pub struct ExactActivations;
 
 impl SmoothActivations for ExactActivations {
     fn sigmoid(&self, x: i64, f: ActFormat) -> i64 {
-        let r = x as f64 / (1u64 << f.input.frac) as f64;
+        let r = x as f64 / (1u64 << f.input.scale) as f64;
         let s = 1.0 / (1.0 + (-r).exp());
-        (s * (1u64 << f.output.frac) as f64 + 0.5).floor() as i64
+        (s * (1u64 << f.output.scale) as f64 + 0.5).floor() as i64
     }
     fn tanh(&self, x: i64, f: ActFormat) -> i64 {
-        let r = x as f64 / (1u64 << f.input.frac) as f64;
-        (r.tanh() * (1u64 << f.output.frac) as f64 + 0.5).floor() as i64
+        let r = x as f64 / (1u64 << f.input.scale) as f64;
+        (r.tanh() * (1u64 << f.output.scale) as f64 + 0.5).floor() as i64
     }
 }
 
@@ -74,7 +74,7 @@ impl<A: SmoothActivations> Arith<'_, A> {
 
     /// `wrap(acc ≫ F + b)`: a product's accumulator back in the main format.
     pub fn requantize(&mut self, acc: i64, b: i64) -> i64 {
-        self.wrap((acc >> self.main.frac) + b)
+        self.wrap((acc >> self.main.scale) + b)
     }
 
     /// `lin(W, x, b)_i = wrap((Σ_j W_ij x_j) ≫ F + b_i)` for W of `b.len()` × x.len().
@@ -92,7 +92,7 @@ impl<A: SmoothActivations> Arith<'_, A> {
     /// `act(kind, x)` in the main format: rescale, saturate, apply, saturate, shift back.
     pub fn activation(&mut self, kind: ActKind, x: i64, af: ActFormat) -> i64 {
         let main = self.main;
-        let xa = x >> (main.frac - af.input.frac);
+        let xa = x >> (main.scale - af.input.scale);
         let xs = af.input.clamp(xa);
         self.counters.saturated_activations += (xs != xa) as u64;
         let y = match kind {
@@ -102,7 +102,7 @@ impl<A: SmoothActivations> Arith<'_, A> {
         };
         let ys = af.output.clamp(y);
         self.counters.saturated_activations += (ys != y) as u64;
-        ys << (main.frac - af.output.frac)
+        ys << (main.scale - af.output.scale)
     }
 
     /// One GRU step (docs/model-format.md, fixed-point rule 6) from the input projection `gi`
@@ -117,7 +117,7 @@ impl<A: SmoothActivations> Arith<'_, A> {
         h: &[i64],
     ) -> Vec<i64> {
         let hd = h.len();
-        let f = self.main.frac;
+        let f = self.main.scale;
         let gh = self.linear(w_hh, b_hh, h);
         let (sf, cf) = (fp.sigmoid_format(), fp.candidate_format());
         let cand = match candidate {

@@ -225,7 +225,7 @@ fn run_client<C: Channel>(ch: &mut C, c: &ChocoClient, x: &[i64]) -> Result<Choc
                 // wrap((ΣWx ≫ F) + b).
                 let y = acc
                     .iter()
-                    .map(|a| fp.main.wrap((a >> fp.main.frac) as i64))
+                    .map(|a| fp.main.wrap((a >> fp.main.scale) as i64))
                     .collect();
                 cost.plain_s += t.elapsed().as_secs_f64();
                 outs.push(y);
@@ -261,12 +261,10 @@ fn clear_layer(
         }),
         LayerKind::AvgPool2d { kernel, stride } => {
             // The public weight quantize(1 / (kh·kw)), as the reference quantises it.
-            let q = main
-                .quantize((1.0f32 / (kernel[0] * kernel[1]) as f32) as f64)
-                .0;
+            let q = main.quantize((1.0f32 / (kernel[0] * kernel[1]) as f32) as f64);
             pool(l, *kernel, *stride, x, |w| w.iter().sum())
                 .into_iter()
-                .map(|s| main.wrap((s * q) >> main.frac))
+                .map(|s| main.wrap((s * q) >> main.scale))
                 .collect()
         }
         LayerKind::Add { other } => {

@@ -67,7 +67,7 @@ impl Schedule {
             });
         }
         // The bound is per output: a convolution's fan-in is c·kh·kw, not its image size.
-        let bound = accumulator_bound(max_fan_in, fp.main.bits, fp.main.frac);
+        let bound = accumulator_bound(max_fan_in, fp.main.bits, fp.main.scale);
         let rns = RnsParams::for_packing(bound, packing)?;
         Ok(Schedule {
             stages,
@@ -187,7 +187,7 @@ pub(crate) fn session_id(config: &ModelConfig, s: &Schedule) -> [u8; 32] {
     h.update(b"secinfer-choco-v1");
     h.update(config.graph.to_json().to_string().as_bytes());
     h.update(s.fp.main.bits.to_le_bytes());
-    h.update(s.fp.main.frac.to_le_bytes());
+    h.update(s.fp.main.scale.to_le_bytes());
     h.update(s.packing.name().as_bytes());
     for t in s.rns.primes() {
         h.update(t.to_le_bytes());

@@ -65,7 +65,7 @@ fn quantize(model: &Model, layer: &str, suffix: &str) -> Result<Vec<i64>> {
         .get(layer, suffix)?
         .data
         .iter()
-        .map(|v| main.quantize(*v as f64).0)
+        .map(|v| main.quantize(*v as f64))
         .collect())
 }
 
@@ -74,7 +74,7 @@ impl ChocoServer {
     pub fn new(model: &Model, packing: Packing) -> Result<ChocoServer> {
         let config = model.config.clone();
         let schedule = Schedule::new(&config, packing)?;
-        let frac = schedule.fp.main.frac;
+        let frac = schedule.fp.main.scale;
         let mut linear = Vec::new();
         let mut pt_bytes = 0usize;
         for st in &schedule.stages {

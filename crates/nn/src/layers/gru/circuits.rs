@@ -10,126 +10,38 @@
 //! it sign-extended), but the circuit only needs h mod 2^L: it takes L bits of each share.
 use crate::model::{ActFormat, FixedPointConfig};
 use crate::reference::SmoothActivations;
-use secinfer_gc::activation::{self, eval_plain, ActSpec, Fixed, Func};
-use secinfer_gc::backend::{and, not, xor, Bit, Word};
-use secinfer_gc::gadgets::{
-    add, add_cin, add_full, argmax, constant_word, mux_word, relu, saturate, sext,
+use secinfer_gc::activation::{self, eval_plain, ActSpec, Func};
+use secinfer_gc::backend::{xor, Bit, Word};
+use secinfer_gc::gadgets::cache::{truth_table, ActEntry};
+use secinfer_gc::gadgets::fixed::{
+    add_truncate, carry_from_leaves, rescale_saturate, rescale_up, smooth_activation,
 };
+use secinfer_gc::gadgets::topk::top_k_indices;
+use secinfer_gc::gadgets::{add, add_cin, add_full, relu, saturate, sext};
 use secinfer_gc::{Builder, Circuit};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 /// Width of the shares the HE layer produces and the step circuit outputs.
 pub const SHARE_BITS: usize = 32;
 
 type W = Word<u32>;
 
-fn fixed(f: crate::model::Format) -> Fixed {
-    // Every format reaching the circuits passed `model::parse_format` (2 ≤ bits ≤ 24,
-    // frac < bits), inside the ranges the gc crate's validated format checks.
-    Fixed::new(f.bits, f.frac).expect("model formats are validated at load")
-}
-
-type Key = (Func, u32, u32, u32, u32);
-
-type Entry = (Arc<Circuit>, i64, i64);
-
 /// The activation circuits a model's layouts, step circuits and reference are built from, each
-/// with the range of its outputs: building one and evaluating it at every input (2^20 inputs
-/// for a 20-bit format) is done once per cache. Owned by the model that uses it
-/// ([`ServerModel`](super::ServerModel), [`ClientModel`](super::ClientModel),
-/// [`CircuitActivations`]); shareable between threads.
-#[derive(Default)]
-pub struct CircuitCache {
-    entries: Mutex<HashMap<Key, Entry>>,
-    /// Log-probability circuits by (classes, logit bits, fractional bits): a language model's
-    /// is millions of gates, built once and then shared by every session that asks for it.
-    logprob: Mutex<HashMap<(usize, u32, u32), Arc<Circuit>>>,
+/// with the range of its outputs, and its log-probability circuit: gc's per-model cache, owned
+/// by the model that uses it ([`ServerModel`](super::ServerModel),
+/// [`ClientModel`](super::ClientModel), [`CircuitActivations`]).
+pub use secinfer_gc::gadgets::cache::CircuitCache;
+
+/// `cache`'s circuit for `func` in the activation formats `af`, with its output range.
+fn act(cache: &CircuitCache, func: Func, af: ActFormat) -> ActEntry {
+    cache.activation(func, af.input, af.output)
 }
 
-impl CircuitCache {
-    /// A cache that already holds the activation circuits of a model's step layout
-    /// ([`StepLayout::for_step`]): a model builds them when it is prepared, not inside its
-    /// first session (2^20 evaluations each for a 20-bit format).
-    pub fn for_model(fp: &FixedPointConfig, tanh_candidate: bool) -> CircuitCache {
-        let cache = CircuitCache::default();
-        StepLayout::for_step(fp, tanh_candidate, &cache);
-        cache
-    }
-
-    /// The gc crate's stand-alone circuit for `func` from `af.input` to `af.output`, and the
-    /// smallest and largest values it outputs over all inputs.
-    fn act(&self, func: Func, af: ActFormat) -> Entry {
-        let key = (
-            func,
-            af.input.bits,
-            af.input.frac,
-            af.output.bits,
-            af.output.frac,
-        );
-        // A poisoned lock only costs the cache: the entry is rebuilt.
-        if let Some(c) = self.entries.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return c;
-        }
-        let spec = ActSpec::simple(func, fixed(af.input), fixed(af.output));
-        let c = spec.circuit();
-        // Smallest and largest output over every input.
-        let ob = af.output.bits;
-        let (mut min, mut max) = (i64::MAX, i64::MIN);
-        for v in outputs_at_every_input(&c, af.input.bits as usize) {
-            let y = spec.output.decode(v & ((1u64 << ob) - 1));
-            min = min.min(y);
-            max = max.max(y);
-        }
-        let e = (Arc::new(c), min, max);
-        if let Ok(mut m) = self.entries.lock() {
-            m.insert(key, e.clone());
-        }
-        e
-    }
-
-    /// The cached circuit under `key`, or `build()`'s, kept for the next caller.
-    pub(super) fn logprob_circuit(
-        &self,
-        key: (usize, u32, u32),
-        build: impl FnOnce() -> Circuit,
-    ) -> Arc<Circuit> {
-        if let Some(c) = self.logprob.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return c;
-        }
-        let c = Arc::new(build());
-        if let Ok(mut m) = self.logprob.lock() {
-            m.insert(key, c.clone());
-        }
-        c
-    }
-}
-
-/// A circuit's output word (output j = bit j) at every input 0 .. 2^nb (input i = bit i of
-/// the index), evaluated bit-sliced, 64 inputs per evaluation.
-fn outputs_at_every_input(c: &Circuit, nb: usize) -> Vec<u64> {
-    let total = 1u64 << nb;
-    let mut out = Vec::with_capacity(total as usize);
-    let mut base = 0u64;
-    while base < total {
-        let ins: Vec<u64> = (0..nb)
-            .map(|i| {
-                (0..64u64)
-                    .filter(|l| base + l < total && ((base + l) >> i) & 1 == 1)
-                    .fold(0u64, |a, l| a | (1 << l))
-            })
-            .collect();
-        let outs = c.eval_sliced(&ins);
-        for l in 0..64u64.min(total - base) {
-            out.push(
-                outs.iter()
-                    .enumerate()
-                    .fold(0u64, |a, (j, w)| a | (((w >> l) & 1) << j)),
-            );
-        }
-        base += 64;
-    }
-    out
+/// A model's step layout builds its activation circuits when the model is prepared, not inside
+/// its first session (2^20 evaluations each for a 20-bit format).
+pub fn cache_for_model(fp: &FixedPointConfig, tanh_candidate: bool) -> CircuitCache {
+    let cache = CircuitCache::default();
+    StepLayout::for_step(fp, tanh_candidate, &cache);
+    cache
 }
 
 /// The activations the garbled circuits compute: the gc crate's fitted sigmoid/tanh circuits
@@ -142,12 +54,8 @@ pub struct CircuitActivations {
 
 impl CircuitActivations {
     fn eval(&self, func: Func, x: i64, f: ActFormat) -> i64 {
-        let c = self.cache.act(func, f).0;
-        eval_plain(
-            &c,
-            &ActSpec::simple(func, fixed(f.input), fixed(f.output)),
-            x,
-        )
+        let c = act(&self.cache, func, f).0;
+        eval_plain(&c, &ActSpec::simple(func, f.input, f.output), x)
     }
 }
 
@@ -232,7 +140,7 @@ pub struct StepLayout {
 impl StepLayout {
     pub fn new(fp: &FixedPointConfig, cache: &CircuitCache) -> Self {
         let sf = fp.sigmoid_format();
-        let (_, sig_min, sig_max) = cache.act(Func::Sigmoid, sf);
+        let (_, sig_min, sig_max) = act(cache, Func::Sigmoid, sf);
         // Bits the gate value can occupy: all of them, or (never negative) only up to its maximum.
         let (gb, g_signed) = if sig_min >= 0 {
             let k = 64 - (sig_max.max(1) as u64).leading_zeros() as usize;
@@ -241,10 +149,10 @@ impl StepLayout {
             (sf.output.bits as usize, true)
         };
         StepLayout {
-            acc: (fp.main.bits + fp.main.frac) as usize,
+            acc: (fp.main.bits + fp.main.scale) as usize,
             l: fp.main.bits as usize,
-            f: fp.main.frac as usize,
-            pw: (sf.output.frac + fp.main.bits) as usize,
+            f: fp.main.scale as usize,
+            pw: (sf.output.scale + fp.main.bits) as usize,
             gb,
             g_signed,
             bo: fp.candidate_format().output.bits as usize,
@@ -268,22 +176,22 @@ impl StepLayout {
         let mut lay = Self::new(fp, cache);
         let sf = fp.sigmoid_format();
         let cf = fp.candidate_format();
-        let (_, z_min, z_max) = cache.act(Func::Sigmoid, sf);
+        let (_, z_min, z_max) = act(cache, Func::Sigmoid, sf);
         let (y_min, y_max) = if tanh_candidate {
-            let (_, lo, hi) = cache.act(Func::Tanh, cf);
+            let (_, lo, hi) = act(cache, Func::Tanh, cf);
             (lo, hi)
         } else {
             // relu then saturate to bo bits: [0, 2^(bo−1) − 1]
             (0, (1i64 << (cf.output.bits - 1)) - 1)
         };
-        let shift = fp.main.frac.saturating_sub(cf.output.frac);
+        let shift = fp.main.scale.saturating_sub(cf.output.scale);
         let lo = (y_min << shift).min(0);
         let hi = (y_max << shift).max(0);
         let span = (hi - lo) as u64;
         let hw = 65 - span.leading_zeros() as usize;
         if z_min >= 0
-            && z_max <= 1i64 << sf.output.frac
-            && fp.main.frac >= cf.output.frac
+            && z_max <= 1i64 << sf.output.scale
+            && fp.main.scale >= cf.output.scale
             && hw <= lay.l
         {
             lay.hw = hw;
@@ -397,7 +305,7 @@ impl StepLayout {
     /// The weights ν_k of the candidate output's bits in n = sext(y)·2^(F − fo_c) mod 2^PW, as
     /// circuit C reads n (`to_main`): 2^(k + shift), the top bit −2^(bo − 1 + shift).
     pub fn candidate_weights(&self, fp: &FixedPointConfig) -> Vec<u64> {
-        let shift = fp.main.frac - fp.candidate_format().output.frac;
+        let shift = fp.main.scale - fp.candidate_format().output.scale;
         // PW = fo + L ≤ 32: the shares' ring.
         let pm = (1u64 << self.pw) - 1;
         (0..self.bo)
@@ -422,21 +330,13 @@ pub const GHN_BITS: usize = 3;
 /// [s + c ≥ 2^F] = [s' < c], is lt_hi ⊕ (eq_hi ∧ lt_lo). The input projections' carries are
 /// then made additive shares before step 1 (cryptogru::carry_shares); the hidden projections'
 /// enter circuit A as these three bits ([`StepLayout::gh_leaves`]).
-pub const LEAF_BITS: usize = 3;
-
-/// The carry from the leaf bits of both parties: lt_hi ⊕ (eq_hi ∧ lt_lo).
-fn leaf_carry(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>]) -> Bit<u32> {
-    let [lt_hi, eq_hi, lt_lo]: [Bit<u32>; LEAF_BITS] =
-        std::array::from_fn(|k| xor(b, &g[k], &e[k]));
-    let t = and(b, &eq_hi, &lt_lo);
-    xor(b, &lt_hi, &t)
-}
+pub use secinfer_gc::gadgets::fixed::LEAF_BITS;
 
 /// The carry out of gh's low F bits from each party's part after the high L bits: its low F
 /// bits (an F-bit carry chain) or its leaf bits (one AND).
 fn gh_carry(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], lay: &StepLayout) -> Bit<u32> {
     if lay.gh_leaves() {
-        leaf_carry(b, g, e)
+        carry_from_leaves(b, g, e)
     } else {
         add_full(b, g, e, Bit::Const(false)).1
     }
@@ -455,16 +355,14 @@ pub fn sigmoid_table(fp: &FixedPointConfig, lay: &StepLayout) -> Option<Vec<u64>
     let nb = lay.lut?;
     let sf = fp.sigmoid_format();
     let c = Circuit::build(nb, |b, x| {
-        let y = activation::sigmoid(b, x, fixed(sf.input), fixed(sf.output));
+        let y = activation::sigmoid(b, x, sf.input, sf.output);
         sext(&y, sf.output.bits as usize)[..lay.gb].to_vec()
     });
-    Some(outputs_at_every_input(&c, nb))
+    Some(truth_table(&c, nb))
 }
 
 /// Appends the low `w` bits of `v`, least significant first.
-pub fn put(out: &mut Vec<bool>, v: u64, w: usize) {
-    out.extend((0..w).map(|i| (v >> i) & 1 == 1));
-}
+pub use secinfer_ss::blocks::pooled::push_bits as put;
 
 /// wrap(gi ≫ F + gh ≫ F) from each party's [hi (L), lo_h (F) or gh's leaf bits (3)].
 fn gate_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], lay: &StepLayout) -> W {
@@ -483,32 +381,17 @@ fn split_sum(b: &mut Builder, g: &[Bit<u32>], e: &[Bit<u32>], l: usize, f2: usiz
 
 /// (s + c) mod 2^A, then bits F..F+L−1: `wrap((Σ) ≫ F)` of the reference.
 pub(super) fn trunc_acc(b: &mut Builder, s: &[Bit<u32>], c: &[Bit<u32>], f: usize, l: usize) -> W {
-    let sum = add(b, s, c);
-    sum[f..f + l].to_vec()
+    add_truncate(b, s, c, f, l)
 }
 
 /// Rescale to the activation input format (floor shift: dropped wires) and saturate.
-fn act_input(b: &mut Builder, x: &[Bit<u32>], main_frac: u32, af: ActFormat) -> W {
-    let xa = x[(main_frac - af.input.frac) as usize..].to_vec();
-    saturate(b, &xa, af.input.bits as usize)
+fn act_input(b: &mut Builder, x: &[Bit<u32>], main_scale: u32, af: ActFormat) -> W {
+    rescale_saturate(b, x, main_scale, af.input)
 }
 
 /// A smooth activation's output word (bo bits, signed) for main-format input x.
-fn smooth(b: &mut Builder, func: Func, x: &[Bit<u32>], main_frac: u32, af: ActFormat) -> W {
-    let xs = act_input(b, x, main_frac, af);
-    let y = if func == Func::Tanh {
-        activation::tanh(b, &xs, fixed(af.input), fixed(af.output))
-    } else {
-        activation::sigmoid(b, &xs, fixed(af.input), fixed(af.output))
-    };
-    sext(&y, af.output.bits as usize)
-}
-
-/// y (bo bits) ≪ (F − fo), as an L-bit main-format word.
-fn to_main(y: &[Bit<u32>], main_frac: u32, af: ActFormat, l: usize) -> W {
-    let mut v: W = constant_word(0, (main_frac - af.output.frac) as usize);
-    v.extend(y.iter().cloned());
-    sext(&v, l)
+fn smooth(b: &mut Builder, func: Func, x: &[Bit<u32>], main_scale: u32, af: ActFormat) -> W {
+    smooth_activation(b, func, x, main_scale, af.input, af.output)
 }
 
 /// The three step circuits (one copy per hidden unit each), see [`StepLayout`].
@@ -554,7 +437,7 @@ pub fn step_circuits_with(
         lay.lut = None;
     }
     let (l, pw, gb, bo, hw) = (lay.l, lay.pw, lay.gb, lay.bo, lay.hw);
-    let mf = fp.main.frac;
+    let mf = fp.main.scale;
     let sf = fp.sigmoid_format();
     let cf = fp.candidate_format();
     let p = lay.gate_parts();
@@ -610,7 +493,7 @@ pub fn step_circuits_with(
         let fo = pw - l;
         let zd = add(b, &g[..qw], &e[..qw])[fo..fo + hw].to_vec();
         let y = xor_word(b, &g[qw..qw + bo], &e[qw..qw + bo]);
-        let n = to_main(&y, mf, cf, l);
+        let n = rescale_up(&y, cf.output.scale, mf, l);
         // h' = wrap(n + wrap((z ⊙ wrap(h − n)) ≫ F)), in hw bits
         add(b, &n[..hw], &zd)
     });
@@ -635,7 +518,7 @@ pub fn final_circuit(
 ) -> Circuit {
     let lay = StepLayout::new(fp, cache);
     let (a, l) = (lay.acc, lay.l);
-    let f = fp.main.frac as usize;
+    let f = fp.main.scale as usize;
     Circuit::build(2 * classes * a, |b, ins| {
         let (g, e) = ins.split_at(classes * a);
         let logits: Vec<W> = (0..classes)
@@ -649,40 +532,6 @@ pub fn final_circuit(
     })
 }
 
-/// The indices of the k largest signed words, largest first, the lowest index first among
-/// equals: k tournaments (gc's `argmax`), each after the previous winner's value is replaced by
-/// one below every input. The words are sign-extended by one bit so that this "taken" value,
-/// −2^L, is strictly below any L-bit input and a taken index never wins again. Per round:
-/// the tournament, an equality test of the winner's index against each constant index
-/// (⌈log2 n⌉ − 1 ANDs) and a multiplexer per word.
-fn top_k_indices(b: &mut Builder, xs: &[W], k: usize) -> Vec<W> {
-    let w = xs.first().map_or(0, Vec::len) + 1;
-    let taken = constant_word(1 << (w - 1), w);
-    let mut cur: Vec<W> = xs.iter().map(|x| sext(x, w)).collect();
-    let mut out = Vec::with_capacity(k);
-    for round in 0..k {
-        let (idx, _) = argmax(b, &cur);
-        if round + 1 < k {
-            for (j, v) in cur.iter_mut().enumerate() {
-                let hit = eq_const(b, &idx, j as u64);
-                *v = mux_word(b, &hit, v, &taken);
-            }
-        }
-        out.push(idx);
-    }
-    out
-}
-
-/// Whether the word x equals the constant c (x as wide as c needs).
-fn eq_const(b: &mut Builder, x: &[Bit<u32>], c: u64) -> Bit<u32> {
-    let mut acc = Bit::Const(true);
-    for (i, xi) in x.iter().enumerate() {
-        let lit = if (c >> i) & 1 == 1 { *xi } else { not(b, xi) };
-        acc = and(b, &acc, &lit);
-    }
-    acc
-}
-
 /// Bits of the argmax index the final circuit outputs.
 pub fn index_bits(classes: usize) -> usize {
     secinfer_gc::gadgets::bit_len(classes.saturating_sub(1) as u64).max(1)
@@ -691,18 +540,19 @@ pub fn index_bits(classes: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::format::const_format;
     use crate::model::Format;
 
     fn fx8(input: Format) -> FixedPointConfig {
         FixedPointConfig {
-            main: Format { bits: 20, frac: 12 },
+            main: const_format(20, 12),
             sigmoid: Some(ActFormat {
                 input,
-                output: Format { bits: 8, frac: 7 },
+                output: const_format(8, 7),
             }),
             candidate: Some(ActFormat {
-                input: Format { bits: 8, frac: 4 },
-                output: Format { bits: 8, frac: 4 },
+                input: const_format(8, 4),
+                output: const_format(8, 4),
             }),
         }
     }
@@ -712,7 +562,7 @@ mod tests {
     /// a 9-bit sigmoid input gets no table (the gates stay in the circuit).
     #[test]
     fn sigmoid_table_is_the_reference_sigmoid() {
-        for input in [Format { bits: 8, frac: 4 }, Format { bits: 6, frac: 3 }] {
+        for input in [const_format(8, 4), const_format(6, 3)] {
             let fp = fx8(input);
             let lay = StepLayout::for_step(&fp, false, &CircuitCache::default());
             assert_eq!(lay.lut, Some(input.bits as usize));
@@ -726,38 +576,16 @@ mod tests {
                 assert_eq!(t, want, "input {v}");
             }
         }
-        let fp = fx8(Format { bits: 9, frac: 4 });
+        let fp = fx8(const_format(9, 4));
         let lay = StepLayout::for_step(&fp, false, &CircuitCache::default());
         assert_eq!(lay.lut, None);
         assert!(sigmoid_table(&fp, &lay).is_none());
     }
 
-    /// A cache builds an activation circuit once per formats and hands that one out again, with
-    /// the range of its outputs; another cache (another model's) builds its own, equal one.
-    #[test]
-    fn circuit_cache_builds_each_circuit_once_per_model() {
-        let sf = fx8(Format { bits: 8, frac: 4 }).sigmoid_format();
-        let (a, b) = (CircuitCache::default(), CircuitCache::default());
-        let (c1, lo1, hi1) = a.act(Func::Sigmoid, sf);
-        let (c2, lo2, hi2) = a.act(Func::Sigmoid, sf);
-        assert!(Arc::ptr_eq(&c1, &c2));
-        assert_eq!((lo1, hi1), (lo2, hi2));
-        let (c3, lo3, hi3) = b.act(Func::Sigmoid, sf);
-        assert!(!Arc::ptr_eq(&c1, &c3));
-        assert_eq!((c1.and_count(), lo1, hi1), (c3.and_count(), lo3, hi3));
-        // σ in [0, 1] at 7 fraction bits.
-        assert!(
-            lo1 >= 0 && lo1 < hi1 && hi1 <= 1 << sf.output.frac,
-            "{lo1} {hi1}"
-        );
-        let (t, ..) = a.act(Func::Tanh, sf);
-        assert!(!Arc::ptr_eq(&c1, &t));
-    }
-
     #[test]
     #[ignore = "prints the per-circuit AND counts"]
     fn print_and_counts() {
-        let fp = fx8(Format { bits: 8, frac: 4 });
+        let fp = fx8(const_format(8, 4));
         let s = step_circuits(&fp, false, &CircuitCache::default());
         eprintln!(
             "A {} B {} C {} lay {:?}",

@@ -1,6 +1,5 @@
 //! The client's side of CryptoGRU's secure session: it holds the HE secret key, evaluates the
 //! garbled circuits and learns the class (or the logits).
-use super::b2a::b2a_client;
 use super::bits::*;
 use super::circuits::{
     index_bits, put, step_circuits_with, StepCircuits, StepLayout, GHN_BITS, LEAF_BITS, SHARE_BITS,
@@ -22,6 +21,7 @@ use secinfer_net::{Channel, Phase};
 use secinfer_ot::{
     packed_len, Block, PendingEarlyRecv, PendingOtSend, PooledOtReceiver, PooledOtSender, Prg,
 };
+use secinfer_ss::blocks::pooled::b2a_receiver;
 
 /// The client's per-element, per-step masks (secret; no `Debug`).
 /// Its circuit inputs in place of its online shares: π_P, π_Q (PW bits) for the products,
@@ -399,20 +399,20 @@ fn client_offline<C: Channel>(
     // after the label COTs, which the server's garbling waits for.
     let n_carries = steps * h * CARRIES;
     let input_keys = InputCarryKeys {
-        leaf: LeafKeys::client(&mut mux_s, ch, &lay, n_carries)?,
-        carry: CarryKeys::client(&mut mux_s, ch, n_carries)?,
+        leaf: LeafKeys::holder(&mut mux_s, ch, lay.carries(), n_carries)?,
+        carry: CarryKeys::holder(&mut mux_s, ch, n_carries)?,
     };
     // The gate tables' OTs (cryptogru::gate_luts) follow the labels' COTs in the server →
     // client pool.
     let lut_keys = match lay.lut {
-        Some(nb) => Some(LutKeys::client(&mut otr, ch, nb, 2 * h * steps)?),
+        Some(nb) => Some(LutKeys::reader(&mut otr, ch, nb, 2 * h * steps)?),
         None => None,
     };
     // The hidden projections' leaves, one set per step (`StepLayout::gh_leaves`).
     let gh_keys: Vec<LeafKeys> = if lay.gh_leaves() {
         (0..steps)
-            .map(|_| LeafKeys::client(&mut mux_s, ch, &lay, 3 * h))
-            .collect::<Result<_>>()?
+            .map(|_| LeafKeys::holder(&mut mux_s, ch, lay.carries(), 3 * h))
+            .collect::<secinfer_ss::Result<_>>()?
     } else {
         Vec::new()
     };
@@ -534,7 +534,7 @@ fn label_choices(lay: &StepLayout, h: usize, he: &HeShares, masks: &[Vec<ElemMas
         }
     }
     for v in &he.cfc {
-        bits_of(&mut choices, neg(*v) & amask, lay.acc);
+        put(&mut choices, neg(*v) & amask, lay.acc);
     }
     choices
 }
@@ -581,7 +581,7 @@ fn client_inputs<C: Channel>(
             v.extend(mk.iter().map(|m| m.v[g]));
         }
     }
-    let tables = leaf_tables(&lay, &keys.leaf, &c_lo, &tau, &d)?;
+    let tables = leaf_tables(lay.carries(), &keys.leaf, &c_lo, &tau, &d)?;
     drop(keys.leaf);
     ch.send_pod(&tables).map_err(NnError::from)?;
     ch.flush().map_err(NnError::from)?;
@@ -592,7 +592,7 @@ fn client_inputs<C: Channel>(
             .map_err(NnError::from)?,
         n_carries * LEAF_BITS,
     );
-    let tables = carry_tables(&lay, &keys.carry, &tau, &v, &d)?;
+    let tables = carry_tables(lay.carries(), &keys.carry, &tau, &v, &d)?;
     drop(keys.carry);
     ch.send_pod(&tables).map_err(NnError::from)?;
     ch.flush().map_err(NnError::from)?;
@@ -672,8 +672,14 @@ fn client_gh_leaves<C: Channel>(
     let tau: Vec<[bool; LEAF_BITS]> = (0..3)
         .flat_map(|g| st.masks[t].iter().map(move |m| m.tau_h[g]))
         .collect();
-    ch.send_pod(&leaf_tables(&lay, &st.gh_keys[t], &c_lo, &tau, &d)?)
-        .map_err(NnError::from)?;
+    ch.send_pod(&leaf_tables(
+        lay.carries(),
+        &st.gh_keys[t],
+        &c_lo,
+        &tau,
+        &d,
+    )?)
+    .map_err(NnError::from)?;
     ch.flush().map_err(NnError::from)?;
     meter.mux(ch);
     Ok(())
@@ -867,7 +873,7 @@ fn client_h<C: Channel>(
         .otr
         .recv_correlated_early(ch, h * lay.hw, SHARE_BITS as u32)
         .map_err(NnError::from)?;
-    let hc = b2a_client(
+    let hc = b2a_receiver(
         &st.otr.finish_early(ch, hp, &out).map_err(NnError::from)?,
         lay.hw,
         SHARE_BITS,

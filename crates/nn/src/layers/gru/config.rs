@@ -3,7 +3,8 @@
 //! (with a hash of the architecture, so both roles run the same circuits and products).
 use super::model::{ClientModel, ServerModel};
 use crate::error::{NnError, Result};
-use crate::model::{ActFormat, Candidate, FixedPointConfig, Format, ModelConfig};
+use crate::model::format::const_format;
+use crate::model::{ActFormat, Candidate, FixedPointConfig, ModelConfig};
 use secinfer_gc::garble::Scheme;
 use secinfer_he::kernels::coeff;
 use secinfer_net::Channel;
@@ -74,17 +75,17 @@ pub fn fp_for_variant(config: &ModelConfig, v: Variant) -> Result<FixedPointConf
     if let Some((_, fp)) = config.variants.iter().find(|(n, _)| n == name) {
         return check_fp(*fp);
     }
-    let main = Format { bits: 20, frac: 12 };
+    let main = const_format(20, 12);
     let fp = match v {
         Variant::Cg2 => FixedPointConfig {
             main,
             sigmoid: Some(ActFormat {
-                input: Format { bits: 8, frac: 4 },
-                output: Format { bits: 8, frac: 7 },
+                input: const_format(8, 4),
+                output: const_format(8, 7),
             }),
             candidate: Some(ActFormat {
-                input: Format { bits: 8, frac: 4 },
-                output: Format { bits: 8, frac: 4 },
+                input: const_format(8, 4),
+                output: const_format(8, 4),
             }),
         },
         _ => FixedPointConfig {
@@ -98,18 +99,18 @@ pub fn fp_for_variant(config: &ModelConfig, v: Variant) -> Result<FixedPointConf
 
 fn check_fp(fp: FixedPointConfig) -> Result<FixedPointConfig> {
     // The carry leaves split F into two digits of 1 to 8 bits (1-of-2^m OTs, m ≤ 8).
-    if !(2..=16).contains(&fp.main.frac) {
+    if !(2..=16).contains(&fp.main.scale) {
         return Err(NnError::Input(format!(
             "main format ({}, {}): the secure GRU needs 2 to 16 fraction bits",
-            fp.main.bits, fp.main.frac
+            fp.main.bits, fp.main.scale
         )));
     }
-    if fp.main.bits + fp.main.frac > coeff::T_BITS {
+    if fp.main.bits + fp.main.scale > coeff::T_BITS {
         return Err(NnError::Input(format!(
             "main format ({}, {}) needs a 2^{} ring; the secure GRU runs over 2^32",
             fp.main.bits,
-            fp.main.frac,
-            fp.main.bits + fp.main.frac
+            fp.main.scale,
+            fp.main.bits + fp.main.scale
         )));
     }
     Ok(fp)

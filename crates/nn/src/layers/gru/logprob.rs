@@ -92,7 +92,7 @@ fn d_sat_bits(l: usize, f: usize) -> usize {
 pub fn logprob_circuit(fp: &FixedPointConfig, classes: usize, cache: &CircuitCache) -> Circuit {
     let lay = StepLayout::new(fp, cache);
     let (a, l) = (lay.acc, lay.l);
-    let f = fp.main.frac as usize;
+    let f = fp.main.scale as usize;
     let ib = index_bits(classes);
     Circuit::build(2 * classes * a + ib, |b, ins| {
         let (g, rest) = ins.split_at(classes * a);
@@ -116,8 +116,11 @@ pub(super) fn session_final(
     cache: &CircuitCache,
 ) -> (Arc<Circuit>, usize) {
     if log_prob {
-        let key = (classes, fp.main.bits, fp.main.frac);
-        let c = cache.logprob_circuit(key, || logprob_circuit(fp, classes, cache));
+        let key = (
+            "logprob",
+            vec![classes as u64, fp.main.bits.into(), fp.main.scale.into()],
+        );
+        let c = cache.get_or_build(key, || logprob_circuit(fp, classes, cache));
         (c, index_bits(classes))
     } else {
         let c = super::circuits::final_circuit(fp, classes, reveal_logits, top_k, cache);

@@ -10,7 +10,7 @@
 //!   direction);
 //! * offline (Delphi-style, cryptogru::offline): HE products on the client's uniform masks ρ_x,
 //!   ρ_h; pool fills; COTs of every client circuit input (all known now) whose m0 are the zero
-//!   labels; the random OTs of the lookup tables ([`tables`]);
+//!   labels; the random OTs of the lookup tables ([`tables`], on `secinfer_ss::blocks::pooled`);
 //! * online: x − ρ_x for all t; per step A → product P → B → product Q → C → B2A of h', the
 //!   server learning m = h' + ρ_h; finally the garbled argmax (or the client's top-k: k
 //!   tournaments, each winner's logit replaced by one below every logit before the next). Each batch (circuit A, B or C for
@@ -20,11 +20,10 @@
 //!
 //! Online each step is six flights: pooled OTs are split into choices and answers so both
 //! directions share flights, and the products P = r·trunc(gh_n), Q = z·(h − n) ([`products`])
-//! and the B2A of h' ([`b2a`]) are decomposed into sender-first OTs whose correlations the server
-//! knows before the client's bits exist (docs/gru-protocol.md, "Online flights", which also has
+//! and the B2A of h' (`secinfer_ss::blocks::pooled::b2a`) are decomposed into sender-first OTs
+//! whose correlations the server knows before the client's bits exist (docs/gru-protocol.md, "Online flights", which also has
 //! the derivations). [`client`] and [`server`] hold the two roles, phase by phase and flight by
 //! flight, in the same order.
-mod b2a;
 mod bits;
 pub mod circuits;
 mod client;

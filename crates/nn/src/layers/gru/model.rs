@@ -1,7 +1,7 @@
 //! The prepared models of both roles: the server's weight plaintexts and step circuits, the
 //! client's public view (architecture, formats, embedding table), and random models for tests
 //! and benchmarks.
-use super::circuits::{step_circuits, CircuitCache, StepCircuits, StepLayout};
+use super::circuits::{cache_for_model, step_circuits, CircuitCache, StepCircuits, StepLayout};
 use super::config::{fp_for_variant, Variant, HE_PARAMS};
 use crate::error::{NnError, Result};
 use crate::model::{Architecture, Candidate, FixedPointConfig, ModelConfig};
@@ -110,7 +110,7 @@ pub struct ClientModel {
 
 impl ClientModel {
     /// The client's view of a model run as `variant` over `steps` tokens; builds the activation
-    /// circuits its step layout needs ([`CircuitCache::for_model`]) now, before any session.
+    /// circuits its step layout needs ([`cache_for_model`]) now, before any session.
     pub fn new(
         config: ModelConfig,
         embed_f32: &[f32],
@@ -119,10 +119,10 @@ impl ClientModel {
     ) -> Result<ClientModel> {
         let fp = fp_for_variant(&config, variant)?;
         let arch = config.gru()?.clone();
-        let circuits = CircuitCache::for_model(&fp, arch.activation == Candidate::Tanh);
+        let circuits = cache_for_model(&fp, arch.activation == Candidate::Tanh);
         let embed = embed_f32
             .iter()
-            .map(|&v| fp.main.quantize(v as f64).0)
+            .map(|&v| fp.main.quantize(v as f64))
             .collect();
         Ok(ClientModel {
             config,

@@ -2,13 +2,14 @@
 //! into sender-first OTs whose correlations the server knows before the client's bits exist,
 //! the client-sender cross terms, and the share corrections that re-base the client's products
 //! on its offline circuit inputs (docs/gru-protocol.md, "Online flights").
-use super::bits::{ring_mask, sum_chunks};
+use super::bits::ring_mask;
 use super::circuits::{StepLayout, GHN_BITS, LEAF_BITS};
 use super::tables::CARRIES;
 use crate::error::{NnError, Result};
 use secinfer_net::Channel;
 #[cfg(test)]
 use secinfer_ot::{PooledOtReceiver, PooledOtSender};
+use secinfer_ss::blocks::pooled;
 
 /// COTs a session draws from its pools: server-to-client (the client's circuit labels, then per
 /// step the sender-first OTs of P and Q, the B2A of h' and the gate tables' 1-of-2^b OTs) and
@@ -172,16 +173,13 @@ pub(super) fn mux_weights(lay: &StepLayout, v: &[u64]) -> Vec<u64> {
     w
 }
 
-/// This party's correlations (1 − 2c_i)·w_i as the OT sender.
+/// This party's correlations (1 − 2c_i)·w_i as the OT sender, mod 2^PW.
 pub(super) fn mux_deltas(lay: &StepLayout, w: &[u64], gbits: &[bool]) -> Vec<u64> {
-    let pm = ring_mask(lay.pw);
-    w.iter()
-        .zip(gbits)
-        .map(|(x, &c)| if c { x.wrapping_neg() & pm } else { *x })
-        .collect()
+    pooled::mux_deltas(w, gbits, lay.pw)
 }
 
-/// This party's product shares: c_i·w_i + (received cross term) − (its pad as sender).
+/// This party's product shares mod 2^PW, gb gate bits per product: c_i·w_i + (received cross
+/// term) − (its pad as sender).
 pub(super) fn mux_combine(
     lay: &StepLayout,
     w: &[u64],
@@ -189,23 +187,9 @@ pub(super) fn mux_combine(
     received: &[u64],
     pad: &[u64],
 ) -> Result<Vec<u64>> {
-    if gbits.len() != w.len() || received.len() != w.len() || pad.len() != w.len() {
-        return Err(NnError::Protocol("gate product: OT count".into()));
-    }
-    let terms: Vec<u64> = w
-        .iter()
-        .zip(gbits)
-        .zip(received.iter().zip(pad))
-        .map(|((x, &c), (y, p))| {
-            let cross = y.wrapping_sub(*p);
-            if c {
-                x.wrapping_add(cross)
-            } else {
-                cross
-            }
-        })
-        .collect();
-    Ok(sum_chunks(&terms, lay.gb, ring_mask(lay.pw)))
+    Ok(pooled::mux_combine(
+        w, gbits, received, pad, lay.gb, lay.pw,
+    )?)
 }
 
 /// The multiplexer as one sub-protocol (tests), in the session's flight order: the server's
@@ -330,7 +314,7 @@ pub(super) fn ideal_decomposed_product(
         .collect();
     let zero = vec![0u64; w.len()];
     cs = cs.wrapping_add(mux_combine(lay, w, cli_bits, &zero, &x).expect("mux")[0]);
-    ss = ss.wrapping_add(sum_chunks(&recv, lay.gb, pm)[0]);
+    ss = ss.wrapping_add(pooled::sum_chunks(&recv, lay.gb, pm)[0]);
     (cs & pm, ss & pm)
 }
 

@@ -1,6 +1,5 @@
 //! The server's side of CryptoGRU's secure session: it holds the model, answers the client's HE
 //! uploads with flooded shares and garbles every circuit online with its own inputs folded in.
-use super::b2a::{b2a_deltas, b2a_server};
 use super::bits::*;
 use super::circuits::{put, sigmoid_table, step_circuits_with, StepCircuits, GHN_BITS, SHARE_BITS};
 use super::config::*;
@@ -20,6 +19,7 @@ use secinfer_he::kernels::coeff::{self, plain_affine, server_product, Layout};
 use secinfer_he::{Plaintext, PublicKey, SeededCiphertext};
 use secinfer_net::{Channel, Phase};
 use secinfer_ot::{Block, PendingEarlySend, PendingOtRecv, PooledOtReceiver, PooledOtSender, Prg};
+use secinfer_ss::blocks::pooled::{b2a_deltas, b2a_sender};
 
 /// The server's side of one session, revealing what the client asks for (logits included):
 /// the entry point of in-process tests and benchmarks, where one party runs both sides. A served
@@ -223,8 +223,8 @@ fn server_offline<'a, C: Channel>(
     )?;
     let n_carries = steps * h * CARRIES;
     let input_keys = InputCarryKeys {
-        leaf: LeafKeys::server(&mut mux_r, ch, &lay, n_carries)?,
-        carry: CarryKeys::server(&mut mux_r, ch, n_carries)?,
+        leaf: LeafKeys::chooser(&mut mux_r, ch, lay.carries(), n_carries)?,
+        carry: CarryKeys::chooser(&mut mux_r, ch, n_carries)?,
     };
     let split = |lay: &Layout, from: usize, cts: usize, count: usize| -> Vec<Vec<u64>> {
         answers[from..from + cts]
@@ -255,14 +255,14 @@ fn server_offline<'a, C: Channel>(
     // The gate tables' OTs (cryptogru::gate_luts), after the labels' COTs in this pool.
     let gh_keys: Vec<LeafKeys> = if lay.gh_leaves() {
         (0..steps)
-            .map(|_| LeafKeys::server(&mut mux_r, ch, &lay, 3 * h))
-            .collect::<Result<_>>()?
+            .map(|_| LeafKeys::chooser(&mut mux_r, ch, lay.carries(), 3 * h))
+            .collect::<secinfer_ss::Result<_>>()?
     } else {
         Vec::new()
     };
     let lut = match lay.lut {
         Some(nb) => Some((
-            LutKeys::server(&mut ots, ch, nb, 2 * h * steps)?,
+            LutKeys::holder(&mut ots, ch, nb, 2 * h * steps)?,
             sigmoid_table(&m.fp, &lay)
                 .ok_or_else(|| NnError::Protocol("gate tables: no table".into()))?,
         )),
@@ -380,7 +380,7 @@ fn server_inputs<C: Channel>(
 ) -> Result<()> {
     let (e, h) = (m.q.arch.embed_dim, st.h);
     let lay = st.sc.lay;
-    let f = m.fp.main.frac;
+    let f = m.fp.main.scale;
     let masked: Vec<u32> = ch.recv_pod(m.steps * e).map_err(NnError::from)?;
     // W_ih x(t) + b = [W_ih (x − ρ_x) + b + S_x] + c_x
     st.gi = masked
@@ -403,13 +403,13 @@ fn server_inputs<C: Channel>(
         .iter()
         .flat_map(|x| x[..CARRIES * h].to_vec())
         .collect();
-    ch.send_pod(&pack_bits(&leaf_derand(&lay, &keys.leaf, &s_lo)?))
+    ch.send_pod(&pack_bits(&leaf_derand(lay.carries(), &keys.leaf, &s_lo)?))
         .map_err(NnError::from)?;
     ch.flush().map_err(NnError::from)?;
     let tables: Vec<u8> = ch
-        .recv_pod(leaf_table_bytes(&lay, n_carries))
+        .recv_pod(lay.carries().leaf_table_bytes(n_carries))
         .map_err(NnError::from)?;
-    let leaves = leaf_outputs(&lay, &keys.leaf, &s_lo, &tables)?;
+    let leaves = leaf_outputs(lay.carries(), &keys.leaf, &s_lo, &tables)?;
     drop(keys.leaf);
     // The carries as additive shares: this party's derandomisation of each 1-of-8 OT, then the
     // client's tables; this party's share is carry + v.
@@ -417,9 +417,9 @@ fn server_inputs<C: Channel>(
         .map_err(NnError::from)?;
     ch.flush().map_err(NnError::from)?;
     let tables: Vec<u8> = ch
-        .recv_pod(carry_table_bytes(&lay, n_carries))
+        .recv_pod(lay.carries().carry_table_bytes(n_carries))
         .map_err(NnError::from)?;
-    st.carries = carry_shares(&lay, &keys.carry, &leaves, &tables)?;
+    st.carries = carry_shares(lay.carries(), &keys.carry, &leaves, &tables)?;
     drop((leaves, keys.carry));
     meter.mux(ch);
     Ok(())
@@ -501,7 +501,7 @@ fn server_step<C: Channel>(
     meter: &mut Meter,
 ) -> Result<()> {
     // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
-    let mut gh = plain_affine(&m.q.w_hh, &st.mh, &m.q.b_hh, m.fp.main.frac);
+    let mut gh = plain_affine(&m.q.w_hh, &st.mh, &m.q.b_hh, m.fp.main.scale);
     if t > 0 {
         for (g, s) in gh.iter_mut().zip(&st.he.sh[t - 1]) {
             *g = g.wrapping_sub(*s) & RING;
@@ -550,13 +550,13 @@ fn server_gates<C: Channel>(
     // tables; carry j = gate·H + i.
     let gh_lv = match st.gh_keys.get(t) {
         Some(keys) => {
-            ch.send_pod(&pack_bits(&leaf_derand(&lay, keys, &gh[..3 * h])?))
+            ch.send_pod(&pack_bits(&leaf_derand(lay.carries(), keys, &gh[..3 * h])?))
                 .map_err(NnError::from)?;
             ch.flush().map_err(NnError::from)?;
             let tables: Vec<u8> = ch
-                .recv_pod(leaf_table_bytes(&lay, 3 * h))
+                .recv_pod(lay.carries().leaf_table_bytes(3 * h))
                 .map_err(NnError::from)?;
-            let lv = leaf_outputs(&lay, keys, &gh[..3 * h], &tables)?;
+            let lv = leaf_outputs(lay.carries(), keys, &gh[..3 * h], &tables)?;
             meter.mux(ch);
             Some(lv)
         }
@@ -745,7 +745,7 @@ fn server_h<C: Channel>(
         .map_err(NnError::from)?;
     ch.flush().map_err(NnError::from)?;
     let x_h = st.ots.finish_early(ch, hp).map_err(NnError::from)?;
-    let hs = b2a_server(&out, &x_h, hw, SHARE_BITS)?;
+    let hs = b2a_sender(&out, &x_h, hw, SHARE_BITS)?;
     let hc: Vec<u32> = ch.recv_pod(h).map_err(NnError::from)?;
     let mh = hs
         .iter()
@@ -764,7 +764,7 @@ fn server_final<C: Channel>(
     mut meter: Meter,
 ) -> Result<SessionReport> {
     let lay = st.sc.lay;
-    let ls: Vec<u64> = plain_affine(&m.q.w_fc, &st.mh, &m.q.b_fc, m.fp.main.frac)
+    let ls: Vec<u64> = plain_affine(&m.q.w_fc, &st.mh, &m.q.b_fc, m.fp.main.scale)
         .iter()
         .zip(&st.he.sfc)
         .map(|(p, s)| p.wrapping_sub(*s) & RING)
@@ -772,7 +772,7 @@ fn server_final<C: Channel>(
     let amask = (1u64 << lay.acc) - 1;
     let mut bits = Vec::with_capacity(ls.len() * lay.acc);
     for v in &ls {
-        bits_of(&mut bits, v & amask, lay.acc);
+        put(&mut bits, v & amask, lay.acc);
     }
     st.garbler.finish(ch, &st.fin, &bits)?;
     meter.gc(ch);

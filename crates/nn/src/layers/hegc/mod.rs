@@ -250,7 +250,7 @@ impl NetShape {
                         len: *output,
                         kind: OpKind::Linear(shape),
                     });
-                    pending = Some(main.frac);
+                    pending = Some(main.scale);
                 }
                 LayerKind::Conv2d { .. } => {
                     finish(&mut ops, &mut pending, i, in_len);
@@ -262,12 +262,12 @@ impl NetShape {
                         len: out_len,
                         kind: OpKind::Linear(LinearShape::Conv(g)),
                     });
-                    pending = Some(main.frac);
+                    pending = Some(main.scale);
                 }
                 LayerKind::AvgPool2d { kernel: k, stride } => {
                     finish(&mut ops, &mut pending, i, in_len);
                     let window = window(i, l, *k, *stride)?;
-                    let q = main.quantize((1.0 / (k[0] * k[1]) as f32) as f64).0;
+                    let q = main.quantize((1.0 / (k[0] * k[1]) as f32) as f64);
                     ops.push(Op {
                         layer: i,
                         last: i,
@@ -275,7 +275,7 @@ impl NetShape {
                         len: out_len,
                         kind: OpKind::AvgPool { window, q },
                     });
-                    pending = Some(main.frac);
+                    pending = Some(main.scale);
                 }
                 LayerKind::Add { other } => {
                     finish(&mut ops, &mut pending, i, in_len);
@@ -480,7 +480,7 @@ impl NetShape {
     /// see [0, 2^(bits−1)), half the signed worst case, and an image's pixels [0, 1].
     pub fn check_range(&self, q: &QuantizedGraph, p: u64) -> Result<()> {
         let half = ((p - 1) / 2) as i128;
-        let (f_lo, f_hi) = (self.main.lo() as i128, self.main.hi() as i128);
+        let (f_lo, f_hi) = (self.main.min_int() as i128, self.main.max_int() as i128);
         let mut cur = self
             .input_range
             .map_or((f_lo, f_hi), |(lo, hi)| (lo as i128, hi as i128));
@@ -504,7 +504,7 @@ impl NetShape {
                         )));
                     }
                     let (lo, hi) = (cur.0.min(0), cur.1.max(0));
-                    let one = 1i128 << self.main.frac;
+                    let one = 1i128 << self.main.scale;
                     w.chunks_exact(per)
                         .zip(b)
                         .map(|(row, bi)| {

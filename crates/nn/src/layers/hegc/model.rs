@@ -128,7 +128,7 @@ impl HegcServerModel {
             } else {
                 Encoded::PerImage
             };
-            let bias = b.iter().map(|v| embed(&(*v << shape.main.frac))).collect();
+            let bias = b.iter().map(|v| embed(&(*v << shape.main.scale))).collect();
             layers.push(Some(ServerLinear { plan, pts, w, bias }));
         }
         Ok(HegcServerModel {

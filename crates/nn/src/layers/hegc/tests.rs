@@ -332,8 +332,8 @@ fn the_input_range_bounds_the_first_layer_and_clamps_the_input() {
     assert!(e.to_string().contains("fc1"), "{e}");
     let (mut x, _) = samples.into_iter().next().unwrap();
     let main = model.config.fixed_point.main;
-    x[200] = main.hi();
-    x[300] = main.lo();
+    x[200] = main.max_int();
+    x[300] = main.min_int();
     let (c, rc, logits, rl) = run(&model, &x, MatVecMethod::Gala, true);
     assert_eq!(logits.as_deref(), Some(rl.as_slice()));
     assert_eq!(c, rc);
@@ -341,7 +341,7 @@ fn the_input_range_bounds_the_first_layer_and_clamps_the_input() {
     let outs = GraphReference::new(&q, ExactActivations)
         .run(Input::Fixed(&x))
         .unwrap();
-    assert_eq!(outs[0][200], 1 << main.frac);
+    assert_eq!(outs[0][200], 1 << main.scale);
     assert_eq!(outs[0][300], 0);
 }
 

@@ -152,7 +152,7 @@ pub(crate) fn online<C: Channel>(
     let (hid, l) = (sh.hidden, wd.acc_bits);
     let (ml, m16, mu) = (mask(l), mask(ACT_BITS), mask(UPDATE_BITS));
     let hf = sh.head;
-    let hb = hf.bits + hf.frac;
+    let hb = hf.bits + hf.scale;
     let rm = model.map(|p| RingModel {
         p,
         w: ring(&p.w, l),
@@ -263,7 +263,7 @@ pub(crate) fn online<C: Channel>(
             tr.h.push(h.clone());
         }
     }
-    // The head: W_d·h mod 2^(F.bits + F.frac), whose exact shift by F is (W_d·h) ≫ F mod
+    // The head: W_d·h mod 2^(F.bits + F.scale), whose exact shift by F is (W_d·h) ≫ F mod
     // 2^F.bits whatever the sum's size: the reference's wrap((W_d·h) ≫ F + b_d).
     let hl: Vec<u64> = h.iter().map(|v| v & mask(hb)).collect();
     let mut acc = matvec_private(
@@ -281,7 +281,7 @@ pub(crate) fn online<C: Channel>(
             *v = v.wrapping_add(dot_row(&m.head, c, hid, &hl, hb)) & mask(hb);
         }
     }
-    let mut lg = ars(ctx, ch, &acc, hb, hf.frac)?;
+    let mut lg = ars(ctx, ch, &acc, hb, hf.scale)?;
     for (c, v) in lg.iter_mut().enumerate() {
         let b = rm
             .as_ref()
@@ -415,8 +415,8 @@ pub fn random_params(
         nu: (0.05 * f64::from(1u32 << GATE_SCALE)) as i64,
         head: Head {
             classes,
-            w: v(classes * hidden, HEAD_FORMAT.frac),
-            b: v(classes, HEAD_FORMAT.frac),
+            w: v(classes * hidden, HEAD_FORMAT.scale),
+            b: v(classes, HEAD_FORMAT.scale),
             format: HEAD_FORMAT,
         },
     };

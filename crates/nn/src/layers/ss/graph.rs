@@ -115,6 +115,6 @@ pub fn params_of(model: &Model) -> Result<(FastGrnnShape, FastGrnnParams)> {
 pub fn client_sequence(x: &[i64], main: Format) -> Vec<i64> {
     let lim = 1i64 << (ACT_BITS - 1);
     x.iter()
-        .map(|v| rescale(*v, main.frac, ACT_SCALE).clamp(-lim, lim - 1))
+        .map(|v| rescale(*v, main.scale, ACT_SCALE).clamp(-lim, lim - 1))
         .collect()
 }

@@ -47,7 +47,7 @@ impl GruShape {
                 "gru on ss: every dimension must be in 1..=4096, got {self:?}"
             )));
         }
-        let (b, f) = (self.main.bits, self.main.frac);
+        let (b, f) = (self.main.bits, self.main.scale);
         if !(2..=16).contains(&f) || b <= f + 1 || b + f > 48 {
             return Err(NnError::Unsupported(format!(
                 "gru on ss: main format ({b}, {f}) needs 2..=16 fraction bits and bits + frac ≤ 48"
@@ -56,7 +56,7 @@ impl GruShape {
         Ok(())
     }
     fn ring(&self) -> u32 {
-        self.main.bits + self.main.frac
+        self.main.bits + self.main.scale
     }
 }
 
@@ -113,7 +113,7 @@ impl GruParams {
 pub fn random_gru(shape: GruShape, seed: u64) -> Result<GruParams> {
     shape.check()?;
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let f = shape.main.frac;
+    let f = shape.main.scale;
     let mut v = |n: usize, r: i64| -> Vec<i64> {
         (0..n)
             .map(|_| {
@@ -144,10 +144,6 @@ pub(crate) struct GruTrace {
     pub rz: Vec<Vec<u64>>,
     pub n: Vec<Vec<u64>>,
     pub h: Vec<Vec<u64>>,
-}
-
-fn fmt(f: Format) -> secinfer_ss::Result<secinfer_core::Format> {
-    Ok(secinfer_core::Format::new(f.bits, f.frac)?)
 }
 
 /// ARS(M·v, F) + b in Z_{2^ring}: the client's share of v by OT, the server's locally.
@@ -198,7 +194,7 @@ pub(crate) fn gru_online<C: Channel>(
     x: &[u64],
     mut trace: Option<&mut GruTrace>,
 ) -> secinfer_ss::Result<Vec<u64>> {
-    let (bits, f, hid) = (sh.main.bits, sh.main.frac, sh.hidden);
+    let (bits, f, hid) = (sh.main.bits, sh.main.scale, sh.hidden);
     let l = sh.ring();
     let (ml, mb) = (mask(l), mask(bits));
     let ring = |v: &[i64]| -> Vec<u64> { v.iter().map(|a| from_signed(*a, l)).collect() };
@@ -217,7 +213,7 @@ pub(crate) fn gru_online<C: Channel>(
             *g = g.wrapping_add(from_signed(p.b_ih[k % (3 * hid)], l)) & ml;
         }
     }
-    let mf = fmt(sh.main)?;
+    let mf = sh.main;
     let mut h = vec![0u64; hid];
     for t in 0..sh.steps {
         let git = &gi[t * 3 * hid..(t + 1) * 3 * hid];

@@ -36,7 +36,7 @@ fn shape_words(s: &FastGrnnShape) -> [u32; 6] {
         w(s.steps),
         w(s.classes),
         s.head.bits,
-        s.head.frac,
+        s.head.scale,
     ]
 }
 

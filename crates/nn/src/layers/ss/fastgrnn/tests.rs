@@ -129,7 +129,7 @@ fn full_run_tracks_the_reference_logits() {
     assert!(s.logits.is_none() && s.class.is_none());
     let (_, want) = m.run(&x).unwrap();
     let got = c.logits.unwrap();
-    let tol = 1i64 << (sh.head.frac - 5); // 1/32 in real units
+    let tol = 1i64 << (sh.head.scale - 5); // 1/32 in real units
     for (g, w) in got.iter().zip(&want) {
         assert!((g - w).abs() <= tol, "logits {got:?} vs reference {want:?}");
     }
@@ -208,7 +208,7 @@ fn class_only_run_hides_the_logits() {
     // The seed's two best logits are further apart than σ's and tanh's error carries.
     let margin = sorted[classes - 1] - sorted[classes - 2];
     assert!(
-        margin > 1 << (sh.head.frac - 5),
+        margin > 1 << (sh.head.scale - 5),
         "margin {margin}: take another seed"
     );
     assert_eq!(c.class, Some(argmax(&want)));

@@ -1,10 +1,11 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
+use crate::model::format::const_format;
 use crate::reference::{argmax, SmoothActivations};
 use secinfer_net::simulate;
 use secinfer_ss::ring::to_signed;
 
-const MAIN: Format = Format { bits: 20, frac: 12 };
+const MAIN: Format = const_format(20, 12);
 
 fn shape(candidate: Candidate) -> GruShape {
     GruShape {
@@ -68,7 +69,7 @@ fn secure_gru_steps_equal_the_reference() {
         };
         let r = simulate(run(Party::Client), run(Party::Server));
         let ((lc, tc), (ls, ts)) = (r.client.output, r.server.output);
-        let l = MAIN.bits + MAIN.frac;
+        let l = MAIN.bits + MAIN.scale;
         let hid = sh.hidden;
         let af = m.fp().sigmoid_format();
         let mut cnt = Counters::default();
@@ -94,7 +95,7 @@ fn secure_gru_steps_equal_the_reference() {
             }
             let n = open(&tc.n[t], &ts.n[t], l);
             for i in 0..hid {
-                let rh = a.wrap((rz[i] * gh[2 * hid + i]) >> MAIN.frac);
+                let rh = a.wrap((rz[i] * gh[2 * hid + i]) >> MAIN.scale);
                 let an = a.wrap(gi[2 * hid + i] + rh);
                 match cand {
                     Candidate::Relu => assert_eq!(n[i], an.max(0), "step {t}: n"),
@@ -107,7 +108,7 @@ fn secure_gru_steps_equal_the_reference() {
             let next = open(&tc.h[t], &ts.h[t], l);
             for i in 0..hid {
                 let d = a.wrap(h[i] - n[i]);
-                let zd = a.wrap((rz[hid + i] * d) >> MAIN.frac);
+                let zd = a.wrap((rz[hid + i] * d) >> MAIN.scale);
                 assert_eq!(next[i], a.wrap(n[i] + zd), "{cand:?} {imp:?} step {t}: h");
             }
             h = next;
