@@ -22,8 +22,9 @@ mod server;
 mod service;
 mod wire;
 
-pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost};
-pub use server::{server_session, ChocoServer, ServerCost};
+pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost, ClientRun};
+pub use server::{server_session, ChocoServer, ServerCost, ServerRun};
+pub use wire::{KeyUpload, Results, Upload};
 pub use service::{on_threads, serve_linear, LinearClient, LinearServer, LinearSpec};
 
 use crate::error::{NnError, Result};
