@@ -142,7 +142,8 @@ fn describe(a: &ServeArgs, server: &Server) -> (String, Option<String>) {
         (Family::Ss, _) => (
             format!(
                 "model {model}, family ss, {}",
-                s.ss_shape().map_or_else(String::new, crate::ss_cmd::shape_line)
+                s.ss_shape()
+                    .map_or_else(String::new, crate::ss_cmd::shape_line)
             ),
             Some(crate::ss_cmd::policy_line(a.allow_logits)),
         ),

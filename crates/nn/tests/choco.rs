@@ -267,13 +267,14 @@ fn steps_without_a_channel_equal_the_reference_and_refuse_bad_messages() {
     let malformed = |e: NnError| assert_eq!(e.kind(), ErrorKind::Malformed, "{e}");
     let x = random_input(40, 20, 8);
     let (mut c, keys) = client.start(&x).unwrap();
-    malformed(server.start(&KeyUpload { per_prime: vec![] }).err().unwrap());
-    let mut s = server.start(&keys).unwrap();
     malformed(
-        c.absorb(&Results { per_prime: vec![] })
+        server
+            .start(&KeyUpload { per_prime: vec![] })
             .err()
             .unwrap(),
     );
+    let mut s = server.start(&keys).unwrap();
+    malformed(c.absorb(&Results { per_prime: vec![] }).err().unwrap());
     let mut answered = 0;
     while let Some(up) = c.next_upload().unwrap() {
         assert_eq!(s.expects(), up.per_prime.first().map(Vec::len));

@@ -123,7 +123,12 @@ impl From<GruOutcome> for Outcome {
 
 impl Outcome {
     /// The outcome of a family that reports only the channel's cost.
-    fn metered(class: usize, logits: Option<Vec<i64>>, cost: secinfer_net::Cost, d: Detail) -> Self {
+    fn metered(
+        class: usize,
+        logits: Option<Vec<i64>>,
+        cost: secinfer_net::Cost,
+        d: Detail,
+    ) -> Self {
         Outcome {
             class,
             top: vec![class],
@@ -461,16 +466,14 @@ impl ClientSession {
         progress: &mut dyn FnMut(&str, u64, u64),
     ) -> Result<Vec<Outcome>> {
         match &self.step {
-            ClientStep::Hegc(m) => Ok(hegc::client_session_images(
-                ch,
-                m,
-                xs,
-                opts.protocol.reveal_logits,
-                progress,
-            )?
-            .into_iter()
-            .map(Outcome::from)
-            .collect()),
+            ClientStep::Hegc(m) => {
+                Ok(
+                    hegc::client_session_images(ch, m, xs, opts.protocol.reveal_logits, progress)?
+                        .into_iter()
+                        .map(Outcome::from)
+                        .collect(),
+                )
+            }
             #[cfg(feature = "tfhe")]
             ClientStep::She(info) => she_session(ch, info, xs),
             _ => match xs {
@@ -585,8 +588,7 @@ fn she_session<C: Channel>(
         server_expand_s: r.server_expand_s,
     });
     let cost = ch.cost();
-    Ok(r
-        .samples
+    Ok(r.samples
         .into_iter()
         .map(|sample| {
             let class = argmax(&sample.output);

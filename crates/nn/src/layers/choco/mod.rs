@@ -24,8 +24,8 @@ mod wire;
 
 pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost, ClientRun};
 pub use server::{server_session, ChocoServer, ServerCost, ServerRun};
-pub use wire::{KeyUpload, Results, Upload};
 pub use service::{on_threads, serve_linear, LinearClient, LinearServer, LinearSpec};
+pub use wire::{KeyUpload, Results, Upload};
 
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, LayerKind, ModelConfig, Shape};

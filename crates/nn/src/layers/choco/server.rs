@@ -201,13 +201,18 @@ impl ChocoServer {
             .iter()
             .zip(&keys.per_prime)
             .map(|(p, (pk, gk))| {
-                let count = gk.get(4..8).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+                let count = gk
+                    .get(4..8)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
                 if count.is_none_or(|c| c as usize > steps) {
                     return Err(NnError::Malformed(format!(
                         "choco: Galois keys beyond the session's {steps} rotations"
                     )));
                 }
-                Ok((PublicKey::from_bytes(p, pk)?, GaloisKeys::from_bytes(p, gk)?))
+                Ok((
+                    PublicKey::from_bytes(p, pk)?,
+                    GaloisKeys::from_bytes(p, gk)?,
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(ServerRun {
@@ -231,11 +236,10 @@ impl ServerRun<'_> {
     /// Answers the next linear layer's upload: the kernel on the client's ciphertexts, the
     /// bias, the hiding of the non-output slots, flooding and re-randomisation.
     pub fn answer(&mut self, up: &Upload) -> Result<Results> {
-        let lin = self
-            .s
-            .linear
-            .get(self.layer)
-            .ok_or_else(|| NnError::Malformed("choco: an upload after the last layer".into()))?;
+        let lin =
+            self.s.linear.get(self.layer).ok_or_else(|| {
+                NnError::Malformed("choco: an upload after the last layer".into())
+            })?;
         let plan = &lin.plan;
         let sets = self.s.schedule.rns.sets();
         check_counts("an upload", &up.per_prime, sets.len(), plan.in_cts())?;

@@ -48,7 +48,12 @@ pub(super) fn send_per_prime<C: Channel>(ch: &mut C, per_prime: Vec<Vec<Vec<u8>>
 }
 
 /// A message with per-prime parts must have one part per prime and `per` items in each.
-pub(super) fn check_counts<T>(what: &str, per_prime: &[Vec<T>], primes: usize, per: usize) -> Result<()> {
+pub(super) fn check_counts<T>(
+    what: &str,
+    per_prime: &[Vec<T>],
+    primes: usize,
+    per: usize,
+) -> Result<()> {
     if per_prime.len() != primes || per_prime.iter().any(|v| v.len() != per) {
         return Err(NnError::Malformed(format!(
             "choco: {what} of another shape than {primes} primes × {per} ciphertexts"
