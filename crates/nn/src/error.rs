@@ -62,9 +62,9 @@ pub enum NnError {
     He(#[from] HeError),
     #[error("secret sharing: {0}")]
     Ss(#[from] SsError),
-    /// SHE's model or session (TFHE on tfhe-rs).
+    /// SHE's model or session (TFHE on tfhe-rs), shown as its own message.
     #[cfg(feature = "tfhe")]
-    #[error("SHE: {0}")]
+    #[error(transparent)]
     She(#[from] secinfer_tfhe::Error),
 }
 
