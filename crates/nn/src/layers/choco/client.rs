@@ -3,8 +3,8 @@
 //! it. The client's cost (CHOCO's first metric) is measured as it runs. The session is a state
 //! machine over typed messages ([`ClientRun`]), which [`client_session`] drives over a channel.
 use super::wire::{
-    check_counts, hello, read_accept, recv_per_prime, response_limit, send_galois, send_per_prime,
-    KeyUpload, Results, Upload,
+    check_counts, hello, make_keys, read_accept, recv_per_prime, response_limit, send_galois,
+    send_per_prime, KeyUpload, Results, Upload,
 };
 use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
@@ -192,18 +192,10 @@ impl ChocoClient {
         let mut cost = ClientCost::default();
         let t0 = Instant::now();
         let steps = s.rotation_steps();
-        let keys: Vec<SecretKey> = s.rns.sets().iter().map(SecretKey::generate).collect();
-        let per_prime: Vec<(Vec<u8>, Vec<u8>)> = keys
-            .iter()
-            .map(|sk| {
-                (
-                    sk.public_key().to_bytes(),
-                    sk.rotation_keys(&steps, false).to_bytes(),
-                )
-            })
-            .collect();
+        let (keys, upload) = make_keys(s.rns.sets(), &steps);
         cost.keygen_s = t0.elapsed().as_secs_f64();
-        cost.setup_bytes = per_prime
+        cost.setup_bytes = upload
+            .per_prime
             .iter()
             .map(|(pk, gk)| (pk.len() + gk.len()) as u64)
             .sum();
@@ -214,7 +206,7 @@ impl ChocoClient {
             stage: 0,
             cost,
         };
-        Ok((run, KeyUpload { per_prime }))
+        Ok((run, upload))
     }
 }
 

@@ -1,7 +1,7 @@
 //! The frames of a choco session and their size limits (peer bytes are hostile: every frame is
 //! received with the largest length its message can have, then decoded with range checks).
 use crate::error::{NnError, Result};
-use secinfer_he::Params;
+use secinfer_he::{Params, SecretKey};
 use secinfer_net::Channel;
 
 pub(super) const HELLO: &[u8; 4] = b"CHC1";
@@ -21,6 +21,22 @@ pub struct Upload {
 /// serialised.
 pub struct Results {
     pub per_prime: Vec<Vec<Vec<u8>>>,
+}
+
+/// The client's fresh secret keys, one per parameter set, and the key message carrying their
+/// public and Galois keys for `steps`.
+pub(super) fn make_keys(sets: &[Params], steps: &[usize]) -> (Vec<SecretKey>, KeyUpload) {
+    let keys: Vec<SecretKey> = sets.iter().map(SecretKey::generate).collect();
+    let per_prime = keys
+        .iter()
+        .map(|sk| {
+            (
+                sk.public_key().to_bytes(),
+                sk.rotation_keys(steps, false).to_bytes(),
+            )
+        })
+        .collect();
+    (keys, KeyUpload { per_prime })
 }
 
 /// Receives `per` frames of at most `limit(p)` bytes for each parameter set `p`.
