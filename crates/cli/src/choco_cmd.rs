@@ -1,17 +1,11 @@
-//! `serve --family choco` and `infer --family choco`: CHOCO client-aided HE over TCP (the
-//! Noise channel unless `--insecure-plaintext`). The server evaluates the linear layers on
+//! `infer --family choco`: the printing of CHOCO client-aided HE sessions run by the driver
+//! (`secinfer_nn::runtime`), one session per input. The server evaluates the linear layers on
 //! ciphertexts; the client decrypts, computes the rest in the clear and so sees every
-//! intermediate activation, which both commands state.
+//! intermediate activation, which both `serve` and `infer` state.
 use crate::error::Error;
-use crate::model_cmd::{graph_inputs, InferArgs};
-use secinfer_he::choco::Packing;
-use secinfer_net::{
-    connect_session, serve_sessions, PeerKey, ServeConfig, ServerStats, TcpChannel,
-};
-use secinfer_nn::layers::choco::{client_session, server_session, ChocoClient, ChocoServer};
-use secinfer_nn::{CircuitActivations, GraphReference, Model, ModelConfig, QuantizedGraph};
-use std::net::TcpListener;
-use std::path::Path;
+use crate::model_cmd::{graph_inputs, label, reference_graph, InferArgs};
+use secinfer_nn::runtime::{Client, Detail, RunOptions};
+use secinfer_nn::{CircuitActivations, GraphReference, ModelConfig};
 
 /// The leak, as both commands print it.
 pub fn leak_line(config: &ModelConfig) -> String {
@@ -26,70 +20,27 @@ pub fn leak_line(config: &ModelConfig) -> String {
     )
 }
 
-/// Serves `model` in family choco on `listener` under `cfg`.
-pub fn serve(
-    model: &Path,
-    listener: &TcpListener,
-    cfg: &ServeConfig,
-    stats: &ServerStats,
-) -> Result<(), Error> {
-    let m = Model::load(model)?;
-    let server = ChocoServer::new(&m, Packing::Redundant)?;
-    println!(
-        "listening on {} (model {}, family choco, {} plaintext primes)",
-        listener.local_addr()?,
-        model.display(),
-        server.primes().len()
-    );
-    eprintln!("{}", leak_line(&m.config));
-    use std::io::Write;
-    std::io::stdout().flush()?;
-    let sessions = crate::serve::LoggedSessions(|ch: &mut TcpChannel| {
-        let c = server_session(ch, &server)?;
-        Ok(format!(
-            "{:.3} s of HE, {} ciphertexts in, {} out, flooding 2^-{:.1}; revealed every \
-             intermediate activation (family choco)",
-            c.eval_s, c.ciphertexts_in, c.ciphertexts_out, c.flood_stat_bits
-        ))
-    });
-    serve_sessions(listener, cfg, stats, &sessions)?;
-    Ok(())
-}
-
-/// `infer --family choco`: one session per input against `--server`.
-pub fn infer(a: &InferArgs) -> Result<(), Error> {
-    let (server, info) = crate::model_cmd::server_and_info(a)?;
-    let net = crate::model_cmd::client_channel(a, info.server_key.map(PeerKey::Pinned))?;
-    let config = &info.config;
-    let mut client = ChocoClient::new(config, Packing::Redundant)?;
-    if let Some(t) = a.client_threads {
-        client = client.with_threads(t);
-    }
-    let reference = match (a.compare_plaintext, &a.model) {
-        (false, _) => None,
-        (true, Some(dir)) => {
-            let m = Model::load(dir)?;
-            Some(QuantizedGraph::new(&m, m.config.fixed_point)?)
-        }
-        (true, None) => {
-            return Err(Error::msg(
-                "--compare-plaintext needs --model (the full model directory)",
-            ))
-        }
+/// `infer --family choco`: one session per input against `server`.
+pub fn infer(a: &InferArgs, client: &Client, server: &str) -> Result<(), Error> {
+    let config = client
+        .session()
+        .config()
+        .ok_or_else(|| Error::msg("family choco runs model graphs"))?;
+    let run = RunOptions {
+        threads: a.client_threads,
+        ..RunOptions::default()
     };
+    let reference = reference_graph(a)?;
     println!("{}", leak_line(config));
     let main = config.fixed_point.main;
     for (name, x, truth) in graph_inputs(a)? {
         let xq: Vec<i64> = x.iter().map(|v| main.quantize(*v as f64)).collect();
-        let mut ch = connect_session(server, &net)?;
-        let o = client_session(&mut ch, &client, &xq)?;
+        let outs = client.infer_inputs(server, &[&xq], &run, &mut |_, _, _| {})?;
+        let Some(Detail::Choco(o)) = outs.into_iter().next().map(|o| o.detail) else {
+            return Err(Error::msg("the session returned no CHOCO outcome"));
+        };
         let class = o.class.unwrap_or_else(|| secinfer_nn::argmax(o.output()));
-        let label = config
-            .labels
-            .get(class)
-            .cloned()
-            .unwrap_or_else(|| format!("class {class}"));
-        let mut line = format!("{name:<10} secure: {label:<6}");
+        let mut line = format!("{name:<10} secure: {:<6}", label(&config.labels, class));
         if let Some(t) = truth {
             line += &format!(" true label: {t:<4}");
         }

@@ -7,8 +7,8 @@ use secinfer_nn::layers::gru::{
     fp_for_variant, top_k, ClientOptions, OtFiller, Scheme, SessionReport, Variant,
     DEFAULT_GARBLING,
 };
-use secinfer_nn::plan::{Plan, PlanOptions};
-use secinfer_nn::runtime::Client;
+use secinfer_nn::plan::{Family, Plan, PlanOptions};
+use secinfer_nn::runtime::{Client, ServerOptions};
 use secinfer_nn::{
     argmax, check_tokens, CircuitActivations, GraphReference, Model, ModelConfig, QuantizedGraph,
     QuantizedModel, Reference, Task, Vocab,
@@ -37,7 +37,7 @@ fn parameter_count(c: &ModelConfig) -> usize {
 
 pub fn inspect(a: InspectArgs) -> Result<(), Error> {
     #[cfg(feature = "tfhe")]
-    if crate::she_cmd::is_she_model(&a.model) {
+    if secinfer_nn::runtime::she::is_she_model(&a.model) {
         return crate::she_cmd::inspect(&a.model, a.plan);
     }
     let m = Model::load(&a.model)?;
@@ -278,27 +278,27 @@ fn words(vocab: Option<&Vocab>, ids: &[usize]) -> String {
         .join(" | ")
 }
 
-fn label(labels: &[String], k: usize) -> String {
+/// The name of class `k` ("class k" when the model names none).
+pub(crate) fn label(labels: &[String], k: usize) -> String {
     labels
         .get(k)
         .cloned()
         .unwrap_or_else(|| format!("class {k}"))
 }
 
-/// `--server` and the model info of a family client (`--model-info`, or `--model` beside it).
-pub(crate) fn server_and_info(
-    a: &InferArgs,
-) -> Result<(&str, secinfer_nn::info::ModelInfo), Error> {
-    let server = a
-        .server
-        .as_deref()
-        .ok_or_else(|| Error::msg("pass --server HOST:PORT"))?;
-    let info_dir = a
-        .model_info
-        .as_ref()
-        .or(a.model.as_ref())
-        .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
-    Ok((server, secinfer_nn::info::ModelInfo::load(info_dir)?))
+/// The plaintext fixed-point reference of `--model` for `--compare-plaintext` (`None`
+/// without it), in the model's main format.
+pub(crate) fn reference_graph(a: &InferArgs) -> Result<Option<QuantizedGraph>, Error> {
+    match (a.compare_plaintext, &a.model) {
+        (false, _) => Ok(None),
+        (true, Some(dir)) => {
+            let m = Model::load(dir)?;
+            Ok(Some(QuantizedGraph::new(&m, m.config.fixed_point)?))
+        }
+        (true, None) => Err(Error::msg(
+            "--compare-plaintext needs --model (the full model directory)",
+        )),
+    }
 }
 
 /// The channel the client requires: `pinned`, the server key from the model info, or plaintext
@@ -325,24 +325,8 @@ pub(crate) fn client_channel(
 }
 
 pub fn infer(a: InferArgs) -> Result<(), Error> {
-    #[cfg(feature = "tfhe")]
-    if a.model_info
-        .as_deref()
-        .is_some_and(crate::she_cmd::is_she_info)
-    {
-        return crate::she_cmd::infer(&a);
-    }
     if a.plaintext {
         return infer_plaintext(&a);
-    }
-    if a.family == Some(secinfer_nn::plan::Family::Choco) {
-        return crate::choco_cmd::infer(&a);
-    }
-    let info_or_model = a.model_info.as_deref().or(a.model.as_deref());
-    if a.family == Some(secinfer_nn::plan::Family::Ss)
-        || info_or_model.is_some_and(crate::ss_cmd::is_ss_model)
-    {
-        return crate::ss_cmd::infer(&a);
     }
     let server = a.server.as_deref().ok_or_else(|| {
         Error::msg("pass --server HOST:PORT (or --plaintext for the local reference)")
@@ -352,8 +336,32 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
         .as_ref()
         .or(a.model.as_ref())
         .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
-    let mut client = Client::load(info_dir, a.variant)?;
-    client.set_net(client_channel(&a, client.net().map(|c| c.peer))?);
+    let opts = ServerOptions {
+        variant: a.variant,
+        plan: PlanOptions { family: a.family },
+        ..ServerOptions::default()
+    };
+    let mut client = Client::load_with(info_dir, &opts)?;
+    let net = client_channel(&a, client.net().map(|c| c.peer))?;
+    match client.session().family() {
+        Family::Choco => {
+            client.set_net(net);
+            return crate::choco_cmd::infer(&a, &client, server);
+        }
+        Family::Ss => {
+            client.set_net(net);
+            return crate::ss_cmd::infer(&a, &client, server);
+        }
+        #[cfg(feature = "tfhe")]
+        Family::Tfhe => {
+            // The server evaluates without a word for as long as a sample takes.
+            let mut net = net;
+            net.tcp.session_timeout = None;
+            client.set_net(net);
+            return crate::she_cmd::infer(&a, &client, server);
+        }
+        _ => client.set_net(net),
+    }
     if client.model().is_err() {
         return infer_graph_secure(&a, &client, server);
     }
@@ -446,7 +454,10 @@ fn secure_line(
 
 /// `infer` against a served network that reads numbers (family `hegc`).
 fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<(), Error> {
-    let config = &client.session().config;
+    let config = client
+        .session()
+        .config()
+        .ok_or_else(|| Error::msg("this model reads no numbers"))?;
     let main = config.fixed_point.main;
     let labels = &config.labels;
     // One session for every image: the client's keys go up once and serve them all.

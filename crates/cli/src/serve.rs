@@ -12,7 +12,8 @@ use secinfer_net::{
     PRIVATE_KEY_FILE,
 };
 use secinfer_nn::layers::gru::{ServerPolicy, Variant};
-use secinfer_nn::runtime::{Server, SessionEnd, SessionLog};
+use secinfer_nn::plan::{Family, PlanOptions};
+use secinfer_nn::runtime::{Server, ServerOptions, SessionEnd, SessionLog};
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -88,22 +89,7 @@ pub struct ServeArgs {
 
 fn log_end(id: u64, peer: &str, end: SessionEnd) {
     match end {
-        SessionEnd::Done(rep) => {
-            let c = &rep.cost;
-            eprintln!(
-                "session {id} ({peer}): done: {:.3} s, {:.2} MB (GC {:.2} MB, HE {:.2} MB), \
-                 revealed {}",
-                c.setup.time_s + c.offline.time_s + c.online.time_s,
-                (c.setup.bytes() + c.offline.bytes() + c.online.bytes()) as f64 / 1e6,
-                rep.gc_bytes as f64 / 1e6,
-                rep.he_bytes as f64 / 1e6,
-                if rep.logits_revealed {
-                    "class and logits"
-                } else {
-                    "class"
-                }
-            );
-        }
+        SessionEnd::Done(served) => eprintln!("session {id} ({peer}): done: {served}"),
         SessionEnd::Failed(e) => eprintln!("session {id} ({peer}): failed: {e}"),
         SessionEnd::Panicked => {
             eprintln!("session {id} ({peer}): panicked (caught; server continues)")
@@ -140,12 +126,54 @@ pub fn serve_config(a: &ServeArgs, session_bytes: u64) -> Result<ServeConfig, Er
     Ok(cfg)
 }
 
-pub fn serve(a: ServeArgs) -> Result<(), Error> {
-    #[cfg(feature = "tfhe")]
-    if crate::she_cmd::is_she_model(&a.model) {
-        return crate::she_cmd::serve(a);
+/// What the listening line says runs, and the family's own line for the log: its leak, its
+/// policy, its deadline.
+fn describe(a: &ServeArgs, server: &Server) -> (String, Option<String>) {
+    let s = server.session();
+    let model = a.model.display();
+    match (s.family(), s.config()) {
+        (Family::Choco, Some(config)) => {
+            let primes = s.choco().map_or(0, |c| c.primes().len());
+            (
+                format!("model {model}, family choco, {primes} plaintext primes"),
+                Some(crate::choco_cmd::leak_line(config)),
+            )
+        }
+        (Family::Ss, _) => (
+            format!(
+                "model {model}, family ss, {}",
+                s.ss_shape()
+                    .map_or_else(String::new, crate::ss_cmd::shape_line)
+            ),
+            Some(crate::ss_cmd::policy_line(a.allow_logits)),
+        ),
+        #[cfg(feature = "tfhe")]
+        (Family::Tfhe, _) => crate::she_cmd::describe(a, s),
+        _ if s.gru().is_some() => (
+            format!(
+                "model {model}, variant {}, {} steps",
+                a.variant.name(),
+                server.steps()
+            ),
+            None,
+        ),
+        (family, _) => (format!("model {model}, family {family}"), None),
     }
-    let cfg = serve_config(&a, SESSION_BUDGET_BYTES)?;
+}
+
+pub fn serve(a: ServeArgs) -> Result<(), Error> {
+    let opts = ServerOptions {
+        variant: a.variant,
+        plan: PlanOptions { family: a.family },
+        ..ServerOptions::default()
+    };
+    let mut server = Server::load_with(&a.model, &opts)?;
+    let budget = match server.session().family() {
+        #[cfg(feature = "tfhe")]
+        Family::Tfhe => crate::she_cmd::SESSION_BYTES,
+        _ => SESSION_BUDGET_BYTES,
+    };
+    let cfg = serve_config(&a, budget)?;
     let security = cfg.security.clone();
     let listener = TcpListener::bind((a.host.as_str(), a.port))?;
     let addr = listener.local_addr()?;
@@ -159,25 +187,12 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
         }
         None => String::new(),
     };
-    if a.family == Some(secinfer_nn::plan::Family::Choco) {
-        return crate::choco_cmd::serve(&a.model, &listener, &cfg, &stats);
-    }
-    if a.family == Some(secinfer_nn::plan::Family::Ss) || crate::ss_cmd::is_ss_model(&a.model) {
-        return crate::ss_cmd::serve(&a, &listener, &cfg, &stats);
-    }
-    let server = Server::load(&a.model, a.variant)?;
     let channel = match &security {
         ServerSecurity::Noise(id) => format!("Noise NK, key {}", id.public_hex()),
         ServerSecurity::InsecurePlaintext => "INSECURE PLAINTEXT (benchmarks only)".into(),
     };
-    // What runs: a GRU's variant and sequence length, or the plan's protocol for a network.
-    let runs = if server.session().gru().is_some() {
-        format!("variant {}, {} steps", a.variant.name(), server.steps())
-    } else {
-        let secure = server.session().plan.steps.last();
-        secure.map_or_else(String::new, |s| format!("family {}", s.family))
-    };
-    println!("listening on {addr} (model {}, {runs})", a.model.display());
+    let (runs, family_line) = describe(&a, &server);
+    println!("listening on {addr} ({runs})");
     // The settings go to the log (stderr): a supervisor may stop reading stdout after the
     // address line.
     eprintln!(
@@ -189,7 +204,7 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
         } else {
             format!(
                 "default: 2 per core, within half the available memory at {} MB a session",
-                SESSION_BUDGET_BYTES >> 20
+                budget >> 20
             )
         },
         cfg.queue,
@@ -197,7 +212,13 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
         a.timeout,
         if a.allow_logits { "allowed" } else { "refused" },
     );
+    if let Some(line) = family_line {
+        eprintln!("{line}");
+    }
     std::io::stdout().flush()?;
+    server.set_progress(Arc::new(|id, peer, line| {
+        eprintln!("session {id} ({peer}): {line}")
+    }));
     let log: SessionLog = Arc::new(log_end);
     let policy = ServerPolicy {
         allow_logits: a.allow_logits,
@@ -227,8 +248,15 @@ pub fn export_info(a: ExportInfoArgs) -> Result<(), Error> {
         .clone()
         .unwrap_or_else(|| a.model.join(PRIVATE_KEY_FILE));
     #[cfg(feature = "tfhe")]
-    if crate::she_cmd::is_she_model(&a.model) {
-        return crate::she_cmd::export_info(&a.model, &a.out, &key);
+    if secinfer_nn::runtime::she::is_she_model(&a.model) {
+        secinfer_nn::runtime::she::export_info(&a.model, &a.out, &key)?;
+        println!(
+            "wrote {} and {} to {}",
+            secinfer_nn::runtime::she::INFO_FILE,
+            secinfer_net::PUBLIC_KEY_FILE,
+            a.out.display()
+        );
+        return Ok(());
     }
     secinfer_nn::info::export_info_with_key(&a.model, &a.out, &key)?;
     println!(
@@ -236,33 +264,4 @@ pub fn export_info(a: ExportInfoArgs) -> Result<(), Error> {
         a.out.display()
     );
     Ok(())
-}
-
-/// The sessions of a family served outside the driver (CHOCO, OPAF), logged as every family
-/// logs them: `run` serves one session and returns what its "done" line says; an error or a
-/// caught panic is logged and the server goes on.
-pub(crate) struct LoggedSessions<F>(pub F);
-
-impl<F> secinfer_net::SessionHandler for LoggedSessions<F>
-where
-    F: Fn(&mut secinfer_net::TcpChannel) -> Result<String, secinfer_nn::NnError> + Sync,
-{
-    fn session(
-        &self,
-        who: &secinfer_net::Admitted,
-        ch: secinfer_net::Result<secinfer_net::TcpChannel>,
-    ) {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
-            || -> Result<String, secinfer_nn::NnError> { (self.0)(&mut ch?) },
-        ));
-        let (id, peer) = (who.id, &who.peer);
-        match r {
-            Ok(Ok(done)) => eprintln!("session {id} ({peer}): done: {done}"),
-            Ok(Err(e)) => eprintln!("session {id} ({peer}): failed: {e}"),
-            Err(_) => eprintln!("session {id} ({peer}): panicked (caught; server continues)"),
-        }
-    }
-    fn refused(&self, peer: &str, reason: &str) {
-        eprintln!("connection from {peer}: refused busy: {reason}");
-    }
 }

@@ -1,129 +1,38 @@
-//! `secinfer serve` / `infer` / `export-info` for SHE models (a directory with `she.json`): the
-//! PBS path of secinfer-tfhe on the served path (admission control, deadlines, the Noise
-//! channel). The client makes its keys, uploads the server key once per session, and for each
-//! sample sends encrypted input digits and decrypts the encrypted output the server returns.
-use std::io::Write;
-use std::net::TcpListener;
+//! SHE models (a directory with `she.json`) as `serve`, `infer` and `inspect` print them: the
+//! driver (`secinfer_nn::runtime`) serves the PBS path of secinfer-tfhe on the served path
+//! (admission control, deadlines, the Noise channel). The client makes its keys, uploads the
+//! server key once per session, and for each sample sends encrypted input digits and decrypts
+//! the encrypted output the server returns.
 use std::path::Path;
-use std::time::Duration;
 
 use crate::error::Error;
 use crate::model_cmd::{sample_lines, InferArgs};
-use crate::serve::{serve_config, ServeArgs};
-use secinfer_net::{
-    connect_session, parse_key_hex, serve_sessions, Admitted, ClientConfig, Identity, NetError,
-    PeerKey, ServerStats, SessionHandler, TcpChannel, PUBLIC_KEY_FILE,
-};
-use secinfer_tfhe::session::{client_session, serve_session};
-use secinfer_tfhe::{cost, model, PbsInfo, PbsNetwork};
+use crate::serve::ServeArgs;
+use secinfer_nn::runtime::{Client, Detail, RunOptions, ServerSession};
+use secinfer_tfhe::{cost, model, PbsNetwork};
 
-/// The public description a client reads (written by `export-info`).
-pub const INFO_FILE: &str = "she-info.json";
 /// Memory of one session: the expanded server key (≈ 120 MB) and the ciphertexts.
-const SESSION_BYTES: u64 = 512 << 20;
+pub const SESSION_BYTES: u64 = 512 << 20;
 
-/// True when `dir` holds a SHE model.
-pub fn is_she_model(dir: &Path) -> bool {
-    dir.join("she.json").is_file()
-}
-
-/// True when `dir` holds a SHE model's public info.
-pub fn is_she_info(dir: &Path) -> bool {
-    dir.join(INFO_FILE).is_file()
-}
-
-fn load_pbs(dir: &Path) -> Result<PbsNetwork, Error> {
-    let (net, _) = model::load(dir)?;
-    Ok(PbsNetwork::new(&net)?)
-}
-
-struct Handler {
-    pbs: PbsNetwork,
-}
-
-impl SessionHandler for Handler {
-    fn session(&self, who: &Admitted, ch: Result<TcpChannel, NetError>) {
-        let (id, peer) = (who.id, who.peer.as_str());
-        let progress = |k: u32, done: u64, total: u64| {
-            eprintln!("session {id} ({peer}): sample {k}: {done} of {total} bootstraps");
-        };
-        let r = ch
-            .map_err(secinfer_tfhe::Error::from)
-            .and_then(|mut ch| serve_session(&mut ch, &self.pbs, &progress));
-        match r {
-            Ok(r) => eprintln!(
-                "session {id} ({peer}): done: server key {:.1} MB expanded in {:.2} s, {} \
-                 samples in {:.2} s ({} bootstraps)",
-                r.key_bytes as f64 / 1e6,
-                r.expand_s,
-                r.samples,
-                r.eval_s,
-                r.pbs
-            ),
-            Err(e) => eprintln!("session {id} ({peer}): failed: {}", Error::from(e)),
-        }
-    }
-    fn refused(&self, peer: &str, reason: &str) {
-        eprintln!("connection from {peer}: refused busy: {reason}");
-    }
-}
-
-pub fn serve(a: ServeArgs) -> Result<(), Error> {
-    let pbs = load_pbs(&a.model)?;
-    let cfg = serve_config(&a, SESSION_BYTES)?;
-    let listener = TcpListener::bind((a.host.as_str(), a.port))?;
-    let count = pbs.count();
-    println!(
-        "listening on {} (SHE model {}, PBS path, {} bootstraps a sample)",
-        listener.local_addr()?,
-        a.model.display(),
-        count.pbs
-    );
-    eprintln!(
-        "max sessions {}, queue {}, session deadline {} s (an evaluation must fit in it)",
-        cfg.max_sessions, cfg.queue, a.session_timeout
-    );
-    std::io::stdout().flush()?;
-    let stats = ServerStats::default();
-    serve_sessions(&listener, &cfg, &stats, &Handler { pbs })?;
-    Ok(())
-}
-
-/// Writes she-info.json and server.pub (both public) to `out`.
-pub fn export_info(model_dir: &Path, out: &Path, key: &Path) -> Result<(), Error> {
-    let pbs = load_pbs(model_dir)?;
-    std::fs::create_dir_all(out)?;
-    let text = serde_json::to_string_pretty(pbs.info())?;
-    std::fs::write(out.join(INFO_FILE), text)?;
-    let id = Identity::load_or_create(key)?;
-    std::fs::write(out.join(PUBLIC_KEY_FILE), id.public_hex() + "\n")?;
-    println!(
-        "wrote {INFO_FILE} and {PUBLIC_KEY_FILE} to {}",
-        out.display()
-    );
-    Ok(())
+/// The listening line's account of a SHE model and the log's note on its deadline.
+pub fn describe(a: &ServeArgs, s: &ServerSession) -> (String, Option<String>) {
+    let pbs = s.she().map_or(0, |p| p.count().pbs);
+    (
+        format!(
+            "SHE model {}, PBS path, {pbs} bootstraps a sample",
+            a.model.display()
+        ),
+        Some(format!(
+            "family tfhe (SHE): the server evaluates the whole network on ciphertexts; an \
+             evaluation must fit in the session deadline ({} s)",
+            a.session_timeout
+        )),
+    )
 }
 
 /// The client: `--server`, `--model-info DIR` (she-info.json, server.pub), `--samples FILE`
-/// (JSON lines `{"input": [integers]}`).
-pub fn infer(a: &InferArgs) -> Result<(), Error> {
-    const MAX_INFO_BYTES: u64 = 1 << 16;
-    let server = a
-        .server
-        .as_deref()
-        .ok_or_else(|| Error::msg("pass --server HOST:PORT"))?;
-    let info_dir = a
-        .model_info
-        .as_ref()
-        .ok_or_else(|| Error::msg("pass --model-info DIR (see secinfer export-info)"))?;
-    let bytes = read_capped(&info_dir.join(INFO_FILE), MAX_INFO_BYTES)?;
-    let info: PbsInfo = serde_json::from_slice(&bytes)?;
-    info.validate()?;
-    let key_text = String::from_utf8_lossy(&read_capped(&info_dir.join(PUBLIC_KEY_FILE), 256)?)
-        .trim()
-        .to_string();
-    let key = parse_key_hex(&key_text)
-        .ok_or_else(|| Error::msg(format!("{PUBLIC_KEY_FILE}: not a 32-byte hex key")))?;
+/// (JSON lines `{"input": [integers]}`), every sample in one session.
+pub fn infer(a: &InferArgs, client: &Client, server: &str) -> Result<(), Error> {
     let file = a
         .samples
         .as_ref()
@@ -141,26 +50,27 @@ pub fn infer(a: &InferArgs) -> Result<(), Error> {
             .collect::<Result<Vec<i64>, Error>>()?;
         xs.push(x);
     }
-    let mut cfg = ClientConfig::new(PeerKey::Pinned(key));
-    // The server evaluates without a word for as long as a sample takes.
-    cfg.tcp.read_timeout = Some(Duration::from_secs(a.peer_timeout.max(1)));
-    cfg.tcp.session_timeout = None;
-    let mut ch = connect_session(server, &cfg)?;
-    let r = client_session(&mut ch, &info, &xs)?;
-    println!(
-        "keys: generated in {:.2} s; server key {:.1} MB uploaded and expanded in {:.2} s \
-         (server expansion {:.2} s)",
-        r.keygen_s,
-        r.key_bytes as f64 / 1e6,
-        r.key_upload_s,
-        r.server_expand_s
-    );
-    for (k, s) in r.samples.iter().enumerate() {
+    let refs: Vec<&[i64]> = xs.iter().map(Vec::as_slice).collect();
+    let outs = client.infer_inputs(server, &refs, &RunOptions::default(), &mut |_, _, _| {})?;
+    for (k, o) in outs.iter().enumerate() {
+        let Detail::She { sample: s, setup } = &o.detail else {
+            return Err(Error::msg("the session returned no SHE outcome"));
+        };
+        if let Some(r) = setup {
+            println!(
+                "keys: generated in {:.2} s; server key {:.1} MB uploaded and expanded in \
+                 {:.2} s (server expansion {:.2} s)",
+                r.keygen_s,
+                r.key_bytes as f64 / 1e6,
+                r.key_upload_s,
+                r.server_expand_s
+            );
+        }
         println!(
             "sample {}: class {}; encrypt {:.3} s, upload {} B, server evaluation {:.2} s, \
              upload+evaluation+download {:.2} s, download {} B, decrypt {:.3} s",
             k + 1,
-            argmax(&s.output),
+            o.class,
             s.encrypt_s,
             s.upload_bytes,
             s.server_eval_s,
@@ -170,30 +80,6 @@ pub fn infer(a: &InferArgs) -> Result<(), Error> {
         );
     }
     Ok(())
-}
-
-fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, Error> {
-    let f =
-        std::fs::File::open(path).map_err(|e| Error::msg(format!("{}: {e}", path.display())))?;
-    let mut buf = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(f, cap + 1), &mut buf)?;
-    if buf.len() as u64 > cap {
-        return Err(Error::msg(format!(
-            "{}: larger than {cap} bytes",
-            path.display()
-        )));
-    }
-    Ok(buf)
-}
-
-fn argmax(v: &[i64]) -> usize {
-    let mut best = 0;
-    for (i, x) in v.iter().enumerate() {
-        if *x > v[best] {
-            best = i;
-        }
-    }
-    best
 }
 
 /// `secinfer inspect DIR [--plan]` for a SHE model: layers, formats, and with `--plan` the

@@ -69,6 +69,10 @@ pub enum NnError {
     He(#[from] HeError),
     #[error("secret sharing: {0}")]
     Ss(#[from] SsError),
+    /// SHE's model or session (TFHE on tfhe-rs), shown as its own message.
+    #[cfg(feature = "tfhe")]
+    #[error(transparent)]
+    She(#[from] secinfer_tfhe::Error),
 }
 
 /// What went wrong, for a caller that decides what to do next (retry, report, fix the model).
@@ -136,7 +140,24 @@ impl NnError {
             NnError::Gc(e) => from_core(e.kind()),
             NnError::Ss(e) => from_core(e.kind()),
             NnError::He(e) => from_core(e.kind()),
+            #[cfg(feature = "tfhe")]
+            NnError::She(e) => she_kind(e),
         }
+    }
+}
+
+/// The runtime's kind of a SHE error: the channel's own kind, the peer's unusable bytes, the
+/// model directory's faults and the caller's input.
+#[cfg(feature = "tfhe")]
+fn she_kind(e: &secinfer_tfhe::Error) -> ErrorKind {
+    use secinfer_tfhe::Error as E;
+    match e {
+        E::Net(n) => from_core(secinfer_ot::net_error_kind(n)),
+        E::Peer(_) | E::CiphertextCount { .. } | E::Serialize(_) => ErrorKind::Malformed,
+        E::Io { .. } | E::Json(_) | E::Weights(_) | E::Tensor { .. } | E::Layer { .. } => {
+            ErrorKind::BadModel
+        }
+        E::Format(_) | E::InputLength { .. } | E::InputRange { .. } => ErrorKind::BadInput,
     }
 }
 

@@ -41,7 +41,7 @@ fn embed_tensor(bytes: &[u8], name: &str, v: usize, e: usize, file: &str) -> Res
 }
 
 /// The server's pinned public key from `dir/server.pub`, if the directory has one.
-fn server_key_of(dir: &Path) -> Result<Option<[u8; 32]>> {
+pub(crate) fn server_key_of(dir: &Path) -> Result<Option<[u8; 32]>> {
     let key_path = dir.join(secinfer_net::PUBLIC_KEY_FILE);
     if !key_path.exists() {
         return Ok(None);

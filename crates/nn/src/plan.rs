@@ -74,6 +74,8 @@ pub enum Protocol {
     /// GALA's network of dense layers on Z_p shares: HE matvecs, truncation / ReLU / argmax in
     /// garbled circuits (`layers::hegc`).
     HegcNet,
+    /// OPAF's FastGRNN → Dense → Argmax on additive shares over Z_2^l (`layers::ss`).
+    SsFastGrnn,
     /// No protocol in this build for this layer in this family.
     Missing,
 }
@@ -154,6 +156,29 @@ impl Plan {
             });
             return Plan { steps };
         }
+        // A FastGRNN graph runs in family ss unless another family is asked for.
+        let ss = opts.family.map_or_else(
+            || crate::layers::ss::is_fastgrnn_graph(config),
+            |f| f == Family::Ss,
+        );
+        if ss && i == 1 {
+            let (protocol, why) = match crate::layers::ss::shape_of(config) {
+                Ok(_) => (
+                    Protocol::SsFastGrnn,
+                    "OPAF: FastGRNN on additive shares over Z_2^l, OT products, OPAF's or \
+                     SIRNN's sigmoid and tanh, the class from an argmax on shares"
+                        .to_string(),
+                ),
+                Err(e) => (Protocol::Missing, e.to_string()),
+            };
+            steps.push(Step {
+                layers: i..layers.len(),
+                family: Family::Ss,
+                protocol,
+                why,
+            });
+            return Plan { steps };
+        }
         let vector_input = !matches!(config.graph.input_shape(), Shape::Tokens { .. });
         if vector_input && i == 1 && family == Family::Hegc {
             match crate::layers::hegc::NetShape::new(config, secinfer_he::MatVecMethod::Gala) {
@@ -225,6 +250,7 @@ impl Plan {
                     Protocol::CryptoGruClassifier => "cryptogru",
                     Protocol::ChocoNetwork => "choco",
                     Protocol::HegcNet => "gala",
+                    Protocol::SsFastGrnn => "opaf",
                     Protocol::Missing => "MISSING",
                 };
                 format!(

@@ -6,10 +6,13 @@ mod common;
 use common::Rng;
 use secinfer_he::choco::Packing;
 use secinfer_net::{mem_pair, simulate, Recording};
-use secinfer_nn::layers::choco::{client_session, server_session, ChocoClient, ChocoServer};
+use secinfer_nn::layers::choco::{
+    client_session, server_session, ChocoClient, ChocoServer, KeyUpload, Results, Upload,
+};
 use secinfer_nn::model::weights::Tensor;
 use secinfer_nn::{
-    ExactActivations, GraphReference, Input, Model, ModelConfig, NnError, QuantizedGraph, Tensors,
+    ErrorKind, ExactActivations, GraphReference, Input, Model, ModelConfig, NnError,
+    QuantizedGraph, Tensors,
 };
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -251,4 +254,49 @@ fn responses_are_rerandomised_and_other_sessions_refused() {
         client_session(&mut c, &client, &[1 << 20; 64]),
         Err(NnError::Input(_))
     ));
+}
+
+/// The session's steps without a channel: the client's and the server's state machines pass
+/// their typed messages directly, every layer equals the reference bit for bit, and a message
+/// of the wrong shape or out of turn is a `Malformed` error that leaves the step where it was.
+#[test]
+fn steps_without_a_channel_equal_the_reference_and_refuse_bad_messages() {
+    let m = random_model(mlp(&[40, 12, 5]), 0.5, 7);
+    let server = ChocoServer::new(&m, Packing::Redundant).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
+    let malformed = |e: NnError| assert_eq!(e.kind(), ErrorKind::Malformed, "{e}");
+    let x = random_input(40, 20, 8);
+    let (mut c, keys) = client.start(&x).unwrap();
+    malformed(
+        server
+            .start(&KeyUpload { per_prime: vec![] })
+            .err()
+            .unwrap(),
+    );
+    let mut s = server.start(&keys).unwrap();
+    malformed(c.absorb(&Results { per_prime: vec![] }).err().unwrap());
+    let mut answered = 0;
+    while let Some(up) = c.next_upload().unwrap() {
+        assert_eq!(s.expects(), up.per_prime.first().map(Vec::len));
+        let mut short = Upload {
+            per_prime: up.per_prime.clone(),
+        };
+        short.per_prime[0].pop();
+        malformed(s.answer(&short).err().unwrap());
+        let r = s.answer(&up).unwrap();
+        malformed(
+            c.absorb(&Results {
+                per_prime: vec![vec![]; r.per_prime.len()],
+            })
+            .err()
+            .unwrap(),
+        );
+        c.absorb(&r).unwrap();
+        answered += 1;
+    }
+    assert_eq!(answered, 2, "two dense layers");
+    assert_eq!(s.expects(), None);
+    malformed(s.answer(&Upload { per_prime: vec![] }).err().unwrap());
+    assert!(s.finish().unwrap().flood_stat_bits >= 40.0);
+    assert_eq!(c.finish().outputs, reference(&m, &x));
 }

@@ -332,7 +332,8 @@ fn session_event(
     use secinfer_nn::runtime::SessionEnd;
     let info = PyDict::new_bound(py);
     let status = match end {
-        SessionEnd::Done(rep) => {
+        SessionEnd::Done(served) => {
+            let rep = &served.report;
             let t = rep.cost.total();
             info.set_item("time_s", t.time_s)?;
             info.set_item("bytes", t.bytes())?;
@@ -398,7 +399,11 @@ impl Client {
         Ok(match self.inner.model() {
             Ok(m) => m.fp.main.scale,
             // A network that reads numbers (family hegc) reveals logits in its main format.
-            Err(_) => self.inner.session().config.fixed_point.main.scale,
+            Err(_) => self
+                .inner
+                .session()
+                .config()
+                .map_or(0, |c| c.fixed_point.main.scale),
         })
     }
 
@@ -453,7 +458,13 @@ impl Client {
         image: Vec<f32>,
         reveal_logits: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let main = self.inner.session().config.fixed_point.main;
+        let main = self
+            .inner
+            .session()
+            .config()
+            .ok_or_else(|| BadModel::new_err("a SHE network does not read images here"))?
+            .fixed_point
+            .main;
         let x: Vec<i64> = image.iter().map(|v| main.quantize(*v as f64)).collect();
         let out = py
             .allow_threads(|| {

@@ -90,6 +90,7 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
         },
         ot: a.ot,
         garbling,
+        ..RunOptions::default()
     };
     let r = run_pair(
         &a.net,

@@ -189,10 +189,7 @@ impl QuantizedGraph {
     /// Quantizes a float input to the main format and clamps it into the input layer's range,
     /// as the client does before a secure run.
     pub fn quantize_input(&self, x: &[f32]) -> Vec<i64> {
-        let mut q: Vec<i64> = x
-            .iter()
-            .map(|v| self.fp.main.quantize(*v as f64))
-            .collect();
+        let mut q: Vec<i64> = x.iter().map(|v| self.fp.main.quantize(*v as f64)).collect();
         if let LayerKind::Input { range: Some(r), .. } = self.layers[0].kind {
             r.clamp(self.fp.main, &mut q);
         }

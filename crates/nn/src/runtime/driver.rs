@@ -1,24 +1,32 @@
 //! The session driver: one path from a model to a secure session, for `serve`, `infer`,
-//! `bench` and Python alike.
+//! `bench` and Python alike, in every family (CryptoGRU and GALA in `hegc`, CHOCO, OPAF's
+//! FastGRNN in `ss`, SHE in `tfhe`).
 //!
 //! `prepare` plans the model ([`Plan`]), refuses a plan with a layer no protocol computes
 //! (naming the layer), and builds each step's layer protocol state (weight plaintexts,
-//! circuits); `run` executes the steps over a [`Channel`]. The handshake belongs to the first
-//! secure step, which puts the model's hash, the plan's protocol and the client's options in
-//! it, so a session costs no frame beyond its protocol's own.
+//! circuits, encoded kernels); `run` executes the steps over a [`Channel`]. The handshake
+//! belongs to the first secure step, which puts the model's hash, the plan's protocol and the
+//! client's options in it, so a session costs no frame beyond its protocol's own. Every family
+//! ends in the same reports: [`Served`] on the server, [`Outcome`] on the client.
+use super::report::{Detail, Served, ServedDetail};
 use crate::error::{NnError, Result};
 use crate::info::ModelInfo;
+use crate::layers::choco::{self, ChocoClient, ChocoServer};
 use crate::layers::gru::{
     client_session_garbling, fp_for_variant, server_session_with, ClientModel, ClientOptions,
     GruOutcome, OtFiller, Scheme, ServerModel, ServerPolicy, SessionReport, Variant,
     DEFAULT_GARBLING,
 };
 use crate::layers::hegc::{self, HegcClientModel, HegcServerModel};
-use crate::model::{Model, ModelConfig, Shape};
-use crate::plan::{Plan, PlanOptions, Protocol};
-use crate::reference::{QuantizedGraph, QuantizedModel};
+use crate::layers::ss::{self, FastGrnnShape, Impl, SsRequest, SsServer};
+use crate::model::{Format, Model, ModelConfig, Shape};
+use crate::plan::{Family, Plan, PlanOptions, Protocol};
+use crate::reference::{argmax, QuantizedGraph, QuantizedModel};
+use secinfer_he::choco::Packing;
 use secinfer_he::MatVecMethod;
 use secinfer_net::Channel;
+use secinfer_ss::{CotSource, FerretParams};
+use std::path::Path;
 
 /// What the model owner chooses for its sessions.
 #[derive(Clone, Copy, Debug)]
@@ -28,6 +36,8 @@ pub struct ServerOptions {
     pub plan: PlanOptions,
     /// The matvec kernel of `hegc` networks (GALA unless GAZELLE is asked for).
     pub kernel: MatVecMethod,
+    /// CHOCO's packing (rotational redundancy unless the baseline is asked for).
+    pub packing: Packing,
 }
 
 impl Default for ServerOptions {
@@ -36,6 +46,7 @@ impl Default for ServerOptions {
             variant: Variant::Cg2,
             plan: PlanOptions::default(),
             kernel: MatVecMethod::Gala,
+            packing: Packing::Redundant,
         }
     }
 }
@@ -46,6 +57,11 @@ pub struct RunOptions {
     pub protocol: ClientOptions,
     pub ot: OtFiller,
     pub garbling: Scheme,
+    /// Family `ss`: OPAF's or SIRNN's sigmoid and tanh.
+    pub math: Impl,
+    /// Threads for the client's own work in family `choco` (`None`: the caller's pool; 1
+    /// models a small device).
+    pub threads: Option<usize>,
 }
 
 impl Default for RunOptions {
@@ -54,7 +70,18 @@ impl Default for RunOptions {
             protocol: ClientOptions::default(),
             ot: OtFiller::default(),
             garbling: DEFAULT_GARBLING,
+            math: Impl::Opaf,
+            threads: None,
         }
+    }
+}
+
+/// The OT extension family `ss` fills its pools with, as the client's filler names it.
+fn cot_source(f: OtFiller) -> CotSource {
+    match f {
+        OtFiller::Iknp => CotSource::Iknp,
+        OtFiller::SoftSpoken { k } => CotSource::SoftSpoken { k },
+        OtFiller::Ferret => CotSource::Ferret(FerretParams::B13),
     }
 }
 
@@ -75,7 +102,10 @@ pub struct Outcome {
     pub logits: Option<Vec<i64>>,
     /// log2 p of the word a language model's client named (`ClientOptions::log_prob_of`).
     pub log2_prob: Option<i64>,
+    /// The channel's cost (every family), with `hegc`'s byte buckets.
     pub report: SessionReport,
+    /// The family's own part.
+    pub detail: Detail,
 }
 
 impl From<GruOutcome> for Outcome {
@@ -86,6 +116,29 @@ impl From<GruOutcome> for Outcome {
             logits: o.logits,
             log2_prob: o.log2_prob,
             report: o.report,
+            detail: Detail::Hegc,
+        }
+    }
+}
+
+impl Outcome {
+    /// The outcome of a family that reports only the channel's cost.
+    fn metered(
+        class: usize,
+        logits: Option<Vec<i64>>,
+        cost: secinfer_net::Cost,
+        d: Detail,
+    ) -> Self {
+        Outcome {
+            class,
+            top: vec![class],
+            logits,
+            log2_prob: None,
+            report: SessionReport {
+                cost,
+                ..SessionReport::default()
+            },
+            detail: d,
         }
     }
 }
@@ -94,12 +147,21 @@ impl From<GruOutcome> for Outcome {
 enum ServerStep {
     CryptoGru(Box<ServerModel>),
     Hegc(Box<HegcServerModel>),
+    Choco(Box<ChocoServer>),
+    Ss(Box<SsServer>),
+    #[cfg(feature = "tfhe")]
+    She(Box<secinfer_tfhe::PbsNetwork>),
+}
+
+/// A model graph and its plan (every family but SHE, whose network has its own format).
+struct Planned {
+    config: ModelConfig,
+    plan: Plan,
 }
 
 /// A model prepared for serving sessions.
 pub struct ServerSession {
-    pub config: ModelConfig,
-    pub plan: Plan,
+    planned: Option<Planned>,
     step: ServerStep,
 }
 
@@ -123,37 +185,49 @@ fn secure_protocol(plan: &Plan, config: &ModelConfig) -> Result<Protocol> {
 }
 
 impl ServerSession {
+    /// Loads and prepares the model in `dir`: a model graph (`model.json`), or a SHE network
+    /// (`she.json`) in a build with the tfhe feature.
+    pub fn load(dir: &Path, opts: &ServerOptions) -> Result<ServerSession> {
+        if super::she::is_she_model(dir) {
+            #[cfg(feature = "tfhe")]
+            return Ok(ServerSession {
+                planned: None,
+                step: ServerStep::She(Box::new(super::she::load_network(dir)?)),
+            });
+            #[cfg(not(feature = "tfhe"))]
+            return Err(super::she::unsupported(dir));
+        }
+        ServerSession::prepare(&Model::load(dir)?, opts)
+    }
+
     /// Plans `model` and prepares its layer protocols.
     pub fn prepare(model: &Model, opts: &ServerOptions) -> Result<ServerSession> {
         let config = model.config.clone();
         let plan = Plan::new(&config, opts.plan);
-        match secure_protocol(&plan, &config)? {
+        let step = match secure_protocol(&plan, &config)? {
             Protocol::CryptoGruClassifier => {
                 let fp = fp_for_variant(&config, opts.variant)?;
                 let q = QuantizedModel::new(model, fp)?;
                 let sm = ServerModel::new(q, opts.variant, steps_of(&config)?)?;
-                Ok(ServerSession {
-                    config,
-                    plan,
-                    step: ServerStep::CryptoGru(Box::new(sm)),
-                })
+                ServerStep::CryptoGru(Box::new(sm))
             }
-            Protocol::ChocoNetwork => Err(NnError::Unsupported(
-                "family choco runs through nn::layers::choco (serve/infer --family choco)".into(),
-            )),
+            Protocol::ChocoNetwork => {
+                ServerStep::Choco(Box::new(ChocoServer::new(model, opts.packing)?))
+            }
+            // The policy decides the logits per session (`run`), not the prepared model.
+            Protocol::SsFastGrnn => ServerStep::Ss(Box::new(SsServer::new(model, false)?)),
             Protocol::HegcNet => {
                 let q = QuantizedGraph::new(model, config.fixed_point)?;
-                let sm = HegcServerModel::new(&q, &config, opts.kernel)?;
-                Ok(ServerSession {
-                    config,
-                    plan,
-                    step: ServerStep::Hegc(Box::new(sm)),
-                })
+                ServerStep::Hegc(Box::new(HegcServerModel::new(&q, &config, opts.kernel)?))
             }
             Protocol::Local | Protocol::Missing => {
-                Err(NnError::Protocol("a checked plan has a secure step".into()))
+                return Err(NnError::Protocol("a checked plan has a secure step".into()))
             }
-        }
+        };
+        Ok(ServerSession {
+            planned: Some(Planned { config, plan }),
+            step,
+        })
     }
 
     /// Serves a prepared CryptoGRU model (benches build it from random weights).
@@ -161,9 +235,29 @@ impl ServerSession {
         let config = sm.q.config.clone();
         let plan = Plan::new(&config, PlanOptions::default());
         ServerSession {
-            config,
-            plan,
+            planned: Some(Planned { config, plan }),
             step: ServerStep::CryptoGru(Box::new(sm)),
+        }
+    }
+
+    /// The model graph (`None` for a SHE network).
+    pub fn config(&self) -> Option<&ModelConfig> {
+        self.planned.as_ref().map(|p| &p.config)
+    }
+
+    /// The plan (`None` for a SHE network, which is one step of family `tfhe`).
+    pub fn plan(&self) -> Option<&Plan> {
+        self.planned.as_ref().map(|p| &p.plan)
+    }
+
+    /// The family the secure steps run in.
+    pub fn family(&self) -> Family {
+        match &self.step {
+            ServerStep::CryptoGru(_) | ServerStep::Hegc(_) => Family::Hegc,
+            ServerStep::Choco(_) => Family::Choco,
+            ServerStep::Ss(_) => Family::Ss,
+            #[cfg(feature = "tfhe")]
+            ServerStep::She(_) => Family::Tfhe,
         }
     }
 
@@ -171,28 +265,96 @@ impl ServerSession {
     pub fn gru(&self) -> Option<&ServerModel> {
         match &self.step {
             ServerStep::CryptoGru(m) => Some(m),
-            ServerStep::Hegc(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The prepared CHOCO network, if this is one.
+    pub fn choco(&self) -> Option<&ChocoServer> {
+        match &self.step {
+            ServerStep::Choco(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The public shape of the prepared FastGRNN (family `ss`), if this is one.
+    pub fn ss_shape(&self) -> Option<&FastGrnnShape> {
+        match &self.step {
+            ServerStep::Ss(m) => Some(m.shape()),
+            _ => None,
+        }
+    }
+
+    /// The prepared SHE network, if this is one.
+    #[cfg(feature = "tfhe")]
+    pub fn she(&self) -> Option<&secinfer_tfhe::PbsNetwork> {
+        match &self.step {
+            ServerStep::She(m) => Some(m),
+            _ => None,
         }
     }
 
     /// Runs one session's server side over `ch`, revealing no more than `policy` allows.
     pub fn run<C: Channel>(&self, ch: &mut C, policy: ServerPolicy) -> Result<SessionReport> {
-        match &self.step {
-            ServerStep::CryptoGru(m) => server_session_with(ch, m, policy),
-            ServerStep::Hegc(m) => hegc::server_session(ch, m, policy),
-        }
+        Ok(self.serve_one(ch, policy, &|_| {})?.report)
+    }
+
+    /// [`ServerSession::run`] with the family's own account of the session; `progress` hears
+    /// how a long evaluation advances (SHE's bootstraps, every few seconds).
+    #[cfg_attr(
+        not(feature = "tfhe"),
+        allow(unused_variables, reason = "only SHE reports progress")
+    )]
+    pub fn serve_one<C: Channel>(
+        &self,
+        ch: &mut C,
+        policy: ServerPolicy,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<Served> {
+        Ok(match &self.step {
+            ServerStep::CryptoGru(m) => Served {
+                report: server_session_with(ch, m, policy)?,
+                detail: ServedDetail::Hegc,
+            },
+            ServerStep::Hegc(m) => Served {
+                report: hegc::server_session(ch, m, policy)?,
+                detail: ServedDetail::Hegc,
+            },
+            // The client-aided mode reveals every activation by design: no logits policy.
+            ServerStep::Choco(m) => {
+                let c = choco::server_session(ch, m)?;
+                Served::metered(ch.cost(), true, ServedDetail::Choco(c))
+            }
+            ServerStep::Ss(m) => {
+                let r = ss::session::server_session_with(ch, m, policy.allow_logits)?;
+                Served::metered(ch.cost(), r.request.logits, ServedDetail::Ss(Box::new(r)))
+            }
+            // The client decrypts the network's whole output.
+            #[cfg(feature = "tfhe")]
+            ServerStep::She(m) => {
+                let tell = |k: u32, done: u64, total: u64| {
+                    progress(&format!("sample {k}: {done} of {total} bootstraps"));
+                };
+                let r = secinfer_tfhe::session::serve_session(ch, m, &tell)?;
+                Served::metered(ch.cost(), true, ServedDetail::She(r))
+            }
+        })
     }
 }
 
 enum ClientStep {
     CryptoGru(Box<ClientModel>),
     Hegc(Box<HegcClientModel>),
+    Choco(Box<ChocoClient>),
+    /// FastGRNN's public shape and the main format the client quantises its input to.
+    Ss(Box<FastGrnnShape>, Format),
+    #[cfg(feature = "tfhe")]
+    She(Box<secinfer_tfhe::PbsInfo>),
 }
 
 /// The client's side of a model: public information only.
 pub struct ClientSession {
-    pub config: ModelConfig,
-    pub plan: Plan,
+    planned: Option<Planned>,
     step: ClientStep,
 }
 
@@ -201,31 +363,78 @@ impl ClientSession {
     pub fn prepare(info: &ModelInfo, opts: &ServerOptions) -> Result<ClientSession> {
         let config = info.config.clone();
         let plan = Plan::new(&config, opts.plan);
-        match secure_protocol(&plan, &config)? {
-            Protocol::CryptoGruClassifier => {
-                let cm = ClientModel::new(
-                    config.clone(),
-                    &info.embed,
-                    opts.variant,
-                    steps_of(&config)?,
-                )?;
-                Ok(ClientSession {
-                    config,
-                    plan,
-                    step: ClientStep::CryptoGru(Box::new(cm)),
-                })
+        let step = match secure_protocol(&plan, &config)? {
+            Protocol::CryptoGruClassifier => ClientStep::CryptoGru(Box::new(ClientModel::new(
+                config.clone(),
+                &info.embed,
+                opts.variant,
+                steps_of(&config)?,
+            )?)),
+            Protocol::ChocoNetwork => {
+                ClientStep::Choco(Box::new(ChocoClient::new(&config, opts.packing)?))
             }
-            Protocol::ChocoNetwork => Err(NnError::Unsupported(
-                "family choco runs through nn::layers::choco (serve/infer --family choco)".into(),
-            )),
-            Protocol::HegcNet => Ok(ClientSession {
-                step: ClientStep::Hegc(Box::new(HegcClientModel::new(&config, opts.kernel)?)),
-                config,
-                plan,
-            }),
+            Protocol::SsFastGrnn => {
+                ClientStep::Ss(Box::new(ss::shape_of(&config)?), config.fixed_point.main)
+            }
+            Protocol::HegcNet => {
+                ClientStep::Hegc(Box::new(HegcClientModel::new(&config, opts.kernel)?))
+            }
             Protocol::Local | Protocol::Missing => {
-                Err(NnError::Protocol("a checked plan has a secure step".into()))
+                return Err(NnError::Protocol("a checked plan has a secure step".into()))
             }
+        };
+        Ok(ClientSession {
+            planned: Some(Planned { config, plan }),
+            step,
+        })
+    }
+
+    /// The client of a SHE network described by `info`.
+    #[cfg(feature = "tfhe")]
+    pub fn she(info: secinfer_tfhe::PbsInfo) -> ClientSession {
+        ClientSession {
+            planned: None,
+            step: ClientStep::She(Box::new(info)),
+        }
+    }
+
+    /// The model graph (`None` for a SHE network).
+    pub fn config(&self) -> Option<&ModelConfig> {
+        self.planned.as_ref().map(|p| &p.config)
+    }
+
+    /// The plan (`None` for a SHE network).
+    pub fn plan(&self) -> Option<&Plan> {
+        self.planned.as_ref().map(|p| &p.plan)
+    }
+
+    /// The family the secure steps run in.
+    pub fn family(&self) -> Family {
+        match &self.step {
+            ClientStep::CryptoGru(_) | ClientStep::Hegc(_) => Family::Hegc,
+            ClientStep::Choco(_) => Family::Choco,
+            ClientStep::Ss(..) => Family::Ss,
+            #[cfg(feature = "tfhe")]
+            ClientStep::She(_) => Family::Tfhe,
+        }
+    }
+
+    /// The public shape of the FastGRNN (family `ss`), if this is one.
+    pub fn ss_shape(&self) -> Option<&FastGrnnShape> {
+        match &self.step {
+            ClientStep::Ss(s, _) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether one session serves many inputs (GALA's networks and SHE send their keys once);
+    /// the other families run one session per input.
+    pub fn batches_inputs(&self) -> bool {
+        match &self.step {
+            ClientStep::Hegc(_) => true,
+            #[cfg(feature = "tfhe")]
+            ClientStep::She(_) => true,
+            _ => false,
         }
     }
 
@@ -240,9 +449,40 @@ impl ClientSession {
     ) -> Result<Vec<GruOutcome>> {
         match &self.step {
             ClientStep::Hegc(m) => hegc::client_session_images(ch, m, xs, reveal_logits, progress),
-            ClientStep::CryptoGru(_) => Err(NnError::Input(
+            _ => Err(NnError::Input(
                 "one session of many images runs image networks (family hegc)".into(),
             )),
+        }
+    }
+
+    /// Runs one session over `ch` on every input of `xs` (main-format integers; SHE's input
+    /// digits): one outcome per input, the session's set-up on the first. Only the families
+    /// that [`ClientSession::batches_inputs`] take more than one.
+    pub fn run_many<C: Channel>(
+        &self,
+        ch: &mut C,
+        xs: &[&[i64]],
+        opts: &RunOptions,
+        progress: &mut dyn FnMut(&str, u64, u64),
+    ) -> Result<Vec<Outcome>> {
+        match &self.step {
+            ClientStep::Hegc(m) => {
+                Ok(
+                    hegc::client_session_images(ch, m, xs, opts.protocol.reveal_logits, progress)?
+                        .into_iter()
+                        .map(Outcome::from)
+                        .collect(),
+                )
+            }
+            #[cfg(feature = "tfhe")]
+            ClientStep::She(info) => she_session(ch, info, xs),
+            _ => match xs {
+                [x] => Ok(vec![self.run(ch, ClientInput::Fixed(x), opts, progress)?]),
+                _ => Err(NnError::Input(format!(
+                    "family {} runs one input per session",
+                    self.family()
+                ))),
+            },
         }
     }
 
@@ -251,8 +491,7 @@ impl ClientSession {
         let config = cm.config.clone();
         let plan = Plan::new(&config, PlanOptions::default());
         ClientSession {
-            config,
-            plan,
+            planned: Some(Planned { config, plan }),
             step: ClientStep::CryptoGru(Box::new(cm)),
         }
     }
@@ -261,7 +500,7 @@ impl ClientSession {
     pub fn gru(&self) -> Option<&ClientModel> {
         match &self.step {
             ClientStep::CryptoGru(m) => Some(m),
-            ClientStep::Hegc(_) => None,
+            _ => None,
         }
     }
 
@@ -287,6 +526,41 @@ impl ClientSession {
             (ClientStep::Hegc(m), ClientInput::Fixed(x)) => {
                 Ok(hegc::client_session(ch, m, x, opts.protocol.reveal_logits, progress)?.into())
             }
+            (ClientStep::Choco(m), ClientInput::Fixed(x)) => {
+                let o = match opts.threads {
+                    None => choco::client_session(ch, m, x)?,
+                    Some(n) => choco::on_threads(n, || choco::client_session(ch, m, x))?,
+                };
+                let class = o.class.unwrap_or_else(|| argmax(o.output()));
+                Ok(Outcome::metered(
+                    class,
+                    None,
+                    ch.cost(),
+                    Detail::Choco(Box::new(o)),
+                ))
+            }
+            (ClientStep::Ss(shape, main), ClientInput::Fixed(x)) => {
+                let request = SsRequest {
+                    math: opts.math,
+                    source: cot_source(opts.ot),
+                    logits: opts.protocol.reveal_logits,
+                };
+                let r = ss::client_session(ch, shape, &request, x, *main)?;
+                let class = r
+                    .class
+                    .ok_or_else(|| NnError::Protocol("the session revealed no class".into()))?;
+                let logits = r.logits.clone();
+                Ok(Outcome::metered(
+                    class,
+                    logits,
+                    ch.cost(),
+                    Detail::Ss(Box::new(r)),
+                ))
+            }
+            #[cfg(feature = "tfhe")]
+            (ClientStep::She(info), ClientInput::Fixed(x)) => she_session(ch, info, &[x])?
+                .pop()
+                .ok_or_else(|| NnError::Protocol("a SHE session without its sample".into())),
             (_, ClientInput::Tokens(_)) => Err(NnError::Input(
                 "this model reads numbers, not tokens".into(),
             )),
@@ -295,4 +569,35 @@ impl ClientSession {
             )),
         }
     }
+}
+
+/// One SHE session on every sample of `xs`: the client's keys are made and uploaded once; each
+/// outcome is a sample's decrypted output, its class the output's argmax.
+#[cfg(feature = "tfhe")]
+fn she_session<C: Channel>(
+    ch: &mut C,
+    info: &secinfer_tfhe::PbsInfo,
+    xs: &[&[i64]],
+) -> Result<Vec<Outcome>> {
+    let samples: Vec<Vec<i64>> = xs.iter().map(|x| x.to_vec()).collect();
+    let r = secinfer_tfhe::session::client_session(ch, info, &samples)?;
+    let mut setup = Some(super::report::SheSetup {
+        keygen_s: r.keygen_s,
+        key_bytes: r.key_bytes,
+        key_upload_s: r.key_upload_s,
+        server_expand_s: r.server_expand_s,
+    });
+    let cost = ch.cost();
+    Ok(r.samples
+        .into_iter()
+        .map(|sample| {
+            let class = argmax(&sample.output);
+            let logits = Some(sample.output.clone());
+            let detail = Detail::She {
+                sample,
+                setup: setup.take(),
+            };
+            Outcome::metered(class, logits, cost, detail)
+        })
+        .collect())
 }

@@ -1,7 +1,11 @@
 //! The client's side of a choco session: keys, then per linear layer encrypt → server →
 //! decrypt → CRT → requantise, and every other layer in the clear, as the reference computes
-//! it. The client's cost (CHOCO's first metric) is measured as it runs.
-use super::wire::{hello, read_accept, response_limit, send_galois};
+//! it. The client's cost (CHOCO's first metric) is measured as it runs. The session is a state
+//! machine over typed messages ([`ClientRun`]), which [`client_session`] drives over a channel.
+use super::wire::{
+    check_counts, hello, make_keys, read_accept, recv_per_prime, response_limit, send_galois,
+    send_per_prime, KeyUpload, Results, Upload,
+};
 use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, Layer, LayerKind, ModelConfig, Shape};
@@ -139,108 +143,183 @@ pub fn client_session<C: Channel>(ch: &mut C, c: &ChocoClient, x: &[i64]) -> Res
 }
 
 fn run_client<C: Channel>(ch: &mut C, c: &ChocoClient, x: &[i64]) -> Result<ChocoOutcome> {
-    let s = &c.schedule;
-    let mut cost = ClientCost::default();
     ch.set_phase(Phase::Setup);
-    let t0 = Instant::now();
-    let steps = s.rotation_steps();
-    let keys: Vec<SecretKey> = s.rns.sets().iter().map(SecretKey::generate).collect();
-    let mut key_frames = Vec::with_capacity(2 * keys.len());
-    for sk in &keys {
-        key_frames.push(sk.public_key().to_bytes());
-        key_frames.push(sk.rotation_keys(&steps, false).to_bytes());
-    }
-    cost.keygen_s = t0.elapsed().as_secs_f64();
+    let (mut run, keys) = c.start(x)?;
     ch.send_frame(&hello(&c.id))?;
     ch.flush()?;
     read_accept(ch)?;
-    for (i, f) in key_frames.into_iter().enumerate() {
-        // Even frames: a public key; odd: the Galois keys of the same prime.
-        if i % 2 == 0 {
-            cost.setup_bytes += f.len() as u64;
-            ch.send_frame_vec(f)?;
-        } else {
-            cost.setup_bytes += send_galois(ch, &s.rns.sets()[i / 2], f)?;
-        }
+    let sets = c.schedule.rns.sets();
+    for ((pk, gk), p) in keys.per_prime.into_iter().zip(sets) {
+        ch.send_frame_vec(pk)?;
+        send_galois(ch, p, gk)?;
     }
     ch.set_phase(Phase::Online);
-    let layers = &c.config.graph.layers;
-    let fp = s.fp;
-    let mut outs: Vec<Vec<i64>> = vec![x.to_vec()];
-    for st in &s.stages {
-        match st {
-            Stage::Client { layer } => {
-                let t = Instant::now();
-                let y = clear_layer(&layers[*layer], *layer, &outs, &c.config, &fp)?;
-                cost.plain_s += t.elapsed().as_secs_f64();
-                outs.push(y);
-            }
-            Stage::Linear { layer, plan, .. } => {
-                let t = Instant::now();
-                let res = s.rns.residues(&outs[layer - 1]);
-                let mut frames = Vec::new();
-                for (sk, xr) in keys.iter().zip(&res) {
-                    for v in plan.pack_input(xr)? {
-                        frames.push(sk.encrypt_seeded(&v)?.to_bytes());
-                    }
-                }
-                // Sending is not the client's work: a slow server (still reading the keys) would
-                // otherwise be counted as encryption time.
-                cost.encrypt_s += t.elapsed().as_secs_f64();
-                for f in frames {
-                    cost.bytes_up += f.len() as u64;
-                    cost.ciphertexts_up += 1;
-                    ch.send_frame_vec(f)?;
-                }
-                ch.flush()?;
-                let mut rows = Vec::with_capacity(keys.len());
-                for sk in &keys {
-                    let p = sk.params();
-                    let want = secinfer_he::choco::response_log_q(p);
-                    let mut dec = Vec::with_capacity(plan.out_cts());
-                    for _ in 0..plan.out_cts() {
-                        let f = ch.recv_frame_limited(response_limit(p))?;
-                        let t = Instant::now();
-                        cost.bytes_down += f.len() as u64;
-                        cost.ciphertexts_down += 1;
-                        let r = Response::from_bytes(p, &f)?;
-                        if r.log_q() != want {
-                            return Err(NnError::Malformed(format!(
-                                "choco: response modulus 2^{}, expected 2^{want}",
-                                r.log_q()
-                            )));
-                        }
-                        dec.push(sk.decrypt_response(&r)?);
-                        cost.decrypt_s += t.elapsed().as_secs_f64();
-                    }
+    while let Some(up) = run.next_upload()? {
+        let n = run.expects();
+        // Sending is not the client's work: a slow server (still reading the keys) would
+        // otherwise be counted as encryption time.
+        send_per_prime(ch, up.per_prime)?;
+        let per_prime = recv_per_prime(ch, sets, n, response_limit)?;
+        run.absorb(&Results { per_prime })?;
+    }
+    Ok(run.finish())
+}
+
+/// One session's client side between two messages; it does no IO, so a test can drive it
+/// with the server's steps directly.
+pub struct ClientRun<'a> {
+    c: &'a ChocoClient,
+    /// One secret key per plaintext prime.
+    keys: Vec<SecretKey>,
+    /// Every layer's output so far (index 0: the input).
+    outs: Vec<Vec<i64>>,
+    /// The next stage of the schedule.
+    stage: usize,
+    cost: ClientCost,
+}
+
+impl ChocoClient {
+    /// The session's opening message (the hash of the graph, format, packing and primes).
+    pub fn hello(&self) -> Vec<u8> {
+        hello(&self.id)
+    }
+
+    /// Starts a session on the fixed-point input `x` (main format): fresh keys, and the key
+    /// message for the server.
+    pub fn start(&self, x: &[i64]) -> Result<(ClientRun<'_>, KeyUpload)> {
+        check_input(self, x)?;
+        let s = &self.schedule;
+        let mut cost = ClientCost::default();
+        let t0 = Instant::now();
+        let steps = s.rotation_steps();
+        let (keys, upload) = make_keys(s.rns.sets(), &steps);
+        cost.keygen_s = t0.elapsed().as_secs_f64();
+        cost.setup_bytes = upload
+            .per_prime
+            .iter()
+            .map(|(pk, gk)| (pk.len() + gk.len()) as u64)
+            .sum();
+        // The model's stated input range, applied as the reference applies it.
+        let mut x = x.to_vec();
+        self.config.graph.clamp_input(s.fp.main, &mut x);
+        let run = ClientRun {
+            c: self,
+            keys,
+            outs: vec![x],
+            stage: 0,
+            cost,
+        };
+        Ok((run, upload))
+    }
+}
+
+impl ClientRun<'_> {
+    /// Computes the clear layers up to the next linear one and returns that layer's upload;
+    /// `None` once the network is done.
+    pub fn next_upload(&mut self) -> Result<Option<Upload>> {
+        let c = self.c;
+        let s = &c.schedule;
+        let layers = &c.config.graph.layers;
+        while let Some(st) = s.stages.get(self.stage) {
+            match st {
+                Stage::Client { layer } => {
                     let t = Instant::now();
-                    rows.push(plan.extract(&dec)?);
-                    cost.decrypt_s += t.elapsed().as_secs_f64();
+                    let y = clear_layer(&layers[*layer], *layer, &self.outs, &c.config, &s.fp)?;
+                    self.cost.plain_s += t.elapsed().as_secs_f64();
+                    self.outs.push(y);
+                    self.stage += 1;
                 }
-                let t = Instant::now();
-                let acc = s.rns.reconstruct(&rows)?;
-                cost.decrypt_s += t.elapsed().as_secs_f64();
-                let t = Instant::now();
-                // The bias rode in as b·2^F, so ⌊acc / 2^F⌋ = ⌊ΣWx / 2^F⌋ + b: the reference's
-                // wrap((ΣWx ≫ F) + b).
-                let y = acc
-                    .iter()
-                    .map(|a| fp.main.wrap((a >> fp.main.scale) as i64))
-                    .collect();
-                cost.plain_s += t.elapsed().as_secs_f64();
-                outs.push(y);
+                Stage::Linear { layer, plan } => {
+                    let t = Instant::now();
+                    let res = s.rns.residues(&self.outs[layer - 1]);
+                    let mut per_prime = Vec::with_capacity(self.keys.len());
+                    for (sk, xr) in self.keys.iter().zip(&res) {
+                        let frames = plan
+                            .pack_input(xr)?
+                            .iter()
+                            .map(|v| Ok(sk.encrypt_seeded(v)?.to_bytes()))
+                            .collect::<Result<Vec<_>>>()?;
+                        self.cost.ciphertexts_up += frames.len();
+                        self.cost.bytes_up += frames.iter().map(|f| f.len() as u64).sum::<u64>();
+                        per_prime.push(frames);
+                    }
+                    self.cost.encrypt_s += t.elapsed().as_secs_f64();
+                    return Ok(Some(Upload { per_prime }));
+                }
             }
         }
+        Ok(None)
     }
-    let class = match layers.last().map(|l| &l.kind) {
-        Some(LayerKind::Argmax) => outs.last().and_then(|o| o.first()).map(|v| *v as usize),
-        _ => None,
-    };
-    Ok(ChocoOutcome {
-        outputs: outs,
-        class,
-        cost,
-    })
+
+    /// Ciphertexts per prime the pending layer's results hold (0 when none is pending).
+    pub fn expects(&self) -> usize {
+        match self.c.schedule.stages.get(self.stage) {
+            Some(Stage::Linear { plan, .. }) => plan.out_cts(),
+            _ => 0,
+        }
+    }
+
+    /// Takes the server's results for the pending linear layer: decrypt, CRT, requantise.
+    pub fn absorb(&mut self, r: &Results) -> Result<()> {
+        let s = &self.c.schedule;
+        let Some(Stage::Linear { plan, .. }) = s.stages.get(self.stage) else {
+            return Err(NnError::Malformed(
+                "choco: results with no linear layer pending".into(),
+            ));
+        };
+        check_counts("results", &r.per_prime, self.keys.len(), plan.out_cts())?;
+        let t = Instant::now();
+        let mut rows = Vec::with_capacity(self.keys.len());
+        for (sk, frames) in self.keys.iter().zip(&r.per_prime) {
+            let p = sk.params();
+            let want = secinfer_he::choco::response_log_q(p);
+            let mut dec = Vec::with_capacity(frames.len());
+            for f in frames {
+                self.cost.bytes_down += f.len() as u64;
+                self.cost.ciphertexts_down += 1;
+                let r = Response::from_bytes(p, f)?;
+                if r.log_q() != want {
+                    return Err(NnError::Malformed(format!(
+                        "choco: response modulus 2^{}, expected 2^{want}",
+                        r.log_q()
+                    )));
+                }
+                dec.push(sk.decrypt_response(&r)?);
+            }
+            rows.push(plan.extract(&dec)?);
+        }
+        let acc = s.rns.reconstruct(&rows)?;
+        self.cost.decrypt_s += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        // The bias rode in as b·2^F, so ⌊acc / 2^F⌋ = ⌊ΣWx / 2^F⌋ + b: the reference's
+        // wrap((ΣWx ≫ F) + b).
+        let main = s.fp.main;
+        let y = acc
+            .iter()
+            .map(|a| main.wrap((a >> main.scale) as i64))
+            .collect();
+        self.cost.plain_s += t.elapsed().as_secs_f64();
+        self.outs.push(y);
+        self.stage += 1;
+        Ok(())
+    }
+
+    /// What the client learned, once [`ClientRun::next_upload`] has returned `None`.
+    pub fn finish(self) -> ChocoOutcome {
+        let class = match self.c.config.graph.layers.last().map(|l| &l.kind) {
+            Some(LayerKind::Argmax) => self
+                .outs
+                .last()
+                .and_then(|o| o.first())
+                .map(|v| *v as usize),
+            _ => None,
+        };
+        ChocoOutcome {
+            outputs: self.outs,
+            class,
+            cost: self.cost,
+        }
+    }
 }
 
 /// A layer the client computes in the clear, by the reference's rules.

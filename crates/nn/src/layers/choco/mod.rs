@@ -22,9 +22,10 @@ mod server;
 mod service;
 mod wire;
 
-pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost};
-pub use server::{server_session, ChocoServer, ServerCost};
+pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost, ClientRun};
+pub use server::{server_session, ChocoServer, ServerCost, ServerRun};
 pub use service::{on_threads, serve_linear, LinearClient, LinearServer, LinearSpec};
+pub use wire::{KeyUpload, Results, Upload};
 
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, LayerKind, ModelConfig, Shape};

@@ -1,7 +1,11 @@
 //! The server's side of a choco session: the weights of every linear layer, encoded once per
-//! plaintext prime, and the per-session loop (keys in, then per linear layer: ciphertexts in,
-//! flooded and re-randomised results out).
-use super::wire::{accept_hello, public_key_limit, recv_galois, upload_limit};
+//! plaintext prime, and the session as a state machine over typed messages ([`ServerRun`]:
+//! keys in, then per linear layer an [`Upload`] in and its flooded, re-randomised [`Results`]
+//! out), which [`server_session`] drives over a channel.
+use super::wire::{
+    accept_hello, check_counts, public_key_limit, recv_galois, recv_per_prime, send_per_prime,
+    upload_limit, KeyUpload, Results, Upload,
+};
 use super::{session_id, Schedule, Stage};
 use crate::error::{NnError, Result};
 use crate::model::{Model, ModelConfig};
@@ -146,42 +150,116 @@ impl ChocoServer {
     }
 }
 
-/// Runs one session's server side over `ch`.
+/// Runs one session's server side over `ch`: the wire around [`ServerRun`]'s steps.
 pub fn server_session<C: Channel>(ch: &mut C, s: &ChocoServer) -> Result<ServerCost> {
     ch.set_phase(Phase::Setup);
     accept_hello(ch, &s.id)?;
     let steps = s.schedule.rotation_steps().len();
-    let mut keys = Vec::new();
-    for p in s.schedule.rns.sets() {
-        let pk = PublicKey::from_bytes(p, &ch.recv_frame_limited(public_key_limit(p))?)?;
-        let gk = GaloisKeys::from_bytes(p, &recv_galois(ch, p, steps)?)?;
-        keys.push((pk, gk));
-    }
-    ch.set_phase(Phase::Online);
-    let mut cost = ServerCost {
-        flood_stat_bits: f64::INFINITY,
-        ..ServerCost::default()
+    let mut keys = KeyUpload {
+        per_prime: Vec::new(),
     };
-    for lin in &s.linear {
-        let plan = &lin.plan;
-        let sets = s.schedule.rns.sets();
-        // Per prime: the client's windows.
-        let mut inputs = Vec::with_capacity(sets.len());
-        for p in sets {
-            let cts = (0..plan.in_cts())
-                .map(|_| {
-                    let f = ch.recv_frame_limited(upload_limit(p))?;
-                    Ok(SeededCiphertext::from_bytes(p, &f)?.expand(p))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            cost.ciphertexts_in += cts.len();
-            inputs.push(cts);
+    for p in s.schedule.rns.sets() {
+        let pk = ch.recv_frame_limited(public_key_limit(p))?;
+        keys.per_prime.push((pk, recv_galois(ch, p, steps)?));
+    }
+    let mut run = s.start(&keys)?;
+    drop(keys);
+    ch.set_phase(Phase::Online);
+    while let Some(n) = run.expects() {
+        let per_prime = recv_per_prime(ch, s.schedule.rns.sets(), n, upload_limit)?;
+        let results = run.answer(&Upload { per_prime })?;
+        send_per_prime(ch, results.per_prime)?;
+    }
+    run.finish()
+}
+
+/// One session's server side between two messages; it does no IO, so a test can drive it
+/// with messages it builds or corrupts.
+pub struct ServerRun<'a> {
+    s: &'a ChocoServer,
+    /// Per prime: the client's public key and Galois keys.
+    keys: Vec<(PublicKey, GaloisKeys)>,
+    /// The next linear layer to answer.
+    layer: usize,
+    cost: ServerCost,
+}
+
+impl ChocoServer {
+    /// Starts a session from the client's keys (hostile bytes: decoded against the session's
+    /// parameters, one key pair per plaintext prime, at most the session's rotations).
+    pub fn start(&self, keys: &KeyUpload) -> Result<ServerRun<'_>> {
+        let sets = self.schedule.rns.sets();
+        if keys.per_prime.len() != sets.len() {
+            return Err(NnError::Malformed(format!(
+                "choco: keys for {} primes, the session has {}",
+                keys.per_prime.len(),
+                sets.len()
+            )));
         }
+        let steps = self.schedule.rotation_steps().len();
+        let keys = sets
+            .iter()
+            .zip(&keys.per_prime)
+            .map(|(p, (pk, gk))| {
+                let count = gk
+                    .get(4..8)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+                if count.is_none_or(|c| c as usize > steps) {
+                    return Err(NnError::Malformed(format!(
+                        "choco: Galois keys beyond the session's {steps} rotations"
+                    )));
+                }
+                Ok((
+                    PublicKey::from_bytes(p, pk)?,
+                    GaloisKeys::from_bytes(p, gk)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ServerRun {
+            s: self,
+            keys,
+            layer: 0,
+            cost: ServerCost {
+                flood_stat_bits: f64::INFINITY,
+                ..ServerCost::default()
+            },
+        })
+    }
+}
+
+impl ServerRun<'_> {
+    /// Ciphertexts per prime the next upload holds; `None` once every linear layer is answered.
+    pub fn expects(&self) -> Option<usize> {
+        self.s.linear.get(self.layer).map(|l| l.plan.in_cts())
+    }
+
+    /// Answers the next linear layer's upload: the kernel on the client's ciphertexts, the
+    /// bias, the hiding of the non-output slots, flooding and re-randomisation.
+    pub fn answer(&mut self, up: &Upload) -> Result<Results> {
+        let lin =
+            self.s.linear.get(self.layer).ok_or_else(|| {
+                NnError::Malformed("choco: an upload after the last layer".into())
+            })?;
+        let plan = &lin.plan;
+        let sets = self.s.schedule.rns.sets();
+        check_counts("an upload", &up.per_prime, sets.len(), plan.in_cts())?;
+        let inputs = sets
+            .iter()
+            .zip(&up.per_prime)
+            .map(|(p, frames)| {
+                frames
+                    .iter()
+                    .map(|f| Ok(SeededCiphertext::from_bytes(p, f)?.expand(p)))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.cost.ciphertexts_in += inputs.iter().map(Vec::len).sum::<usize>();
         let t0 = Instant::now();
+        let flood_bits = self.s.flood_bits;
         type PrimeOut = (Vec<Vec<u8>>, f64, OpCounts);
         let outs: Vec<Result<PrimeOut>> = sets
             .par_iter()
-            .zip(&keys)
+            .zip(&self.keys)
             .zip(&inputs)
             .enumerate()
             .map(|(i, ((p, (pk, gk)), cts))| {
@@ -191,29 +269,35 @@ pub fn server_session<C: Channel>(ch: &mut C, s: &ChocoServer) -> Result<ServerC
                 let mut frames = Vec::with_capacity(res.len());
                 for ((ct, b), outs) in res.iter().zip(&lin.bias[i]).zip(&lin.outputs) {
                     let ct = choco::add_plain_hiding(p, ct, b, outs)?;
-                    let (r, st) = choco::finish(p, pk, &ct, s.flood_bits)?;
+                    let (r, st) = choco::finish(p, pk, &ct, flood_bits)?;
                     stat = stat.min(st);
                     frames.push(r.to_bytes());
                 }
                 Ok((frames, stat, ev.counter().snapshot()))
             })
             .collect();
-        cost.eval_s += t0.elapsed().as_secs_f64();
+        self.cost.eval_s += t0.elapsed().as_secs_f64();
+        let mut per_prime = Vec::with_capacity(outs.len());
         for o in outs {
             let (frames, stat, ops) = o?;
-            cost.flood_stat_bits = cost.flood_stat_bits.min(stat);
-            cost.ops = add_counts(cost.ops, ops);
-            cost.ciphertexts_out += frames.len();
-            for f in frames {
-                ch.send_frame_vec(f)?;
-            }
+            self.cost.flood_stat_bits = self.cost.flood_stat_bits.min(stat);
+            self.cost.ops = add_counts(self.cost.ops, ops);
+            self.cost.ciphertexts_out += frames.len();
+            per_prime.push(frames);
         }
-        ch.flush()?;
+        self.layer += 1;
+        Ok(Results { per_prime })
     }
-    if !cost.flood_stat_bits.is_finite() {
-        return Err(NnError::Protocol("choco: no linear layer ran".into()));
+
+    /// What the session cost, once every linear layer is answered.
+    pub fn finish(self) -> Result<ServerCost> {
+        if self.expects().is_some() || !self.cost.flood_stat_bits.is_finite() {
+            return Err(NnError::Protocol(
+                "choco: the session ended before its last linear layer".into(),
+            ));
+        }
+        Ok(self.cost)
     }
-    Ok(cost)
 }
 
 fn add_counts(a: OpCounts, b: OpCounts) -> OpCounts {

@@ -5,8 +5,8 @@
 //! for, and which matrix it asks for is visible to the server (the order of calls).
 use super::client::ClientCost;
 use super::wire::{
-    accept_hello, hello, public_key_limit, read_accept, recv_galois, response_limit, send_galois,
-    upload_limit,
+    accept_hello, hello, make_keys, public_key_limit, read_accept, recv_galois, response_limit,
+    send_galois, upload_limit,
 };
 use crate::error::{NnError, Result};
 use secinfer_he::choco::{self, DensePlan, Kernel, KernelWeights, Packing, RnsParams, RING_DEGREE};
@@ -217,16 +217,8 @@ impl<'a, C: Channel> LinearClient<'a, C> {
         ch.set_phase(Phase::Setup);
         let t0 = Instant::now();
         let steps = shared.steps();
-        let keys: Vec<SecretKey> = shared.rns.sets().iter().map(SecretKey::generate).collect();
-        let frames: Vec<(Vec<u8>, Vec<u8>)> = keys
-            .iter()
-            .map(|sk| {
-                (
-                    sk.public_key().to_bytes(),
-                    sk.rotation_keys(&steps, false).to_bytes(),
-                )
-            })
-            .collect();
+        let (keys, upload) = make_keys(shared.rns.sets(), &steps);
+        let frames = upload.per_prime;
         cost.keygen_s = t0.elapsed().as_secs_f64();
         ch.send_frame(&hello(&shared.id))?;
         ch.flush()?;

@@ -1,10 +1,82 @@
 //! The frames of a choco session and their size limits (peer bytes are hostile: every frame is
 //! received with the largest length its message can have, then decoded with range checks).
 use crate::error::{NnError, Result};
-use secinfer_he::Params;
+use secinfer_he::{Params, SecretKey};
 use secinfer_net::Channel;
 
 pub(super) const HELLO: &[u8; 4] = b"CHC1";
+
+/// The client's keys, per plaintext prime: its public key and its Galois keys (`GKS1`),
+/// serialised; the server's step decodes them with the session's parameters.
+pub struct KeyUpload {
+    pub per_prime: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// One linear layer's input: per plaintext prime, the client's seeded ciphertexts, serialised.
+pub struct Upload {
+    pub per_prime: Vec<Vec<Vec<u8>>>,
+}
+
+/// One linear layer's result: per plaintext prime, the flooded and re-randomised ciphertexts,
+/// serialised.
+pub struct Results {
+    pub per_prime: Vec<Vec<Vec<u8>>>,
+}
+
+/// The client's fresh secret keys, one per parameter set, and the key message carrying their
+/// public and Galois keys for `steps`.
+pub(super) fn make_keys(sets: &[Params], steps: &[usize]) -> (Vec<SecretKey>, KeyUpload) {
+    let keys: Vec<SecretKey> = sets.iter().map(SecretKey::generate).collect();
+    let per_prime = keys
+        .iter()
+        .map(|sk| {
+            (
+                sk.public_key().to_bytes(),
+                sk.rotation_keys(steps, false).to_bytes(),
+            )
+        })
+        .collect();
+    (keys, KeyUpload { per_prime })
+}
+
+/// Receives `per` frames of at most `limit(p)` bytes for each parameter set `p`.
+pub(super) fn recv_per_prime<C: Channel>(
+    ch: &mut C,
+    sets: &[Params],
+    per: usize,
+    limit: fn(&Params) -> usize,
+) -> Result<Vec<Vec<Vec<u8>>>> {
+    sets.iter()
+        .map(|p| {
+            (0..per)
+                .map(|_| Ok(ch.recv_frame_limited(limit(p))?))
+                .collect()
+        })
+        .collect()
+}
+
+/// Sends every frame of `per_prime`, in order, and flushes.
+pub(super) fn send_per_prime<C: Channel>(ch: &mut C, per_prime: Vec<Vec<Vec<u8>>>) -> Result<()> {
+    for f in per_prime.into_iter().flatten() {
+        ch.send_frame_vec(f)?;
+    }
+    Ok(ch.flush()?)
+}
+
+/// A message with per-prime parts must have one part per prime and `per` items in each.
+pub(super) fn check_counts<T>(
+    what: &str,
+    per_prime: &[Vec<T>],
+    primes: usize,
+    per: usize,
+) -> Result<()> {
+    if per_prime.len() != primes || per_prime.iter().any(|v| v.len() != per) {
+        return Err(NnError::Malformed(format!(
+            "choco: {what} of another shape than {primes} primes × {per} ciphertexts"
+        )));
+    }
+    Ok(())
+}
 const ACCEPT: u8 = 1;
 /// Longest refusal reason the client reads.
 const MAX_REASON: usize = 512;

@@ -130,6 +130,15 @@ pub struct ServedRun {
 
 /// Serves one session on `ch`: reads the request, answers, runs the model.
 pub fn server_session<C: Channel>(ch: &mut C, server: &SsServer) -> Result<ServedRun> {
+    server_session_with(ch, server, server.allow_logits)
+}
+
+/// [`server_session`] under the session's own logits policy (the driver's `ServerPolicy`).
+pub fn server_session_with<C: Channel>(
+    ch: &mut C,
+    server: &SsServer,
+    allow_logits: bool,
+) -> Result<ServedRun> {
     let frame = ch.recv_frame_limited(REQUEST_LEN)?;
     let (shape, request) = decode(&frame)?;
     let refuse = |ch: &mut C, code: u8, e: NnError| -> Result<ServedRun> {
@@ -141,7 +150,7 @@ pub fn server_session<C: Channel>(ch: &mut C, server: &SsServer) -> Result<Serve
         let e = NnError::Refused("the client's model info has another shape".into());
         return refuse(ch, SHAPE_MISMATCH, e);
     }
-    if request.logits && !server.allow_logits {
+    if request.logits && !allow_logits {
         let e = NnError::Refused("the client asked for the logits; not allowed".into());
         return refuse(ch, LOGITS_REFUSED, e);
     }
