@@ -28,7 +28,7 @@ fn first_sample(name: &str, m: &Model) -> (Vec<i64>, usize) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|v| main.quantize(v.as_f64().unwrap()).0)
+        .map(|v| main.quantize(v.as_f64().unwrap()))
         .collect();
     let q = secinfer_nn::QuantizedGraph::new(m, m.config.fixed_point).unwrap();
     let outs = GraphReference::new(&q, ExactActivations)
