@@ -4,7 +4,7 @@
 //!
 //! It counts only where a binary installs it:
 //!
-//! ```ignore
+//! ```text
 //! #[global_allocator]
 //! static ALLOC: secinfer_fuzz::peak::PeakAllocator = secinfer_fuzz::peak::PeakAllocator;
 //! ```
