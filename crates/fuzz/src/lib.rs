@@ -33,6 +33,7 @@ use secinfer_nn::{ModelConfig, Tensors, Vocab};
 use std::sync::OnceLock;
 
 pub mod families;
+pub mod peak;
 pub mod protocols;
 #[cfg(feature = "tfhe")]
 pub mod she;
@@ -87,13 +88,17 @@ pub const TARGETS: &[Target] = &[
     ("she_reply", she::she_reply),
 ];
 
+/// The frame limit the stream targets decode with: smaller than the channel's, so that an
+/// allocation sized by an announced length (rather than by the limit) shows in a run.
+pub const STREAM_FRAME_LIMIT: usize = 1 << 20;
+
 pub fn plain_frames(d: &[u8]) {
-    let _ = secinfer_net::fuzzing::decode_plain_stream(d, 1 << 20);
+    let _ = secinfer_net::fuzzing::decode_plain_stream(d, STREAM_FRAME_LIMIT);
 }
 
 pub fn noise_records(d: &[u8]) {
     if let Ok(mut p) = secinfer_net::fuzzing::NoiseRecordPair::new() {
-        let _ = p.open(d, 1 << 20);
+        let _ = p.open(d, STREAM_FRAME_LIMIT);
     }
 }
 
@@ -501,21 +506,47 @@ pub struct RunReport {
     /// Inputs whose run panicked (the first few kept, with their execution index).
     pub panics: Vec<(u64, Vec<u8>)>,
     pub panic_count: u64,
+    /// The largest single allocation any execution made, and that execution's index (a
+    /// rerun with the same seed and `index + 1` executions ends on it). 0 unless
+    /// [`peak::PeakAllocator`] is the global allocator.
+    pub largest_allocation: usize,
+    pub largest_at: u64,
 }
 
 /// Runs `f` on `iterations` inputs: each seed as is, then mutants of random seeds (an empty
-/// input if there are none). Panics are caught and reported, not propagated.
+/// input if there are none). Panics are caught and reported, not propagated; each execution's
+/// largest allocation is counted ([`peak`]).
 pub fn mutate_and_run(f: fn(&[u8]), seeds: &[Vec<u8>], iterations: u64, seed: u64) -> RunReport {
+    mutate_and_run_until(f, seeds, iterations, seed, None)
+}
+
+/// [`mutate_and_run`], stopping early once `deadline` has passed (checked between executions).
+pub fn mutate_and_run_until(
+    f: fn(&[u8]),
+    seeds: &[Vec<u8>],
+    iterations: u64,
+    seed: u64,
+    deadline: Option<std::time::Instant>,
+) -> RunReport {
     let mut rng = Rng::new(seed);
     let mut rep = RunReport::default();
     let empty = vec![Vec::new()];
     let pool = if seeds.is_empty() { &empty } else { seeds };
     for i in 0..iterations {
+        if deadline.is_some_and(|t| std::time::Instant::now() >= t) {
+            break;
+        }
         let mut d = pool[rng.below(pool.len())].clone();
         if i >= pool.len() as u64 {
             mutate(&mut rng, &mut d);
         }
+        peak::start();
         let r = std::panic::catch_unwind(|| f(&d));
+        let largest = peak::stop();
+        if largest > rep.largest_allocation {
+            rep.largest_allocation = largest;
+            rep.largest_at = i;
+        }
         rep.executions += 1;
         if r.is_err() {
             rep.panic_count += 1;
@@ -529,3 +560,12 @@ pub fn mutate_and_run(f: fn(&[u8]), seeds: &[Vec<u8>], iterations: u64, seed: u6
 
 /// The largest frame any decoder may allocate for.
 pub const ALLOCATION_LIMIT: usize = DEFAULT_MAX_FRAME;
+
+/// The largest single allocation `target` may make: the limit its decoder is bounded by, the
+/// channel's frame limit unless the target decodes with a smaller one of its own.
+pub fn allocation_limit(target: &str) -> usize {
+    match target {
+        "plain_frames" | "noise_records" => STREAM_FRAME_LIMIT,
+        _ => ALLOCATION_LIMIT,
+    }
+}
