@@ -193,6 +193,7 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     };
     let (runs, family_line) = describe(&a, &server);
     println!("listening on {addr} ({runs})");
+    warn_saturating_weights(&a.model);
     // The settings go to the log (stderr): a supervisor may stop reading stdout after the
     // address line.
     eprintln!(
@@ -264,4 +265,24 @@ pub fn export_info(a: ExportInfoArgs) -> Result<(), Error> {
         a.out.display()
     );
     Ok(())
+}
+
+/// Names, on the log, every weight tensor with values beyond the model's main format: they are
+/// clamped to its bounds, which changes the model the operator meant to serve.
+fn warn_saturating_weights(dir: &std::path::Path) {
+    // SHE's networks have their own integer format and no `Model`; nothing to check there.
+    let Ok(m) = secinfer_nn::Model::load(dir) else {
+        return;
+    };
+    let main = m.config.fixed_point.main;
+    let sat = m.tensors.saturating(main);
+    if !sat.is_empty() {
+        let list: Vec<String> = sat.iter().map(|(n, k)| format!("{n} ({k})")).collect();
+        eprintln!(
+            "warning: weights beyond the main format ({}, {}) are clamped to its bounds: {}",
+            main.bits,
+            main.scale,
+            list.join(", ")
+        );
+    }
 }

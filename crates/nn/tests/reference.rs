@@ -204,3 +204,38 @@ fn tempdir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// Weights beyond a format are reported by tensor name and count; the shipped model's own
+/// format holds all of its weights.
+#[test]
+fn tensors_beyond_the_format_are_named() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mnist-mlp");
+    let m = secinfer_nn::Model::load(dir).unwrap();
+    assert!(m.tensors.saturating(m.config.fixed_point.main).is_empty());
+    // The same weights with a 1e30 and a −3e4 planted in fc2.weight and one 1e5 in fc3.bias.
+    let mut map = std::collections::HashMap::new();
+    for l in ["fc1", "fc2", "fc3"] {
+        for part in ["weight", "bias"] {
+            let t = m.tensors.get(l, part).unwrap();
+            let mut data = t.data.clone();
+            match (l, part) {
+                ("fc2", "weight") => {
+                    data[3] = 1e30;
+                    data[7] = -3e4;
+                }
+                ("fc3", "bias") => data[0] = 1e5,
+                _ => {}
+            }
+            let shape = t.shape.clone();
+            map.insert(
+                format!("{l}.{part}"),
+                secinfer_nn::model::Tensor { shape, data },
+            );
+        }
+    }
+    let planted = secinfer_nn::Tensors::from_map(map, &m.config.graph).unwrap();
+    let sat = planted.saturating(m.config.fixed_point.main);
+    let want = vec![("fc2.weight".to_string(), 2), ("fc3.bias".to_string(), 1)];
+    let (got, beyond) = (sat, want);
+    assert_eq!(got, beyond);
+}

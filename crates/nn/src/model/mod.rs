@@ -15,7 +15,7 @@ pub use format::{ActFormat, FixedPointConfig, Format};
 pub use graph::{Graph, InputRange, Layer, LayerKind, Shape};
 pub use json::parse_fixed_point;
 pub use vocab::{shape_tokens, words_v1, Vocab};
-pub use weights::{Tensors, Weights};
+pub use weights::{Tensor, Tensors, Weights};
 
 use crate::error::{NnError, Result};
 use json::{get, layer_name, obj, side, string, uint};

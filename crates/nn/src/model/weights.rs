@@ -116,6 +116,27 @@ impl Tensors {
     }
 
     /// The tensor `{layer}.{suffix}`; the graph guarantees it exists once parsing succeeded.
+    /// The tensors holding values the format `fmt` cannot represent, with how many: those
+    /// values are clamped to its bounds when quantised, which the server's operator should hear
+    /// about by name (`serve` warns with this list).
+    pub fn saturating(&self, fmt: crate::Format) -> Vec<(String, usize)> {
+        let mut out: Vec<(String, usize)> = self
+            .map
+            .iter()
+            .map(|(name, t)| {
+                let n = t
+                    .data
+                    .iter()
+                    .filter(|v| fmt.quantize_checked(**v as f64).1)
+                    .count();
+                (name.clone(), n)
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        out.sort();
+        out
+    }
+
     pub fn get(&self, layer: &str, suffix: &str) -> Result<&Tensor> {
         let name = format!("{layer}.{suffix}");
         self.map
