@@ -149,7 +149,20 @@ class Server:
             if on_listen is not None:
                 on_listen(addr)
 
+        # A session may end (and log, from a Rust worker thread) just as Ctrl-C returns from
+        # serve: if that thread were stopped inside `logging` while holding a handler's lock
+        # (the interpreter stops daemon threads that want the GIL once it finalizes), logging's
+        # exit hook would wait for that lock for ever. Ctrl-C therefore takes `quiet` first and
+        # marks the server stopping; a session ending afterwards logs nothing.
+        quiet = threading.Lock()
+        stopping: List[bool] = []
+
         def session(sid: int, peer: str, status: str, info: Mapping[str, Any]) -> None:
+            with quiet:
+                if not stopping:
+                    _log_session(sid, peer, status, info)
+
+        def _log_session(sid: int, peer: str, status: str, info: Mapping[str, Any]) -> None:
             if status == "done":
                 log.info("session %d (%s): done: %.3f s, %s (GC %s, HE %s)", sid, peer,
                          info["time_s"], _human_bytes(info["bytes"]),
@@ -183,6 +196,8 @@ class Server:
             while t.is_alive():
                 t.join(0.2)
         except KeyboardInterrupt:
+            with quiet:
+                stopping.append(True)
             log.info("stopped (Ctrl-C)")
             return
         if failure:
