@@ -473,18 +473,7 @@ fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<()
     });
     bars.finish();
     let outs = outs?;
-    let reference = match (a.compare_plaintext, &a.model) {
-        (false, _) => None,
-        (true, Some(dir)) => {
-            let m = Model::load(dir)?;
-            Some(QuantizedGraph::new(&m, m.config.fixed_point)?)
-        }
-        (true, None) => {
-            return Err(Error::msg(
-                "--compare-plaintext needs --model (the full model directory)",
-            ))
-        }
-    };
+    let reference = reference_graph(a)?;
     let (mut right, mut known, mut agree) = (0usize, 0usize, 0usize);
     let mut last = None;
     for (((name, _, truth), out), x) in inputs.iter().zip(outs).zip(&xq) {

@@ -190,10 +190,15 @@ impl QuantizedGraph {
     /// as the client does before a secure run.
     pub fn quantize_input(&self, x: &[f32]) -> Vec<i64> {
         let mut q: Vec<i64> = x.iter().map(|v| self.fp.main.quantize(*v as f64)).collect();
-        if let LayerKind::Input { range: Some(r), .. } = self.layers[0].kind {
-            r.clamp(self.fp.main, &mut q);
-        }
+        self.clamp_to_range(&mut q);
         q
+    }
+
+    /// Clamps main-format input values into the input layer's stated range, if any.
+    fn clamp_to_range(&self, x: &mut [i64]) {
+        if let LayerKind::Input { range: Some(r), .. } = self.layers[0].kind {
+            r.clamp(self.fp.main, x);
+        }
     }
 }
 
@@ -254,9 +259,7 @@ impl<'m, A: SmoothActivations> GraphReference<'m, A> {
                     )));
                 }
                 let mut x = x.to_vec();
-                if let LayerKind::Input { range: Some(r), .. } = m.layers[0].kind {
-                    r.clamp(main, &mut x);
-                }
+                m.clamp_to_range(&mut x);
                 x
             }
             (_, s) => {
