@@ -146,9 +146,62 @@ impl ExtReceiver {
         self.g0.len() / 128
     }
 
-    /// Extends `m` rows: for each chunk `fill_code(start, len, nb, code)` writes the encoded
-    /// choices (either `nb` blocks shared by every column, or `nb` per column), the frame of `u`
-    /// goes to the peer, and `sink(start, rows)` gets the chunk's `t` rows.
+    /// IO-free step 1 of a chunk of `len ≤ CHUNK_ROWS` rows: `fill_code(len, nb, code)` writes the
+    /// encoded choices (either `nb` blocks shared by every column, or `nb` per column); returns
+    /// the correction `u`, column-major, which is the whole message of the chunk to the sender.
+    pub(crate) fn encode_chunk(
+        &mut self,
+        len: usize,
+        fill_code: impl FnOnce(usize, &mut Vec<Block>),
+    ) -> &[Block] {
+        debug_assert!(len <= CHUNK_ROWS);
+        let ncols = 128 * self.width();
+        let nb = len.div_ceil(128);
+        self.t_cols.resize(ncols * nb, Block::ZERO);
+        self.u_cols.resize(ncols * nb, Block::ZERO);
+        self.code.clear();
+        fill_code(nb, &mut self.code);
+        let code = &self.code;
+        let shared = code.len() == nb;
+        debug_assert!(shared || code.len() == ncols * nb);
+        self.t_cols[..ncols * nb]
+            .par_chunks_mut(nb)
+            .zip(self.u_cols[..ncols * nb].par_chunks_mut(nb))
+            .zip(self.g0.par_iter_mut().zip(self.g1.par_iter_mut()))
+            .enumerate()
+            .for_each(|(i, ((t, u), (g0, g1)))| {
+                g0.fill_blocks(t);
+                g1.fill_blocks(u);
+                let c = if shared {
+                    &code[..nb]
+                } else {
+                    &code[i * nb..(i + 1) * nb]
+                };
+                for ((u, t), c) in u.iter_mut().zip(t.iter()).zip(c) {
+                    *u ^= *t ^ *c;
+                }
+            });
+        &self.u_cols[..ncols * nb]
+    }
+
+    /// The message of the chunk [`encode_chunk`](Self::encode_chunk) made last (`len` rows).
+    pub(crate) fn last_message(&self, len: usize) -> &[Block] {
+        &self.u_cols[..128 * self.width() * len.div_ceil(128)]
+    }
+
+    /// IO-free step 2 of the chunk [`encode_chunk`](Self::encode_chunk) made: its `t` rows,
+    /// `len·w` blocks, into `rows`. Split from step 1 so that a driver sends `u` before the
+    /// transpose.
+    pub(crate) fn chunk_rows(&self, len: usize, rows: &mut [Block]) {
+        let w = self.width();
+        let nb = len.div_ceil(128);
+        cols_to_rows(&self.t_cols[..128 * w * nb], nb, w, rows);
+    }
+
+    /// Extends `m` rows, the driver over [`encode_chunk`](Self::encode_chunk) and
+    /// [`chunk_rows`](Self::chunk_rows): `fill_code(start, len, nb, code)` encodes the chunk
+    /// starting at row `start`, its frame of `u` goes to the peer, and `sink(start, rows)` gets
+    /// the chunk's `t` rows.
     ///
     /// With `direct = Some(out)` (`m·w` blocks) the rows are transposed straight into `out` and
     /// `sink` sees them there.
@@ -161,48 +214,28 @@ impl ExtReceiver {
         mut sink: impl FnMut(usize, &mut [Block]) -> Result<(), OtError>,
     ) -> Result<(), OtError> {
         let w = self.width();
-        let ncols = 128 * w;
+        let mut scratch = std::mem::take(&mut self.rows);
         let mut start = 0;
-        while start < m {
-            let len = CHUNK_ROWS.min(m - start);
-            let nb = len.div_ceil(128);
-            self.t_cols.resize(ncols * nb, Block::ZERO);
-            self.u_cols.resize(ncols * nb, Block::ZERO);
-            self.code.clear();
-            fill_code(start, len, nb, &mut self.code);
-            let code = &self.code;
-            let shared = code.len() == nb;
-            debug_assert!(shared || code.len() == ncols * nb);
-            self.t_cols[..ncols * nb]
-                .par_chunks_mut(nb)
-                .zip(self.u_cols[..ncols * nb].par_chunks_mut(nb))
-                .zip(self.g0.par_iter_mut().zip(self.g1.par_iter_mut()))
-                .enumerate()
-                .for_each(|(i, ((t, u), (g0, g1)))| {
-                    g0.fill_blocks(t);
-                    g1.fill_blocks(u);
-                    let c = if shared {
-                        &code[..nb]
-                    } else {
-                        &code[i * nb..(i + 1) * nb]
-                    };
-                    for ((u, t), c) in u.iter_mut().zip(t.iter()).zip(c) {
-                        *u ^= *t ^ *c;
+        let r = (|| {
+            while start < m {
+                let len = CHUNK_ROWS.min(m - start);
+                let u = self.encode_chunk(len, |nb, code| fill_code(start, len, nb, code));
+                ch.send_pod(u)?;
+                let rows = match direct.as_deref_mut() {
+                    Some(out) => &mut out[start * w..(start + len) * w],
+                    None => {
+                        scratch.resize(len * w, Block::ZERO);
+                        &mut scratch[..len * w]
                     }
-                });
-            ch.send_pod(&self.u_cols[..ncols * nb])?;
-            let rows = match direct.as_deref_mut() {
-                Some(out) => &mut out[start * w..(start + len) * w],
-                None => {
-                    self.rows.resize(len * w, Block::ZERO);
-                    &mut self.rows[..len * w]
-                }
-            };
-            cols_to_rows(&self.t_cols[..ncols * nb], nb, w, rows);
-            sink(start, rows)?;
-            start += len;
-        }
-        Ok(())
+                };
+                self.chunk_rows(len, rows);
+                sink(start, rows)?;
+                start += len;
+            }
+            Ok(())
+        })();
+        self.rows = scratch;
+        r
     }
 }
 
@@ -229,8 +262,47 @@ impl ExtSender {
         self.g.len() / 128
     }
 
-    /// Extends `m` rows, receiving one frame of `u` per chunk; `sink(start, rows)` gets the
-    /// chunk's `q` rows (written straight into `direct` when given, `m·w` blocks).
+    /// IO-free step of a chunk of `len ≤ CHUNK_ROWS` rows: absorbs the receiver's correction
+    /// `u` (the chunk's whole message, whose length is checked here) and writes the chunk's `q`
+    /// rows, `len·w` blocks, into `rows`.
+    pub(crate) fn decode_chunk(
+        &mut self,
+        u: &[u8],
+        len: usize,
+        rows: &mut [Block],
+    ) -> Result<(), OtError> {
+        debug_assert!(len <= CHUNK_ROWS);
+        let w = self.width();
+        let ncols = 128 * w;
+        let nb = len.div_ceil(128);
+        let expected = ncols * nb * 16;
+        if u.len() != expected {
+            return Err(NetError::UnexpectedLength {
+                expected,
+                got: u.len(),
+            }
+            .into());
+        }
+        self.q_cols.resize(ncols * nb, Block::ZERO);
+        self.q_cols[..ncols * nb]
+            .par_chunks_mut(nb)
+            .zip(u.par_chunks(nb * 16))
+            .zip(self.g.par_iter_mut().zip(self.s_mask.par_iter()))
+            .for_each(|((q, u), (g, &s))| {
+                g.fill_blocks(q);
+                for (q, u) in q.iter_mut().zip(u.chunks_exact(16)) {
+                    let mut b = [0u8; 16];
+                    b.copy_from_slice(u);
+                    *q ^= Block::from_bytes(b) & s;
+                }
+            });
+        cols_to_rows(&self.q_cols[..ncols * nb], nb, w, rows);
+        Ok(())
+    }
+
+    /// Extends `m` rows, the driver over [`decode_chunk`](Self::decode_chunk): one frame of `u`
+    /// per chunk; `sink(start, rows)` gets the chunk's `q` rows (written straight into `direct`
+    /// when given, `m·w` blocks).
     pub(crate) fn run<C: Channel>(
         &mut self,
         ch: &mut C,
@@ -239,46 +311,28 @@ impl ExtSender {
         mut sink: impl FnMut(usize, &mut [Block]) -> Result<(), OtError>,
     ) -> Result<(), OtError> {
         let w = self.width();
-        let ncols = 128 * w;
+        let mut scratch = std::mem::take(&mut self.rows);
         let mut start = 0;
-        while start < m {
-            let len = CHUNK_ROWS.min(m - start);
-            let nb = len.div_ceil(128);
-            // The frame is read in place (no typed copy): its length is checked here.
-            let expected = ncols * nb * 16;
-            let u = ch.recv_frame()?;
-            if u.len() != expected {
-                return Err(NetError::UnexpectedLength {
-                    expected,
-                    got: u.len(),
-                }
-                .into());
-            }
-            self.q_cols.resize(ncols * nb, Block::ZERO);
-            self.q_cols[..ncols * nb]
-                .par_chunks_mut(nb)
-                .zip(u.par_chunks(nb * 16))
-                .zip(self.g.par_iter_mut().zip(self.s_mask.par_iter()))
-                .for_each(|((q, u), (g, &s))| {
-                    g.fill_blocks(q);
-                    for (q, u) in q.iter_mut().zip(u.chunks_exact(16)) {
-                        let mut b = [0u8; 16];
-                        b.copy_from_slice(u);
-                        *q ^= Block::from_bytes(b) & s;
+        let r = (|| {
+            while start < m {
+                let len = CHUNK_ROWS.min(m - start);
+                // The frame is read in place (no typed copy); `decode_chunk` checks its length.
+                let u = ch.recv_frame()?;
+                let rows = match direct.as_deref_mut() {
+                    Some(out) => &mut out[start * w..(start + len) * w],
+                    None => {
+                        scratch.resize(len * w, Block::ZERO);
+                        &mut scratch[..len * w]
                     }
-                });
-            let rows = match direct.as_deref_mut() {
-                Some(out) => &mut out[start * w..(start + len) * w],
-                None => {
-                    self.rows.resize(len * w, Block::ZERO);
-                    &mut self.rows[..len * w]
-                }
-            };
-            cols_to_rows(&self.q_cols[..ncols * nb], nb, w, rows);
-            sink(start, rows)?;
-            start += len;
-        }
-        Ok(())
+                };
+                self.decode_chunk(&u, len, rows)?;
+                sink(start, rows)?;
+                start += len;
+            }
+            Ok(())
+        })();
+        self.rows = scratch;
+        r
     }
 }
 

@@ -19,7 +19,7 @@
 //! the instance refuses further calls.
 use crate::base::{base_ot_receive, base_ot_send};
 use crate::error::OtError;
-use crate::ext::{pack_choices, ExtReceiver, ExtSender};
+use crate::ext::{pack_choices, ExtReceiver, ExtSender, CHUNK_ROWS};
 use crate::pack::check_bits;
 use crate::payload::{
     check_fits, hash_pairs_in, hash_rows_in, low_bits, recv_chosen_frames, recv_chosen_u64_frames,
@@ -32,12 +32,22 @@ use secinfer_net::Channel;
 /// Hash domain of 1-of-2 OTs (random, chosen, additive).
 const DOMAIN_IKNP: u64 = 0x1c4e_5000_0000_0001;
 
+const POISONED: &str = "this OT extension instance failed earlier and is out of step with its peer";
+
+/// An IO-free step covers one chunk of the extension (one frame on the wire).
+fn check_step_rows(n: usize) -> Result<(), OtError> {
+    if n > CHUNK_ROWS {
+        return Err(OtError::arg(format!(
+            "an OT extension step takes at most {CHUNK_ROWS} rows, not {n}"
+        )));
+    }
+    Ok(())
+}
+
 /// Marks an instance unusable after a failed call (its PRGs may be out of step with the peer's).
 fn guarded<T>(poisoned: &mut bool, f: impl FnOnce() -> Result<T, OtError>) -> Result<T, OtError> {
     if *poisoned {
-        return Err(OtError::arg(
-            "this OT extension instance failed earlier and is out of step with its peer",
-        ));
+        return Err(OtError::arg(POISONED));
     }
     let r = f();
     if r.is_err() {
@@ -125,6 +135,19 @@ impl OtExtSender {
     /// The global correlation `Δ`.
     pub fn delta(&self) -> Block {
         self.delta
+    }
+
+    /// IO-free correlated OT on at most [`CHUNK_ROWS`] rows: absorbs the message of the
+    /// receiver's [`OtExtReceiver::cot_step`] for `out.len()` OTs and writes `m0_j` into `out`.
+    /// The channel calls ([`send_cot_into`](Self::send_cot_into)) are this step in a loop.
+    pub fn cot_step(&mut self, msg: &[u8], out: &mut [Block]) -> Result<(), OtError> {
+        check_step_rows(out.len())?;
+        let ext = &mut self.ext;
+        let counter = &mut self.counter;
+        guarded(&mut self.poisoned, || {
+            advance(counter, out.len())?;
+            ext.decode_chunk(msg, out.len(), out)
+        })
     }
 
     /// Correlated OT into a caller's buffer: `out[j] = m0_j`; the receiver gets `m0_j ⊕ c_j·Δ`.
@@ -292,6 +315,30 @@ impl OtExtReceiver {
             counter: 0,
             poisoned: false,
         })
+    }
+
+    /// IO-free correlated OT on at most [`CHUNK_ROWS`] choices: writes `m0_j ⊕ c_j·Δ` into
+    /// `out` and returns the message (16 bytes per OT) for the sender's
+    /// [`OtExtSender::cot_step`].
+    pub fn cot_step(&mut self, choices: &[bool], out: &mut [Block]) -> Result<&[u8], OtError> {
+        if out.len() != choices.len() {
+            return Err(OtError::arg("cot_step: one output block per choice"));
+        }
+        check_step_rows(choices.len())?;
+        if self.poisoned {
+            return Err(OtError::arg(POISONED));
+        }
+        if let Err(e) = advance(&mut self.counter, choices.len()) {
+            self.poisoned = true;
+            return Err(e);
+        }
+        let len = choices.len();
+        self.ext.encode_chunk(len, |nb, code| {
+            code.resize(nb, Block::ZERO);
+            pack_choices(choices, code);
+        });
+        self.ext.chunk_rows(len, out);
+        Ok(bytemuck::cast_slice(self.ext.last_message(len)))
     }
 
     /// Correlated OT into a caller's buffer: `out[j] = m0_j ⊕ c_j·Δ`.

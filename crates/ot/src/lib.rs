@@ -32,6 +32,13 @@
 //! curve points are validated, and failures are [`OtError`]s, never panics. Types that hold
 //! secrets (Δ, seeds, PRGs) do not implement `Debug`.
 //!
+//! The extensions' protocol logic is IO-free: `cot_step` ([`OtExtReceiver::cot_step`],
+//! [`SoftSpokenReceiver::cot_step`] and the senders' mirrors) makes or absorbs one chunk's
+//! message as bytes, and `extend_step` ([`FerretCotSender::extend_step`]) one Ferret iteration's;
+//! the methods that take a [`Channel`](secinfer_net::Channel) are those steps in a loop, so a
+//! caller with its own transport, or a test, can run them with no channel at all. Base OTs and
+//! Ferret's bootstrap from IKNP are driven over the channel.
+//!
 //! AES comes from the `aes` crate (AES-NI when the CPU has it), the curve from
 //! `curve25519-dalek` and SHA-256 from `sha2`; the OT protocols, the bit transpose and the
 //! packing are written here because their batching, chunking, wire format and metering are the

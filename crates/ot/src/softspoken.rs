@@ -97,12 +97,12 @@ fn expand(s: Block) -> [Block; 2] {
     o
 }
 
+const POISONED: &str = "this SoftSpokenOT instance failed earlier and is out of step with its peer";
+
 /// Same guard as IKNP: an error leaves the leaf PRGs out of step, so the instance refuses more.
 fn guarded<T>(poisoned: &mut bool, f: impl FnOnce() -> Result<T, OtError>) -> Result<T, OtError> {
     if *poisoned {
-        return Err(OtError::arg(
-            "this SoftSpokenOT instance failed earlier and is out of step with its peer",
-        ));
+        return Err(OtError::arg(POISONED));
     }
     let r = f();
     if r.is_err() {
@@ -247,6 +247,23 @@ impl SoftSpokenSender {
         keys: &[Block],
         k: u32,
     ) -> Result<Self, OtError> {
+        let nmsg = setup_blocks(check_k(k)?);
+        let msg: Vec<Block> = if nmsg == 0 {
+            Vec::new()
+        } else {
+            ch.recv_pod(nmsg)?
+        };
+        Self::from_setup_message(delta, keys, k, bytemuck::cast_slice(&msg))
+    }
+
+    /// IO-free: a sender on base OTs made elsewhere and the bytes of the receiver's GGM setup
+    /// message ([`SoftSpokenReceiver::setup_message`]), whose length is checked here.
+    pub fn from_setup_message(
+        delta: Block,
+        keys: &[Block],
+        k: u32,
+        msg: &[u8],
+    ) -> Result<Self, OtError> {
         let k = check_k(k)?;
         if delta == Block::ZERO {
             return Err(OtError::arg("Δ must be non-zero"));
@@ -255,11 +272,21 @@ impl SoftSpokenSender {
             return Err(OtError::arg("SoftSpokenOT needs exactly 128 base OTs"));
         }
         let nmsg = setup_blocks(k);
-        let msg: Vec<Block> = if nmsg == 0 {
-            Vec::new()
-        } else {
-            ch.recv_pod(nmsg)?
-        };
+        if msg.len() != nmsg * 16 {
+            return Err(NetError::UnexpectedLength {
+                expected: nmsg * 16,
+                got: msg.len(),
+            }
+            .into());
+        }
+        let msg: Vec<Block> = msg
+            .chunks_exact(16)
+            .map(|b| {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(b);
+                Block::from_bytes(a)
+            })
+            .collect();
         let mut msgs = msg.chunks_exact(2);
         let mut chunks = Vec::new();
         for (col0, w) in layout(k) {
@@ -336,60 +363,78 @@ impl SoftSpokenSender {
         Ok(out)
     }
 
+    /// IO-free correlated OT on at most [`CHUNK_ROWS`] rows: absorbs the message of the
+    /// receiver's [`SoftSpokenReceiver::cot_step`] for `out.len()` OTs and writes `q_j` into
+    /// `out`. The channel calls are this step in a loop.
+    pub fn cot_step(&mut self, msg: &[u8], out: &mut [Block]) -> Result<(), OtError> {
+        if out.len() > CHUNK_ROWS {
+            return Err(OtError::arg(format!(
+                "a SoftSpokenOT step takes at most {CHUNK_ROWS} rows, not {}",
+                out.len()
+            )));
+        }
+        let mut poisoned = self.poisoned;
+        let r = guarded(&mut poisoned, || self.decode_chunk(msg, out));
+        self.poisoned = poisoned;
+        r
+    }
+
     fn run<C: Channel>(&mut self, ch: &mut C, out: &mut [Block]) -> Result<(), OtError> {
-        let m = out.len();
+        for rows in out.chunks_mut(CHUNK_ROWS) {
+            let d = ch.recv_frame()?;
+            self.decode_chunk(&d, rows)?;
+        }
+        Ok(())
+    }
+
+    /// One chunk (`out.len() ≤ CHUNK_ROWS` rows) from the receiver's correction `d`.
+    fn decode_chunk(&mut self, d: &[u8], out: &mut [Block]) -> Result<(), OtError> {
+        let len = out.len();
         let k = self.k;
         let nchunks = self.chunks.len();
-        let mut start = 0;
-        while start < m {
-            let len = CHUNK_ROWS.min(m - start);
-            let nb = len.div_ceil(128);
-            let expected = nchunks * nb * 16;
-            let d = ch.recv_frame()?;
-            if d.len() != expected {
-                return Err(NetError::UnexpectedLength {
-                    expected,
-                    got: d.len(),
-                }
-                .into());
+        let nb = len.div_ceil(128);
+        let expected = nchunks * nb * 16;
+        if d.len() != expected {
+            return Err(NetError::UnexpectedLength {
+                expected,
+                got: d.len(),
             }
-            let chunks = &self.chunks;
-            let dm = &self.delta_masks;
-            let d = &d[..];
-            out[start..start + len]
-                .par_chunks_mut(TILE * 128)
-                .enumerate()
-                .for_each_init(TileScratch::new, |sc, (t, rows)| {
-                    let b0 = t * TILE;
-                    let n = rows.len().div_ceil(128);
-                    with_tile(rows, n, |tile| {
-                        for (i, chunk) in chunks.iter().enumerate() {
-                            // The punctured leaf's (dummy) output lands in both u and every v_j
-                            // with Δ_j = 1, so it cancels from v_j ⊕ Δ_j·u: no branch or mask on
-                            // Δ_i.
-                            accumulate_tile(&chunk.leaves, chunk.w, (t * TILE) as u64, n, sc);
-                            let col0 = i * k;
-                            for b in 0..n {
-                                // u' ⊕ d, then q_j = v'_j ⊕ Δ_j·(u' ⊕ d); d is chunk-major.
-                                let at = 16 * (i * nb + b0 + b);
-                                let mut db = [0u8; 16];
-                                db.copy_from_slice(&d[at..at + 16]);
-                                let ud = sc.u[b] ^ Block::from_bytes(db);
-                                let row = &mut tile[128 * b + col0..128 * b + col0 + chunk.w];
-                                for (j, q) in row.iter_mut().enumerate() {
-                                    *q = sc.acc[j][b] ^ (ud & dm[col0 + j]);
-                                }
+            .into());
+        }
+        let chunks = &self.chunks;
+        let dm = &self.delta_masks;
+        out.par_chunks_mut(TILE * 128).enumerate().for_each_init(
+            TileScratch::new,
+            |sc, (t, rows)| {
+                let b0 = t * TILE;
+                let n = rows.len().div_ceil(128);
+                with_tile(rows, n, |tile| {
+                    for (i, chunk) in chunks.iter().enumerate() {
+                        // The punctured leaf's (dummy) output lands in both u and every v_j
+                        // with Δ_j = 1, so it cancels from v_j ⊕ Δ_j·u: no branch or mask on
+                        // Δ_i.
+                        accumulate_tile(&chunk.leaves, chunk.w, (t * TILE) as u64, n, sc);
+                        let col0 = i * k;
+                        for b in 0..n {
+                            // u' ⊕ d, then q_j = v'_j ⊕ Δ_j·(u' ⊕ d); d is chunk-major.
+                            let at = 16 * (i * nb + b0 + b);
+                            let mut db = [0u8; 16];
+                            db.copy_from_slice(&d[at..at + 16]);
+                            let ud = sc.u[b] ^ Block::from_bytes(db);
+                            let row = &mut tile[128 * b + col0..128 * b + col0 + chunk.w];
+                            for (j, q) in row.iter_mut().enumerate() {
+                                *q = sc.acc[j][b] ^ (ud & dm[col0 + j]);
                             }
                         }
-                        transpose_tile(tile);
-                    });
+                    }
+                    transpose_tile(tile);
                 });
-            for chunk in &mut self.chunks {
-                for leaf in &mut chunk.leaves {
-                    leaf.skip(nb as u64);
-                }
+            },
+        );
+        for chunk in &mut self.chunks {
+            for leaf in &mut chunk.leaves {
+                leaf.skip(nb as u64);
             }
-            start += len;
         }
         Ok(())
     }
@@ -426,6 +471,17 @@ impl SoftSpokenReceiver {
         keys: &[[Block; 2]],
         k: u32,
     ) -> Result<Self, OtError> {
+        let (r, msg) = Self::setup_message(keys, k)?;
+        if !msg.is_empty() {
+            ch.send_pod(&msg)?;
+            ch.flush()?;
+        }
+        Ok(r)
+    }
+
+    /// IO-free: a receiver on base OTs made elsewhere and the GGM setup message for
+    /// [`SoftSpokenSender::from_setup_message`] (empty when `k = 1`).
+    pub fn setup_message(keys: &[[Block; 2]], k: u32) -> Result<(Self, Vec<Block>), OtError> {
         let k = check_k(k)?;
         if keys.len() != 128 {
             return Err(OtError::arg("SoftSpokenOT needs exactly 128 base OTs"));
@@ -456,18 +512,17 @@ impl SoftSpokenReceiver {
             let leaves = level.iter().map(|s| Prg::from_seed(*s)).collect();
             chunks.push(Chunk { w, leaves });
         }
-        if !msg.is_empty() {
-            ch.send_pod(&msg)?;
-            ch.flush()?;
-        }
-        Ok(SoftSpokenReceiver {
-            k,
-            chunks,
-            corr: Vec::new(),
-            wire: Vec::new(),
-            code: Vec::new(),
-            poisoned: false,
-        })
+        Ok((
+            SoftSpokenReceiver {
+                k,
+                chunks,
+                corr: Vec::new(),
+                wire: Vec::new(),
+                code: Vec::new(),
+                poisoned: false,
+            },
+            msg,
+        ))
     }
 
     /// Bits per chunk.
@@ -506,64 +561,86 @@ impl SoftSpokenReceiver {
         Ok(out)
     }
 
+    /// IO-free correlated OT on at most [`CHUNK_ROWS`] choices: writes `q_j ⊕ c_j·Δ` into
+    /// `out` and returns the message for the sender's [`SoftSpokenSender::cot_step`]
+    /// (`⌈128/k⌉` bits per OT).
+    pub fn cot_step(&mut self, choices: &[bool], out: &mut [Block]) -> Result<&[u8], OtError> {
+        if out.len() != choices.len() {
+            return Err(OtError::arg("cot_step: one output block per choice"));
+        }
+        if choices.len() > CHUNK_ROWS {
+            return Err(OtError::arg(format!(
+                "a SoftSpokenOT step takes at most {CHUNK_ROWS} rows, not {}",
+                choices.len()
+            )));
+        }
+        if self.poisoned {
+            return Err(OtError::arg(POISONED));
+        }
+        Ok(bytemuck::cast_slice(self.encode_chunk(choices, out)))
+    }
+
     fn run<C: Channel>(
         &mut self,
         ch: &mut C,
         choices: &[bool],
         out: &mut [Block],
     ) -> Result<(), OtError> {
-        let m = choices.len();
-        let k = self.k;
-        let nchunks = self.chunks.len();
-        let mut start = 0;
-        while start < m {
-            let len = CHUNK_ROWS.min(m - start);
-            let nb = len.div_ceil(128);
-            self.code.resize(nb, Block::ZERO);
-            pack_choices(&choices[start..start + len], &mut self.code);
-            self.corr.resize(nchunks * nb, Block::ZERO);
-            let code = &self.code;
-            let chunks = &self.chunks;
-            out[start..start + len]
-                .par_chunks_mut(TILE * 128)
-                .zip(self.corr[..nchunks * nb].par_chunks_mut(TILE * nchunks))
-                .enumerate()
-                .for_each_init(TileScratch::new, |sc, (t, (rows, corr))| {
-                    let n = corr.len() / nchunks;
-                    let b0 = t * TILE;
-                    with_tile(rows, n, |tile| {
-                        for (i, chunk) in chunks.iter().enumerate() {
-                            accumulate_tile(&chunk.leaves, chunk.w, b0 as u64, n, sc);
-                            let col0 = i * k;
-                            for b in 0..n {
-                                corr[i * n + b] = sc.u[b] ^ code[b0 + b];
-                                tile[128 * b + col0..128 * b + col0 + chunk.w]
-                                    .iter_mut()
-                                    .zip(&sc.acc)
-                                    .for_each(|(v, a)| *v = a[b]);
-                            }
-                        }
-                        transpose_tile(tile);
-                    });
-                });
-            for chunk in &mut self.chunks {
-                for leaf in &mut chunk.leaves {
-                    leaf.skip(nb as u64);
-                }
-            }
-            // Each task wrote its blocks' words chunk by chunk; the wire carries d chunk-major
-            // (chunk i's m bits in a row, as before the tiles): one copy per task and chunk.
-            self.wire.resize(nchunks * nb, Block::ZERO);
-            for (t, part) in self.corr[..nchunks * nb].chunks(TILE * nchunks).enumerate() {
-                let (b0, n) = (t * TILE, part.len() / nchunks);
-                for (i, words) in part.chunks_exact(n).enumerate() {
-                    self.wire[i * nb + b0..i * nb + b0 + n].copy_from_slice(words);
-                }
-            }
-            ch.send_pod(&self.wire[..nchunks * nb])?;
-            start += len;
+        for (c, rows) in choices.chunks(CHUNK_ROWS).zip(out.chunks_mut(CHUNK_ROWS)) {
+            let wire = self.encode_chunk(c, rows);
+            ch.send_pod(wire)?;
         }
         Ok(())
+    }
+
+    /// One chunk (`choices.len() ≤ CHUNK_ROWS`): the `t` rows into `out`, and the correction
+    /// `d`, chunk-major, to send.
+    fn encode_chunk(&mut self, choices: &[bool], out: &mut [Block]) -> &[Block] {
+        let len = choices.len();
+        let k = self.k;
+        let nchunks = self.chunks.len();
+        let nb = len.div_ceil(128);
+        self.code.resize(nb, Block::ZERO);
+        pack_choices(choices, &mut self.code);
+        self.corr.resize(nchunks * nb, Block::ZERO);
+        let code = &self.code;
+        let chunks = &self.chunks;
+        out.par_chunks_mut(TILE * 128)
+            .zip(self.corr[..nchunks * nb].par_chunks_mut(TILE * nchunks))
+            .enumerate()
+            .for_each_init(TileScratch::new, |sc, (t, (rows, corr))| {
+                let n = corr.len() / nchunks;
+                let b0 = t * TILE;
+                with_tile(rows, n, |tile| {
+                    for (i, chunk) in chunks.iter().enumerate() {
+                        accumulate_tile(&chunk.leaves, chunk.w, b0 as u64, n, sc);
+                        let col0 = i * k;
+                        for b in 0..n {
+                            corr[i * n + b] = sc.u[b] ^ code[b0 + b];
+                            tile[128 * b + col0..128 * b + col0 + chunk.w]
+                                .iter_mut()
+                                .zip(&sc.acc)
+                                .for_each(|(v, a)| *v = a[b]);
+                        }
+                    }
+                    transpose_tile(tile);
+                });
+            });
+        for chunk in &mut self.chunks {
+            for leaf in &mut chunk.leaves {
+                leaf.skip(nb as u64);
+            }
+        }
+        // Each task wrote its blocks' words chunk by chunk; the wire carries d chunk-major
+        // (chunk i's m bits in a row, as before the tiles): one copy per task and chunk.
+        self.wire.resize(nchunks * nb, Block::ZERO);
+        for (t, part) in self.corr[..nchunks * nb].chunks(TILE * nchunks).enumerate() {
+            let (b0, n) = (t * TILE, part.len() / nchunks);
+            for (i, words) in part.chunks_exact(n).enumerate() {
+                self.wire[i * nb + b0..i * nb + b0 + n].copy_from_slice(words);
+            }
+        }
+        &self.wire[..nchunks * nb]
     }
 }
 

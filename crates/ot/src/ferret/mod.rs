@@ -37,7 +37,7 @@ use crate::error::OtError;
 use crate::iknp::{OtExtReceiver, OtExtSender};
 use secinfer_core::Block;
 use secinfer_core::Prg;
-use secinfer_net::Channel;
+use secinfer_net::{Channel, NetError};
 
 /// Hash domain of the SPCOT level-sum OTs (the iteration and COT index fill the low 64 bits).
 const DOMAIN_FERRET: u64 = 0x1c4e_5400_0000_0001;
@@ -291,6 +291,19 @@ impl FerretCotSender {
         poison_on_err(&mut self.poisoned, r)
     }
 
+    /// IO-free main iteration: appends `params().per_iteration()` COT keys to `out` and returns
+    /// their count with the message for the receiver's [`FerretCotReceiver::extend_step`].
+    /// [`extend`](Self::extend) is this step with the message sent before the LPN encoding.
+    pub fn extend_step(&mut self, out: &mut Vec<Block>) -> Result<(usize, Vec<Block>), OtError> {
+        check_usable(self.poisoned)?;
+        let main = self.params.main;
+        let r = self.begin_iteration(&main, out).map(|(start, msg)| {
+            let n = self.finish_iteration(&main, out, start, true);
+            (n, msg)
+        });
+        poison_on_err(&mut self.poisoned, r)
+    }
+
     /// Runs one iteration with `p` on the current reserve (which must hold `p.reserve()`) and
     /// appends its `n` outputs to `out`; with `bootstrap` it then moves `main.reserve()` of them
     /// into the reserve (the pre-iteration's caller takes the reserve itself). Returns the COTs
@@ -302,6 +315,18 @@ impl FerretCotSender {
         out: &mut Vec<Block>,
         bootstrap: bool,
     ) -> Result<usize, OtError> {
+        let (start, msg) = self.begin_iteration(p, out)?;
+        ch.send_pod(&msg)?;
+        ch.flush()?;
+        Ok(self.finish_iteration(p, out, start, bootstrap))
+    }
+
+    /// The iteration's MPCOT, which makes the message: returns where its outputs start in `out`.
+    fn begin_iteration(
+        &mut self,
+        p: &LpnParams,
+        out: &mut Vec<Block>,
+    ) -> Result<(usize, Vec<Block>), OtError> {
         let h = p.log_bin as usize;
         debug_assert_eq!(self.reserve.len(), p.reserve());
         check_iter(self.iter)?;
@@ -319,16 +344,25 @@ impl FerretCotSender {
             &mut msg,
             |j| ferret_tweak(iter, j),
         );
-        ch.send_pod(&msg)?;
-        ch.flush()?;
+        Ok((start, msg))
+    }
+
+    /// The iteration's LPN encoding, after its message is out.
+    fn finish_iteration(
+        &mut self,
+        p: &LpnParams,
+        out: &mut Vec<Block>,
+        start: usize,
+        bootstrap: bool,
+    ) -> usize {
         lpn::lpn_encode_send(&self.reserve[..p.k], &mut out[start..]);
         self.iter += 1;
         if !bootstrap {
-            return Ok(p.n());
+            return p.n();
         }
         let m = self.params.main.reserve();
         take_front(out, start, m, &mut self.reserve);
-        Ok(p.n() - m)
+        p.n() - m
     }
 }
 
@@ -403,6 +437,41 @@ impl FerretCotReceiver {
         poison_on_err(&mut self.poisoned, r)
     }
 
+    /// IO-free main iteration: absorbs the message of the sender's
+    /// [`FerretCotSender::extend_step`] (its length is checked against the public parameters)
+    /// and appends `params().per_iteration()` COTs (`M_j` to `out`, `r_j` to `bits`).
+    pub fn extend_step(
+        &mut self,
+        msg: &[u8],
+        out: &mut Vec<Block>,
+        bits: &mut Vec<bool>,
+    ) -> Result<usize, OtError> {
+        check_usable(self.poisoned)?;
+        if out.len() != bits.len() {
+            return Err(OtError::arg("Ferret extend: one bit per COT"));
+        }
+        let main = self.params.main;
+        let expected = 16 * main.t * mpcot::msg_blocks_per_tree(main.log_bin as usize);
+        if msg.len() != expected {
+            self.poisoned = true;
+            return Err(NetError::UnexpectedLength {
+                expected,
+                got: msg.len(),
+            }
+            .into());
+        }
+        let msg: Vec<Block> = msg
+            .chunks_exact(16)
+            .map(|b| {
+                let mut a = [0u8; 16];
+                a.copy_from_slice(b);
+                Block::from_bytes(a)
+            })
+            .collect();
+        let r = self.absorb(&main, &msg, out, bits, true);
+        poison_on_err(&mut self.poisoned, r)
+    }
+
     fn iterate<C: Channel>(
         &mut self,
         ch: &mut C,
@@ -411,11 +480,23 @@ impl FerretCotReceiver {
         bits: &mut Vec<bool>,
         bootstrap: bool,
     ) -> Result<usize, OtError> {
+        // The frame length is fixed by the public parameters: checked before allocation.
+        let msg = ch.recv_pod::<Block>(p.t * mpcot::msg_blocks_per_tree(p.log_bin as usize))?;
+        self.absorb(p, &msg, out, bits, bootstrap)
+    }
+
+    /// The iteration on the sender's message: MPCOT, then the LPN encoding.
+    fn absorb(
+        &mut self,
+        p: &LpnParams,
+        msg: &[Block],
+        out: &mut Vec<Block>,
+        bits: &mut Vec<bool>,
+        bootstrap: bool,
+    ) -> Result<usize, OtError> {
         let h = p.log_bin as usize;
         debug_assert_eq!(self.reserve.len(), p.reserve());
         check_iter(self.iter)?;
-        // The frame length is fixed by the public parameters: checked before allocation.
-        let msg = ch.recv_pod::<Block>(p.t * mpcot::msg_blocks_per_tree(h))?;
         let start = out.len();
         out.resize(start + p.n(), Block::ZERO);
         bits.resize(start + p.n(), false);
@@ -424,7 +505,7 @@ impl FerretCotReceiver {
             h,
             &self.reserve[p.k..],
             &self.reserve_bits[p.k..],
-            &msg,
+            msg,
             &mut out[start..],
             |j| ferret_tweak(iter, j),
         );
