@@ -27,16 +27,20 @@
 mod bits;
 pub mod circuits;
 mod client;
+mod client_steps;
 mod config;
+mod flight;
 pub mod logprob;
 mod model;
 mod products;
 mod report;
 mod server;
+mod server_steps;
 mod tables;
 
 pub use circuits::{CircuitActivations, CircuitCache};
-pub use client::{client_session, client_session_garbling, client_session_with};
+pub use client::{client_prepare, client_session, client_session_garbling, client_session_with};
+pub use client_steps::{ClientNext, ClientRun};
 pub use config::{
     fp_for_variant, ClientOptions, OtFiller, ServerPolicy, Variant, DEFAULT_GARBLING,
     LOGITS_REFUSED, MAX_TOP_K, PROTOCOL,
@@ -44,4 +48,6 @@ pub use config::{
 pub use model::{random_model, ClientModel, ServerModel};
 pub use report::{top_k, GruOutcome, SessionReport};
 pub use secinfer_gc::garble::Scheme;
-pub use server::{server_session, server_session_with};
+pub use flight::{ClientFlight, ClientMsg, Expect, Msg, ServerFlight, ServerMsg};
+pub use server::{server_prepare, server_session, server_session_with};
+pub use server_steps::ServerRun;
