@@ -97,8 +97,15 @@ fn run_steps(v: Variant, gates_in_circuit: bool) -> (Vec<i64>, Vec<i64>, HashSet
             ClientFlight::Inputs
         };
         for (what, bad) in corruptions(&out, other) {
-            assert_malformed(server.on_msg(bad), &format!("{v:?} server, {what} {:?}", out.kind));
-            assert_eq!(server.expects().unwrap(), expect, "{what}: the server moved on");
+            assert_malformed(
+                server.on_msg(bad),
+                &format!("{v:?} server, {what} {:?}", out.kind),
+            );
+            assert_eq!(
+                server.expects().unwrap(),
+                expect,
+                "{what}: the server moved on"
+            );
         }
         let reply = server.on_msg(out).unwrap();
         seen.insert(format!("{:?}", reply.kind));
@@ -109,8 +116,15 @@ fn run_steps(v: Variant, gates_in_circuit: bool) -> (Vec<i64>, Vec<i64>, HashSet
             ServerFlight::Final
         };
         for (what, bad) in corruptions(&reply, other) {
-            assert_malformed(client.on_msg(bad), &format!("{v:?} client, {what} {:?}", reply.kind));
-            assert_eq!(client.expects().unwrap(), expect, "{what}: the client moved on");
+            assert_malformed(
+                client.on_msg(bad),
+                &format!("{v:?} client, {what} {:?}", reply.kind),
+            );
+            assert_eq!(
+                client.expects().unwrap(),
+                expect,
+                "{what}: the client moved on"
+            );
         }
         match client.on_msg(reply).unwrap() {
             ClientNext::Send(m) => out = m,

@@ -478,4 +478,3 @@ fn label_choices(lay: &StepLayout, h: usize, he: &HeShares, masks: &[Vec<ElemMas
     }
     choices
 }
-

@@ -18,7 +18,9 @@ use secinfer_gc::protocol::{pack_bits, recv_evaluate_known, unpack_bits, wire_ou
 use secinfer_gc::Circuit;
 use secinfer_he::kernels::coeff::to_ring;
 use secinfer_net::Channel;
-use secinfer_ot::{packed_len, Block, PendingEarlyRecv, PendingOtSend, PooledOtReceiver, PooledOtSender, Prg};
+use secinfer_ot::{
+    packed_len, Block, PendingEarlyRecv, PendingOtSend, PooledOtReceiver, PooledOtSender, Prg,
+};
 use secinfer_ss::blocks::pooled::b2a_receiver;
 
 /// The client's per-element, per-step masks (secret; no `Debug`).
@@ -329,8 +331,12 @@ impl<'a> ClientRun<'a> {
                 match (self.st.sc.lay.lut, &self.st.lut_keys) {
                     (Some(nb), Some(keys)) => {
                         let x = lut_inputs(&self.st, &p.out, nb);
-                        self.w
-                            .send_pod(&pack_bits(&lut_derand(keys, t * 2 * self.st.h, &x, nb)?))?;
+                        self.w.send_pod(&pack_bits(&lut_derand(
+                            keys,
+                            t * 2 * self.st.h,
+                            &x,
+                            nb,
+                        )?))?;
                         (ClientFlight::GateDerand, Stage::GateTables(t, p))
                     }
                     _ => {
@@ -347,7 +353,14 @@ impl<'a> ClientRun<'a> {
                 (ClientFlight::Products, self.products(t, p, r, z)?)
             }
             Stage::Candidate { t, z_bits, q_hc } => {
-                client_q(&mut self.w, &mut self.st, t, &z_bits, &q_hc, &mut self.meter)?;
+                client_q(
+                    &mut self.w,
+                    &mut self.st,
+                    t,
+                    &z_bits,
+                    &q_hc,
+                    &mut self.meter,
+                )?;
                 (ClientFlight::Corrections, Stage::State(t))
             }
             Stage::State(t) => {
@@ -382,7 +395,10 @@ impl<'a> ClientRun<'a> {
         let (st, h) = (&self.st, self.st.h);
         let lay = st.sc.lay;
         let n_carries = self.m.steps * h * CARRIES;
-        let d = unpack_bits(&self.w.recv_pod::<u8>((n_carries * lay.f).div_ceil(8))?, n_carries * lay.f);
+        let d = unpack_bits(
+            &self.w.recv_pod::<u8>((n_carries * lay.f).div_ceil(8))?,
+            n_carries * lay.f,
+        );
         let (c_lo, tau, _) = input_carry_parts(st);
         let tables = leaf_tables(lay.carries(), &keys.leaf, &c_lo, &tau, &d)?;
         drop(keys.leaf);
@@ -531,7 +547,13 @@ fn client_gh_leaves(w: &mut Wire, st: &ClientState, t: usize, meter: &mut Meter)
     let tau: Vec<[bool; LEAF_BITS]> = (0..3)
         .flat_map(|g| st.masks[t].iter().map(move |m| m.tau_h[g]))
         .collect();
-    w.send_pod(&leaf_tables(lay.carries(), &st.gh_keys[t], &c_lo, &tau, &d)?)?;
+    w.send_pod(&leaf_tables(
+        lay.carries(),
+        &st.gh_keys[t],
+        &c_lo,
+        &tau,
+        &d,
+    )?)?;
     meter.mux(w);
     Ok(())
 }
@@ -542,7 +564,9 @@ fn client_gh_leaves(w: &mut Wire, st: &ClientState, t: usize, meter: &mut Meter)
 fn client_gates(w: &mut Wire, st: &mut ClientState, meter: &mut Meter) -> Result<Pending> {
     let (lay, h) = (st.sc.lay, st.h);
     let gb = lay.gb;
-    let out = st.eval.eval(w, &st.sc.a, lay.a_garbler(), Reveal::Garbler)?;
+    let out = st
+        .eval
+        .eval(w, &st.sc.a, lay.a_garbler(), Reveal::Garbler)?;
     meter.gc(w);
     let pr_rev = st.mux_s.recv_choices(w, h * gb)?;
     let qr_rev = st.mux_s.recv_choices(w, h * gb)?;
@@ -602,9 +626,9 @@ fn client_p(
         .map(|r| neg(*r) & pmask & qmask)
         .collect();
     let w_q = p_client_weights(&qlay, &h_cq);
-    let x_q = st
-        .mux_s
-        .send_correlated_answer(w, g.qr_rev, &mux_deltas(&qlay, &w_q, &z_bits), qwu)?;
+    let x_q =
+        st.mux_s
+            .send_correlated_answer(w, g.qr_rev, &mux_deltas(&qlay, &w_q, &z_bits), qwu)?;
     let q_hc = mux_combine(&qlay, &w_q, &z_bits, &zero, &x_q)?;
     meter.mux(w);
     Ok((z_bits, q_hc))
@@ -626,9 +650,13 @@ fn client_q(
     let qlay = lay.q_ring();
     let (qmask, qwu) = (ring_mask(qlay.pw), qlay.pw as u32);
     let mk = &st.masks[t];
-    let out = st.eval.eval(w, &st.sc.b, lay.b_garbler(), Reveal::Garbler)?;
+    let out = st
+        .eval
+        .eval(w, &st.sc.b, lay.b_garbler(), Reveal::Garbler)?;
     meter.gc(w);
-    let qe = st.otr.recv_correlated_early(w, h * q_early_len(&qlay), qwu)?;
+    let qe = st
+        .otr
+        .recv_correlated_early(w, h * q_early_len(&qlay), qwu)?;
     let y = pick(&out, st.sc.b.n_outputs(), 0..bo);
     let yd: Vec<bool> = y
         .chunks(bo)
@@ -659,7 +687,9 @@ fn client_q(
 /// derandomisation bits and h'_c + ρ_h(t+1); the server gets m = h' + ρ_h(t+1).
 fn client_h(w: &mut Wire, st: &mut ClientState, t: usize, meter: &mut Meter) -> Result<()> {
     let (lay, h) = (st.sc.lay, st.h);
-    let out = st.eval.eval(w, &st.sc.c, lay.c_garbler(), Reveal::Garbler)?;
+    let out = st
+        .eval
+        .eval(w, &st.sc.c, lay.c_garbler(), Reveal::Garbler)?;
     meter.gc(w);
     let hp = st
         .otr

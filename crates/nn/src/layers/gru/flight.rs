@@ -205,9 +205,9 @@ fn check_frame(kind: impl std::fmt::Debug + Copy, seg: Segment, f: &[u8]) -> Res
             kind,
             format!("a frame of {} bytes for {n} bits", f.len()),
         )),
-        Segment::Bits(n) if n % 8 != 0 && f.last().is_some_and(|b| b >> (n % 8) != 0) => Err(
-            malformed(kind, format!("bits set past the last of {n}")),
-        ),
+        Segment::Bits(n) if n % 8 != 0 && f.last().is_some_and(|b| b >> (n % 8) != 0) => {
+            Err(malformed(kind, format!("bits set past the last of {n}")))
+        }
         _ => Ok(()),
     }
 }
@@ -253,7 +253,12 @@ pub(super) fn words(n: usize, bits: usize) -> impl Iterator<Item = Segment> {
 
 /// A garbled batch of `n` copies of `circ` garbled with its garbler's inputs known: the nonce,
 /// the tables, and the decoding bits when the evaluator learns the outputs.
-pub(super) fn batch(scheme: Scheme, circ: &Circuit, n: usize, reveal: Reveal) -> Result<Vec<Segment>> {
+pub(super) fn batch(
+    scheme: Scheme,
+    circ: &Circuit,
+    n: usize,
+    reveal: Reveal,
+) -> Result<Vec<Segment>> {
     let total = batch_table_bytes(scheme, circ, n)
         .and_then(|b| usize::try_from(b).ok())
         .ok_or_else(|| NnError::Protocol("garbled tables overflow".into()))?;

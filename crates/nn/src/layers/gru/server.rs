@@ -343,4 +343,3 @@ fn answer_uploads<C: Channel>(
         Ok(shares)
     })
 }
-

@@ -13,7 +13,9 @@ use super::report::{Meter, SessionReport};
 use super::tables::*;
 use crate::error::{NnError, Result};
 use secinfer_gc::garble::Scheme;
-use secinfer_gc::protocol::{garble_batches, pack_bits, unpack_bits, wire_outputs, BatchJob, Reveal};
+use secinfer_gc::protocol::{
+    garble_batches, pack_bits, unpack_bits, wire_outputs, BatchJob, Reveal,
+};
 use secinfer_gc::Circuit;
 use secinfer_he::kernels::coeff::plain_affine;
 use secinfer_net::Channel;
@@ -80,7 +82,13 @@ pub(super) struct Garbler {
 impl Garbler {
     /// Garbles H copies of `circ` and sends their tables; returns this party's XOR shares of the
     /// outputs, the permute bits it garbled (constants in place).
-    fn run(&mut self, w: &mut Wire, circ: &Circuit, g_in: usize, bits: &[bool]) -> Result<Vec<bool>> {
+    fn run(
+        &mut self,
+        w: &mut Wire,
+        circ: &Circuit,
+        g_in: usize,
+        bits: &[bool],
+    ) -> Result<Vec<bool>> {
         let h = self.h;
         let e_in = circ.n_inputs - g_in;
         let job = BatchJob {
@@ -208,16 +216,18 @@ impl<'a> ServerRun<'a> {
         let qlay = lay.q_ring();
         use flight::Segment::{Bits, Bytes};
         Ok(match &self.stage {
-            Stage::Inputs(_) => Expect::new(ClientFlight::Inputs)
-                .with([Bytes(4 * steps * self.m.q.arch.embed_dim)]),
+            Stage::Inputs(_) => {
+                Expect::new(ClientFlight::Inputs).with([Bytes(4 * steps * self.m.q.arch.embed_dim)])
+            }
             Stage::LeafTables(..) => Expect::new(ClientFlight::LeafTables)
                 .with([Bytes(lay.carries().leaf_table_bytes(n_carries))]),
             Stage::CarryTables(..) => Expect::new(ClientFlight::CarryTables)
                 .with([Bytes(lay.carries().carry_table_bytes(n_carries))]),
             Stage::StepLeafTables(..) => Expect::new(ClientFlight::StepLeafTables)
                 .with([Bytes(lay.carries().leaf_table_bytes(3 * h))]),
-            Stage::GateDerand(..) => Expect::new(ClientFlight::GateDerand)
-                .with([Bits(2 * h * lay.lut.unwrap_or(0))]),
+            Stage::GateDerand(..) => {
+                Expect::new(ClientFlight::GateDerand).with([Bits(2 * h * lay.lut.unwrap_or(0))])
+            }
             Stage::Products(..) => Expect::new(ClientFlight::Products)
                 .with(flight::derand(h * p_early_len(&lay)))
                 .with(flight::words(h * lay.gb, lay.pw))
@@ -269,12 +279,29 @@ impl<'a> ServerRun<'a> {
             }
             Stage::Products(t, g) => {
                 let (p, y_q, z_bits) = server_p(&mut self.w, &mut self.st, g, &mut self.meter)?;
-                let c = server_q1(&mut self.w, self.m, &mut self.st, t, &p, y_q, &z_bits, &mut self.meter)?;
+                let c = server_q1(
+                    &mut self.w,
+                    self.m,
+                    &mut self.st,
+                    t,
+                    &p,
+                    y_q,
+                    &z_bits,
+                    &mut self.meter,
+                )?;
                 (ServerFlight::Candidate, Stage::Corrections(t, c))
             }
             Stage::Corrections(t, c) => {
-                let (q, yd) = server_q2(&mut self.w, &mut self.st, c.qe, &c.local_q, &c.y_q, &mut self.meter)?;
-                let (hp, out) = server_h1(&mut self.w, &mut self.st, &q, &c.y, &yd, &mut self.meter)?;
+                let (q, yd) = server_q2(
+                    &mut self.w,
+                    &mut self.st,
+                    c.qe,
+                    &c.local_q,
+                    &c.y_q,
+                    &mut self.meter,
+                )?;
+                let (hp, out) =
+                    server_h1(&mut self.w, &mut self.st, &q, &c.y, &yd, &mut self.meter)?;
                 (ServerFlight::State, Stage::Hidden(t, hp, out))
             }
             Stage::Hidden(t, hp, out) => {
@@ -330,7 +357,10 @@ impl<'a> ServerRun<'a> {
         drop(keys.leaf);
         self.w
             .send_pod(&pack_bits(&carry_derand(&keys.carry, &leaves)?))?;
-        Ok((ServerFlight::CarryDerand, Stage::CarryTables(keys.carry, leaves)))
+        Ok((
+            ServerFlight::CarryDerand,
+            Stage::CarryTables(keys.carry, leaves),
+        ))
     }
 
     /// Opens step `t` from m(t) (W_hh h + b = [W_hh m + b − S_h] + (−c_h)): its hidden
@@ -364,7 +394,12 @@ impl<'a> ServerRun<'a> {
     /// sender-first words of P: their correlations need only its permute bits of A's outputs
     /// and its share a = gs ≫ F of gh_n. With gate tables (cryptogru::gate_luts), the client's
     /// derandomisation comes next.
-    fn gates(&mut self, t: usize, gh: &[u64], gh_lv: Option<&[[bool; LEAF_BITS]]>) -> Result<(ServerFlight, Stage)> {
+    fn gates(
+        &mut self,
+        t: usize,
+        gh: &[u64],
+        gh_lv: Option<&[[bool; LEAF_BITS]]>,
+    ) -> Result<(ServerFlight, Stage)> {
         let (st, w) = (&mut self.st, &mut self.w);
         let (lay, h) = (st.sc.lay, st.h);
         let gb = lay.gb;
@@ -437,7 +472,10 @@ impl<'a> ServerRun<'a> {
             (Some(nb), Some((keys, table))) => (nb, keys, table),
             _ => return Err(NnError::Protocol("gru: gate tables without keys".into())),
         };
-        let d = unpack_bits(&self.w.recv_pod::<u8>((2 * h * nb).div_ceil(8))?, 2 * h * nb);
+        let d = unpack_bits(
+            &self.w.recv_pod::<u8>((2 * h * nb).div_ceil(8))?,
+            2 * h * nb,
+        );
         let tables = lut_tables(table, keys, t * 2 * h, a_bits, omega, &d, lay.gb)?;
         self.w.send_pod(&tables)?;
         self.meter.mux(&self.w);
@@ -467,7 +505,12 @@ impl<'a> ServerRun<'a> {
 /// Flight 2 (in): P's derandomisation bits, the client's OTs of r·b, P_C − π_P, and the
 /// client's OTs of z·h_C. Returns this party's share of P (re-based by the client's
 /// correction), its received z·h_C terms and its bits of z.
-fn server_p(w: &mut Wire, st: &mut ServerState<'_>, g: Gates, meter: &mut Meter) -> Result<(Vec<u64>, Vec<u64>, Vec<bool>)> {
+fn server_p(
+    w: &mut Wire,
+    st: &mut ServerState<'_>,
+    g: Gates,
+    meter: &mut Meter,
+) -> Result<(Vec<u64>, Vec<u64>, Vec<bool>)> {
     let lay = st.sc.lay;
     let (gb, pmask, pwu) = (lay.gb, ring_mask(lay.pw), lay.pw as u32);
     let qwu = lay.q_ring().pw as u32;
@@ -489,7 +532,10 @@ fn server_p(w: &mut Wire, st: &mut ServerState<'_>, g: Gates, meter: &mut Meter)
 
 /// Flight 3 (out): B's tables, then the sender-first words of Q: their correlations need this
 /// party's permute bits of B's outputs and its share m(t) of h.
-#[allow(clippy::too_many_arguments, reason = "the step's state, its wire and the products' parts")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the step's state, its wire and the products' parts"
+)]
 fn server_q1(
     w: &mut Wire,
     m: &ServerModel,
@@ -573,9 +619,9 @@ fn server_h1(
     }
     let out = st.garbler.run(w, &st.sc.c, lay.c_garbler(), &bits)?;
     meter.gc(w);
-    let hp = st
-        .ots
-        .send_correlated_early(w, &b2a_deltas(&out, hw, SHARE_BITS)?, SHARE_BITS as u32)?;
+    let hp =
+        st.ots
+            .send_correlated_early(w, &b2a_deltas(&out, hw, SHARE_BITS)?, SHARE_BITS as u32)?;
     Ok((hp, out))
 }
 
