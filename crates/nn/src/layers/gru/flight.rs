@@ -219,7 +219,7 @@ fn check_table_frame(
     total: usize,
     gate: usize,
 ) -> Result<()> {
-    if len == 0 || len > FRAME_BYTES || len % gate.max(1) != 0 || got + len > total {
+    if len == 0 || len > FRAME_BYTES || !len.is_multiple_of(gate.max(1)) || got + len > total {
         return Err(malformed(
             kind,
             format!("a table frame of {len} bytes after {got} of {total}"),
