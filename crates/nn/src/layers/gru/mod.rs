@@ -22,26 +22,40 @@
 //! directions share flights, and the products P = r·trunc(gh_n), Q = z·(h − n) ([`products`])
 //! and the B2A of h' (`secinfer_ss::blocks::pooled::b2a`) are decomposed into sender-first OTs
 //! whose correlations the server knows before the client's bits exist (docs/gru-protocol.md, "Online flights", which also has
-//! the derivations). [`client`] and [`server`] hold the two roles, phase by phase and flight by
-//! flight, in the same order.
+//! the derivations).
+//!
+//! [`client`] and [`server`] hold the two roles' setup and offline phases: the handshake, the
+//! base OTs, the OT-extension pool fills, the HE products and the labels' COTs, sub-protocols
+//! that speak to the channel themselves ([`client_prepare`], [`server_prepare`]). The online
+//! phase is IO-free: [`ClientRun`] (`client_steps`) and [`ServerRun`] (`server_steps`) are state
+//! machines that take the peer's flight, a typed [`Msg`] whose shape each checks against its
+//! [`Expect`] before anything changes (`flight`), and return their own. One driver loop per role
+//! ([`client_session_garbling`], [`server_session_with`]) moves the flights over the channel;
+//! tests hand them from one side to the other with none.
 mod bits;
 pub mod circuits;
 mod client;
+mod client_steps;
 mod config;
+mod flight;
 pub mod logprob;
 mod model;
 mod products;
 mod report;
 mod server;
+mod server_steps;
 mod tables;
 
 pub use circuits::{CircuitActivations, CircuitCache};
-pub use client::{client_session, client_session_garbling, client_session_with};
+pub use client::{client_prepare, client_session, client_session_garbling, client_session_with};
+pub use client_steps::{ClientNext, ClientRun};
 pub use config::{
     fp_for_variant, ClientOptions, OtFiller, ServerPolicy, Variant, DEFAULT_GARBLING,
     LOGITS_REFUSED, MAX_TOP_K, PROTOCOL,
 };
+pub use flight::{ClientFlight, ClientMsg, Expect, Msg, ServerFlight, ServerMsg};
 pub use model::{random_model, ClientModel, ServerModel};
 pub use report::{top_k, GruOutcome, SessionReport};
 pub use secinfer_gc::garble::Scheme;
-pub use server::{server_session, server_session_with};
+pub use server::{server_prepare, server_session, server_session_with};
+pub use server_steps::ServerRun;

@@ -69,6 +69,17 @@ impl Meter {
     pub(super) fn mux<C: Channel>(&mut self, ch: &C) {
         self.rep.mux_bytes += self.take(ch);
     }
+    /// Counts from `ch`'s bytes on: the online steps meter their in-memory wire, not the
+    /// session's channel.
+    pub(super) fn rebase<C: Channel>(&mut self, ch: &C) {
+        self.mark = bytes(ch);
+    }
+    /// The report so far, with `ch`'s cost.
+    pub(super) fn snapshot<C: Channel>(&self, ch: &C) -> SessionReport {
+        let mut rep = self.rep.clone();
+        rep.cost = ch.cost();
+        rep
+    }
     /// The report, with the channel's cost so far.
     pub(super) fn finish<C: Channel>(mut self, ch: &C) -> SessionReport {
         self.rep.cost = ch.cost();

@@ -1,25 +1,20 @@
 //! The server's side of CryptoGRU's secure session: it holds the model, answers the client's HE
 //! uploads with flooded shares and garbles every circuit online with its own inputs folded in.
-use super::bits::*;
-use super::circuits::{put, sigmoid_table, step_circuits_with, StepCircuits, GHN_BITS, SHARE_BITS};
+use super::circuits::{sigmoid_table, step_circuits_with};
 use super::config::*;
+use super::flight;
 use super::logprob::session_final;
 use super::model::ServerModel;
 use super::products::*;
 use super::report::{Meter, SessionReport};
+use super::server_steps::{Garbler, HeShares, ServerRun, ServerState, StepRef};
 use super::tables::*;
 use crate::error::{NnError, Result};
 use crate::model::Candidate;
-use secinfer_gc::garble::Scheme;
-use secinfer_gc::protocol::{
-    garble_batches, pack_bits, unpack_bits, wire_outputs, BatchJob, Reveal,
-};
-use secinfer_gc::Circuit;
-use secinfer_he::kernels::coeff::{self, plain_affine, server_product, Layout};
+use secinfer_he::kernels::coeff::{self, server_product, Layout};
 use secinfer_he::{Plaintext, PublicKey, SeededCiphertext};
 use secinfer_net::{Channel, Phase};
-use secinfer_ot::{Block, PendingEarlySend, PendingOtRecv, PooledOtReceiver, PooledOtSender, Prg};
-use secinfer_ss::blocks::pooled::{b2a_deltas, b2a_sender};
+use secinfer_ot::{Block, PooledOtReceiver, PooledOtSender, Prg};
 
 /// The server's side of one session, revealing what the client asks for (logits included):
 /// the entry point of in-process tests and benchmarks, where one party runs both sides. A served
@@ -40,6 +35,24 @@ pub fn server_session_with<C: Channel>(
     m: &ServerModel,
     policy: ServerPolicy,
 ) -> Result<SessionReport> {
+    let mut run = server_prepare(ch, m, policy)?;
+    while !run.is_done() {
+        let msg = run.expects()?.recv(ch)?;
+        let out = run.on_msg(msg)?;
+        flight::send(ch, out)?;
+    }
+    Ok(run.into_meter().finish(ch))
+}
+
+/// The server's setup and offline phases over `ch` (the handshake, the base OTs and pool
+/// fills of both OT extensions, the HE responses, the labels' COTs and the tables' random OTs:
+/// sub-protocols that speak to the channel themselves); returns the online phase as IO-free
+/// steps, the channel's phase set to online.
+pub fn server_prepare<'a, C: Channel>(
+    ch: &mut C,
+    m: &'a ServerModel,
+    policy: ServerPolicy,
+) -> Result<ServerRun<'a>> {
     let mut meter = Meter::start(
         ch,
         SessionReport {
@@ -59,27 +72,19 @@ pub fn server_session_with<C: Channel>(
     ch.set_phase(Phase::Offline);
     let uploads = recv_uploads(ch, m)?;
     meter.he(ch);
-    let own_step;
     let sc = if agreed.gates_in_circuit && m.step.lay.lut.is_some() {
-        own_step = step_circuits_with(
+        StepRef::Own(Box::new(step_circuits_with(
             &m.fp,
             m.q.arch.activation == Candidate::Tanh,
             false,
             &m.circuits,
-        );
-        &own_step
+        )))
     } else {
-        &m.step
+        StepRef::Model(&m.step)
     };
-    let (mut st, input_keys) = server_offline(ch, m, &agreed, sc, setup, uploads, &mut meter)?;
-    // ---- online
+    let (st, input_keys) = server_offline(ch, m, &agreed, sc, setup, uploads, &mut meter)?;
     ch.set_phase(Phase::Online);
-    server_inputs(ch, m, &mut st, input_keys, &mut meter)?;
-    // Six flights per step, mirroring the client's.
-    for t in 0..m.steps {
-        server_step(ch, m, &mut st, t, &mut meter)?;
-    }
-    server_final(ch, m, &mut st, meter)
+    Ok(ServerRun::new(m, st, input_keys, meter, ch.max_frame()))
 }
 
 /// What the server's setup leaves for the offline phase.
@@ -151,42 +156,13 @@ fn recv_uploads<C: Channel>(ch: &mut C, m: &ServerModel) -> Result<Uploads> {
     ])
 }
 
-/// The server's shares S of the HE products on the client's masks: W_ih ρ_x(t) − S_x(t),
-/// W_hh ρ_h(t) − S_h(t) (t ≥ 1) and W_fc ρ_h(T) − S_fc are the client's.
-struct HeShares {
-    sx: Vec<Vec<u64>>,
-    sh: Vec<Vec<u64>>,
-    sfc: Vec<u64>,
-}
-
-/// What the online phase uses, made in setup and offline. Secret (no `Debug`).
-struct ServerState<'a> {
-    h: usize,
-    sc: &'a StepCircuits,
-    fin: std::sync::Arc<Circuit>,
-    prg: Prg,
-    ots: PooledOtSender,
-    mux_r: PooledOtReceiver,
-    garbler: Garbler,
-    he: HeShares,
-    /// W_ih x(t) + b shares, filled when the masked inputs arrive.
-    gi: Vec<Vec<u64>>,
-    /// This party's additive shares of the input projections' carries mod 2^L, carry
-    /// j = (t·3 + gate)·H + i, filled with `gi`.
-    carries: Vec<u64>,
-    /// m(t) = h(t) + ρ_h(t) (h(0) = 0 and ρ_h(0) = 0).
-    mh: Vec<u64>,
-    gh_keys: Vec<LeafKeys>,
-    lut: Option<(LutKeys, Vec<u64>)>,
-}
-
 /// Offline after the uploads: the HE responses and pool fills side by side, the tables' random
 /// OTs, and the COTs of every client circuit input.
 fn server_offline<'a, C: Channel>(
     ch: &mut C,
     m: &ServerModel,
     agreed: &Agreed,
-    sc: &'a StepCircuits,
+    sc: StepRef<'a>,
     setup: ServerSetup,
     uploads: Uploads,
     meter: &mut Meter,
@@ -366,415 +342,4 @@ fn answer_uploads<C: Channel>(
         }
         Ok(shares)
     })
-}
-
-/// Online, first: the client's x_t − ρ_x(t) for every step, from which this party computes its
-/// shares of W_ih x(t) + b, then the input projections' carries (cryptogru::carry_leaves,
-/// cryptogru::carry_shares), as this party's additive shares mod 2^L.
-fn server_inputs<C: Channel>(
-    ch: &mut C,
-    m: &ServerModel,
-    st: &mut ServerState<'_>,
-    keys: InputCarryKeys,
-    meter: &mut Meter,
-) -> Result<()> {
-    let (e, h) = (m.q.arch.embed_dim, st.h);
-    let lay = st.sc.lay;
-    let f = m.fp.main.scale;
-    let masked: Vec<u32> = ch.recv_pod(m.steps * e).map_err(NnError::from)?;
-    // W_ih x(t) + b = [W_ih (x − ρ_x) + b + S_x] + c_x
-    st.gi = masked
-        .chunks(e)
-        .zip(&st.he.sx)
-        .map(|(xm, s)| {
-            let xm: Vec<u64> = xm.iter().map(|&v| v as u64).collect();
-            plain_affine(&m.q.w_ih, &xm, &m.q.b_ih, f)
-                .iter()
-                .zip(s)
-                .map(|(p, s)| p.wrapping_add(*s) & RING)
-                .collect()
-        })
-        .collect();
-    meter.he(ch);
-    // This party's derandomisation of every leaf, then the client's tables.
-    let n_carries = m.steps * h * CARRIES;
-    let s_lo: Vec<u64> = st
-        .gi
-        .iter()
-        .flat_map(|x| x[..CARRIES * h].to_vec())
-        .collect();
-    ch.send_pod(&pack_bits(&leaf_derand(lay.carries(), &keys.leaf, &s_lo)?))
-        .map_err(NnError::from)?;
-    ch.flush().map_err(NnError::from)?;
-    let tables: Vec<u8> = ch
-        .recv_pod(lay.carries().leaf_table_bytes(n_carries))
-        .map_err(NnError::from)?;
-    let leaves = leaf_outputs(lay.carries(), &keys.leaf, &s_lo, &tables)?;
-    drop(keys.leaf);
-    // The carries as additive shares: this party's derandomisation of each 1-of-8 OT, then the
-    // client's tables; this party's share is carry + v.
-    ch.send_pod(&pack_bits(&carry_derand(&keys.carry, &leaves)?))
-        .map_err(NnError::from)?;
-    ch.flush().map_err(NnError::from)?;
-    let tables: Vec<u8> = ch
-        .recv_pod(lay.carries().carry_table_bytes(n_carries))
-        .map_err(NnError::from)?;
-    st.carries = carry_shares(lay.carries(), &keys.carry, &leaves, &tables)?;
-    drop((leaves, keys.carry));
-    meter.mux(ch);
-    Ok(())
-}
-
-/// Garbles the batches online, this party's bits folded in (`BatchJob::g_known`: no labels of
-/// its own cross the wire), the client's wires on their COT zero-labels, consumed in the order
-/// the client drew its choices.
-struct Garbler {
-    m0: Vec<Block>,
-    next: usize,
-    h: usize,
-    delta: Block,
-    garbling: Scheme,
-}
-
-impl Garbler {
-    /// Garbles H copies of `circ` and sends their tables; returns this party's XOR shares of the
-    /// outputs, the permute bits it garbled (constants in place).
-    fn run<C: Channel>(
-        &mut self,
-        ch: &mut C,
-        circ: &Circuit,
-        g_in: usize,
-        bits: &[bool],
-    ) -> Result<Vec<bool>> {
-        let h = self.h;
-        let e_in = circ.n_inputs - g_in;
-        let job = BatchJob {
-            circ,
-            g_in,
-            n: h,
-            e_zero: Some(
-                self.m0
-                    .get(self.next..self.next + h * e_in)
-                    .ok_or_else(|| NnError::Protocol("label count mismatch".into()))?,
-            ),
-            reveal: Reveal::Garbler,
-            scheme: self.garbling,
-            g_known: Some(bits),
-        };
-        self.next += h * e_in;
-        let b = garble_batches(ch, &[job], self.delta)
-            .map_err(NnError::from)?
-            .pop()
-            .ok_or_else(|| NnError::Protocol("missing garbled batch".into()))?;
-        b.decode(circ, &vec![false; h * wire_outputs(circ)])
-            .map_err(NnError::from)
-    }
-
-    /// Garbles the final circuit (one copy, the client learns the outputs) on the remaining
-    /// labels.
-    fn finish<C: Channel>(&self, ch: &mut C, circ: &Circuit, bits: &[bool]) -> Result<()> {
-        let job = BatchJob {
-            circ,
-            g_in: bits.len(),
-            n: 1,
-            e_zero: Some(
-                self.m0
-                    .get(self.next..)
-                    .ok_or_else(|| NnError::Protocol("label count mismatch".into()))?,
-            ),
-            reveal: Reveal::Evaluator,
-            scheme: self.garbling,
-            g_known: Some(bits),
-        };
-        garble_batches(ch, &[job], self.delta).map_err(NnError::from)?;
-        Ok(())
-    }
-}
-
-/// One step online, mirroring the client's (docs/gru-protocol.md, "Online flights"): from
-/// m(t) to m(t+1).
-fn server_step<C: Channel>(
-    ch: &mut C,
-    m: &ServerModel,
-    st: &mut ServerState<'_>,
-    t: usize,
-    meter: &mut Meter,
-) -> Result<()> {
-    // W_hh h + b = [W_hh m + b − S_h] + (−c_h)
-    let mut gh = plain_affine(&m.q.w_hh, &st.mh, &m.q.b_hh, m.fp.main.scale);
-    if t > 0 {
-        for (g, s) in gh.iter_mut().zip(&st.he.sh[t - 1]) {
-            *g = g.wrapping_sub(*s) & RING;
-        }
-    }
-    let gates = server_gates(ch, st, t, &gh, meter)?;
-    let (p, y_q, z_bits) = server_p(ch, st, gates, meter)?;
-    let (q, y, yd) = server_q(ch, m, st, t, &p, (y_q, &z_bits), meter)?;
-    st.mh = server_h(ch, st, &q, &y, &yd, meter)?;
-    Ok(())
-}
-
-/// This party's shares of step t's input-projection carries (r, z, n; H each).
-fn step_carries<'s>(st: &'s ServerState<'_>, t: usize) -> &'s [u64] {
-    let h = st.h;
-    &st.carries[t * CARRIES * h..(t + 1) * CARRIES * h]
-}
-
-/// What flight 1 (and the gate tables) leave for the products: this party's XOR shares of r
-/// and z, the pending halves of the OTs whose answers come later and P's local part.
-struct Gates {
-    z_bits: Vec<bool>,
-    pr_rev: PendingOtRecv,
-    qr_rev: PendingOtRecv,
-    pe: PendingEarlySend,
-    local_p: Vec<u64>,
-}
-
-/// The hidden projections' carry leaves (two flights, `StepLayout::gh_leaves`), then flight 1
-/// (out): A's tables, this party's choices for both products' client → server direction (its
-/// XOR shares of r and z: its permute bits or table masks), and the sender-first words of P:
-/// their correlations need only its permute bits of A's outputs and its share a = gs ≫ F of
-/// gh_n. With gate tables, two more flights (cryptogru::gate_luts).
-fn server_gates<C: Channel>(
-    ch: &mut C,
-    st: &mut ServerState<'_>,
-    t: usize,
-    gh: &[u64],
-    meter: &mut Meter,
-) -> Result<Gates> {
-    let (lay, h) = (st.sc.lay, st.h);
-    let gb = lay.gb;
-    let x = &st.gi[t];
-    let cv = step_carries(st, t);
-    // The hidden projections' carry leaves: this party's derandomisation, then the client's
-    // tables; carry j = gate·H + i.
-    let gh_lv = match st.gh_keys.get(t) {
-        Some(keys) => {
-            ch.send_pod(&pack_bits(&leaf_derand(lay.carries(), keys, &gh[..3 * h])?))
-                .map_err(NnError::from)?;
-            ch.flush().map_err(NnError::from)?;
-            let tables: Vec<u8> = ch
-                .recv_pod(lay.carries().leaf_table_bytes(3 * h))
-                .map_err(NnError::from)?;
-            let lv = leaf_outputs(lay.carries(), keys, &gh[..3 * h], &tables)?;
-            meter.mux(ch);
-            Some(lv)
-        }
-        None => None,
-    };
-    let mut bits = Vec::with_capacity(h * lay.a_garbler());
-    for i in 0..h {
-        let lv = gh_lv.as_ref().map(|lv| [lv[i], lv[h + i], lv[2 * h + i]]);
-        lay.encode_a(
-            [x[i], x[h + i]],
-            [cv[i], cv[h + i]],
-            [gh[i], gh[h + i], gh[2 * h + i]],
-            lv.as_ref(),
-            &mut bits,
-        );
-    }
-    let out = st.garbler.run(ch, &st.sc.a, lay.a_garbler(), &bits)?;
-    meter.gc(ch);
-    let per = st.sc.a.n_outputs();
-    let ab = lay.a_gate_bits();
-    let t_bits = pick(&out, per, 2 * ab..2 * ab + GHN_BITS);
-    // With gate tables this party's shares of r and z are its table masks ω (fresh per
-    // step), and A's outputs are the sigmoid inputs the tables are read at.
-    let omega: Vec<u64> = if lay.lut.is_some() {
-        (0..2 * h)
-            .map(|_| st.prg.next_block().low_u64() & ring_mask(gb))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let (r_bits, z_bits) = if lay.lut.is_some() {
-        let mut r = Vec::with_capacity(2 * h * gb);
-        for &w in &omega {
-            put(&mut r, w, gb);
-        }
-        let z = r.split_off(h * gb);
-        (r, z)
-    } else {
-        (pick(&out, per, 0..gb), pick(&out, per, gb..2 * gb))
-    };
-    let pr_rev = st.mux_r.send_choices(ch, &r_bits).map_err(NnError::from)?;
-    let qr_rev = st.mux_r.send_choices(ch, &z_bits).map_err(NnError::from)?;
-    let a_hi: Vec<u64> = (0..h)
-        .map(|i| (gh[2 * h + i] >> lay.f) & ring_mask(lay.l))
-        .collect();
-    let (corr, local_p) = early_server(&lay, &ghn_weights(&lay), &r_bits, &t_bits, &a_hi);
-    let pe = st
-        .ots
-        .send_correlated_early(ch, &corr, lay.pw as u32)
-        .map_err(NnError::from)?;
-    ch.flush().map_err(NnError::from)?;
-    if let (Some(nb), Some((keys, table))) = (lay.lut, &st.lut) {
-        // The gate tables: the client's derandomisation, then this party's tables at its
-        // shares of A's outputs.
-        let d = unpack_bits(
-            &ch.recv_pod::<u8>((2 * h * nb).div_ceil(8))
-                .map_err(NnError::from)?,
-            2 * h * nb,
-        );
-        let mut a_bits = pick(&out, per, 0..nb);
-        a_bits.extend(pick(&out, per, nb..2 * nb));
-        let tables = lut_tables(table, keys, t * 2 * h, &a_bits, &omega, &d, gb)?;
-        ch.send_pod(&tables).map_err(NnError::from)?;
-        ch.flush().map_err(NnError::from)?;
-        meter.mux(ch);
-    }
-    Ok(Gates {
-        z_bits,
-        pr_rev,
-        qr_rev,
-        pe,
-        local_p,
-    })
-}
-
-/// Flight 2 (in): P's derandomisation bits, the client's OTs of r·b, P_C − π_P, and the
-/// client's OTs of z·h_C. Returns this party's share of P (re-based by the client's
-/// correction), its received z·h_C terms and its bits of z.
-fn server_p<C: Channel>(
-    ch: &mut C,
-    st: &mut ServerState<'_>,
-    g: Gates,
-    meter: &mut Meter,
-) -> Result<(Vec<u64>, Vec<u64>, Vec<bool>)> {
-    let lay = st.sc.lay;
-    let (gb, pmask, pwu) = (lay.gb, ring_mask(lay.pw), lay.pw as u32);
-    let qwu = lay.q_ring().pw as u32;
-    let s_p = st.ots.finish_early(ch, g.pe).map_err(NnError::from)?;
-    let y_p = st
-        .mux_r
-        .recv_correlated_answer(ch, g.pr_rev, pwu)
-        .map_err(NnError::from)?;
-    // P_S = Λ(a + Λ_T) − Σ (sender-first outputs) + Σ (received r·b terms)
-    let p: Vec<u64> = g
-        .local_p
-        .iter()
-        .zip(sum_chunks(&s_p, p_early_len(&lay), pmask))
-        .zip(sum_chunks(&y_p, gb, pmask))
-        .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & pmask)
-        .collect();
-    let p = recv_delta(ch, &p, pmask)?;
-    let y_q = st
-        .mux_r
-        .recv_correlated_answer(ch, g.qr_rev, qwu)
-        .map_err(NnError::from)?;
-    meter.mux(ch);
-    Ok((p, y_q, g.z_bits))
-}
-
-/// Flight 3 (out): B's tables, then the sender-first words of Q: their correlations need this
-/// party's permute bits of B's outputs and its share m(t) of h. Flight 4 (in): y_c ⊕ μ, Q's
-/// derandomisation bits and Q_C − π_Q. Returns this party's share of Q (re-based by the
-/// client's correction), its XOR shares of y and the client's y_c ⊕ μ.
-fn server_q<C: Channel>(
-    ch: &mut C,
-    m: &ServerModel,
-    st: &mut ServerState<'_>,
-    t: usize,
-    p: &[u64],
-    (y_q, z_bits): (Vec<u64>, &[bool]),
-    meter: &mut Meter,
-) -> Result<(Vec<u64>, Vec<bool>, Vec<bool>)> {
-    let (lay, h) = (st.sc.lay, st.h);
-    let (gb, bo) = (lay.gb, lay.bo);
-    // Q = z·(h − n) lives in the narrower ring 2^(fo + hw) (StepLayout::q_ring).
-    let qlay = lay.q_ring();
-    let (qmask, qwu) = (ring_mask(qlay.pw), qlay.pw as u32);
-    let neg_nu = q_weights(&qlay, &qlay.candidate_weights(&m.fp));
-    let (x, cv) = (&st.gi[t], step_carries(st, t));
-    let mut bits = Vec::with_capacity(h * lay.b_garbler());
-    for i in 0..h {
-        lay.encode_b(p[i], x[2 * h + i], cv[2 * h + i], &mut bits);
-    }
-    let out = st.garbler.run(ch, &st.sc.b, lay.b_garbler(), &bits)?;
-    meter.gc(ch);
-    let h_s: Vec<u64> = st.mh.iter().map(|v| v & qmask).collect();
-    let (corr, local_q) = early_server(&qlay, &neg_nu, z_bits, &out, &h_s);
-    let qe = st
-        .ots
-        .send_correlated_early(ch, &corr, qwu)
-        .map_err(NnError::from)?;
-    ch.flush().map_err(NnError::from)?;
-    meter.mux(ch);
-    let yd = unpack_bits(
-        &ch.recv_pod::<u8>((h * bo).div_ceil(8))
-            .map_err(NnError::from)?,
-        h * bo,
-    );
-    let s_q = st.ots.finish_early(ch, qe).map_err(NnError::from)?;
-    // Q_S = Λ(h_S − Σ_y) − Σ (sender-first outputs) + Σ (received z·h_C terms)
-    let q: Vec<u64> = local_q
-        .iter()
-        .zip(sum_chunks(&s_q, q_early_len(&qlay), qmask))
-        .zip(sum_chunks(&y_q, gb, qmask))
-        .map(|((l, s), y)| l.wrapping_sub(s).wrapping_add(y) & qmask)
-        .collect();
-    let q = recv_delta(ch, &q, qmask)?;
-    let y = pick(&out, st.sc.b.n_outputs(), 0..bo);
-    meter.mux(ch);
-    Ok((q, y, yd))
-}
-
-/// Flight 5 (out): C's tables, then the sender-first B2A words for h' (the correlations are
-/// this party's permute bits, so they need no answer round). Flight 6 (in): the client's
-/// derandomisation bits and h'_c + ρ_h(t+1). Returns m(t+1) = h' + ρ_h(t+1).
-fn server_h<C: Channel>(
-    ch: &mut C,
-    st: &mut ServerState<'_>,
-    q: &[u64],
-    y: &[bool],
-    yd: &[bool],
-    meter: &mut Meter,
-) -> Result<Vec<u64>> {
-    let (lay, h) = (st.sc.lay, st.h);
-    let (bo, hw) = (lay.bo, lay.hw);
-    let mut bits = Vec::with_capacity(h * lay.c_garbler());
-    for i in 0..h {
-        put(&mut bits, q[i], lay.q_ring().pw);
-        bits.extend((0..bo).map(|j| y[i * bo + j] ^ yd[i * bo + j]));
-    }
-    let out = st.garbler.run(ch, &st.sc.c, lay.c_garbler(), &bits)?;
-    meter.gc(ch);
-    let hp = st
-        .ots
-        .send_correlated_early(ch, &b2a_deltas(&out, hw, SHARE_BITS)?, SHARE_BITS as u32)
-        .map_err(NnError::from)?;
-    ch.flush().map_err(NnError::from)?;
-    let x_h = st.ots.finish_early(ch, hp).map_err(NnError::from)?;
-    let hs = b2a_sender(&out, &x_h, hw, SHARE_BITS)?;
-    let hc: Vec<u32> = ch.recv_pod(h).map_err(NnError::from)?;
-    let mh = hs
-        .iter()
-        .zip(&hc)
-        .map(|(a, b)| a.wrapping_add(*b as u64) & RING)
-        .collect();
-    meter.mux(ch);
-    Ok(mh)
-}
-
-/// The final garbled circuit on W_fc h(T) + b = [W_fc m + b − S_fc] + (−c_fc).
-fn server_final<C: Channel>(
-    ch: &mut C,
-    m: &ServerModel,
-    st: &mut ServerState<'_>,
-    mut meter: Meter,
-) -> Result<SessionReport> {
-    let lay = st.sc.lay;
-    let ls: Vec<u64> = plain_affine(&m.q.w_fc, &st.mh, &m.q.b_fc, m.fp.main.scale)
-        .iter()
-        .zip(&st.he.sfc)
-        .map(|(p, s)| p.wrapping_sub(*s) & RING)
-        .collect();
-    let amask = (1u64 << lay.acc) - 1;
-    let mut bits = Vec::with_capacity(ls.len() * lay.acc);
-    for v in &ls {
-        put(&mut bits, v & amask, lay.acc);
-    }
-    st.garbler.finish(ch, &st.fin, &bits)?;
-    meter.gc(ch);
-    Ok(meter.finish(ch))
 }
