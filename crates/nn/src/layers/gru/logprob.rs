@@ -106,7 +106,9 @@ pub fn logprob_circuit(fp: &FixedPointConfig, classes: usize, cache: &CircuitCac
 
 /// A session's final circuit and the client's inputs it has beyond its logit shares: the
 /// log-probability circuit with the word's index bits when `log_prob`, else the argmax / top-k
-/// / logits circuit.
+/// / logits circuit. Both are kept in the model's cache, so a language model's sessions build
+/// each at most once (a top-5 circuit over 10,001 words is seconds of work); the final circuits
+/// are bounded by the `2 · MAX_TOP_K` (k, logits revealed or not) pairs a session may ask for.
 pub(super) fn session_final(
     fp: &FixedPointConfig,
     classes: usize,
@@ -123,8 +125,24 @@ pub(super) fn session_final(
         let c = cache.get_or_build(key, || logprob_circuit(fp, classes, cache));
         (c, index_bits(classes))
     } else {
-        let c = super::circuits::final_circuit(fp, classes, reveal_logits, top_k, cache);
-        (Arc::new(c), 0)
+        let k = if reveal_logits {
+            0
+        } else {
+            top_k.clamp(1, classes)
+        };
+        let key = (
+            "final",
+            vec![
+                classes as u64,
+                k as u64,
+                fp.main.bits.into(),
+                fp.main.scale.into(),
+            ],
+        );
+        let c = cache.get_or_build(key, || {
+            super::circuits::final_circuit(fp, classes, reveal_logits, top_k, cache)
+        });
+        (c, 0)
     }
 }
 
@@ -312,6 +330,33 @@ pub fn log2_prob_exact(logits: &[i64], f: usize, w: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::format::const_format;
+
+    /// A second session with the same final circuit gets the cached one; another k, the
+    /// logits, or the log-probability get their own, each equal to a freshly built circuit.
+    #[test]
+    fn final_circuits_are_built_once_per_model_and_kind() {
+        let fp = FixedPointConfig {
+            main: const_format(20, 12),
+            sigmoid: None,
+            candidate: None,
+        };
+        let cache = CircuitCache::default();
+        let (a, _) = session_final(&fp, 12, false, 3, false, &cache);
+        let (b, _) = session_final(&fp, 12, false, 3, false, &cache);
+        assert!(Arc::ptr_eq(&a, &b), "same k: the cached circuit");
+        let (c, _) = session_final(&fp, 12, false, 2, false, &cache);
+        let (d, _) = session_final(&fp, 12, true, 3, false, &cache);
+        let (e, extra) = session_final(&fp, 12, false, 3, true, &cache);
+        assert!(!Arc::ptr_eq(&a, &c) && !Arc::ptr_eq(&a, &d) && !Arc::ptr_eq(&c, &d));
+        assert!(!Arc::ptr_eq(&a, &e));
+        assert_eq!(extra, index_bits(12));
+        for (got, reveal, k) in [(&a, false, 3), (&c, false, 2), (&d, true, 3)] {
+            let fresh = super::super::circuits::final_circuit(&fp, 12, reveal, k, &cache);
+            assert_eq!(got.gates, fresh.gates, "reveal {reveal} k {k}");
+            assert_eq!(got.outputs, fresh.outputs, "reveal {reveal} k {k}");
+        }
+    }
 
     /// The garbled function equals the integer reference on random logits (evaluated in the
     /// clear), and the reference is within LOG2_BOUND of the exact log2-softmax.
