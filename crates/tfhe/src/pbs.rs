@@ -28,9 +28,12 @@ use tfhe::shortint::{Ciphertext, ClientKey, CompressedCiphertext, CompressedServ
 use serde::{Deserialize, Serialize};
 
 use crate::network::{
-    conv_taps, par_fork, InputFormat, Layer, Network, Pow2Linear, MAX_BITS, MAX_VALUES,
+    conv_taps, par_fork, shift_value, InputFormat, Layer, Network, Pow2Linear, Shape, MAX_BITS,
+    MAX_VALUES,
 };
 use crate::Error;
+
+mod pool;
 
 /// tfhe-rs's default shortint parameter set (2-bit message, 2-bit carry, TUniform noise,
 /// 128-bit security, bootstrap failure probability 2^-129.6).
@@ -135,20 +138,49 @@ fn trivial<B: PbsBackend>(b: &mut B, v: u64) -> Item<B::Ct> {
 struct Stage {
     /// Index of the linear layer in the network.
     layer: usize,
-    /// The accumulator runs as `acc + offset` modulo `4^width`.
+    /// The accumulator runs as `acc + pre + offset` modulo `4^width`.
     offset: i64,
     width: usize,
-    /// `(shift, bits)` of the ReLU requantisation after the layer; None for the output layer.
+    /// Added to the accumulator before requantisation: `2^(shift + bits - 1)` turns a signed
+    /// requantisation into the unsigned one of `acc + pre`, whose output is the signed value
+    /// plus its zero point `2^(bits - 1)`.
+    pre: i64,
+    /// `(shift, bits)` of the requantisation after the layer; None for the output layer.
     requant: Option<(u32, u32)>,
-    /// Bits of the activation this layer reads.
-    in_bits: u32,
+    /// The activation this layer reads.
+    input: Act,
+}
+
+/// An activation on the digit path: `bits`-bit unsigned digits `u` standing for `u - zero`
+/// (zero 0 after a ReLU, `2^(bits - 1)` after a signed requantisation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Act {
+    bits: u32,
+    zero: i64,
+}
+
+/// Max-pooling over activations (the output keeps the input's zero point: max is monotone).
+#[derive(Clone, Copy, Debug)]
+struct Pool {
+    layer: usize,
+    kernel: usize,
+    stride: usize,
+    padding: usize,
+    bits: u32,
+}
+
+/// A step of the digit circuit.
+#[derive(Clone, Debug)]
+enum Step {
+    Linear(Stage),
+    Pool(Pool),
 }
 
 /// A SHE network compiled for the digit circuit.
 #[derive(Clone, Debug)]
 pub struct PbsNetwork {
     net: Network,
-    stages: Vec<Stage>,
+    steps: Vec<Step>,
     info: PbsInfo,
 }
 
@@ -290,9 +322,9 @@ fn width_for(top: i64) -> usize {
 }
 
 impl PbsNetwork {
-    /// Compiles a network whose activations are all unsigned: an unsigned input, every linear
-    /// layer followed by a ReLU requantisation or ending the network. Max-pooling and signed
-    /// requantisation stay on the gate path.
+    /// Compiles a network whose activations are all on digits: an unsigned input, every
+    /// linear layer followed by a requantisation (ReLU or signed) or ending the network, and
+    /// max-pooling on requantised activations or the input.
     pub fn new(net: &Network) -> Result<Self, Error> {
         let unsupported = |index: usize, kind: &'static str, reason: &str| Error::Layer {
             index,
@@ -306,89 +338,118 @@ impl PbsNetwork {
         }
         let layers = net.layers();
         let ranges = net.ranges();
-        let mut stages = Vec::new();
-        let mut in_bits = net.input().bits;
+        let mut steps = Vec::new();
+        // The activation the next step reads; None once the network ended on a raw accumulator.
+        let mut act = Some(Act {
+            bits: net.input().bits,
+            zero: 0,
+        });
         let mut i = 0;
         while i < layers.len() {
+            let Some(input) = act else {
+                return Err(unsupported(
+                    i,
+                    layers[i].kind(),
+                    "nothing may follow a linear layer that ends without a requantisation",
+                ));
+            };
             match &layers[i] {
                 Layer::Flatten => i += 1,
-                Layer::Dense(_) | Layer::Conv2d(..) => {
+                Layer::MaxPool {
+                    kernel,
+                    stride,
+                    padding,
+                } => {
+                    steps.push(Step::Pool(Pool {
+                        layer: i,
+                        kernel: *kernel,
+                        stride: *stride,
+                        padding: *padding,
+                        bits: input.bits,
+                    }));
+                    i += 1;
+                }
+                Layer::Dense(lin) | Layer::Conv2d(lin, _) => {
+                    zero_point_exact(lin, input)
+                        .map_err(|r| unsupported(i, layers[i].kind(), &r))?;
                     let (lo, hi) = ranges[i];
                     let next = layers[i + 1..].iter().position(|l| *l != Layer::Flatten);
                     match next.map(|n| (i + 1 + n, &layers[i + 1 + n])) {
-                        None => {
-                            let offset = -lo;
-                            stages.push(Stage {
-                                layer: i,
-                                offset,
-                                width: width_for(hi + offset),
-                                requant: None,
-                                in_bits,
-                            });
-                            i = layers.len();
-                        }
-                        Some((
-                            j,
-                            Layer::Requant {
-                                shift,
-                                bits,
-                                relu: true,
-                            },
-                        )) => {
+                        Some((j, Layer::Requant { shift, bits, relu })) => {
+                            let pre = if *relu { 0 } else { 1i64 << (shift + bits - 1) };
+                            let (lo, hi) = (lo + pre, hi + pre);
                             // The offset is a multiple of 2^(shift + bits), so the low bits of
-                            // acc + offset are acc's own.
+                            // acc + pre + offset are acc + pre's own.
                             let p = 1i64 << (shift + bits);
                             let offset = (-lo + p - 1).div_euclid(p) * p;
                             let top = (hi + offset).max(offset + p);
-                            stages.push(Stage {
+                            steps.push(Step::Linear(Stage {
                                 layer: i,
                                 offset,
                                 width: width_for(top),
+                                pre,
                                 requant: Some((*shift, *bits)),
-                                in_bits,
+                                input,
+                            }));
+                            act = Some(Act {
+                                bits: *bits,
+                                zero: pre >> shift,
                             });
-                            in_bits = *bits;
                             i = j + 1;
                         }
-                        Some((j, l)) => {
-                            return Err(unsupported(
-                                j,
-                                l.kind(),
-                                "a linear layer must be followed by a ReLU requantisation or \
-                                 end the network",
-                            ))
+                        _ => {
+                            // The output layer, or a linear layer before something other than
+                            // a requantisation (refused at the next step).
+                            let offset = -lo;
+                            steps.push(Step::Linear(Stage {
+                                layer: i,
+                                offset,
+                                width: width_for(hi + offset),
+                                pre: 0,
+                                requant: None,
+                                input,
+                            }));
+                            act = None;
+                            i = next.map_or(layers.len(), |n| i + 1 + n);
                         }
                     }
                 }
-                l => {
+                Layer::Requant { .. } => {
                     return Err(unsupported(
                         i,
-                        l.kind(),
-                        "only linear layers with ReLU requantisation",
+                        "requant",
+                        "a requantisation must follow a linear layer",
                     ))
                 }
             }
         }
-        let Some(last) = stages.last() else {
+        let output_digits = match steps.last() {
+            None => return Err(Error::Format("the network has no layer to evaluate".into())),
+            Some(Step::Linear(Stage {
+                requant: None,
+                width,
+                ..
+            })) => *width,
+            Some(_) => act.map_or(0, |a| digits_for(a.bits)),
+        };
+        if !steps.iter().any(|s| matches!(s, Step::Linear(_))) {
             return Err(Error::Format("the network has no linear layer".into()));
+        }
+        let output_offset = match (steps.last(), act) {
+            (Some(Step::Linear(s)), None) => s.offset,
+            (_, Some(a)) => a.zero,
+            _ => 0,
         };
         let info = PbsInfo {
             input: net.input(),
             output_len: net.output_len(),
-            output_digits: match last.requant {
-                Some((_, bits)) => digits_for(bits),
-                None => last.width,
-            },
-            output_offset: if last.requant.is_some() {
-                0
-            } else {
-                last.offset
-            },
+            output_digits,
+            output_offset,
         };
         info.validate()?;
         Ok(Self {
             net: net.clone(),
-            stages,
+            steps,
             info,
         })
     }
@@ -448,8 +509,17 @@ impl PbsNetwork {
                     .collect()
             })
             .collect();
-        for stage in &self.stages {
-            acts = self.run_stage(b, stage, &acts)?;
+        for step in &self.steps {
+            acts = match step {
+                Step::Linear(stage) => self.run_stage(b, stage, &acts)?,
+                Step::Pool(p) => pool::run(
+                    b,
+                    p,
+                    self.in_shape(p.layer),
+                    self.net.shapes()[p.layer],
+                    &acts,
+                ),
+            };
         }
         // Every output digit goes through one more bootstrap after absorbing the client's
         // encryption of zero, so none is a trivial ciphertext or carries circuit-dependent noise.
@@ -472,12 +542,8 @@ impl PbsNetwork {
         stage: &Stage,
         acts: &[Vec<Item<B::Ct>>],
     ) -> Result<Vec<Vec<Item<B::Ct>>>, Error> {
-        let shapes = self.net.shapes();
-        let in_shape = match stage.layer {
-            0 => self.net.input().shape,
-            l => shapes[l - 1],
-        };
-        let out_shape = shapes[stage.layer];
+        let in_shape = self.in_shape(stage.layer);
+        let out_shape = self.net.shapes()[stage.layer];
         let layer = &self.net.layers()[stage.layer];
         let lin = match layer {
             Layer::Dense(lin) | Layer::Conv2d(lin, _) => lin,
@@ -514,7 +580,7 @@ impl PbsNetwork {
             }
         }
         let variants: Vec<Variants<B::Ct>> = par_map(b, acts.len(), |b, i| {
-            variants(b, &acts[i], stage.in_bits, &needs[i])
+            variants(b, &acts[i], stage.input.bits, &needs[i])
         });
         Ok(par_map(b, out_shape.len(), |b, o| {
             let (row, taps) = taps(o);
@@ -525,6 +591,14 @@ impl PbsNetwork {
                 None => digits,
             }
         }))
+    }
+
+    /// The shape layer `layer` reads.
+    fn in_shape(&self, layer: usize) -> Shape {
+        match layer {
+            0 => self.net.input().shape,
+            l => self.net.shapes()[l - 1],
+        }
     }
 
     /// Bootstraps and depth, from the circuit run on a counter.
@@ -576,6 +650,29 @@ impl PbsNetwork {
             want: self.input_ciphertexts(),
         })?;
         self.evaluate_with(backend, x.to_vec(), zero)
+    }
+}
+
+/// Whether every term of `lin` over the activation `a` splits exactly into the digits' term
+/// and a constant: `zero · 2^k` must be an integer for every shift `k` in use.
+fn zero_point_exact(lin: &Pow2Linear, a: Act) -> Result<(), String> {
+    if a.zero == 0 {
+        return Ok(());
+    }
+    let tz = i32::try_from(a.zero.trailing_zeros()).unwrap_or(0);
+    match lin
+        .sign
+        .iter()
+        .zip(&lin.exp)
+        .filter(|(s, _)| **s != 0)
+        .map(|(_, e)| i32::from(*e) + lin.offset)
+        .find(|k| tz + k < 0)
+    {
+        Some(k) => Err(format!(
+            "a shift by {k} of a signed activation (zero point {}) is not exact on digits",
+            a.zero
+        )),
+        None => Ok(()),
     }
 }
 
@@ -647,13 +744,17 @@ fn accumulate<B: PbsBackend>(
     let w = stage.width;
     let modulus = (BASE as i128).pow(w as u32);
     let mut cols: Vec<Vec<Item<B::Ct>>> = vec![Vec::new(); w];
-    let mut constant = i128::from(lin.bias[row]) + i128::from(stage.offset);
+    let mut constant = i128::from(lin.bias[row]) + i128::from(stage.pre + stage.offset);
     for &(i, j) in taps {
         if lin.sign[j] == 0 {
             continue;
         }
         let k = i32::from(lin.exp[j]) + lin.offset;
         let neg = lin.sign[j] < 0;
+        // The digits hold x + zero: floor((x + zero)·2^k) - zero·2^k is x's term, the second
+        // part an integer by [`zero_point_exact`].
+        let z = i128::from(shift_value(stage.input.zero, k));
+        constant -= if neg { -z } else { z };
         let (a, bit) = (k.div_euclid(2), k.rem_euclid(2) as usize);
         // Built for every (input, variant) a tap uses, so present.
         let Some(digits) = &variants[i][bit][usize::from(neg)] else {
