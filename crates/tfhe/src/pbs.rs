@@ -136,8 +136,10 @@ fn trivial<B: PbsBackend>(b: &mut B, v: u64) -> Item<B::Ct> {
 /// One linear layer (and the requantisation after it) as the digit circuit runs it.
 #[derive(Clone, Debug)]
 struct Stage {
-    /// Index of the linear layer in the network.
+    /// Index of the linear layer in the network, and of the step's last layer (its
+    /// requantisation, or the linear layer itself).
     layer: usize,
+    last: usize,
     /// The accumulator runs as `acc + pre + offset` modulo `4^width`.
     offset: i64,
     width: usize,
@@ -297,6 +299,21 @@ impl PbsInfo {
     }
 }
 
+/// Lookups of one step of the digit circuit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StepCount {
+    /// First and last network layer of the step; None for the output refresh.
+    pub layers: Option<(usize, usize)>,
+    pub kind: &'static str,
+    /// Values the step outputs, and digits per value.
+    pub outputs: usize,
+    pub digits: usize,
+    pub pbs: u64,
+    pub many: u64,
+    /// Bootstrap depth of the step's outputs (from the input).
+    pub depth: u32,
+}
+
 /// Bootstraps and bootstrap depth of the digit circuit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PbsCount {
@@ -385,6 +402,7 @@ impl PbsNetwork {
                             let top = (hi + offset).max(offset + p);
                             steps.push(Step::Linear(Stage {
                                 layer: i,
+                                last: j,
                                 offset,
                                 width: width_for(top),
                                 pre,
@@ -403,6 +421,7 @@ impl PbsNetwork {
                             let offset = -lo;
                             steps.push(Step::Linear(Stage {
                                 layer: i,
+                                last: i,
                                 offset,
                                 width: width_for(hi + offset),
                                 pre: 0,
@@ -492,6 +511,17 @@ impl PbsNetwork {
         input: Vec<B::Ct>,
         zero: &B::Ct,
     ) -> Result<Vec<B::Ct>, Error> {
+        self.evaluate_steps(b, input, zero, |_, _, _| {})
+    }
+
+    /// [`Self::evaluate_with`], calling `on_step(i, backend, activations)` after step `i`.
+    fn evaluate_steps<B: PbsBackend + Sync>(
+        &self,
+        b: &mut B,
+        input: Vec<B::Ct>,
+        zero: &B::Ct,
+        mut on_step: impl FnMut(usize, &B, &[Vec<Item<B::Ct>>]),
+    ) -> Result<Vec<B::Ct>, Error> {
         if input.len() + 1 != self.input_ciphertexts() {
             return Err(Error::CiphertextCount {
                 got: input.len() + 1,
@@ -509,7 +539,7 @@ impl PbsNetwork {
                     .collect()
             })
             .collect();
-        for step in &self.steps {
+        for (i, step) in self.steps.iter().enumerate() {
             acts = match step {
                 Step::Linear(stage) => self.run_stage(b, stage, &acts)?,
                 Step::Pool(p) => pool::run(
@@ -520,6 +550,7 @@ impl PbsNetwork {
                     &acts,
                 ),
             };
+            on_step(i, b, &acts);
         }
         // Every output digit goes through one more bootstrap after absorbing the client's
         // encryption of zero, so none is a trivial ciphertext or carries circuit-dependent noise.
@@ -599,6 +630,51 @@ impl PbsNetwork {
             0 => self.net.input().shape,
             l => self.net.shapes()[l - 1],
         }
+    }
+
+    /// Lookups of every step (a linear layer with its requantisation, a max-pool) and of the
+    /// final refresh, from the circuit run on a counter.
+    pub fn count_steps(&self) -> Vec<StepCount> {
+        let mut c = PbsCounter::default();
+        let mut rows = Vec::with_capacity(self.steps.len() + 1);
+        let mut seen = (0, 0);
+        let input = vec![0u32; self.input_ciphertexts() - 1];
+        let out = self.evaluate_steps(&mut c, input, &0, |i, b, acts| {
+            let (first, last, kind, len) = match &self.steps[i] {
+                Step::Linear(s) => (
+                    s.layer,
+                    s.last,
+                    if s.requant.is_some() {
+                        "linear+requant"
+                    } else {
+                        "linear"
+                    },
+                    acts.len(),
+                ),
+                Step::Pool(p) => (p.layer, p.layer, "maxpool", acts.len()),
+            };
+            rows.push(StepCount {
+                layers: Some((first, last)),
+                kind,
+                outputs: len,
+                digits: acts.first().map_or(0, Vec::len),
+                pbs: b.pbs - seen.0,
+                many: b.many - seen.1,
+                depth: acts.iter().flatten().map(|it| it.ct).max().unwrap_or(0),
+            });
+            seen = (b.pbs, b.many);
+        });
+        let out = out.unwrap_or_default();
+        rows.push(StepCount {
+            layers: None,
+            kind: "refresh",
+            outputs: self.info.output_len,
+            digits: self.info.output_digits,
+            pbs: c.pbs - seen.0,
+            many: c.many - seen.1,
+            depth: out.into_iter().max().unwrap_or(0),
+        });
+        rows
     }
 
     /// Bootstraps and depth, from the circuit run on a counter.
