@@ -211,6 +211,26 @@ fn random_pooled_net(rng: &mut ChaCha20Rng) -> Network {
     .expect("valid network")
 }
 
+/// A 2×2 image of `bits`-bit pixels through a 1×1 convolution to one channel, then `rest`.
+fn pixel_conv_net(rng: &mut ChaCha20Rng, bits: u32, bias: i64, rest: Vec<Layer>) -> Network {
+    let conv = Layer::Conv2d(
+        random_lin(rng, 1, 1, 0, bias),
+        ConvGeom {
+            in_ch: 1,
+            out_ch: 1,
+            kernel: 1,
+            stride: 1,
+            padding: 0,
+        },
+    );
+    let input = InputFormat {
+        shape: Shape { c: 1, h: 2, w: 2 },
+        bits,
+        signed: false,
+    };
+    Network::new(input, [vec![conv], rest].concat()).expect("valid")
+}
+
 #[test]
 fn pooled_networks_with_signed_activations_equal_reference_on_digits() {
     let mut rng = ChaCha20Rng::seed_from_u64(41);
@@ -247,23 +267,11 @@ fn pooled_networks_with_signed_activations_equal_reference_on_digits() {
         "{hidden_signs:?}"
     );
     // A network ending on a pool and on a signed requantisation decodes through the zero point.
-    let net = Network::new(
-        InputFormat {
-            shape: Shape { c: 1, h: 2, w: 2 },
-            bits: 4,
-            signed: false,
-        },
+    let net = pixel_conv_net(
+        &mut rng,
+        4,
+        8,
         vec![
-            Layer::Conv2d(
-                random_lin(&mut rng, 1, 1, 0, 8),
-                ConvGeom {
-                    in_ch: 1,
-                    out_ch: 1,
-                    kernel: 1,
-                    stride: 1,
-                    padding: 0,
-                },
-            ),
             Layer::Requant {
                 shift: 0,
                 bits: 3,
@@ -275,8 +283,7 @@ fn pooled_networks_with_signed_activations_equal_reference_on_digits() {
                 padding: 1,
             },
         ],
-    )
-    .expect("valid");
+    );
     let pbs = PbsNetwork::new(&net).expect("compiles");
     for v in 0..16 {
         let x = vec![v, 15 - v, v / 2, 3];
@@ -326,31 +333,16 @@ fn networks_off_the_pbs_path_are_typed_errors() {
         })
     ));
     // Nothing follows a raw accumulator (a linear layer without requantisation).
-    let pool_after_sum = Network::new(
-        InputFormat {
-            shape: Shape { c: 1, h: 2, w: 2 },
-            bits: 3,
-            signed: false,
-        },
-        vec![
-            Layer::Conv2d(
-                random_lin(&mut rng, 1, 1, 0, 3),
-                ConvGeom {
-                    in_ch: 1,
-                    out_ch: 1,
-                    kernel: 1,
-                    stride: 1,
-                    padding: 0,
-                },
-            ),
-            Layer::MaxPool {
-                kernel: 2,
-                stride: 2,
-                padding: 0,
-            },
-        ],
-    )
-    .expect("valid");
+    let pool_after_sum = pixel_conv_net(
+        &mut rng,
+        3,
+        3,
+        vec![Layer::MaxPool {
+            kernel: 2,
+            stride: 2,
+            padding: 0,
+        }],
+    );
     assert!(matches!(
         PbsNetwork::new(&pool_after_sum),
         Err(Error::Layer {
