@@ -294,6 +294,16 @@ fn pooled_networks_with_signed_activations_equal_reference_on_digits() {
     }
 }
 
+/// Asserts that the PBS compiler refuses `net` naming layer `index` of kind `kind`.
+fn refused_at(net: &Network, index: usize, kind: &str) {
+    match PbsNetwork::new(net) {
+        Err(Error::Layer {
+            index: i, kind: k, ..
+        }) => assert_eq!((i, k), (index, kind)),
+        other => panic!("expected a refusal at layer {index} ({kind}), got {other:?}"),
+    }
+}
+
 #[test]
 fn networks_off_the_pbs_path_are_typed_errors() {
     let mut rng = ChaCha20Rng::seed_from_u64(5);
@@ -324,14 +334,7 @@ fn networks_off_the_pbs_path_are_typed_errors() {
         ],
     )
     .expect("valid");
-    assert!(matches!(
-        PbsNetwork::new(&bare_requant),
-        Err(Error::Layer {
-            index: 0,
-            kind: "requant",
-            ..
-        })
-    ));
+    refused_at(&bare_requant, 0, "requant");
     // Nothing follows a raw accumulator (a linear layer without requantisation).
     let pool_after_sum = pixel_conv_net(
         &mut rng,
@@ -343,14 +346,7 @@ fn networks_off_the_pbs_path_are_typed_errors() {
             padding: 0,
         }],
     );
-    assert!(matches!(
-        PbsNetwork::new(&pool_after_sum),
-        Err(Error::Layer {
-            index: 1,
-            kind: "maxpool",
-            ..
-        })
-    ));
+    refused_at(&pool_after_sum, 1, "maxpool");
     // A signed activation's zero point 2^(bits-1) shifted right past its lowest bit is not an
     // integer: the term does not split into digits plus a constant.
     let inexact = Network::new(
@@ -374,14 +370,7 @@ fn networks_off_the_pbs_path_are_typed_errors() {
         ],
     )
     .expect("valid");
-    assert!(matches!(
-        PbsNetwork::new(&inexact),
-        Err(Error::Layer {
-            index: 2,
-            kind: "dense",
-            ..
-        })
-    ));
+    refused_at(&inexact, 2, "dense");
     let net = Network::new(
         flat(4),
         vec![Layer::Dense(random_lin(&mut rng, 2, 4, 0, 3))],
