@@ -106,17 +106,29 @@ pub fn inspect(dir: &Path, plan: bool) -> Result<(), Error> {
         println!("plan       (layers, family, protocol, why)");
         match PbsNetwork::new(&net) {
             Ok(p) => {
-                let c = p.count();
-                let (g, l) = cost::predict(&gates, &c);
-                let pick = match cost::choose(&gates, &c) {
+                let plan = cost::Plan::new(&net, &p);
+                let name = |c: cost::Path| match c {
                     cost::Path::Pbs => "pbs",
                     cost::Path::Gates => "gates",
                 };
+                for s in &plan.steps {
+                    println!(
+                        "  {:>3}-{:<3} {family}  {:<5} ({:<14} {} lookups ≈ {:.0} s against {} \
+                         gate bootstraps ≈ {:.0} s on one core)",
+                        s.layers.0,
+                        s.layers.1,
+                        name(s.choice),
+                        s.kind,
+                        s.lookups,
+                        s.pbs_s,
+                        s.gate_bootstraps,
+                        s.gates_s
+                    );
+                }
                 println!(
-                    "  all layers  {family}  {pick}  ({} lookups ≈ {l:.0} s on one core against \
-                     {} gate bootstraps ≈ {g:.0} s, recorded per-operation costs)",
-                    c.pbs,
-                    gates.pbs()
+                    "  runs on    {}  (predicted {:.0} s on one core; recorded per-operation costs)",
+                    name(plan.run_path()),
+                    plan.predicted_s
                 );
             }
             Err(e) => println!(

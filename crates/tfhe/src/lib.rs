@@ -32,7 +32,7 @@ pub use encrypted::{
     decompress, generate_client_keys, generate_keys, serialized_bytes, Encrypted, PARAMETERS,
 };
 pub use network::{ConvGeom, InputFormat, Layer, Network, Pow2Linear, Shape};
-pub use pbs::{PbsCount, PbsEncrypted, PbsInfo, PbsNetwork, PBS_PARAMETERS};
+pub use pbs::{PbsCount, PbsEncrypted, PbsInfo, PbsNetwork, StepCount, PBS_PARAMETERS};
 pub use plain::Plain;
 pub use tfhe::boolean::ciphertext::{Ciphertext, CompressedCiphertext};
 pub use tfhe::boolean::client_key::ClientKey;

@@ -370,6 +370,16 @@ impl Network {
         b: &mut B,
         input: Vec<Word<B::Wire>>,
     ) -> Result<Vec<Word<B::Wire>>, Error> {
+        self.evaluate_layers(b, input, |_, _| {})
+    }
+
+    /// [`Self::evaluate_with`], calling `on_layer(i, backend)` after layer `i`.
+    fn evaluate_layers<B: Backend + Sync>(
+        &self,
+        b: &mut B,
+        input: Vec<Word<B::Wire>>,
+        mut on_layer: impl FnMut(usize, &B),
+    ) -> Result<Vec<Word<B::Wire>>, Error> {
         if input.len() != self.input_len() {
             return Err(Error::InputLength {
                 got: input.len(),
@@ -378,7 +388,7 @@ impl Network {
         }
         let mut x = input;
         let mut shape = self.input.shape;
-        for (layer, out_shape) in self.layers.iter().zip(&self.shapes) {
+        for (i, (layer, out_shape)) in self.layers.iter().zip(&self.shapes).enumerate() {
             x = match layer {
                 Layer::Dense(lin) => par_map(b, lin.outputs, |b, o| {
                     let terms = (0..lin.fan_in)
@@ -420,6 +430,7 @@ impl Network {
                 Layer::Flatten => x,
             };
             shape = *out_shape;
+            on_layer(i, b);
         }
         let w = self.output_bits();
         Ok(x.iter().map(|word| int::resize(word, w)).collect())
@@ -436,6 +447,24 @@ impl Network {
             }
         }
         c
+    }
+
+    /// Gate bootstraps of every layer, then of the output refresh (the last entry).
+    pub fn count_layers(&self) -> Vec<u64> {
+        let mut c = Counter::new();
+        let mut per = Vec::with_capacity(self.layers.len() + 1);
+        let mut seen = 0;
+        let wires = vec![0u32; self.input_len() * self.input_bits()];
+        if let Ok(words) = self.input_words(&wires) {
+            if let Ok(out) = self.evaluate_layers(&mut c, words, |_, b| {
+                per.push(b.pbs() - seen);
+                seen = b.pbs();
+            }) {
+                self.refresh_outputs(&mut c, &out, &0);
+            }
+        }
+        per.push(c.pbs() - seen);
+        per
     }
 
     /// Every output bit as a freshly bootstrapped wire, from the client's encryption of zero:

@@ -28,9 +28,12 @@ use tfhe::shortint::{Ciphertext, ClientKey, CompressedCiphertext, CompressedServ
 use serde::{Deserialize, Serialize};
 
 use crate::network::{
-    conv_taps, par_fork, InputFormat, Layer, Network, Pow2Linear, MAX_BITS, MAX_VALUES,
+    conv_taps, par_fork, shift_value, InputFormat, Layer, Network, Pow2Linear, Shape, MAX_BITS,
+    MAX_VALUES,
 };
 use crate::Error;
+
+mod pool;
 
 /// tfhe-rs's default shortint parameter set (2-bit message, 2-bit carry, TUniform noise,
 /// 128-bit security, bootstrap failure probability 2^-129.6).
@@ -133,22 +136,53 @@ fn trivial<B: PbsBackend>(b: &mut B, v: u64) -> Item<B::Ct> {
 /// One linear layer (and the requantisation after it) as the digit circuit runs it.
 #[derive(Clone, Debug)]
 struct Stage {
-    /// Index of the linear layer in the network.
+    /// Index of the linear layer in the network, and of the step's last layer (its
+    /// requantisation, or the linear layer itself).
     layer: usize,
-    /// The accumulator runs as `acc + offset` modulo `4^width`.
+    last: usize,
+    /// The accumulator runs as `acc + pre + offset` modulo `4^width`.
     offset: i64,
     width: usize,
-    /// `(shift, bits)` of the ReLU requantisation after the layer; None for the output layer.
+    /// Added to the accumulator before requantisation: `2^(shift + bits - 1)` turns a signed
+    /// requantisation into the unsigned one of `acc + pre`, whose output is the signed value
+    /// plus its zero point `2^(bits - 1)`.
+    pre: i64,
+    /// `(shift, bits)` of the requantisation after the layer; None for the output layer.
     requant: Option<(u32, u32)>,
-    /// Bits of the activation this layer reads.
-    in_bits: u32,
+    /// The activation this layer reads.
+    input: Act,
+}
+
+/// An activation on the digit path: `bits`-bit unsigned digits `u` standing for `u - zero`
+/// (zero 0 after a ReLU, `2^(bits - 1)` after a signed requantisation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Act {
+    bits: u32,
+    zero: i64,
+}
+
+/// Max-pooling over activations (the output keeps the input's zero point: max is monotone).
+#[derive(Clone, Copy, Debug)]
+struct Pool {
+    layer: usize,
+    kernel: usize,
+    stride: usize,
+    padding: usize,
+    bits: u32,
+}
+
+/// A step of the digit circuit.
+#[derive(Clone, Debug)]
+enum Step {
+    Linear(Stage),
+    Pool(Pool),
 }
 
 /// A SHE network compiled for the digit circuit.
 #[derive(Clone, Debug)]
 pub struct PbsNetwork {
     net: Network,
-    stages: Vec<Stage>,
+    steps: Vec<Step>,
     info: PbsInfo,
 }
 
@@ -265,6 +299,21 @@ impl PbsInfo {
     }
 }
 
+/// Lookups of one step of the digit circuit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StepCount {
+    /// First and last network layer of the step; None for the output refresh.
+    pub layers: Option<(usize, usize)>,
+    pub kind: &'static str,
+    /// Values the step outputs, and digits per value.
+    pub outputs: usize,
+    pub digits: usize,
+    pub pbs: u64,
+    pub many: u64,
+    /// Bootstrap depth of the step's outputs (from the input).
+    pub depth: u32,
+}
+
 /// Bootstraps and bootstrap depth of the digit circuit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PbsCount {
@@ -290,9 +339,9 @@ fn width_for(top: i64) -> usize {
 }
 
 impl PbsNetwork {
-    /// Compiles a network whose activations are all unsigned: an unsigned input, every linear
-    /// layer followed by a ReLU requantisation or ending the network. Max-pooling and signed
-    /// requantisation stay on the gate path.
+    /// Compiles a network whose activations are all on digits: an unsigned input, every
+    /// linear layer followed by a requantisation (ReLU or signed) or ending the network, and
+    /// max-pooling on requantised activations or the input.
     pub fn new(net: &Network) -> Result<Self, Error> {
         let unsupported = |index: usize, kind: &'static str, reason: &str| Error::Layer {
             index,
@@ -306,89 +355,120 @@ impl PbsNetwork {
         }
         let layers = net.layers();
         let ranges = net.ranges();
-        let mut stages = Vec::new();
-        let mut in_bits = net.input().bits;
+        let mut steps = Vec::new();
+        // The activation the next step reads; None once the network ended on a raw accumulator.
+        let mut act = Some(Act {
+            bits: net.input().bits,
+            zero: 0,
+        });
         let mut i = 0;
         while i < layers.len() {
+            let Some(input) = act else {
+                return Err(unsupported(
+                    i,
+                    layers[i].kind(),
+                    "nothing may follow a linear layer that ends without a requantisation",
+                ));
+            };
             match &layers[i] {
                 Layer::Flatten => i += 1,
-                Layer::Dense(_) | Layer::Conv2d(..) => {
+                Layer::MaxPool {
+                    kernel,
+                    stride,
+                    padding,
+                } => {
+                    steps.push(Step::Pool(Pool {
+                        layer: i,
+                        kernel: *kernel,
+                        stride: *stride,
+                        padding: *padding,
+                        bits: input.bits,
+                    }));
+                    i += 1;
+                }
+                Layer::Dense(lin) | Layer::Conv2d(lin, _) => {
+                    zero_point_exact(lin, input)
+                        .map_err(|r| unsupported(i, layers[i].kind(), &r))?;
                     let (lo, hi) = ranges[i];
                     let next = layers[i + 1..].iter().position(|l| *l != Layer::Flatten);
                     match next.map(|n| (i + 1 + n, &layers[i + 1 + n])) {
-                        None => {
-                            let offset = -lo;
-                            stages.push(Stage {
-                                layer: i,
-                                offset,
-                                width: width_for(hi + offset),
-                                requant: None,
-                                in_bits,
-                            });
-                            i = layers.len();
-                        }
-                        Some((
-                            j,
-                            Layer::Requant {
-                                shift,
-                                bits,
-                                relu: true,
-                            },
-                        )) => {
+                        Some((j, Layer::Requant { shift, bits, relu })) => {
+                            let pre = if *relu { 0 } else { 1i64 << (shift + bits - 1) };
+                            let (lo, hi) = (lo + pre, hi + pre);
                             // The offset is a multiple of 2^(shift + bits), so the low bits of
-                            // acc + offset are acc's own.
+                            // acc + pre + offset are acc + pre's own.
                             let p = 1i64 << (shift + bits);
                             let offset = (-lo + p - 1).div_euclid(p) * p;
                             let top = (hi + offset).max(offset + p);
-                            stages.push(Stage {
+                            steps.push(Step::Linear(Stage {
                                 layer: i,
+                                last: j,
                                 offset,
                                 width: width_for(top),
+                                pre,
                                 requant: Some((*shift, *bits)),
-                                in_bits,
+                                input,
+                            }));
+                            act = Some(Act {
+                                bits: *bits,
+                                zero: pre >> shift,
                             });
-                            in_bits = *bits;
                             i = j + 1;
                         }
-                        Some((j, l)) => {
-                            return Err(unsupported(
-                                j,
-                                l.kind(),
-                                "a linear layer must be followed by a ReLU requantisation or \
-                                 end the network",
-                            ))
+                        _ => {
+                            // The output layer, or a linear layer before something other than
+                            // a requantisation (refused at the next step).
+                            let offset = -lo;
+                            steps.push(Step::Linear(Stage {
+                                layer: i,
+                                last: i,
+                                offset,
+                                width: width_for(hi + offset),
+                                pre: 0,
+                                requant: None,
+                                input,
+                            }));
+                            act = None;
+                            i = next.map_or(layers.len(), |n| i + 1 + n);
                         }
                     }
                 }
-                l => {
+                Layer::Requant { .. } => {
                     return Err(unsupported(
                         i,
-                        l.kind(),
-                        "only linear layers with ReLU requantisation",
+                        "requant",
+                        "a requantisation must follow a linear layer",
                     ))
                 }
             }
         }
-        let Some(last) = stages.last() else {
+        let output_digits = match steps.last() {
+            None => return Err(Error::Format("the network has no layer to evaluate".into())),
+            Some(Step::Linear(Stage {
+                requant: None,
+                width,
+                ..
+            })) => *width,
+            Some(_) => act.map_or(0, |a| digits_for(a.bits)),
+        };
+        if !steps.iter().any(|s| matches!(s, Step::Linear(_))) {
             return Err(Error::Format("the network has no linear layer".into()));
+        }
+        let output_offset = match (steps.last(), act) {
+            (Some(Step::Linear(s)), None) => s.offset,
+            (_, Some(a)) => a.zero,
+            _ => 0,
         };
         let info = PbsInfo {
             input: net.input(),
             output_len: net.output_len(),
-            output_digits: match last.requant {
-                Some((_, bits)) => digits_for(bits),
-                None => last.width,
-            },
-            output_offset: if last.requant.is_some() {
-                0
-            } else {
-                last.offset
-            },
+            output_digits,
+            output_offset,
         };
         info.validate()?;
         Ok(Self {
             net: net.clone(),
-            stages,
+            steps,
             info,
         })
     }
@@ -431,6 +511,17 @@ impl PbsNetwork {
         input: Vec<B::Ct>,
         zero: &B::Ct,
     ) -> Result<Vec<B::Ct>, Error> {
+        self.evaluate_steps(b, input, zero, |_, _, _| {})
+    }
+
+    /// [`Self::evaluate_with`], calling `on_step(i, backend, activations)` after step `i`.
+    fn evaluate_steps<B: PbsBackend + Sync>(
+        &self,
+        b: &mut B,
+        input: Vec<B::Ct>,
+        zero: &B::Ct,
+        mut on_step: impl FnMut(usize, &B, &[Vec<Item<B::Ct>>]),
+    ) -> Result<Vec<B::Ct>, Error> {
         if input.len() + 1 != self.input_ciphertexts() {
             return Err(Error::CiphertextCount {
                 got: input.len() + 1,
@@ -448,8 +539,18 @@ impl PbsNetwork {
                     .collect()
             })
             .collect();
-        for stage in &self.stages {
-            acts = self.run_stage(b, stage, &acts)?;
+        for (i, step) in self.steps.iter().enumerate() {
+            acts = match step {
+                Step::Linear(stage) => self.run_stage(b, stage, &acts)?,
+                Step::Pool(p) => pool::run(
+                    b,
+                    p,
+                    self.in_shape(p.layer),
+                    self.net.shapes()[p.layer],
+                    &acts,
+                ),
+            };
+            on_step(i, b, &acts);
         }
         // Every output digit goes through one more bootstrap after absorbing the client's
         // encryption of zero, so none is a trivial ciphertext or carries circuit-dependent noise.
@@ -472,12 +573,8 @@ impl PbsNetwork {
         stage: &Stage,
         acts: &[Vec<Item<B::Ct>>],
     ) -> Result<Vec<Vec<Item<B::Ct>>>, Error> {
-        let shapes = self.net.shapes();
-        let in_shape = match stage.layer {
-            0 => self.net.input().shape,
-            l => shapes[l - 1],
-        };
-        let out_shape = shapes[stage.layer];
+        let in_shape = self.in_shape(stage.layer);
+        let out_shape = self.net.shapes()[stage.layer];
         let layer = &self.net.layers()[stage.layer];
         let lin = match layer {
             Layer::Dense(lin) | Layer::Conv2d(lin, _) => lin,
@@ -514,7 +611,7 @@ impl PbsNetwork {
             }
         }
         let variants: Vec<Variants<B::Ct>> = par_map(b, acts.len(), |b, i| {
-            variants(b, &acts[i], stage.in_bits, &needs[i])
+            variants(b, &acts[i], stage.input.bits, &needs[i])
         });
         Ok(par_map(b, out_shape.len(), |b, o| {
             let (row, taps) = taps(o);
@@ -525,6 +622,59 @@ impl PbsNetwork {
                 None => digits,
             }
         }))
+    }
+
+    /// The shape layer `layer` reads.
+    fn in_shape(&self, layer: usize) -> Shape {
+        match layer {
+            0 => self.net.input().shape,
+            l => self.net.shapes()[l - 1],
+        }
+    }
+
+    /// Lookups of every step (a linear layer with its requantisation, a max-pool) and of the
+    /// final refresh, from the circuit run on a counter.
+    pub fn count_steps(&self) -> Vec<StepCount> {
+        let mut c = PbsCounter::default();
+        let mut rows = Vec::with_capacity(self.steps.len() + 1);
+        let mut seen = (0, 0);
+        let input = vec![0u32; self.input_ciphertexts() - 1];
+        let out = self.evaluate_steps(&mut c, input, &0, |i, b, acts| {
+            let (first, last, kind, len) = match &self.steps[i] {
+                Step::Linear(s) => (
+                    s.layer,
+                    s.last,
+                    if s.requant.is_some() {
+                        "linear+requant"
+                    } else {
+                        "linear"
+                    },
+                    acts.len(),
+                ),
+                Step::Pool(p) => (p.layer, p.layer, "maxpool", acts.len()),
+            };
+            rows.push(StepCount {
+                layers: Some((first, last)),
+                kind,
+                outputs: len,
+                digits: acts.first().map_or(0, Vec::len),
+                pbs: b.pbs - seen.0,
+                many: b.many - seen.1,
+                depth: acts.iter().flatten().map(|it| it.ct).max().unwrap_or(0),
+            });
+            seen = (b.pbs, b.many);
+        });
+        let out = out.unwrap_or_default();
+        rows.push(StepCount {
+            layers: None,
+            kind: "refresh",
+            outputs: self.info.output_len,
+            digits: self.info.output_digits,
+            pbs: c.pbs - seen.0,
+            many: c.many - seen.1,
+            depth: out.into_iter().max().unwrap_or(0),
+        });
+        rows
     }
 
     /// Bootstraps and depth, from the circuit run on a counter.
@@ -576,6 +726,29 @@ impl PbsNetwork {
             want: self.input_ciphertexts(),
         })?;
         self.evaluate_with(backend, x.to_vec(), zero)
+    }
+}
+
+/// Whether every term of `lin` over the activation `a` splits exactly into the digits' term
+/// and a constant: `zero · 2^k` must be an integer for every shift `k` in use.
+fn zero_point_exact(lin: &Pow2Linear, a: Act) -> Result<(), String> {
+    if a.zero == 0 {
+        return Ok(());
+    }
+    let tz = i32::try_from(a.zero.trailing_zeros()).unwrap_or(0);
+    match lin
+        .sign
+        .iter()
+        .zip(&lin.exp)
+        .filter(|(s, _)| **s != 0)
+        .map(|(_, e)| i32::from(*e) + lin.offset)
+        .find(|k| tz + k < 0)
+    {
+        Some(k) => Err(format!(
+            "a shift by {k} of a signed activation (zero point {}) is not exact on digits",
+            a.zero
+        )),
+        None => Ok(()),
     }
 }
 
@@ -647,13 +820,17 @@ fn accumulate<B: PbsBackend>(
     let w = stage.width;
     let modulus = (BASE as i128).pow(w as u32);
     let mut cols: Vec<Vec<Item<B::Ct>>> = vec![Vec::new(); w];
-    let mut constant = i128::from(lin.bias[row]) + i128::from(stage.offset);
+    let mut constant = i128::from(lin.bias[row]) + i128::from(stage.pre + stage.offset);
     for &(i, j) in taps {
         if lin.sign[j] == 0 {
             continue;
         }
         let k = i32::from(lin.exp[j]) + lin.offset;
         let neg = lin.sign[j] < 0;
+        // The digits hold x + zero: floor((x + zero)·2^k) - zero·2^k is x's term, the second
+        // part an integer by [`zero_point_exact`].
+        let z = i128::from(shift_value(stage.input.zero, k));
+        constant -= if neg { -z } else { z };
         let (a, bit) = (k.div_euclid(2), k.rem_euclid(2) as usize);
         // Built for every (input, variant) a tap uses, so present.
         let Some(digits) = &variants[i][bit][usize::from(neg)] else {

@@ -42,6 +42,14 @@ fn she_mnist_reference_equals_recipe_logits() {
     }
     // A network this size that classifies 100+ digits worse than 90 % was not trained.
     assert!(right * 10 >= xs.len() * 9, "{right} of {}", xs.len());
-    // Max-pooling keeps it off the digit (PBS) path: a typed refusal, not a panic.
-    assert!(PbsNetwork::new(&net).is_err());
+    // The digit (PBS) circuit, max-pooling and the signed requantisation included, equals the
+    // reference on the shipped model's samples.
+    let pbs = PbsNetwork::new(&net).expect("she-mnist is on the PBS path");
+    for x in xs.iter().take(8) {
+        assert_eq!(
+            pbs.evaluate_plain(x).expect("digits"),
+            net.reference(x).expect("reference")
+        );
+    }
+    assert_eq!(pbs.count().violations, 0);
 }

@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::report::{BenchRecord, Reporter};
 use clap::{Args, ValueEnum};
 use secinfer_tfhe::arch::{self, LstmCell};
-use secinfer_tfhe::cost::{self, Path};
+use secinfer_tfhe::cost::{Path, Plan};
 use secinfer_tfhe::pbs::generate_pbs_client_keys;
 use secinfer_tfhe::{
     decompress, generate_client_keys, model, serialized_bytes, Counter, Encrypted, Network,
@@ -148,7 +148,7 @@ pub fn run(a: SheArgs, out: &mut Reporter) -> Result<(), Error> {
             return Err(Error::msg(format!("--tfhe-mode pbs: {e}")));
         }
         (TfheMode::Pbs, Ok(_)) => Path::Pbs,
-        (TfheMode::Auto, Ok(p)) => cost::choose(&c, &p.count()),
+        (TfheMode::Auto, Ok(p)) => Plan::new(&net, p).run_path(),
         (TfheMode::Auto, Err(_)) => Path::Gates,
     };
     if let (Path::Pbs, Ok(p)) = (path, pbs_net) {
@@ -339,6 +339,14 @@ fn run_pbs(
         .field("many_lut_pbs", pc.many)
         .field("depth", pc.depth)
         .field("gate_path_bootstraps", gates.pbs())
+        .field("gate_path_depth", gates.depth)
+        .field("cc_add", gates.cc_add)
+        .field("pc_shift", gates.pc_shift)
+        .field("cc_com", gates.cc_com)
+        .field(
+            "plan",
+            serde_json::to_value(Plan::new(net, pbs)).unwrap_or_default(),
+        )
         .field("count_s", count_s)
         .field("accuracy", reference_accuracy(net, &samples)?)
         .field("test_samples", samples.as_ref().map_or(0, |s| s.1.len()));
