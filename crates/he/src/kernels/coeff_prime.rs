@@ -99,7 +99,9 @@ impl CoeffPlan {
             }
         }
         let (_, lay) = best.ok_or_else(|| {
-            HeError::Shape(format!("no coefficient layout for {rows}×{cols} in n = {n}"))
+            HeError::Shape(format!(
+                "no coefficient layout for {rows}×{cols} in n = {n}"
+            ))
         })?;
         Ok(CoeffPlan {
             lay,
@@ -365,7 +367,10 @@ mod tests {
                         a + w[r * cols + j] as u128 * x[u * cols + j] as u128
                     }) % t as u128;
                     let got = (client[u * rows + r] + server[u * rows + r]) % t;
-                    assert_eq!(got as u128, want, "{rows}×{cols}×{count} vector {u} row {r}");
+                    assert_eq!(
+                        got as u128, want,
+                        "{rows}×{cols}×{count} vector {u} row {r}"
+                    );
                 }
             }
             let mut bad = resp.clone();

@@ -292,7 +292,11 @@ mod tests {
                 .flat_map(|v| {
                     w.chunks_exact(cols)
                         .map(|row| {
-                            let s: u128 = row.iter().zip(v).map(|(a, b)| *a as u128 * *b as u128).sum();
+                            let s: u128 = row
+                                .iter()
+                                .zip(v)
+                                .map(|(a, b)| *a as u128 * *b as u128)
+                                .sum();
                             (s % p as u128) as u64
                         })
                         .collect::<Vec<_>>()

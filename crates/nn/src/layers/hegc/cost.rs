@@ -106,15 +106,15 @@ pub struct UnitCosts {
 }
 
 impl UnitCosts {
-    /// Measured on `n8192-t23` with `secinfer bench net --unit-costs` (2 cores, loaded);
-    /// bandwidth is the `lan` profile's 3 Gbit/s.
+    /// Measured on `n8192-t23` with `secinfer bench net --unit-costs` (2 cores, load ≈ 10,
+    /// 2026-11-28); bandwidth is the `lan` profile's 3 Gbit/s.
     pub const MEASURED: UnitCosts = UnitCosts {
         rotation_s: 1.6e-3,
-        sc_mult_s: 2.5e-5,
-        slot_response_s: 2.2e-3,
-        coeff_response_s: 1.2e-3,
-        upload_s: 6.0e-4,
-        galois_key_s: 4.0e-3,
+        sc_mult_s: 4.2e-5,
+        slot_response_s: 1.6e-3,
+        coeff_response_s: 5.1e-4,
+        upload_s: 3.5e-4,
+        galois_key_s: 9.5e-3,
         bandwidth: 3.0e9 / 8.0,
     };
 }
@@ -219,7 +219,15 @@ pub fn estimate(
             let (up, down) = p.wire_bytes(params);
             let n = p.out_cts();
             let sc = p.sc_mults() as u64;
-            (Vec::new(), 0, sc, up as u64, down as u64, n, u.coeff_response_s)
+            (
+                Vec::new(),
+                0,
+                sc,
+                up as u64,
+                down as u64,
+                n,
+                u.coeff_response_s,
+            )
         }
         Planned::Dense(_) | Planned::Conv(_) => {
             let ev = CountingEvaluator::new(params.row_len(), 2);

@@ -1,10 +1,10 @@
 //! The two parties' prepared networks: the server's encoded weights, the client's plans.
+use super::KernelChoice;
 use super::{LinearPlan, LinearShape, NetShape, OpKind, FLOOD_BITS, HE_PARAMS};
 use crate::error::{NnError, Result};
 use crate::model::ModelConfig;
 use crate::reference::QuantizedGraph;
 use secinfer_he::kernels::Flood;
-use super::KernelChoice;
 use secinfer_he::{HeEvaluator, Params, Plaintext, SecretKey};
 
 /// Bytes of encoded weight plaintexts a server model keeps between sessions; layers beyond it

@@ -412,13 +412,24 @@ fn auto_takes_the_cheapest_estimate_and_its_bytes_are_the_wire_bytes() {
     let small = random_mlp(&[784, 128], 12, 6, 5).unwrap();
     let shape = NetShape::new(&small.config, KernelChoice::Auto).unwrap();
     let ch = shape.choices[0].as_ref().unwrap();
-    let gala = ch.estimates.iter().find(|e| e.kernel == Kernel::Gala).unwrap();
+    let gala = ch
+        .estimates
+        .iter()
+        .find(|e| e.kernel == Kernel::Gala)
+        .unwrap();
     assert_eq!(gala.galois_keys, 15);
     assert!(gala.new_key_bytes > 9_000_000, "{gala:?}");
-    let coeff = ch.estimates.iter().find(|e| e.kernel == Kernel::Coeff).unwrap();
+    let coeff = ch
+        .estimates
+        .iter()
+        .find(|e| e.kernel == Kernel::Coeff)
+        .unwrap();
     assert_eq!((coeff.galois_keys, coeff.rotations), (0, 0));
     assert_eq!(ch.kernel, Kernel::Coeff, "{}", ch.why);
-    for model in [random_mlp(&[50, 24, 16, 7], 12, 6, 3).unwrap(), small_cnn(9)] {
+    for model in [
+        random_mlp(&[50, 24, 16, 7], 12, 6, 3).unwrap(),
+        small_cnn(9),
+    ] {
         let shape = NetShape::new(&model.config, KernelChoice::Auto).unwrap();
         let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
         let sm = HegcServerModel::new(&q, &model.config, KernelChoice::Auto).unwrap();
