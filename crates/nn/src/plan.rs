@@ -181,15 +181,28 @@ impl Plan {
         }
         let vector_input = !matches!(config.graph.input_shape(), Shape::Tokens { .. });
         if vector_input && i == 1 && family == Family::Hegc {
-            match crate::layers::hegc::NetShape::new(config, secinfer_he::MatVecMethod::Gala) {
-                Ok(_) => {
+            let auto = crate::layers::hegc::KernelChoice::Auto;
+            match crate::layers::hegc::NetShape::new(config, auto) {
+                Ok(shape) => {
+                    // Each linear layer's kernel as the cost model chose it, and why.
+                    let kernels: Vec<String> = shape
+                        .ops
+                        .iter()
+                        .zip(&shape.choices)
+                        .filter_map(|(o, c)| {
+                            let c = c.as_ref()?;
+                            Some(format!("{}: {} ({})", o.name, c.kernel.name(), c.why))
+                        })
+                        .collect();
                     steps.push(Step {
                         layers: i..layers.len(),
                         family,
                         protocol: Protocol::HegcNet,
-                        why: "GALA: each dense layer an HE matvec on Z_p shares (row-encoding-\
-                              share-RaS), truncation, ReLU and argmax in garbled circuits"
-                            .into(),
+                        why: format!(
+                            "GALA: each linear layer an HE product on Z_p shares, truncation, \
+                             ReLU and argmax in garbled circuits; kernels by cost: {}",
+                            kernels.join("; ")
+                        ),
                     });
                     return Plan { steps };
                 }

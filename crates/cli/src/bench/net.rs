@@ -7,20 +7,26 @@
 //! `offline_*` fields are the last image's, `setup_*` the session's. `--count-only` prints a
 //! row per linear layer (GALA's counts at 2048 slots, the ciphertexts of this build's BFV
 //! parameters) and per garbled step (AND gates) without running. The client's classes are
-//! checked against the plaintext reference.
+//! checked against the plaintext reference. `--kernel auto` (the default) lets the cost model
+//! pick each linear layer's kernel; each layer's record names it, the reason and every
+//! candidate's estimate. `--unit-costs` measures the HE unit costs that model uses.
 use crate::error::Error;
 use crate::pair::{run_pair, NetArgs};
 use crate::report::{BenchRecord, Reporter};
 use clap::Args;
-use secinfer_he::MatVecMethod;
+use secinfer_he::kernels::coeff_prime::upload_bytes;
+use secinfer_he::kernels::{finish_outputs, Flood};
+use secinfer_he::{Evaluator, HeEvaluator, MatVecMethod, Params, Plaintext, SecretKey};
 use secinfer_nn::layers::gru::ServerPolicy;
 use secinfer_nn::layers::hegc::{
-    layer_op_counts, op_counts, random_arch, HegcClientModel, NetShape, OpKind, ARCHS, HE_PARAMS,
+    layer_op_counts, op_counts, random_arch, Estimate, HegcClientModel, Kernel, KernelChoice,
+    NetShape, OpKind, ARCHS, HE_PARAMS,
 };
 use secinfer_nn::runtime::{ClientSession, ServerOptions, ServerSession};
 use secinfer_nn::{ExactActivations, GraphReference, Input, Model, QuantizedGraph};
 use serde_json::json;
 use std::path::PathBuf;
+use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct NetBenchArgs {
@@ -34,9 +40,14 @@ pub struct NetBenchArgs {
     /// Images classified in one session (the client's keys are sent once).
     #[arg(long, default_value_t = 1)]
     pub images: usize,
-    /// The linear layers' kernel: gala or gazelle.
-    #[arg(long, default_value = "gala")]
+    /// The linear layers' kernel: auto (the cost model's choice per layer), gala, gazelle or
+    /// coeff (coefficient encoding, no rotations).
+    #[arg(long, default_value = "auto")]
     pub kernel: String,
+    /// Measure the HE unit costs of the kernel cost model on this machine, without running a
+    /// network.
+    #[arg(long)]
+    pub unit_costs: bool,
     /// Print GALA's operation counts only (2048 slots, Table IX), without running.
     #[arg(long)]
     pub count_only: bool,
@@ -83,10 +94,15 @@ fn load(a: &NetBenchArgs) -> Result<(Model, Vec<f32>), Error> {
 }
 
 pub fn run(a: NetBenchArgs, out: &mut Reporter) -> Result<(), Error> {
-    let kernel: MatVecMethod = a.kernel.parse()?;
-    if kernel == MatVecMethod::Naive {
-        return Err(Error::msg("--kernel is gala or gazelle"));
+    if a.unit_costs {
+        return unit_costs(out);
     }
+    let kernel: KernelChoice = a.kernel.parse()?;
+    // GALA's Table IX counts are of a slot kernel: GAZELLE's when asked for, else GALA's.
+    let count_method = match kernel {
+        KernelChoice::Fixed(Kernel::Gazelle) => MatVecMethod::Gazelle,
+        _ => MatVecMethod::Gala,
+    };
     let (model, xf) = load(&a)?;
     let what = a
         .model
@@ -95,13 +111,13 @@ pub fn run(a: NetBenchArgs, out: &mut Reporter) -> Result<(), Error> {
         .or(a.arch.clone())
         .unwrap_or_default();
     let shape = NetShape::new(&model.config, kernel)?;
-    let c = op_counts(&shape, kernel, 2048)?;
+    let c = op_counts(&shape, count_method, 2048)?;
     let counts = json!({
         "perm": c.perm + c.hst_perm, "hst_perm": c.hst_perm, "dec_perm": c.dec_perm,
         "sc_mult": c.sc_mult, "add": c.add,
     });
     if a.count_only {
-        return count_rows(&a, &what, &model, &shape, kernel, out);
+        return count_rows(&a, &what, &model, &shape, count_method, out);
     }
     let q = QuantizedGraph::new(&model, model.config.fixed_point)?;
     if a.images == 0 || a.images as u64 > secinfer_nn::layers::hegc::MAX_IMAGES {
@@ -165,9 +181,15 @@ pub fn run(a: NetBenchArgs, out: &mut Reporter) -> Result<(), Error> {
     let layers: Vec<serde_json::Value> = rep
         .layers
         .iter()
-        .map(|l| {
-            json!({"name": l.name, "kernel": l.kernel, "time_s": l.time_s,
-                   "he_bytes": l.he_bytes, "gc_bytes": l.gc_bytes, "rounds": l.rounds})
+        .zip(&shape.choices)
+        .map(|(l, c)| {
+            let mut v = json!({"name": l.name, "kernel": l.kernel, "time_s": l.time_s,
+                   "he_bytes": l.he_bytes, "gc_bytes": l.gc_bytes, "rounds": l.rounds});
+            if let Some(c) = c {
+                v["why"] = c.why.clone().into();
+                v["estimates"] = c.estimates.iter().map(estimate_json).collect();
+            }
+            v
         })
         .collect();
     let rec = BenchRecord::from_costs("net", r.wall_s, &r.client_cost, &r.server_cost)
@@ -193,6 +215,91 @@ pub fn run(a: NetBenchArgs, out: &mut Reporter) -> Result<(), Error> {
             .field("class", last.class)
             .field("layers", layers)
             .field("counts", counts),
+    );
+    Ok(())
+}
+
+fn estimate_json(e: &Estimate) -> serde_json::Value {
+    json!({"kernel": e.kernel.name(), "bytes_up": e.bytes_up, "bytes_down": e.bytes_down,
+           "galois_keys": e.galois_keys, "new_key_bytes": e.new_key_bytes,
+           "rotations": e.rotations, "sc_mults": e.sc_mults, "time_s": e.time_s})
+}
+
+/// Median seconds of `reps` runs of `f`.
+fn median_s(reps: usize, mut f: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
+    let mut v = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        f()?;
+        v.push(t.elapsed().as_secs_f64());
+    }
+    v.sort_by(f64::total_cmp);
+    Ok(v[reps / 2])
+}
+
+/// `--unit-costs`: the seconds per operation the kernel cost model uses
+/// (`hegc::UnitCosts`), measured on the hegc parameter set: a rotation, a ScMult, a slot
+/// response (mask, flood, switch, and its decryption), a sparse coefficient response with 64
+/// results (likewise), an upload (encryption and expansion) and a Galois key's generation.
+fn unit_costs(out: &mut Reporter) -> Result<(), Error> {
+    let params = Params::by_name(HE_PARAMS)?;
+    let n = params.n();
+    let t = params.t();
+    let sk = SecretKey::generate(&params);
+    let pk = sk.public_key();
+    let keys = sk.rotation_keys(&[1], false);
+    let ev = HeEvaluator::new(&params, &keys);
+    let slots: Vec<u64> = (0..n as u64).map(|i| i * 7919 % t).collect();
+    let ct = sk.encrypt(&slots)?;
+    let pt = Plaintext::from_coeffs(&params, &slots)?;
+    let rotation_s = median_s(21, || {
+        ev.rotate(&ct, 1)?;
+        Ok(())
+    })?;
+    let sc_mult_s = median_s(201, || {
+        std::hint::black_box(params.mul_plain(&ct, &pt));
+        Ok(())
+    })?;
+    let prod = params.mul_plain(&ct, &pt);
+    let slot_response_s = median_s(11, || {
+        let r = finish_outputs(
+            &params,
+            &pk,
+            std::slice::from_ref(&prod),
+            Flood::Statistical(40),
+        )?;
+        for resp in &r.responses {
+            sk.decrypt_response(resp)?;
+        }
+        Ok(())
+    })?;
+    let pos: Vec<usize> = (0..64).map(|i| i * 100 + 99).collect();
+    let mask = vec![1u64; pos.len()];
+    let log_q = secinfer_he::kernels::coeff_prime::response_bits(&params);
+    let coeff_response_s = median_s(11, || {
+        let r = params.finish_response_at(prod.clone(), &pk, 80, &pos, &mask, log_q)?;
+        sk.decrypt_sparse(&r, &pos)?;
+        Ok(())
+    })?;
+    let upload_s = median_s(21, || {
+        std::hint::black_box(sk.encrypt_poly_seeded(&slots)?.expand(&params));
+        Ok(())
+    })?;
+    let steps: Vec<usize> = (1..=8).collect();
+    let galois_key_s = median_s(5, || {
+        std::hint::black_box(sk.rotation_keys(&steps, false));
+        Ok(())
+    })? / steps.len() as f64;
+    out.emit(
+        BenchRecord::local("net", 0.0)
+            .param("he_params", HE_PARAMS)
+            .param("upload_bytes", upload_bytes(&params))
+            .field("rotation_s", rotation_s)
+            .field("sc_mult_s", sc_mult_s)
+            .field("slot_response_s", slot_response_s)
+            .field("coeff_response_s", coeff_response_s)
+            .field("upload_s", upload_s)
+            .field("galois_key_s", galois_key_s),
     );
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! row_len = 2048` on the counting backend.
 
 pub mod coeff;
+pub mod coeff_prime;
 pub mod conv;
 pub mod gala;
 pub mod gazelle;

@@ -23,7 +23,6 @@ use crate::model::{Format, Model, ModelConfig, Shape};
 use crate::plan::{Family, Plan, PlanOptions, Protocol};
 use crate::reference::{argmax, QuantizedGraph, QuantizedModel};
 use secinfer_he::choco::Packing;
-use secinfer_he::MatVecMethod;
 use secinfer_net::Channel;
 use secinfer_ss::{CotSource, FerretParams};
 use std::path::Path;
@@ -34,8 +33,9 @@ pub struct ServerOptions {
     /// CryptoGRU's variant (formats and candidate activation) for GRU models.
     pub variant: Variant,
     pub plan: PlanOptions,
-    /// The matvec kernel of `hegc` networks (GALA unless GAZELLE is asked for).
-    pub kernel: MatVecMethod,
+    /// The linear kernels of `hegc` networks: the cost model's per layer unless one is asked
+    /// for.
+    pub kernel: hegc::KernelChoice,
     /// CHOCO's packing (rotational redundancy unless the baseline is asked for).
     pub packing: Packing,
 }
@@ -45,7 +45,7 @@ impl Default for ServerOptions {
         ServerOptions {
             variant: Variant::Cg2,
             plan: PlanOptions::default(),
-            kernel: MatVecMethod::Gala,
+            kernel: hegc::KernelChoice::Auto,
             packing: Packing::Redundant,
         }
     }

@@ -165,6 +165,44 @@ impl ConvGeom {
         out
     }
 
+    /// The im2col vectors of a CHW share, one per output pixel (row-major), each holding the
+    /// C·kh·kw values under the kernel (C, then kernel row, then column; 0 in the padding):
+    /// the layer is then W (M × C·kh·kw) times these vectors.
+    pub fn im2col(&self, x: &[u64]) -> Vec<u64> {
+        let per = self.c * self.kh * self.kw;
+        let mut out = Vec::with_capacity(self.oh * self.ow * per);
+        for oy in 0..self.oh {
+            for ox in 0..self.ow {
+                for ch in 0..self.c {
+                    for u in 0..self.kh {
+                        let y = (oy * self.stride[0] + u) as isize - self.padding[0] as isize;
+                        for v in 0..self.kw {
+                            let xx = (ox * self.stride[1] + v) as isize - self.padding[1] as isize;
+                            let inside = (0..self.h as isize).contains(&y)
+                                && (0..self.w as isize).contains(&xx);
+                            out.push(if inside {
+                                x[(ch * self.h + y as usize) * self.w + xx as usize]
+                            } else {
+                                0
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The layer's CHW output from the product's pixel-major values (pixel × M).
+    pub fn from_pixels(&self, y: &[u64]) -> Vec<u64> {
+        let px = self.oh * self.ow;
+        let mut out = vec![0u64; self.out_len()];
+        for (k, v) in y.iter().enumerate() {
+            out[(k % self.m) * px + k / self.m] = *v;
+        }
+        out
+    }
+
     /// The layer's convolution of a CHW vector mod p (the server's own share).
     pub fn plain(&self, w: &[u64], x: &[u64], p: u64) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.out_len());
@@ -218,8 +256,9 @@ mod tests {
         ConvGeom::new(1, "conv", &kind, input, output).unwrap()
     }
 
-    /// The SAME-kernel path (pre-pad, square weights, plaintext SAME conv, crop) equals the
-    /// layer's direct convolution for strides, paddings and even / rectangular kernels.
+    /// The SAME-kernel path (pre-pad, square weights, plaintext SAME conv, crop) and the
+    /// im2col path (W times the im2col vectors, back to CHW) equal the layer's direct
+    /// convolution for strides, paddings and even / rectangular kernels.
     #[test]
     fn same_kernel_layout_equals_the_direct_convolution() {
         let p = 65537u64;
@@ -245,6 +284,25 @@ mod tests {
             let (hp, wp) = g.he_image();
             let full = reference(hp, wp, c, m, g.k, &g.to_hwc(&x), &g.square_weights(&w), p);
             assert_eq!(g.crop(&full), g.plain(&w, &x, p), "{g:?}");
+            // The coefficient kernel's layout: W times the im2col vectors, back to CHW.
+            let cols = c * k[0] * k[1];
+            let pixels: Vec<u64> = g
+                .im2col(&x)
+                .chunks_exact(cols)
+                .flat_map(|v| {
+                    w.chunks_exact(cols)
+                        .map(|row| {
+                            let s: u128 = row
+                                .iter()
+                                .zip(v)
+                                .map(|(a, b)| *a as u128 * *b as u128)
+                                .sum();
+                            (s % p as u128) as u64
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            assert_eq!(g.from_pixels(&pixels), g.plain(&w, &x, p), "im2col {g:?}");
         }
     }
 }

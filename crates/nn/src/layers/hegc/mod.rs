@@ -4,8 +4,9 @@
 //!
 //! The network runs as a list of [`Op`]s on additive shares mod p. Each Dense or Conv2d layer is
 //! one HE flight: the client encrypts its share x_c of the layer input, the server applies W by
-//! GALA's kernel (row-encoding-share-RaS matvec, kernel-grouping convolution; GAZELLE's on
-//! request), masks, floods to ≥ 40 statistical bits and switches modulus; it adds W·x_s of its
+//! GALA's kernel (row-encoding-share-RaS matvec, kernel-grouping convolution), GAZELLE's, or
+//! a coefficient-encoded product (Cheetah-style, no rotations) as the per-layer cost model
+//! ([`cost`]) chooses or the owner asks, masks, floods to ≥ 40 statistical bits and switches modulus; it adds W·x_s of its
 //! own share and b·2^F in the clear. Both parties then hold shares of the accumulator Σ W·x +
 //! b·2^F mod p, a *pending* value. AvgPool (window sums times the public 1/k², as the
 //! reference's) and Add (a residual sum) are local linear maps on shares that also leave a
@@ -20,11 +21,13 @@
 //! exceed it for some input in the main format.
 mod arch;
 mod conv;
+pub mod cost;
 mod model;
 mod session;
 
 pub use arch::{random_arch, ARCHS};
 pub use conv::ConvGeom;
+pub use cost::{Choice, Estimate, Kernel, KernelChoice, UnitCosts};
 pub use model::{HegcClientModel, HegcServerModel};
 pub use session::{client_session, client_session_images, server_session, MAX_IMAGES};
 
@@ -32,6 +35,7 @@ use crate::error::{NnError, Result};
 use crate::model::{Format, LayerKind, ModelConfig, Shape};
 use crate::reference::QuantizedGraph;
 use secinfer_gc::requant::Truncation;
+use secinfer_he::kernels::coeff_prime::CoeffPlan;
 use secinfer_he::{ConvMethod, ConvPlan, MatVecMethod, MatVecPlan, Params};
 use sha2::{Digest, Sha256};
 
@@ -126,21 +130,6 @@ pub struct Op {
     pub kind: OpKind,
 }
 
-impl Op {
-    /// `gala`, `gazelle`, `gc` or `local`, for the cost report.
-    pub fn kernel(&self, m: MatVecMethod) -> &'static str {
-        match self.kind {
-            OpKind::Linear(_) => match m {
-                MatVecMethod::Gala => "gala",
-                MatVecMethod::Gazelle => "gazelle",
-                MatVecMethod::Naive => "naive",
-            },
-            OpKind::AvgPool { .. } | OpKind::Add { .. } => "local",
-            OpKind::Finish { .. } | OpKind::Argmax { .. } => "gc",
-        }
-    }
-}
-
 /// The public shape of a network the `hegc` family runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetShape {
@@ -151,7 +140,10 @@ pub struct NetShape {
     /// clamps its input into it, and [`NetShape::check_range`] bounds the first layer with it.
     pub input_range: Option<(i64, i64)>,
     pub main: Format,
-    pub kernel: MatVecMethod,
+    /// What the owner asked for: one kernel, or the cost model's per layer.
+    pub choice: KernelChoice,
+    /// By op index: each linear op's kernel and the cost model's reasons.
+    pub choices: Vec<Option<Choice>>,
 }
 
 fn unsupported(i: usize, name: &str, kind: &LayerKind, why: &str) -> NnError {
@@ -195,7 +187,8 @@ impl NetShape {
     /// Reads `config`'s graph into ops. Dense, Conv2d, AvgPool2d, MaxPool2d, ReLU, Flatten and
     /// Add are supported, ending in an argmax; anything else is refused with an error naming
     /// the layer (BatchNorm must be folded at export).
-    pub fn new(config: &ModelConfig, kernel: MatVecMethod) -> Result<NetShape> {
+    pub fn new(config: &ModelConfig, kernel: impl Into<KernelChoice>) -> Result<NetShape> {
+        let choice = kernel.into();
         let layers = &config.graph.layers;
         let main = config.fixed_point.main;
         let input_len = config.graph.input_shape().elements();
@@ -413,18 +406,60 @@ impl NetShape {
                 "the hegc network reads no values".into(),
             ));
         }
+        let params = he_params()?;
+        let linear: Vec<Option<(String, &LinearShape)>> = ops
+            .iter()
+            .map(|o| match &o.kind {
+                OpKind::Linear(s) => Some((format!("layer {} ({})", o.layer, o.name), s)),
+                _ => None,
+            })
+            .collect();
+        let choices = cost::choose(&linear, choice, params, &UnitCosts::MEASURED)?;
         Ok(NetShape {
             ops,
             input_len,
             input_range: config.graph.input_range().map(|r| r.fixed(main)),
             main,
-            kernel,
+            choice,
+            choices,
         })
     }
 
-    /// The linear ops' HE plans, by op index (`None` for the other ops).
+    /// The kernel of op `k` (`None` for a non-linear op).
+    pub fn kernel_of(&self, k: usize) -> Option<Kernel> {
+        self.choices.get(k)?.as_ref().map(|c| c.kernel)
+    }
+
+    /// `gala`, `gazelle`, `coeff`, `gc` or `local`, for the cost report.
+    pub fn kernel_name(&self, k: usize) -> &'static str {
+        match (&self.ops[k].kind, self.kernel_of(k)) {
+            (OpKind::Linear(_), Some(kr)) => kr.name(),
+            (OpKind::Linear(_), None) => "none",
+            (OpKind::AvgPool { .. } | OpKind::Add { .. }, _) => "local",
+            (OpKind::Finish { .. } | OpKind::Argmax { .. }, _) => "gc",
+        }
+    }
+
+    /// The linear ops' HE plans, by op index (`None` for the other ops), each with its chosen
+    /// kernel.
     pub fn plans(&self, params: &Params) -> Result<Vec<Option<LinearPlan>>> {
-        self.plans_on(self.kernel, params.row_len(), 2, MAX_CONV_GROUPS)
+        self.ops
+            .iter()
+            .enumerate()
+            .map(|(k, o)| {
+                let (OpKind::Linear(shape), Some(kernel)) = (&o.kind, self.kernel_of(k)) else {
+                    return Ok(None);
+                };
+                let planned = cost::plan(shape, kernel, params).map_err(|e| {
+                    NnError::Unsupported(format!("layer {} ({}): {e}", o.layer, o.name))
+                })?;
+                Ok(Some(match planned {
+                    cost::Planned::Dense(p) => LinearPlan::Dense(p),
+                    cost::Planned::Conv(p) => LinearPlan::Conv(p),
+                    cost::Planned::Coeff(p) => LinearPlan::Coeff(p),
+                }))
+            })
+            .collect()
     }
 
     fn plans_on(
@@ -464,7 +499,14 @@ impl NetShape {
     pub fn hash(&self) -> String {
         let s = format!(
             "{PROTOCOL}|{HE_PARAMS}|{:?}|{:?}|{}|{:?}|{:?}",
-            self.main, self.kernel, self.input_len, self.input_range, self.ops
+            self.main,
+            self.choices
+                .iter()
+                .map(|c| c.as_ref().map(|c| c.kernel))
+                .collect::<Vec<_>>(),
+            self.input_len,
+            self.input_range,
+            self.ops
         );
         let d = Sha256::digest(s.as_bytes());
         d.iter().take(16).map(|b| format!("{b:02x}")).collect()
@@ -575,6 +617,8 @@ impl NetShape {
 pub enum LinearPlan {
     Dense(MatVecPlan),
     Conv(ConvPlan),
+    /// The coefficient-encoded product (a convolution on the client's im2col vectors).
+    Coeff(CoeffPlan),
 }
 
 impl LinearPlan {
@@ -582,27 +626,31 @@ impl LinearPlan {
         match self {
             LinearPlan::Dense(p) => p.rotation_steps(),
             LinearPlan::Conv(p) => p.rotation_steps(),
+            LinearPlan::Coeff(_) => Vec::new(),
         }
     }
     pub fn in_cts(&self) -> usize {
         match self {
             LinearPlan::Dense(p) => p.col_chunks,
             LinearPlan::Conv(p) => p.in_cts,
+            LinearPlan::Coeff(p) => p.in_cts(),
         }
     }
     pub fn out_cts(&self) -> usize {
         match self {
             LinearPlan::Dense(p) => p.out_cts,
             LinearPlan::Conv(p) => p.out_cts,
+            LinearPlan::Coeff(p) => p.out_cts(),
         }
     }
     /// Weight plaintexts the kernel encodes: one per (output ct, column chunk, diagonal) for
     /// GALA's and GAZELLE's matvecs, one per (input ct, output ct, channel shift, kernel
-    /// offset) for the convolution.
+    /// offset) for the convolution, one per (block, column chunk) for the coefficient kernel.
     pub fn plaintext_count(&self) -> usize {
         match self {
             LinearPlan::Dense(p) => p.out_cts * p.col_chunks * p.g,
             LinearPlan::Conv(p) => p.in_cts * p.out_cts * p.cn * p.k * p.k,
+            LinearPlan::Coeff(p) => p.plaintext_count(),
         }
     }
 }
@@ -611,7 +659,7 @@ impl LinearPlan {
 #[derive(Clone, Debug, Default)]
 pub struct LayerCost {
     pub name: String,
-    /// `gala`, `gazelle`, `gc` or `local`.
+    /// `gala`, `gazelle`, `coeff`, `gc` or `local`.
     pub kernel: String,
     pub he_bytes: u64,
     pub gc_bytes: u64,
@@ -621,6 +669,16 @@ pub struct LayerCost {
 
 #[cfg(test)]
 mod tests;
+
+/// The BFV parameters of [`HE_PARAMS`], built once (the cost model plans on them).
+pub fn he_params() -> Result<&'static Params> {
+    static P: std::sync::OnceLock<Params> = std::sync::OnceLock::new();
+    if let Some(p) = P.get() {
+        return Ok(p);
+    }
+    let p = Params::by_name(HE_PARAMS)?;
+    Ok(P.get_or_init(|| p))
+}
 
 /// A random MLP `dims[0] → dims[1] → … → dims[k]` with ReLU between layers and an argmax at the
 /// end, in the main format `(bits, frac)` (tests and `secinfer bench net`): weights uniform in
@@ -717,7 +775,8 @@ pub fn layer_op_counts(
                 let pts = plan.prepare(&ev, &w)?;
                 plan.eval(&ev, &pts, &vec![(); plan.in_cts])?;
             }
-            None => continue,
+            // `plans_on` plans slot kernels only.
+            Some(LinearPlan::Coeff(_)) | None => continue,
         }
         out.push((o.name.clone(), ev.counter().snapshot()));
     }

@@ -1,10 +1,11 @@
 //! The two parties' prepared networks: the server's encoded weights, the client's plans.
+use super::KernelChoice;
 use super::{LinearPlan, LinearShape, NetShape, OpKind, FLOOD_BITS, HE_PARAMS};
 use crate::error::{NnError, Result};
 use crate::model::ModelConfig;
 use crate::reference::QuantizedGraph;
 use secinfer_he::kernels::Flood;
-use secinfer_he::{HeEvaluator, MatVecMethod, Params, Plaintext, SecretKey};
+use secinfer_he::{HeEvaluator, Params, Plaintext, SecretKey};
 
 /// Bytes of encoded weight plaintexts a server model keeps between sessions; layers beyond it
 /// are encoded per image and dropped after use. A ResNet-18 on 32×32 images needs ≈ 46 GB of
@@ -35,8 +36,12 @@ impl ServerLinear {
         shape: &LinearShape,
         w: &[u64],
         ev: &HeEvaluator<'_>,
+        params: &Params,
     ) -> Result<Vec<Plaintext>> {
         Ok(match (plan, shape) {
+            // W in the layer's own row-major layout is the product's matrix (a convolution's
+            // M × C·kh·kw, the im2col vectors' order).
+            (LinearPlan::Coeff(pl), _) => pl.prepare(params, w)?,
             (LinearPlan::Dense(pl), LinearShape::Dense { cols, .. }) => {
                 let rows: Vec<Vec<u64>> = w.chunks_exact(*cols).map(|r| r.to_vec()).collect();
                 pl.prepare(ev, &rows)?
@@ -51,11 +56,12 @@ impl ServerLinear {
         &'a self,
         shape: &LinearShape,
         ev: &HeEvaluator<'_>,
+        params: &Params,
     ) -> Result<std::borrow::Cow<'a, [Plaintext]>> {
         Ok(match &self.pts {
             Encoded::Kept(p) => std::borrow::Cow::Borrowed(p.as_slice()),
             Encoded::PerImage => {
-                std::borrow::Cow::Owned(Self::encode(&self.plan, shape, &self.w, ev)?)
+                std::borrow::Cow::Owned(Self::encode(&self.plan, shape, &self.w, ev, params)?)
             }
         })
     }
@@ -100,7 +106,11 @@ pub struct HegcServerModel {
 
 impl HegcServerModel {
     /// Checks the graph and the accumulator range, encodes every weight tensor.
-    pub fn new(q: &QuantizedGraph, config: &ModelConfig, kernel: MatVecMethod) -> Result<Self> {
+    pub fn new(
+        q: &QuantizedGraph,
+        config: &ModelConfig,
+        kernel: impl Into<KernelChoice>,
+    ) -> Result<Self> {
         let shape = NetShape::new(config, kernel)?;
         let params = Params::by_name(HE_PARAMS)?;
         let p = params.t();
@@ -124,7 +134,7 @@ impl HegcServerModel {
             let need = plan.plaintext_count() * pt_bytes;
             let pts = if kept + need <= PLAINTEXT_BUDGET {
                 kept += need;
-                Encoded::Kept(ServerLinear::encode(&plan, lin, &w, &ev)?)
+                Encoded::Kept(ServerLinear::encode(&plan, lin, &w, &ev, &params)?)
             } else {
                 Encoded::PerImage
             };
@@ -148,7 +158,7 @@ pub struct HegcClientModel {
 }
 
 impl HegcClientModel {
-    pub fn new(config: &ModelConfig, kernel: MatVecMethod) -> Result<Self> {
+    pub fn new(config: &ModelConfig, kernel: impl Into<KernelChoice>) -> Result<Self> {
         let shape = NetShape::new(config, kernel)?;
         let params = Params::by_name(HE_PARAMS)?;
         let plans = shape.plans(&params)?;

@@ -23,6 +23,7 @@ use secinfer_gc::protocol::{
 };
 use secinfer_gc::requant::{argmax_circuit, argmax_index_bits, window_circuit};
 use secinfer_gc::window::{WindowEvaluator, WindowGarbler};
+use secinfer_he::kernels::coeff_prime::CoeffPlan;
 use secinfer_he::kernels::finish_outputs;
 use secinfer_he::{
     Ciphertext, GaloisKeys, HeEvaluator, PublicKey, Response, SecretKey, SeededCiphertext,
@@ -75,11 +76,11 @@ struct Step {
 }
 
 impl Step {
-    fn start<C: Channel>(ch: &C, op: &Op, shape: &NetShape) -> Step {
+    fn start<C: Channel>(ch: &C, k: usize, shape: &NetShape) -> Step {
         Step {
             cost: LayerCost {
-                name: op.name.clone(),
-                kernel: op.kernel(shape.kernel).into(),
+                name: shape.ops[k].name.clone(),
+                kernel: shape.kernel_name(k).into(),
                 ..Default::default()
             },
             t0: Instant::now(),
@@ -282,10 +283,22 @@ fn server_linear<C: Channel>(
     for _ in 0..lin.plan.in_cts() {
         cts.push(SeededCiphertext::from_bytes(params, &ch.recv_frame()?)?.expand(params));
     }
-    let pts = lin.plaintexts(shape, &ctx.ev)?;
+    let pts = lin.plaintexts(shape, &ctx.ev, params)?;
+    let own = lin.plain(shape, x, p);
     let outs = match &lin.plan {
         LinearPlan::Dense(pl) => pl.eval(&ctx.ev, &pts, &cts)?,
         LinearPlan::Conv(pl) => pl.eval(&ctx.ev, &pts, &cts)?,
+        LinearPlan::Coeff(pl) => {
+            let (resp, share, stat) = pl.server(params, &ctx.pk, &pts, &cts, ctx.m.flood)?;
+            drop(pts);
+            rep.flood_stat_bits = rep.flood_stat_bits.min(stat);
+            for r in &resp {
+                ch.send_frame(r)?;
+            }
+            ch.flush()?;
+            let share = from_product(shape, share);
+            return Ok(share.iter().zip(own).map(|(a, b)| (a + b) % p).collect());
+        }
     };
     drop(pts);
     let res = finish_outputs(params, &ctx.pk, &outs, ctx.m.flood)?;
@@ -295,8 +308,15 @@ fn server_linear<C: Channel>(
     }
     ch.flush()?;
     let share = extract(&lin.plan, shape, &res.masks, p)?;
-    let own = lin.plain(shape, x, p);
     Ok(share.iter().zip(own).map(|(a, b)| (a + b) % p).collect())
+}
+
+/// A coefficient product's values (pixel × channel for a convolution) as the layer's output.
+fn from_product(shape: &LinearShape, y: Vec<u64>) -> Vec<u64> {
+    match shape {
+        LinearShape::Conv(g) => g.from_pixels(&y),
+        LinearShape::Dense { .. } => y,
+    }
 }
 
 /// A linear op's output shares from its decrypted (or mask) slot vectors.
@@ -306,6 +326,31 @@ fn extract(plan: &LinearPlan, shape: &LinearShape, v: &[Vec<u64>], p: u64) -> Re
         (LinearPlan::Conv(pl), LinearShape::Conv(g)) => g.crop(&pl.extract(v, p)?),
         _ => return Err(NnError::Protocol("a plan of the wrong kind".into())),
     })
+}
+
+/// The coefficient kernel at the client: its share's product vectors (the im2col vectors of a
+/// convolution) encrypted up, the sparse responses decrypted into its share.
+fn client_coeff<C: Channel>(
+    ch: &mut C,
+    ctx: &ClientCtx<'_>,
+    plan: &CoeffPlan,
+    shape: &LinearShape,
+    x: &[u64],
+) -> Result<Vec<u64>> {
+    let params = &ctx.m.params;
+    let vecs = match shape {
+        LinearShape::Conv(g) => g.im2col(x),
+        LinearShape::Dense { .. } => x.to_vec(),
+    };
+    for poly in plan.pack(&vecs)? {
+        ch.send_frame(&ctx.sk.encrypt_poly_seeded(&poly)?.to_bytes())?;
+    }
+    ch.flush()?;
+    let mut resp = Vec::with_capacity(plan.out_cts());
+    for k in 0..plan.out_cts() {
+        resp.push(ch.recv_frame_limited(plan.response_len(params, k))?);
+    }
+    Ok(from_product(shape, plan.client(&ctx.sk, &resp)?))
 }
 
 fn server_image<C: Channel>(
@@ -348,7 +393,7 @@ fn server_image<C: Channel>(
     let mut kept_vals: HashMap<usize, Vec<u64>> = HashMap::new();
     let mut x: Option<Vec<u64>> = None;
     for (k, op) in shape.ops.iter().enumerate() {
-        let mut st = Step::start(ch, op, shape);
+        let mut st = Step::start(ch, k, shape);
         let cur = || x.clone().unwrap_or_else(|| vec![0; in_len(shape, k)]);
         let y = match &op.kind {
             OpKind::Linear(lin_shape) => {
@@ -513,6 +558,9 @@ fn client_linear<C: Channel>(
     x: &[u64],
 ) -> Result<Vec<u64>> {
     let params = &ctx.m.params;
+    if let LinearPlan::Coeff(pl) = plan {
+        return client_coeff(ch, ctx, pl, shape, x);
+    }
     let packed = match (plan, shape) {
         (LinearPlan::Dense(pl), _) => pl.pack_input(x)?,
         (LinearPlan::Conv(pl), LinearShape::Conv(g)) => pl.pack_input(&g.to_hwc(x))?,
@@ -578,7 +626,7 @@ fn client_image<C: Channel>(
     let mut result = None;
     for (k, op) in shape.ops.iter().enumerate() {
         progress(&op.name, 1 + k as u64);
-        let mut st = Step::start(ch, op, shape);
+        let mut st = Step::start(ch, k, shape);
         let y = match &op.kind {
             OpKind::Linear(lin_shape) => {
                 let plan = m.plans[k]

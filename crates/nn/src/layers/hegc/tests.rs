@@ -10,7 +10,7 @@ use secinfer_net::mem_pair;
 fn run(
     model: &Model,
     x: &[i64],
-    kernel: MatVecMethod,
+    kernel: impl Into<KernelChoice>,
     allow_logits: bool,
 ) -> (usize, usize, Option<Vec<i64>>, Vec<i64>) {
     run_flood(
@@ -26,10 +26,11 @@ fn run(
 fn run_flood(
     model: &Model,
     x: &[i64],
-    kernel: MatVecMethod,
+    kernel: impl Into<KernelChoice>,
     allow_logits: bool,
     flood: Flood,
 ) -> (usize, usize, Option<Vec<i64>>, Vec<i64>) {
+    let kernel = kernel.into();
     let q = QuantizedGraph::new(model, model.config.fixed_point).unwrap();
     let mut sm = HegcServerModel::new(&q, &model.config, kernel).unwrap();
     sm.flood = flood;
@@ -373,5 +374,86 @@ fn one_session_classifies_many_images_with_one_set_of_keys() {
     for o in &outs[1..] {
         assert_eq!(o.report.cost.setup.bytes(), 0);
         assert!(o.report.cost.online.bytes() > 0);
+    }
+}
+
+/// The coefficient kernel forced on every layer: the random MLP and CNN (padding, stride 1,
+/// an even kernel, max-pool) equal the reference bit for bit at 40-bit flooding, and the
+/// client uploads no Galois keys.
+#[test]
+fn coefficient_kernel_equals_the_reference_bit_for_bit() {
+    let coeff = KernelChoice::Fixed(Kernel::Coeff);
+    for (model, n, seed) in [
+        (random_mlp(&[50, 24, 16, 7], 12, 6, 3).unwrap(), 50, 21),
+        (small_cnn(7), 100, 22),
+    ] {
+        let cm = HegcClientModel::new(&model.config, coeff).unwrap();
+        assert!(cm.rotation_steps().is_empty());
+        assert!(cm
+            .plans
+            .iter()
+            .flatten()
+            .all(|p| matches!(p, LinearPlan::Coeff(_))));
+        let x = random_input(n, 12, seed);
+        let (c, rc, logits, rl) = run(&model, &x, coeff, true);
+        assert_eq!(logits.as_deref(), Some(rl.as_slice()));
+        assert_eq!(c, rc);
+    }
+}
+
+/// `auto` takes, layer by layer, the candidate the cost model rates fastest, and the model's
+/// bytes are the bytes a session sends: each linear layer's measured HE bytes equal its
+/// estimate's up + down, whichever kernel won.
+/// The stated case: on MNIST's 784 → 128 dense layer GALA packs 16 rows per 1024-slot block
+/// and needs 15 Galois keys that no earlier layer paid for (≈ 9.4 MB and their generation),
+/// while the coefficient kernel sends 13 small responses and no key, so it wins.
+#[test]
+fn auto_takes_the_cheapest_estimate_and_its_bytes_are_the_wire_bytes() {
+    let small = random_mlp(&[784, 128], 12, 6, 5).unwrap();
+    let shape = NetShape::new(&small.config, KernelChoice::Auto).unwrap();
+    let ch = shape.choices[0].as_ref().unwrap();
+    let gala = ch
+        .estimates
+        .iter()
+        .find(|e| e.kernel == Kernel::Gala)
+        .unwrap();
+    assert_eq!(gala.galois_keys, 15);
+    assert!(gala.new_key_bytes > 9_000_000, "{gala:?}");
+    let coeff = ch
+        .estimates
+        .iter()
+        .find(|e| e.kernel == Kernel::Coeff)
+        .unwrap();
+    assert_eq!((coeff.galois_keys, coeff.rotations), (0, 0));
+    assert_eq!(ch.kernel, Kernel::Coeff, "{}", ch.why);
+    for model in [
+        random_mlp(&[50, 24, 16, 7], 12, 6, 3).unwrap(),
+        small_cnn(9),
+    ] {
+        let shape = NetShape::new(&model.config, KernelChoice::Auto).unwrap();
+        let q = QuantizedGraph::new(&model, model.config.fixed_point).unwrap();
+        let sm = HegcServerModel::new(&q, &model.config, KernelChoice::Auto).unwrap();
+        let cm = HegcClientModel::new(&model.config, KernelChoice::Auto).unwrap();
+        let plans = cm.plans.clone();
+        let (mut a, mut b) = mem_pair();
+        let policy = ServerPolicy { allow_logits: true };
+        let srv = std::thread::spawn(move || server_session(&mut b, &sm, policy));
+        let x = random_input(shape.input_len, 12, 4);
+        let out = client_session(&mut a, &cm, &x, false, &mut |_, _, _| {}).unwrap();
+        srv.join().unwrap().unwrap();
+        for (k, c) in shape.choices.iter().enumerate() {
+            let Some(c) = c else { continue };
+            let best = c
+                .estimates
+                .iter()
+                .min_by(|a, b| a.time_s.total_cmp(&b.time_s))
+                .unwrap();
+            assert_eq!(c.kernel, best.kernel, "{}", c.why);
+            let e = c.estimates.iter().find(|e| e.kernel == c.kernel).unwrap();
+            let l = &out.report.layers[k];
+            assert_eq!(l.kernel, c.kernel.name());
+            assert!(plans[k].is_some());
+            assert_eq!(l.he_bytes, e.bytes_up + e.bytes_down, "{}", l.name);
+        }
     }
 }
