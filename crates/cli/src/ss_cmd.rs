@@ -22,7 +22,7 @@ pub fn shape_line(s: &FastGrnnShape) -> String {
 /// What the server's log says the family reveals.
 pub fn policy_line(allow_logits: bool) -> String {
     format!(
-        "family ss (OPAF: additive shares, OT products, OPAF or SIRNN sigmoid/tanh as the client \
+        "family ss (OPAF: additive shares, HE products on masks, OPAF or SIRNN sigmoid/tanh as the client \
          asks): the client learns the class{}",
         if allow_logits {
             ", and the logits if it asks"
