@@ -102,7 +102,8 @@ pub struct FastGrnnRun {
     pub logits: Option<Vec<i64>>,
     /// The client's: the class (the logits' argmax, lowest index on ties).
     pub class: Option<usize>,
-    /// Cost per building block as this party saw it.
+    /// Cost per online building block as this party saw it; with HE products also
+    /// `he_offline`, the offline exchange of the products on masks.
     pub block_stats: BTreeMap<&'static str, BlockStat>,
 }
 
@@ -621,9 +622,16 @@ pub fn run_fastgrnn<C: Channel>(
     })?;
     ch.set_phase(Phase::Offline);
     let t1 = Instant::now();
+    let (b0, t_he) = (ch.cost().total().bytes(), Instant::now());
     let he = match (&keys, &he_plan) {
         (Some(k), Some(p)) => Some(HeOnline::prepare(ch, k, p, model)?),
         _ => None,
+    };
+    let he_stat = BlockStat {
+        calls: 1,
+        time_s: t_he.elapsed().as_secs_f64(),
+        bytes: ch.cost().total().bytes() - b0,
+        ..BlockStat::default()
     };
     ctx.preprocess(ch, plan)?;
     secinfer_ss::session::barrier(party, ch)?;
@@ -650,7 +658,14 @@ pub fn run_fastgrnn<C: Channel>(
         cost,
         logits,
         class,
-        block_stats: std::mem::take(&mut ctx.stats),
+        block_stats: {
+            let mut st = std::mem::take(&mut ctx.stats);
+            // The offline HE exchange, beside the online blocks: its wire cost and wall time.
+            if he.is_some() {
+                st.insert("he_offline", he_stat);
+            }
+            st
+        },
     })
 }
 
