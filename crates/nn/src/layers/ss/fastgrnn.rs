@@ -10,13 +10,15 @@
 //!    client's own), U·h as U·h_server locally plus U·h_client by SIRNN's OT product
 //!    (`secinfer_ss::matmul`);
 //! 2. z_in, h_in = ARS(acc + b) to scales 8 and 9, reduced to 16 bits (exact floor shifts,
-//!    one call: h's half is doubled first so the same shift reaches scale 9);
+//!    one call: h's half is doubled first so the same shift reaches scale 9; read mod 2^16 the
+//!    shift is SIRNN's truncate-reduce, which needs only the low bits' carry);
 //! 3. z = σ(z_in) and S = σ(2·h_in), both at scale 14 in one batch of 2·hidden (OPAF's or
 //!    SIRNN's sigmoid), and h̃ = tanh(h_in) = 2S − 1 at scale 14, locally: the identity both
 //!    papers build their tanh on, so a step pays one σ's rounds and h̃'s error is twice σ's;
 //! 4. h' = ARS((ζ+ν)·h̃ + 2^5·z ⊙ ARS(2^19·h − ζ·h̃, 19), 19) in Z_{2^36}: ζ·h̃ and (ζ+ν)·h̃
-//!    are the server's scalars times the shared h̃ (one OT product carries both), z ⊙ d one
-//!    product of two shared vectors.
+//!    are the server's scalars times the shared h̃, carried by the COTs of σ's extension to
+//!    36 bits (`secinfer_ss::blocks::zext_msb0_times`), z ⊙ d one product of two shared
+//!    vectors.
 //!
 //! Then the dense head in the model's main format F (the graph's dense rule): logits =
 //! wrap(ARS(W_d·h, F) + b_d) by one more product (HE on a mask when F.bits + F.scale ≤ 32,
@@ -34,7 +36,7 @@ use crate::reference::fastgrnn::{
 };
 use secinfer_core::Format;
 use secinfer_net::{Channel, Cost, Phase};
-use secinfer_ss::blocks::{ars, msb_share, mul_shared, mux, sext, zext_msb0};
+use secinfer_ss::blocks::{ars, msb_share, mul_shared, mux, sext, trunc_reduce, zext_msb0_times};
 use secinfer_ss::math::{self, Impl};
 use secinfer_ss::matmul::{matvec_private, MatDims};
 use secinfer_ss::reveal::{reveal, RevealTo};
@@ -326,14 +328,24 @@ pub(crate) fn online<C: Channel>(
             acc[i] = a.wrapping_add(bz) & ml;
             acc[hid + i] = a.wrapping_add(bh).wrapping_mul(2) & ml;
         }
-        let gi: Vec<u64> = ars(ctx, ch, &acc, l, wd.shift_z)?
-            .iter()
-            .map(|v| v & m16)
-            .collect();
+        // The gate inputs are the arithmetic shift read mod 2^16, and L − shift = 16: the
+        // wrap of the whole accumulator moves ⌊x / 2^shift⌋ by a multiple of 2^16, so SIRNN's
+        // truncate-reduce (the low bits' carry alone: a millionaires' run on `shift` bits, not
+        // on L) gives the same 16 bits with fewer rounds and bytes than the exact shift.
+        let gi: Vec<u64> = if l - wd.shift_z == ACT_BITS {
+            trunc_reduce(ctx, ch, &acc, l, wd.shift_z)?
+        } else {
+            ars(ctx, ch, &acc, l, wd.shift_z)?
+                .iter()
+                .map(|v| v & m16)
+                .collect()
+        };
         // σ on both halves in one batch: z = σ(z_in) and S = σ(2·h_in), all at scale 14.
         let sg = math::evaluate(ctx, ch, MathFn::Sigmoid, imp, &gi, sig_in, sig_out)?;
-        // σ ∈ [0, 1] at scale 14 has a zero MSB in 16 bits.
-        let s32 = zext_msb0(ctx, ch, &sg, ACT_BITS, UPDATE_BITS)?;
+        // σ ∈ [0, 1] at scale 14 has a zero MSB in 16 bits. The extension also gives ζ·S and
+        // (ζ+ν)·S of the tanh half from its own COTs (the server's scalars times shared
+        // values), so ζ·h̃ = 2ζ·S − ζ·2^14 and (ζ+ν)·h̃ need no product flights.
+        let (s32, ks) = zext_msb0_times(ctx, ch, &sg, ACT_BITS, UPDATE_BITS, hid, gates, 2)?;
         let z32 = s32[..hid].to_vec();
         // h̃ = tanh(h_in) = 2σ(2·h_in) − 1 at scale 14: local, exact from S.
         let p0 = ctx.is_p0();
@@ -348,35 +360,24 @@ pub(crate) fn online<C: Channel>(
                 }
             })
             .collect();
-        // ζ·h̃ and (ζ+ν)·h̃ (scale 28): the client's share by OT, the server's locally.
-        let g = matvec_private(
-            ctx,
-            ch,
-            gates,
-            &client(&ht32),
-            dims(2, 1, hid),
-            UPDATE_BITS,
-            false,
-            UPDATE_BITS,
-        )?;
-        let own = |i: usize, k: usize| -> u64 {
-            rm.as_ref().map_or(0, |m| m.gates[k].wrapping_mul(ht32[i]))
-        };
+        // ζ·h̃ and (ζ+ν)·h̃ (scale 28) from the extension's k·S.
+        let g: Vec<u64> = (0..hid)
+            .flat_map(|i| [0, 1].map(|k| (i, k)))
+            .map(|(i, k)| {
+                let off = gates.get(k).map_or(0, |gk| gk << GATE_SCALE);
+                ks[k][i].wrapping_mul(2).wrapping_sub(off) & mu
+            })
+            .collect();
         // d = h − ζ·h̃ at scale 9; s = (ζ+ν)·h̃ + z·d at scale 28; h' = s at scale 9.
         let up = 2 * GATE_SCALE - ACT_SCALE;
         let dp: Vec<u64> = (0..hid)
-            .map(|i| (h[i] << up).wrapping_sub(g[2 * i]).wrapping_sub(own(i, 0)) & mu)
+            .map(|i| (h[i] << up).wrapping_sub(g[2 * i]) & mu)
             .collect();
         let d = ars(ctx, ch, &dp, UPDATE_BITS, up)?;
         let p = mul_shared(ctx, ch, &z32, &d, UPDATE_BITS)?;
         let zd_up = GATE_SCALE - ACT_SCALE;
         let s: Vec<u64> = (0..hid)
-            .map(|i| {
-                g[2 * i + 1]
-                    .wrapping_add(own(i, 1))
-                    .wrapping_add(p[i] << zd_up)
-                    & mu
-            })
+            .map(|i| g[2 * i + 1].wrapping_add(p[i] << zd_up) & mu)
             .collect();
         h = ars(ctx, ch, &s, UPDATE_BITS, up)?;
         if let Some(tr) = trace.as_deref_mut() {
