@@ -48,7 +48,19 @@ fn cost_lines(r: &FastGrnnRun) -> String {
         c.online.bytes() as f64 / 1e6,
         c.online.rounds
     );
-    let mut blocks: Vec<_> = r.block_stats.iter().collect();
+    // The offline HE exchange is booked beside the online blocks: print it on its own.
+    if let Some(he) = r.block_stats.get("he_offline") {
+        s += &format!(
+            "\n           HE products on masks, offline: {:.2} MB in {:.3} s",
+            he.bytes as f64 / 1e6,
+            he.time_s
+        );
+    }
+    let mut blocks: Vec<_> = r
+        .block_stats
+        .iter()
+        .filter(|(k, _)| **k != "he_offline")
+        .collect();
     blocks.sort_by_key(|b| std::cmp::Reverse(b.1.bytes));
     let top: Vec<String> = blocks
         .iter()
