@@ -22,7 +22,7 @@ pub fn shape_line(s: &FastGrnnShape) -> String {
 /// What the server's log says the family reveals.
 pub fn policy_line(allow_logits: bool) -> String {
     format!(
-        "family ss (OPAF: additive shares, OT products, OPAF or SIRNN sigmoid/tanh as the client \
+        "family ss (OPAF: additive shares, HE products on masks, OPAF or SIRNN sigmoid/tanh as the client \
          asks): the client learns the class{}",
         if allow_logits {
             ", and the logits if it asks"
@@ -48,7 +48,19 @@ fn cost_lines(r: &FastGrnnRun) -> String {
         c.online.bytes() as f64 / 1e6,
         c.online.rounds
     );
-    let mut blocks: Vec<_> = r.block_stats.iter().collect();
+    // The offline HE exchange is booked beside the online blocks: print it on its own.
+    if let Some(he) = r.block_stats.get("he_offline") {
+        s += &format!(
+            "\n           HE products on masks, offline: {:.2} MB in {:.3} s",
+            he.bytes as f64 / 1e6,
+            he.time_s
+        );
+    }
+    let mut blocks: Vec<_> = r
+        .block_stats
+        .iter()
+        .filter(|(k, _)| **k != "he_offline")
+        .collect();
     blocks.sort_by_key(|b| std::cmp::Reverse(b.1.bytes));
     let top: Vec<String> = blocks
         .iter()

@@ -1,17 +1,18 @@
 //! `secinfer bench fastgrnn --net tcp`: the secure FastGRNN between two processes over loopback
-//! TCP, with OPAF's and SIRNN's math from the same binary; the client's class equals the
+//! TCP, with OPAF's and SIRNN's math and HE and OT products from the same binary; the client's class equals the
 //! plaintext reference's and its logits stay within a small distance of them.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use std::process::Command;
 
 #[test]
 fn two_process_runs_match_the_reference_for_both_maths() {
-    for math in ["opaf", "sirnn"] {
+    for (math, products) in [("opaf", "he"), ("sirnn", "ot")] {
         let out = Command::new(env!("CARGO_BIN_EXE_secinfer"))
             .args([
                 "bench", "fastgrnn", "--input", "6", "--hidden", "16", "--steps", "5",
             ])
             .args(["--classes", "4", "--net", "tcp", "--json", "--math", math])
+            .args(["--products", products])
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -26,6 +27,7 @@ fn two_process_runs_match_the_reference_for_both_maths() {
             .map(|l| serde_json::from_str(l).unwrap())
             .unwrap();
         assert_eq!(r["params"]["math"], math);
+        assert_eq!(r["params"]["products"], products);
         assert_eq!(r["params"]["net"], "tcp");
         assert_eq!(r["class"], r["reference_class"], "{stdout}");
         // σ and tanh's ULPs carried through five steps: well under 1/32 per logit.

@@ -6,7 +6,7 @@
 use secinfer_net::simulate;
 use secinfer_nn::layers::ss::graph::client_sequence;
 use secinfer_nn::layers::ss::{
-    client_session, params_of, server_session, shape_of, Impl, SsRequest, SsServer,
+    client_session, params_of, server_session, shape_of, Impl, Products, SsRequest, SsServer,
 };
 use secinfer_nn::{
     argmax, ErrorKind, ExactActivations, GraphReference, Input, Model, ModelConfig, QuantizedGraph,
@@ -66,11 +66,18 @@ fn served_sessions_give_the_reference_class() {
     let server = SsServer::new(&m, true).unwrap();
     let shape = *server.shape();
     let main = m.config.fixed_point.main;
-    for ((x, label), math) in samples(&m, 2).into_iter().zip([Impl::Opaf, Impl::Sirnn]) {
+    let runs = [
+        (Impl::Opaf, Products::He),
+        (Impl::Sirnn, Products::Ot),
+        (Impl::Opaf, Products::Ot),
+        (Impl::Sirnn, Products::He),
+    ];
+    for ((x, label), (math, products)) in samples(&m, 4).into_iter().zip(runs) {
         let want = reference(&m, &x);
         let req = SsRequest {
             math,
             source: CotSource::SoftSpoken { k: 5 },
+            products,
             logits: true,
         };
         let (srv, xr) = (&server, &x);
@@ -79,7 +86,11 @@ fn served_sessions_give_the_reference_class() {
             move |ch| server_session(ch, srv).unwrap(),
         );
         let (c, s) = (r.client.output, r.server.output);
-        assert_eq!(c.class.map(|k| k as i64), Some(want[3][0]), "{math:?}");
+        assert_eq!(
+            c.class.map(|k| k as i64),
+            Some(want[3][0]),
+            "{math:?} {products:?}"
+        );
         assert_eq!(c.class.map(|k| k.to_string()), Some(label));
         assert!(s.run.class.is_none() && s.run.logits.is_none());
         // Logits within 2^-4 of the reference's: σ's and tanh's ULPs carried over 28 steps.
@@ -91,7 +102,7 @@ fn served_sessions_give_the_reference_class() {
             .map(|(g, w)| (g - w).abs())
             .max()
             .unwrap();
-        assert!(gap <= 32, "{math:?}: logit gap {gap}");
+        assert!(gap <= 32, "{math:?} {products:?}: logit gap {gap}");
     }
 }
 

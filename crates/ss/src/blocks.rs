@@ -543,6 +543,89 @@ pub(crate) fn zext_msb0_raw<C: Channel>(
         .collect())
 }
 
+/// Zero extension of values whose MSB is known to be 0 (as [`zext_msb0`]) and, in the same
+/// batch of correlated OTs, shares of the last `tail` extended values times each of P0's
+/// scalars `k` (P0 passes the `scalars` values, P1 an empty slice), all mod 2^to.
+///
+/// With a0, a1 the shares' MSBs, the extension is x0 + x1 − 2^from·w with w = a0 + a1 − a0·a1;
+/// so k·ext = k·x0 + k·x1 − 2^from·(k·a0 + k·(1 − a0)·a1): P0 holds k·x0 and k·a0, and k·x1
+/// (one COT per bit of P1's share, δ = k·2^j) and k·(1 − a0)·a1 (one COT, δ = k·(1 − a0)) ride
+/// the extension's own COTs, so the products cost no flight of their own.
+/// Returns the extensions and `products[s][t]` = k_s · ext_(len − tail + t).
+#[allow(clippy::too_many_arguments)]
+pub fn zext_msb0_times<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    from: u32,
+    to: u32,
+    tail: usize,
+    k: &[u64],
+    scalars: usize,
+) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
+    check_bits(from)?;
+    check_bits(to)?;
+    if to < from || tail > x.len() || (ctx.is_p0() && k.len() != scalars) {
+        return Err(invalid(
+            "zext_msb0_times: target ring smaller, tail too long or scalars missing",
+        ));
+    }
+    ctx.block("zext", |ctx| {
+        let n = x.len();
+        let head = n - tail;
+        let (mf, mt) = (mask(from), mask(to));
+        let p0 = ctx.is_p0();
+        let mine: Vec<u64> = x.iter().map(|a| msb(*a, from) as u64).collect();
+        // COTs: n for a0·a1; then per scalar and tail element, 1 for k·(1 − a0)·a1 and
+        // `from` for the bits of x1.
+        let per = 1 + from as usize;
+        let total = n + scalars * tail * per;
+        let (mut deltas, mut choices) = (Vec::new(), Vec::new());
+        if p0 {
+            deltas.reserve(total);
+            deltas.extend_from_slice(&mine);
+            for &ks in k {
+                for &a in &mine[head..] {
+                    deltas.push(ks.wrapping_mul(1 - a) & mt);
+                    deltas.extend((0..from).map(|j| shl(ks, j) & mt));
+                }
+            }
+        } else {
+            choices.reserve(total);
+            choices.extend(mine.iter().map(|b| *b == 1));
+            for _ in 0..scalars {
+                for i in head..n {
+                    choices.push(mine[i] == 1);
+                    choices.extend((0..from).map(|j| (x[i] >> j) & 1 == 1));
+                }
+            }
+        }
+        let r = ctx.cross_from_p0(ch, &deltas, &choices, to)?;
+        let ext: Vec<u64> = (0..n)
+            .map(|i| sub(x[i] & mf, shl(sub(mine[i], r[i], mt), from), mt))
+            .collect();
+        let products = (0..scalars)
+            .map(|s| {
+                (0..tail)
+                    .map(|t| {
+                        let (i, o) = (head + t, n + (s * tail + t) * per);
+                        let kx1 = r[o + 1..o + per].iter().fold(0, |a, v| add(a, *v, mt));
+                        let (own, kw) = if p0 {
+                            let ks = k[s];
+                            let kw = ks.wrapping_mul(mine[i]).wrapping_add(r[o]);
+                            (ks.wrapping_mul(x[i] & mf), kw)
+                        } else {
+                            (0, r[o])
+                        };
+                        own.wrapping_add(kx1).wrapping_sub(shl(kw, from)) & mt
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok((ext, products))
+    })
+}
+
 // ============================================================================ truncation
 
 /// Truncate-reduce: ⌊x / 2^t⌋ of an unsigned x ∈ Z_{2^bits}, output in Z_{2^(bits−t)} (exact).

@@ -987,6 +987,23 @@ impl Ctx {
         }
         r
     }
+    /// Runs `f` as one invocation of the named block for a protocol built outside this crate
+    /// (the nn layers' HE products on masks): its time and its traffic on `ch` are booked to
+    /// the block as this crate's own blocks book theirs.
+    pub fn outside_block<C: Channel, T>(
+        &mut self,
+        ch: &mut C,
+        name: &'static str,
+        f: impl FnOnce(&mut C) -> Result<T>,
+    ) -> Result<T> {
+        self.block(name, |ctx| {
+            let b0 = traffic(ch);
+            let r = f(ch);
+            ctx.charge(traffic(ch) - b0, 0, 0);
+            r
+        })
+    }
+
     /// Counts of the top-level blocks since the last reset.
     pub fn reset_counts(&mut self) {
         self.counts.clear();
@@ -1212,8 +1229,10 @@ impl Ctx {
     }
 
     /// Whether this context only counts (a dry run: [`Ctx::dry_run`]); protocols may then skip
-    /// local work whose results nobody reads, as long as they book the same OTs.
-    pub(crate) fn is_dry_run(&self) -> bool {
+    /// local work whose results nobody reads, as long as they book the same OTs. Protocols that
+    /// take no OTs (the HE products of the nn layers) skip their messages too: a dry run's
+    /// channel carries nothing.
+    pub fn is_dry_run(&self) -> bool {
         matches!(self.backend, Backend::Count)
     }
 

@@ -279,6 +279,45 @@ fn known_msb_extension_and_truncation() {
     }
 }
 
+/// The extension of MSB-0 values with P0's scalar products riding its COTs: every extension
+/// equals the value and every product k·x mod 2^to, for the tail only, with scalars at the
+/// ring's ends (0, 1, −1, a large odd one), share splits at the edges, and rings 16 → 36 (the
+/// FastGRNN update) and 12 → 64; the products cost no round beyond the extension's.
+#[test]
+fn known_msb_extension_with_scalar_products() {
+    let mut rng = Rng(17);
+    for (bits, to) in [(16u32, 36u32), (12, 64)] {
+        let x: Vec<u64> = values(bits, &mut rng, 600)
+            .into_iter()
+            .map(|v| v & mask(bits - 1))
+            .collect();
+        let (xs, xc) = split_edges(&x, bits, &mut rng);
+        let tail = x.len() / 2;
+        let k: Vec<u64> = vec![0, 1, mask(to), 0x5_dead_beef & mask(to)];
+        let r = run2(|ctx, ch| {
+            let xm = mine(ctx, &xs, &xc);
+            let ks: &[u64] = if ctx.is_p0() { &k } else { &[] };
+            blocks::zext_msb0_times(ctx, ch, xm, bits, to, tail, ks, k.len()).unwrap()
+        });
+        let ext = add_shares(&r.client.0, &r.server.0, to);
+        assert_eq!(ext, x, "extension {bits} -> {to}");
+        let head = x.len() - tail;
+        for (s, ks) in k.iter().enumerate() {
+            let got = add_shares(&r.client.1[s], &r.server.1[s], to);
+            let want: Vec<u64> = x[head..]
+                .iter()
+                .map(|v| v.wrapping_mul(*ks) & mask(to))
+                .collect();
+            assert_eq!(got, want, "k = {ks:#x}, {bits} -> {to}");
+        }
+        let plain = run2(|ctx, ch| {
+            let xm = mine(ctx, &xs, &xc);
+            blocks::zext_msb0(ctx, ch, xm, bits, to).unwrap()
+        });
+        assert_eq!(r.client_cost.online.rounds, plain.client_cost.online.rounds);
+    }
+}
+
 #[test]
 fn products() {
     let mut rng = Rng(13);

@@ -50,6 +50,19 @@ fn probe_costs() {
     probe!("trunc exact 64 by 13", |ctx, ch| {
         blocks::trunc_msb0(ctx, ch, &x, 64, 13, true).unwrap();
     });
+    probe!("ars 25 by 8", |ctx, ch| {
+        blocks::ars(ctx, ch, &x, 25, 8).unwrap();
+    });
+    probe!("ars 36 by 19", |ctx, ch| {
+        blocks::ars(ctx, ch, &x, 36, 19).unwrap();
+    });
+    probe!("zext msb0 16 to 36", |ctx, ch| {
+        let h: Vec<u64> = x.iter().map(|v| v & 0x7fff).collect();
+        blocks::zext_msb0(ctx, ch, &h, 16, 36).unwrap();
+    });
+    probe!("mul_shared 36", |ctx, ch| {
+        blocks::mul_shared(ctx, ch, &x, &x, 36).unwrap();
+    });
     probe!("rec f20", |ctx, ch| {
         let d: Vec<u64> = x.iter().map(|v| (v << 4) + (1 << 20)).collect();
         blocks::reciprocal(ctx, ch, &d, 22, 20, Default::default()).unwrap();

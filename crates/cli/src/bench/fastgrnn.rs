@@ -15,7 +15,8 @@ use clap::Args;
 use secinfer_net::Cost;
 use secinfer_nn::argmax;
 use secinfer_nn::layers::ss::{
-    random_input, random_params, run_fastgrnn, FastGrnnRun, FastGrnnShape, Impl, SsOptions,
+    random_input, random_params, run_fastgrnn, FastGrnnRun, FastGrnnShape, Impl, Products,
+    SsOptions,
 };
 use secinfer_ss::{CotSource, Party};
 
@@ -36,6 +37,10 @@ pub struct FastGrnnArgs {
     /// σ and tanh: opaf or sirnn.
     #[arg(long, default_value = "opaf")]
     pub math: String,
+    /// The products with the server's matrices: he (coefficient-encoded HE on masks offline,
+    /// one masked flight online) or ot (SIRNN's OT products online).
+    #[arg(long, default_value = "he")]
+    pub products: String,
     /// Scale of the 16-bit weights (the accumulator ring is 16 + 1 + scale bits).
     #[arg(long = "weight-scale", default_value_t = 8)]
     pub weight_scale: u32,
@@ -70,6 +75,8 @@ struct ServerReport {
 pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
     let imp = Impl::parse(&a.math).ok_or_else(|| Error::msg("--math must be opaf or sirnn"))?;
     let source = cot_source(&a.cot_source, a.k)?;
+    let products =
+        Products::parse(&a.products).ok_or_else(|| Error::msg("--products must be ot or he"))?;
     match a.cell.as_str() {
         "fastgrnn" => {}
         "gru" => return run_gru_cell(&a, imp, source, out),
@@ -81,6 +88,7 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
     let opts = SsOptions {
         math: imp,
         source,
+        products,
         logits: true,
     };
     let (m, xr, sh, op) = (&model, &x, &shape, &opts);
@@ -138,6 +146,7 @@ pub fn run(a: FastGrnnArgs, out: &mut Reporter) -> Result<(), Error> {
     .param("steps", a.steps)
     .param("classes", a.classes)
     .param("math", imp.name())
+    .param("products", products.name())
     .param("weight_scale", a.weight_scale)
     .param("net", a.net.net_name())
     .param("profile", a.net.profile.name)

@@ -543,6 +543,7 @@ impl ClientSession {
                 let request = SsRequest {
                     math: opts.math,
                     source: cot_source(opts.ot),
+                    products: ss::Products::default(),
                     logits: opts.protocol.reveal_logits,
                 };
                 let r = ss::client_session(ch, shape, &request, x, *main)?;

@@ -1,10 +1,12 @@
 //! One served session of family `ss` (`secinfer serve` / `secinfer infer` on a FastGRNN model):
 //! the client's request in one frame (protocol id, the public shape it derived from the model
-//! info, the math, the OT filler, whether it asks for the logits), the server's answer in one
-//! byte, then [`run_fastgrnn`]. The server follows the client's math and filler (all are
-//! semi-honest secure; they trade bytes for rounds) and refuses the logits unless allowed.
+//! info, the math, the OT filler, the products, whether it asks for the logits), the server's
+//! answer in one byte, then [`run_fastgrnn`]. The server follows the client's math, filler and
+//! products (all are semi-honest secure; they trade bytes for rounds and work) and refuses the
+//! logits unless allowed.
 use super::fastgrnn::{run_fastgrnn, FastGrnnRun, FastGrnnShape, SsOptions};
 use super::graph::{client_sequence, params_of};
+use super::products::Products;
 use crate::error::{NnError, Result};
 use crate::model::{Format, Model};
 use crate::reference::fastgrnn::FastGrnnParams;
@@ -13,9 +15,9 @@ use secinfer_ss::math::Impl;
 use secinfer_ss::{CotSource, FerretParams, Party};
 
 /// The protocol id the client's request starts with.
-pub const PROTOCOL: &[u8] = b"secinfer-ss/1";
-/// The request's length: the id, six u32 of shape, four option bytes.
-const REQUEST_LEN: usize = PROTOCOL.len() + 6 * 4 + 4;
+pub const PROTOCOL: &[u8] = b"secinfer-ss/2";
+/// The request's length: the id, six u32 of shape, five option bytes.
+const REQUEST_LEN: usize = PROTOCOL.len() + 6 * 4 + 5;
 const ACCEPTED: u8 = 0;
 const LOGITS_REFUSED: u8 = 1;
 const SHAPE_MISMATCH: u8 = 2;
@@ -25,6 +27,7 @@ const SHAPE_MISMATCH: u8 = 2;
 pub struct SsRequest {
     pub math: Impl,
     pub source: CotSource,
+    pub products: Products,
     pub logits: bool,
 }
 
@@ -55,7 +58,13 @@ fn encode(shape: &FastGrnnShape, r: &SsRequest) -> Result<Vec<u8>> {
             )))
         }
     };
-    out.extend_from_slice(&[u8::from(r.math == Impl::Sirnn), tag, k, u8::from(r.logits)]);
+    out.extend_from_slice(&[
+        u8::from(r.math == Impl::Sirnn),
+        tag,
+        k,
+        u8::from(r.logits),
+        u8::from(r.products == Products::He),
+    ]);
     Ok(out)
 }
 
@@ -63,7 +72,7 @@ fn encode(shape: &FastGrnnShape, r: &SsRequest) -> Result<Vec<u8>> {
 fn decode(b: &[u8]) -> Result<([u32; 6], SsRequest)> {
     let bad = |m: &str| NnError::Malformed(format!("family ss request: {m}"));
     if b.len() != REQUEST_LEN || !b.starts_with(PROTOCOL) {
-        return Err(bad("not a secinfer-ss/1 request"));
+        return Err(bad("not a secinfer-ss/2 request"));
     }
     let mut words = [0u32; 6];
     for (i, w) in words.iter_mut().enumerate() {
@@ -89,11 +98,17 @@ fn decode(b: &[u8]) -> Result<([u32; 6], SsRequest)> {
         1 => true,
         _ => return Err(bad("the logits flag is not 0 or 1")),
     };
+    let products = match o[4] {
+        0 => Products::Ot,
+        1 => Products::He,
+        _ => return Err(bad("unknown products")),
+    };
     Ok((
         words,
         SsRequest {
             math,
             source,
+            products,
             logits,
         },
     ))
@@ -159,6 +174,7 @@ pub fn server_session_with<C: Channel>(
     let opts = SsOptions {
         math: request.math,
         source: request.source,
+        products: request.products,
         logits: request.logits,
     };
     let run = run_fastgrnn(
@@ -202,6 +218,7 @@ pub fn client_session<C: Channel>(
     let opts = SsOptions {
         math: request.math,
         source: request.source,
+        products: request.products,
         logits: request.logits,
     };
     run_fastgrnn(Party::Client, ch, shape, &opts, None, Some(&xs))
@@ -229,14 +246,25 @@ mod tests {
     #[test]
     fn requests_round_trip_and_bad_ones_are_refused() {
         let sh = shape();
-        for (math, source, logits) in [
-            (Impl::Opaf, CotSource::SoftSpoken { k: 5 }, false),
-            (Impl::Sirnn, CotSource::Iknp, true),
-            (Impl::Opaf, CotSource::Ferret(FerretParams::B13), true),
+        for (math, source, products, logits) in [
+            (
+                Impl::Opaf,
+                CotSource::SoftSpoken { k: 5 },
+                Products::He,
+                false,
+            ),
+            (Impl::Sirnn, CotSource::Iknp, Products::Ot, true),
+            (
+                Impl::Opaf,
+                CotSource::Ferret(FerretParams::B13),
+                Products::He,
+                true,
+            ),
         ] {
             let r = SsRequest {
                 math,
                 source,
+                products,
                 logits,
             };
             let (w, got) = decode(&encode(&sh, &r).unwrap()).unwrap();
@@ -247,20 +275,28 @@ mod tests {
             &SsRequest {
                 math: Impl::Opaf,
                 source: CotSource::Iknp,
+                products: Products::Ot,
                 logits: false,
             },
         )
         .unwrap();
         let n = good.len();
         let mut bad: Vec<Vec<u8>> = vec![good[..n - 1].to_vec(), [&good[..], &[0]].concat()];
-        for (at, v) in [(0, b'X'), (n - 4, 2), (n - 3, 3), (n - 2, 1), (n - 1, 2)] {
+        for (at, v) in [
+            (0, b'X'),
+            (n - 5, 2),
+            (n - 4, 3),
+            (n - 3, 1),
+            (n - 2, 2),
+            (n - 1, 2),
+        ] {
             let mut b = good.clone();
             b[at] = v;
             bad.push(b);
         }
         let mut soft = good.clone();
-        soft[n - 3] = 1;
-        soft[n - 2] = 9;
+        soft[n - 4] = 1;
+        soft[n - 3] = 9;
         bad.push(soft);
         for b in bad {
             assert_eq!(decode(&b).err().unwrap().kind(), ErrorKind::Malformed);

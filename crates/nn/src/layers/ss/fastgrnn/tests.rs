@@ -33,7 +33,7 @@ fn bounds(imp: Impl) -> (f64, f64) {
 /// Secure FastGRNN equals the fixed-point reference step by step: from the opened previous
 /// state, the gates' inputs and the next state bit for bit, σ and tanh within the math's ULP
 /// bound of the exact function, and the logits bit for bit on the last state; for OPAF's and
-/// SIRNN's math in the same build.
+/// SIRNN's math and for OT and HE products in the same build.
 #[test]
 fn secure_steps_equal_the_reference() {
     let (input, hidden, steps, classes) = (5, 12, 4, 3);
@@ -42,7 +42,12 @@ fn secure_steps_equal_the_reference() {
     let sh = FastGrnnShape::of(&m, steps);
     let wd = m.validate().unwrap();
     let xs = client_input(&sh, Some(&x)).unwrap();
-    for imp in [Impl::Opaf, Impl::Sirnn] {
+    for (imp, prod) in [
+        (Impl::Opaf, Products::Ot),
+        (Impl::Sirnn, Products::Ot),
+        (Impl::Opaf, Products::He),
+        (Impl::Sirnn, Products::He),
+    ] {
         let run = |party: Party| {
             let (m, xs) = (&m, &xs);
             move |ch: &mut secinfer_net::DynChannel| {
@@ -52,7 +57,23 @@ fn secure_steps_equal_the_reference() {
                     Party::Server => (Some(m), &[]),
                     Party::Client => (None, xs),
                 };
-                let lg = online(&mut ctx, ch, &sh, &wd, imp, model, x, Some(&mut tr)).unwrap();
+                let he = (prod == Products::He).then(|| {
+                    let keys = products::setup(ch, party == Party::Client).unwrap();
+                    let plan = HePlan::of(&sh, &wd).unwrap();
+                    HeOnline::prepare(ch, &keys, &plan, model).unwrap()
+                });
+                let lg = online(
+                    &mut ctx,
+                    ch,
+                    &sh,
+                    &wd,
+                    imp,
+                    model,
+                    x,
+                    he.as_ref(),
+                    Some(&mut tr),
+                )
+                .unwrap();
                 (lg, tr)
             }
         };
@@ -67,12 +88,12 @@ fn secure_steps_equal_the_reference() {
             assert_eq!(
                 open(&tc.z_in[t], &ts.z_in[t], ACT_BITS),
                 zi,
-                "{imp:?} step {t}: σ input"
+                "{imp:?} {prod:?} step {t}: σ input"
             );
             assert_eq!(
                 open(&tc.h_in[t], &ts.h_in[t], ACT_BITS),
                 hi,
-                "{imp:?} step {t}: tanh input"
+                "{imp:?} {prod:?} step {t}: tanh input"
             );
             let z = open(&tc.z[t], &ts.z[t], ACT_BITS);
             let ht = open(&tc.ht[t], &ts.ht[t], ACT_BITS);
@@ -86,7 +107,7 @@ fn secure_steps_equal_the_reference() {
             assert_eq!(
                 next,
                 m.update(&z, &ht, &h),
-                "{imp:?} step {t}: state update"
+                "{imp:?} {prod:?} step {t}: state update"
             );
             h = next;
         }
@@ -101,7 +122,7 @@ fn secure_steps_equal_the_reference() {
         assert_eq!(
             open(&lc, &ls, sh.head.bits),
             m.logits(&h),
-            "{imp:?}: logits"
+            "{imp:?} {prod:?}: logits"
         );
     }
 }
@@ -115,26 +136,39 @@ fn full_run_tracks_the_reference_logits() {
     let m = random_model(0x77, input, hidden, classes);
     let x = random_input(0x99, steps * input);
     let sh = FastGrnnShape::of(&m, steps);
-    let opts = SsOptions {
-        math: Impl::Opaf,
-        source: CotSource::Iknp,
-        logits: true,
-    };
-    let (mr, xr) = (&m, &x);
-    let r = simulate(
-        move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(xr)).unwrap(),
-        move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(mr), None).unwrap(),
-    );
-    let (c, s) = (r.client.output, r.server.output);
-    assert!(s.logits.is_none() && s.class.is_none());
-    let (_, want) = m.run(&x).unwrap();
-    let got = c.logits.unwrap();
-    let tol = 1i64 << (sh.head.scale - 5); // 1/32 in real units
-    for (g, w) in got.iter().zip(&want) {
-        assert!((g - w).abs() <= tol, "logits {got:?} vs reference {want:?}");
+    let mut online_bytes = Vec::new();
+    for products in [Products::Ot, Products::He] {
+        let opts = SsOptions {
+            math: Impl::Opaf,
+            source: CotSource::Iknp,
+            products,
+            logits: true,
+        };
+        let (mr, xr) = (&m, &x);
+        let r = simulate(
+            move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(xr)).unwrap(),
+            move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(mr), None).unwrap(),
+        );
+        let (c, s) = (r.client.output, r.server.output);
+        assert!(s.logits.is_none() && s.class.is_none());
+        let (_, want) = m.run(&x).unwrap();
+        let got = c.logits.unwrap();
+        let tol = 1i64 << (sh.head.scale - 5); // 1/32 in real units
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= tol,
+                "{products:?}: logits {got:?} vs reference {want:?}"
+            );
+        }
+        assert_eq!(c.class, Some(argmax(&got)));
+        assert!(c.cost.online.bytes() > 0 && c.online_s > 0.0);
+        online_bytes.push(c.cost.online.bytes());
     }
-    assert_eq!(c.class, Some(argmax(&got)));
-    assert!(c.cost.online.bytes() > 0 && c.online_s > 0.0);
+    // HE moves the products offline: one masked flight each online instead of OT products.
+    assert!(
+        online_bytes[1] < online_bytes[0],
+        "online bytes (ot, he): {online_bytes:?}"
+    );
 }
 
 /// The argmax on shares equals the plaintext argmax (lowest index on ties) on random signed
@@ -193,6 +227,7 @@ fn class_only_run_hides_the_logits() {
     let opts = SsOptions {
         math: Impl::Sirnn,
         source: CotSource::Iknp,
+        products: Products::Ot,
         logits: false,
     };
     let (mr, xr) = (&m, &x);
@@ -233,6 +268,7 @@ fn bad_inputs_are_typed_errors() {
     let opts = SsOptions {
         math: Impl::Sirnn,
         source: CotSource::Iknp,
+        products: Products::Ot,
         logits: false,
     };
     let mut ch = secinfer_ss::DryChannel::new();
