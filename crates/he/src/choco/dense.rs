@@ -157,7 +157,9 @@ impl DensePlan {
     }
 
     /// Server setup: encodes W (row-major `rows × cols`, signed) into the kernel's plaintexts,
-    /// reduced mod the evaluator's t.
+    /// reduced mod the evaluator's t. All-zero diagonals are skipped (a banded or
+    /// block-structured matrix, such as the batched kNN's, costs only its nonzero diagonals),
+    /// except each output's first, which keeps every sum non-empty.
     pub fn prepare<E: Evaluator>(&self, ev: &E, w: &[i64]) -> Result<Prepared<E::Pt>, HeError> {
         if w.len() != self.rows * self.cols {
             return Err(HeError::Shape(format!(
@@ -187,13 +189,15 @@ impl DensePlan {
                 // Pre-rotated right by the giant step g·B (mod w) so that the giant rotation
                 // of the partial sum brings it back into place.
                 let shift = d / b * b;
-                ev.encode(|| {
-                    let mut v = vec![0u64; self.slots];
-                    for (j, s) in v[..span].iter_mut().enumerate() {
-                        *s = self.diag(w, t, o, c, d, (j % wd + wd - shift) % wd);
-                    }
-                    v
-                })
+                let mut v = vec![0u64; self.slots];
+                for (j, s) in v[..span].iter_mut().enumerate() {
+                    *s = self.diag(w, t, o, c, d, (j % wd + wd - shift) % wd);
+                }
+                if c == 0 && d == 0 || v.iter().any(|x| *x != 0) {
+                    ev.encode(|| v).map(Some)
+                } else {
+                    Ok(None)
+                }
             })
             .collect::<Result<Vec<_>, _>>()?;
         let masks = match self.packing {
@@ -231,13 +235,14 @@ impl DensePlan {
         (0..self.out_chunks)
             .into_par_iter()
             .map(|o| {
-                let parts: Vec<E::Ct> = (0..g_count)
+                let parts: Vec<Option<E::Ct>> = (0..g_count)
                     .into_par_iter()
                     .map(|g| {
                         let mut acc: Option<E::Ct> = None;
                         for (c, rots) in babies.iter().enumerate() {
                             for (b, r) in rots.iter().enumerate() {
-                                let pt = &prep.pts[o * per_out + c * self.m + g * self.baby + b];
+                                let idx = o * per_out + c * self.m + g * self.baby + b;
+                                let Some(pt) = &prep.pts[idx] else { continue };
                                 let p = ev.sc_mult(r, pt);
                                 match &mut acc {
                                     None => acc = Some(p),
@@ -245,15 +250,15 @@ impl DensePlan {
                                 }
                             }
                         }
-                        let acc = acc.ok_or(HeError::Shape("empty sum".into()))?;
-                        if g == 0 {
-                            Ok(acc)
-                        } else {
-                            ev.rotate(&acc, g * self.baby)
+                        // A giant step whose diagonals are all zero adds nothing.
+                        match acc {
+                            None => Ok(None),
+                            Some(acc) if g == 0 => Ok(Some(acc)),
+                            Some(acc) => ev.rotate(&acc, g * self.baby).map(Some),
                         }
                     })
-                    .collect::<Result<_, _>>()?;
-                let mut it = parts.into_iter();
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut it = parts.into_iter().flatten();
                 let mut z = it.next().ok_or(HeError::Shape("empty sum".into()))?;
                 for p in it {
                     ev.add_assign(&mut z, &p);
@@ -305,9 +310,10 @@ impl DensePlan {
     }
 }
 
-/// A plan's encoded weights (server state; secret: no `Debug`).
+/// A plan's encoded weights (server state; secret: no `Debug`); `None` for an all-zero
+/// diagonal.
 pub struct Prepared<P> {
-    pts: Vec<P>,
+    pts: Vec<Option<P>>,
     masks: Vec<WindowMasks<P>>,
 }
 
