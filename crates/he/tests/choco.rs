@@ -184,6 +184,28 @@ fn zero_diagonals_are_skipped_and_the_product_stays_exact() {
     let c = ev.counter().snapshot();
     // Diagonals 0..3 and n−3..n−1; with B = 32 baby steps, giant steps 0 and 15 only.
     assert_eq!((c.sc_mult, c.perm), (7, 1));
+    // The same band as a public support: one hoisted rotation per used diagonal, Galois keys
+    // for those six steps only, the same product; weights off the band are refused.
+    let banded = plan
+        .clone()
+        .with_support(vec![1, 2, 3, n - 3, n - 2, n - 1])
+        .expect("support");
+    assert_eq!(banded.rotation_steps(), vec![1, 2, 3, n - 3, n - 2, n - 1]);
+    let pev = PlainEvaluator::new(4096, 2, t);
+    let prep = banded.prepare(&pev, &w).expect("prepare");
+    let outs = banded
+        .eval(&pev, &prep, &banded.pack_input(&xs).expect("pack"))
+        .expect("eval");
+    assert_eq!(banded.extract(&outs).expect("extract"), want);
+    let ev = CountingEvaluator::new(4096, 2);
+    let prep = banded.prepare(&ev, &w).expect("prepare");
+    banded.eval(&ev, &prep, &[()]).expect("eval");
+    let c = ev.counter().snapshot();
+    assert_eq!((c.sc_mult, c.perm, c.hst_perm), (7, 0, 6));
+    let mut off = w.clone();
+    off[5] = 1; // row 0, column 5: diagonal 5
+    assert!(matches!(banded.prepare(&pev, &off), Err(HeError::Shape(_))));
+    assert!(plan.clone().with_support(vec![n]).is_err());
     // An all-zero matrix still answers (zeros) through its first diagonal.
     let ev = PlainEvaluator::new(4096, 2, t);
     let prep = plan.prepare(&ev, &vec![0; n * n]).expect("prepare");

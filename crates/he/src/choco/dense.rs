@@ -39,6 +39,9 @@ pub struct DensePlan {
     pub out_chunks: usize,
     /// Baby-step size B (divides m; B = m means no giant steps).
     pub baby: usize,
+    /// The diagonals the matrix may use (`None`: all m), sorted, 0 included. Public, like
+    /// the shape: a banded matrix costs only its band in rotations, products and Galois keys.
+    pub support: Option<Vec<usize>>,
 }
 
 impl DensePlan {
@@ -73,7 +76,33 @@ impl DensePlan {
             m,
             out_chunks: rows.div_ceil(m),
             baby,
+            support: None,
         })
+    }
+
+    /// The plan restricted to the diagonals `diags` (each below m; 0 is always kept): every
+    /// used diagonal is one hoisted rotation (B = m, no giant steps), and `prepare` refuses
+    /// weights on any other diagonal.
+    pub fn with_support(mut self, mut diags: Vec<usize>) -> Result<DensePlan, HeError> {
+        if let Some(d) = diags.iter().find(|d| **d >= self.m) {
+            return Err(HeError::Shape(format!(
+                "diagonal {d} of a plan with {} diagonals",
+                self.m
+            )));
+        }
+        diags.push(0);
+        diags.sort_unstable();
+        diags.dedup();
+        self.baby = self.m;
+        self.support = Some(diags);
+        Ok(self)
+    }
+
+    /// Whether diagonal `d` may be nonzero.
+    fn uses(&self, d: usize) -> bool {
+        self.support
+            .as_ref()
+            .map_or(true, |s| s.binary_search(&d).is_ok())
     }
 
     fn giants(&self) -> usize {
@@ -83,7 +112,7 @@ impl DensePlan {
     /// Rotation steps whose Galois keys the server needs.
     pub fn rotation_steps(&self) -> Vec<usize> {
         let mut v = Vec::new();
-        for b in 1..self.baby {
+        for b in (1..self.baby).filter(|b| self.uses(*b)) {
             v.extend(windowed_steps(self.packing, self.window, b, self.row_len));
         }
         v.extend((1..self.giants()).map(|g| g * self.baby));
@@ -193,7 +222,12 @@ impl DensePlan {
                 for (j, s) in v[..span].iter_mut().enumerate() {
                     *s = self.diag(w, t, o, c, d, (j % wd + wd - shift) % wd);
                 }
-                if c == 0 && d == 0 || v.iter().any(|x| *x != 0) {
+                let nonzero = v.iter().any(|x| *x != 0);
+                if nonzero && !self.uses(d) {
+                    Err(HeError::Shape(format!(
+                        "weights on diagonal {d}, outside the plan's support"
+                    )))
+                } else if c == 0 && d == 0 || nonzero {
                     ev.encode(|| v).map(Some)
                 } else {
                     Ok(None)
@@ -226,7 +260,7 @@ impl DensePlan {
             )));
         }
         // Baby steps of every input window, shared by every output window and giant step.
-        let babies: Vec<Vec<E::Ct>> = inputs
+        let babies: Vec<Vec<Option<E::Ct>>> = inputs
             .par_iter()
             .map(|x| self.baby_steps(ev, prep, x))
             .collect::<Result<_, _>>()?;
@@ -242,7 +276,9 @@ impl DensePlan {
                         for (c, rots) in babies.iter().enumerate() {
                             for (b, r) in rots.iter().enumerate() {
                                 let idx = o * per_out + c * self.m + g * self.baby + b;
-                                let Some(pt) = &prep.pts[idx] else { continue };
+                                let (Some(r), Some(pt)) = (r, &prep.pts[idx]) else {
+                                    continue;
+                                };
                                 let p = ev.sc_mult(r, pt);
                                 match &mut acc {
                                     None => acc = Some(p),
@@ -274,39 +310,43 @@ impl DensePlan {
             .collect()
     }
 
-    /// `wrot(x, b)` for b in 0..B.
+    /// `wrot(x, b)` for b in 0..B (`None` for a diagonal outside the support).
     fn baby_steps<E: Evaluator>(
         &self,
         ev: &E,
         prep: &Prepared<E::Pt>,
         x: &E::Ct,
-    ) -> Result<Vec<E::Ct>, HeError> {
-        match self.packing {
-            Packing::Redundant => {
-                if self.baby == 1 {
-                    return Ok(vec![x.clone()]);
-                }
-                let h = ev.decompose(x);
-                let mut v = vec![x.clone()];
-                let rest: Vec<E::Ct> = (1..self.baby)
-                    .into_par_iter()
-                    .map(|b| ev.rotate_hoisted(&h, b))
-                    .collect::<Result<_, _>>()?;
-                v.extend(rest);
-                Ok(v)
-            }
-            Packing::Baseline => {
-                let mut v = vec![x.clone()];
-                let rest: Vec<E::Ct> = (1..self.baby)
-                    .into_par_iter()
-                    .map(|b| {
-                        windowed_rotate(ev, x, b, self.window, self.packing, prep.masks.get(b - 1))
-                    })
-                    .collect::<Result<_, _>>()?;
-                v.extend(rest);
-                Ok(v)
-            }
+    ) -> Result<Vec<Option<E::Ct>>, HeError> {
+        if self.baby == 1 {
+            return Ok(vec![Some(x.clone())]);
         }
+        let h = match self.packing {
+            Packing::Redundant => Some(ev.decompose(x)),
+            Packing::Baseline => None,
+        };
+        let mut v = vec![Some(x.clone())];
+        let rest: Vec<Option<E::Ct>> = (1..self.baby)
+            .into_par_iter()
+            .map(|b| {
+                if !self.uses(b) {
+                    return Ok(None);
+                }
+                match &h {
+                    Some(h) => ev.rotate_hoisted(h, b),
+                    None => windowed_rotate(
+                        ev,
+                        x,
+                        b,
+                        self.window,
+                        self.packing,
+                        prep.masks.get(b - 1),
+                    ),
+                }
+                .map(Some)
+            })
+            .collect::<Result<_, _>>()?;
+        v.extend(rest);
+        Ok(v)
     }
 }
 

@@ -79,6 +79,7 @@ impl App {
             spec: LinearSpec {
                 shapes: mats.iter().map(|(r, c, _, _)| (*r, *c)).collect(),
                 bound,
+                supports: Vec::new(),
             },
             mats: mats.into_iter().map(|(_, _, w, b)| (w, b)).collect(),
             max_input,
@@ -379,13 +380,18 @@ pub fn knn_app(refs: &[[f64; 4]], labels: &[usize]) -> App {
             l[r * vcols + lay.vote_col(i, r)] = 1;
         }
     }
-    App::new(
+    let mut app = App::new(
         vec![
             (rows, rows, w, b),
             (3 * KNN_BATCH, vcols, l, vec![0; 3 * KNN_BATCH]),
         ],
         100 << IRIS_FRAC,
-    )
+    );
+    // Distances: row j reads columns j − 3 … j + 3 of its window (m = w, rows ≥ w or one
+    // window); votes: one diagonal.
+    let m = rows.next_power_of_two().min(max_window());
+    app.spec.supports = vec![Some(vec![0, 1, 2, 3, m - 3, m - 2, m - 1]), Some(vec![0])];
+    app
 }
 
 /// The client's kNN classification of `queries`, `KNN_BATCH` per two calls: distances, the
