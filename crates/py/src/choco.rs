@@ -64,7 +64,12 @@ pub fn infer<'py>(
     let revealed: Vec<&str> = client
         .session()
         .config()
-        .map(|c| c.graph.layers[1..].iter().map(|l| l.name.as_str()).collect())
+        .map(|c| {
+            c.graph.layers[1..]
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect()
+        })
         .unwrap_or_default();
     d.set_item("revealed", revealed)?;
     d.set_item("cost", crate::cost_to_dict(py, &out.report.cost)?)?;

@@ -445,14 +445,7 @@ impl Client {
         image: Vec<f32>,
         client_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let main = self
-            .inner
-            .session()
-            .config()
-            .ok_or_else(|| BadModel::new_err("family choco runs model graphs"))?
-            .fixed_point
-            .main;
-        let x: Vec<i64> = image.iter().map(|v| main.quantize(*v as f64)).collect();
+        let x = self.quantize_image(&image)?;
         choco::infer(py, &self.inner, &self.server, &x, client_threads)
     }
 
@@ -507,14 +500,7 @@ impl Client {
         image: Vec<f32>,
         reveal_logits: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let main = self
-            .inner
-            .session()
-            .config()
-            .ok_or_else(|| BadModel::new_err("a SHE network does not read images here"))?
-            .fixed_point
-            .main;
-        let x: Vec<i64> = image.iter().map(|v| main.quantize(*v as f64)).collect();
+        let x = self.quantize_image(&image)?;
         let out = py
             .allow_threads(|| {
                 self.inner
@@ -539,6 +525,20 @@ impl Client {
             .collect::<PyResult<Vec<_>>>()?;
         d.set_item("layers", layers)?;
         Ok(d)
+    }
+}
+
+impl Client {
+    /// `image` in the model's main format (what a network that reads numbers takes).
+    fn quantize_image(&self, image: &[f32]) -> PyResult<Vec<i64>> {
+        let main = self
+            .inner
+            .session()
+            .config()
+            .ok_or_else(|| BadModel::new_err("a SHE network does not read images here"))?
+            .fixed_point
+            .main;
+        Ok(image.iter().map(|v| main.quantize(*v as f64)).collect())
     }
 }
 

@@ -102,7 +102,7 @@ impl DensePlan {
     fn uses(&self, d: usize) -> bool {
         self.support
             .as_ref()
-            .map_or(true, |s| s.binary_search(&d).is_ok())
+            .is_none_or(|s| s.binary_search(&d).is_ok())
     }
 
     fn giants(&self) -> usize {
@@ -333,14 +333,9 @@ impl DensePlan {
                 }
                 match &h {
                     Some(h) => ev.rotate_hoisted(h, b),
-                    None => windowed_rotate(
-                        ev,
-                        x,
-                        b,
-                        self.window,
-                        self.packing,
-                        prep.masks.get(b - 1),
-                    ),
+                    None => {
+                        windowed_rotate(ev, x, b, self.window, self.packing, prep.masks.get(b - 1))
+                    }
                 }
                 .map(Some)
             })

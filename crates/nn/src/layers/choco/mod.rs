@@ -23,17 +23,15 @@ mod service;
 mod wire;
 
 pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost, ClientRun};
+/// The packing both sides name (re-exported so faces need not depend on `secinfer_he`).
+pub use secinfer_he::choco::Packing;
 pub use server::{server_session, ChocoServer, ServerCost, ServerRun};
 pub use service::{on_threads, serve_linear, LinearClient, LinearServer, LinearSpec};
 pub use wire::{KeyUpload, Results, Upload};
-/// The packing both sides name (re-exported so faces need not depend on `secinfer_he`).
-pub use secinfer_he::choco::Packing;
 
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, LayerKind, ModelConfig, Shape};
-use secinfer_he::choco::{
-    accumulator_bound, ring_for, ConvPlan, DensePlan, Kernel, RnsParams,
-};
+use secinfer_he::choco::{accumulator_bound, ring_for, ConvPlan, DensePlan, Kernel, RnsParams};
 
 /// What one stage of a choco session computes.
 #[derive(Clone, Debug)]

@@ -54,10 +54,12 @@ impl Shared {
             .enumerate()
             .map(|(i, &(r, c))| {
                 let plan = DensePlan::new(r, c, Packing::Redundant, row_len, 2)?;
-                Ok(Kernel::Dense(match spec.supports.get(i).cloned().flatten() {
-                    Some(diags) => plan.with_support(diags)?,
-                    None => plan,
-                }))
+                Ok(Kernel::Dense(
+                    match spec.supports.get(i).cloned().flatten() {
+                        Some(diags) => plan.with_support(diags)?,
+                        None => plan,
+                    },
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         let rns = RnsParams::for_packing(spec.bound, Packing::Redundant)?;
