@@ -10,7 +10,7 @@ only where it is needed.
 _ERRORS = ["SecinferError", "PeerTimeout", "PeerClosed", "MalformedMessage", "Refused",
            "BadModel", "BadInput", "Unsupported"]
 
-__all__ = ["core", "Server", "Client", "InferenceResult", "Cost", "PhaseCost", "export",
+__all__ = ["core", "Server", "Client", "InferenceResult", "Cost", "PhaseCost", "ChocoReport", "export",
            "Residual", "load_model_dir", "FixedPointModel", *_ERRORS]
 
 
@@ -29,7 +29,8 @@ def core():  # noqa: ANN201 - the module type is built by maturin
 # --- Python face. Lazy, so `import secinfer` needs neither torch nor the built core.
 _LAZY = {"Server": ("api", "Server"), "Client": ("api", "Client"),
          "InferenceResult": ("api", "InferenceResult"), "Cost": ("api", "Cost"),
-         "PhaseCost": ("api", "PhaseCost"), "export": ("graph_export", "export"),
+         "PhaseCost": ("api", "PhaseCost"), "ChocoReport": ("choco", "ChocoReport"),
+         "export": ("graph_export", "export"),
          "Residual": ("graph_export", "Residual"),
          "load_model_dir": ("modelio", "load_model_dir"),
          "FixedPointModel": ("fixedpoint", "FixedPointModel")}

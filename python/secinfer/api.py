@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
 
+from .choco import ChocoReport
 from .text import Vocab, pad_truncate, tokenize
 
 ModelInfo = Union[str, Path, Mapping]
@@ -104,6 +105,8 @@ class InferenceResult:
     and_gates: int
     gate_tables: bool
     steps: int
+    #: Family ``choco``: the client's cost report and the activations it saw.
+    choco: Optional[ChocoReport] = None
 
     def __repr__(self) -> str:
         label = f", label={self.label!r}" if self.label is not None else ""
@@ -119,13 +122,20 @@ def _core_attr(name: str):
 
 
 class Server:
-    """Holds a model directory (weights stay in the Rust process) and serves secure inference."""
+    """Holds a model directory (weights stay in the Rust process) and serves secure inference.
 
-    def __init__(self, model_dir: Union[str, Path], variant: str = "cg2"):
+    ``family`` picks the protocols (``"hegc"``, ``"ss"``, ``"choco"``; ``None``: the planner's
+    choice) and ``packing`` CHOCO's packing (``"redundant"`` or ``"baseline"``); clients must
+    name the same.  In family ``choco`` the client sees every intermediate activation.
+    """
+
+    def __init__(self, model_dir: Union[str, Path], variant: str = "cg2",
+                 family: Optional[str] = None, packing: str = "redundant"):
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "model.json").is_file():
             raise FileNotFoundError(f"{self.model_dir}: no model.json (see docs/model-format.md)")
         self.variant = variant
+        self.family, self.packing = family, packing
         self._inner = None
 
     def serve(self, port: int = 7460, host: str = "127.0.0.1", sessions: Optional[int] = None,
@@ -142,7 +152,8 @@ class Server:
         from the cores and memory), later ones wait in a bounded queue or are refused as busy.
         """
         if self._inner is None:
-            self._inner = _core_attr("Server")(str(self.model_dir), self.variant)
+            self._inner = _core_attr("Server")(str(self.model_dir), self.variant, self.family,
+                                               self.packing)
 
         def listening(addr: str) -> None:
             log.info("listening on %s (model %s, variant %s)", addr, self.model_dir, self.variant)
@@ -209,12 +220,14 @@ class Client:
 
     ``model_info`` is a model directory (only model.json and vocab.json are
     read; the weights file need not be there) or the parsed model.json dict
-    (then text input needs ``vocab=``).
+    (then text input needs ``vocab=``).  ``family`` and ``packing`` must be the server's
+    (see :class:`Server`).
     """
 
     def __init__(self, host: str, port: int, model_info: ModelInfo, vocab: Optional[Vocab] = None,
-                 variant: str = "cg2"):
+                 variant: str = "cg2", family: Optional[str] = None, packing: str = "redundant"):
         self.host, self.port, self.variant = host, int(port), variant
+        self.family, self.packing = family, packing
         self.info_dir: Optional[Path] = None
         if isinstance(model_info, Mapping):
             self.info = dict(model_info)
@@ -242,7 +255,7 @@ class Client:
         return pad_truncate(ids, max_len, voc.get("padding", "pre"), voc.get("truncation", "pre"))
 
     def infer(self, text_or_tokens: Union[str, Sequence[int]], reveal_logits: bool = False,
-              gates: str = "tables") -> InferenceResult:
+              gates: str = "tables", client_threads: Optional[int] = None) -> InferenceResult:
         """Run one secure inference against the server: on a text or token ids, or on an image
         array (numpy or torch, any shape: its values are flattened row-major) for a network
         that reads numbers, such as ``models/mnist-mlp``.
@@ -250,6 +263,10 @@ class Client:
         ``gates="circuit"`` keeps the GRU's gates r and z in the garbled circuit (fewer rounds,
         more bytes), as ``secinfer infer --gates``.  The secure run needs the public embedding
         table, so ``model_info`` must be a directory (``secinfer export-info`` writes one).
+
+        In family ``choco`` the result's ``choco`` field is the client's cost report and the
+        activations it saw; ``client_threads`` bounds the client's threads (1 models a small
+        device; ``None``: all cores).  Logits are never revealed there beyond the activations.
         """
         image = None
         if hasattr(text_or_tokens, "shape"):
@@ -261,7 +278,10 @@ class Client:
             if self.info_dir is None:
                 raise ValueError("secure inference needs model_info as a directory holding the "
                                  "public embedding table (see `secinfer export-info`)")
-            self._inner = _core_attr("Client")(self.host, self.port, str(self.info_dir), self.variant)
+            self._inner = _core_attr("Client")(self.host, self.port, str(self.info_dir),
+                                               self.variant, self.family, self.packing)
+        if image is not None and self._inner.family == "choco":
+            return self._choco_result(self._inner.infer_choco(image, client_threads))
         if image is not None:
             res = self._inner.infer_image(image, reveal_logits)
         else:
@@ -282,3 +302,15 @@ class Client:
             gate_tables=bool(res["gate_tables"]),
             steps=int(res["steps"]),
         )
+
+    def _choco_result(self, res: Mapping[str, Any]) -> InferenceResult:
+        """A CHOCO session's dict as an :class:`InferenceResult` (every byte is HE)."""
+        labels = self.info.get("labels") or []
+        pred = int(res["prediction"])
+        names = [layer["name"] for layer in self.info["layers"]]
+        report = ChocoReport.from_core(res, names)
+        return InferenceResult(
+            prediction=pred, label=labels[pred] if pred < len(labels) else None,
+            logits=None, logits_fixed=None, cost=Cost.from_dict(res["cost"]), gc_bytes=0,
+            he_bytes=report.setup_bytes + report.online_bytes, and_gates=0, gate_tables=False,
+            steps=0, choco=report)

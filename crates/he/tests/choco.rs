@@ -134,7 +134,8 @@ fn redundant_packing_needs_fewer_rotations_and_products() {
     let counts = |packing| {
         let plan = DensePlan::new(128, 784, packing, 4096, 2).expect("plan");
         let ev = CountingEvaluator::new(4096, 2);
-        let prep = plan.prepare(&ev, &vec![0; 128 * 784]).expect("prep");
+        // A dense matrix: every diagonal is nonzero, none is skipped.
+        let prep = plan.prepare(&ev, &vec![1; 128 * 784]).expect("prep");
         plan.eval(&ev, &prep, &vec![(); plan.col_chunks])
             .expect("eval");
         (ev.counter().snapshot(), plan.rotation_steps().len())
@@ -147,6 +148,71 @@ fn redundant_packing_needs_fewer_rotations_and_products() {
     // Baseline: two rotations and two mask products per diagonal beyond the first.
     assert_eq!((rot(b), b.sc_mult), (2 * 127 + 3, 128 + 2 * 127));
     assert!(rk < bk, "Galois keys: {rk} vs {bk}");
+}
+
+#[test]
+fn zero_diagonals_are_skipped_and_the_product_stays_exact() {
+    // A band of 7 diagonals (row r reads columns 4⌊r/4⌋ .. +3, the batched kNN's distance
+    // layout) in a 512 × 512 matrix: 7 products where a dense matrix takes 512, and the
+    // giant steps whose diagonals are all zero rotate nothing.
+    let n = 512;
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let vals = rand_signed(&mut rng, n * 4, 12);
+    let mut w = vec![0i64; n * n];
+    for r in 0..n {
+        for f in 0..4 {
+            w[r * n + r / 4 * 4 + f] = vals[r * 4 + f];
+        }
+    }
+    let t = 65537;
+    let plan = DensePlan::new(n, n, Packing::Redundant, 4096, 2).expect("plan");
+    let ev = PlainEvaluator::new(4096, 2, t);
+    let x = rand_signed(&mut rng, n, 12);
+    let xs: Vec<u64> = x.iter().map(|v| v.rem_euclid(t as i64) as u64).collect();
+    let prep = plan.prepare(&ev, &w).expect("prepare");
+    let outs = plan
+        .eval(&ev, &prep, &plan.pack_input(&xs).expect("pack"))
+        .expect("eval");
+    let want: Vec<u64> = plain_matvec(&w, &x, n)
+        .iter()
+        .map(|v| v.rem_euclid(t as i128) as u64)
+        .collect();
+    assert_eq!(plan.extract(&outs).expect("extract"), want);
+    let ev = CountingEvaluator::new(4096, 2);
+    let prep = plan.prepare(&ev, &w).expect("prepare");
+    plan.eval(&ev, &prep, &[()]).expect("eval");
+    let c = ev.counter().snapshot();
+    // Diagonals 0..3 and n−3..n−1; with B = 32 baby steps, giant steps 0 and 15 only.
+    assert_eq!((c.sc_mult, c.perm), (7, 1));
+    // The same band as a public support: one hoisted rotation per used diagonal, Galois keys
+    // for those six steps only, the same product; weights off the band are refused.
+    let banded = plan
+        .clone()
+        .with_support(vec![1, 2, 3, n - 3, n - 2, n - 1])
+        .expect("support");
+    assert_eq!(banded.rotation_steps(), vec![1, 2, 3, n - 3, n - 2, n - 1]);
+    let pev = PlainEvaluator::new(4096, 2, t);
+    let prep = banded.prepare(&pev, &w).expect("prepare");
+    let outs = banded
+        .eval(&pev, &prep, &banded.pack_input(&xs).expect("pack"))
+        .expect("eval");
+    assert_eq!(banded.extract(&outs).expect("extract"), want);
+    let ev = CountingEvaluator::new(4096, 2);
+    let prep = banded.prepare(&ev, &w).expect("prepare");
+    banded.eval(&ev, &prep, &[()]).expect("eval");
+    let c = ev.counter().snapshot();
+    assert_eq!((c.sc_mult, c.perm, c.hst_perm), (7, 0, 6));
+    let mut off = w.clone();
+    off[5] = 1; // row 0, column 5: diagonal 5
+    assert!(matches!(banded.prepare(&pev, &off), Err(HeError::Shape(_))));
+    assert!(plan.clone().with_support(vec![n]).is_err());
+    // An all-zero matrix still answers (zeros) through its first diagonal.
+    let ev = PlainEvaluator::new(4096, 2, t);
+    let prep = plan.prepare(&ev, &vec![0; n * n]).expect("prepare");
+    let z = plan
+        .eval(&ev, &prep, &plan.pack_input(&xs).expect("pack"))
+        .expect("eval");
+    assert!(plan.extract(&z).expect("extract").iter().all(|v| *v == 0));
 }
 
 #[test]

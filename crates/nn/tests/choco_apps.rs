@@ -88,24 +88,16 @@ fn knn_on_iris_equals_reference_and_float() {
         }
     }
     let app = knn_app(&refs, &labels);
-    let few = &queries[..8];
-    let want: Vec<usize> = few
-        .iter()
-        .map(|(q, _)| knn_client(&mut PlainOracle(&app), refs.len(), 5, q).unwrap())
-        .collect();
-    let (got, calls): (Vec<usize>, _) = secure(&app, |o| {
-        few.iter()
-            .map(|(q, _)| knn_client(o, refs.len(), 5, q))
-            .collect()
-    });
+    let qs: Vec<[f64; 4]> = queries.iter().map(|(q, _)| *q).collect();
+    let want = knn_client(&mut PlainOracle(&app), refs.len(), 5, &qs).unwrap();
+    // Every query in two calls per batch of KNN_BATCH, the last batch part-filled.
+    let (got, calls) = secure(&app, |o| knn_client(o, refs.len(), 5, &qs));
     assert_eq!(got, want);
-    assert_eq!(calls, 2 * few.len());
+    assert_eq!(qs.len(), 30);
+    assert_eq!(calls, 2 * qs.len().div_ceil(KNN_BATCH));
     // The fixed-point kNN equals f64 kNN on every held-out query.
-    for (q, _) in &queries {
-        assert_eq!(
-            knn_client(&mut PlainOracle(&app), refs.len(), 5, q).unwrap(),
-            knn_float(&refs, &labels, 5, q)
-        );
+    for (q, w) in qs.iter().zip(&want) {
+        assert_eq!(*w, knn_float(&refs, &labels, 5, q));
     }
 }
 

@@ -9,6 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use secinfer_net::{run_two_party, Channel, Cost, NetError, Profile, Transport};
 
+mod choco;
+
 fn cost_to_dict<'py>(py: Python<'py>, c: &Cost) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new_bound(py);
     for p in secinfer_net::Phase::ALL {
@@ -241,12 +243,20 @@ struct Server {
 
 #[pymethods]
 impl Server {
+    /// `family` ("hegc", "ss", "choco"; None: the planner's choice) and CHOCO's `packing`
+    /// ("redundant" or "baseline") must be the clients'.
     #[new]
-    #[pyo3(signature = (model_dir, variant="cg2"))]
-    fn new(py: Python<'_>, model_dir: &str, variant: &str) -> PyResult<Self> {
-        let v = variant_of(variant)?;
+    #[pyo3(signature = (model_dir, variant="cg2", family=None, packing="redundant"))]
+    fn new(
+        py: Python<'_>,
+        model_dir: &str,
+        variant: &str,
+        family: Option<&str>,
+        packing: &str,
+    ) -> PyResult<Self> {
+        let opts = choco::options(variant_of(variant)?, family, packing)?;
         let inner = py
-            .allow_threads(|| secinfer_nn::runtime::Server::load(model_dir, v))
+            .allow_threads(|| secinfer_nn::runtime::Server::load_with(model_dir, &opts))
             .map_err(nn_err)?;
         Ok(Server {
             inner: std::sync::Arc::new(inner),
@@ -339,7 +349,11 @@ fn session_event(
             info.set_item("bytes", t.bytes())?;
             info.set_item("gc_bytes", rep.gc_bytes)?;
             info.set_item("he_bytes", rep.he_bytes)?;
-            info.set_item("flood_stat_bits", rep.flood_stat_bits)?;
+            let flood = match &served.detail {
+                secinfer_nn::runtime::ServedDetail::Choco(c) => c.flood_stat_bits,
+                _ => rep.flood_stat_bits,
+            };
+            info.set_item("flood_stat_bits", flood)?;
             "done"
         }
         SessionEnd::Failed(e) => {
@@ -383,10 +397,18 @@ struct Client {
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (host, port, model_info_dir, variant="cg2"))]
-    fn new(host: &str, port: u16, model_info_dir: &str, variant: &str) -> PyResult<Self> {
-        let inner = secinfer_nn::runtime::Client::load(model_info_dir, variant_of(variant)?)
-            .map_err(nn_err)?;
+    #[pyo3(signature = (host, port, model_info_dir, variant="cg2", family=None, packing="redundant"))]
+    fn new(
+        host: &str,
+        port: u16,
+        model_info_dir: &str,
+        variant: &str,
+        family: Option<&str>,
+        packing: &str,
+    ) -> PyResult<Self> {
+        let opts = choco::options(variant_of(variant)?, family, packing)?;
+        let inner =
+            secinfer_nn::runtime::Client::load_with(model_info_dir, &opts).map_err(nn_err)?;
         Ok(Client {
             inner,
             server: format!("{host}:{port}"),
@@ -405,6 +427,26 @@ impl Client {
                 .config()
                 .map_or(0, |c| c.fixed_point.main.scale),
         })
+    }
+
+    /// The family the model's secure steps run in ("hegc", "ss", "choco", "tfhe").
+    #[getter]
+    fn family(&self) -> &'static str {
+        self.inner.session().family().name()
+    }
+
+    /// One CHOCO session (family choco) on `image`, the flattened floats, on `client_threads`
+    /// threads (None: all); the dict `choco::infer` documents, with the client's cost report
+    /// and every activation the client saw.
+    #[pyo3(signature = (image, client_threads=None))]
+    fn infer_choco<'py>(
+        &self,
+        py: Python<'py>,
+        image: Vec<f32>,
+        client_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let x = self.quantize_image(&image)?;
+        choco::infer(py, &self.inner, &self.server, &x, client_threads)
     }
 
     /// Token ids for `text` under the model's tokeniser.
@@ -458,14 +500,7 @@ impl Client {
         image: Vec<f32>,
         reveal_logits: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let main = self
-            .inner
-            .session()
-            .config()
-            .ok_or_else(|| BadModel::new_err("a SHE network does not read images here"))?
-            .fixed_point
-            .main;
-        let x: Vec<i64> = image.iter().map(|v| main.quantize(*v as f64)).collect();
+        let x = self.quantize_image(&image)?;
         let out = py
             .allow_threads(|| {
                 self.inner
@@ -490,6 +525,20 @@ impl Client {
             .collect::<PyResult<Vec<_>>>()?;
         d.set_item("layers", layers)?;
         Ok(d)
+    }
+}
+
+impl Client {
+    /// `image` in the model's main format (what a network that reads numbers takes).
+    fn quantize_image(&self, image: &[f32]) -> PyResult<Vec<i64>> {
+        let main = self
+            .inner
+            .session()
+            .config()
+            .ok_or_else(|| BadModel::new_err("a SHE network does not read images here"))?
+            .fixed_point
+            .main;
+        Ok(image.iter().map(|v| main.quantize(*v as f64)).collect())
     }
 }
 

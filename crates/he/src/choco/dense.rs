@@ -39,6 +39,9 @@ pub struct DensePlan {
     pub out_chunks: usize,
     /// Baby-step size B (divides m; B = m means no giant steps).
     pub baby: usize,
+    /// The diagonals the matrix may use (`None`: all m), sorted, 0 included. Public, like
+    /// the shape: a banded matrix costs only its band in rotations, products and Galois keys.
+    pub support: Option<Vec<usize>>,
 }
 
 impl DensePlan {
@@ -73,7 +76,33 @@ impl DensePlan {
             m,
             out_chunks: rows.div_ceil(m),
             baby,
+            support: None,
         })
+    }
+
+    /// The plan restricted to the diagonals `diags` (each below m; 0 is always kept): every
+    /// used diagonal is one hoisted rotation (B = m, no giant steps), and `prepare` refuses
+    /// weights on any other diagonal.
+    pub fn with_support(mut self, mut diags: Vec<usize>) -> Result<DensePlan, HeError> {
+        if let Some(d) = diags.iter().find(|d| **d >= self.m) {
+            return Err(HeError::Shape(format!(
+                "diagonal {d} of a plan with {} diagonals",
+                self.m
+            )));
+        }
+        diags.push(0);
+        diags.sort_unstable();
+        diags.dedup();
+        self.baby = self.m;
+        self.support = Some(diags);
+        Ok(self)
+    }
+
+    /// Whether diagonal `d` may be nonzero.
+    fn uses(&self, d: usize) -> bool {
+        self.support
+            .as_ref()
+            .is_none_or(|s| s.binary_search(&d).is_ok())
     }
 
     fn giants(&self) -> usize {
@@ -83,7 +112,7 @@ impl DensePlan {
     /// Rotation steps whose Galois keys the server needs.
     pub fn rotation_steps(&self) -> Vec<usize> {
         let mut v = Vec::new();
-        for b in 1..self.baby {
+        for b in (1..self.baby).filter(|b| self.uses(*b)) {
             v.extend(windowed_steps(self.packing, self.window, b, self.row_len));
         }
         v.extend((1..self.giants()).map(|g| g * self.baby));
@@ -157,7 +186,9 @@ impl DensePlan {
     }
 
     /// Server setup: encodes W (row-major `rows × cols`, signed) into the kernel's plaintexts,
-    /// reduced mod the evaluator's t.
+    /// reduced mod the evaluator's t. All-zero diagonals are skipped (a banded or
+    /// block-structured matrix, such as the batched kNN's, costs only its nonzero diagonals),
+    /// except each output's first, which keeps every sum non-empty.
     pub fn prepare<E: Evaluator>(&self, ev: &E, w: &[i64]) -> Result<Prepared<E::Pt>, HeError> {
         if w.len() != self.rows * self.cols {
             return Err(HeError::Shape(format!(
@@ -187,13 +218,20 @@ impl DensePlan {
                 // Pre-rotated right by the giant step g·B (mod w) so that the giant rotation
                 // of the partial sum brings it back into place.
                 let shift = d / b * b;
-                ev.encode(|| {
-                    let mut v = vec![0u64; self.slots];
-                    for (j, s) in v[..span].iter_mut().enumerate() {
-                        *s = self.diag(w, t, o, c, d, (j % wd + wd - shift) % wd);
-                    }
-                    v
-                })
+                let mut v = vec![0u64; self.slots];
+                for (j, s) in v[..span].iter_mut().enumerate() {
+                    *s = self.diag(w, t, o, c, d, (j % wd + wd - shift) % wd);
+                }
+                let nonzero = v.iter().any(|x| *x != 0);
+                if nonzero && !self.uses(d) {
+                    Err(HeError::Shape(format!(
+                        "weights on diagonal {d}, outside the plan's support"
+                    )))
+                } else if c == 0 && d == 0 || nonzero {
+                    ev.encode(|| v).map(Some)
+                } else {
+                    Ok(None)
+                }
             })
             .collect::<Result<Vec<_>, _>>()?;
         let masks = match self.packing {
@@ -222,7 +260,7 @@ impl DensePlan {
             )));
         }
         // Baby steps of every input window, shared by every output window and giant step.
-        let babies: Vec<Vec<E::Ct>> = inputs
+        let babies: Vec<Vec<Option<E::Ct>>> = inputs
             .par_iter()
             .map(|x| self.baby_steps(ev, prep, x))
             .collect::<Result<_, _>>()?;
@@ -231,13 +269,16 @@ impl DensePlan {
         (0..self.out_chunks)
             .into_par_iter()
             .map(|o| {
-                let parts: Vec<E::Ct> = (0..g_count)
+                let parts: Vec<Option<E::Ct>> = (0..g_count)
                     .into_par_iter()
                     .map(|g| {
                         let mut acc: Option<E::Ct> = None;
                         for (c, rots) in babies.iter().enumerate() {
                             for (b, r) in rots.iter().enumerate() {
-                                let pt = &prep.pts[o * per_out + c * self.m + g * self.baby + b];
+                                let idx = o * per_out + c * self.m + g * self.baby + b;
+                                let (Some(r), Some(pt)) = (r, &prep.pts[idx]) else {
+                                    continue;
+                                };
                                 let p = ev.sc_mult(r, pt);
                                 match &mut acc {
                                     None => acc = Some(p),
@@ -245,15 +286,15 @@ impl DensePlan {
                                 }
                             }
                         }
-                        let acc = acc.ok_or(HeError::Shape("empty sum".into()))?;
-                        if g == 0 {
-                            Ok(acc)
-                        } else {
-                            ev.rotate(&acc, g * self.baby)
+                        // A giant step whose diagonals are all zero adds nothing.
+                        match acc {
+                            None => Ok(None),
+                            Some(acc) if g == 0 => Ok(Some(acc)),
+                            Some(acc) => ev.rotate(&acc, g * self.baby).map(Some),
                         }
                     })
-                    .collect::<Result<_, _>>()?;
-                let mut it = parts.into_iter();
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut it = parts.into_iter().flatten();
                 let mut z = it.next().ok_or(HeError::Shape("empty sum".into()))?;
                 for p in it {
                     ev.add_assign(&mut z, &p);
@@ -269,45 +310,45 @@ impl DensePlan {
             .collect()
     }
 
-    /// `wrot(x, b)` for b in 0..B.
+    /// `wrot(x, b)` for b in 0..B (`None` for a diagonal outside the support).
     fn baby_steps<E: Evaluator>(
         &self,
         ev: &E,
         prep: &Prepared<E::Pt>,
         x: &E::Ct,
-    ) -> Result<Vec<E::Ct>, HeError> {
-        match self.packing {
-            Packing::Redundant => {
-                if self.baby == 1 {
-                    return Ok(vec![x.clone()]);
-                }
-                let h = ev.decompose(x);
-                let mut v = vec![x.clone()];
-                let rest: Vec<E::Ct> = (1..self.baby)
-                    .into_par_iter()
-                    .map(|b| ev.rotate_hoisted(&h, b))
-                    .collect::<Result<_, _>>()?;
-                v.extend(rest);
-                Ok(v)
-            }
-            Packing::Baseline => {
-                let mut v = vec![x.clone()];
-                let rest: Vec<E::Ct> = (1..self.baby)
-                    .into_par_iter()
-                    .map(|b| {
-                        windowed_rotate(ev, x, b, self.window, self.packing, prep.masks.get(b - 1))
-                    })
-                    .collect::<Result<_, _>>()?;
-                v.extend(rest);
-                Ok(v)
-            }
+    ) -> Result<Vec<Option<E::Ct>>, HeError> {
+        if self.baby == 1 {
+            return Ok(vec![Some(x.clone())]);
         }
+        let h = match self.packing {
+            Packing::Redundant => Some(ev.decompose(x)),
+            Packing::Baseline => None,
+        };
+        let mut v = vec![Some(x.clone())];
+        let rest: Vec<Option<E::Ct>> = (1..self.baby)
+            .into_par_iter()
+            .map(|b| {
+                if !self.uses(b) {
+                    return Ok(None);
+                }
+                match &h {
+                    Some(h) => ev.rotate_hoisted(h, b),
+                    None => {
+                        windowed_rotate(ev, x, b, self.window, self.packing, prep.masks.get(b - 1))
+                    }
+                }
+                .map(Some)
+            })
+            .collect::<Result<_, _>>()?;
+        v.extend(rest);
+        Ok(v)
     }
 }
 
-/// A plan's encoded weights (server state; secret: no `Debug`).
+/// A plan's encoded weights (server state; secret: no `Debug`); `None` for an all-zero
+/// diagonal.
 pub struct Prepared<P> {
-    pts: Vec<P>,
+    pts: Vec<Option<P>>,
     masks: Vec<WindowMasks<P>>,
 }
 

@@ -10,9 +10,10 @@
 //!   seeing every iterate `M·r`.
 //! * **k-means assignment**: the server owns the centroids; the client owns the points and
 //!   sees, per point, `−2·c·x + ‖c‖²` for every centroid (its distances up to ‖x‖²).
-//! * **kNN**: the server owns a labelled reference set; the client owns the query, sees its
-//!   distance to every reference point, picks the k nearest, and gets the class votes of its
-//!   selection (`L·s`, the labels stay with the server except through those counts).
+//! * **kNN**: the server owns a labelled reference set; the client owns the queries, sees each
+//!   query's distance to every reference point, picks the k nearest, and gets the class votes
+//!   of its selection (`L·s`, the labels stay with the server except through those counts).
+//!   Queries travel in batches of [`KNN_BATCH`]: two calls per batch.
 use super::service::LinearSpec;
 use crate::error::{NnError, Result};
 
@@ -78,6 +79,7 @@ impl App {
             spec: LinearSpec {
                 shapes: mats.iter().map(|(r, c, _, _)| (*r, *c)).collect(),
                 bound,
+                supports: Vec::new(),
             },
             mats: mats.into_iter().map(|(_, _, w, b)| (w, b)).collect(),
             max_input,
@@ -306,56 +308,130 @@ pub fn kmeans_client(
 // ---------------------------------------------------------------------------------------------
 // kNN
 
-/// Copies of the 4-feature query the client packs (the reference set's rows each read one).
-fn knn_reps(n: usize) -> usize {
-    n.next_power_of_two() / 4
+/// Queries per batch of the kNN: their distances come back from one call, their votes from a
+/// second (16 × 120 iris distances fill one 2,048-slot window; the server's distance matrix
+/// is held dense, `(16·n)²` integers, before its 7 nonzero diagonals are encoded).
+pub const KNN_BATCH: usize = 16;
+
+/// Widest window of the service's Dense kernel (redundant packing at n = 8192).
+fn max_window() -> usize {
+    secinfer_he::choco::RING_DEGREE / 2 / secinfer_he::choco::Packing::Redundant.footprint(1)
 }
 
-/// The server's matrices: op 0, the distances (−2·R, with row r reading copy r mod reps of the
-/// query so a tall matrix fills one window; biases ‖r‖²); op 1, the one-hot labels (3 × N).
-pub fn knn_app(refs: &[[f64; 4]], labels: &[usize]) -> App {
-    let n = refs.len().max(4);
-    let reps = knn_reps(n);
-    let cols = reps * 4;
-    let mut w = vec![0i64; refs.len() * cols];
-    let mut b = vec![0i64; refs.len()];
-    for (r, x) in refs.iter().enumerate() {
-        let xq = x.map(|v| q(v, IRIS_FRAC));
-        for f in 0..4 {
-            w[r * cols + (r % reps) * 4 + f] = -2 * xq[f];
+/// The batched kNN's public layout.
+struct KnnLayout {
+    /// Reference points, and their count rounded up to a multiple of 4.
+    n: usize,
+    n4: usize,
+    /// Rows per output window of the votes product (3 per query, to a power of two).
+    m: usize,
+    /// Input windows of the votes product.
+    chunks: usize,
+}
+
+impl KnnLayout {
+    fn new(n: usize) -> KnnLayout {
+        let w = max_window();
+        let m = (3 * KNN_BATCH).next_power_of_two().min(w);
+        KnnLayout {
+            n,
+            n4: n.div_ceil(4) * 4,
+            m,
+            chunks: n.div_ceil(w / m).max(1),
         }
-        b[r] = xq.iter().map(|v| v * v).sum();
     }
-    let mut l = vec![0i64; 3 * refs.len()];
-    for (i, &y) in labels.iter().enumerate() {
-        l[y * refs.len() + i] = 1;
+
+    /// Column of the votes input holding reference `i` for output row `r` (`w / m` references
+    /// per window, `m` apart, so each row's sum is the kernel's rotate-and-sum alone).
+    fn vote_col(&self, i: usize, r: usize) -> usize {
+        let w = max_window();
+        let per = w / self.m;
+        (i / per) * w + (i % per) * self.m + r
     }
-    App::new(
-        vec![(refs.len(), cols, w, b), (3, refs.len(), l, vec![0; 3])],
-        100 << IRIS_FRAC,
-    )
 }
 
-/// The client's kNN classification of `query`: distances, the `k` nearest (ties: the lower
-/// index), their votes, the majority (ties: the lower class).
+/// The server's matrices for batches of `KNN_BATCH` queries.
+/// * op 0, the distances: row `b·n4 + i` is `−2·R_i·q_b + ‖R_i‖²` and reads the 4 columns
+///   `4⌊row/4⌋ + f`, where the client puts query b's features (every block of `n4` columns
+///   holds its query 4 times per 4 rows), so the matrix has 7 nonzero diagonals and one call
+///   carries the whole batch in ⌈KNN_BATCH·n4 / 2048⌉ ciphertexts per prime;
+/// * op 1, the votes: row `3·b + y` counts the selected references of class y for query b, each
+///   reference's indicator at [`KnnLayout::vote_col`] (one nonzero diagonal per window).
+pub fn knn_app(refs: &[[f64; 4]], labels: &[usize]) -> App {
+    let lay = KnnLayout::new(refs.len());
+    let rows = KNN_BATCH * lay.n4;
+    let mut w = vec![0i64; rows * rows];
+    let mut b = vec![0i64; rows];
+    for blk in 0..KNN_BATCH {
+        for (i, x) in refs.iter().enumerate() {
+            let r = blk * lay.n4 + i;
+            let xq = x.map(|v| q(v, IRIS_FRAC));
+            for f in 0..4 {
+                w[r * rows + r / 4 * 4 + f] = -2 * xq[f];
+            }
+            b[r] = xq.iter().map(|v| v * v).sum();
+        }
+    }
+    let vcols = lay.chunks * max_window();
+    let mut l = vec![0i64; 3 * KNN_BATCH * vcols];
+    for blk in 0..KNN_BATCH {
+        for (i, &y) in labels.iter().enumerate() {
+            let r = 3 * blk + y;
+            l[r * vcols + lay.vote_col(i, r)] = 1;
+        }
+    }
+    let mut app = App::new(
+        vec![
+            (rows, rows, w, b),
+            (3 * KNN_BATCH, vcols, l, vec![0; 3 * KNN_BATCH]),
+        ],
+        100 << IRIS_FRAC,
+    );
+    // Distances: row j reads columns j − 3 … j + 3 of its window (m = w, rows ≥ w or one
+    // window); votes: one diagonal.
+    let m = rows.next_power_of_two().min(max_window());
+    app.spec.supports = vec![Some(vec![0, 1, 2, 3, m - 3, m - 2, m - 1]), Some(vec![0])];
+    app
+}
+
+/// The client's kNN classification of `queries`, `KNN_BATCH` per two calls: distances, the
+/// `k` nearest per query (ties: the lower index), their votes, the majority (ties: the lower
+/// class).
 pub fn knn_client(
     oracle: &mut dyn LinearOracle,
     n_refs: usize,
     k: usize,
-    query: &[f64; 4],
-) -> Result<usize> {
-    let reps = knn_reps(n_refs.max(4));
-    let qx = query.map(|v| q(v, IRIS_FRAC));
-    let x: Vec<i64> = (0..reps * 4).map(|i| qx[i % 4]).collect();
-    let d = oracle.apply(0, &x)?;
-    let mut idx: Vec<usize> = (0..n_refs).collect();
-    idx.sort_by_key(|&i| (d[i], i));
-    let mut s = vec![0i64; n_refs];
-    for &i in idx.iter().take(k) {
-        s[i] = 1;
+    queries: &[[f64; 4]],
+) -> Result<Vec<usize>> {
+    let lay = KnnLayout::new(n_refs);
+    let mut out = Vec::with_capacity(queries.len());
+    for batch in queries.chunks(KNN_BATCH) {
+        let mut x = vec![0i64; KNN_BATCH * lay.n4];
+        for (blk, qr) in batch.iter().enumerate() {
+            let qx = qr.map(|v| q(v, IRIS_FRAC));
+            for (c, v) in x[blk * lay.n4..(blk + 1) * lay.n4].iter_mut().enumerate() {
+                *v = qx[c % 4];
+            }
+        }
+        let d = oracle.apply(0, &x)?;
+        let mut s = vec![0i64; lay.chunks * max_window()];
+        for blk in 0..batch.len() {
+            let d = &d[blk * lay.n4..blk * lay.n4 + lay.n];
+            let mut idx: Vec<usize> = (0..lay.n).collect();
+            idx.sort_by_key(|&i| (d[i], i));
+            for &i in idx.iter().take(k) {
+                for y in 0..3 {
+                    s[lay.vote_col(i, 3 * blk + y)] = 1;
+                }
+            }
+        }
+        let votes = oracle.apply(1, &s)?;
+        for blk in 0..batch.len() {
+            let v = &votes[3 * blk..3 * blk + 3];
+            out.push((0..3).fold(0, |b, c| if v[c] > v[b] { c } else { b }));
+        }
     }
-    let votes = oracle.apply(1, &s)?;
-    Ok((0..3).fold(0, |b, c| if votes[c] > votes[b] { c } else { b }))
+    Ok(out)
 }
 
 /// kNN in f64, the float reference.

@@ -23,15 +23,15 @@ mod service;
 mod wire;
 
 pub use client::{client_session, ChocoClient, ChocoOutcome, ClientCost, ClientRun};
+/// The packing both sides name (re-exported so faces need not depend on `secinfer_he`).
+pub use secinfer_he::choco::Packing;
 pub use server::{server_session, ChocoServer, ServerCost, ServerRun};
 pub use service::{on_threads, serve_linear, LinearClient, LinearServer, LinearSpec};
 pub use wire::{KeyUpload, Results, Upload};
 
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, LayerKind, ModelConfig, Shape};
-use secinfer_he::choco::{
-    accumulator_bound, ring_for, ConvPlan, DensePlan, Kernel, Packing, RnsParams,
-};
+use secinfer_he::choco::{accumulator_bound, ring_for, ConvPlan, DensePlan, Kernel, RnsParams};
 
 /// What one stage of a choco session computes.
 #[derive(Clone, Debug)]

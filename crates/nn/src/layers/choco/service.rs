@@ -27,6 +27,9 @@ pub struct LinearSpec {
     pub shapes: Vec<(usize, usize)>,
     /// Largest `|W·x + b|` any call can produce (sizes the plaintext primes).
     pub bound: u128,
+    /// Per matrix, the diagonals of the Dense kernel it uses when it is banded (`None`: all;
+    /// see `DensePlan::with_support`): fewer rotations and Galois keys.
+    pub supports: Vec<Option<Vec<usize>>>,
 }
 
 struct Shared {
@@ -38,26 +41,45 @@ struct Shared {
 impl Shared {
     fn new(spec: &LinearSpec) -> Result<Shared> {
         let row_len = RING_DEGREE / 2;
+        if spec.supports.len() > spec.shapes.len() {
+            return Err(NnError::Input(format!(
+                "{} supports for {} matrices",
+                spec.supports.len(),
+                spec.shapes.len()
+            )));
+        }
         let plans = spec
             .shapes
             .iter()
-            .map(|&(r, c)| {
-                Ok(Kernel::Dense(DensePlan::new(
-                    r,
-                    c,
-                    Packing::Redundant,
-                    row_len,
-                    2,
-                )?))
+            .enumerate()
+            .map(|(i, &(r, c))| {
+                let plan = DensePlan::new(r, c, Packing::Redundant, row_len, 2)?;
+                Ok(Kernel::Dense(
+                    match spec.supports.get(i).cloned().flatten() {
+                        Some(diags) => plan.with_support(diags)?,
+                        None => plan,
+                    },
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         let rns = RnsParams::for_packing(spec.bound, Packing::Redundant)?;
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
-        h.update(b"secinfer-choco-linear-v1");
+        h.update(b"secinfer-choco-linear-v2");
         for (r, c) in &spec.shapes {
             h.update((*r as u64).to_le_bytes());
             h.update((*c as u64).to_le_bytes());
+        }
+        for p in &plans {
+            if let Kernel::Dense(DensePlan {
+                support: Some(s), ..
+            }) = p
+            {
+                h.update((s.len() as u64).to_le_bytes());
+                for d in s {
+                    h.update((*d as u64).to_le_bytes());
+                }
+            }
         }
         for t in rns.primes() {
             h.update(t.to_le_bytes());
