@@ -117,6 +117,7 @@ pub fn seeds(target: &str) -> Option<Vec<Vec<u8>>> {
             let req = ss::SsRequest {
                 math: ss::Impl::Opaf,
                 source: secinfer_ss::CotSource::Iknp,
+                products: ss::Products::default(),
                 logits: false,
             };
             let x = vec![0i64; shape.steps * shape.input];
