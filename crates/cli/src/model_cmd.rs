@@ -203,6 +203,11 @@ pub struct InferArgs {
     /// follows the client).
     #[arg(long, default_value = "opaf")]
     pub math: String,
+    /// Family ss: the matrix products, `he` (Cheetah's coefficient-encoded HE on random masks
+    /// offline, one masked message per product online) or `ot` (SIRNN's OT products, all
+    /// online; more bytes, no HE keys). The server follows the client.
+    #[arg(long, value_parser = ["he", "ot"], default_value = "he")]
+    pub products: String,
 }
 
 /// Where the GRU's gates r and z are computed (`--gates`).

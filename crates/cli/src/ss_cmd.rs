@@ -7,7 +7,7 @@
 use crate::error::Error;
 use crate::model_cmd::{graph_inputs, label, reference_graph, InferArgs};
 use secinfer_nn::layers::gru::ClientOptions;
-use secinfer_nn::layers::ss::{FastGrnnRun, FastGrnnShape, Impl};
+use secinfer_nn::layers::ss::{FastGrnnRun, FastGrnnShape, Impl, Products};
 use secinfer_nn::runtime::{Client, Detail, RunOptions};
 use secinfer_nn::{CircuitActivations, GraphReference};
 
@@ -80,6 +80,8 @@ pub fn infer(a: &InferArgs, client: &Client, server: &str) -> Result<(), Error> 
         return Err(Error::msg("family ss runs FastGRNN graphs"));
     };
     let math = Impl::parse(&a.math).ok_or_else(|| Error::msg("--math must be opaf or sirnn"))?;
+    let products =
+        Products::parse(&a.products).ok_or_else(|| Error::msg("--products must be he or ot"))?;
     let run = RunOptions {
         protocol: ClientOptions {
             reveal_logits: a.reveal_logits,
@@ -87,12 +89,14 @@ pub fn infer(a: &InferArgs, client: &Client, server: &str) -> Result<(), Error> 
         },
         ot: a.ot,
         math,
+        products,
         ..RunOptions::default()
     };
     let reference = reference_graph(a)?;
     println!(
-        "family ss, {} math: {}; the client learns the class{}",
+        "family ss, {} math, {} products: {}; the client learns the class{}",
         math.name(),
+        products.name(),
         shape_line(shape),
         if a.reveal_logits {
             " and the logits"

@@ -30,7 +30,7 @@ fn infer(addr: &str, info: &std::path::Path, extra: &[&str]) -> (bool, String, S
 fn fastgrnn_serve_and_infer_over_tcp_match_the_reference() {
     let model = root().join("models/mnist-fastgrnn");
     let (scratch, key, info) = export_info("ss", &model);
-    let mut cmd = serve_command(&["--sessions", "3", "--model"]);
+    let mut cmd = serve_command(&["--sessions", "4", "--model"]);
     cmd.arg(&model).arg("--key").arg(&key);
     let srv = Served::start(cmd, true);
     assert!(srv.line.contains("family ss"), "{}", srv.line);
@@ -53,11 +53,33 @@ fn fastgrnn_serve_and_infer_over_tcp_match_the_reference() {
     );
     assert!(!so.contains("logits ["), "{so}");
     assert!(so.contains("online rounds"), "{so}");
+    assert!(so.contains("opaf math, he products"), "{so}");
+    // The other products and math, chosen by the client: the same class.
+    let (ok, so, se) = infer(
+        &addr,
+        &info,
+        &[
+            "--compare-plaintext",
+            "--limit",
+            "1",
+            "--products",
+            "ot",
+            "--math",
+            "sirnn",
+        ],
+    );
+    assert!(ok, "{so}\n{se}");
+    assert!(so.contains("sirnn math, ot products"), "{so}");
+    assert!(
+        so.contains("secure: 7")
+            && so.contains("[class matches the plaintext fixed-point reference]"),
+        "{so}"
+    );
     let (ok, so, se) = infer(&addr, &info, &["--reveal-logits", "--limit", "1"]);
     assert!(!ok, "{so}");
     assert!(se.contains("does not reveal logits"), "{se}");
     let log = srv.stop().join("\n");
-    assert_eq!(log.matches("revealed class").count(), 2, "{log}");
+    assert_eq!(log.matches("revealed class").count(), 3, "{log}");
     assert!(log.contains("not allowed"), "{log}");
     let _ = std::fs::remove_dir_all(&scratch);
 }

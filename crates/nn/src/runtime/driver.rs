@@ -59,6 +59,8 @@ pub struct RunOptions {
     pub garbling: Scheme,
     /// Family `ss`: OPAF's or SIRNN's sigmoid and tanh.
     pub math: Impl,
+    /// Family `ss`: the matrix products by Cheetah's HE on masks or by SIRNN's OTs.
+    pub products: ss::Products,
     /// Threads for the client's own work in family `choco` (`None`: the caller's pool; 1
     /// models a small device).
     pub threads: Option<usize>,
@@ -71,6 +73,7 @@ impl Default for RunOptions {
             ot: OtFiller::default(),
             garbling: DEFAULT_GARBLING,
             math: Impl::Opaf,
+            products: ss::Products::default(),
             threads: None,
         }
     }
@@ -543,7 +546,7 @@ impl ClientSession {
                 let request = SsRequest {
                     math: opts.math,
                     source: cot_source(opts.ot),
-                    products: ss::Products::default(),
+                    products: opts.products,
                     logits: opts.protocol.reveal_logits,
                 };
                 let r = ss::client_session(ch, shape, &request, x, *main)?;
