@@ -1,6 +1,28 @@
 //! Bit-level packing of `bits`-bit values (1 ≤ bits ≤ 64) on the wire: value `i` occupies bits
 //! `[i·bits, (i+1)·bits)` of a little-endian bit string of `ceil(n·bits / 8)` bytes.
 use crate::error::OtError;
+use secinfer_core::Block;
+use secinfer_net::NetError;
+
+/// A peer's message of exactly `n` blocks, as blocks (the bytes need no alignment); any other
+/// length is refused before allocating.
+pub(crate) fn blocks_of(bytes: &[u8], n: usize) -> Result<Vec<Block>, OtError> {
+    if bytes.len() != 16 * n {
+        return Err(NetError::UnexpectedLength {
+            expected: 16 * n,
+            got: bytes.len(),
+        }
+        .into());
+    }
+    Ok(bytes
+        .chunks_exact(16)
+        .map(|b| {
+            let mut a = [0u8; 16];
+            a.copy_from_slice(b);
+            Block::from_bytes(a)
+        })
+        .collect())
+}
 
 /// `2^bits − 1` (all ones for 64).
 #[inline]

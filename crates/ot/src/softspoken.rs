@@ -60,6 +60,7 @@
 use crate::base::{base_ot_receive, base_ot_send};
 use crate::error::OtError;
 use crate::ext::{pack_choices, CHUNK_ROWS};
+use crate::pack::blocks_of;
 use crate::transpose::transpose128_lanes;
 use rayon::prelude::*;
 use secinfer_core::Block;
@@ -271,22 +272,7 @@ impl SoftSpokenSender {
         if keys.len() != 128 {
             return Err(OtError::arg("SoftSpokenOT needs exactly 128 base OTs"));
         }
-        let nmsg = setup_blocks(k);
-        if msg.len() != nmsg * 16 {
-            return Err(NetError::UnexpectedLength {
-                expected: nmsg * 16,
-                got: msg.len(),
-            }
-            .into());
-        }
-        let msg: Vec<Block> = msg
-            .chunks_exact(16)
-            .map(|b| {
-                let mut a = [0u8; 16];
-                a.copy_from_slice(b);
-                Block::from_bytes(a)
-            })
-            .collect();
+        let msg = blocks_of(msg, setup_blocks(k))?;
         let mut msgs = msg.chunks_exact(2);
         let mut chunks = Vec::new();
         for (col0, w) in layout(k) {

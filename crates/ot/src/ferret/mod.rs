@@ -35,9 +35,10 @@ pub mod spcot;
 
 use crate::error::OtError;
 use crate::iknp::{OtExtReceiver, OtExtSender};
+use crate::pack::blocks_of;
 use secinfer_core::Block;
 use secinfer_core::Prg;
-use secinfer_net::{Channel, NetError};
+use secinfer_net::Channel;
 
 /// Hash domain of the SPCOT level-sum OTs (the iteration and COT index fill the low 64 bits).
 const DOMAIN_FERRET: u64 = 0x1c4e_5400_0000_0001;
@@ -428,13 +429,18 @@ impl FerretCotReceiver {
         out: &mut Vec<Block>,
         bits: &mut Vec<bool>,
     ) -> Result<usize, OtError> {
+        let main = self.check_extend(out, bits)?;
+        let r = self.iterate(ch, &main, out, bits, true);
+        poison_on_err(&mut self.poisoned, r)
+    }
+
+    /// The main iteration's parameters, once the instance is usable and `out` and `bits` agree.
+    fn check_extend(&self, out: &[Block], bits: &[bool]) -> Result<LpnParams, OtError> {
         check_usable(self.poisoned)?;
         if out.len() != bits.len() {
             return Err(OtError::arg("Ferret extend: one bit per COT"));
         }
-        let main = self.params.main;
-        let r = self.iterate(ch, &main, out, bits, true);
-        poison_on_err(&mut self.poisoned, r)
+        Ok(self.params.main)
     }
 
     /// IO-free main iteration: absorbs the message of the sender's
@@ -446,29 +452,9 @@ impl FerretCotReceiver {
         out: &mut Vec<Block>,
         bits: &mut Vec<bool>,
     ) -> Result<usize, OtError> {
-        check_usable(self.poisoned)?;
-        if out.len() != bits.len() {
-            return Err(OtError::arg("Ferret extend: one bit per COT"));
-        }
-        let main = self.params.main;
-        let expected = 16 * main.t * mpcot::msg_blocks_per_tree(main.log_bin as usize);
-        if msg.len() != expected {
-            self.poisoned = true;
-            return Err(NetError::UnexpectedLength {
-                expected,
-                got: msg.len(),
-            }
-            .into());
-        }
-        let msg: Vec<Block> = msg
-            .chunks_exact(16)
-            .map(|b| {
-                let mut a = [0u8; 16];
-                a.copy_from_slice(b);
-                Block::from_bytes(a)
-            })
-            .collect();
-        let r = self.absorb(&main, &msg, out, bits, true);
+        let main = self.check_extend(out, bits)?;
+        let n = main.t * mpcot::msg_blocks_per_tree(main.log_bin as usize);
+        let r = blocks_of(msg, n).and_then(|msg| self.absorb(&main, &msg, out, bits, true));
         poison_on_err(&mut self.poisoned, r)
     }
 
