@@ -10,6 +10,7 @@ use crate::ring::{check_bits, mask, msb};
 use rayon::prelude::*;
 use secinfer_net::Channel;
 
+pub mod modt;
 pub mod pooled;
 mod reciprocal;
 
