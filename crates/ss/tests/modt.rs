@@ -20,7 +20,21 @@ fn lift(v: u64, t: u64) -> i64 {
 /// Accumulators: extremes first, then random over the whole signed range.
 fn accs(t: u64, n: usize, rng: &mut Rng) -> Vec<i64> {
     let h = ((t - 1) / 2) as i64;
-    let mut v = vec![0, 1, -1, h, -h, h - 1, -h + 1, 64, -64, 63, -65, 1 << 14, -(1 << 14)];
+    let mut v = vec![
+        0,
+        1,
+        -1,
+        h,
+        -h,
+        h - 1,
+        -h + 1,
+        64,
+        -64,
+        63,
+        -65,
+        1 << 14,
+        -(1 << 14),
+    ];
     while v.len() < n {
         let r = rng.next();
         v.push(match r % 4 {
@@ -139,6 +153,7 @@ fn bad_steps_and_unreduced_shares_are_refused() {
         r.client.unwrap_err().kind(),
         secinfer_core::ErrorKind::InvalidArgument
     );
-    let r = run2(|ctx, ch| finish_modt(ctx, ch, &ModtStep { window: 4, ..ok }, &[1; 6]).map(|_| ()));
+    let r =
+        run2(|ctx, ch| finish_modt(ctx, ch, &ModtStep { window: 4, ..ok }, &[1; 6]).map(|_| ()));
     assert!(r.server.is_err());
 }

@@ -36,6 +36,8 @@ pub struct ServerOptions {
     /// The linear kernels of `hegc` networks: the cost model's per layer unless one is asked
     /// for.
     pub kernel: hegc::KernelChoice,
+    /// The finishing steps (truncation, ReLU, max-pool) of `hegc` networks: by OT or garbled.
+    pub nonlinear: hegc::Nonlinear,
     /// CHOCO's packing (rotational redundancy unless the baseline is asked for).
     pub packing: Packing,
 }
@@ -46,6 +48,7 @@ impl Default for ServerOptions {
             variant: Variant::Cg2,
             plan: PlanOptions::default(),
             kernel: hegc::KernelChoice::Auto,
+            nonlinear: hegc::Nonlinear::default(),
             packing: Packing::Redundant,
         }
     }
@@ -221,7 +224,9 @@ impl ServerSession {
             Protocol::SsFastGrnn => ServerStep::Ss(Box::new(SsServer::new(model, false)?)),
             Protocol::HegcNet => {
                 let q = QuantizedGraph::new(model, config.fixed_point)?;
-                ServerStep::Hegc(Box::new(HegcServerModel::new(&q, &config, opts.kernel)?))
+                ServerStep::Hegc(Box::new(
+                    HegcServerModel::new(&q, &config, opts.kernel)?.with_nonlinear(opts.nonlinear),
+                ))
             }
             Protocol::Local | Protocol::Missing => {
                 return Err(NnError::Protocol("a checked plan has a secure step".into()))
@@ -379,9 +384,9 @@ impl ClientSession {
             Protocol::SsFastGrnn => {
                 ClientStep::Ss(Box::new(ss::shape_of(&config)?), config.fixed_point.main)
             }
-            Protocol::HegcNet => {
-                ClientStep::Hegc(Box::new(HegcClientModel::new(&config, opts.kernel)?))
-            }
+            Protocol::HegcNet => ClientStep::Hegc(Box::new(
+                HegcClientModel::new(&config, opts.kernel)?.with_nonlinear(opts.nonlinear),
+            )),
             Protocol::Local | Protocol::Missing => {
                 return Err(NnError::Protocol("a checked plan has a secure step".into()))
             }

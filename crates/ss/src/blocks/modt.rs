@@ -191,7 +191,12 @@ fn pool<C: Channel>(
         for p in 0..pairs {
             let a = &cols[2 * p];
             let g = &sel[p * n..(p + 1) * n];
-            next.push(a.iter().zip(g).map(|(x, z)| x.wrapping_add(*z) & m).collect());
+            next.push(
+                a.iter()
+                    .zip(g)
+                    .map(|(x, z)| x.wrapping_add(*z) & m)
+                    .collect(),
+            );
         }
         if cols.len() % 2 == 1 {
             next.push(cols.pop().unwrap_or_default());

@@ -16,6 +16,10 @@
 //! ([`secinfer_gc::requant::window_circuit`]). The last pending value goes into a garbled
 //! argmax: the client learns the class, and the logits only when the server allows it.
 //!
+//! The finishing steps may instead run by OT on the same shares ([`Nonlinear::Ot`],
+//! `secinfer_ss::blocks::modt`: SIRNN / Cheetah-style millionaires' comparisons and
+//! multiplexers), which computes the same function; the argmax stays garbled.
+//!
 //! Bit-exactness with the reference holds because every pending value stays within
 //! (−p/2, p/2): [`NetShape::check_range`] refuses, naming the layer, a model whose weights could
 //! exceed it for some input in the main format.
@@ -50,6 +54,38 @@ pub const FLOOD_BITS: u32 = 40;
 /// block offset (≈ 0.6 MB each at n = 8192), so small images use fewer, wider blocks
 /// ([`secinfer_he::ConvPlan::with_max_groups`]).
 pub const MAX_CONV_GROUPS: usize = 16;
+
+/// How the finishing steps (truncation, ReLU, max-pooling) run on the Z_p shares.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Nonlinear {
+    /// One garbled batch per step (`secinfer_gc::requant::window_circuit`).
+    Gc,
+    /// Millionaires' comparisons and multiplexers on OTs (`secinfer_ss::blocks::modt`).
+    #[default]
+    Ot,
+}
+
+impl Nonlinear {
+    pub fn name(self) -> &'static str {
+        match self {
+            Nonlinear::Gc => "gc",
+            Nonlinear::Ot => "ot",
+        }
+    }
+}
+
+impl std::str::FromStr for Nonlinear {
+    type Err = NnError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "gc" => Ok(Nonlinear::Gc),
+            "ot" => Ok(Nonlinear::Ot),
+            o => Err(NnError::Input(format!(
+                "unknown nonlinear protocol {o:?} (gc or ot)"
+            ))),
+        }
+    }
+}
 
 /// A max-pool window over a CHW image (public).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -144,6 +180,8 @@ pub struct NetShape {
     pub choice: KernelChoice,
     /// By op index: each linear op's kernel and the cost model's reasons.
     pub choices: Vec<Option<Choice>>,
+    /// The finishing steps' protocol.
+    pub nonlinear: Nonlinear,
 }
 
 fn unsupported(i: usize, name: &str, kind: &LayerKind, why: &str) -> NnError {
@@ -422,6 +460,7 @@ impl NetShape {
             main,
             choice,
             choices,
+            nonlinear: Nonlinear::default(),
         })
     }
 
@@ -430,13 +469,14 @@ impl NetShape {
         self.choices.get(k)?.as_ref().map(|c| c.kernel)
     }
 
-    /// `gala`, `gazelle`, `coeff`, `gc` or `local`, for the cost report.
+    /// `gala`, `gazelle`, `coeff`, `gc`, `ot` or `local`, for the cost report.
     pub fn kernel_name(&self, k: usize) -> &'static str {
         match (&self.ops[k].kind, self.kernel_of(k)) {
             (OpKind::Linear(_), Some(kr)) => kr.name(),
             (OpKind::Linear(_), None) => "none",
             (OpKind::AvgPool { .. } | OpKind::Add { .. }, _) => "local",
-            (OpKind::Finish { .. } | OpKind::Argmax { .. }, _) => "gc",
+            (OpKind::Finish { .. }, _) => self.nonlinear.name(),
+            (OpKind::Argmax { .. }, _) => "gc",
         }
     }
 
@@ -508,6 +548,11 @@ impl NetShape {
             self.input_range,
             self.ops
         );
+        // The garbled protocol keeps the hash it had before the OT one existed.
+        let s = match self.nonlinear {
+            Nonlinear::Gc => s,
+            Nonlinear::Ot => format!("{s}|nonlinear-ot"),
+        };
         let d = Sha256::digest(s.as_bytes());
         d.iter().take(16).map(|b| format!("{b:02x}")).collect()
     }
@@ -659,10 +704,12 @@ impl LinearPlan {
 #[derive(Clone, Debug, Default)]
 pub struct LayerCost {
     pub name: String,
-    /// `gala`, `gazelle`, `coeff`, `gc` or `local`.
+    /// `gala`, `gazelle`, `coeff`, `gc`, `ot` or `local`.
     pub kernel: String,
     pub he_bytes: u64,
     pub gc_bytes: u64,
+    /// Bytes of the OT finishing steps ([`Nonlinear::Ot`]).
+    pub ot_bytes: u64,
     pub time_s: f64,
     pub rounds: u64,
 }

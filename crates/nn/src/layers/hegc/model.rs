@@ -1,5 +1,5 @@
 //! The two parties' prepared networks: the server's encoded weights, the client's plans.
-use super::KernelChoice;
+use super::{KernelChoice, Nonlinear};
 use super::{LinearPlan, LinearShape, NetShape, OpKind, FLOOD_BITS, HE_PARAMS};
 use crate::error::{NnError, Result};
 use crate::model::ModelConfig;
@@ -150,6 +150,14 @@ impl HegcServerModel {
     }
 }
 
+impl HegcServerModel {
+    /// The same network with its finishing steps run by `n`.
+    pub fn with_nonlinear(mut self, n: Nonlinear) -> Self {
+        self.shape.nonlinear = n;
+        self
+    }
+}
+
 /// The client's side of a network: its shape and parameters (public).
 pub struct HegcClientModel {
     pub shape: NetShape,
@@ -167,6 +175,12 @@ impl HegcClientModel {
             params,
             plans,
         })
+    }
+
+    /// The same network with its finishing steps run by `n`.
+    pub fn with_nonlinear(mut self, n: Nonlinear) -> Self {
+        self.shape.nonlinear = n;
+        self
     }
 
     /// Rotation steps of every layer's kernel (the Galois keys the client uploads).

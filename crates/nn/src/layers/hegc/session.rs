@@ -3,17 +3,19 @@
 //!   number of images), the client's BFV public key and Galois keys, the base OTs of an IKNP
 //!   pool whose Δ is the garbler's free-XOR offset;
 //! * per image, offline: the garbled batches of every finishing step and the garbled argmax
-//!   (input-independent);
+//!   (input-independent), or, when the finishing steps run by OT ([`Nonlinear::Ot`]), the
+//!   correlated OTs they will use and only the argmax garbled;
 //! * per image, online, op by op: for a linear layer the client's encrypted share up and the
-//!   flooded responses down; for a finishing step the batch's OTs and labels; local steps
+//!   flooded responses down; for a finishing step the batch's OTs and labels (or its
+//!   comparisons and multiplexers on the pooled OTs); local steps
 //!   (average pooling, residual sums) cost nothing; finally the argmax.
 //!
 //! The keys of the setup serve every image of the session, so a client that classifies many
 //! images pays for them once.
 use super::model::ServerLinear;
 use super::{
-    HegcClientModel, HegcServerModel, LayerCost, LinearPlan, LinearShape, NetShape, Op, OpKind,
-    PROTOCOL,
+    HegcClientModel, HegcServerModel, LayerCost, LinearPlan, LinearShape, NetShape, Nonlinear, Op,
+    OpKind, PROTOCOL,
 };
 use crate::error::{NnError, Result};
 use crate::layers::gru::{GruOutcome, ServerPolicy, SessionReport, LOGITS_REFUSED};
@@ -30,6 +32,8 @@ use secinfer_he::{
 };
 use secinfer_net::{Channel, Cost, Phase};
 use secinfer_ot::{Block, OtExtReceiver, OtExtSender, Prg};
+use secinfer_ss::blocks::modt::{finish_modt, ModtStep};
+use secinfer_ss::{CotSource, Ctx, Party};
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -70,6 +74,8 @@ fn phase_mut(c: &mut Cost, p: Phase) -> &mut secinfer_net::PhaseCost {
 /// Measures one op of the network.
 struct Step {
     cost: LayerCost,
+    /// The op runs by OT: its bytes are OT bytes, not garbled ones.
+    ot: bool,
     t0: Instant,
     b0: u64,
     r0: u64,
@@ -83,6 +89,8 @@ impl Step {
                 kernel: shape.kernel_name(k).into(),
                 ..Default::default()
             },
+            ot: shape.nonlinear == Nonlinear::Ot
+                && matches!(shape.ops[k].kind, OpKind::Finish { .. }),
             t0: Instant::now(),
             b0: bytes(ch),
             r0: rounds(ch),
@@ -96,7 +104,11 @@ impl Step {
     }
     fn end<C: Channel>(mut self, ch: &C, rep: &mut SessionReport) {
         let b = bytes(ch);
-        self.cost.gc_bytes += b - self.b0;
+        if self.ot {
+            self.cost.ot_bytes += b - self.b0;
+        } else {
+            self.cost.gc_bytes += b - self.b0;
+        }
         self.cost.time_s = self.t0.elapsed().as_secs_f64();
         self.cost.rounds = rounds(ch) - self.r0;
         rep.he_bytes += self.cost.he_bytes;
@@ -142,6 +154,57 @@ fn finish_circuit(p: u64, op: &Op) -> Result<(secinfer_gc::Circuit, usize)> {
     };
     let k = window.as_ref().map_or(1, |w| w.size());
     Ok((window_circuit(p, tr, k)?, k))
+}
+
+/// The OT pools' filler of the finishing steps: SoftSpokenOT with 4-bit chunks (4 bytes per
+/// COT offline, against IKNP's 16).
+const OT_SOURCE: CotSource = CotSource::SoftSpoken { k: 4 };
+
+/// Whether the session runs finishing steps by OT.
+fn by_ot(s: &NetShape) -> bool {
+    s.nonlinear == Nonlinear::Ot
+        && s.ops
+            .iter()
+            .any(|o| matches!(o.kind, OpKind::Finish { .. }))
+}
+
+/// A finishing op as the OT protocol's step.
+fn modt_step(p: u64, op: &Op) -> Result<ModtStep> {
+    let OpKind::Finish { tr, window } = &op.kind else {
+        return Err(NnError::Protocol("not a finishing op".into()));
+    };
+    Ok(ModtStep {
+        t: p,
+        shift: tr.shift,
+        bits: tr.bits,
+        relu: tr.relu,
+        window: window.as_ref().map_or(1, |w| w.size()),
+    })
+}
+
+/// The offline phase of the OT finishing steps: a dry run of every step of one image sizes the
+/// correlations, which both parties then make.
+fn ot_offline<C: Channel>(
+    ch: &mut C,
+    ctx: &mut Ctx,
+    party: Party,
+    s: &NetShape,
+    p: u64,
+) -> Result<()> {
+    let steps = s
+        .ops
+        .iter()
+        .filter(|o| matches!(o.kind, OpKind::Finish { .. }))
+        .map(|o| Ok((modt_step(p, o)?, o.len)))
+        .collect::<Result<Vec<_>>>()?;
+    let plan = secinfer_ss::plan_for(party, |c, dry| {
+        for (step, len) in &steps {
+            finish_modt(c, dry, step, &vec![0; len * step.window])?;
+        }
+        Ok(())
+    })?;
+    ctx.preprocess(ch, plan)?;
+    Ok(())
 }
 
 /// The shares a finishing op feeds its batch: the windows' elements, window-major.
@@ -229,6 +292,8 @@ struct ServerCtx<'a> {
     ot: OtExtSender,
     delta: Block,
     reveal: bool,
+    /// The OT finishing steps' context ([`Nonlinear::Ot`]).
+    ss: Option<Ctx>,
 }
 
 /// Server: one session over `ch` (as many images as the client declared), revealing no more
@@ -252,6 +317,9 @@ pub fn server_session<C: Channel>(
     let delta = Block(prg.next_block().0 | 1);
     let ot = OtExtSender::setup_with_delta(ch, &mut prg, delta)?;
     rep.he_bytes += ch.cost().setup.bytes();
+    let ss = by_ot(&m.shape)
+        .then(|| Ctx::setup_with(Party::Server, ch, OT_SOURCE))
+        .transpose()?;
     let mut ctx = ServerCtx {
         m,
         pk,
@@ -259,6 +327,7 @@ pub fn server_session<C: Channel>(
         ot,
         delta,
         reveal: hello.reveal,
+        ss,
     };
     for _ in 0..hello.images {
         server_image(ch, &mut ctx, &mut rep)?;
@@ -369,6 +438,7 @@ fn server_image<C: Channel>(
     let mut fin: Option<(GarbledBatch, usize)> = None;
     for (k, op) in shape.ops.iter().enumerate() {
         garblers.push(match &op.kind {
+            OpKind::Finish { .. } if ctx.ss.is_some() => None,
             OpKind::Finish { tr, .. } => {
                 let (circ, win) = finish_circuit(p, op)?;
                 let g = WindowGarbler::offline(ch, ctx.delta, p, &circ, win, tr.bits, op.len)?;
@@ -386,6 +456,9 @@ fn server_image<C: Channel>(
     }
     ch.flush()?;
     rep.gc_bytes += ch.cost().offline.bytes() - b0;
+    if let Some(ss) = ctx.ss.as_mut() {
+        ot_offline(ch, ss, Party::Server, shape, p)?;
+    }
     let (fin_batch, n_fin) = fin.ok_or_else(|| NnError::Protocol("no argmax".into()))?;
     // ---- online
     ch.set_phase(Phase::Online);
@@ -405,6 +478,13 @@ fn server_image<C: Channel>(
                 y
             }
             OpKind::AvgPool { .. } | OpKind::Add { .. } => local(op, &cur(), &kept_vals, p)?,
+            OpKind::Finish { .. } if ctx.ss.is_some() => {
+                let ss = ctx
+                    .ss
+                    .as_mut()
+                    .ok_or_else(|| NnError::Protocol("no OT context".into()))?;
+                finish_modt(ss, ch, &modt_step(p, op)?, &gather(op, &cur()))?
+            }
             OpKind::Finish { .. } => {
                 let g = garblers[k]
                     .take()
@@ -440,6 +520,8 @@ struct ClientCtx<'a> {
     sk: SecretKey,
     ot: OtExtReceiver,
     reveal: bool,
+    /// The OT finishing steps' context ([`Nonlinear::Ot`]).
+    ss: Option<Ctx>,
 }
 
 /// Client: one session over `ch` on `input` (main-format integers, the image in CHW order).
@@ -520,7 +602,16 @@ pub fn client_session_images<C: Channel>(
     ch.send_frame(&sk.public_key().to_bytes())?;
     ch.send_frame(&sk.rotation_keys(&m.rotation_steps(), false).to_bytes())?;
     let ot = OtExtReceiver::setup(ch, &mut Prg::new())?;
-    let mut ctx = ClientCtx { m, sk, ot, reveal };
+    let ss = by_ot(&m.shape)
+        .then(|| Ctx::setup_with(Party::Client, ch, OT_SOURCE))
+        .transpose()?;
+    let mut ctx = ClientCtx {
+        m,
+        sk,
+        ot,
+        reveal,
+        ss,
+    };
     let mut outs = Vec::with_capacity(inputs.len());
     let mut before = Cost::default();
     for (i, input) in clamped.iter().enumerate() {
@@ -598,6 +689,7 @@ fn client_image<C: Channel>(
     let mut fin: Option<(secinfer_gc::Circuit, ReceivedBatch, usize)> = None;
     for (k, op) in shape.ops.iter().enumerate() {
         evals.push(match &op.kind {
+            OpKind::Finish { .. } if ctx.ss.is_some() => None,
             OpKind::Finish { .. } => {
                 let (circ, win) = finish_circuit(p, op)?;
                 Some(WindowEvaluator::offline(ch, p, circ, win, op.len)?)
@@ -614,6 +706,9 @@ fn client_image<C: Channel>(
         });
     }
     rep.gc_bytes += ch.cost().offline.bytes() - b0;
+    if let Some(ss) = ctx.ss.as_mut() {
+        ot_offline(ch, ss, Party::Client, shape, p)?;
+    }
     let (fin_circ, fin_batch, n_fin) = fin.ok_or_else(|| NnError::Protocol("no argmax".into()))?;
     // ---- online
     ch.set_phase(Phase::Online);
@@ -637,6 +732,13 @@ fn client_image<C: Channel>(
                 y
             }
             OpKind::AvgPool { .. } | OpKind::Add { .. } => local(op, &x, &kept_vals, p)?,
+            OpKind::Finish { .. } if ctx.ss.is_some() => {
+                let ss = ctx
+                    .ss
+                    .as_mut()
+                    .ok_or_else(|| NnError::Protocol("no OT context".into()))?;
+                finish_modt(ss, ch, &modt_step(p, op)?, &gather(op, &x))?
+            }
             OpKind::Finish { .. } => {
                 let e = evals[k]
                     .take()

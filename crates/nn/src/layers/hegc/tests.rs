@@ -457,3 +457,73 @@ fn auto_takes_the_cheapest_estimate_and_its_bytes_are_the_wire_bytes() {
         }
     }
 }
+
+/// One session of `model` on `x` with the finishing steps run by `nl`; returns the secure
+/// logits, the reference's, and the server's report.
+fn run_nonlinear(
+    model: &Model,
+    x: &[i64],
+    nl: Nonlinear,
+) -> (Vec<i64>, Vec<i64>, crate::layers::gru::SessionReport) {
+    let q = QuantizedGraph::new(model, model.config.fixed_point).unwrap();
+    let sm = HegcServerModel::new(&q, &model.config, KernelChoice::Auto)
+        .unwrap()
+        .with_nonlinear(nl);
+    let cm = HegcClientModel::new(&model.config, KernelChoice::Auto)
+        .unwrap()
+        .with_nonlinear(nl);
+    let (mut a, mut b) = mem_pair();
+    let policy = ServerPolicy { allow_logits: true };
+    let srv = std::thread::spawn(move || server_session(&mut b, &sm, policy));
+    let out = client_session(&mut a, &cm, x, true, &mut |_, _, _| {}).unwrap();
+    let rep = srv.join().unwrap().unwrap();
+    let mut r = GraphReference::new(&q, ExactActivations);
+    let outs = r.run(Input::Fixed(x)).unwrap();
+    assert_eq!(out.class as i64, outs[outs.len() - 1][0]);
+    (out.logits.unwrap(), outs[outs.len() - 2].clone(), rep)
+}
+
+#[test]
+fn finishing_steps_by_ot_and_by_gc_equal_the_reference_bit_for_bit() {
+    // Narrow main formats make the truncation wrap; the CNN has ReLU + max-pool windows.
+    let mlp = random_mlp(&[40, 24, 16, 7], 10, 4, 5).unwrap();
+    let cnn = small_cnn(4);
+    for (model, bits, seed) in [(&mlp, 10, 3), (&cnn, 12, 8)] {
+        let n = model.config.graph.input_shape().elements();
+        for seed in [seed, seed + 1] {
+            let x = random_input(n, bits, seed);
+            for nl in [Nonlinear::Gc, Nonlinear::Ot] {
+                let (logits, want, rep) = run_nonlinear(model, &x, nl);
+                assert_eq!(logits, want, "{nl:?}");
+                let shape = NetShape::new(&model.config, KernelChoice::Auto).unwrap();
+                assert_eq!(rep.layers.len(), shape.ops.len());
+                let finish: Vec<&LayerCost> = rep
+                    .layers
+                    .iter()
+                    .zip(&shape.ops)
+                    .filter(|(_, o)| matches!(o.kind, OpKind::Finish { .. }))
+                    .map(|(l, _)| l)
+                    .collect();
+                assert!(finish.len() >= 2);
+                for l in finish {
+                    assert_eq!(l.kernel, nl.name(), "{}", l.name);
+                    match nl {
+                        Nonlinear::Ot => assert!(l.ot_bytes > 0 && l.gc_bytes == 0, "{l:?}"),
+                        Nonlinear::Gc => assert!(l.gc_bytes > 0 && l.ot_bytes == 0, "{l:?}"),
+                    }
+                }
+            }
+        }
+    }
+    // Different protocols are different networks to the handshake.
+    let a = NetShape::new(&mlp.config, KernelChoice::Auto).unwrap();
+    let mut b = a.clone();
+    b.nonlinear = if a.nonlinear == Nonlinear::Ot {
+        Nonlinear::Gc
+    } else {
+        Nonlinear::Ot
+    };
+    assert_ne!(a.hash(), b.hash());
+    assert_eq!("ot".parse::<Nonlinear>().unwrap(), Nonlinear::Ot);
+    assert!("garbled".parse::<Nonlinear>().is_err());
+}
