@@ -143,6 +143,10 @@ pub struct InferArgs {
     /// formats too).
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
+    /// Image networks (family hegc): truncation, ReLU and max-pooling by OT (ot) or garbled
+    /// circuits (gc), as the server runs them.
+    #[arg(long, default_value = "ot")]
+    pub nonlinear: secinfer_nn::layers::hegc::Nonlinear,
     /// Ask the server's circuit to reveal the logits to this client (default: only the class).
     #[arg(long)]
     pub reveal_logits: bool,
@@ -344,6 +348,7 @@ pub fn infer(a: InferArgs) -> Result<(), Error> {
     let opts = ServerOptions {
         variant: a.variant,
         plan: PlanOptions { family: a.family },
+        nonlinear: a.nonlinear,
         ..ServerOptions::default()
     };
     let mut client = Client::load_with(info_dir, &opts)?;

@@ -38,6 +38,10 @@ pub struct ServeArgs {
     /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations).
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
+    /// Image networks (family hegc): truncation, ReLU and max-pooling by OT (ot) or garbled
+    /// circuits (gc); the client must ask for the same.
+    #[arg(long, default_value = "ot")]
+    pub nonlinear: secinfer_nn::layers::hegc::Nonlinear,
     /// Idle deadline: seconds a session may wait for the next byte from its client.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
@@ -165,6 +169,7 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     let opts = ServerOptions {
         variant: a.variant,
         plan: PlanOptions { family: a.family },
+        nonlinear: a.nonlinear,
         ..ServerOptions::default()
     };
     let mut server = Server::load_with(&a.model, &opts)?;

@@ -20,7 +20,7 @@ use secinfer_he::{Evaluator, HeEvaluator, MatVecMethod, Params, Plaintext, Secre
 use secinfer_nn::layers::gru::ServerPolicy;
 use secinfer_nn::layers::hegc::{
     layer_op_counts, op_counts, random_arch, Estimate, HegcClientModel, Kernel, KernelChoice,
-    NetShape, OpKind, ARCHS, HE_PARAMS,
+    NetShape, Nonlinear, OpKind, ARCHS, HE_PARAMS,
 };
 use secinfer_nn::runtime::{ClientSession, ServerOptions, ServerSession};
 use secinfer_nn::{ExactActivations, GraphReference, Input, Model, QuantizedGraph};
@@ -44,6 +44,9 @@ pub struct NetBenchArgs {
     /// coeff (coefficient encoding, no rotations).
     #[arg(long, default_value = "auto")]
     pub kernel: String,
+    /// Truncation, ReLU and max-pooling by OT (ot) or garbled circuits (gc).
+    #[arg(long, default_value = "ot")]
+    pub nonlinear: Nonlinear,
     /// Measure the HE unit costs of the kernel cost model on this machine, without running a
     /// network.
     #[arg(long)]
@@ -145,6 +148,7 @@ pub fn run(a: NetBenchArgs, out: &mut Reporter) -> Result<(), Error> {
         .collect::<Result<_, Error>>()?;
     let opts = ServerOptions {
         kernel,
+        nonlinear: a.nonlinear,
         ..ServerOptions::default()
     };
     let server = ServerSession::prepare(&model, &opts)?;
@@ -184,7 +188,8 @@ pub fn run(a: NetBenchArgs, out: &mut Reporter) -> Result<(), Error> {
         .zip(&shape.choices)
         .map(|(l, c)| {
             let mut v = json!({"name": l.name, "kernel": l.kernel, "time_s": l.time_s,
-                   "he_bytes": l.he_bytes, "gc_bytes": l.gc_bytes, "rounds": l.rounds});
+                   "he_bytes": l.he_bytes, "gc_bytes": l.gc_bytes, "ot_bytes": l.ot_bytes,
+                   "rounds": l.rounds});
             if let Some(c) = c {
                 v["why"] = c.why.clone().into();
                 v["estimates"] = c.estimates.iter().map(estimate_json).collect();
@@ -195,11 +200,19 @@ pub fn run(a: NetBenchArgs, out: &mut Reporter) -> Result<(), Error> {
     let rec = BenchRecord::from_costs("net", r.wall_s, &r.client_cost, &r.server_cost)
         .param("model", what)
         .param("kernel", a.kernel.as_str())
+        .param("nonlinear", a.nonlinear.name())
         .param("net", a.net.net_name())
         .param("profile", a.net.profile.name)
         .param("threads", threads)
         .param("images", a.images);
     let setup = first.report.cost.setup;
+    // The OT finishing steps' bytes: their online steps and their offline pool fill (the
+    // report's HE and GC buckets hold the rest; the pools' base OTs are in the setup's).
+    let ot_bytes = rep
+        .cost
+        .total()
+        .bytes()
+        .saturating_sub(rep.he_bytes + rep.gc_bytes);
     let (off, on) = (rep.cost.offline, rep.cost.online);
     out.emit(
         rec.field("setup_s", setup.time_s)
@@ -211,6 +224,7 @@ pub fn run(a: NetBenchArgs, out: &mut Reporter) -> Result<(), Error> {
             .field("online_rounds", on.rounds)
             .field("he_bytes", rep.he_bytes)
             .field("gc_bytes", rep.gc_bytes)
+            .field("ot_bytes", ot_bytes)
             .field("flood_stat_bits", (r.server * 10.0).floor() / 10.0)
             .field("class", last.class)
             .field("layers", layers)

@@ -264,7 +264,7 @@ fn server_handshake<C: Channel>(
             hv["protocol"]
         ))
     } else if hv["arch"] != m.shape.hash().as_str() {
-        Some("the client's network (shape, format or kernel) differs from the server's".into())
+        Some("the client's network (shape, format, kernel or nonlinear protocol) differs from the server's".into())
     } else if images == 0 || images > MAX_IMAGES {
         Some(format!("a session runs 1 to {MAX_IMAGES} images"))
     } else if reveal && !policy.allow_logits {
