@@ -51,6 +51,10 @@ pub struct NetBenchArgs {
     /// network.
     #[arg(long)]
     pub unit_costs: bool,
+    /// Run only one ReLU layer of this many values in the networks' own format (shares mod
+    /// n8192-t23's t, truncation by 6 fraction bits into 12-bit values), by OT.
+    #[arg(long)]
+    pub relu_layer: Option<usize>,
     /// Print GALA's operation counts only (2048 slots, Table IX), without running.
     #[arg(long)]
     pub count_only: bool,
@@ -99,6 +103,9 @@ fn load(a: &NetBenchArgs) -> Result<(Model, Vec<f32>), Error> {
 pub fn run(a: NetBenchArgs, out: &mut Reporter) -> Result<(), Error> {
     if a.unit_costs {
         return unit_costs(out);
+    }
+    if let Some(n) = a.relu_layer {
+        return relu_layer(&a, n, out);
     }
     let kernel: KernelChoice = a.kernel.parse()?;
     // GALA's Table IX counts are of a slot kernel: GAZELLE's when asked for, else GALA's.
@@ -386,6 +393,100 @@ fn count_rows(
             .field("cts_down", cts_down)
             .field("and_gates", ands)
             .field("he_params", HE_PARAMS),
+    );
+    Ok(())
+}
+
+/// Most values `--relu-layer` runs (the shares and the pools stay well within memory).
+const MAX_RELU_LAYER: usize = 1 << 24;
+
+/// One party's side of `--relu-layer`: the OT pools' setup, their fill sized by a dry run
+/// (offline), the step (online); returns the party's output shares.
+fn relu_party(
+    party: secinfer_ss::Party,
+    ch: &mut secinfer_net::DynChannel,
+    step: &secinfer_ss::blocks::modt::ModtStep,
+    x: &[u64],
+) -> Result<Vec<u64>, Error> {
+    use secinfer_net::{Channel, Phase};
+    use secinfer_ss::blocks::modt::finish_modt;
+    ch.set_phase(Phase::Setup);
+    let mut ctx =
+        secinfer_ss::Ctx::setup_with(party, ch, secinfer_ss::CotSource::SoftSpoken { k: 4 })?;
+    ch.set_phase(Phase::Offline);
+    let plan = secinfer_ss::plan_for(party, |c, dry| finish_modt(c, dry, step, x))?;
+    ctx.preprocess(ch, plan)?;
+    ch.set_phase(Phase::Online);
+    let y = finish_modt(&mut ctx, ch, step, x)?;
+    ch.flush()?;
+    Ok(y)
+}
+
+/// `--relu-layer N`: truncation + ReLU of N accumulators on hegc's shares mod t, by OT, checked
+/// against the step's plaintext function.
+fn relu_layer(a: &NetBenchArgs, n: usize, out: &mut Reporter) -> Result<(), Error> {
+    use secinfer_ss::blocks::modt::ModtStep;
+    if n == 0 || n > MAX_RELU_LAYER {
+        return Err(Error::msg(format!(
+            "--relu-layer takes 1 to {MAX_RELU_LAYER} values"
+        )));
+    }
+    let t = secinfer_nn::layers::hegc::he_params()?.t();
+    let step = ModtStep {
+        t,
+        shift: 6,
+        bits: 12,
+        relu: true,
+        window: 1,
+    };
+    // Accumulators of 12-bit values times 6-bit weights: within ±2^18.
+    let mut prg = secinfer_ot::Prg::from_seed(secinfer_ot::Block(0x72656c75 ^ a.seed as u128));
+    let accs: Vec<i64> = (0..n)
+        .map(|_| (prg.next_block().low_u64() % (1 << 19)) as i64 - (1 << 18))
+        .collect();
+    let server_x: Vec<u64> = (0..n).map(|_| prg.below(t)).collect();
+    let client_x: Vec<u64> = accs
+        .iter()
+        .zip(&server_x)
+        .map(|(v, s)| (v.rem_euclid(t as i64) as u64 + t - s) % t)
+        .collect();
+    let (st, sx, cx) = (&step, &server_x, &client_x);
+    let r = run_pair(
+        &a.net,
+        |ch| relu_party(secinfer_ss::Party::Client, ch, st, cx),
+        |ch| relu_party(secinfer_ss::Party::Server, ch, st, sx),
+    )?;
+    for (i, acc) in accs.iter().enumerate() {
+        let v = (r.client[i] + r.server[i]) % t;
+        let got = if v > t / 2 {
+            v as i64 - t as i64
+        } else {
+            v as i64
+        };
+        if got != step.reference(&[*acc]) {
+            return Err(Error::msg(format!(
+                "bench net --relu-layer: value {i} is {got}, the reference's {}",
+                step.reference(&[*acc])
+            )));
+        }
+    }
+    let c = &r.client_cost;
+    let rec = BenchRecord::from_costs("net", r.wall_s, c, &r.server_cost)
+        .param("relu_layer", n)
+        .param("nonlinear", "ot")
+        .param("net", a.net.net_name())
+        .param("profile", a.net.profile.name);
+    out.emit(
+        rec.field("setup_bytes", c.setup.bytes())
+            .field("offline_s", c.offline.time_s)
+            .field("offline_bytes", c.offline.bytes())
+            .field("online_s", c.online.time_s)
+            .field("online_bytes", c.online.bytes())
+            .field("online_rounds", c.online.rounds)
+            .field(
+                "bytes_per_value",
+                (c.offline.bytes() + c.online.bytes()) / n as u64,
+            ),
     );
     Ok(())
 }

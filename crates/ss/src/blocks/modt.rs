@@ -2,8 +2,9 @@
 //! plaintext modulus) by OT instead of garbled circuits, in the style of SIRNN and Cheetah: the
 //! wrap bit of x0 + x1 over t from one millionaires' comparison, the exact truncation on a
 //! power-of-two ring (SIRNN's truncate-reduce), ReLU and max-pooling by comparisons and
-//! multiplexers there, and the result back to shares mod t by one more comparison and a
-//! 1-of-2 OT whose messages are mod t.
+//! multiplexers there, and the result back to shares mod t by a 1-of-2 OT whose messages are
+//! mod t (after ReLU the value's MSB is 0, so its shares' wrap is the OR of their MSBs,
+//! SIRNN's MSB-to-wrap; otherwise the wrap takes one more comparison).
 //!
 //! P0 (the server) holds s, P1 (the client) c, with s + c ≡ acc (mod t) and acc the signed
 //! accumulator in (−t/2, t/2). The output is shares mod t of the value
@@ -13,7 +14,7 @@
 use super::{b2a, carry, millionaire, msb_share, mux, relu, sext, trunc_reduce};
 use crate::ctx::Ctx;
 use crate::error::{invalid, Result};
-use crate::ring::mask;
+use crate::ring::{mask, msb};
 use secinfer_net::Channel;
 
 /// Widest prime modulus the step accepts: every intermediate ring stays within 64 bits.
@@ -95,12 +96,12 @@ pub fn finish_modt<C: Channel>(
     ctx.block("modt", |ctx| {
         let y = truncate(ctx, ch, step, x)?;
         let (y, ring) = pool(ctx, ch, step, y)?;
-        let y = if step.relu {
-            relu(ctx, ch, &y, ring)?
+        if step.relu {
+            let y = relu(ctx, ch, &y, ring)?;
+            to_modt_msb0(ctx, ch, step.t, &y, ring)
         } else {
-            y
-        };
-        to_modt(ctx, ch, step.t, &y, ring)
+            to_modt(ctx, ch, step.t, &y, ring)
+        }
     })
 }
 
@@ -224,27 +225,49 @@ fn to_modt<C: Channel>(
         .map(|a| if p0 { a.wrapping_add(half) & m } else { a & m })
         .collect();
     let wz = carry(ctx, ch, &z, ring)?;
+    let own: Vec<u64> = if p0 {
+        z.iter().map(|a| (a % t + t - half % t) % t).collect()
+    } else {
+        z
+    };
+    wrap_into_modt(ctx, ch, t, &own, &wz, ring, |a, b| a ^ b == 1)
+}
+
+/// One 1-of-2 OT per value moving the term −2^ring·wrap into Z_t, the wrap being
+/// `wrap_of(P0's bit, P1's bit)`: P0 sends pad + term for both of P1's choices and keeps
+/// `own − pad`; P1 adds what it receives to its own share. Returns shares mod t of
+/// own0 + own1 − 2^ring·wrap.
+fn wrap_into_modt<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    t: u64,
+    own: &[u64],
+    bits: &[u8],
+    ring: u32,
+    wrap_of: fn(u8, u8) -> bool,
+) -> Result<Vec<u64>> {
     let w = bit_len(t);
     let big = (1u64 << ring) % t;
     ctx.block("modt_ot", |ctx| {
-        if p0 {
-            let pads: Vec<u64> = (0..z.len()).map(|_| ctx.prg.below(t)).collect();
-            let mut msgs = Vec::with_capacity(2 * z.len());
-            for (r, b) in pads.iter().zip(&wz) {
+        if ctx.is_p0() {
+            let pads: Vec<u64> = (0..own.len()).map(|_| ctx.prg.below(t)).collect();
+            let mut msgs = Vec::with_capacity(2 * own.len());
+            for (r, b) in pads.iter().zip(bits) {
                 for j in 0..2u8 {
-                    let wrap = (b ^ j) & 1;
-                    msgs.push((r + if wrap == 1 { t - big } else { 0 }) % t);
+                    let term = if wrap_of(b & 1, j) { t - big } else { 0 };
+                    msgs.push((r + term) % t);
                 }
             }
             ctx.kk_send(ch, 2, &msgs, w)?;
-            Ok(z.iter()
+            Ok(own
+                .iter()
                 .zip(&pads)
-                .map(|(a, r)| (a % t + 2 * t - half % t - r) % t)
+                .map(|(a, r)| (a % t + t - r) % t)
                 .collect())
         } else {
-            let got = ctx.kk_recv(ch, 2, &wz, w)?;
+            let got = ctx.kk_recv(ch, 2, bits, w)?;
             got.iter()
-                .zip(&z)
+                .zip(own)
                 .map(|(g, a)| {
                     if *g >= t {
                         return Err(crate::error::SsError::Malformed(
@@ -256,4 +279,20 @@ fn to_modt<C: Channel>(
                 .collect()
         }
     })
+}
+
+/// Shares mod t of values in [0, 2^(ring−1)) shared mod 2^ring: with the value's MSB 0 its
+/// shares wrap exactly when either share's MSB is set (SIRNN's MSB-to-wrap), so no comparison
+/// is needed.
+fn to_modt_msb0<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    t: u64,
+    y: &[u64],
+    ring: u32,
+) -> Result<Vec<u64>> {
+    let m = mask(ring);
+    let own: Vec<u64> = y.iter().map(|a| a & m).collect();
+    let bits: Vec<u8> = own.iter().map(|a| msb(*a, ring)).collect();
+    wrap_into_modt(ctx, ch, t, &own, &bits, ring, |a, b| a | b == 1)
 }
