@@ -55,6 +55,9 @@ pub struct NetBenchArgs {
     /// n8192-t23's t, truncation by 6 fraction bits into 12-bit values), by OT.
     #[arg(long)]
     pub relu_layer: Option<usize>,
+    /// `--relu-layer`'s OT pools: SoftSpokenOT's chunk bits k (1 to 8; 16/k bytes per COT).
+    #[arg(long, default_value_t = secinfer_nn::layers::hegc::OT_CHUNK_BITS)]
+    pub ot_chunk: u32,
     /// Print GALA's operation counts only (2048 slots, Table IX), without running.
     #[arg(long)]
     pub count_only: bool,
@@ -404,6 +407,7 @@ const MAX_RELU_LAYER: usize = 1 << 24;
 /// (offline), the step (online); returns the party's output shares.
 fn relu_party(
     party: secinfer_ss::Party,
+    k: u32,
     ch: &mut secinfer_net::DynChannel,
     step: &secinfer_ss::blocks::modt::ModtStep,
     x: &[u64],
@@ -412,7 +416,7 @@ fn relu_party(
     use secinfer_ss::blocks::modt::finish_modt;
     ch.set_phase(Phase::Setup);
     let mut ctx =
-        secinfer_ss::Ctx::setup_with(party, ch, secinfer_ss::CotSource::SoftSpoken { k: 4 })?;
+        secinfer_ss::Ctx::setup_with(party, ch, secinfer_ss::CotSource::SoftSpoken { k })?;
     ch.set_phase(Phase::Offline);
     let plan = secinfer_ss::plan_for(party, |c, dry| finish_modt(c, dry, step, x))?;
     ctx.preprocess(ch, plan)?;
@@ -453,8 +457,8 @@ fn relu_layer(a: &NetBenchArgs, n: usize, out: &mut Reporter) -> Result<(), Erro
     let (st, sx, cx) = (&step, &server_x, &client_x);
     let r = run_pair(
         &a.net,
-        |ch| relu_party(secinfer_ss::Party::Client, ch, st, cx),
-        |ch| relu_party(secinfer_ss::Party::Server, ch, st, sx),
+        |ch| relu_party(secinfer_ss::Party::Client, a.ot_chunk, ch, st, cx),
+        |ch| relu_party(secinfer_ss::Party::Server, a.ot_chunk, ch, st, sx),
     )?;
     for (i, acc) in accs.iter().enumerate() {
         let v = (r.client[i] + r.server[i]) % t;
@@ -474,6 +478,7 @@ fn relu_layer(a: &NetBenchArgs, n: usize, out: &mut Reporter) -> Result<(), Erro
     let rec = BenchRecord::from_costs("net", r.wall_s, c, &r.server_cost)
         .param("relu_layer", n)
         .param("nonlinear", "ot")
+        .param("ot_chunk", a.ot_chunk)
         .param("net", a.net.net_name())
         .param("profile", a.net.profile.name);
     out.emit(

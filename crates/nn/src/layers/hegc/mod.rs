@@ -50,6 +50,9 @@ pub const PROTOCOL: &str = "secinfer-hegc/3";
 pub const HE_PARAMS: &str = "n8192-t23";
 /// Statistical security of every HE response (DESIGN.md §2).
 pub const FLOOD_BITS: u32 = 40;
+/// SoftSpokenOT's chunk bits k for the pools of the OT finishing steps: 16/k bytes per COT
+/// offline (IKNP: 16).
+pub const OT_CHUNK_BITS: u32 = 4;
 /// Most channel blocks per slot row of a convolution: GALA's kernel needs a Galois key per
 /// block offset (≈ 0.6 MB each at n = 8192), so small images use fewer, wider blocks
 /// ([`secinfer_he::ConvPlan::with_max_groups`]).

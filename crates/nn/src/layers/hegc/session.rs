@@ -156,9 +156,11 @@ fn finish_circuit(p: u64, op: &Op) -> Result<(secinfer_gc::Circuit, usize)> {
     Ok((window_circuit(p, tr, k)?, k))
 }
 
-/// The OT pools' filler of the finishing steps: SoftSpokenOT with 4-bit chunks (4 bytes per
-/// COT offline, against IKNP's 16).
-const OT_SOURCE: CotSource = CotSource::SoftSpoken { k: 4 };
+/// The OT pools' filler of the finishing steps: SoftSpokenOT with [`super::OT_CHUNK_BITS`]-bit
+/// chunks.
+const OT_SOURCE: CotSource = CotSource::SoftSpoken {
+    k: super::OT_CHUNK_BITS,
+};
 
 /// Whether the session runs finishing steps by OT.
 fn by_ot(s: &NetShape) -> bool {
