@@ -534,13 +534,13 @@ fn infer_graph_secure(a: &InferArgs, client: &Client, server: &str) -> Result<()
             .unwrap_or(0)
             .max(10);
         println!(
-            "  {:<w$} {:<8} {:>10} {:>10} {:>9} {:>7}",
-            "layer", "kernel", "HE bytes", "GC bytes", "time (s)", "rounds"
+            "  {:<w$} {:<8} {:>10} {:>10} {:>10} {:>9} {:>7}",
+            "layer", "kernel", "HE bytes", "GC bytes", "OT bytes", "time (s)", "rounds"
         );
         for l in &rep.layers {
             println!(
-                "  {:<w$} {:<8} {:>10} {:>10} {:>9.4} {:>7}",
-                l.name, l.kernel, l.he_bytes, l.gc_bytes, l.time_s, l.rounds
+                "  {:<w$} {:<8} {:>10} {:>10} {:>10} {:>9.4} {:>7}",
+                l.name, l.kernel, l.he_bytes, l.gc_bytes, l.ot_bytes, l.time_s, l.rounds
             );
         }
         let (off, on) = (rep.cost.offline, rep.cost.online);

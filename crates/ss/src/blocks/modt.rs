@@ -57,7 +57,7 @@ impl ModtStep {
 
     fn check(&self) -> Result<()> {
         let w = bit_len(self.t);
-        if self.t < 3 || self.t % 2 == 0 || w > MAX_MODULUS_BITS {
+        if self.t < 3 || self.t.is_multiple_of(2) || w > MAX_MODULUS_BITS {
             return Err(invalid(format!(
                 "modulus {} is not an odd number of 2 to {MAX_MODULUS_BITS} bits",
                 self.t
@@ -87,7 +87,7 @@ pub fn finish_modt<C: Channel>(
     x: &[u64],
 ) -> Result<Vec<u64>> {
     step.check()?;
-    if x.len() % step.window != 0 {
+    if !x.len().is_multiple_of(step.window) {
         return Err(invalid("the inputs are not whole windows"));
     }
     if x.iter().any(|v| *v >= step.t) {
@@ -199,7 +199,7 @@ fn pool<C: Channel>(
                     .collect(),
             );
         }
-        if cols.len() % 2 == 1 {
+        if !cols.len().is_multiple_of(2) {
             next.push(cols.pop().unwrap_or_default());
         }
         cols = next;
