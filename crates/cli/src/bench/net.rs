@@ -345,6 +345,8 @@ fn count_rows(
     let p = cm.params.t();
     let mut counts = counts.into_iter();
     let (mut cts_up, mut cts_down, mut ands) = (0usize, 0usize, 0u64);
+    // The cost model's choice per linear layer (with `--kernel auto`) and its estimate.
+    let (mut est_s, mut est_bytes, mut finish_values) = (0.0f64, 0u64, 0usize);
     let mut total = secinfer_he::OpCounts::default();
     for (k, op) in shape.ops.iter().enumerate() {
         let row = BenchRecord::local("net", 0.0)
@@ -363,6 +365,20 @@ fn count_rows(
                 total.dec_perm += c.dec_perm;
                 total.sc_mult += c.sc_mult;
                 total.add += c.add;
+                let row = match shape.choices.get(k).and_then(|c| c.as_ref()) {
+                    Some(ch) => {
+                        let e = ch.estimates.iter().find(|e| e.kernel == ch.kernel);
+                        let (t, b) = e.map_or((0.0, 0), |e| {
+                            (e.time_s, e.bytes_up + e.bytes_down + e.new_key_bytes)
+                        });
+                        est_s += t;
+                        est_bytes += b;
+                        row.field("chosen", ch.kernel.name())
+                            .field("est_time_s", t)
+                            .field("est_bytes", b)
+                    }
+                    None => row,
+                };
                 row.field("perm", c.perm + c.hst_perm)
                     .field("hst_perm", c.hst_perm)
                     .field("dec_perm", c.dec_perm)
@@ -376,7 +392,8 @@ fn count_rows(
                 let circ = secinfer_gc::requant::window_circuit(p, tr, kw)?;
                 let n = circ.and_count() * op.len as u64;
                 ands += n;
-                row.field("and_gates", n)
+                finish_values += op.len * kw;
+                row.field("and_gates", n).field("values", op.len * kw)
             }
             _ => continue,
         };
@@ -395,6 +412,9 @@ fn count_rows(
             .field("cts_up", cts_up)
             .field("cts_down", cts_down)
             .field("and_gates", ands)
+            .field("finish_values", finish_values)
+            .field("est_he_time_s", est_s)
+            .field("est_he_bytes", est_bytes)
             .field("he_params", HE_PARAMS),
     );
     Ok(())

@@ -98,9 +98,9 @@ pub fn finish_modt<C: Channel>(
         let (y, ring) = pool(ctx, ch, step, y)?;
         if step.relu {
             let y = relu(ctx, ch, &y, ring)?;
-            to_modt_msb0(ctx, ch, step.t, &y, ring)
+            to_modt(ctx, ch, step.t, &y, ring, true)
         } else {
-            to_modt(ctx, ch, step.t, &y, ring)
+            to_modt(ctx, ch, step.t, &y, ring, false)
         }
     })
 }
@@ -210,15 +210,23 @@ fn pool<C: Channel>(
 /// Shares mod t of signed `ring`-bit values shared mod 2^ring: z = y + 2^(ring−1) is unsigned,
 /// z0 + z1 − 2^ring·[z0 + z1 ≥ 2^ring] over the integers, and the wrap's term is moved into
 /// Z_t by a 1-of-2 OT of two messages mod t from P0 (which also keeps the random pad).
+/// With `msb0` the values lie in [0, 2^(ring−1)): their shares then wrap exactly when either
+/// share's MSB is set (SIRNN's MSB-to-wrap), so no comparison is needed.
 fn to_modt<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
     t: u64,
     y: &[u64],
     ring: u32,
+    msb0: bool,
 ) -> Result<Vec<u64>> {
     let p0 = ctx.is_p0();
     let m = mask(ring);
+    if msb0 {
+        let own: Vec<u64> = y.iter().map(|a| a & m).collect();
+        let bits: Vec<u8> = own.iter().map(|a| msb(*a, ring)).collect();
+        return wrap_into_modt(ctx, ch, t, &own, &bits, ring, |a, b| a | b == 1);
+    }
     let half = 1u64 << (ring - 1);
     let z: Vec<u64> = y
         .iter()
@@ -279,20 +287,4 @@ fn wrap_into_modt<C: Channel>(
                 .collect()
         }
     })
-}
-
-/// Shares mod t of values in [0, 2^(ring−1)) shared mod 2^ring: with the value's MSB 0 its
-/// shares wrap exactly when either share's MSB is set (SIRNN's MSB-to-wrap), so no comparison
-/// is needed.
-fn to_modt_msb0<C: Channel>(
-    ctx: &mut Ctx,
-    ch: &mut C,
-    t: u64,
-    y: &[u64],
-    ring: u32,
-) -> Result<Vec<u64>> {
-    let m = mask(ring);
-    let own: Vec<u64> = y.iter().map(|a| a & m).collect();
-    let bits: Vec<u8> = own.iter().map(|a| msb(*a, ring)).collect();
-    wrap_into_modt(ctx, ch, t, &own, &bits, ring, |a, b| a | b == 1)
 }
