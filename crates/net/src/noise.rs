@@ -43,8 +43,8 @@ fn params() -> snow::params::NoiseParams {
 /// The primitives of [`NOISE_PARAMS`]: ring's ChaCha20-Poly1305 (and its OS random source),
 /// snow's own X25519 and BLAKE2s, which ring lacks. The records are the cipher's, so a peer on
 /// snow's default resolver reads them unchanged (`ring_records_are_the_default_resolvers`);
-/// ring's sealing and opening took ≈ 3× less CPU than the default's, which was ≈ 8–10 % of a GRU
-/// session's CPU on each side (docs/gru-protocol.md, "Where a 100-step session goes").
+/// the default resolver's sealing and opening were 9–13 % of each GRU process's CPU, and with
+/// ring's both processes used less (docs/gru-protocol.md, "Where a 100-step session goes").
 fn builder() -> snow::Builder<'static> {
     snow::Builder::with_resolver(
         params(),
