@@ -139,8 +139,8 @@ pub struct InferArgs {
     /// uses the formats of --variant, so it prints what the secure run with that variant computes.
     #[arg(long)]
     pub fixed_point: Option<String>,
-    /// CryptoGRU variant: baseline, cg1, cg2 (must match the server's; --plaintext uses its
-    /// formats too).
+    /// CryptoGRU variant: baseline, cg1, cg2, or cg2-tanh (tanh on CG-2's 8-bit activations);
+    /// must match the server's; --plaintext uses its formats too.
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
     /// Image networks (family hegc): truncation, ReLU and max-pooling by OT (ot) or garbled

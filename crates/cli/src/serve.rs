@@ -35,7 +35,8 @@ pub struct ServeArgs {
     /// Address to bind.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations).
+    /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations),
+    /// cg2-tanh (tanh, 8-bit activations; not a CryptoGRU variant).
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
     /// Image networks (family hegc): truncation, ReLU and max-pooling by OT (ot) or garbled

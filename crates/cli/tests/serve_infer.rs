@@ -3,7 +3,8 @@
 //! another variant do not stop the server: the next client is served and its secure prediction
 //! equals the plaintext fixed-point reference's, and so is a client that chooses half-gates
 //! garbling (the default is three-halves), IKNP pools and its gates in the circuit (the
-//! default is lookup tables).
+//! default is lookup tables). The shipped tanh model served as `cg2-tanh` matches its reference
+//! too.
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use std::io::Write;
 use std::path::Path;
@@ -14,10 +15,13 @@ mod common;
 use common::{root, serve_command, stdout_of_success, Served};
 
 fn infer(addr: &str, extra: &[&str]) -> Command {
-    let model = root().join("models/imdb-relu-gru");
+    infer_model(addr, &root().join("models/imdb-relu-gru"), extra)
+}
+
+fn infer_model(addr: &str, model: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_secinfer"));
     c.args(["infer", "--server", addr, "--model-info"])
-        .arg(&model);
+        .arg(model);
     c.args(extra);
     c
 }
@@ -25,7 +29,7 @@ fn infer(addr: &str, extra: &[&str]) -> Command {
 /// Classifies the first shipped sample with `extra` flags and checks that the secure class
 /// matches the plaintext reference; returns the client's stdout.
 fn served_and_matching(addr: &str, model: &Path, extra: &[&str]) -> String {
-    let out = infer(addr, &["--compare-plaintext", "--limit", "1"])
+    let out = infer_model(addr, model, &["--compare-plaintext", "--limit", "1"])
         .args(extra)
         .arg("--model")
         .arg(model)
@@ -99,4 +103,18 @@ fn serve_survives_bad_clients_and_serves_the_next_one_bit_exactly() {
         log.join("\n")
     );
     assert_eq!(done, 2, "two sessions served:\n{}", log.join("\n"));
+}
+
+/// The shipped tanh model served as `cg2-tanh` (the tanh candidate on CG-2's 8-bit activations)
+/// over TCP with Noise: the client's secure class of the first sample equals the plaintext
+/// reference's with that variant's formats, at CG-2's rounds (1016 for T = 100).
+#[test]
+fn tanh_model_is_served_on_eight_bit_activations() {
+    let model = root().join("models/imdb-tanh-gru");
+    let mut cmd = serve_command(&["--variant", "cg2-tanh", "--model"]);
+    cmd.arg(&model);
+    let srv = Served::start(cmd, false);
+    let so = served_and_matching(&srv.addr, &model, &["--variant", "cg2-tanh"]);
+    assert!(so.contains("1016"), "CG-2's rounds: {so}");
+    srv.stop();
 }

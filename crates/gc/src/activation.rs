@@ -14,10 +14,11 @@
 //! segments and the shared structure of the table cost nothing), an unsigned multiplier
 //! B·lo, one adder and a free shift. A and B are fitted at build time, exactly, against the
 //! reference `round(f(X / 2^frac_in) · 2^frac_out)` (round half up, saturated to the output
-//! range) for every input of every segment, with tolerance 1 ULP; among all (k, sh) that fit,
-//! the circuit with fewest AND gates (counted by the [`Counter`] backend) is kept. So the stated
-//! bound is guaranteed by construction for every input, and re-measured exhaustively by
-//! [`max_ulp_error`]. Fits are cached per (function, formats).
+//! range) for every input of every segment, with tolerance 1 ULP, or exactly for inputs of at
+//! most [`EXACT_FIT_BITS`] bits; among all (k, sh) that fit, the circuit with fewest AND gates
+//! (counted by the [`Counter`] backend) is kept. So the stated bound is guaranteed by
+//! construction for every input, and re-measured exhaustively by [`max_ulp_error`]. Fits are
+//! cached per (function, formats).
 use crate::backend::{not, Backend, Bit, Word};
 use crate::circuit::Circuit;
 use crate::counter::Counter;
@@ -452,6 +453,13 @@ fn fit(
 
 type FitKey = (Func, Format, Format);
 
+/// Inputs of at most this many bits get an exactly rounded fit (tolerance 0): CryptoGRU's 8-bit
+/// activations then equal the plain rounding rule of the model format (what
+/// `secinfer.fixedpoint` computes) at every input, for more AND gates than a 1-ULP fit
+/// (the GRU step's circuit B with the 8-bit tanh (8,5) → (8,7): 92 → 118 AND gates; an exact fit
+/// always exists: one segment per input).
+pub const EXACT_FIT_BITS: u32 = 8;
+
 /// The cheapest (fewest AND gates) fitted table for `func` from `inp` to `out` (cached).
 pub fn pwl_params(func: Func, inp: Format, out: Format) -> Arc<PwlParams> {
     static CACHE: OnceLock<Mutex<HashMap<FitKey, Arc<PwlParams>>>> = OnceLock::new();
@@ -498,7 +506,8 @@ fn search_pwl(func: Func, inp: Format, out: Format) -> PwlParams {
             (omin..=omax).contains(&raw) && (omin..=omax).contains(&(c - raw))
         })
     });
-    for tol in 1..=8 {
+    let first_tol = if n <= EXACT_FIT_BITS { 0 } else { 1 };
+    for tol in first_tol..=8 {
         let mut best: Option<(u64, u32, PwlParams)> = None;
         if let Some(off) = sym_offset {
             let kmin = (n - 1).saturating_sub(10).max(1);

@@ -72,8 +72,10 @@ fn eight_bit_gate_budgets() {
             .and_count()
     };
     assert_eq!(ands(Func::Relu), 7);
-    assert!(ands(Func::Sigmoid) <= 60, "sigmoid {}", ands(Func::Sigmoid));
-    assert!(ands(Func::Tanh) <= 60, "tanh {}", ands(Func::Tanh));
+    // 8-bit inputs are fitted exactly (`EXACT_FIT_BITS`), which costs more than a 1-ULP fit
+    // (≤ 60 each); still within the paper's 95 for its 8-bit tanh.
+    assert!(ands(Func::Sigmoid) <= 95, "sigmoid {}", ands(Func::Sigmoid));
+    assert!(ands(Func::Tanh) <= 95, "tanh {}", ands(Func::Tanh));
 }
 
 /// A format the test knows to be valid.

@@ -157,7 +157,12 @@ fn gate_tables_and_gate_circuits_give_the_same_logits() {
 
 #[test]
 fn secure_gru_equals_reference_bit_for_bit_all_variants() {
-    for v in [Variant::Cg2, Variant::Cg1, Variant::Baseline] {
+    for v in [
+        Variant::Cg2,
+        Variant::Cg1,
+        Variant::Baseline,
+        Variant::Cg2Tanh,
+    ] {
         run_case(5, 4, 3, 3, v, 1, true);
         run_case(9, 7, 2, 2, v, 2, true);
         run_case(3, 5, 5, 2, v, 3, false);
@@ -271,7 +276,7 @@ fn ot_filler_names_parse() {
 /// 1/2 or ≈ 1 per element. Still bit for bit (narrowing hw by one bit fails this test).
 #[test]
 fn extreme_hidden_states_stay_bit_exact() {
-    for v in [Variant::Cg2, Variant::Baseline] {
+    for v in [Variant::Cg2, Variant::Baseline, Variant::Cg2Tanh] {
         let (e, h, steps) = (4usize, 3usize, 10usize);
         let (mut q, embed) = random_model(e, h, 2, steps, v, 11).unwrap();
         let big = 16i64 << 12;

@@ -2,7 +2,8 @@
 //! the secure logits equal the plaintext fixed-point reference's (with the circuits'
 //! activations, what the secure run is defined to compute) bit for bit, for the SpamAssassin
 //! ReLU-GRU under CG-2 (two e-mails) and the IMDB tanh-GRU under CryptoGRU's Baseline variant
-//! (one review: its 20-bit tanh circuits make a session ≈ 0.8 GB of garbled tables).
+//! (one review: its 20-bit tanh circuits make a session ≈ 0.8 GB of garbled tables) and under
+//! `cg2-tanh`, the same tanh model on CG-2's 8-bit activations (two reviews).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 use secinfer_net::simulate;
 use secinfer_nn::info::ModelInfo;
@@ -77,4 +78,9 @@ fn spam_relu_gru_cg2_equals_the_reference() {
 #[test]
 fn imdb_tanh_gru_baseline_equals_the_reference() {
     secure_equals_reference("imdb-tanh-gru", Variant::Baseline, 1);
+}
+
+#[test]
+fn imdb_tanh_gru_cg2_tanh_equals_the_reference() {
+    secure_equals_reference("imdb-tanh-gru", Variant::Cg2Tanh, 2);
 }

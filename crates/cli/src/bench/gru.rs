@@ -27,7 +27,8 @@ pub struct GruArgs {
     /// Classes of the final dense layer.
     #[arg(long, default_value_t = 2)]
     pub classes: usize,
-    /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations).
+    /// baseline (tanh, 20-bit), cg1 (ReLU, 20-bit), cg2 (ReLU, 8-bit activations),
+    /// cg2-tanh (tanh, 8-bit activations; not a CryptoGRU variant).
     #[arg(long, default_value = "cg2")]
     pub variant: Variant,
     /// What fills the sessions' OT pools: softspoken-k<K> (SoftSpokenOT, 16/K bytes per COT for
@@ -116,7 +117,7 @@ pub fn run(a: GruArgs, out: &mut Reporter) -> Result<(), Error> {
         .param("steps", a.steps)
         .param("classes", a.classes)
         .param("variant", a.variant.name())
-        .param("bits", if a.variant == Variant::Cg2 { 8 } else { 20 })
+        .param("bits", if a.variant.eight_bit() { 8 } else { 20 })
         .param("net", a.net.net_name())
         .param("profile", a.net.profile.name)
         .param("ot", a.ot.name())

@@ -30,6 +30,10 @@ pub enum Variant {
     Cg1,
     /// ReLU candidate, 8-bit sigmoid/ReLU (requantised around the GC).
     Cg2,
+    /// Not one of CryptoGRU's variants: CG-2's 8-bit activations and gate tables with the
+    /// Baseline's tanh candidate (8-bit tanh in the step circuit), for a model trained with
+    /// tanh (docs/gru-protocol.md, "The tanh candidate on 8-bit activations").
+    Cg2Tanh,
 }
 
 impl Variant {
@@ -38,12 +42,18 @@ impl Variant {
             Variant::Baseline => "baseline",
             Variant::Cg1 => "cg1",
             Variant::Cg2 => "cg2",
+            Variant::Cg2Tanh => "cg2-tanh",
         }
+    }
+    /// Whether the variant runs the 8-bit activations (the model's `fx8` entry) and with them
+    /// CG-2's gate tables.
+    pub fn eight_bit(self) -> bool {
+        matches!(self, Variant::Cg2 | Variant::Cg2Tanh)
     }
     pub fn candidate(self) -> Candidate {
         match self {
-            Variant::Baseline => Candidate::Tanh,
-            _ => Candidate::Relu,
+            Variant::Baseline | Variant::Cg2Tanh => Candidate::Tanh,
+            Variant::Cg1 | Variant::Cg2 => Candidate::Relu,
         }
     }
 }
@@ -55,7 +65,10 @@ impl std::str::FromStr for Variant {
             "baseline" => Ok(Variant::Baseline),
             "cg1" => Ok(Variant::Cg1),
             "cg2" => Ok(Variant::Cg2),
-            o => Err(format!("unknown variant {o:?} (baseline, cg1, cg2)")),
+            "cg2-tanh" => Ok(Variant::Cg2Tanh),
+            o => Err(format!(
+                "unknown variant {o:?} (baseline, cg1, cg2, cg2-tanh)"
+            )),
         }
     }
 }
@@ -71,7 +84,7 @@ pub fn fp_for_variant(config: &ModelConfig, v: Variant) -> Result<FixedPointConf
             config.gru()?.activation.name()
         )));
     }
-    let name = if v == Variant::Cg2 { "fx8" } else { "fx20" };
+    let name = if v.eight_bit() { "fx8" } else { "fx20" };
     if let Some((_, fp)) = config.variants.iter().find(|(n, _)| n == name) {
         return check_fp(*fp);
     }
@@ -88,7 +101,19 @@ pub fn fp_for_variant(config: &ModelConfig, v: Variant) -> Result<FixedPointConf
                 output: const_format(8, 4),
             }),
         },
-        _ => FixedPointConfig {
+        // tanh's output lies in [−1, 1]: seven fraction bits, as the gates'; its input five.
+        Variant::Cg2Tanh => FixedPointConfig {
+            main,
+            sigmoid: Some(ActFormat {
+                input: const_format(8, 4),
+                output: const_format(8, 7),
+            }),
+            candidate: Some(ActFormat {
+                input: const_format(8, 5),
+                output: const_format(8, 7),
+            }),
+        },
+        Variant::Baseline | Variant::Cg1 => FixedPointConfig {
             main,
             sigmoid: None,
             candidate: None,
