@@ -6,7 +6,8 @@ on the client side, and hands everything to ``secinfer._core``; results come
 back as dataclasses (:class:`InferenceResult`, :class:`Cost`, :class:`PhaseCost`).
 
 ``variant`` is CryptoGRU's: ``baseline`` (tanh, 20-bit), ``cg1`` (ReLU, 20-bit), ``cg2``
-(ReLU, 8-bit activations).  Server and client must use the same one.
+(ReLU, 8-bit activations), or ``cg2-tanh`` (CG-2's protocol with a tanh candidate, for tanh
+models; not one of the paper's variants).  Server and client must use the same one.
 
 The server logs like ``secinfer serve`` through the ``secinfer`` logger ("listening on
 ...", then one line per session); call ``logging.basicConfig(level=logging.INFO)`` to see
