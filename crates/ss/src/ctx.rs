@@ -1334,7 +1334,8 @@ impl Ctx {
     ) -> Result<Vec<u64>> {
         let (got, pad) = self.cots_both(ch, deltas, choices, bits)?;
         let m = mask(bits);
-        Ok(got.iter()
+        Ok(got
+            .iter()
             .zip(&pad)
             .map(|(y, x)| y.wrapping_sub(*x) & m)
             .collect())
