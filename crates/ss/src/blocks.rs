@@ -83,7 +83,8 @@ fn same_len(a: usize, b: usize) -> Result<()> {
 // ============================================================================ boolean
 
 /// AND of XOR-shared bits: with Beaver bit triples made offline (the real backend), one opening;
-/// otherwise (the test dealer) x0y0 ⊕ x1y1 locally and the two cross terms by 1-bit COTs.
+/// otherwise (the test dealer) the one-bit multiplexer: x0y0 ⊕ x1y1 locally and the two cross
+/// terms by 1-bit COTs.
 pub fn and<C: Channel>(ctx: &mut Ctx, ch: &mut C, x: &[u8], y: &[u8]) -> Result<Vec<u8>> {
     same_len(x.len(), y.len())?;
     ctx.block("and", |ctx| and_raw(ctx, ch, x, y))
@@ -98,13 +99,11 @@ pub(crate) fn and_raw<C: Channel>(
     if ctx.has_triples() {
         return ctx.and_bits(ch, x, y);
     }
-    let deltas: Vec<u64> = x.iter().map(|b| (*b & 1) as u64).collect();
-    let choices: Vec<bool> = y.iter().map(|b| *b & 1 == 1).collect();
-    let cross = ctx.cross_both(ch, &deltas, &choices, 1)?;
-    Ok(x.iter()
-        .zip(y)
-        .zip(&cross)
-        .map(|((a, b), c)| (a & b & 1) ^ (*c as u8 & 1))
+    // x·y in Z_2 is the one-bit multiplexer of x by the selector y.
+    let v: Vec<u64> = x.iter().map(|b| (*b & 1) as u64).collect();
+    Ok(mux_raw(ctx, ch, y, &v, 1)?
+        .into_iter()
+        .map(|b| b as u8)
         .collect())
 }
 
@@ -377,20 +376,22 @@ pub fn b2a<C: Channel>(ctx: &mut Ctx, ch: &mut C, b: &[u8], bits: u32) -> Result
     ctx.block("b2a", |ctx| b2a_raw(ctx, ch, b, bits))
 }
 
+/// [`pooled`]'s B2A of single bits with P0 as the OT sender.
 pub(crate) fn b2a_raw<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
     b: &[u8],
     bits: u32,
 ) -> Result<Vec<u64>> {
-    let m = mask(bits);
-    let d: Vec<u64> = b.iter().map(|x| (*x & 1) as u64).collect();
     let c: Vec<bool> = b.iter().map(|x| *x & 1 == 1).collect();
-    let prod = ctx.cross_from_p0(ch, &d, &c, bits)?;
-    Ok(d.iter()
-        .zip(&prod)
-        .map(|(x, p)| sub(*x, p.wrapping_mul(2), m))
-        .collect())
+    let k = bits as usize;
+    if ctx.is_p0() {
+        let x = ctx.cot_send(ch, &pooled::b2a_bit_deltas(&c, k)?, bits)?;
+        pooled::b2a_bit_sender(&c, &x, k)
+    } else {
+        let t = ctx.cot_recv(ch, &c, bits)?;
+        pooled::b2a_receiver(&t, 1, k)
+    }
 }
 
 /// Multiplexer: shares of c·v for a shared bit c and shared v, two correlated OTs.
@@ -406,6 +407,7 @@ pub fn mux<C: Channel>(
     ctx.block("mux", |ctx| mux_raw(ctx, ch, c, v, bits))
 }
 
+/// [`pooled`]'s multiplexer with one selector bit per product.
 pub(crate) fn mux_raw<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -414,25 +416,11 @@ pub(crate) fn mux_raw<C: Channel>(
     bits: u32,
 ) -> Result<Vec<u64>> {
     let m = mask(bits);
-    // (c0 ⊕ c1)·v_i = c_i·v_i + c_{1−i}·(1 − 2c_i)·v_i
-    let deltas: Vec<u64> = c
-        .iter()
-        .zip(v)
-        .map(|(b, x)| {
-            if *b & 1 == 1 {
-                x.wrapping_neg() & m
-            } else {
-                x & m
-            }
-        })
-        .collect();
+    let w: Vec<u64> = v.iter().map(|x| x & m).collect();
     let choices: Vec<bool> = c.iter().map(|b| *b & 1 == 1).collect();
-    let cross = ctx.cross_both(ch, &deltas, &choices, bits)?;
-    Ok(c.iter()
-        .zip(v)
-        .zip(&cross)
-        .map(|((b, x), y)| add(if *b & 1 == 1 { *x } else { 0 }, *y, m))
-        .collect())
+    let deltas = pooled::mux_deltas(&w, &choices, bits as usize);
+    let (got, pad) = ctx.cots_both(ch, &deltas, &choices, bits)?;
+    pooled::mux_combine(&w, &choices, &got, &pad, 1, bits as usize)
 }
 
 /// ReLU on a signed value: x·(1 − msb(x)).

@@ -1332,15 +1332,32 @@ impl Ctx {
         choices: &[bool],
         bits: u32,
     ) -> Result<Vec<u64>> {
+        let (got, pad) = self.cots_both(ch, deltas, choices, bits)?;
+        let m = mask(bits);
+        Ok(got
+            .iter()
+            .zip(&pad)
+            .map(|(y, x)| y.wrapping_sub(*x) & m)
+            .collect())
+    }
+    /// One correlated-OT batch each way, P0 sending first: this party's δ's as sender and its
+    /// bits as chooser. Returns (what it received as chooser, its outputs x as sender).
+    pub(crate) fn cots_both<C: Channel>(
+        &mut self,
+        ch: &mut C,
+        deltas: &[u64],
+        choices: &[bool],
+        bits: u32,
+    ) -> Result<(Vec<u64>, Vec<u64>)> {
         if deltas.len() != choices.len() {
             return Err(invalid("cross terms need as many deltas as choices"));
         }
-        let a = self.cross_from_p0(ch, deltas, choices, bits)?;
-        let b = self.cross_from_p1(ch, deltas, choices, bits)?;
-        let m = mask(bits);
-        Ok(a.iter()
-            .zip(&b)
-            .map(|(x, y)| x.wrapping_add(*y) & m)
-            .collect())
+        if self.is_p0() {
+            let pad = self.cot_send(ch, deltas, bits)?;
+            Ok((self.cot_recv(ch, choices, bits)?, pad))
+        } else {
+            let got = self.cot_recv(ch, choices, bits)?;
+            Ok((got, self.cot_send(ch, deltas, bits)?))
+        }
     }
 }

@@ -2,10 +2,11 @@
 //! correlations or tables, the receiver's derandomisation, each party's output) around OTs the
 //! caller takes from a [`PooledOtSender`] / [`PooledOtReceiver`], so a protocol can put the
 //! messages of several blocks into one flight (CryptoGRU's online step does). The blocks:
-//! * B2A of XOR-shared two's-complement words into additive shares mod 2^k, one correlated OT
-//!   per bit (cryptogru::b2a);
+//! * B2A of XOR-shared two's-complement words (or single bits: `blocks::b2a` runs these steps
+//!   on `Ctx`'s OTs) into additive shares mod 2^k, one correlated OT per bit (cryptogru::b2a);
 //! * multiplexers: additive shares of g·v for g given by XOR-shared bits and v additively shared,
-//!   one correlated OT per bit of g and direction (cryptogru::products_by_mux);
+//!   one correlated OT per bit of g and direction (cryptogru::products_by_mux; `blocks::mux`
+//!   is its one-bit case on `Ctx`'s OTs);
 //! * lookup tables: a public table read at an XOR-shared index, from a random 1-of-2^b OT made
 //!   offline and derandomised online (cryptogru::gate_luts);
 //! * carry leaves and carry shares: the carry out of the low F bits of a sum of two parties'
@@ -53,11 +54,15 @@ fn ring_mask(bits: usize) -> u64 {
 }
 
 // ---- B2A ----------------------------------------------------------------------------------
+//
+// The one B2A of the crate: `blocks::b2a` (single bits on `Ctx`'s OTs) and the words here (on
+// a pooled OT the caller drives) both make their correlations and shares with these steps.
 
-/// The weight of bit j of an l-bit two's-complement word mod 2^k: 2^j, the sign −2^(l−1).
-fn b2a_weight(j: usize, l: usize, pm: u64) -> u64 {
+/// The weight of bit j of an l-bit word mod 2^k: 2^j; in two's complement (`signed`) the top
+/// bit's is −2^(l−1).
+fn b2a_weight(j: usize, l: usize, signed: bool, pm: u64) -> u64 {
     let x = 1u64 << j;
-    if j == l - 1 {
+    if signed && j == l - 1 {
         x.wrapping_neg() & pm
     } else {
         x & pm
@@ -78,13 +83,39 @@ fn check_b2a(n: usize, l: usize, k: usize) -> Result<()> {
 /// Z_{2^k}: per bit with weight w, w·(a ⊕ b) = w·a + b·w·(1 − 2a), the second term one
 /// additively correlated OT with this party as sender and the other's bit b as choice.
 pub fn b2a_deltas(bits: &[bool], l: usize, k: usize) -> Result<Vec<u64>> {
+    deltas_of(bits, l, k, true)
+}
+
+/// B2A, sender: its word shares Σ_j (w_j·a_j − x_j), x_j its OT outputs.
+pub fn b2a_sender(bits: &[bool], x: &[u64], l: usize, k: usize) -> Result<Vec<u64>> {
+    sender_of(bits, x, l, k, true)
+}
+
+/// B2A, receiver: its word shares, the sums of its OT outputs (l per word; the same for
+/// unsigned words and single bits).
+pub fn b2a_receiver(terms: &[u64], l: usize, k: usize) -> Result<Vec<u64>> {
+    check_b2a(terms.len(), l, k)?;
+    Ok(sum_chunks(terms, l, ring_mask(k)))
+}
+
+/// [`b2a_deltas`] of single bits (unsigned: each is 0 or 1 in Z_{2^k}).
+pub fn b2a_bit_deltas(bits: &[bool], k: usize) -> Result<Vec<u64>> {
+    deltas_of(bits, 1, k, false)
+}
+
+/// [`b2a_sender`] of single bits; the receiver's step is [`b2a_receiver`] with l = 1.
+pub fn b2a_bit_sender(bits: &[bool], x: &[u64], k: usize) -> Result<Vec<u64>> {
+    sender_of(bits, x, 1, k, false)
+}
+
+fn deltas_of(bits: &[bool], l: usize, k: usize, signed: bool) -> Result<Vec<u64>> {
     check_b2a(bits.len(), l, k)?;
     let pm = ring_mask(k);
     Ok(bits
         .iter()
         .enumerate()
         .map(|(i, &a)| {
-            let w = b2a_weight(i % l, l, pm);
+            let w = b2a_weight(i % l, l, signed, pm);
             if a {
                 w.wrapping_neg() & pm
             } else {
@@ -94,8 +125,7 @@ pub fn b2a_deltas(bits: &[bool], l: usize, k: usize) -> Result<Vec<u64>> {
         .collect())
 }
 
-/// B2A, sender: its word shares Σ_j (w_j·a_j − x_j), x_j its OT outputs.
-pub fn b2a_sender(bits: &[bool], x: &[u64], l: usize, k: usize) -> Result<Vec<u64>> {
+fn sender_of(bits: &[bool], x: &[u64], l: usize, k: usize, signed: bool) -> Result<Vec<u64>> {
     check_b2a(bits.len(), l, k)?;
     if x.len() != bits.len() {
         return Err(invalid(format!(
@@ -109,15 +139,16 @@ pub fn b2a_sender(bits: &[bool], x: &[u64], l: usize, k: usize) -> Result<Vec<u6
         .iter()
         .enumerate()
         .zip(x)
-        .map(|((i, &a), x)| if a { b2a_weight(i % l, l, pm) } else { 0 }.wrapping_sub(*x))
+        .map(|((i, &a), x)| {
+            if a {
+                b2a_weight(i % l, l, signed, pm)
+            } else {
+                0
+            }
+            .wrapping_sub(*x)
+        })
         .collect();
     Ok(sum_chunks(&terms, l, pm))
-}
-
-/// B2A, receiver: its word shares, the sums of its OT outputs (l per word).
-pub fn b2a_receiver(terms: &[u64], l: usize, k: usize) -> Result<Vec<u64>> {
-    check_b2a(terms.len(), l, k)?;
-    Ok(sum_chunks(terms, l, ring_mask(k)))
 }
 
 /// The OT endpoint of one party of a block: the sender's (`Ok`) or the receiver's (`Err`).
@@ -167,6 +198,9 @@ pub fn b2a<C: Channel>(
 }
 
 // ---- Multiplexers -------------------------------------------------------------------------
+//
+// The one multiplexer of the crate: `blocks::mux` (one selector bit per product, on `Ctx`'s
+// OTs) and the weighted products here both run these two steps around their OTs.
 
 /// The multiplexer's correlations (1 − 2c)·w mod 2^`ring` for this party's weights w and its
 /// XOR shares c of the selector bits, as the OT sender. Shares of g·v for g = Σ_j ω_j (c0 ⊕ c1)_j

@@ -389,3 +389,35 @@ fn lookup_tables_read_the_entry_at_the_shared_index() {
         }
     }
 }
+
+/// The single-bit steps (what `blocks::b2a` runs on `Ctx`'s OTs) on every pair of bits and
+/// rings of 1, 37 and 64 bits, with the correlated OT written out (the receiver gets
+/// x + b·δ): the shares sum to a ⊕ b, where the signed one-bit word gives −(a ⊕ b).
+#[test]
+fn bit_b2a_steps_equal_xor() {
+    let mut prg = Prg::from_seed(Block(0xb17));
+    for k in [1usize, 37, 64] {
+        let pm = ring_mask(k);
+        let a = [false, false, true, true];
+        let b = [false, true, false, true];
+        let x: Vec<u64> = (0..4).map(|_| prg.next_block().low_u64() & pm).collect();
+        let ot = |d: &[u64]| -> Vec<u64> {
+            (0..4)
+                .map(|i| x[i].wrapping_add(if b[i] { d[i] } else { 0 }) & pm)
+                .collect()
+        };
+        let s = b2a_bit_sender(&a, &x, k).unwrap();
+        let r = b2a_receiver(&ot(&b2a_bit_deltas(&a, k).unwrap()), 1, k).unwrap();
+        let ss = b2a_sender(&a, &x, 1, k).unwrap();
+        let rs = b2a_receiver(&ot(&b2a_deltas(&a, 1, k).unwrap()), 1, k).unwrap();
+        for i in 0..4 {
+            let want = (a[i] ^ b[i]) as u64;
+            assert_eq!(s[i].wrapping_add(r[i]) & pm, want, "k {k} pair {i}");
+            assert_eq!(ss[i].wrapping_add(rs[i]) & pm, want.wrapping_neg() & pm);
+        }
+    }
+    assert!(matches!(
+        b2a_bit_sender(&[true; 3], &[0; 2], 8),
+        Err(SsError::InvalidArgument(_))
+    ));
+}
