@@ -156,6 +156,17 @@ fn shipped_mnist_mlp_equals_reference_bit_for_bit() {
     shipped_equals_reference("mnist-mlp");
 }
 
+/// The 8-bit MNIST MLP (scripts/choco/quantize_mlp.py) on one plaintext prime: one ciphertext
+/// up and one down per layer.
+#[test]
+fn shipped_mnist_mlp_q8_equals_reference_bit_for_bit() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/mnist-mlp-q8");
+    let m = Model::load(&dir).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
+    assert_eq!(client.primes().len(), 1, "one plaintext prime");
+    shipped_equals_reference("mnist-mlp-q8");
+}
+
 /// The MNIST CNN runs on the windowed conv kernel (its Toeplitz matrices would be 3.4 GiB of
 /// plaintexts).
 #[test]
