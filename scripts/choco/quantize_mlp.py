@@ -23,6 +23,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import shutil  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -35,6 +36,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 from secinfer import datasets  # noqa: E402
 
 LAYERS = ("fc1", "fc2", "fc3")
+# secinfer_he::choco::MAX_SINGLE_T_BITS: the widest single plaintext prime family choco uses.
+MAX_SINGLE_T_BITS = 23
+
+
+def one_prime(bits, frac, fan_ins=(784, 128, 128)):
+    """Whether every layer's accumulator bound (the Rust `Schedule`'s: fc1 reads the input,
+    clamped to [0, 1] = [0, 2^F]) fits one plaintext prime of MAX_SINGLE_T_BITS bits."""
+    half = 1 << (bits - 1)
+    x_first = min(1 << frac, half)
+    bound = max(n * half * (x_first if i == 0 else half) + (half << frac)
+                for i, n in enumerate(fan_ins))
+    return math.log2(2 * bound + 1) < MAX_SINGLE_T_BITS - 0.01
 
 
 def quantize(v, bits, frac):
@@ -86,6 +99,8 @@ def search(weights, images, labels, bits):
     grid = [2.0 ** (k / 2) for k in range(-6, 9)]
     best = (-1.0, None)
     for frac in range(1, bits - 1):
+        if not one_prime(bits, frac):
+            continue
         x = input_fixed(images, bits, frac)
         for c1 in grid:
             w1 = quantize(weights["fc1.weight"] * c1, bits, frac)

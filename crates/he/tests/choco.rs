@@ -595,7 +595,10 @@ fn single_prime_profile_floods_40_bits() {
     w[..cols].iter_mut().for_each(|v| *v = -(1 << (bits - 1)));
     x[..cols / 2].iter_mut().for_each(|v| *v = 1 << frac);
     let want = plain_matvec(&w, &x, rows);
-    assert!(want[0].unsigned_abs() > bound / 2, "the extreme row really is large");
+    assert!(
+        want[0].unsigned_abs() > bound / 2,
+        "the extreme row really is large"
+    );
     let p = &rns.sets()[0];
     let plan = DensePlan::new(rows, cols, Packing::Redundant, p.row_len(), 2).expect("plan");
     let sk = SecretKey::generate(p);

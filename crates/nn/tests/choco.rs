@@ -128,7 +128,11 @@ fn narrow_mlp_runs_on_one_prime_bit_for_bit() {
         );
         let s = r.server.output.unwrap();
         let o = r.client.output.unwrap();
-        assert!(s.flood_stat_bits >= 40.0, "flooding 2^-{}", s.flood_stat_bits);
+        assert!(
+            s.flood_stat_bits >= 40.0,
+            "flooding 2^-{}",
+            s.flood_stat_bits
+        );
         assert_eq!(o.outputs, reference(&m, &x), "{bits}-bit input");
         assert_eq!((o.cost.ciphertexts_up, o.cost.ciphertexts_down), (2, 2));
     }
