@@ -257,6 +257,29 @@ fn crt_reconstructs_centered_integers() {
     assert!(r.modulus_log2() > ((2 * b + 1) as f64).log2());
 }
 
+/// One prime's Dense kernel on real ciphertexts: fresh keys, the encrypted input `x`
+/// (residues), the kernel's output ciphertexts.
+fn dense_on_ciphertexts(
+    p: &Params,
+    plan: &DensePlan,
+    w: &[i64],
+    x: &[u64],
+) -> (SecretKey, PublicKey, Vec<Ciphertext>) {
+    let sk = SecretKey::generate(p);
+    let pk = sk.public_key();
+    let keys = sk.rotation_keys(&plan.rotation_steps(), false);
+    let ev = HeEvaluator::new(p, &keys);
+    let prep = plan.prepare(&ev, w).expect("prepare");
+    let cts: Vec<Ciphertext> = plan
+        .pack_input(x)
+        .expect("pack")
+        .iter()
+        .map(|v| sk.encrypt(v).expect("enc"))
+        .collect();
+    let res = plan.eval(&ev, &prep, &cts).expect("eval");
+    (sk, pk, res)
+}
+
 /// The whole server step on real ciphertexts with worst-case 20-bit operands: exact
 /// accumulators (bias·2^F included) through the CRT, flooding at ≥ 40 bits, and two runs on
 /// one input give different bytes and the same result.
@@ -287,18 +310,7 @@ fn dense_on_ciphertexts_is_exact_and_rerandomised() {
     let mut outs = [Vec::new(), Vec::new()];
     let mut bytes = [Vec::new(), Vec::new()];
     for (i, p) in rns.sets().iter().enumerate() {
-        let sk = SecretKey::generate(p);
-        let pk = sk.public_key();
-        let keys = sk.rotation_keys(&plan.rotation_steps(), false);
-        let ev = HeEvaluator::new(p, &keys);
-        let prep = plan.prepare(&ev, &w).expect("prepare");
-        let cts: Vec<Ciphertext> = plan
-            .pack_input(&xr[i])
-            .expect("pack")
-            .iter()
-            .map(|v| sk.encrypt(v).expect("enc"))
-            .collect();
-        let res = plan.eval(&ev, &prep, &cts).expect("eval");
+        let (sk, pk, res) = dense_on_ciphertexts(p, &plan, &w, &xr[i]);
         let bl = plan.output_layout(&br[i]).expect("layout");
         let hide = Kernel::Dense(plan.clone()).output_slots().expect("slots");
         let mut full = Vec::new();
@@ -601,18 +613,7 @@ fn single_prime_profile_floods_40_bits() {
     );
     let p = &rns.sets()[0];
     let plan = DensePlan::new(rows, cols, Packing::Redundant, p.row_len(), 2).expect("plan");
-    let sk = SecretKey::generate(p);
-    let pk = sk.public_key();
-    let keys = sk.rotation_keys(&plan.rotation_steps(), false);
-    let ev = HeEvaluator::new(p, &keys);
-    let prep = plan.prepare(&ev, &w).expect("prepare");
-    let cts: Vec<Ciphertext> = plan
-        .pack_input(&rns.residues(&x)[0])
-        .expect("pack")
-        .iter()
-        .map(|v| sk.encrypt_seeded(v).expect("enc").expand(p))
-        .collect();
-    let res = plan.eval(&ev, &prep, &cts).expect("eval");
+    let (sk, pk, res) = dense_on_ciphertexts(p, &plan, &w, &rns.residues(&x)[0]);
     let mut dec = Vec::new();
     for ct in &res {
         let (r, stat) = finish(p, &pk, ct, FLOOD_STAT_BITS).expect("finish");
