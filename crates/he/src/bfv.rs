@@ -951,6 +951,23 @@ impl SecretKey {
         let qb = params.0.q_big;
         let q0 = params.0.set.q[0] as u128;
         let t = params.t();
+        if one && k + (64 - t.leading_zeros()) < 64 {
+            // The same arithmetic in u64: |c1·s| < q0/2 < 2^61 and c0 < 2^k, so the sum fits
+            // an i64, reducing it mod 2^k is a mask, and x·t + 2^(k−1) stays below 2^64.
+            let half = (q0 / 2) as u64;
+            return Ok((0..n)
+                .map(|i| {
+                    let c = c1[i];
+                    let prod = if c > half {
+                        c as i64 - q0 as i64
+                    } else {
+                        c as i64
+                    };
+                    let x = ((r.c0[i] as i64).wrapping_add(prod) as u64) & (qr - 1);
+                    ((x * t + (qr >> 1)) >> k) % t
+                })
+                .collect());
+        }
         Ok((0..n)
             .map(|i| {
                 let prod = if one {
