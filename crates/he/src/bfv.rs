@@ -930,9 +930,13 @@ impl SecretKey {
         let k = r.log_q;
         let qr = 1u64 << k;
         // c1·s exactly over the integers, computed mod Q (|c1·s| ≤ n·qr/2 < Q/2 by
-        // `max_response_bits`) and CRT-combined when Q has two primes.
+        // `max_response_bits`) and CRT-combined when Q has two primes. When n·qr is below the
+        // first prime the product is already exact modulo that prime alone: half the
+        // transforms and no CRT, the same integers.
+        let one = (n as u128) << k < params.0.set.q[0] as u128;
+        let primes = if one { 1 } else { params.l() };
         let mut c1 = vec![0u64; n * params.l()];
-        for (i, md) in params.0.qs.iter().enumerate() {
+        for (i, md) in params.0.qs.iter().enumerate().take(primes) {
             let q = md.q;
             let ci = &mut c1[i * n..(i + 1) * n];
             for (o, &c) in ci.iter_mut().zip(&r.c1) {
@@ -945,10 +949,32 @@ impl SecretKey {
             md.to_coeff(ci);
         }
         let qb = params.0.q_big;
+        let q0 = params.0.set.q[0] as u128;
         let t = params.t();
+        if one && k + (64 - t.leading_zeros()) < 64 {
+            // The same arithmetic in u64: |c1·s| < q0/2 < 2^61 and c0 < 2^k, so the sum fits
+            // an i64, reducing it mod 2^k is a mask, and x·t + 2^(k−1) stays below 2^64.
+            let half = (q0 / 2) as u64;
+            return Ok((0..n)
+                .map(|i| {
+                    let c = c1[i];
+                    let prod = if c > half {
+                        c as i64 - q0 as i64
+                    } else {
+                        c as i64
+                    };
+                    let x = ((r.c0[i] as i64).wrapping_add(prod) as u64) & (qr - 1);
+                    ((x * t + (qr >> 1)) >> k) % t
+                })
+                .collect());
+        }
         Ok((0..n)
             .map(|i| {
-                let prod = center_big(crt(params, &c1, i), qb);
+                let prod = if one {
+                    center_big(c1[i] as u128, q0)
+                } else {
+                    center_big(crt(params, &c1, i), qb)
+                };
                 let x = (r.c0[i] as i128 + prod).rem_euclid(qr as i128) as u128;
                 (crate::arith::mul_div_round(x, t, qr as u128) % t as u128) as u64
             })

@@ -257,6 +257,29 @@ fn crt_reconstructs_centered_integers() {
     assert!(r.modulus_log2() > ((2 * b + 1) as f64).log2());
 }
 
+/// One prime's Dense kernel on real ciphertexts: fresh keys, the encrypted input `x`
+/// (residues), the kernel's output ciphertexts.
+fn dense_on_ciphertexts(
+    p: &Params,
+    plan: &DensePlan,
+    w: &[i64],
+    x: &[u64],
+) -> (SecretKey, PublicKey, Vec<Ciphertext>) {
+    let sk = SecretKey::generate(p);
+    let pk = sk.public_key();
+    let keys = sk.rotation_keys(&plan.rotation_steps(), false);
+    let ev = HeEvaluator::new(p, &keys);
+    let prep = plan.prepare(&ev, w).expect("prepare");
+    let cts: Vec<Ciphertext> = plan
+        .pack_input(x)
+        .expect("pack")
+        .iter()
+        .map(|v| sk.encrypt(v).expect("enc"))
+        .collect();
+    let res = plan.eval(&ev, &prep, &cts).expect("eval");
+    (sk, pk, res)
+}
+
 /// The whole server step on real ciphertexts with worst-case 20-bit operands: exact
 /// accumulators (bias·2^F included) through the CRT, flooding at ≥ 40 bits, and two runs on
 /// one input give different bytes and the same result.
@@ -287,18 +310,7 @@ fn dense_on_ciphertexts_is_exact_and_rerandomised() {
     let mut outs = [Vec::new(), Vec::new()];
     let mut bytes = [Vec::new(), Vec::new()];
     for (i, p) in rns.sets().iter().enumerate() {
-        let sk = SecretKey::generate(p);
-        let pk = sk.public_key();
-        let keys = sk.rotation_keys(&plan.rotation_steps(), false);
-        let ev = HeEvaluator::new(p, &keys);
-        let prep = plan.prepare(&ev, &w).expect("prepare");
-        let cts: Vec<Ciphertext> = plan
-            .pack_input(&xr[i])
-            .expect("pack")
-            .iter()
-            .map(|v| sk.encrypt(v).expect("enc"))
-            .collect();
-        let res = plan.eval(&ev, &prep, &cts).expect("eval");
+        let (sk, pk, res) = dense_on_ciphertexts(p, &plan, &w, &xr[i]);
         let bl = plan.output_layout(&br[i]).expect("layout");
         let hide = Kernel::Dense(plan.clone()).output_slots().expect("slots");
         let mut full = Vec::new();
@@ -563,4 +575,53 @@ fn baseline_at_n8192_refuses_to_underflood() {
         finish(p, &sk.public_key(), &out[0], FLOOD_STAT_BITS),
         Err(HeError::NoiseBudget(_))
     ));
+}
+
+/// The small-plaintext profile: an 8-bit layer of fan-in 784 whose inputs lie in [0, 2^5]
+/// (the quantised MNIST MLP's first layer) needs one plaintext prime, the widest the profile
+/// allows, and a full 784 → 128 product on it is flooded to ≥ 2^-40 with the result exact.
+#[test]
+fn single_prime_profile_floods_40_bits() {
+    let (rows, cols, bits, frac) = (128usize, 784usize, 8u32, 5u32);
+    let bound = accumulator_bound_for_inputs(cols, bits, frac, 1 << frac);
+    let rns = RnsParams::for_bound(bound).expect("params");
+    assert_eq!(rns.sets().len(), 1, "an 8-bit layer fits one prime");
+    assert!(rns.modulus_log2() > (2.0 * bound as f64 + 1.0).log2());
+    assert!(rns.modulus_log2() <= MAX_SINGLE_T_BITS as f64);
+    assert_eq!(
+        RnsParams::for_bound(accumulator_bound(cols, 12, frac))
+            .expect("params")
+            .sets()
+            .len(),
+        2,
+        "a 12-bit layer keeps two 20-bit primes"
+    );
+    assert!(matches!(
+        RnsParams::with_prime_bits(1, MAX_SINGLE_T_BITS + 1, RING_DEGREE, 2),
+        Err(HeError::InvalidParams(_))
+    ));
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut w = rand_signed(&mut rng, rows * cols, bits);
+    let mut x: Vec<i64> = (0..cols).map(|_| (rng.next_u64() % 33) as i64).collect();
+    // One row at the extreme of the bound.
+    w[..cols].iter_mut().for_each(|v| *v = -(1 << (bits - 1)));
+    x[..cols / 2].iter_mut().for_each(|v| *v = 1 << frac);
+    let want = plain_matvec(&w, &x, rows);
+    assert!(
+        want[0].unsigned_abs() > bound / 2,
+        "the extreme row really is large"
+    );
+    let p = &rns.sets()[0];
+    let plan = DensePlan::new(rows, cols, Packing::Redundant, p.row_len(), 2).expect("plan");
+    let (sk, pk, res) = dense_on_ciphertexts(p, &plan, &w, &rns.residues(&x)[0]);
+    let mut dec = Vec::new();
+    for ct in &res {
+        let (r, stat) = finish(p, &pk, ct, FLOOD_STAT_BITS).expect("finish");
+        assert!(stat >= FLOOD_STAT_BITS as f64, "flooding reached 2^-{stat}");
+        dec.push(sk.decrypt_response(&r).expect("dec"));
+    }
+    let got = rns
+        .reconstruct(&[plan.extract(&dec).expect("extract")])
+        .expect("crt");
+    assert_eq!(got, want);
 }

@@ -19,10 +19,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 fn v2(layers: Value, labels: usize) -> ModelConfig {
+    v2_format(layers, labels, 20, 12)
+}
+
+fn v2_format(layers: Value, labels: usize, bits: u32, frac: u32) -> ModelConfig {
     let j = json!({
         "format": "secinfer-model", "version": 2, "task": "classification",
         "layers": layers,
-        "fixed_point": {"bits": 20, "frac_bits": 12},
+        "fixed_point": {"bits": bits, "frac_bits": frac},
         "labels": (0..labels).map(|i| format!("c{i}")).collect::<Vec<_>>(),
     });
     ModelConfig::parse(&j.to_string()).unwrap()
@@ -87,6 +91,10 @@ fn run(server: &ChocoServer, client: &ChocoClient, x: &[i64]) -> Vec<Vec<i64>> {
 }
 
 fn mlp(dims: &[usize]) -> ModelConfig {
+    mlp_format(dims, 20, 12)
+}
+
+fn mlp_format(dims: &[usize], bits: u32, frac: u32) -> ModelConfig {
     let mut layers =
         vec![json!({"type": "input", "name": "input", "dtype": "fixed", "shape": [dims[0]]})];
     for (i, w) in dims.windows(2).enumerate() {
@@ -98,7 +106,36 @@ fn mlp(dims: &[usize]) -> ModelConfig {
         }
     }
     layers.push(json!({"type": "argmax", "name": "class"}));
-    v2(Value::Array(layers), dims[dims.len() - 1])
+    v2_format(Value::Array(layers), dims[dims.len() - 1], bits, frac)
+}
+
+/// The small-plaintext profile: a 6-bit MLP of fan-in 784 runs on one plaintext prime (one
+/// ciphertext up and one down per layer instead of one per prime) and still equals the
+/// reference bit for bit at the format's extremes: most weights saturated at ±2^5, inputs over
+/// the whole format, activations that wrap.
+#[test]
+fn narrow_mlp_runs_on_one_prime_bit_for_bit() {
+    let m = random_model(mlp_format(&[784, 16, 10], 6, 3), 16.0, 4);
+    let server = ChocoServer::new(&m, Packing::Redundant).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
+    assert_eq!(client.primes().len(), 1, "one plaintext prime");
+    assert_eq!(server.primes(), client.primes());
+    for (bits, seed) in [(6, 5), (4, 6)] {
+        let x = random_input(784, bits, seed);
+        let r = simulate(
+            |ch| client_session(ch, &client, &x),
+            |ch| server_session(ch, &server),
+        );
+        let s = r.server.output.unwrap();
+        let o = r.client.output.unwrap();
+        assert!(
+            s.flood_stat_bits >= 40.0,
+            "flooding 2^-{}",
+            s.flood_stat_bits
+        );
+        assert_eq!(o.outputs, reference(&m, &x), "{bits}-bit input");
+        assert_eq!((o.cost.ciphertexts_up, o.cost.ciphertexts_down), (2, 2));
+    }
 }
 
 #[test]
@@ -121,6 +158,17 @@ fn random_mlp_equals_reference_bit_for_bit() {
 #[test]
 fn shipped_mnist_mlp_equals_reference_bit_for_bit() {
     shipped_equals_reference("mnist-mlp");
+}
+
+/// The 8-bit MNIST MLP (scripts/choco/quantize_mlp.py) on one plaintext prime: one ciphertext
+/// up and one down per layer.
+#[test]
+fn shipped_mnist_mlp_q8_equals_reference_bit_for_bit() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/mnist-mlp-q8");
+    let m = Model::load(&dir).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
+    assert_eq!(client.primes().len(), 1, "one plaintext prime");
+    shipped_equals_reference("mnist-mlp-q8");
 }
 
 /// The MNIST CNN runs on the windowed conv kernel (its Toeplitz matrices would be 3.4 GiB of

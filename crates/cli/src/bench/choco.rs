@@ -22,8 +22,9 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct ChocoArgs {
-    /// Model: mlp (models/mnist-mlp, 784-128-128-10) or cnn / mnist-cnn (models/mnist-cnn).
-    #[arg(long, default_value = "mlp", value_parser = ["mlp", "cnn", "mnist-cnn"])]
+    /// Model: mlp (models/mnist-mlp, 784-128-128-10), mlp-q8 (models/mnist-mlp-q8, the same
+    /// network in 8-bit fixed point: one plaintext prime) or cnn / mnist-cnn (models/mnist-cnn).
+    #[arg(long, default_value = "mlp", value_parser = ["mlp", "mlp-q8", "cnn", "mnist-cnn"])]
     pub arch: String,
     /// Model directory (default: the arch's directory under ./models).
     #[arg(long)]
@@ -239,10 +240,10 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
     }
     let dir = a.model.clone().unwrap_or_else(|| {
         // "cnn" and "mnist-cnn" name the same shipped model.
-        PathBuf::from("models").join(if a.arch == "mlp" {
-            "mnist-mlp"
-        } else {
-            "mnist-cnn"
+        PathBuf::from("models").join(match a.arch.as_str() {
+            "mlp" => "mnist-mlp",
+            "mlp-q8" => "mnist-mlp-q8",
+            _ => "mnist-cnn",
         })
     });
     let m = Model::load(&dir)?;

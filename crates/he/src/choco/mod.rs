@@ -54,8 +54,17 @@ pub fn ring_for(packing: Packing) -> (usize, usize) {
     }
 }
 
-/// Bits of each plaintext prime.
+/// Bits of each plaintext prime when an accumulator needs several.
 const T_BITS: u32 = 20;
+
+/// The widest single plaintext prime the small-plaintext profile uses. A layer whose
+/// accumulator fits one prime of at most this many bits gets one BFV parameter set, so one
+/// ciphertext per window up and down instead of k. Each bit of t costs about two bits of the
+/// flooding room (Δ = Q/t shrinks and the SIMD-encoded weights' norm grows with t); at
+/// n = 8192 with two 62-bit Q primes 2^-40 flooding of a 784 → 128 Dense product needs
+/// 2^98.2 of noise with a 23-bit t, where Δ/4 leaves 2^98.9, and a 24-bit t has no room
+/// (`tests/choco.rs::single_prime_profile_floods_40_bits`).
+pub const MAX_SINGLE_T_BITS: u32 = 23;
 
 /// The plaintext primes t_1 … t_k and their BFV parameter sets (n = 8192, Q two 62-bit primes
 /// ≡ 1 mod 2n·t_i, so Q ≡ 1 mod t_i; P a 62-bit prime; log2 QP ≈ 186 ≤ 218).
@@ -70,26 +79,48 @@ impl RnsParams {
         Self::with_ring(primes, RING_DEGREE, 2)
     }
 
-    /// `primes` plaintext primes (1 to 4) at ring degree `n` with `q_primes` 62-bit Q primes.
+    /// `primes` 20-bit plaintext primes (1 to 4) at ring degree `n` with `q_primes` 62-bit Q
+    /// primes.
     pub fn with_ring(primes: usize, n: usize, q_primes: usize) -> Result<RnsParams, HeError> {
-        if !(1..=4).contains(&primes) || !(1..=2).contains(&q_primes) {
+        Self::with_prime_bits(primes, T_BITS, n, q_primes)
+    }
+
+    /// `primes` plaintext primes (1 to 4) of at most `t_bits` bits (20 to
+    /// [`MAX_SINGLE_T_BITS`]) at ring degree `n` with `q_primes` 62-bit Q primes.
+    pub fn with_prime_bits(
+        primes: usize,
+        t_bits: u32,
+        n: usize,
+        q_primes: usize,
+    ) -> Result<RnsParams, HeError> {
+        if !(1..=4).contains(&primes)
+            || !(1..=2).contains(&q_primes)
+            || !(T_BITS..=MAX_SINGLE_T_BITS).contains(&t_bits)
+        {
             return Err(HeError::InvalidParams(format!(
-                "{primes} plaintext primes (1 to 4 supported), {q_primes} Q primes"
+                "{primes} plaintext primes of {t_bits} bits (1 to 4 of {T_BITS} to \
+                 {MAX_SINGLE_T_BITS} bits supported), {q_primes} Q primes"
             )));
         }
         let two_n = 2 * n as u64;
         let mut ts: Vec<u64> = Vec::new();
         let mut sets = Vec::with_capacity(primes);
         for i in 0..primes {
-            let t = prime_below(T_BITS, two_n, &ts).ok_or(HeError::NoPrime)?;
+            let t = prime_below(t_bits, two_n, &ts).ok_or(HeError::NoPrime)?;
             ts.push(t);
             let mut q: Vec<u64> = Vec::with_capacity(q_primes);
             for _ in 0..q_primes {
                 q.push(prime_below(62, two_n * t, &q).ok_or(HeError::NoPrime)?);
             }
             let p = prime_below(62, two_n, &q).ok_or(HeError::NoPrime)?;
+            // The 20-bit sets keep their historical names (and so their session hashes).
+            let name = if t_bits == T_BITS {
+                format!("choco-n{n}-t{i}")
+            } else {
+                format!("choco-n{n}-t{t_bits}b{i}")
+            };
             sets.push(Params::new(ParamSet {
-                name: format!("choco-n{n}-t{i}"),
+                name,
                 n,
                 t,
                 encoding: Encoding::Simd,
@@ -107,10 +138,24 @@ impl RnsParams {
         Self::for_packing(max_abs, Packing::Redundant)
     }
 
-    /// [`RnsParams::for_bound`] on the ring `packing` needs ([`ring_for`]).
+    /// [`RnsParams::for_bound`] on the ring `packing` needs ([`ring_for`]). An accumulator that
+    /// fits one prime of at most [`MAX_SINGLE_T_BITS`] bits gets that one prime, the narrowest
+    /// that holds it (the small-plaintext profile: one ciphertext per window instead of k);
+    /// wider ones get k 20-bit primes.
     pub fn for_packing(max_abs: u128, packing: Packing) -> Result<RnsParams, HeError> {
         let (n, q) = ring_for(packing);
         let need = (2.0 * max_abs as f64 + 1.0).log2();
+        // A prime below 2^b is above 2^(b − 0.01) for these b and moduli (checked below).
+        let single = ((need + 0.01).ceil() as u32).max(T_BITS);
+        if single <= MAX_SINGLE_T_BITS {
+            let r = RnsParams::with_prime_bits(1, single, n, q)?;
+            if r.modulus_log2() > need {
+                return Ok(r);
+            }
+            if single < MAX_SINGLE_T_BITS {
+                return RnsParams::with_prime_bits(1, single + 1, n, q);
+            }
+        }
         let k = (need / (T_BITS as f64 - 0.01)).ceil().max(1.0) as usize;
         let r = RnsParams::with_ring(k, n, q)?;
         if r.modulus_log2() <= need {
@@ -198,7 +243,7 @@ impl RnsParams {
     }
 }
 
-/// a·b mod m for a < 2^20, b < m < 2^100 without overflow (double-and-add on the small factor).
+/// a·b mod m for a < 2^26, b < m < 2^100 without overflow (double-and-add on the small factor).
 fn mul_mod_u128(a: u128, b: u128, m: u128) -> u128 {
     let (mut acc, mut a, mut b) = (0u128, a, b % m);
     while a > 0 {
@@ -215,8 +260,16 @@ fn mul_mod_u128(a: u128, b: u128, m: u128) -> u128 {
 /// inputs and biases are `bits`-bit two's-complement integers: cols·2^{2(bits−1)} +
 /// 2^{bits−1+frac}. Public (format and shape only), so the number of primes reveals nothing.
 pub fn accumulator_bound(cols: usize, bits: u32, frac: u32) -> u128 {
+    accumulator_bound_for_inputs(cols, bits, frac, 1u128 << (bits - 1))
+}
+
+/// [`accumulator_bound`] when the layer's inputs are publicly known to satisfy
+/// |x| ≤ `x_max` (a model's stated input range, which the client applies before encrypting):
+/// cols·2^{bits−1}·x_max + 2^{bits−1+frac}. A client that broke the range would only wrap its
+/// own result modulo T, a function of the accumulator it is shown anyway.
+pub fn accumulator_bound_for_inputs(cols: usize, bits: u32, frac: u32, x_max: u128) -> u128 {
     let half = 1u128 << (bits - 1);
-    cols as u128 * half * half + (half << frac)
+    cols as u128 * half * x_max.min(half) + (half << frac)
 }
 
 /// log2 of the response modulus: t, 2 bits of slack, 10 std of the switch's rounding noise,
@@ -242,15 +295,20 @@ pub fn finish(
     // Kernel noise plus the zero-encryption's u·e + e2·s.
     let var = ct.var + n * (2.0 / 3.0) * sigma * sigma * 2.0;
     let log_e = (10.0 * var.sqrt()).log2();
-    let want = (stat_bits as f64 + n.log2() + log_e).ceil();
+    // The exact amplitude, not the next power of two: a wide plaintext prime's room lies
+    // within a bit of its need.
+    let want = stat_bits as f64 + n.log2() + log_e;
     let room = params.log2_q() - (params.t() as f64).log2() - 2.0 - 0.1;
     if want > room {
         return Err(HeError::NoiseBudget(format!(
-            "flooding to 2^-{stat_bits} needs 2^{want} of noise, Δ/4 leaves 2^{room:.1}"
+            "flooding to 2^-{stat_bits} needs 2^{want:.2} of noise, Δ/4 leaves 2^{room:.1}"
         )));
     }
-    let resp = params.finish_response(ct, pk, want as u32, None, response_log_q(params))?;
-    Ok((resp, want - n.log2() - log_e))
+    // 2^want < 2^126 (the room is below log2 Q); the 10^-6 bit absorbs f64's rounding, so
+    // the amplitude is at least 2^want.
+    let flood = 2f64.powf(want + 1e-6) as u128;
+    let resp = params.finish_response_flooded(ct, pk, flood, None, response_log_q(params))?;
+    Ok((resp, (flood as f64).log2() - n.log2() - log_e))
 }
 
 /// Server: adds the plaintext slot vector `v` (values mod t) to a ciphertext.

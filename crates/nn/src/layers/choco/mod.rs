@@ -14,8 +14,10 @@
 //! (docs/threat-model.md). This mode is never a default: it is chosen by `--family choco`.
 //!
 //! Exactness: accumulators come back modulo the product of k ≈ 20-bit plaintext primes, k
-//! fixed by the public format and shape so that no input can make them wrap
-//! (`secinfer_he::choco::accumulator_bound`); results equal the reference bit for bit.
+//! fixed by the public format, shape and input range so that no input can make them wrap
+//! (`secinfer_he::choco::accumulator_bound`); results equal the reference bit for bit. A
+//! narrow format (e.g. the 8-bit `models/mnist-mlp-q8`) fits one prime of at most 23 bits:
+//! one ciphertext up and one down per window and layer.
 pub mod apps;
 mod client;
 mod server;
@@ -31,7 +33,10 @@ pub use wire::{KeyUpload, Results, Upload};
 
 use crate::error::{NnError, Result};
 use crate::model::{FixedPointConfig, LayerKind, ModelConfig, Shape};
-use secinfer_he::choco::{accumulator_bound, ring_for, ConvPlan, DensePlan, Kernel, RnsParams};
+use secinfer_he::choco::{
+    accumulator_bound, accumulator_bound_for_inputs, ring_for, ConvPlan, DensePlan, Kernel,
+    RnsParams,
+};
 
 /// What one stage of a choco session computes.
 #[derive(Clone, Debug)]
@@ -56,19 +61,26 @@ impl Schedule {
         supports(config)?;
         let fp = config.fixed_point;
         let mut stages = Vec::new();
-        let mut max_fan_in = 1;
+        let mut bound = 0u128;
         let row_len = ring_for(packing).0 / 2;
         for i in 1..config.graph.layers.len() {
             stages.push(match linear_kernel(config, i, packing, row_len)? {
                 Some(plan) => {
-                    max_fan_in = max_fan_in.max(plan.fan_in());
+                    // The bound is per output: a convolution's fan-in is c·kh·kw, not its
+                    // image size.
+                    let (bits, frac) = (fp.main.bits, fp.main.scale);
+                    let b = match input_bound(config, i) {
+                        Some(x_max) => {
+                            accumulator_bound_for_inputs(plan.fan_in(), bits, frac, x_max)
+                        }
+                        None => accumulator_bound(plan.fan_in(), bits, frac),
+                    };
+                    bound = bound.max(b);
                     Stage::Linear { layer: i, plan }
                 }
                 None => Stage::Client { layer: i },
             });
         }
-        // The bound is per output: a convolution's fan-in is c·kh·kw, not its image size.
-        let bound = accumulator_bound(max_fan_in, fp.main.bits, fp.main.scale);
         let rns = RnsParams::for_packing(bound, packing)?;
         Ok(Schedule {
             stages,
@@ -101,6 +113,23 @@ impl Schedule {
             .map(|l| l.name.clone())
             .collect()
     }
+}
+
+/// The largest |x| layer `i` can read when that is known publicly and below the format's
+/// 2^(bits−1): its input is the model's input (through flattens only) and the model states a
+/// range, which the client applies before encrypting. Narrow formats then fit one plaintext
+/// prime (`secinfer_he::choco::MAX_SINGLE_T_BITS`).
+fn input_bound(config: &ModelConfig, i: usize) -> Option<u128> {
+    let layers = &config.graph.layers;
+    let mut j = i - 1;
+    while j > 0 && matches!(layers[j].kind, LayerKind::Flatten) {
+        j -= 1;
+    }
+    if j != 0 {
+        return None;
+    }
+    let (lo, hi) = config.graph.input_range()?.fixed(config.fixed_point.main);
+    Some(lo.unsigned_abs().max(hi.unsigned_abs()) as u128)
 }
 
 /// The kernel of layer `i` when the server computes it, `None` when the client does; an
