@@ -492,7 +492,7 @@ impl Client {
     /// One secure inference of a network that reads numbers (GALA's image networks, family
     /// hegc) on `image`, the flattened floats (row-major C × H × W, or a vector); the result
     /// has the keys of `infer`, with "layers": one dict per step (name, kernel, he_bytes,
-    /// gc_bytes, time_s, rounds).
+    /// gc_bytes, ot_bytes, time_s, rounds).
     #[pyo3(signature = (image, reveal_logits=false))]
     fn infer_image<'py>(
         &self,
@@ -518,6 +518,7 @@ impl Client {
                 e.set_item("kernel", &l.kernel)?;
                 e.set_item("he_bytes", l.he_bytes)?;
                 e.set_item("gc_bytes", l.gc_bytes)?;
+                e.set_item("ot_bytes", l.ot_bytes)?;
                 e.set_item("time_s", l.time_s)?;
                 e.set_item("rounds", l.rounds)?;
                 Ok(e)
