@@ -51,8 +51,10 @@ pub const HE_PARAMS: &str = "n8192-t23";
 /// Statistical security of every HE response (DESIGN.md §2).
 pub const FLOOD_BITS: u32 = 40;
 /// SoftSpokenOT's chunk bits k for the pools of the OT finishing steps: 16/k bytes per COT
-/// offline (IKNP: 16).
-pub const OT_CHUNK_BITS: u32 = 4;
+/// offline (IKNP: 16) for ≈ 2^k/k AES calls per COT. 6 keeps the MNIST CNN's pool fill under
+/// its byte budget at a CPU cost the 0.25 s budget absorbs (docs/benchmarks.md, "Truncation,
+/// ReLU and max-pool by OT").
+pub const OT_CHUNK_BITS: u32 = 6;
 /// Most channel blocks per slot row of a convolution: GALA's kernel needs a Galois key per
 /// block offset (≈ 0.6 MB each at n = 8192), so small images use fewer, wider blocks
 /// ([`secinfer_he::ConvPlan::with_max_groups`]).
@@ -551,10 +553,11 @@ impl NetShape {
             self.input_range,
             self.ops
         );
-        // The garbled protocol keeps the hash it had before the OT one existed.
+        // The garbled protocol keeps the hash it had before the OT one existed; the OT one
+        // names its pools' chunk, which both parties' fillers must share.
         let s = match self.nonlinear {
             Nonlinear::Gc => s,
-            Nonlinear::Ot => format!("{s}|nonlinear-ot"),
+            Nonlinear::Ot => format!("{s}|nonlinear-ot-k{OT_CHUNK_BITS}"),
         };
         let d = Sha256::digest(s.as_bytes());
         d.iter().take(16).map(|b| format!("{b:02x}")).collect()
