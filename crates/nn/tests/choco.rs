@@ -171,6 +171,17 @@ fn shipped_mnist_mlp_q8_equals_reference_bit_for_bit() {
     shipped_equals_reference("mnist-mlp-q8");
 }
 
+/// The 7-bit MNIST CNN (scripts/choco/quantize_cnn.py) on one plaintext prime for every
+/// layer, the convolutions included.
+#[test]
+fn shipped_mnist_cnn_q7_equals_reference_bit_for_bit() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/mnist-cnn-q7");
+    let m = Model::load(&dir).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
+    assert_eq!(client.primes().len(), 1, "one plaintext prime");
+    shipped_equals_reference("mnist-cnn-q7");
+}
+
 /// The MNIST CNN runs on the windowed conv kernel (its Toeplitz matrices would be 3.4 GiB of
 /// plaintexts).
 #[test]
