@@ -22,18 +22,18 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import shutil  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from numpy.lib.stride_tricks import sliding_window_view  # noqa: E402
-from safetensors.numpy import load_file, save_file  # noqa: E402
+from safetensors.numpy import load_file  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-from quantize_mlp import MAX_SINGLE_T_BITS, input_fixed, quantize, wrap  # noqa: E402
+from quantize_mlp import (MAX_SINGLE_T_BITS, input_fixed, quantize, scaled,  # noqa: E402
+                          test_record, wrap, write_quantized)
 from secinfer import datasets  # noqa: E402
 
 LAYERS = ("conv1", "conv2", "fc1", "fc2")
@@ -78,25 +78,13 @@ def layer(i, h, w, b, bits, frac):
     return np.maximum(y, 0) if i < 3 else y
 
 
-def logits(weights, c, images, bits, frac, start=0, h=None):
-    """The fixed-point logits, from layer `start` on (h: that layer's cached input)."""
+def run(weights, c, images, bits, frac, start=0, stop=len(LAYERS), h=None):
+    """The fixed-point output of layer `stop` − 1 (the logits by default), from layer `start`
+    on (h: that layer's cached input)."""
     if h is None:
         h = input_fixed(images, bits, frac).reshape(-1, 1, 28, 28)
     cum = float(np.prod(c[:start]))
-    for i in range(start, len(LAYERS)):
-        cum *= c[i]
-        name = LAYERS[i]
-        w = quantize(weights[f"{name}.weight"] * c[i], bits, frac)
-        b = quantize(weights[f"{name}.bias"] * cum, bits, frac)
-        h = layer(i, h, w, b, bits, frac)
-    return h
-
-
-def prefix(weights, c, images, bits, frac, upto):
-    """The fixed-point input of layer `upto`."""
-    h = input_fixed(images, bits, frac).reshape(-1, 1, 28, 28)
-    cum = 1.0
-    for i in range(upto):
+    for i in range(start, stop):
         cum *= c[i]
         name = LAYERS[i]
         w = quantize(weights[f"{name}.weight"] * c[i], bits, frac)
@@ -106,7 +94,7 @@ def prefix(weights, c, images, bits, frac, upto):
 
 
 def accuracy(weights, c, images, labels, bits, frac, start=0, h=None):
-    return float((logits(weights, c, images, bits, frac, start, h).argmax(1) == labels).mean())
+    return float((run(weights, c, images, bits, frac, start, h=h).argmax(1) == labels).mean())
 
 
 def search(weights, images, labels, bits, rounds, fracs):
@@ -121,7 +109,7 @@ def search(weights, images, labels, bits, rounds, fracs):
         for _ in range(rounds):
             moved = False
             for i in range(len(LAYERS)):
-                h = prefix(weights, c, images, bits, frac, i)
+                h = run(weights, c, images, bits, frac, stop=i)
                 for s in steps:
                     trial = c[:i] + [c[i] * s] + c[i + 1:]
                     a = accuracy(weights, trial, images, labels, bits, frac, i, h)
@@ -164,45 +152,21 @@ def main(argv=None) -> int:
                    help="fraction bits to try (repeatable; default every one that fits)")
     args = p.parse_args(argv)
     t0 = time.time()
-    src = Path(args.src)
-    weights = load_file(str(src / "weights.safetensors"))
+    weights = load_file(str(Path(args.src) / "weights.safetensors"))
     data = datasets.load_mnist()
     va, te = data["valid"], data["test"]
     val_acc, frac, c = search(weights, va.images[:args.valid], va.labels[:args.valid],
                               args.bits, args.rounds, args.frac)
     if frac is None:
         raise SystemExit(f"no fraction bits fit one prime at {args.bits} bits")
-    cum, q = 1.0, {}
-    for name, cl in zip(LAYERS, c):
-        cum *= cl
-        q[f"{name}.weight"] = (weights[f"{name}.weight"] * cl).astype(np.float32)
-        q[f"{name}.bias"] = (weights[f"{name}.bias"] * cum).astype(np.float32)
+    q = scaled(weights, c, LAYERS)
     pf = float_classes(weights, te.images)
-    pq = logits(q, [1.0] * len(LAYERS), te.images, args.bits, frac).argmax(1)
-    rec = {
-        "source": args.src,
-        "fixed_point": [args.bits, frac],
-        "layer_scales": c,
-        "n_valid": int(min(args.valid, len(va.labels))),
-        "valid_fixed_point_accuracy": val_acc,
-        "n_test": int(len(te.labels)),
-        "float_accuracy": float((pf == te.labels).mean()),
-        "fixed_point_accuracy": float((pq == te.labels).mean()),
-        "fixed_point_agree_float": float((pq == pf).mean()),
-        "search_seconds": round(time.time() - t0, 1),
-        "threads": 1,
-    }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cfg = json.loads((src / "model.json").read_text())
-    cfg["fixed_point"] = {"bits": args.bits, "frac_bits": frac}
-    cfg.pop("fixed_point_variants", None)
-    cfg["metadata"] = {"dataset": "mnist", "recipe": "scripts/choco/quantize_cnn.py",
-                       "arch": "cnn", "source": args.src, "layer_scales": c}
-    (out / "model.json").write_text(json.dumps(cfg, indent=1) + "\n")
-    save_file(q, str(out / "weights.safetensors"))
-    shutil.copy(src / "samples.jsonl", out / "samples.jsonl")
-    (out / "quantize.json").write_text(json.dumps(rec, indent=1) + "\n")
+    pq = run(q, [1.0] * len(LAYERS), te.images, args.bits, frac).argmax(1)
+    rec = test_record(args.src, args.bits, frac, c, te.labels, pf, pq, t0)
+    rec["n_valid"] = int(min(args.valid, len(va.labels)))
+    rec["valid_fixed_point_accuracy"] = val_acc
+    write_quantized(args.src, args.out, args.bits, frac, q, rec,
+                    {"recipe": "scripts/choco/quantize_cnn.py", "arch": "cnn"})
     print(json.dumps(rec))
     return 0
 
