@@ -68,10 +68,10 @@ def dense(x, w, b, bits, frac):
     return wrap(np.floor(acc / (1 << frac)) + b, bits)
 
 
-def scaled(weights, c):
+def scaled(weights, c, layers=LAYERS):
     """Layer l's weights times c_l and its bias times c_1 ⋯ c_l (the same classes)."""
     out, cum = {}, 1.0
-    for name, cl in zip(LAYERS, c):
+    for name, cl in zip(layers, c):
         cum *= cl
         out[f"{name}.weight"] = (weights[f"{name}.weight"] * cl).astype(np.float32)
         out[f"{name}.bias"] = (weights[f"{name}.bias"] * cum).astype(np.float32)
@@ -128,6 +128,39 @@ def float_classes(weights, images):
     return h.argmax(axis=1)
 
 
+def test_record(src, bits, frac, scales, labels, pf, pq, t0):
+    """quantize.json's fields: the test split's float and fixed-point accuracy."""
+    return {
+        "source": src,
+        "fixed_point": [bits, frac],
+        "layer_scales": list(scales),
+        "n_test": int(len(labels)),
+        "float_accuracy": float((pf == labels).mean()),
+        "fixed_point_accuracy": float((pq == labels).mean()),
+        "fixed_point_agree_float": float((pq == pf).mean()),
+        "search_seconds": round(time.time() - t0, 1),
+        "threads": 1,
+    }
+
+
+def write_quantized(src, out, bits, frac, weights, rec, metadata):
+    """The source model directory with the narrow format, the rescaled weights, the source's
+    samples and quantize.json (`rec`)."""
+    src, out = Path(src), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = json.loads((src / "model.json").read_text())
+    cfg["fixed_point"] = {"bits": bits, "frac_bits": frac}
+    # Other formats' variants would not fit the narrow profile's single prime.
+    cfg.pop("variants", None)
+    cfg.pop("fixed_point_variants", None)
+    cfg["metadata"] = {"dataset": "mnist", **metadata, "source": str(src),
+                       "layer_scales": rec["layer_scales"]}
+    (out / "model.json").write_text(json.dumps(cfg, indent=1) + "\n")
+    save_file(weights, str(out / "weights.safetensors"))
+    shutil.copy(src / "samples.jsonl", out / "samples.jsonl")
+    (out / "quantize.json").write_text(json.dumps(rec, indent=1) + "\n")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--src", default="models/mnist-mlp")
@@ -144,29 +177,10 @@ def main(argv=None) -> int:
     q = scaled(weights, (c1, c2, c3))
     pf = float_classes(weights, te.images)
     pq = classes(q, te.images, args.bits, frac)
-    rec = {
-        "source": args.src,
-        "fixed_point": [args.bits, frac],
-        "layer_scales": [c1, c2, c3],
-        "valid_fixed_point_accuracy": val_acc,
-        "n_test": int(len(te.labels)),
-        "float_accuracy": float((pf == te.labels).mean()),
-        "fixed_point_accuracy": float((pq == te.labels).mean()),
-        "fixed_point_agree_float": float((pq == pf).mean()),
-        "search_seconds": round(time.time() - t0, 1),
-        "threads": 1,
-    }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cfg = json.loads((src / "model.json").read_text())
-    cfg["fixed_point"] = {"bits": args.bits, "frac_bits": frac}
-    cfg.pop("variants", None)
-    cfg["metadata"] = {"dataset": "mnist", "recipe": "scripts/choco/quantize_mlp.py",
-                       "arch": "mlp", "source": args.src, "layer_scales": [c1, c2, c3]}
-    (out / "model.json").write_text(json.dumps(cfg, indent=1) + "\n")
-    save_file(q, str(out / "weights.safetensors"))
-    shutil.copy(src / "samples.jsonl", out / "samples.jsonl")
-    (out / "quantize.json").write_text(json.dumps(rec, indent=1) + "\n")
+    rec = test_record(args.src, args.bits, frac, [c1, c2, c3], te.labels, pf, pq, t0)
+    rec["valid_fixed_point_accuracy"] = val_acc
+    write_quantized(args.src, args.out, args.bits, frac, q, rec,
+                    {"recipe": "scripts/choco/quantize_mlp.py", "arch": "mlp"})
     print(json.dumps(rec))
     return 0
 

@@ -164,11 +164,24 @@ fn shipped_mnist_mlp_equals_reference_bit_for_bit() {
 /// up and one down per layer.
 #[test]
 fn shipped_mnist_mlp_q8_equals_reference_bit_for_bit() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models/mnist-mlp-q8");
+    shipped_equals_reference_on_one_prime("mnist-mlp-q8");
+}
+
+/// The 7-bit MNIST CNN (scripts/choco/quantize_cnn.py) on one plaintext prime for every
+/// layer, the convolutions included.
+#[test]
+fn shipped_mnist_cnn_q7_equals_reference_bit_for_bit() {
+    shipped_equals_reference_on_one_prime("mnist-cnn-q7");
+}
+
+fn shipped_equals_reference_on_one_prime(model: &str) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../models")
+        .join(model);
     let m = Model::load(&dir).unwrap();
     let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
     assert_eq!(client.primes().len(), 1, "one plaintext prime");
-    shipped_equals_reference("mnist-mlp-q8");
+    shipped_equals_reference(model);
 }
 
 /// The MNIST CNN runs on the windowed conv kernel (its Toeplitz matrices would be 3.4 GiB of

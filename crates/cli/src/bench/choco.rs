@@ -23,8 +23,10 @@ use std::time::Instant;
 #[derive(Args, Debug)]
 pub struct ChocoArgs {
     /// Model: mlp (models/mnist-mlp, 784-128-128-10), mlp-q8 (models/mnist-mlp-q8, the same
-    /// network in 8-bit fixed point: one plaintext prime) or cnn / mnist-cnn (models/mnist-cnn).
-    #[arg(long, default_value = "mlp", value_parser = ["mlp", "mlp-q8", "cnn", "mnist-cnn"])]
+    /// network in 8-bit fixed point: one plaintext prime), cnn / mnist-cnn (models/mnist-cnn)
+    /// or mnist-cnn-q7 (models/mnist-cnn-q7, the CNN in 7-bit fixed point: one prime).
+    #[arg(long, default_value = "mlp",
+          value_parser = ["mlp", "mlp-q8", "cnn", "mnist-cnn", "mnist-cnn-q7"])]
     pub arch: String,
     /// Model directory (default: the arch's directory under ./models).
     #[arg(long)]
@@ -243,6 +245,7 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         PathBuf::from("models").join(match a.arch.as_str() {
             "mlp" => "mnist-mlp",
             "mlp-q8" => "mnist-mlp-q8",
+            "mnist-cnn-q7" => "mnist-cnn-q7",
             _ => "mnist-cnn",
         })
     });
