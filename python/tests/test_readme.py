@@ -42,7 +42,7 @@ def built():
 
 def test_readme_promises_the_secure_logits_it_shows():
     # What the snippets below are checked against: one figure, stated once.
-    assert "[-0.8162, 1.0193]" in README
+    assert "[-0.8188, 1.0266]" in README
 
 
 def test_readme_cli_snippet(built, tmp_path):
@@ -57,7 +57,7 @@ def test_readme_cli_snippet(built, tmp_path):
     circuit = re.search(r"class +\d \((\w+)\)\nlogits +\[([^\]]+)\]", so)
     secure = re.search(r"secure: (\w+) +logits \[([^\]]+)\]", so)
     assert circuit and secure, so
-    assert secure.groups() == circuit.groups() == ("positive", "-0.8162, 1.0193"), so
+    assert secure.groups() == circuit.groups() == ("positive", "-0.8188, 1.0266"), so
     assert "session 1 (" in out.stderr and ": done:" in out.stderr, out.stderr
 
 
@@ -97,7 +97,7 @@ def test_readme_python_snippets_serve_log_print_and_stop_on_ctrl_c(built, tmp_pa
         assert cl.returncode == 0, cl.stderr
         lines = cl.stdout.splitlines()
         assert lines[0].startswith(
-            "InferenceResult(prediction=1, label='positive', logits=[-0.8162, 1.0193], "
+            "InferenceResult(prediction=1, label='positive', logits=[-0.8188, 1.0266], "
             "cost=Cost("), lines
         assert re.fullmatch(r"positive \d+\.\d{3} s online, \d+\.\d MB", lines[1]), lines
         srv.send_signal(signal.SIGINT)
