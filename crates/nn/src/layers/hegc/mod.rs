@@ -553,8 +553,8 @@ impl NetShape {
             self.input_range,
             self.ops
         );
-        // The garbled protocol keeps the hash it had before the OT one existed; the OT one
-        // names its pools' chunk, which both parties' fillers must share.
+        // The garbled protocol adds nothing to the string; the OT one names itself and its
+        // pools' chunk, which both parties' fillers must share.
         let s = match self.nonlinear {
             Nonlinear::Gc => s,
             Nonlinear::Ot => format!("{s}|nonlinear-ot-k{OT_CHUNK_BITS}"),
