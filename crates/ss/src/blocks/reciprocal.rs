@@ -85,12 +85,17 @@ pub fn reciprocal<C: Channel>(
     p: RecParams,
 ) -> Result<(Vec<u64>, u32, u32)> {
     check_bits(bits)?;
-    if f < p.k + 1 || bits < f + 2 || p.k == 0 || p.k > 8 || f + p.slope_scale + 2 > 62 {
+    check_rec(bits, f, p)?;
+    ctx.block("rec", |ctx| reciprocal_raw(ctx, ch, d, bits, f, p))
+}
+
+fn check_rec(bits: u32, f: u32, p: RecParams) -> Result<()> {
+    if p.k == 0 || p.k > 8 || f < p.k + 1 || bits < f + 2 || f + p.slope_scale + 2 > 62 {
         return Err(invalid(
-            "reciprocal: need k < f, bits ≥ f + 2, f + slope_scale + 2 ≤ 62",
+            "reciprocal: need 1 ≤ k ≤ 8, k < f, bits ≥ f + 2, f + slope_scale + 2 ≤ 62",
         ));
     }
-    ctx.block("rec", |ctx| reciprocal_raw(ctx, ch, d, bits, f, p))
+    Ok(())
 }
 
 pub(crate) fn reciprocal_raw<C: Channel>(
@@ -101,11 +106,7 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     f: u32,
     p: RecParams,
 ) -> Result<(Vec<u64>, u32, u32)> {
-    if p.k == 0 || p.k > 8 || f < p.k + 1 || bits < f + 2 || f + p.slope_scale + 2 > 62 {
-        return Err(invalid(
-            "reciprocal: need 1 ≤ k ≤ 8, k < f, bits ≥ f + 2, f + slope_scale + 2 ≤ 62",
-        ));
-    }
+    check_rec(bits, f, p)?;
     let n = d.len();
     let k = p.k;
     let p0 = ctx.is_p0();
