@@ -54,6 +54,26 @@ pub fn ring_for(packing: Packing) -> (usize, usize) {
     }
 }
 
+/// Bits of the Q primes and of P for `q_primes` Q primes at ring degree `n`: 62 each while
+/// log2 QP stays within the HE Standard's 128-bit bound (docs/he-parameters.md); else P of
+/// [`MIN_P_BITS`] bits and the Q primes as wide as the rest of the bound allows.
+fn q_prime_bits(n: usize, q_primes: usize) -> Result<(u32, u32), HeError> {
+    let max = crate::params::he_standard_max_log_qp(n).ok_or(HeError::InvalidParams(format!(
+        "no HE Standard entry for n = {n}"
+    )))? as u32;
+    let l = q_primes as u32;
+    if 62 * (l + 1) <= max {
+        return Ok((62, 62));
+    }
+    let q_bits = ((max - MIN_P_BITS) / l).min(62);
+    Ok((q_bits, (max - l * q_bits).min(62)))
+}
+
+/// The narrowest special prime P a wide-Q set takes. Key switching splits each Q residue into
+/// 31-bit digits, so its error after the division by P is ≈ √(digits·n/3)·2^31·σ/P: below 1 for
+/// P ≥ 2^50 at n ≤ 16384, far under the division's own rounding (≈ √n).
+const MIN_P_BITS: u32 = 50;
+
 /// Bits of each plaintext prime when an accumulator needs several.
 const T_BITS: u32 = 20;
 
@@ -94,7 +114,7 @@ impl RnsParams {
         q_primes: usize,
     ) -> Result<RnsParams, HeError> {
         if !(1..=4).contains(&primes)
-            || !(1..=2).contains(&q_primes)
+            || !(1..=crate::params::MAX_Q_PRIMES).contains(&q_primes)
             || !(T_BITS..=MAX_SINGLE_T_BITS).contains(&t_bits)
         {
             return Err(HeError::InvalidParams(format!(
@@ -103,6 +123,7 @@ impl RnsParams {
             )));
         }
         let two_n = 2 * n as u64;
+        let (q_bits, p_bits) = q_prime_bits(n, q_primes)?;
         let mut ts: Vec<u64> = Vec::new();
         let mut sets = Vec::with_capacity(primes);
         for i in 0..primes {
@@ -110,9 +131,9 @@ impl RnsParams {
             ts.push(t);
             let mut q: Vec<u64> = Vec::with_capacity(q_primes);
             for _ in 0..q_primes {
-                q.push(prime_below(62, two_n * t, &q).ok_or(HeError::NoPrime)?);
+                q.push(prime_below(q_bits, two_n * t, &q).ok_or(HeError::NoPrime)?);
             }
-            let p = prime_below(62, two_n, &q).ok_or(HeError::NoPrime)?;
+            let p = prime_below(p_bits, two_n, &q).ok_or(HeError::NoPrime)?;
             // The 20-bit sets keep their historical names (and so their session hashes).
             let name = if t_bits == T_BITS {
                 format!("choco-n{n}-t{i}")
