@@ -244,5 +244,7 @@ fn wide_q_validation() {
     let mut s = wide_set(8192, 3, 56, 50, 20);
     s.q.swap(0, 1);
     assert!(matches!(s.validate(), Err(HeError::InvalidParams(_))));
-    wide_set(16384, 4, 62, 62, 20).validate().expect("four primes fit n = 16384");
+    wide_set(16384, 4, 62, 62, 20)
+        .validate()
+        .expect("four primes fit n = 16384");
 }

@@ -49,9 +49,8 @@ pub struct ChocoArgs {
     /// Threads for the client's work (1 models a small device).
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
-    /// Statistical flooding of the returned ciphertexts. Below 40 only for measuring the
-    /// masked baseline, which cannot reach 40 bits with this build's two-prime Q; such
-    /// records carry `under_flooded: true`.
+    /// Statistical flooding of the returned ciphertexts (both packings reach 40). Below 40
+    /// only for measuring what flooding costs; such records carry `under_flooded: true`.
     #[arg(long, default_value_t = 40)]
     pub flood_bits: u32,
     #[command(flatten)]

@@ -52,7 +52,10 @@ fn digest(name: &str) -> u64 {
         c1: (0..n).map(|_| rng.next_u64() >> (64 - k)).collect(),
     };
     fnv(&mut h, &sk.decrypt_response_poly(&r).expect("response"));
-    fnv(&mut h, &r.to_bytes().iter().map(|&b| b as u64).collect::<Vec<_>>());
+    fnv(
+        &mut h,
+        &r.to_bytes().iter().map(|&b| b as u64).collect::<Vec<_>>(),
+    );
     h
 }
 

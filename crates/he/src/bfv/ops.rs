@@ -768,9 +768,10 @@ impl Params {
         mask_poly: Option<&[u64]>,
         log_q_out: u32,
     ) -> Result<Response, HeError> {
-        // Amplitudes stay below 2^126 (u128 samples): a 2^-40 flood of any kernel here needs
-        // far less (the widest, the masked CHOCO baseline, needs ≈ 2^130 only at n = 16384
-        // with a 23-bit t, and runs at n = 8192 under 2^120).
+        // Amplitudes stay below 2^126 (u128 samples), also with three or four Q primes: a
+        // 2^-40 flood of any kernel here needs less (the widest, the masked CHOCO baseline's
+        // 784 → 128 product with a 23-bit t, ≈ 2^128 of noise in all, i.e. a flood
+        // of ≈ 2^115 after the n-fold union bound; `tests/choco.rs`).
         if flood_bits >= 126 {
             return Err(HeError::NoiseBudget(format!("flood of 2^{flood_bits}")));
         }
@@ -793,7 +794,29 @@ impl Params {
         mask_poly: Option<&[u64]>,
         log_q_out: u32,
     ) -> Result<Response, HeError> {
+        self.finish_response_flooded_wide(ct, pk, flood, 0, mask_poly, log_q_out)
+    }
+
+    /// [`Params::finish_response_flooded`] with an amplitude of `flood`·2^`shift` for
+    /// three or more Q primes, whose flooding room can lie above what a u128 sample holds:
+    /// the noise is a·2^shift + b, a uniform on [−flood, flood), b on [0, 2^shift), i.e.
+    /// uniform on the integers of [−flood·2^shift, flood·2^shift). `shift` is at most 64
+    /// (amplitudes to 2^190, beyond any Q/4 here) and 0 with one or two primes.
+    pub fn finish_response_flooded_wide(
+        &self,
+        ct: &Ciphertext,
+        pk: &PublicKey,
+        flood: u128,
+        shift: u32,
+        mask_poly: Option<&[u64]>,
+        log_q_out: u32,
+    ) -> Result<Response, HeError> {
         let n = self.n();
+        if shift > 64 || (shift > 0 && self.l() <= 2) || flood >= 1u128 << 126 {
+            return Err(HeError::NoiseBudget(format!(
+                "flood of {flood}·2^{shift} unsupported"
+            )));
+        }
         if log_q_out == 0 || log_q_out > max_response_bits(self) {
             return Err(HeError::NoiseBudget(format!(
                 "response modulus 2^{log_q_out} unsupported"
@@ -813,7 +836,7 @@ impl Params {
             md.to_coeff(&mut c1[r]);
         }
         if self.l() > 2 {
-            return self.finish_wide(c0, c1, &mut prg, flood, mask_poly, log_q_out);
+            return self.finish_wide(c0, c1, &mut prg, (flood, shift), mask_poly, log_q_out);
         }
         let qb = self.0.q_big;
         if flood >= qb / 4 {

@@ -26,9 +26,11 @@ impl SecretKey {
         let mut small = vec![None; n];
         for (k, s) in small.iter_mut().enumerate() {
             let v = center_big(crt(params, &e, k), q2);
-            let fits = qs.iter().enumerate().skip(2).all(|(i, &q)| {
-                v.rem_euclid(q as i128) as u64 == e[i * n + k]
-            });
+            let fits = qs
+                .iter()
+                .enumerate()
+                .skip(2)
+                .all(|(i, &q)| v.rem_euclid(q as i128) as u64 == e[i * n + k]);
             if fits {
                 *s = Some(v.unsigned_abs() as f64);
             }
@@ -44,7 +46,6 @@ impl SecretKey {
             .fold(1.0f64, f64::max);
         params.log2_delta() - 1.0 - max.log2()
     }
-
 }
 
 impl Params {
@@ -59,28 +60,59 @@ impl Params {
         mut c0: Vec<u64>,
         mut c1: Vec<u64>,
         prg: &mut crate::arith::Sampler,
-        flood: u128,
+        (flood, shift): (u128, u32),
         mask_poly: Option<&[u64]>,
         log_q_out: u32,
     ) -> Result<Response, HeError> {
         let n = self.n();
-        // Δ/4 ≈ Q/(4t) > 2^(log2 Q − 2 − log2 t); the flood must stay below Q/4.
-        if flood > 0 && (flood as f64).log2() >= self.log2_q() - 2.0 {
+        // The flood must stay below Q/4 (f64 suffices: Q/4 is no power of two's neighbour).
+        let log_flood = (flood as f64).log2() + shift as f64;
+        if flood > 0 && log_flood >= self.log2_q() - 2.0 {
             return Err(HeError::NoiseBudget(format!(
-                "flood of 2^{:.1} against Q = 2^{:.1}",
-                (flood as f64).log2(),
+                "flood of 2^{log_flood:.1} against Q = 2^{:.1}",
                 self.log2_q()
             )));
         }
         let qs = &self.0.set.q;
+        let pows: Vec<u64> = qs
+            .iter()
+            .map(|&q| crate::arith::pow_mod(2, shift as u64, q))
+            .collect();
+        let low_mask = if shift == 64 {
+            u64::MAX
+        } else {
+            (1u64 << shift) - 1
+        };
         let dq = &self.0.delta_mod_q;
         for k in 0..n {
-            let e1 = prg.uniform_i128(flood) + prg.gaussian() as i128;
+            // e = a·2^shift + b + (the fresh encryption's Gaussian); with shift = 0, a is
+            // uniform on [−flood, flood] as in the one- and two-prime paths.
+            let a = if shift == 0 {
+                prg.uniform_i128(flood)
+            } else {
+                loop {
+                    let a = prg.uniform_i128(flood);
+                    if a < flood as i128 {
+                        break a;
+                    }
+                }
+            };
+            let b = if shift == 0 {
+                0
+            } else {
+                prg.next_u64() & low_mask
+            };
+            let g = prg.gaussian() as i128;
             let e2 = prg.gaussian() as i128;
             let mt = mask_poly.map(|m| m[k] % self.t());
-            for (i, &q) in qs.iter().enumerate() {
+            for (i, (&q, &pow)) in qs.iter().zip(&pows).enumerate() {
+                let e1 = add_mod(
+                    mul_mod(a.rem_euclid(q as i128) as u64, pow, q),
+                    ((b as i128 + g).rem_euclid(q as i128)) as u64,
+                    q,
+                );
                 let x = &mut c0[i * n + k];
-                *x = add_mod(*x, e1.rem_euclid(q as i128) as u64, q);
+                *x = add_mod(*x, e1, q);
                 if let Some(mt) = mt {
                     *x = sub_mod(*x, mul_mod(mt % q, dq[i], q), q);
                 }
@@ -108,5 +140,98 @@ impl Params {
             c0: out0,
             c1: out1,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::{Encoding, ParamSet};
+
+    /// A flood past 2^126 (a·2^shift + b) has the amplitude it is asked for: an encryption of
+    /// zero answered with a 2^144 flood at Q ≈ 2^168 decrypts to zero with response noise
+    /// uniform on ±2^144·2^k/Q = ±2^(k−24) (k the response modulus), against a few tens of
+    /// rounding noise without the flood.
+    #[test]
+    fn shifted_flood_has_its_amplitude() {
+        let n = 8192usize;
+        let two_n = 2 * n as u64;
+        let t = crate::arith::prime_below(20, two_n, &[]).expect("t");
+        let mut q = Vec::new();
+        for _ in 0..3 {
+            q.push(crate::arith::prime_below(56, two_n * t, &q).expect("q"));
+        }
+        let p = crate::arith::prime_below(50, two_n, &q).expect("p");
+        let params = Params::new(ParamSet {
+            name: "wide-test".into(),
+            n,
+            t,
+            encoding: Encoding::Simd,
+            q,
+            p,
+            sigma: 3.2,
+            ks_digit_bits: 31,
+        })
+        .expect("set");
+        let sk = SecretKey::generate(&params);
+        let pk = sk.public_key();
+        let ct = sk.encrypt(&[]).expect("enc");
+        let k = 40u32;
+        let noise = |r: &Response| -> Vec<i64> {
+            // c0 + c1·s mod 2^k, centered (negacyclic product over the integers).
+            let m = (1i128 << k) - 1;
+            let c1: Vec<i128> = r.c1.iter().map(|&c| center_pow2(c, k) as i128).collect();
+            (0..n)
+                .map(|i| {
+                    let mut acc = r.c0[i] as i128;
+                    for (j, &s) in sk.coeffs.iter().enumerate() {
+                        if s != 0 {
+                            let (idx, sign) = if j <= i { (i - j, 1) } else { (n + i - j, -1) };
+                            acc += sign * s as i128 * c1[idx];
+                        }
+                    }
+                    center_pow2((acc & m) as u64, k)
+                })
+                .collect()
+        };
+        let (flood, shift) = (1u128 << 119, 25u32);
+        let r = params
+            .finish_response_flooded_wide(&ct, &pk, flood, shift, None, k)
+            .expect("flooded");
+        assert!(sk
+            .decrypt_response_poly(&r)
+            .expect("dec")
+            .iter()
+            .all(|&v| v == 0));
+        let e = noise(&r);
+        let amp = 2f64.powf(119.0 + 25.0 + k as f64 - params.log2_q());
+        let max = e.iter().map(|v| v.unsigned_abs()).max().unwrap_or(0) as f64;
+        let mean = e.iter().map(|v| v.unsigned_abs() as f64).sum::<f64>() / n as f64;
+        assert!(
+            max > 0.95 * amp && max < amp + 200.0,
+            "max {max}, amplitude {amp}"
+        );
+        assert!((mean / (amp / 2.0) - 1.0).abs() < 0.05, "mean {mean}");
+        let r0 = params
+            .finish_response_flooded_wide(&ct, &pk, 0, 0, None, k)
+            .expect("unflooded");
+        let max0 = noise(&r0)
+            .iter()
+            .map(|v| v.unsigned_abs())
+            .max()
+            .unwrap_or(0);
+        assert!((max0 as f64) < amp / 16.0, "rounding noise {max0}");
+        // Shifts beyond 64 are refused, and any shift with two primes.
+        assert!(matches!(
+            params.finish_response_flooded_wide(&ct, &pk, 1, 65, None, k),
+            Err(HeError::NoiseBudget(_))
+        ));
+        let p2 = Params::by_name("n8192").expect("n8192");
+        let sk2 = SecretKey::generate(&p2);
+        let ct2 = sk2.encrypt(&[]).expect("enc");
+        assert!(matches!(
+            p2.finish_response_flooded_wide(&ct2, &sk2.public_key(), 1, 1, None, k),
+            Err(HeError::NoiseBudget(_))
+        ));
     }
 }

@@ -132,9 +132,9 @@ impl ChocoServer {
         })
     }
 
-    /// Floods the returned ciphertexts to 2^-`bits` instead of 2^-40. Only for measuring the
-    /// masked baseline, whose mask level leaves less room than 40 bits under this build's
-    /// two-prime Q: its figures are labelled so, and no default path calls this.
+    /// Floods the returned ciphertexts to 2^-`bits` instead of 2^-40. Only for measuring what
+    /// flooding costs (both packings flood to 2^-40 by default): figures taken below 40 bits
+    /// are labelled so, and no default path calls this.
     pub fn with_flood_bits(mut self, bits: u32) -> Self {
         self.flood_bits = bits;
         self
