@@ -61,6 +61,11 @@ impl ChocoClient {
         self.schedule.rns.ring_degree()
     }
 
+    /// Q primes of the session's BFV parameters (three for the masked baseline).
+    pub fn q_primes(&self) -> usize {
+        self.schedule.rns.sets()[0].num_q()
+    }
+
     /// Galois keys the client uploads per plaintext prime.
     pub fn galois_keys(&self) -> usize {
         self.schedule.rotation_steps().len()
