@@ -172,7 +172,13 @@ impl RnsParams {
     /// that holds it (the small-plaintext profile: one ciphertext per window instead of k);
     /// wider ones get k 20-bit primes.
     pub fn for_packing(max_abs: u128, packing: Packing) -> Result<RnsParams, HeError> {
-        let (n, q) = ring_for(packing);
+        Self::for_ring(max_abs, ring_for(packing))
+    }
+
+    /// [`RnsParams::for_packing`] on a given ring: (degree, Q primes). Only for measuring a
+    /// packing on another ring than the one [`ring_for`] gives it (whether its flooding fits
+    /// there is checked when the server answers).
+    pub fn for_ring(max_abs: u128, (n, q): (usize, usize)) -> Result<RnsParams, HeError> {
         let need = (2.0 * max_abs as f64 + 1.0).log2();
         // A prime below 2^b is above 2^(b − 0.01) for these b and moduli (checked below).
         let single = ((need + 0.01).ceil() as u32).max(T_BITS);

@@ -26,7 +26,18 @@ pub struct ChocoClient {
 
 impl ChocoClient {
     pub fn new(config: &ModelConfig, packing: Packing) -> Result<ChocoClient> {
-        let schedule = Schedule::new(config, packing)?;
+        Self::with_ring(config, packing, secinfer_he::choco::ring_for(packing))
+    }
+
+    /// [`ChocoClient::new`] on another ring: (degree, Q primes). Only for measuring a packing
+    /// where its own ring is not (`secinfer bench choco --ring-degree --q-primes`); the server
+    /// must use the same ring.
+    pub fn with_ring(
+        config: &ModelConfig,
+        packing: Packing,
+        ring: (usize, usize),
+    ) -> Result<ChocoClient> {
+        let schedule = Schedule::new(config, packing, ring)?;
         let id = session_id(config, &schedule);
         Ok(ChocoClient {
             config: config.clone(),
