@@ -30,6 +30,14 @@ fn wide_set(n: usize, l: usize, q_bits: u32, p_bits: u32, t_bits: u32) -> ParamS
     }
 }
 
+/// The slot-wise product mod t.
+fn slot_product(v: &[u64], w: &[u64], t: u64) -> Vec<u64> {
+    v.iter()
+        .zip(w)
+        .map(|(&a, &b)| (a as u128 * b as u128 % t as u128) as u64)
+        .collect()
+}
+
 fn rand_slots(rng: &mut ChaCha8Rng, n: usize, t: u64) -> Vec<u64> {
     (0..n).map(|_| rng.next_u64() % t).collect()
 }
@@ -69,11 +77,7 @@ fn wide_q_encrypt_multiply_rotate() {
         );
         let pw = Plaintext::from_slots(&p, &w).expect("pt");
         let prod = p.mul_plain(&ct, &pw);
-        let want: Vec<u64> = v
-            .iter()
-            .zip(&w)
-            .map(|(&a, &b)| (a as u128 * b as u128 % t as u128) as u64)
-            .collect();
+        let want = slot_product(&v, &w, t);
         assert_eq!(sk.decrypt(&prod).expect("dec"), want, "{name}");
         let bp = sk.noise_budget(&prod);
         assert!(bp > 10.0 && bp < b - 20.0, "{name}: product budget {bp}");
@@ -150,11 +154,7 @@ fn wide_q_flooded_responses_decrypt() {
             &sk.encrypt(&v).expect("enc"),
             &Plaintext::from_slots(&p, &w).expect("pt"),
         );
-        let want: Vec<u64> = v
-            .iter()
-            .zip(&w)
-            .map(|(&a, &b)| (a as u128 * b as u128 % t as u128) as u64)
-            .collect();
+        let want = slot_product(&v, &w, t);
         // CHOCO's unmasked finish: 2^-40 and more.
         let (r, stat) = choco::finish(&p, &pk, &prod, 40).expect("room for 2^-40");
         assert!(stat >= 40.0, "{name}: {stat}");
