@@ -1252,9 +1252,17 @@ impl Response {
 
 /// Largest response modulus exponent the client's exact decryption supports.
 pub fn max_response_bits(params: &Params) -> u32 {
-    // |c1·s| ≤ n·2^k/2 must stay below Q/2 for the exact product in `decrypt_response_poly`;
-    // 62 bits is the most `switch_u64` and the packing handle.
-    let log_q = params.log2_q();
+    // |c1·s| ≤ n·2^k/2 must stay below Q/2 for the exact product in `decrypt_response_poly`,
+    // which uses at most the first two primes; 62 bits is the most `switch_u64` and the
+    // packing handle.
+    let log_q: f64 = params
+        .0
+        .set
+        .q
+        .iter()
+        .take(2)
+        .map(|&q| (q as f64).log2())
+        .sum();
     ((log_q - (params.n() as f64).log2() - 2.0).floor() as u32).min(62)
 }
 
