@@ -13,8 +13,11 @@ use crate::arith::{add_mod, center, from_i64, mul_mod, neg_mod, sub_mod, Sampler
 use crate::params::{Encoding, Params};
 use crate::HeError;
 
+#[cfg(test)]
+mod kat;
 mod ops;
 mod sparse;
+mod wide;
 pub use sparse::SparseResponse;
 
 // ---------------------------------------------------------------------------------------------
@@ -835,7 +838,12 @@ impl SecretKey {
         let t = params.t();
         let qb = params.0.q_big;
         let n = params.n();
-        let x = self.phase_residues(ct);
+        let mut x = self.phase_residues(ct);
+        // Three or more primes: the exact rescale to Q' = q0·q1 first, then the generic
+        // two-prime rounding. round(t·x/Q) and round(t·x'/Q') differ by at most t/(2·Q') ≈
+        // 2^-100 before rounding, so they agree except for a phase within that of a rounding
+        // boundary, i.e. noise at Δ/2, where decryption has failed either way.
+        params.rescale_to_two(&mut x);
         let q = &params.0.set.q;
         let fast = q.len() == 2
             && qb < (1u128 << 62)
@@ -904,6 +912,9 @@ impl SecretKey {
     /// (test and diagnostics helper). Negative means decryption fails.
     pub fn noise_budget(&self, ct: &Ciphertext) -> f64 {
         let params = &self.params;
+        if params.l() > 2 {
+            return self.noise_budget_wide(ct);
+        }
         let qb = params.0.q_big;
         let delta = params.0.delta;
         let m = self.decrypt_poly(ct);
@@ -933,8 +944,9 @@ impl SecretKey {
         // `max_response_bits`) and CRT-combined when Q has two primes. When n·qr is below the
         // first prime the product is already exact modulo that prime alone: half the
         // transforms and no CRT, the same integers.
+        // Two primes always suffice: n·2^k/2 ≤ 2^(log2 n + 61) < q0·q1/2.
         let one = (n as u128) << k < params.0.set.q[0] as u128;
-        let primes = if one { 1 } else { params.l() };
+        let primes = if one { 1 } else { params.l().min(2) };
         let mut c1 = vec![0u64; n * params.l()];
         for (i, md) in params.0.qs.iter().enumerate().take(primes) {
             let q = md.q;
@@ -1240,9 +1252,17 @@ impl Response {
 
 /// Largest response modulus exponent the client's exact decryption supports.
 pub fn max_response_bits(params: &Params) -> u32 {
-    // |c1·s| ≤ n·2^k/2 must stay below Q/2 for the exact product in `decrypt_response_poly`;
-    // 62 bits is the most `switch_u64` and the packing handle.
-    let log_q = params.log2_q();
+    // |c1·s| ≤ n·2^k/2 must stay below Q/2 for the exact product in `decrypt_response_poly`,
+    // which uses at most the first two primes; 62 bits is the most `switch_u64` and the
+    // packing handle.
+    let log_q: f64 = params
+        .0
+        .set
+        .q
+        .iter()
+        .take(2)
+        .map(|&q| (q as f64).log2())
+        .sum();
     ((log_q - (params.n() as f64).log2() - 2.0).floor() as u32).min(62)
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::ntt32::Ntt32;
 use tfhe_ntt::prime64::Plan;
 
-use crate::arith::{inv_mod, is_prime, mul_mod, pow_mod, prime_below};
+use crate::arith::{inv_mod, is_prime, mul_mod, pow_mod, prime_below, sub_mod};
 use crate::HeError;
 
 /// How plaintexts are laid out in the polynomial.
@@ -31,6 +31,11 @@ pub fn he_standard_max_log_qp(n: usize) -> Option<f64> {
     }
 }
 
+/// Most Q primes a parameter set may have. One and two primes take the exact u128 paths;
+/// three and four (wide Q, e.g. the masked CHOCO baseline's flooding room) reach them through
+/// an exact RNS rescale to the first two primes ([`Params::rescale_to_two`]).
+pub const MAX_Q_PRIMES: usize = 4;
+
 /// A BFV parameter set, unvalidated. Build a usable [`Params`] with [`Params::new`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParamSet {
@@ -40,7 +45,7 @@ pub struct ParamSet {
     /// Plaintext modulus.
     pub t: u64,
     pub encoding: Encoding,
-    /// Ciphertext modulus Q as a product of 1 or 2 NTT primes (each < 2^62).
+    /// Ciphertext modulus Q as a product of 1 to [`MAX_Q_PRIMES`] NTT primes (each < 2^62).
     pub q: Vec<u64>,
     /// Special key-switching prime P (NTT prime < 2^62).
     pub p: u64,
@@ -160,8 +165,8 @@ impl ParamSet {
         if !self.n.is_power_of_two() || self.n < 1024 {
             return bad("n must be a power of two ≥ 1024");
         }
-        if self.q.is_empty() || self.q.len() > 2 {
-            return bad("Q must have 1 or 2 primes");
+        if self.q.is_empty() || self.q.len() > MAX_Q_PRIMES {
+            return bad("Q must have 1 to 4 primes");
         }
         let two_n = 2 * self.n as u64;
         let mut all = self.q.clone();
@@ -191,6 +196,11 @@ impl ParamSet {
         }
         if self.q.iter().any(|&q| q <= self.t) {
             return bad("each q_i must exceed t");
+        }
+        if self.q.len() > 2 && (self.q[0] <= self.q[1] || self.q[0] / 2 >= self.q[1]) {
+            // The rescale keeps q0, q1 and ends in the two-prime switch of `arith::Rns2`,
+            // which needs q1 < q0 < 2·q1.
+            return bad("with 3 or more Q primes, q1 < q0 < 2·q1");
         }
         if self.encoding == Encoding::Simd
             && self
@@ -454,9 +464,15 @@ pub(crate) struct ParamsInner {
     pub(crate) slot_idx: Vec<u32>,
     /// floor(Q / t) reduced mod each q_i.
     pub(crate) delta_mod_q: Vec<u64>,
-    /// Q as u128 and floor(Q/t) as u128.
+    /// Q as u128 and floor(Q/t) as u128 for one or two primes. With three or more they are
+    /// those of the first two primes (Q' = q0·q1 and ⌊Q'/t⌋): every path that needs Q as an
+    /// integer first rescales exactly to Q' ([`Params::rescale_to_two`]).
     pub(crate) q_big: u128,
     pub(crate) delta: u128,
+    /// Q mod t (the factor of BFV's ScMult rounding error), for any number of primes.
+    pub(crate) q_mod_t: u64,
+    /// For each prime index j ≥ 2, q_j⁻¹ mod q_i for i < j (the exact rescale dropping q_j).
+    pub(crate) rescale_inv: Vec<Vec<u64>>,
     /// For CRT (2 primes): q0^{-1} mod q1.
     pub(crate) q0_inv_mod_q1: u64,
     /// P^{-1} mod q_i.
@@ -515,10 +531,38 @@ impl Params {
         } else {
             (None, Vec::new())
         };
-        let q_big: u128 = set.q.iter().map(|&q| q as u128).product();
+        let two = &set.q[..set.q.len().min(2)];
+        let q_big: u128 = two.iter().map(|&q| q as u128).product();
         let delta = q_big / set.t as u128;
-        let delta_mod_q = set.q.iter().map(|&q| (delta % q as u128) as u64).collect();
-        let q0_inv_mod_q1 = if set.q.len() == 2 {
+        let q_mod_t = set
+            .q
+            .iter()
+            .fold(1 % set.t, |acc, &q| mul_mod(acc, q % set.t, set.t));
+        let delta_mod_q = if set.q.len() <= 2 {
+            set.q.iter().map(|&q| (delta % q as u128) as u64).collect()
+        } else {
+            // Δ = (Q − (Q mod t))/t, so Δ ≡ −(Q mod t)·t⁻¹ (mod q_i): no integer Q needed.
+            set.q
+                .iter()
+                .map(|&q| {
+                    let r = mul_mod(q_mod_t % q, inv_mod(set.t % q, q), q);
+                    (q - r) % q
+                })
+                .collect()
+        };
+        let rescale_inv = (0..set.q.len())
+            .map(|j| {
+                if j < 2 {
+                    Vec::new()
+                } else {
+                    set.q[..j]
+                        .iter()
+                        .map(|&qi| inv_mod(set.q[j] % qi, qi))
+                        .collect()
+                }
+            })
+            .collect();
+        let q0_inv_mod_q1 = if set.q.len() >= 2 {
             inv_mod(set.q[0] % set.q[1], set.q[1])
         } else {
             0
@@ -551,6 +595,8 @@ impl Params {
             delta_mod_q,
             q_big,
             delta,
+            q_mod_t,
+            rescale_inv,
             q0_inv_mod_q1,
             p_inv_mod_q,
             p_mod_q,
@@ -622,5 +668,45 @@ impl Params {
     }
     pub fn log2_q(&self) -> f64 {
         self.0.set.log2_q()
+    }
+
+    /// log2 Δ, Δ = ⌊Q/t⌋ (from the exact u128 Δ for one or two primes).
+    pub(crate) fn log2_delta(&self) -> f64 {
+        if self.l() <= 2 {
+            (self.0.delta as f64).log2()
+        } else {
+            self.log2_q() - (self.t() as f64).log2()
+        }
+    }
+
+    /// Exact BFV modulus switch from Q to Q' = q0·q1 of `x`, `l` residues in coefficient form
+    /// (residue i at [i·n, (i+1)·n)): for j = l−1 down to 2,
+    /// x ← (x − [x]_{q_j})·q_j⁻¹ with [x]_{q_j} centered, i.e. x ← round(x / q_j) exactly, and
+    /// residue j dropped. Leaves the first 2·n words (nothing to do for one or two primes).
+    /// A ciphertext's phase c0 + c1·s then changes by at most (1 + ‖s‖₁)/2 per dropped prime
+    /// besides the scaling, and a plaintext's Δ·m becomes Δ'·m up to t/2 (Q ≡ 1 mod t).
+    pub(crate) fn rescale_to_two(&self, x: &mut Vec<u64>) {
+        let n = self.n();
+        let qs = &self.0.set.q;
+        for j in (2..qs.len()).rev() {
+            let qj = qs[j];
+            let half = qj / 2;
+            let (lo, top) = x.split_at_mut(j * n);
+            let top = &top[..n];
+            for (i, &qi) in qs[..j].iter().enumerate() {
+                let inv = self.0.rescale_inv[j][i];
+                let inv_s = crate::arith::shoup(inv, qi);
+                for (o, &r) in lo[i * n..(i + 1) * n].iter_mut().zip(top) {
+                    // [x]_{q_j} centered, as a residue mod q_i.
+                    let rm = if r > half {
+                        (qi - (qj - r) % qi) % qi
+                    } else {
+                        r % qi
+                    };
+                    *o = crate::arith::mul_shoup(sub_mod(*o, rm, qi), inv, inv_s, qi);
+                }
+            }
+            x.truncate(j * n);
+        }
     }
 }

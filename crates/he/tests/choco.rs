@@ -479,9 +479,8 @@ fn conv_kernel_returns_only_outputs() {
 }
 
 /// The conv kernel on real ciphertexts with 20-bit operands, exact through the CRT and flooded
-/// to 2^-40 at n = 8192 (redundant). The masked baseline is exact at n = 16384 too, but its
-/// mask level leaves room for less flooding than 2^-40 under a two-prime Q: a typed refusal
-/// at 40 bits, an answer at 20.
+/// to 2^-40 with both packings: the redundant one on two Q primes, the masked baseline on the
+/// three its mask level needs.
 #[test]
 fn conv_on_ciphertexts_is_exact_and_flooded() {
     let (c, h, w, co, kk) = (3usize, 8usize, 8usize, 4usize, 3usize);
@@ -519,19 +518,10 @@ fn conv_on_ciphertexts_is_exact_and_flooded() {
                 .map(|v| sk.encrypt(v).expect("enc"))
                 .collect();
             let mut dec = Vec::new();
-            let bits = match packing {
-                Packing::Redundant => FLOOD_STAT_BITS,
-                Packing::Baseline => 20,
-            };
+            assert_eq!((p.n(), p.num_q()), ring_for(packing));
             for ct in plan.eval(&ev, &prep, &cts).expect("eval") {
-                if packing == Packing::Baseline {
-                    assert!(matches!(
-                        finish(p, &pk, &ct, FLOOD_STAT_BITS),
-                        Err(HeError::NoiseBudget(_))
-                    ));
-                }
-                let (r, stat) = finish(p, &pk, &ct, bits).expect("finish");
-                assert!(stat >= bits as f64, "{packing:?}: 2^-{stat}");
+                let (r, stat) = finish(p, &pk, &ct, FLOOD_STAT_BITS).expect("finish");
+                assert!(stat >= FLOOD_STAT_BITS as f64, "{packing:?}: 2^-{stat}");
                 dec.push(sk.decrypt_response(&r).expect("dec"));
             }
             rows.push(plan.extract(&dec).expect("extract"));
@@ -540,10 +530,10 @@ fn conv_on_ciphertexts_is_exact_and_flooded() {
     }
 }
 
-/// At n = 8192 the baseline's mask level leaves no room to flood: a typed refusal, never an
-/// under-flooded answer.
+/// On the redundant packing's two Q primes the baseline's mask level leaves no room to flood:
+/// a typed refusal, never an under-flooded answer.
 #[test]
-fn baseline_at_n8192_refuses_to_underflood() {
+fn baseline_on_two_q_primes_refuses_to_underflood() {
     let rns = RnsParams::new(1).expect("params");
     let p = &rns.sets()[0];
     let plan = ConvPlan::new(
@@ -582,7 +572,7 @@ fn baseline_at_n8192_refuses_to_underflood() {
 /// allows, and a full 784 → 128 product on it is flooded to ≥ 2^-40 with the result exact.
 #[test]
 fn single_prime_profile_floods_40_bits() {
-    let (rows, cols, bits, frac) = (128usize, 784usize, 8u32, 5u32);
+    let (cols, bits, frac) = (784usize, 8u32, 5u32);
     let bound = accumulator_bound_for_inputs(cols, bits, frac, 1 << frac);
     let rns = RnsParams::for_bound(bound).expect("params");
     assert_eq!(rns.sets().len(), 1, "an 8-bit layer fits one prime");
@@ -600,7 +590,31 @@ fn single_prime_profile_floods_40_bits() {
         RnsParams::with_prime_bits(1, MAX_SINGLE_T_BITS + 1, RING_DEGREE, 2),
         Err(HeError::InvalidParams(_))
     ));
-    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    extreme_q8_layer_exact_and_flooded(&rns, Packing::Redundant, 11);
+}
+
+/// The masked baseline's hardest case on its own parameters ([`ring_for`]): a full 784 → 128
+/// product with the widest plaintext prime (23 bits, the quantised MLP's first layer), two
+/// rotations and two mask products per diagonal, flooded to ≥ 2^-40 with the result exact,
+/// on three Q primes within the HE Standard's bound.
+#[test]
+fn baseline_floods_40_bits_on_three_q_primes() {
+    let bound = accumulator_bound_for_inputs(784, 8, 5, 1 << 5);
+    let rns = RnsParams::for_packing(bound, Packing::Baseline).expect("params");
+    let p = &rns.sets()[0];
+    assert_eq!((p.n(), p.num_q()), (BASELINE_RING_DEGREE, 3));
+    assert_eq!((p.t() as f64).log2().ceil() as u32, MAX_SINGLE_T_BITS);
+    assert!(p.set().log2_qp() <= 218.0, "{}", p.set().log2_qp());
+    extreme_q8_layer_exact_and_flooded(&rns, Packing::Baseline, 13);
+}
+
+/// A 784 → 128 product of 8-bit weights on inputs in [0, 2^5] (the quantised MNIST MLP's first
+/// layer) on the one-prime `rns`, with one row at the extreme of the accumulator bound: exact
+/// after decryption, every response flooded to ≥ 2^-40.
+fn extreme_q8_layer_exact_and_flooded(rns: &RnsParams, packing: Packing, seed: u64) {
+    let (rows, cols, bits, frac) = (128usize, 784usize, 8u32, 5u32);
+    let bound = accumulator_bound_for_inputs(cols, bits, frac, 1 << frac);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut w = rand_signed(&mut rng, rows * cols, bits);
     let mut x: Vec<i64> = (0..cols).map(|_| (rng.next_u64() % 33) as i64).collect();
     // One row at the extreme of the bound.
@@ -612,16 +626,19 @@ fn single_prime_profile_floods_40_bits() {
         "the extreme row really is large"
     );
     let p = &rns.sets()[0];
-    let plan = DensePlan::new(rows, cols, Packing::Redundant, p.row_len(), 2).expect("plan");
+    let plan = DensePlan::new(rows, cols, packing, p.row_len(), 2).expect("plan");
     let (sk, pk, res) = dense_on_ciphertexts(p, &plan, &w, &rns.residues(&x)[0]);
     let mut dec = Vec::new();
     for ct in &res {
         let (r, stat) = finish(p, &pk, ct, FLOOD_STAT_BITS).expect("finish");
-        assert!(stat >= FLOOD_STAT_BITS as f64, "flooding reached 2^-{stat}");
+        assert!(
+            stat >= FLOOD_STAT_BITS as f64,
+            "{packing:?}: flooding reached 2^-{stat}"
+        );
         dec.push(sk.decrypt_response(&r).expect("dec"));
     }
     let got = rns
         .reconstruct(&[plan.extract(&dec).expect("extract")])
         .expect("crt");
-    assert_eq!(got, want);
+    assert_eq!(got, want, "{packing:?}");
 }

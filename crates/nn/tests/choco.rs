@@ -141,18 +141,42 @@ fn narrow_mlp_runs_on_one_prime_bit_for_bit() {
 #[test]
 fn random_mlp_equals_reference_bit_for_bit() {
     let m = random_model(mlp(&[300, 40, 10]), 0.5, 1);
-    let server = ChocoServer::new(&m, Packing::Redundant).unwrap();
-    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
-    // Full-range 20-bit inputs (accumulators far beyond one 20-bit prime, and wraps of the
-    // 20-bit format in the reference), then small ones.
-    for (bits, seed) in [(20, 2), (13, 3)] {
-        let x = random_input(300, bits, seed);
-        assert_eq!(
-            run(&server, &client, &x),
-            reference(&m, &x),
-            "{bits}-bit input"
-        );
+    for packing in [Packing::Redundant, Packing::Baseline] {
+        let server = ChocoServer::new(&m, packing).unwrap();
+        let client = ChocoClient::new(&m.config, packing).unwrap();
+        // Full-range 20-bit inputs (accumulators far beyond one 20-bit prime, and wraps of
+        // the 20-bit format in the reference), then small ones.
+        for (bits, seed) in [(20, 2), (13, 3)] {
+            let x = random_input(300, bits, seed);
+            assert_eq!(
+                run(&server, &client, &x),
+                reference(&m, &x),
+                "{packing:?}, {bits}-bit input"
+            );
+        }
     }
+}
+
+/// The masked baseline on the widest plaintext prime (a (7, 4) MLP of fan-in 784, whose
+/// accumulator bound 784·2^12 + 2^10 ≈ 2^21.6 needs 23 bits), with saturated weights and
+/// full-range inputs: one 23-bit prime, three Q primes, flooded to 2^-40, every layer equal to
+/// the reference.
+#[test]
+fn narrow_mlp_baseline_floods_40_bits_bit_for_bit() {
+    let m = random_model(mlp_format(&[784, 16, 10], 7, 4), 8.0, 9);
+    let server = ChocoServer::new(&m, Packing::Baseline).unwrap();
+    let client = ChocoClient::new(&m.config, Packing::Baseline).unwrap();
+    assert_eq!(client.primes().len(), 1, "one plaintext prime");
+    assert_eq!(client.q_primes(), 3);
+    assert_eq!(64 - client.primes()[0].leading_zeros(), 23);
+    let x = random_input(784, 7, 10);
+    let r = simulate(
+        |ch| client_session(ch, &client, &x),
+        |ch| server_session(ch, &server),
+    );
+    let s = r.server.output.unwrap();
+    assert!(s.flood_stat_bits >= 40.0, "2^-{}", s.flood_stat_bits);
+    assert_eq!(r.client.output.unwrap().outputs, reference(&m, &x));
 }
 
 #[test]
@@ -237,10 +261,12 @@ fn random_cnn_equals_reference_bit_for_bit() {
         3,
     );
     let m = random_model(c, 0.5, 4);
-    let server = ChocoServer::new(&m, Packing::Redundant).unwrap();
-    let client = ChocoClient::new(&m.config, Packing::Redundant).unwrap();
     let x = random_input(200, 20, 5);
-    assert_eq!(run(&server, &client, &x), reference(&m, &x));
+    for packing in [Packing::Redundant, Packing::Baseline] {
+        let server = ChocoServer::new(&m, packing).unwrap();
+        let client = ChocoClient::new(&m.config, packing).unwrap();
+        assert_eq!(run(&server, &client, &x), reference(&m, &x), "{packing:?}");
+    }
 }
 
 /// Records every frame it receives (the client's view of the server's responses).
@@ -271,30 +297,16 @@ fn responses_are_rerandomised_and_other_sessions_refused() {
     for (fa, fb) in a.iter().zip(b).skip(1) {
         assert_ne!(fa, fb, "a response repeated across sessions");
     }
-    // The masked baseline spends a multiplicative level per windowed rotation: even at
-    // n = 16384 its noise leaves no room for 2^-40 flooding under a two-prime Q, and the
-    // server refuses to answer rather than return under-flooded results (CHOCO's case for
-    // redundancy: the baseline needs larger parameters).
+    // The masked baseline spends a multiplicative level per windowed rotation, so it runs on
+    // a third Q prime (CHOCO's case for redundancy: the baseline needs larger parameters), and
+    // floods to 2^-40 by default like the redundant packing.
     let bs = ChocoServer::new(&m, Packing::Baseline).unwrap();
     let bc = ChocoClient::new(&m.config, Packing::Baseline).unwrap();
     let r = simulate(
         |ch| client_session(ch, &bc, &x),
         |ch| server_session(ch, &bs),
     );
-    assert!(matches!(
-        r.server.output,
-        Err(NnError::He(secinfer_he::HeError::NoiseBudget(_)))
-    ));
-    assert!(r.client.output.is_err());
-    // Flooded to 2^-20 (the measuring-only option), the baseline computes the same layers.
-    let bs = ChocoServer::new(&m, Packing::Baseline)
-        .unwrap()
-        .with_flood_bits(20);
-    let r = simulate(
-        |ch| client_session(ch, &bc, &x),
-        |ch| server_session(ch, &bs),
-    );
-    assert!(r.server.output.unwrap().flood_stat_bits >= 20.0);
+    assert!(r.server.output.unwrap().flood_stat_bits >= 40.0);
     assert_eq!(r.client.output.unwrap().outputs, reference(&m, &x));
     // A client that packs differently is refused by name on both sides.
     let other = ChocoClient::new(&m.config, Packing::Baseline).unwrap();

@@ -49,11 +49,18 @@ pub struct ChocoArgs {
     /// Threads for the client's work (1 models a small device).
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
-    /// Statistical flooding of the returned ciphertexts. Below 40 only for measuring the
-    /// masked baseline, which cannot reach 40 bits with this build's two-prime Q; such
-    /// records carry `under_flooded: true`.
+    /// Statistical flooding of the returned ciphertexts (both packings reach 40). Below 40
+    /// only for measuring what flooding costs; such records carry `under_flooded: true`.
     #[arg(long, default_value_t = 40)]
     pub flood_bits: u32,
+    /// Ring degree for both parties instead of the packing's own (8192 for both packings):
+    /// only for measuring a packing on a larger ring. Needs --q-primes.
+    #[arg(long, requires = "q_primes", value_parser = ["8192", "16384"])]
+    pub ring_degree: Option<String>,
+    /// Q primes (1 to 4) for both parties instead of the packing's own (2 redundant, 3
+    /// baseline): measuring only. Needs --ring-degree.
+    #[arg(long, requires = "ring_degree", value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub q_primes: Option<u8>,
     #[command(flatten)]
     pub net: NetArgs,
 }
@@ -252,7 +259,14 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
     let m = Model::load(&dir)?;
     let q = QuantizedGraph::new(&m, m.config.fixed_point)?;
     let inputs = samples(&dir, a.samples, &q)?;
-    let client = ChocoClient::new(&m.config, a.packing)?.with_threads(a.client_threads);
+    let ring = match (&a.ring_degree, a.q_primes) {
+        (Some(n), Some(l)) => (
+            n.parse::<usize>().map_err(|e| Error::msg(e.to_string()))?,
+            l as usize,
+        ),
+        _ => secinfer_he::choco::ring_for(a.packing),
+    };
+    let client = ChocoClient::with_ring(&m.config, a.packing, ring)?.with_threads(a.client_threads);
     // Operation counts of the server's kernels (the same on every backend).
     let (mut rotations, mut sc_mults) = (0u64, 0u64);
     for plan in client.plans() {
@@ -281,12 +295,13 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         let mut r = GraphReference::new(&q, ExactActivations);
         std::hint::black_box(r.run(Input::Fixed(first)).ok());
     });
-    let server = ChocoServer::new(&m, a.packing)?.with_flood_bits(a.flood_bits);
+    let server = ChocoServer::with_ring(&m, a.packing, ring)?.with_flood_bits(a.flood_bits);
     let counts = |rec: BenchRecord| {
         rec.param("arch", a.arch.as_str())
             .param("packing", a.packing.name())
             .param("client_threads", a.client_threads)
             .param("ring_degree", client.ring_degree())
+            .param("q_primes", client.q_primes())
             .param("flood_bits", a.flood_bits)
             .field(
                 "under_flooded",

@@ -102,7 +102,7 @@ impl Params {
     pub(super) fn mul_plain_var(&self, var: f64, p: &Plaintext) -> f64 {
         let t = self.t() as f64;
         let nn = self.n() as f64;
-        let qmod_t = (self.0.q_big % self.t() as u128) as f64;
+        let qmod_t = self.0.q_mod_t as f64;
         // The second term is the (Q mod t)·⌊m·p/t⌋ error of BFV's Δ rounding: with m uniform
         // mod t its variance is (Q mod t)²·n·E[p²]/12. For SIMD plaintexts E[p²] ≈ t²/12; for
         // coefficient-encoded small weights it is far smaller, which is what lets responses
@@ -357,10 +357,22 @@ impl Params {
             let q = md.q;
             let r = i * n..(i + 1) * n;
             let o = &mut out[r.clone()];
-            // Centered lift of [x]_P into [0, q) (q > P): v or v − P + q.
-            let lift = q - p;
-            for (oi, &v) in o.iter_mut().zip(xp.iter()) {
-                *oi = if v > half { v + lift } else { v };
+            if q > half {
+                // Centered lift of [x]_P into [0, q) when q > P/2: v or v − P + q (in
+                // wrapping arithmetic when P > q; the sum lies in [0, q) either way).
+                let lift = q.wrapping_sub(p);
+                for (oi, &v) in o.iter_mut().zip(xp.iter()) {
+                    *oi = if v > half { v.wrapping_add(lift) } else { v };
+                }
+            } else {
+                // A Q prime below P/2 (wide-Q sets with a large P): reduce the centered value.
+                for (oi, &v) in o.iter_mut().zip(xp.iter()) {
+                    *oi = if v > half {
+                        (q - (p - v) % q) % q
+                    } else {
+                        v % q
+                    };
+                }
             }
             md.to_ntt(o);
             let pinv = self.0.p_inv_mod_q[i];
@@ -756,6 +768,10 @@ impl Params {
         mask_poly: Option<&[u64]>,
         log_q_out: u32,
     ) -> Result<Response, HeError> {
+        // Amplitudes stay below 2^126 (u128 samples), also with three or four Q primes: a
+        // 2^-40 flood of any kernel here needs less (the widest, the masked CHOCO baseline's
+        // 784 → 128 product with a 23-bit t, ≈ 2^128 of noise in all, i.e. a flood
+        // of ≈ 2^115 after the n-fold union bound; `tests/choco.rs`).
         if flood_bits >= 126 {
             return Err(HeError::NoiseBudget(format!("flood of 2^{flood_bits}")));
         }
@@ -778,7 +794,29 @@ impl Params {
         mask_poly: Option<&[u64]>,
         log_q_out: u32,
     ) -> Result<Response, HeError> {
+        self.finish_response_flooded_wide(ct, pk, flood, 0, mask_poly, log_q_out)
+    }
+
+    /// [`Params::finish_response_flooded`] with an amplitude of `flood`·2^`shift` for
+    /// three or more Q primes, whose flooding room can lie above what a u128 sample holds:
+    /// the noise is a·2^shift + b, a uniform on [−flood, flood), b on [0, 2^shift), i.e.
+    /// uniform on the integers of [−flood·2^shift, flood·2^shift). `shift` is at most 64
+    /// (amplitudes to 2^190, beyond any Q/4 here) and 0 with one or two primes.
+    pub fn finish_response_flooded_wide(
+        &self,
+        ct: &Ciphertext,
+        pk: &PublicKey,
+        flood: u128,
+        shift: u32,
+        mask_poly: Option<&[u64]>,
+        log_q_out: u32,
+    ) -> Result<Response, HeError> {
         let n = self.n();
+        if shift > 64 || (shift > 0 && self.l() <= 2) || flood >= 1u128 << 126 {
+            return Err(HeError::NoiseBudget(format!(
+                "flood of {flood}·2^{shift} unsupported"
+            )));
+        }
         if log_q_out == 0 || log_q_out > max_response_bits(self) {
             return Err(HeError::NoiseBudget(format!(
                 "response modulus 2^{log_q_out} unsupported"
@@ -796,6 +834,9 @@ impl Params {
             md.mul_accumulate(&mut c1[r.clone()], &un[r.clone()], &pk.a[r.clone()]);
             md.to_coeff(&mut c0[r.clone()]);
             md.to_coeff(&mut c1[r]);
+        }
+        if self.l() > 2 {
+            return self.finish_wide(c0, c1, &mut prg, (flood, shift), mask_poly, log_q_out);
         }
         let qb = self.0.q_big;
         if flood >= qb / 4 {

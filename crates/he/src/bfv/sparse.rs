@@ -481,7 +481,7 @@ impl SecretKey {
         let limbs = if ((n as u128) << k) < qs[0].q as u128 {
             1
         } else {
-            params.l()
+            params.l().min(2)
         };
         let t = params.t();
         let kmask = (1u128 << k) - 1;

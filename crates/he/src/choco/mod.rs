@@ -41,18 +41,44 @@ pub const FLOOD_STAT_BITS: u32 = 40;
 /// product with a SIMD-encoded weight (docs/he-parameters.md), n = 8192 with Q ≈ 2^124 does.
 pub const RING_DEGREE: usize = 8192;
 
-/// Ring degree of the masked baseline: its mask product spends a multiplicative level, after
-/// which n = 8192 leaves no room for 2^-40 flooding (Q is at most two 62-bit primes and log2 QP
-/// ≤ 218 there); n = 16384 with the same Q does.
-pub const BASELINE_RING_DEGREE: usize = 16384;
+/// Ring degree of the masked baseline. Its mask products spend a multiplicative level, so
+/// 2^-40 flooding needs a wider Q than the redundant packing's two 62-bit primes: with a
+/// 23-bit t (the widest plaintext prime) a Dense product's flood needs ≈ 2^128 of noise below
+/// Δ/4. n = 8192 with three 56-bit Q primes and a 50-bit P (log2 QP < 218, the HE Standard's
+/// bound) leaves ≈ 2^143, so the baseline keeps the redundant packing's ring and pays one
+/// more Q residue per ciphertext coefficient.
+pub const BASELINE_RING_DEGREE: usize = 8192;
 
-/// The ring degree and number of 62-bit Q primes a packing needs.
+/// Q primes of the masked baseline (see [`BASELINE_RING_DEGREE`]).
+pub const BASELINE_Q_PRIMES: usize = 3;
+
+/// The ring degree and number of Q primes a packing needs (their widths: [`q_prime_bits`]).
 pub fn ring_for(packing: Packing) -> (usize, usize) {
     match packing {
         Packing::Redundant => (RING_DEGREE, 2),
-        Packing::Baseline => (BASELINE_RING_DEGREE, 2),
+        Packing::Baseline => (BASELINE_RING_DEGREE, BASELINE_Q_PRIMES),
     }
 }
+
+/// Bits of the Q primes and of P for `q_primes` Q primes at ring degree `n`: 62 each while
+/// log2 QP stays within the HE Standard's 128-bit bound (docs/he-parameters.md); else P of
+/// [`MIN_P_BITS`] bits and the Q primes as wide as the rest of the bound allows.
+pub fn q_prime_bits(n: usize, q_primes: usize) -> Result<(u32, u32), HeError> {
+    let max = crate::params::he_standard_max_log_qp(n).ok_or(HeError::InvalidParams(format!(
+        "no HE Standard entry for n = {n}"
+    )))? as u32;
+    let l = q_primes as u32;
+    if 62 * (l + 1) <= max {
+        return Ok((62, 62));
+    }
+    let q_bits = ((max - MIN_P_BITS) / l).min(62);
+    Ok((q_bits, (max - l * q_bits).min(62)))
+}
+
+/// The narrowest special prime P a wide-Q set takes. Key switching splits each Q residue into
+/// 31-bit digits, so its error after the division by P is ≈ √(digits·n/3)·2^31·σ/P: below 1 for
+/// P ≥ 2^50 at n ≤ 16384, far under the division's own rounding (≈ √n).
+const MIN_P_BITS: u32 = 50;
 
 /// Bits of each plaintext prime when an accumulator needs several.
 const T_BITS: u32 = 20;
@@ -67,7 +93,8 @@ const T_BITS: u32 = 20;
 pub const MAX_SINGLE_T_BITS: u32 = 23;
 
 /// The plaintext primes t_1 … t_k and their BFV parameter sets (n = 8192, Q two 62-bit primes
-/// ≡ 1 mod 2n·t_i, so Q ≡ 1 mod t_i; P a 62-bit prime; log2 QP ≈ 186 ≤ 218).
+/// ≡ 1 mod 2n·t_i, so Q ≡ 1 mod t_i; P a 62-bit prime; log2 QP ≈ 186 ≤ 218; the masked
+/// baseline: three 56-bit Q primes and a 50-bit P, [`ring_for`]).
 #[derive(Clone, Debug)]
 pub struct RnsParams {
     sets: Vec<Params>,
@@ -79,14 +106,15 @@ impl RnsParams {
         Self::with_ring(primes, RING_DEGREE, 2)
     }
 
-    /// `primes` 20-bit plaintext primes (1 to 4) at ring degree `n` with `q_primes` 62-bit Q
-    /// primes.
+    /// `primes` 20-bit plaintext primes (1 to 4) at ring degree `n` with `q_primes` Q primes
+    /// ([`q_prime_bits`]).
     pub fn with_ring(primes: usize, n: usize, q_primes: usize) -> Result<RnsParams, HeError> {
         Self::with_prime_bits(primes, T_BITS, n, q_primes)
     }
 
     /// `primes` plaintext primes (1 to 4) of at most `t_bits` bits (20 to
-    /// [`MAX_SINGLE_T_BITS`]) at ring degree `n` with `q_primes` 62-bit Q primes.
+    /// [`MAX_SINGLE_T_BITS`]) at ring degree `n` with `q_primes` Q primes (1 to 4, of the
+    /// widths [`q_prime_bits`] gives).
     pub fn with_prime_bits(
         primes: usize,
         t_bits: u32,
@@ -94,7 +122,7 @@ impl RnsParams {
         q_primes: usize,
     ) -> Result<RnsParams, HeError> {
         if !(1..=4).contains(&primes)
-            || !(1..=2).contains(&q_primes)
+            || !(1..=crate::params::MAX_Q_PRIMES).contains(&q_primes)
             || !(T_BITS..=MAX_SINGLE_T_BITS).contains(&t_bits)
         {
             return Err(HeError::InvalidParams(format!(
@@ -103,6 +131,7 @@ impl RnsParams {
             )));
         }
         let two_n = 2 * n as u64;
+        let (q_bits, p_bits) = q_prime_bits(n, q_primes)?;
         let mut ts: Vec<u64> = Vec::new();
         let mut sets = Vec::with_capacity(primes);
         for i in 0..primes {
@@ -110,9 +139,9 @@ impl RnsParams {
             ts.push(t);
             let mut q: Vec<u64> = Vec::with_capacity(q_primes);
             for _ in 0..q_primes {
-                q.push(prime_below(62, two_n * t, &q).ok_or(HeError::NoPrime)?);
+                q.push(prime_below(q_bits, two_n * t, &q).ok_or(HeError::NoPrime)?);
             }
-            let p = prime_below(62, two_n, &q).ok_or(HeError::NoPrime)?;
+            let p = prime_below(p_bits, two_n, &q).ok_or(HeError::NoPrime)?;
             // The 20-bit sets keep their historical names (and so their session hashes).
             let name = if t_bits == T_BITS {
                 format!("choco-n{n}-t{i}")
@@ -143,7 +172,13 @@ impl RnsParams {
     /// that holds it (the small-plaintext profile: one ciphertext per window instead of k);
     /// wider ones get k 20-bit primes.
     pub fn for_packing(max_abs: u128, packing: Packing) -> Result<RnsParams, HeError> {
-        let (n, q) = ring_for(packing);
+        Self::for_ring(max_abs, ring_for(packing))
+    }
+
+    /// [`RnsParams::for_packing`] on a given ring: (degree, Q primes). Only for measuring a
+    /// packing on another ring than the one [`ring_for`] gives it (whether its flooding fits
+    /// there is checked when the server answers).
+    pub fn for_ring(max_abs: u128, (n, q): (usize, usize)) -> Result<RnsParams, HeError> {
         let need = (2.0 * max_abs as f64 + 1.0).log2();
         // A prime below 2^b is above 2^(b − 0.01) for these b and moduli (checked below).
         let single = ((need + 0.01).ceil() as u32).max(T_BITS);
@@ -304,11 +339,22 @@ pub fn finish(
             "flooding to 2^-{stat_bits} needs 2^{want:.2} of noise, Δ/4 leaves 2^{room:.1}"
         )));
     }
-    // 2^want < 2^126 (the room is below log2 Q); the 10^-6 bit absorbs f64's rounding, so
-    // the amplitude is at least 2^want.
-    let flood = 2f64.powf(want + 1e-6) as u128;
-    let resp = params.finish_response_flooded(ct, pk, flood, None, response_log_q(params))?;
-    Ok((resp, (flood as f64).log2() - n.log2() - log_e))
+    // The 10^-6 bit absorbs f64's rounding, so the amplitude is at least 2^want. With two Q
+    // primes the room keeps 2^want below 2^123; with three (the masked baseline) it can pass
+    // 2^126, and the amplitude is then flood·2^shift with flood ≈ 2^120.
+    let log_flood = want + 1e-6;
+    let shift = if log_flood < 125.0 {
+        0
+    } else {
+        (log_flood - 120.0).ceil() as u32
+    };
+    let flood = 2f64.powf(log_flood - shift as f64) as u128 + u128::from(shift > 0);
+    let resp =
+        params.finish_response_flooded_wide(ct, pk, flood, shift, None, response_log_q(params))?;
+    Ok((
+        resp,
+        (flood as f64).log2() + shift as f64 - n.log2() - log_e,
+    ))
 }
 
 /// Server: adds the plaintext slot vector `v` (values mod t) to a ciphertext.

@@ -402,7 +402,7 @@ pub fn finish_outputs(
     // Decryption needs the whole noise below Δ/2. The response modulus leaves the final switch's
     // rounding below Δ/16 (the 2 + 2 bits of margin in `log_q_out`), so the kernel's noise and
     // the flooding may take 2^-0.5·Δ/2 ≈ 0.71·Δ/2: with the rounding, 0.83·Δ/2 at most.
-    let log_room = (params.0.delta as f64).log2() - 1.5;
+    let log_room = params.log2_delta() - 1.5;
     #[allow(clippy::type_complexity)]
     let results: Vec<Result<(Response, Vec<u64>, f64), HeError>> = outs
         .par_iter()

@@ -26,7 +26,18 @@ pub struct ChocoClient {
 
 impl ChocoClient {
     pub fn new(config: &ModelConfig, packing: Packing) -> Result<ChocoClient> {
-        let schedule = Schedule::new(config, packing)?;
+        Self::with_ring(config, packing, secinfer_he::choco::ring_for(packing))
+    }
+
+    /// [`ChocoClient::new`] on another ring: (degree, Q primes). Only for measuring a packing
+    /// where its own ring is not (`secinfer bench choco --ring-degree --q-primes`); the server
+    /// must use the same ring.
+    pub fn with_ring(
+        config: &ModelConfig,
+        packing: Packing,
+        ring: (usize, usize),
+    ) -> Result<ChocoClient> {
+        let schedule = Schedule::new(config, packing, ring)?;
         let id = session_id(config, &schedule);
         Ok(ChocoClient {
             config: config.clone(),
@@ -59,6 +70,11 @@ impl ChocoClient {
     /// Ring degree of the session's BFV parameters.
     pub fn ring_degree(&self) -> usize {
         self.schedule.rns.ring_degree()
+    }
+
+    /// Q primes of the session's BFV parameters (three for the masked baseline).
+    pub fn q_primes(&self) -> usize {
+        self.schedule.rns.sets()[0].num_q()
     }
 
     /// Galois keys the client uploads per plaintext prime.

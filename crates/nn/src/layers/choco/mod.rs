@@ -54,15 +54,17 @@ pub(crate) struct Schedule {
     pub rns: RnsParams,
     pub packing: Packing,
     pub fp: FixedPointConfig,
+    /// (ring degree, Q primes): [`ring_for`]'s unless a measurement asks for another.
+    pub ring: (usize, usize),
 }
 
 impl Schedule {
-    pub fn new(config: &ModelConfig, packing: Packing) -> Result<Schedule> {
+    pub fn new(config: &ModelConfig, packing: Packing, ring: (usize, usize)) -> Result<Schedule> {
         supports(config)?;
         let fp = config.fixed_point;
         let mut stages = Vec::new();
         let mut bound = 0u128;
-        let row_len = ring_for(packing).0 / 2;
+        let row_len = ring.0 / 2;
         for i in 1..config.graph.layers.len() {
             stages.push(match linear_kernel(config, i, packing, row_len)? {
                 Some(plan) => {
@@ -81,12 +83,13 @@ impl Schedule {
                 None => Stage::Client { layer: i },
             });
         }
-        let rns = RnsParams::for_packing(bound, packing)?;
+        let rns = RnsParams::for_ring(bound, ring)?;
         Ok(Schedule {
             stages,
             rns,
             packing,
             fp,
+            ring,
         })
     }
 
@@ -221,6 +224,12 @@ pub(crate) fn session_id(config: &ModelConfig, s: &Schedule) -> [u8; 32] {
     h.update(s.packing.name().as_bytes());
     for t in s.rns.primes() {
         h.update(t.to_le_bytes());
+    }
+    if s.ring != ring_for(s.packing) {
+        // A ring chosen for a measurement: both sides must have chosen it (the default
+        // rings keep their hashes).
+        h.update((s.ring.0 as u64).to_le_bytes());
+        h.update((s.ring.1 as u64).to_le_bytes());
     }
     h.finalize().into()
 }

@@ -76,8 +76,13 @@ fn quantize(model: &Model, layer: &str, suffix: &str) -> Result<Vec<i64>> {
 impl ChocoServer {
     /// Quantises and encodes every linear layer of `model` for `packing`.
     pub fn new(model: &Model, packing: Packing) -> Result<ChocoServer> {
+        Self::with_ring(model, packing, secinfer_he::choco::ring_for(packing))
+    }
+
+    /// [`ChocoServer::new`] on another ring: (degree, Q primes), as [`ChocoClient::with_ring`].
+    pub fn with_ring(model: &Model, packing: Packing, ring: (usize, usize)) -> Result<ChocoServer> {
         let config = model.config.clone();
-        let schedule = Schedule::new(&config, packing)?;
+        let schedule = Schedule::new(&config, packing, ring)?;
         let frac = schedule.fp.main.scale;
         let mut linear = Vec::new();
         let mut pt_bytes = 0usize;
@@ -132,9 +137,9 @@ impl ChocoServer {
         })
     }
 
-    /// Floods the returned ciphertexts to 2^-`bits` instead of 2^-40. Only for measuring the
-    /// masked baseline, whose mask level leaves less room than 40 bits under this build's
-    /// two-prime Q: its figures are labelled so, and no default path calls this.
+    /// Floods the returned ciphertexts to 2^-`bits` instead of 2^-40. Only for measuring what
+    /// flooding costs (both packings flood to 2^-40 by default): figures taken below 40 bits
+    /// are labelled so, and no default path calls this.
     pub fn with_flood_bits(mut self, bits: u32) -> Self {
         self.flood_bits = bits;
         self

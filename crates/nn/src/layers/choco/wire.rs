@@ -100,8 +100,8 @@ fn galois_record(p: &Params) -> usize {
     8 + p.ks_digits() * (32 + p.residue_bytes() * p.n() * (p.num_q() + 1))
 }
 
-/// Galois key records per frame: a session's keys (hundreds of megabytes for the baseline at
-/// n = 16384) go in frames that stay under the channel's frame limit.
+/// Galois key records per frame: a session's keys (hundreds of megabytes for the masked
+/// baseline) go in frames that stay under the channel's frame limit.
 const KEYS_PER_FRAME: usize = 16;
 
 /// Client: sends `GaloisKeys::to_bytes` as its 8-byte header, then frames of at most
