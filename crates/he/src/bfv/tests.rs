@@ -1,0 +1,186 @@
+use super::*;
+
+/// The task-split plain rotation (`ks32::rotate_limbs`) gives the same words with one and
+/// with two threads, and the same words as the limb decomposition followed by the hoisted
+/// key switch (`ks32::decompose` + `ks32::switch_permute`) that it replaces.
+#[test]
+fn rotate_limbs_two_threads_bit_exact() {
+    let params = Params::by_name("n4096").expect("n4096");
+    assert!(params.0.ks32.is_some());
+    let sk = SecretKey::generate(&params);
+    let steps = [1usize, 5, 1000];
+    let keys = sk.rotation_keys(&steps, false);
+    let t = params.t();
+    let v: Vec<u64> = (0..params.n() as u64).map(|i| (i * 7919 + 3) % t).collect();
+    let ct = sk.encrypt(&v).expect("encrypt");
+    let pool = |k: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(k)
+            .build()
+            .expect("pool")
+    };
+    let (p1, p2) = (pool(1), pool(2));
+    for &s in &steps {
+        let g = params.galois_elt_rotate(s);
+        let key = &keys.keys[&g];
+        let reference = {
+            let digits = crate::ks32::decompose(&params, &ct.c1, true);
+            let (kb, ka, kbs, kas) = key.key32(Some(&params.limb_key_indices()));
+            crate::ks32::switch_permute(&params, &ct.c0, &digits, &kb, &ka, &kbs, &kas, &key.perms)
+        };
+        let one = p1.install(|| params.rotate(&ct, s, &keys).expect("rotate"));
+        assert_eq!((&one.c0, &one.c1), (&reference.0, &reference.1));
+        // Repeat on the two-thread pool: which thread claims which task varies per run.
+        for _ in 0..20 {
+            let two = p2
+                .install(|| rayon::join(|| params.rotate(&ct, s, &keys).expect("rotate"), || ()).0);
+            assert_eq!((&two.c0, &two.c1), (&one.c0, &one.c1));
+        }
+        let want = crate::eval::rotate_rows(&v, s, params.row_len());
+        assert_eq!(sk.decrypt(&one).expect("decrypt"), want);
+    }
+}
+
+/// Lazy hoisted rotations in slot order (`ks32::switch_shift_ext`: no gather, keys and
+/// digits in slot order) equal the gather path (`ks32::switch_permute_ext`) word for word
+/// once put back in NTT order, for steps from 1 to n/2 − 1 (the edge shifts included: one
+/// segment of each half nearly empty), on one and two threads; the row swap has no slot key (gather
+/// path); products with plaintexts and sums that mix both orders, and the mod-down of a
+/// slot-order sum, equal the NTT-order computation word for word; decryption is right.
+#[test]
+fn slot_order_lazy_rotations_bit_exact() {
+    let params = Params::by_name("n4096").expect("n4096");
+    let n = params.n();
+    let half = n / 2;
+    let sk = SecretKey::generate(&params);
+    let steps = [
+        1usize, 2, 3, 5, 8, 16, 31, 64, 255, 256, 1000, 1023, 1024, 1025, 2046, 2047,
+    ];
+    assert_eq!(steps[steps.len() - 1], half - 1);
+    let keys = sk.rotation_keys(&steps, true);
+    let t = params.t();
+    let v: Vec<u64> = (0..n as u64).map(|i| (i * 7919 + 3) % t).collect();
+    let ct = sk.encrypt(&v).expect("encrypt");
+    let h = params.decompose(&ct);
+    let c0_p = params.times_p(&h.c0);
+    let w: Vec<u64> = (0..n as u64).map(|i| (i * 31 + 5) % t).collect();
+    let pt = Plaintext::from_slots(&params, &w).expect("pt");
+    let p2 = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .expect("pool");
+    let reference = |g: usize| {
+        let key = &keys.keys[&g];
+        let (kb, ka, kbs, kas) = key.key32(None);
+        let (c0, c1) = crate::ks32::switch_permute_ext(
+            &params,
+            &c0_p,
+            &h.digits32,
+            &kb,
+            &ka,
+            &kbs,
+            &kas,
+            &key.perms,
+        );
+        ExtCiphertext {
+            c0,
+            c1,
+            var: 0.0,
+            slot: false,
+        }
+    };
+    let mut sum_slot = params.lift_ext(&ct);
+    let mut sum_ntt = params.lift_ext(&ct);
+    for &s in &steps {
+        let g = params.galois_elt_rotate(s);
+        let want = reference(g);
+        let mut one = params.rotate_hoisted_ext(&h, s, &keys).expect("lazy");
+        assert!(one.slot, "step {s} should take the slot-order path");
+        {
+            let two =
+                p2.install(|| rayon::join(|| params.rotate_hoisted_ext(&h, s, &keys), || ()).0);
+            let two = two.expect("lazy");
+            assert_eq!(
+                (&two.c0, &two.c1),
+                (&one.c0, &one.c1),
+                "step {s}, 2 threads"
+            );
+            // Products and mixed-order sums, then one mod-down each.
+            let prod = params.mul_plain_ext(&one, &pt);
+            params.ext_add_assign(&mut sum_slot, &prod);
+            params.ext_add_assign(&mut sum_ntt, &params.mul_plain_ext(&want, &pt));
+        }
+        params.reorder_ext(&mut one, false);
+        assert_eq!((&one.c0, &one.c1), (&want.c0, &want.c1), "step {s}");
+    }
+    assert!(sum_slot.slot && !sum_ntt.slot);
+    // The 64-bit division by P (`Params::mod_down`) of the NTT-order sum is the reference
+    // for the 32-bit one (`ks32::mod_down`) on both orders.
+    let (mut r0, mut r1) = (sum_ntt.c0.clone(), sum_ntt.c1.clone());
+    let want = (params.mod_down(&mut r0), params.mod_down(&mut r1));
+    let (a, b) = (params.mod_down_ext(sum_slot), params.mod_down_ext(sum_ntt));
+    assert_eq!((&a.c0, &a.c1), (&b.c0, &b.c1));
+    assert_eq!((&a.c0, &a.c1), (&want.0, &want.1));
+    // The row swap is no shift in slot order: gather path, NTT order.
+    let g = params.galois_elt_row_swap();
+    let key = &keys.keys[&g];
+    let (kb, ka, _, _) = key.key32(None);
+    assert!(crate::ks32::slot_key(&params, &key.perms, &kb, &ka).is_none());
+    // Decryption of a mod-down of one slot-order rotation.
+    let r = params.mod_down_ext(params.rotate_hoisted_ext(&h, 5, &keys).expect("lazy"));
+    let want = crate::eval::rotate_rows(&v, 5, params.row_len());
+    assert_eq!(sk.decrypt(&r).expect("decrypt"), want);
+}
+
+/// `decrypt_poly`'s division-free rounding and Shoup CRT equal `mul_div_round` of the CRT
+/// phase on every coefficient, for fresh ciphertexts and for uniformly random ones (whose
+/// phases cover the whole of [0, Q), rounding boundaries included in expectation), and
+/// at the edge phases 0, 1, Q − 1 and around Q/2.
+#[test]
+fn decrypt_fast_rounding_matches_reference() {
+    use rand_core::{RngCore, SeedableRng};
+    for name in ["n4096", "n8192"] {
+        let params = Params::by_name(name).expect("set");
+        let sk = SecretKey::generate(&params);
+        let n = params.n();
+        let t = params.t();
+        let qb = params.0.q_big;
+        let reference = |ct: &Ciphertext| -> Vec<u64> {
+            sk.phase(ct)
+                .into_iter()
+                .map(|x| (crate::arith::mul_div_round(x, t, qb) % t as u128) as u64)
+                .collect()
+        };
+        let v: Vec<u64> = (0..n as u64).map(|i| (i * 31 + 7) % t).collect();
+        let ct = sk.encrypt(&v).expect("encrypt");
+        assert_eq!(sk.decrypt_poly(&ct), reference(&ct));
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+        for _ in 0..4 {
+            let mut c0 = vec![0u64; params.l() * n];
+            let mut c1 = vec![0u64; params.l() * n];
+            for (i, md) in params.0.qs.iter().enumerate() {
+                for k in i * n..(i + 1) * n {
+                    c0[k] = rng.next_u64() % md.q;
+                    c1[k] = rng.next_u64() % md.q;
+                }
+            }
+            let ct = Ciphertext { c0, c1, var: 0.0 };
+            assert_eq!(sk.decrypt_poly(&ct), reference(&ct));
+        }
+        // Phase = c0 when c1 = 0: put edge values in coefficient form into c0.
+        let edges: Vec<u128> = vec![0, 1, qb - 1, qb / 2 - 1, qb / 2, qb / 2 + 1, qb / t as u128];
+        let mut coef = vec![0u64; params.l() * n];
+        for (i, md) in params.0.qs.iter().enumerate() {
+            for (k, &e) in edges.iter().cycle().take(n).enumerate() {
+                coef[i * n + k] = (e % md.q as u128) as u64;
+            }
+            md.to_ntt(&mut coef[i * n..(i + 1) * n]);
+        }
+        let ct = Ciphertext {
+            c0: coef,
+            c1: vec![0u64; params.l() * n],
+            var: 0.0,
+        };
+        assert_eq!(sk.decrypt_poly(&ct), reference(&ct));
+    }
+}
