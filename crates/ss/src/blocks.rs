@@ -13,6 +13,7 @@ use secinfer_net::Channel;
 pub mod modt;
 pub mod pooled;
 mod reciprocal;
+pub mod steps;
 
 pub(crate) use reciprocal::reciprocal_raw;
 pub use reciprocal::{rec_carry_bits, reciprocal, RecParams};
@@ -149,124 +150,49 @@ pub(crate) fn millionaire_raw<C: Channel>(
     if n == 0 {
         return Ok(Vec::new());
     }
+    let p0 = ctx.is_p0();
     let md = if ctx.has_triples() {
         ctx.mill_leaf_bits().min(bits)
     } else {
         mill_digit(bits)
     };
-    let bitwise = md == 1;
-    let q = bits.div_ceil(md) as usize;
-    let nd = 1usize << md;
-    let m = mask(bits);
     // Leaves: index [j * n + i] for digit j (least significant first), element i.
-    let (mut lt, mut eq): (Vec<u8>, Vec<u8>);
-    if bitwise {
-        // With AND gates on precomputed triples, 1-bit digits are cheapest online: a bit's
-        // lt = ¬a ∧ b is one AND of the parties' own bits and eq = ¬a ⊕ b is local, so the whole
-        // comparison is bit openings (no 1-of-2^m OT hashing 2m + 2^m keys per digit).
-        // Both operands of lt are private (P0's ¬a, P1's b), so each leaf takes a half triple
-        // (one COT of the P0 → P1 pool, one opened bit per party) instead of a full triple.
-        let p0 = ctx.is_p0();
-        let mut mine = vec![0u8; q * n];
-        for j in 0..q {
-            for i in 0..n {
-                let bit = ((v[i] & m) >> j) as u8 & 1;
-                mine[j * n + i] = if p0 { bit ^ 1 } else { bit };
-            }
-        }
-        lt = ctx.and_private(ch, &mine)?;
-        eq = mine;
+    let (lt, eq) = if md == 1 {
+        // With AND gates on precomputed triples, 1-bit digits are cheapest online: the whole
+        // comparison is bit openings (no 1-of-2^m OT hashing 2m + 2^m keys per digit). Both
+        // operands of lt are private (P0's ¬a, P1's b), so each leaf takes a half triple (one
+        // COT of the P0 → P1 pool, one opened bit per party) instead of a full triple.
+        let mine = steps::mill_bit_leaves(v, bits, p0);
+        (ctx.and_private(ch, &mine)?, mine)
     } else if ctx.has_triples() {
         // m-bit leaves on random 1-of-2^m OTs made offline (m COTs each, no hashing online).
         // (A comparison narrower than m bits uses narrower digits on the same OTs.)
-        let mut digits = vec![0u8; q * n];
-        for j in 0..q {
-            for i in 0..n {
-                digits[j * n + i] = (((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1)) as u8;
-            }
-        }
-        let r = ctx.leaf_cmp(ch, &digits)?;
-        lt = r.iter().map(|x| x & 1).collect();
-        eq = r.iter().map(|x| (x >> 1) & 1).collect();
-    } else if ctx.is_p0() {
-        let r = ctx.rand_bits(2 * q * n);
-        let mut msgs = vec![0u64; q * n * nd];
-        for j in 0..q {
-            for i in 0..n {
-                let a = ((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1);
-                let (rl, re) = (r[2 * (j * n + i)], r[2 * (j * n + i) + 1]);
-                let row = &mut msgs[(j * n + i) * nd..(j * n + i + 1) * nd];
-                for (t, slot) in row.iter_mut().enumerate() {
-                    let l = ((a < t as u64) as u8) ^ rl;
-                    let e = ((a == t as u64) as u8) ^ re;
-                    *slot = (l | (e << 1)) as u64;
-                }
-            }
-        }
-        ctx.kk_send(ch, nd, &msgs, 2)?;
-        lt = (0..q * n).map(|k| r[2 * k]).collect();
-        eq = (0..q * n).map(|k| r[2 * k + 1]).collect();
+        steps::leaf_split(&ctx.leaf_cmp(ch, &steps::mill_digits(v, bits, md))?)
     } else {
-        let mut choices = vec![0u8; q * n];
-        for j in 0..q {
-            for i in 0..n {
-                choices[j * n + i] = (((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1)) as u8;
-            }
-        }
-        let got = ctx.kk_recv(ch, nd, &choices, 2)?;
-        lt = got.iter().map(|g| (*g & 1) as u8).collect();
-        eq = got.iter().map(|g| ((*g >> 1) & 1) as u8).collect();
-    }
-    // Tree: (lt, eq) of a high and a low part combine to
-    //   lt = lt_hi ⊕ (eq_hi ∧ lt_lo),  eq = eq_hi ∧ eq_lo.
-    let mut cnt = q;
-    while cnt > 1 {
-        let pairs = cnt / 2;
-        // At the last level only lt is needed.
-        let final_level = cnt == 2;
-        let mut x = Vec::with_capacity(pairs * n);
-        let mut y = Vec::with_capacity(pairs * n);
-        let mut w = Vec::with_capacity(if final_level { 0 } else { pairs * n });
-        for p in 0..pairs {
-            let (lo, hi) = (2 * p, 2 * p + 1);
-            x.extend_from_slice(&eq[hi * n..(hi + 1) * n]);
-            y.extend_from_slice(&lt[lo * n..(lo + 1) * n]);
-            if !final_level {
-                w.extend_from_slice(&eq[lo * n..(lo + 1) * n]);
-            }
-        }
-        // eq_hi ∧ lt_lo and eq_hi ∧ eq_lo share eq_hi: one triple with two b's for both.
-        let z = if final_level {
-            and_raw(ctx, ch, &x, &y)?
+        let digits = steps::mill_digits(v, bits, md);
+        let nd = 1usize << md;
+        if p0 {
+            let r = ctx.rand_bits(2 * digits.len());
+            let (msgs, mine) = steps::leaf_rows(&digits, md, &r)?;
+            ctx.kk_send(ch, nd, &msgs, 2)?;
+            steps::leaf_split(&mine)
         } else {
-            let (zl, ze) = and2_raw(ctx, ch, &x, &y, &w)?;
-            let mut z = zl;
-            z.extend_from_slice(&ze);
-            z
-        };
-        let newcnt = cnt.div_ceil(2);
-        let mut nlt = vec![0u8; newcnt * n];
-        let mut neq = vec![0u8; newcnt * n];
-        for p in 0..pairs {
-            let hi = 2 * p + 1;
-            for i in 0..n {
-                nlt[p * n + i] = lt[hi * n + i] ^ z[p * n + i];
-                if !final_level {
-                    neq[p * n + i] = z[pairs * n + p * n + i];
-                }
+            let got = ctx.kk_recv(ch, nd, &digits, 2)?;
+            steps::leaf_split(&got.iter().map(|g| (*g & 3) as u8).collect::<Vec<_>>())
+        }
+    };
+    let mut tree = steps::MillTree::new(n, lt, eq)?;
+    while let Some(level) = tree.level() {
+        // eq_hi ∧ lt_lo and eq_hi ∧ eq_lo share eq_hi: one triple with two b's for both.
+        match &level.w {
+            None => tree.absorb(&and_raw(ctx, ch, &level.x, &level.y)?, &[])?,
+            Some(w) => {
+                let (zl, ze) = and2_raw(ctx, ch, &level.x, &level.y, w)?;
+                tree.absorb(&zl, &ze)?;
             }
         }
-        if cnt % 2 == 1 {
-            let k = cnt - 1;
-            nlt[pairs * n..(pairs + 1) * n].copy_from_slice(&lt[k * n..(k + 1) * n]);
-            neq[pairs * n..(pairs + 1) * n].copy_from_slice(&eq[k * n..(k + 1) * n]);
-        }
-        lt = nlt;
-        eq = neq;
-        cnt = newcnt;
     }
-    lt.truncate(n);
-    Ok(lt)
+    tree.result()
 }
 
 /// Carry of the low `bits` bits: shares of [x0 + x1 ≥ 2^bits] (the wrap when `bits` is the ring).
@@ -281,12 +207,7 @@ pub(crate) fn carry_raw<C: Channel>(
     x: &[u64],
     bits: u32,
 ) -> Result<Vec<u8>> {
-    let m = mask(bits);
-    let v: Vec<u64> = if ctx.is_p0() {
-        x.iter().map(|a| m - (a & m)).collect()
-    } else {
-        x.iter().map(|a| a & m).collect()
-    };
+    let v = steps::carry_input(x, bits, ctx.is_p0());
     millionaire_raw(ctx, ch, &v, bits)
 }
 
@@ -301,13 +222,7 @@ pub(crate) fn carries_raw<C: Channel>(
         return Ok(vec![Vec::new(); widths.len()]);
     }
     let wmax = widths.iter().copied().max().unwrap_or(1).max(1);
-    let mut v = Vec::with_capacity(x.len() * widths.len());
-    for &w in widths {
-        let m = mask(w);
-        for a in x {
-            v.push(if ctx.is_p0() { m - (a & m) } else { a & m });
-        }
-    }
+    let v = steps::carries_input(x, widths, ctx.is_p0());
     let r = millionaire_raw(ctx, ch, &v, wmax)?;
     Ok(r.chunks(x.len().max(1))
         .map(|c| c.to_vec())
@@ -635,13 +550,8 @@ pub fn trunc_reduce<C: Channel>(
     }
     ctx.block("trunc_reduce", |ctx| {
         let c = carry_raw(ctx, ch, x, t)?;
-        let ob = bits - t;
-        let ca = b2a_raw(ctx, ch, &c, ob)?;
-        let (mb, mo) = (mask(bits), mask(ob));
-        Ok(x.iter()
-            .zip(&ca)
-            .map(|(a, c)| add((a & mb) >> t, *c, mo))
-            .collect())
+        let ca = b2a_raw(ctx, ch, &c, bits - t)?;
+        steps::trunc_reduce_output(x, &ca, bits, t)
     })
 }
 
@@ -788,28 +698,11 @@ pub fn ars<C: Channel>(
         return Err(invalid("ars needs 0 < t < bits"));
     }
     ctx.block("ars", |ctx| {
-        let n = x.len();
-        let p0 = ctx.is_p0();
-        let mb = mask(bits);
-        let bias = 1u64 << (bits - 1);
-        let y: Vec<u64> = x
-            .iter()
-            .map(|a| if p0 { add(*a, bias, mb) } else { a & mb })
-            .collect();
+        let y = steps::ars_bias(x, bits, ctx.is_p0());
         let cs = carries_raw(ctx, ch, &y, &[t, bits])?;
-        let mut b = cs[0].clone();
-        b.extend_from_slice(&cs[1]);
+        let b: Vec<u8> = cs.concat();
         let a = b2a_raw(ctx, ch, &b, bits)?;
-        Ok((0..n)
-            .map(|i| {
-                let mut r = add(y[i] >> t, a[i], mb);
-                r = sub(r, shl(a[n + i], bits - t), mb);
-                if p0 {
-                    r = sub(r, bias >> t, mb);
-                }
-                r
-            })
-            .collect())
+        steps::ars_output(&y, &a, bits, t, ctx.is_p0())
     })
 }
 
@@ -901,27 +794,9 @@ pub(crate) fn mul_cross_raw<C: Channel>(
     bits: u32,
     y_bits: u32,
 ) -> Result<Vec<u64>> {
-    let n = x.len();
-    let k = y_bits as usize;
-    let m = mask(bits);
-    let my = mask(y_bits);
-    let mut deltas = Vec::with_capacity(n * k);
-    let mut choices = Vec::with_capacity(n * k);
-    for i in 0..n {
-        for j in 0..k {
-            deltas.push(shl(x[i], j as u32) & m);
-            choices.push(((y[i] & my) >> j) & 1 == 1);
-        }
-    }
-    let r = ctx.cross_both(ch, &deltas, &choices, bits)?;
-    Ok((0..n)
-        .map(|i| {
-            let s = r[i * k..(i + 1) * k]
-                .iter()
-                .fold(0u64, |s, v| add(s, *v, m));
-            add(s, x[i].wrapping_mul(y[i] & my), m)
-        })
-        .collect())
+    let (deltas, choices) = steps::cross_deltas(x, y, bits, y_bits)?;
+    let (got, pad) = ctx.cots_both(ch, &deltas, &choices, bits)?;
+    steps::cross_combine(x, y, &got, &pad, bits, y_bits)
 }
 
 /// Product with non-uniform bitwidths (SIRNN §4) of two unsigned values whose MSBs are known to
