@@ -7,7 +7,6 @@
 use crate::ctx::Ctx;
 use crate::error::{invalid, Result};
 use crate::ring::{check_bits, mask, msb};
-use rayon::prelude::*;
 use secinfer_net::Channel;
 
 pub mod modt;
@@ -604,42 +603,17 @@ pub(crate) fn trunc_msb0_carry_raw<C: Channel>(
     if t == 0 || t >= bits || bits > 64 {
         return Err(invalid("trunc needs 0 < t < bits ≤ 64"));
     }
-    let n = x.len();
-    let mb = mask(bits);
-    // The cheap variant drops the carry of the low bits (an error of −1); P0 adds 2^t first so
-    // the result is ⌊x/2^t⌋ or ⌊x/2^t⌋ + 1 and never goes below zero.
-    let biased: Vec<u64>;
-    let x = if !exact && ctx.is_p0() {
-        biased = x.iter().map(|a| add(*a, 1u64 << t, mb)).collect();
-        &biased[..]
+    let x = steps::trunc_msb0_bias(x, bits, t, exact, ctx.is_p0());
+    let carry = if exact {
+        let (v, w) = steps::trunc_carry_operand(&x, t, carry_bits);
+        Some(carry_raw(ctx, ch, &v, w)?)
     } else {
-        x
+        None
     };
-    let mut deltas: Vec<u64> = x.iter().map(|a| msb(*a, bits) as u64).collect();
-    if exact {
-        // Carry of the low t bits, or (carry_bits < t) of their top carry_bits bits only.
-        let c = if carry_bits >= t {
-            carry_raw(ctx, ch, x, t)?
-        } else {
-            let a = t - carry_bits;
-            let hi: Vec<u64> = x.iter().map(|v| (v & mask(t)) >> a).collect();
-            carry_raw(ctx, ch, &hi, carry_bits)?
-        };
-        deltas.extend(c.iter().map(|b| *b as u64));
-    }
+    let deltas = steps::trunc_msb0_deltas(&x, bits, carry.as_deref());
     let choices: Vec<bool> = deltas.iter().map(|b| *b == 1).collect();
     let prod = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let w = sub(deltas[i], prod[i], mb); // m0 ∨ m1
-        let mut y = sub((x[i] & mb) >> t, shl(w, bits - t), mb);
-        if exact {
-            let c = sub(deltas[n + i], prod[n + i].wrapping_mul(2), mb); // b2a of the carry
-            y = add(y, c, mb);
-        }
-        out.push(y);
-    }
-    Ok(out)
+    steps::trunc_msb0_output(&x, &deltas, &prod, bits, t, exact)
 }
 
 /// Arithmetic (signed) right shift by t in the same ring for |x| < 2^(bits−2): bias to a known
@@ -946,20 +920,8 @@ pub(crate) fn lut_rows_raw<C: Channel>(
     bits: &[u32],
     entry: impl Fn(usize, usize, usize) -> u64 + Sync,
 ) -> Result<Vec<Vec<u64>>> {
-    if !(1..=8).contains(&k) || bits.is_empty() {
-        return Err(invalid("lut: 1 ≤ k ≤ 8 and at least one table"));
-    }
-    let n = idx.len();
-    let nn = 1usize << k;
-    let total: u32 = bits.iter().sum();
-    let packed = total <= 64;
-    let rows = if packed { 1 } else { bits.len() };
-    let wire_bits = if packed {
-        total
-    } else {
-        bits.iter().copied().max().unwrap_or(1)
-    };
-    let km = mask(k);
+    let lay = steps::LutLayout::new(k, bits)?;
+    let (n, nn, rows) = (idx.len(), lay.entries(), lay.rows);
     if ctx.is_p0() {
         let rs: Vec<Vec<u64>> = bits.iter().map(|b| ctx.rand_u64s(n, *b)).collect();
         if ctx.is_dry_run() {
@@ -968,69 +930,34 @@ pub(crate) fn lut_rows_raw<C: Channel>(
             ctx.kk_send_count(nn, n * rows)?;
             return Ok(rs);
         }
-        // Row (i, q) holds entry t at ((i·rows) + q)·nn + t, packed rows one word per t. Made
-        // frame by frame and in parallel (n·2^k words: 8 MB at n = 2^14, k = 6, were written
-        // on one core into fresh pages while the peer waited).
-        let per_elem = rows * nn;
-        let fill = |e0: usize, out: &mut [u64]| {
-            out.par_chunks_mut(per_elem)
-                .enumerate()
-                .for_each(|(di, o)| {
-                    let i = e0 + di;
-                    let i0 = idx[i] & km;
-                    let j = |t: usize| ((t as u64).wrapping_add(i0) & km) as usize;
-                    if packed {
-                        for (t, w) in o.iter_mut().enumerate() {
-                            let mut v = 0u64;
-                            let mut off = 0u32;
-                            for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
-                                v |= shl(sub(entry(i, j(t), q), r[i], mask(*b)), off);
-                                off += b;
-                            }
-                            *w = v;
-                        }
-                    } else {
-                        for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
-                            for (t, w) in o[q * nn..(q + 1) * nn].iter_mut().enumerate() {
-                                *w = sub(entry(i, j(t), q), r[i], mask(*b));
-                            }
-                        }
-                    }
-                });
+        // Made frame by frame and in parallel (n·2^k words: 8 MB at n = 2^14, k = 6, were
+        // written on one core into fresh pages while the peer waited). kk rows are
+        // (element, q) pairs; a frame starts at a kk row, so at an element when rows = 1 and
+        // possibly mid-element otherwise: fill whole elements and copy out.
+        let mut failed = None;
+        let mut fill = |e0: usize, out: &mut [u64]| {
+            if let Err(e) = steps::lut_rows(lay, idx, bits, &rs, e0, out, &entry) {
+                failed.get_or_insert(e);
+            }
         };
-        // kk rows are (element, q) pairs; a frame starts at a kk row, so at an element when
-        // rows = 1 and possibly mid-element otherwise: fill whole elements and copy out.
         if rows == 1 {
-            ctx.kk_send_with(ch, nn, n, wire_bits, fill)?;
+            ctx.kk_send_with(ch, nn, n, lay.wire_bits, &mut fill)?;
         } else {
-            ctx.kk_send_with(ch, nn, n * rows, wire_bits, |r0, out| {
+            ctx.kk_send_with(ch, nn, n * rows, lay.wire_bits, |r0, out| {
                 let (e0, e1) = (r0 / rows, (r0 + out.len() / nn).div_ceil(rows));
-                let mut whole = vec![0u64; (e1 - e0) * per_elem];
+                let mut whole = vec![0u64; (e1 - e0) * rows * nn];
                 fill(e0, &mut whole);
                 let skip = (r0 - e0 * rows) * nn;
                 out.copy_from_slice(&whole[skip..skip + out.len()]);
             })?;
         }
+        if let Some(e) = failed {
+            return Err(e);
+        }
         Ok(rs)
     } else {
-        let mut choices = Vec::with_capacity(n * rows);
-        for a in idx {
-            for _ in 0..rows {
-                choices.push((a & km) as u8);
-            }
-        }
-        let got = ctx.kk_recv(ch, nn, &choices, wire_bits)?;
-        let mut out = Vec::with_capacity(bits.len());
-        let mut off = 0u32;
-        for (q, b) in bits.iter().enumerate() {
-            if packed {
-                out.push(got.iter().map(|g| (g >> off) & mask(*b)).collect());
-                off += b;
-            } else {
-                out.push((0..n).map(|i| got[i * rows + q] & mask(*b)).collect());
-            }
-        }
-        Ok(out)
+        let got = ctx.kk_recv(ch, nn, &steps::lut_choices(lay, idx), lay.wire_bits)?;
+        steps::lut_read(lay, bits, &got)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Per-party protocol state: the party's role, its PRG, its OT-extension endpoints (paired
 //! crosswise with the peer's), and the counter of building-block invocations.
-use crate::error::{invalid, Result};
 use crate::blocks::steps;
+use crate::error::{invalid, Result};
 use crate::ring::mask;
 use rand_core::RngCore;
 use secinfer_core::{Block, Prg};
@@ -50,7 +50,9 @@ where
     }
     let m = mask(bits);
     if msg.iter().any(|v| v & !m != 0) {
-        return Err(crate::error::SsError::Malformed("dealer value out of range".into()));
+        return Err(crate::error::SsError::Malformed(
+            "dealer value out of range".into(),
+        ));
     }
     Ok(choices
         .iter()
@@ -1160,22 +1162,6 @@ impl Ctx {
         } else {
             self.cot_recv(ch, choices, bits)
         }
-    }
-    /// Shares of δ_P0·c_P1 + δ_P1·c_P0: both cross terms, one correlated-OT batch each way.
-    pub(crate) fn cross_both<C: Channel>(
-        &mut self,
-        ch: &mut C,
-        deltas: &[u64],
-        choices: &[bool],
-        bits: u32,
-    ) -> Result<Vec<u64>> {
-        let (got, pad) = self.cots_both(ch, deltas, choices, bits)?;
-        let m = mask(bits);
-        Ok(got
-            .iter()
-            .zip(&pad)
-            .map(|(y, x)| y.wrapping_sub(*x) & m)
-            .collect())
     }
     /// One correlated-OT batch each way, P0 sending first: this party's δ's as sender and its
     /// bits as chooser. Returns (what it received as chooser, its outputs x as sender).

@@ -137,12 +137,7 @@ pub fn and2_open(x: &[u8], y: &[u8], z: &[u8], t: &[u8]) -> Result<Vec<u8>> {
 }
 
 /// [`and2_open`]'s last step: the shares of (x ∧ y, x ∧ z).
-pub fn and2_close(
-    mine: &[u8],
-    theirs: &[u8],
-    t: &[u8],
-    p0: bool,
-) -> Result<(Vec<u8>, Vec<u8>)> {
+pub fn and2_close(mine: &[u8], theirs: &[u8], t: &[u8], p0: bool) -> Result<(Vec<u8>, Vec<u8>)> {
     let n = t.len();
     check_and("AND", 3 * n, &[mine.len()])?;
     if theirs.len() != mine.len() {
@@ -397,7 +392,12 @@ pub fn leaf_rows(digits: &[u8], m: u32, r: &[u8]) -> Result<(Vec<u64>, Vec<u8>)>
             *slot = (l | (e << 1)) as u64;
         }
     }
-    Ok((msgs, (0..digits.len()).map(|j| r[2 * j] | r[2 * j + 1] << 1).collect()))
+    Ok((
+        msgs,
+        (0..digits.len())
+            .map(|j| r[2 * j] | r[2 * j + 1] << 1)
+            .collect(),
+    ))
 }
 
 // ---- The millionaires' AND tree ------------------------------------------------------------
@@ -472,7 +472,9 @@ impl MillTree {
         let pairs = cnt / 2;
         let last = cnt == 2;
         if cnt <= 1 || zl.len() != pairs * n || ze.len() != if last { 0 } else { pairs * n } {
-            return Err(invalid("millionaires' tree: AND shares of the wrong length"));
+            return Err(invalid(
+                "millionaires' tree: AND shares of the wrong length",
+            ));
         }
         let newcnt = cnt.div_ceil(2);
         let mut nlt = vec![0u8; newcnt * n];
@@ -521,17 +523,16 @@ pub fn carry_input(x: &[u64], bits: u32, p0: bool) -> Vec<u64> {
 /// Carries at several widths in one comparison: the inputs of each width one after the other
 /// (zero-padded to the widest, which is the comparison's width).
 pub fn carries_input(x: &[u64], widths: &[u32], p0: bool) -> Vec<u64> {
-    widths
-        .iter()
-        .flat_map(|&w| carry_input(x, w, p0))
-        .collect()
+    widths.iter().flat_map(|&w| carry_input(x, w, p0)).collect()
 }
 
 /// Truncate-reduce (SIRNN), last step: ⌊x / 2^t⌋ mod 2^(bits − t) = (x0 >> t) + (x1 >> t) +
 /// carry of the low t bits, `ca` this party's arithmetic share of that carry mod 2^(bits − t).
 pub fn trunc_reduce_output(x: &[u64], ca: &[u64], bits: u32, t: u32) -> Result<Vec<u64>> {
     if t == 0 || t >= bits || bits > 64 || ca.len() != x.len() {
-        return Err(invalid("trunc_reduce: 0 < t < bits ≤ 64 and one carry per value"));
+        return Err(invalid(
+            "trunc_reduce: 0 < t < bits ≤ 64 and one carry per value",
+        ));
     }
     let (mb, mo) = (mask(bits), mask(bits - t));
     Ok(x.iter()
@@ -562,7 +563,9 @@ pub fn ars_bias(x: &[u64], bits: u32, p0: bool) -> Vec<u64> {
 pub fn ars_output(y: &[u64], a: &[u64], bits: u32, t: u32, p0: bool) -> Result<Vec<u64>> {
     let n = y.len();
     if t == 0 || t >= bits || bits > 64 || a.len() != 2 * n {
-        return Err(invalid("ars: 0 < t < bits ≤ 64 and a carry and a wrap per value"));
+        return Err(invalid(
+            "ars: 0 < t < bits ≤ 64 and a carry and a wrap per value",
+        ));
     }
     let mb = mask(bits);
     let bias = 1u64 << (bits - 1);
@@ -578,17 +581,207 @@ pub fn ars_output(y: &[u64], a: &[u64], bits: u32, t: u32, p0: bool) -> Result<V
         .collect())
 }
 
+/// Truncation of a value whose MSB is known to be 0 (SIRNN), first step: without `exact`, P0
+/// adds 2^t so the result, which drops the carry of the low bits, is ⌊x/2^t⌋ or one more and
+/// never below zero.
+pub fn trunc_msb0_bias(x: &[u64], bits: u32, t: u32, exact: bool, p0: bool) -> Vec<u64> {
+    let mb = mask(bits);
+    x.iter()
+        .map(|a| {
+            if !exact && p0 {
+                a.wrapping_add(1u64 << t) & mb
+            } else {
+                *a
+            }
+        })
+        .collect()
+}
+
+/// The carry an exact truncation needs, as a carry's operand and width: of the low t bits, or
+/// (`carry_bits` < t) of their top `carry_bits` bits only, which makes the result
+/// ⌊(x − ε)/2^t⌋ with 0 ≤ ε < 2^(t − carry_bits).
+pub fn trunc_carry_operand(x: &[u64], t: u32, carry_bits: u32) -> (Vec<u64>, u32) {
+    if carry_bits >= t {
+        (x.to_vec(), t)
+    } else {
+        let a = t - carry_bits;
+        (x.iter().map(|v| (v & mask(t)) >> a).collect(), carry_bits)
+    }
+}
+
+/// Truncation, the correlations of its one COT batch with P0 sending: this party's MSBs (for
+/// the wrap m0 ∨ m1 = m0 + m1 − m0·m1) and, when exact, its carry shares (for their B2A,
+/// c0 + c1 − 2·c0·c1); each party's choice bits are the same bits.
+pub fn trunc_msb0_deltas(x: &[u64], bits: u32, carry: Option<&[u8]>) -> Vec<u64> {
+    let mut d: Vec<u64> = x.iter().map(|a| (a >> (bits - 1)) & 1).collect();
+    if let Some(c) = carry {
+        d.extend(c.iter().map(|b| (*b & 1) as u64));
+    }
+    d
+}
+
+/// Truncation, last step: (x0 >> t) + (x1 >> t) − 2^(bits − t)·wrap (+ the carry when
+/// exact), with `prod` this party's shares of the COT products δ_P0·c_P1.
+pub fn trunc_msb0_output(
+    x: &[u64],
+    deltas: &[u64],
+    prod: &[u64],
+    bits: u32,
+    t: u32,
+    exact: bool,
+) -> Result<Vec<u64>> {
+    let n = x.len();
+    let want = if exact { 2 * n } else { n };
+    if t == 0 || t >= bits || bits > 64 || deltas.len() != want || prod.len() != want {
+        return Err(invalid(
+            "trunc: 0 < t < bits ≤ 64 and one product per correlation",
+        ));
+    }
+    let mb = mask(bits);
+    Ok((0..n)
+        .map(|i| {
+            let w = deltas[i].wrapping_sub(prod[i]); // m0 ∨ m1
+            let mut y = ((x[i] & mb) >> t).wrapping_sub(shl(w, bits - t));
+            if exact {
+                // The carry's B2A.
+                y = y.wrapping_add(deltas[n + i].wrapping_sub(prod[n + i].wrapping_mul(2)));
+            }
+            y & mb
+        })
+        .collect())
+}
+
+// ---- Lookup tables on a 1-of-2^k OT --------------------------------------------------------
+
+/// How a batch of public tables read at one shared index goes over the 1-of-2^k OT (SIRNN's
+/// LUT: P0 rotates each table by its index share and masks it with its output share): entries
+/// packed side by side in one OT row per element when they fit in 64 bits, else one row per
+/// table and element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LutLayout {
+    /// Index bits (1 ≤ k ≤ 8): 2^k entries per table.
+    pub k: u32,
+    /// Whether every table rides one row.
+    pub packed: bool,
+    /// OT rows per element.
+    pub rows: usize,
+    /// Bits of an OT message.
+    pub wire_bits: u32,
+}
+
+impl LutLayout {
+    /// The layout of tables of 2^k entries with entries of `bits[q]` bits.
+    pub fn new(k: u32, bits: &[u32]) -> Result<Self> {
+        if !(1..=8).contains(&k) || bits.is_empty() || bits.iter().any(|b| !(1..=64).contains(b)) {
+            return Err(invalid("lut: 1 ≤ k ≤ 8, at least one table, 1 ≤ bits ≤ 64"));
+        }
+        let total: u64 = bits.iter().map(|b| *b as u64).sum();
+        let packed = total <= 64;
+        Ok(LutLayout {
+            k,
+            packed,
+            rows: if packed { 1 } else { bits.len() },
+            wire_bits: if packed {
+                total as u32
+            } else {
+                bits.iter().copied().max().unwrap_or(1)
+            },
+        })
+    }
+
+    /// Entries per table (the OT's N).
+    pub fn entries(&self) -> usize {
+        1 << self.k
+    }
+}
+
+/// Lookup tables, P0's OT messages for elements `e0 ..` (as many whole elements as `out`
+/// holds, `rows · 2^k` words each): row (i, q) holds at t the entry `entry(i, (t + a_i) mod
+/// 2^k, q) − r_q[i]`, a_i its index share and `rs[q]` its output shares (so P1, choosing t =
+/// its share, reads T[a] − r). `entry` may fold P0's per-element data into the table.
+pub fn lut_rows(
+    lay: LutLayout,
+    idx: &[u64],
+    bits: &[u32],
+    rs: &[Vec<u64>],
+    e0: usize,
+    out: &mut [u64],
+    entry: impl Fn(usize, usize, usize) -> u64 + Sync,
+) -> Result<()> {
+    use rayon::prelude::*;
+    let nn = lay.entries();
+    let per_elem = lay.rows * nn;
+    let count = out.len() / per_elem;
+    if bits.len() != rs.len()
+        || out.len() != count * per_elem
+        || e0 + count > idx.len()
+        || rs.iter().any(|r| r.len() != idx.len())
+    {
+        return Err(invalid(
+            "lut: rows, output shares or elements of the wrong length",
+        ));
+    }
+    let km = mask(lay.k);
+    out.par_chunks_mut(per_elem)
+        .enumerate()
+        .for_each(|(di, o)| {
+            let i = e0 + di;
+            let i0 = idx[i] & km;
+            let j = |t: usize| ((t as u64).wrapping_add(i0) & km) as usize;
+            if lay.packed {
+                for (t, w) in o.iter_mut().enumerate() {
+                    let mut v = 0u64;
+                    let mut off = 0u32;
+                    for (q, (b, r)) in bits.iter().zip(rs).enumerate() {
+                        v |= shl(entry(i, j(t), q).wrapping_sub(r[i]) & mask(*b), off);
+                        off += b;
+                    }
+                    *w = v;
+                }
+            } else {
+                for (q, (b, r)) in bits.iter().zip(rs).enumerate() {
+                    for (t, w) in o[q * nn..(q + 1) * nn].iter_mut().enumerate() {
+                        *w = entry(i, j(t), q).wrapping_sub(r[i]) & mask(*b);
+                    }
+                }
+            }
+        });
+    Ok(())
+}
+
+/// Lookup tables, P1's choices: its index share, once per OT row.
+pub fn lut_choices(lay: LutLayout, idx: &[u64]) -> Vec<u8> {
+    let km = mask(lay.k);
+    idx.iter()
+        .flat_map(|a| std::iter::repeat_n((a & km) as u8, lay.rows))
+        .collect()
+}
+
+/// Lookup tables, P1's shares of every table's entry from its OT outputs (one per row).
+pub fn lut_read(lay: LutLayout, bits: &[u32], got: &[u64]) -> Result<Vec<Vec<u64>>> {
+    if !got.len().is_multiple_of(lay.rows) || (!lay.packed && bits.len() != lay.rows) {
+        return Err(invalid("lut: OT outputs of the wrong length"));
+    }
+    let n = got.len() / lay.rows;
+    let mut out = Vec::with_capacity(bits.len());
+    let mut off = 0u32;
+    for (q, b) in bits.iter().enumerate() {
+        if lay.packed {
+            out.push(got.iter().map(|g| (g >> off) & mask(*b)).collect());
+            off += b;
+        } else {
+            out.push((0..n).map(|i| got[i * lay.rows + q] & mask(*b)).collect());
+        }
+    }
+    Ok(out)
+}
+
 // ---- Cross terms of a product of shares ----------------------------------------------------
 
 /// Product x·(y0 + y1) of shares (`mul_shared` when y's shares span the ring, SIRNN's products
 /// when they are below 2^y_bits as integers), first step: this party's correlations x·2^j as
 /// OT sender and its bits of y as chooser, `y_bits` per element, both ways at once.
-pub fn cross_deltas(
-    x: &[u64],
-    y: &[u64],
-    bits: u32,
-    y_bits: u32,
-) -> Result<(Vec<u64>, Vec<bool>)> {
+pub fn cross_deltas(x: &[u64], y: &[u64], bits: u32, y_bits: u32) -> Result<(Vec<u64>, Vec<bool>)> {
     check_cross(x.len(), y.len(), bits, y_bits)?;
     let k = y_bits as usize;
     let (m, my) = (mask(bits), mask(y_bits));

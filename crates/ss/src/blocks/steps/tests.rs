@@ -16,14 +16,8 @@ fn bit(prg: &mut Prg) -> u8 {
 fn triples(prg: &mut Prg, n: usize) -> (Vec<u8>, Vec<u8>) {
     (0..n)
         .map(|_| {
-            let (a0, a1, b0, b1, e0, e1) = (
-                bit(prg),
-                bit(prg),
-                bit(prg),
-                bit(prg),
-                bit(prg),
-                bit(prg),
-            );
+            let (a0, a1, b0, b1, e0, e1) =
+                (bit(prg), bit(prg), bit(prg), bit(prg), bit(prg), bit(prg));
             let (c, c2) = ((a0 ^ a1) & (b0 ^ b1), (a0 ^ a1) & (e0 ^ e1));
             let (s, s2) = (bit(prg), bit(prg));
             let p0 = a0 | b0 << 1 | e0 << 2 | s << 3 | s2 << 4;
@@ -111,7 +105,10 @@ fn mill_pair(prg: &mut Prg, a: &[u64], b: &[u64], bits: u32, m: u32) -> [Vec<u8>
     let n = a.len();
     let md = m.min(bits);
     let (lt, eq) = if md == 1 {
-        let (p, q) = (mill_bit_leaves(a, bits, true), mill_bit_leaves(b, bits, false));
+        let (p, q) = (
+            mill_bit_leaves(a, bits, true),
+            mill_bit_leaves(b, bits, false),
+        );
         let lt = and_private_pair(prg, &p, &q);
         (lt, [p, q])
     } else {
@@ -189,7 +186,14 @@ fn open(s: &[Vec<u64>; 2], bits: u32) -> Vec<u64> {
 fn values(prg: &mut Prg, n: usize, bits: u32) -> Vec<u64> {
     let m = mask(bits);
     let top = 1u64 << (bits - 1);
-    let mut v = vec![0, 1 & m, m, top, top.wrapping_sub(1) & m, top.wrapping_add(1) & m];
+    let mut v = vec![
+        0,
+        1 & m,
+        m,
+        top,
+        top.wrapping_sub(1) & m,
+        top.wrapping_add(1) & m,
+    ];
     v.extend((v.len()..n).map(|_| prg.next_u64() & m));
     v
 }
@@ -310,6 +314,102 @@ fn mul_shared_steps_equal_the_product() {
                 x[i],
                 y[i]
             );
+        }
+    }
+}
+
+#[test]
+fn trunc_msb0_steps_equal_the_floor() {
+    let mut prg = Prg::from_seed(Block(0x75b0));
+    for (bits, t) in [(8u32, 3u32), (21, 10), (37, 1), (64, 20)] {
+        // Values with a known MSB of 0, below 2^(bits−1) − 2^t, with their extremes.
+        let top = (1u64 << (bits - 1)) - (1u64 << t);
+        let mut x: Vec<u64> = (0..80).map(|_| prg.next_u64() % top).collect();
+        x.extend([0, top - 1, mask(t), 1u64 << t]);
+        for (exact, carry_bits) in [(true, t), (true, t.div_ceil(2)), (false, t)] {
+            let s = shares(&mut prg, &x, bits);
+            let b = [0, 1].map(|p| trunc_msb0_bias(&s[p], bits, t, exact, p == 0));
+            let carry = exact.then(|| {
+                let ops = [0, 1].map(|p| trunc_carry_operand(&b[p], t, carry_bits));
+                let w = ops[0].1;
+                let c = [0, 1].map(|p| carry_input(&ops[p].0, w, p == 0));
+                mill_pair(&mut prg, &c[0], &c[1], w, 4)
+            });
+            let d =
+                [0, 1].map(|p| trunc_msb0_deltas(&b[p], bits, carry.as_ref().map(|c| &c[p][..])));
+            // The COT batch with P0 sending: P0 keeps −x, P1 gets x + c·δ.
+            let choices: Vec<bool> = d[1].iter().map(|v| *v == 1).collect();
+            let (pad, got) = cot(&mut prg, &d[0], &choices, bits);
+            let neg: Vec<u64> = pad.iter().map(|v| v.wrapping_neg() & mask(bits)).collect();
+            let out = [
+                trunc_msb0_output(&b[0], &d[0], &neg, bits, t, exact).unwrap(),
+                trunc_msb0_output(&b[1], &d[1], &got, bits, t, exact).unwrap(),
+            ];
+            let r = open(&out, bits);
+            for i in 0..x.len() {
+                let floor = x[i] >> t;
+                let ok = if !exact {
+                    r[i] == floor || r[i] == floor + 1
+                } else if carry_bits == t || x[i] & mask(t) >= 1u64 << (t - carry_bits) {
+                    r[i] == floor
+                } else {
+                    r[i] == floor || (r[i] + 1) & mask(bits) == floor
+                };
+                assert!(
+                    ok,
+                    "x {} → {} ({bits} bits, t {t}, exact {exact}, {carry_bits})",
+                    x[i], r[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn lookup_table_steps_read_the_entry_at_the_shared_index() {
+    let mut prg = Prg::from_seed(Block(0x1a7));
+    // Packed (16 + 20 + 28 ≤ 64 bits: one row per element) and one row per table (40 + 64).
+    for (k, bits) in [(1u32, vec![16u32, 20, 28]), (6, vec![40, 64]), (8, vec![1])] {
+        let lay = LutLayout::new(k, &bits).unwrap();
+        assert_eq!(lay.packed, bits.iter().sum::<u32>() <= 64);
+        let nn = lay.entries();
+        let tables: Vec<Vec<u64>> = bits
+            .iter()
+            .map(|b| (0..nn).map(|_| prg.next_u64() & mask(*b)).collect())
+            .collect();
+        let idx = values(&mut prg, 40, k);
+        let s = shares(&mut prg, &idx, k);
+        let rs: Vec<Vec<u64>> = bits
+            .iter()
+            .map(|b| idx.iter().map(|_| prg.next_u64() & mask(*b)).collect())
+            .collect();
+        let mut rows = vec![0u64; idx.len() * lay.rows * nn];
+        lut_rows(lay, &s[0], &bits, &rs, 0, &mut rows, |_, j, q| tables[q][j]).unwrap();
+        // The 1-of-N OT: P1 reads its choice of each row.
+        let got: Vec<u64> = lut_choices(lay, &s[1])
+            .iter()
+            .enumerate()
+            .map(|(row, &c)| rows[row * nn + c as usize])
+            .collect();
+        let read = lut_read(lay, &bits, &got).unwrap();
+        for (q, b) in bits.iter().enumerate() {
+            for i in 0..idx.len() {
+                assert_eq!(
+                    read[q][i].wrapping_add(rs[q][i]) & mask(*b),
+                    tables[q][idx[i] as usize],
+                    "table {q} at {} (k {k})",
+                    idx[i]
+                );
+            }
+        }
+        // Rows for elements past the end, and OT outputs not a whole number of elements.
+        let mut one = vec![0u64; lay.rows * nn];
+        assert!(lut_rows(lay, &s[0], &bits, &rs, idx.len(), &mut one, |_, _, _| 0).is_err());
+        if lay.rows > 1 {
+            assert!(matches!(
+                lut_read(lay, &bits, &got[1..]),
+                Err(SsError::InvalidArgument(_))
+            ));
         }
     }
 }
