@@ -4,6 +4,9 @@
 //! Conventions: arithmetic shares are `u64` reduced mod 2^bits; boolean shares are `u8` in {0,1}
 //! (XOR-shared). Every function is called by both parties with their own shares; P0 is the
 //! server. Correlations come from correlated OT (1-of-2) and KK13 1-of-N OT, never from a dealer.
+//!
+//! Each block here runs its arithmetic's pure steps ([`steps`], [`pooled`]) around `Ctx`'s OTs
+//! and bit openings: the steps are the one definition, the block its sequence over a channel.
 use crate::ctx::Ctx;
 use crate::error::{invalid, Result};
 use crate::ring::{check_bits, mask, msb};

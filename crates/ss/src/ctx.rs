@@ -172,16 +172,16 @@ impl<T> Stock<T> {
 }
 
 /// Precomputed Beaver bit triples (this party's shares): a, b, b2 and c = a·b, c2 = a·b2 (XOR
-/// shares), packed as bits 0..5 of one byte per triple.
+/// shares), packed as bits 0..5 of one byte per triple: the layout [`steps::and_open`] reads.
 type Triples = Stock<u8>;
 
 /// Precomputed half triples: bit 0 = this party's known factor (P0's u, P1's v), bit 1 = its
-/// share of u·v.
+/// share of u·v ([`steps::and_private_open`]'s layout).
 type HalfTriples = Stock<u8>;
 
 /// Precomputed random 1-of-2^m leaf OTs: P0 keeps the 2-bit masks of all 2^m keys (packed,
 /// mask x at bits 2x..2x+2; m ≤ 4), P1 its random choice r (bits 0..8) and the 2-bit mask of
-/// K_r (bits 8..10).
+/// K_r (bits 8..10): the layout [`steps::leaf_query`] and [`steps::leaf_answer`] read.
 type LeafOts = Stock<u32>;
 
 /// Random OTs per batch while making triples (bounds the hashed keys held at once).
