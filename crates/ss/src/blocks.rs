@@ -254,7 +254,7 @@ pub(crate) fn msb_raw<C: Channel>(
     } else {
         vec![0; x.len()]
     };
-    Ok(x.iter().zip(&c).map(|(a, c)| msb(*a, bits) ^ c).collect())
+    steps::msb_output(x, &c, bits)
 }
 
 /// MSB and wrap together: one millionaires' on bits − 1 and one AND round.
@@ -270,18 +270,10 @@ pub fn msb_and_wrap<C: Channel>(
         return Err(invalid("msb_and_wrap needs at least 2 bits"));
     }
     ctx.block("msb_wrap", |ctx| {
-        let n = x.len();
         let c = carry_raw(ctx, ch, x, bits - 1)?;
-        let mine: Vec<u8> = x.iter().map(|a| msb(*a, bits)).collect();
-        let p0 = ctx.is_p0();
-        let mut xs = c.clone();
-        let mut ys = mine.clone();
-        xs.extend(mine.iter().map(|m| if p0 { *m } else { 0 }));
-        ys.extend(mine.iter().map(|m| if p0 { 0 } else { *m }));
+        let (xs, ys) = steps::msb_wrap_and_operands(x, &c, bits, ctx.is_p0());
         let z = and_raw(ctx, ch, &xs, &ys)?;
-        let ms = (0..n).map(|i| mine[i] ^ c[i]).collect();
-        let w = (0..n).map(|i| z[i] ^ z[n + i]).collect();
-        Ok((ms, w))
+        steps::msb_wrap_output(x, &c, &z, bits)
     })
 }
 
@@ -367,11 +359,7 @@ pub fn zext<C: Channel>(
     ctx.block("zext", |ctx| {
         let w = carry_raw(ctx, ch, x, from)?;
         let wa = b2a_raw(ctx, ch, &w, to)?;
-        let (mf, mt) = (mask(from), mask(to));
-        Ok(x.iter()
-            .zip(&wa)
-            .map(|(a, w)| sub(a & mf, shl(*w, from), mt))
-            .collect())
+        steps::ext_output(x, &wa, from, to)
     })
 }
 
@@ -383,26 +371,20 @@ pub fn sext<C: Channel>(
     from: u32,
     to: u32,
 ) -> Result<Vec<u64>> {
+    check_bits(from)?;
+    check_bits(to)?;
+    if to < from {
+        return Err(invalid("sext: target ring is smaller"));
+    }
     let p0 = ctx.is_p0();
-    let mf = mask(from);
     let bias = 1u64 << (from - 1);
-    let y: Vec<u64> = x
-        .iter()
-        .map(|a| if p0 { add(*a, bias, mf) } else { a & mf })
-        .collect();
+    let y = steps::add_public(x, bias, from, p0);
     let z = ctx.block("sext", |ctx| {
         let w = carry_raw(ctx, ch, &y, from)?;
         let wa = b2a_raw(ctx, ch, &w, to)?;
-        let mt = mask(to);
-        Ok(y.iter()
-            .zip(&wa)
-            .map(|(a, w)| sub(*a, shl(*w, from), mt))
-            .collect::<Vec<u64>>())
+        steps::ext_output(&y, &wa, from, to)
     })?;
-    let mt = mask(to);
-    Ok(z.into_iter()
-        .map(|a| if p0 { sub(a, bias, mt) } else { a })
-        .collect())
+    Ok(steps::add_public(&z, bias.wrapping_neg(), to, p0))
 }
 
 /// Arithmetic shares (mod 2^to) of wrap(x) for x whose MSB is known to be 0:
@@ -649,16 +631,10 @@ pub(crate) fn trunc_signed_small_raw<C: Channel>(
     exact: bool,
 ) -> Result<Vec<u64>> {
     let p0 = ctx.is_p0();
-    let mb = mask(bits);
     let bias = 1u64 << (bits - 2);
-    let y: Vec<u64> = x
-        .iter()
-        .map(|a| if p0 { add(*a, bias, mb) } else { a & mb })
-        .collect();
+    let y = steps::add_public(x, bias, bits, p0);
     let z = trunc_msb0_raw(ctx, ch, &y, bits, t, exact)?;
-    Ok(z.into_iter()
-        .map(|a| if p0 { sub(a, bias >> t, mb) } else { a })
-        .collect())
+    Ok(steps::add_public(&z, (bias >> t).wrapping_neg(), bits, p0))
 }
 
 /// Arithmetic right shift by t of any signed x ∈ Z_{2^bits}, exact (floor): carry of the low t
@@ -812,40 +788,20 @@ pub(crate) fn mul_nonuniform_msb0_raw<C: Channel>(
     check_bits(by)?;
     check_bits(bits)?;
     let n = x.len();
-    let m = mask(bits);
     let xs: Vec<u64> = x.iter().map(|a| a & mask(bx)).collect();
     let ys: Vec<u64> = y.iter().map(|a| a & mask(by)).collect();
     // Boolean wraps from the MSBs: w = m0 ∨ m1; as XOR shares: m0 ⊕ m1 ⊕ m0m1.
-    let mx: Vec<u8> = xs.iter().map(|a| msb(*a, bx)).collect();
-    let my: Vec<u8> = ys.iter().map(|a| msb(*a, by)).collect();
-    let p0 = ctx.is_p0();
-    let mut ax: Vec<u8> = mx.iter().map(|b| if p0 { *b } else { 0 }).collect();
-    ax.extend(my.iter().map(|b| if p0 { *b } else { 0 }));
-    let mut ay: Vec<u8> = mx.iter().map(|b| if p0 { 0 } else { *b }).collect();
-    ay.extend(my.iter().map(|b| if p0 { 0 } else { *b }));
-    let z = and_raw(ctx, ch, &ax, &ay)?;
-    let wx: Vec<u8> = (0..n).map(|i| mx[i] ^ z[i]).collect();
-    let wy: Vec<u8> = (0..n).map(|i| my[i] ^ z[n + i]).collect();
+    let mut m = steps::msbs(&xs, bx);
+    m.extend(steps::msbs(&ys, by));
+    let (a, b) = steps::private_and_operands(&m, ctx.is_p0());
+    let z = and_raw(ctx, ch, &a, &b)?;
+    let w: Vec<u8> = m.iter().zip(&z).map(|(m, z)| m ^ z).collect();
     // Cross terms of (x0+x1)(y0+y1).
     let base = mul_cross_raw(ctx, ch, &xs, &ys, bits, by)?;
     // wy·(x0+x1) and wx·(y0+y1) in one mux batch.
-    let mut c = wy.clone();
-    c.extend_from_slice(&wx);
-    let mut v = xs.clone();
-    v.extend_from_slice(&ys);
-    let mx2 = mux_raw(ctx, ch, &c, &v, bits)?;
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let mut r = base[i];
-        r = sub(r, shl(mx2[i], by), m);
-        r = sub(r, shl(mx2[n + i], bx), m);
-        out.push(r);
-    }
-    if bx + by < bits {
-        // unreachable by the check above; kept explicit for clarity
-        return Err(invalid("mul_nonuniform: ring too wide"));
-    }
-    Ok(out)
+    let c = [&w[n..], &w[..n]].concat();
+    let mx = mux_raw(ctx, ch, &c, &[xs, ys].concat(), bits)?;
+    steps::nonuniform_output(&base, &mx, bx, by, bits)
 }
 
 // ============================================================================ tables
@@ -978,33 +934,13 @@ pub fn digit_decompose<C: Channel>(
         return Err(invalid("digit size out of range"));
     }
     ctx.block("digit_dec", |ctx| {
-        let n = x.len();
-        let q = bits.div_ceil(d);
-        let xs: Vec<u64> = x.iter().map(|a| a & mask(bits)).collect();
-        let widths: Vec<u32> = (1..q).map(|k| k * d).collect();
+        let widths = steps::digit_carry_widths(bits, d);
         let carries = if widths.is_empty() {
             Vec::new()
         } else {
-            carries_raw(ctx, ch, &xs, &widths)?
+            carries_raw(ctx, ch, x, &widths)?
         };
-        let flat: Vec<u8> = carries.iter().flatten().copied().collect();
-        let ca = b2a_raw(ctx, ch, &flat, d)?;
-        let mut out = Vec::with_capacity(q as usize);
-        for k in 0..q {
-            let w = d.min(bits - k * d);
-            let mw = mask(w);
-            let v = (0..n)
-                .map(|i| {
-                    let base = xs[i] >> (k * d);
-                    if k == 0 {
-                        base & mw
-                    } else {
-                        add(base, ca[(k as usize - 1) * n + i], mw)
-                    }
-                })
-                .collect();
-            out.push((v, w));
-        }
-        Ok(out)
+        let ca = b2a_raw(ctx, ch, &carries.concat(), d)?;
+        steps::digit_output(x, &ca, bits, d)
     })
 }

@@ -88,6 +88,19 @@ fn check_and(what: &str, n: usize, others: &[usize]) -> Result<()> {
     Ok(())
 }
 
+/// This party's opening must hold `bits` bits (a local error otherwise), the peer's as many.
+fn check_closing(what: &str, bits: usize, mine: &[u8], theirs: &[u8]) -> Result<()> {
+    check_and(what, bits, &[mine.len()])?;
+    if theirs.len() != mine.len() {
+        return Err(SsError::Malformed(format!(
+            "{what}: {} opened bits, expected {}",
+            theirs.len(),
+            mine.len()
+        )));
+    }
+    Ok(())
+}
+
 /// AND, first step: this party's opening of x ⊕ a and y ⊕ b, interleaved (2j: d_j, 2j + 1:
 /// e_j), one triple per AND.
 pub fn and_open(x: &[u8], y: &[u8], t: &[u8]) -> Result<Vec<u8>> {
@@ -104,14 +117,7 @@ pub fn and_open(x: &[u8], y: &[u8], t: &[u8]) -> Result<Vec<u8>> {
 /// c ⊕ d·b ⊕ e·a (⊕ d·e at P0) of x ∧ y.
 pub fn and_close(mine: &[u8], theirs: &[u8], t: &[u8], p0: bool) -> Result<Vec<u8>> {
     let n = t.len();
-    check_and("AND", 2 * n, &[mine.len()])?;
-    if theirs.len() != mine.len() {
-        return Err(SsError::Malformed(format!(
-            "AND: {} opened bits, expected {}",
-            theirs.len(),
-            mine.len()
-        )));
-    }
+    check_closing("AND", 2 * n, mine, theirs)?;
     let p0 = p0 as u8;
     Ok((0..n)
         .map(|j| {
@@ -139,14 +145,7 @@ pub fn and2_open(x: &[u8], y: &[u8], z: &[u8], t: &[u8]) -> Result<Vec<u8>> {
 /// [`and2_open`]'s last step: the shares of (x ∧ y, x ∧ z).
 pub fn and2_close(mine: &[u8], theirs: &[u8], t: &[u8], p0: bool) -> Result<(Vec<u8>, Vec<u8>)> {
     let n = t.len();
-    check_and("AND", 3 * n, &[mine.len()])?;
-    if theirs.len() != mine.len() {
-        return Err(SsError::Malformed(format!(
-            "AND: {} opened bits, expected {}",
-            theirs.len(),
-            mine.len()
-        )));
-    }
+    check_closing("AND", 3 * n, mine, theirs)?;
     let p0 = p0 as u8;
     let mut oy = Vec::with_capacity(n);
     let mut oz = Vec::with_capacity(n);
@@ -177,14 +176,7 @@ pub fn and_private_open(mine: &[u8], t: &[u8]) -> Result<Vec<u8>> {
 /// [`and_private_open`]'s last step: p·q = d·e ⊕ e·u ⊕ d·v ⊕ u·v, P0 taking d·e ⊕ e·u and
 /// P1 d·v, each with its share of u·v.
 pub fn and_private_close(open: &[u8], theirs: &[u8], t: &[u8], p0: bool) -> Result<Vec<u8>> {
-    check_and("private AND", t.len(), &[open.len()])?;
-    if theirs.len() != open.len() {
-        return Err(SsError::Malformed(format!(
-            "private AND: {} opened bits, expected {}",
-            theirs.len(),
-            open.len()
-        )));
-    }
+    check_closing("private AND", t.len(), open, theirs)?;
     Ok((0..t.len())
         .map(|j| {
             let (k, w) = (t[j] & 1, (t[j] >> 1) & 1);
@@ -544,17 +536,7 @@ pub fn trunc_reduce_output(x: &[u64], ca: &[u64], bits: u32, t: u32) -> Result<V
 /// Arithmetic right shift (SIRNN), first step: P0 biases its share by 2^(bits − 1), so the
 /// biased value is x + 2^(bits − 1) as an unsigned number and its shift is exact.
 pub fn ars_bias(x: &[u64], bits: u32, p0: bool) -> Vec<u64> {
-    let mb = mask(bits);
-    let bias = 1u64 << (bits - 1);
-    x.iter()
-        .map(|a| {
-            if p0 {
-                a.wrapping_add(bias) & mb
-            } else {
-                a & mb
-            }
-        })
-        .collect()
+    add_public(x, 1u64 << (bits - 1), bits, p0)
 }
 
 /// Arithmetic right shift, last step: with `a` this party's shares mod 2^bits of the carry of
@@ -647,6 +629,141 @@ pub fn trunc_msb0_output(
                 y = y.wrapping_add(deltas[n + i].wrapping_sub(prod[n + i].wrapping_mul(2)));
             }
             y & mb
+        })
+        .collect())
+}
+
+// ---- MSB, wraps, extensions and digits -----------------------------------------------------
+
+/// Shares of the public constant `c` added to shares mod 2^bits: P0 adds it (biasing a signed
+/// value to a known range, or unbiasing the result), P1's shares are only reduced.
+pub fn add_public(x: &[u64], c: u64, bits: u32, p0: bool) -> Vec<u64> {
+    let m = mask(bits);
+    x.iter()
+        .map(|a| if p0 { a.wrapping_add(c) & m } else { a & m })
+        .collect()
+}
+
+/// Operands of the AND of the parties' private bits b0·b1 on shared-AND gates: P0 passes
+/// (b, 0), P1 (0, b), so the XOR-shared operands are b0 and b1.
+pub fn private_and_operands(b: &[u8], p0: bool) -> (Vec<u8>, Vec<u8>) {
+    let zero = vec![0u8; b.len()];
+    if p0 {
+        (b.to_vec(), zero)
+    } else {
+        (zero, b.to_vec())
+    }
+}
+
+/// This party's MSBs of its shares mod 2^bits.
+pub fn msbs(x: &[u64], bits: u32) -> Vec<u8> {
+    x.iter().map(|a| ((a >> (bits - 1)) & 1) as u8).collect()
+}
+
+/// MSB, last step: msb(x0) ⊕ msb(x1) ⊕ carry of the low bits − 1, `c` this party's share of
+/// that carry.
+pub fn msb_output(x: &[u64], c: &[u8], bits: u32) -> Result<Vec<u8>> {
+    if c.len() != x.len() || !(1..=64).contains(&bits) {
+        return Err(invalid("msb: one carry per value"));
+    }
+    Ok(msbs(x, bits).iter().zip(c).map(|(m, c)| m ^ c).collect())
+}
+
+/// MSB and wrap together, the AND's operands: c ∧ (m0 ⊕ m1) and m0 ∧ m1 in one batch, `c`
+/// this party's share of the carry of the low bits − 1.
+pub fn msb_wrap_and_operands(x: &[u64], c: &[u8], bits: u32, p0: bool) -> (Vec<u8>, Vec<u8>) {
+    let mine = msbs(x, bits);
+    let (a, b) = private_and_operands(&mine, p0);
+    ([c, &a[..]].concat(), [&mine[..], &b[..]].concat())
+}
+
+/// MSB and wrap, last step: the MSB m0 ⊕ m1 ⊕ c and the wrap m0·m1 ⊕ c·(m0 ⊕ m1), from the
+/// AND's shares `z` of [`msb_wrap_and_operands`].
+pub fn msb_wrap_output(x: &[u64], c: &[u8], z: &[u8], bits: u32) -> Result<(Vec<u8>, Vec<u8>)> {
+    let n = x.len();
+    if c.len() != n || z.len() != 2 * n || !(2..=64).contains(&bits) {
+        return Err(invalid("msb_and_wrap: one carry and two ANDs per value"));
+    }
+    let ms = msb_output(x, c, bits)?;
+    Ok((ms, (0..n).map(|i| z[i] ^ z[n + i]).collect()))
+}
+
+/// Extension from Z_{2^from} to Z_{2^to}, last step: (x mod 2^from) − 2^from·wrap, `wa` this
+/// party's arithmetic share (mod 2^to) of the wrap of x's shares at `from` bits. A signed
+/// extension biases first and unbiases after ([`add_public`]).
+pub fn ext_output(x: &[u64], wa: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
+    if wa.len() != x.len() || !(1..=64).contains(&from) || !(from..=64).contains(&to) {
+        return Err(invalid("extension: one wrap per value and from ≤ to ≤ 64"));
+    }
+    let (mf, mt) = (mask(from), mask(to));
+    Ok(x.iter()
+        .zip(wa)
+        .map(|(a, w)| (a & mf).wrapping_sub(shl(*w, from)) & mt)
+        .collect())
+}
+
+/// Digit decomposition (SIRNN) of x ∈ Z_{2^bits} into q = ⌈bits / d⌉ digits of d bits: the
+/// widths k·d (0 < k < q) whose carries it needs.
+pub fn digit_carry_widths(bits: u32, d: u32) -> Vec<u32> {
+    (1..bits.div_ceil(d.max(1))).map(|k| k * d).collect()
+}
+
+/// Digit decomposition, last step: digit k = (x0 >> kd) + (x1 >> kd) + carry_kd mod
+/// 2^min(d, bits − kd), `ca` this party's shares mod 2^d of the carries at
+/// [`digit_carry_widths`] (width by width). Returns each digit's shares and width.
+pub fn digit_output(x: &[u64], ca: &[u64], bits: u32, d: u32) -> Result<Vec<(Vec<u64>, u32)>> {
+    let n = x.len();
+    let q = bits.div_ceil(d.max(1));
+    if d == 0 || d > bits || bits > 64 || ca.len() != (q as usize - 1) * n {
+        return Err(invalid(
+            "digit decomposition: one carry per value and inner digit",
+        ));
+    }
+    Ok((0..q)
+        .map(|k| {
+            let w = d.min(bits - k * d);
+            let v = x
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    let base = (a & mask(bits)) >> (k * d);
+                    let c = if k == 0 {
+                        0
+                    } else {
+                        ca[(k as usize - 1) * n + i]
+                    };
+                    base.wrapping_add(c) & mask(w)
+                })
+                .collect();
+            (v, w)
+        })
+        .collect())
+}
+
+/// Product with non-uniform bitwidths (SIRNN §4) of x ∈ Z_{2^bx}, y ∈ Z_{2^by} with MSBs
+/// known to be 0, last step: x·y = (x0 + x1)(y0 + y1) − 2^by·wy·x − 2^bx·wx·y mod 2^bits
+/// (the term 2^(bx+by)·wx·wy vanishes as bits ≤ bx + by), `base` this party's share of the
+/// first product and `mx` its shares of wy·x (first n) and wx·y (next n).
+pub fn nonuniform_output(
+    base: &[u64],
+    mx: &[u64],
+    bx: u32,
+    by: u32,
+    bits: u32,
+) -> Result<Vec<u64>> {
+    let n = base.len();
+    if mx.len() != 2 * n || bits > bx + by || bits > 64 {
+        return Err(invalid(
+            "mul_nonuniform: two products per value, bits ≤ bx + by",
+        ));
+    }
+    let m = mask(bits);
+    Ok((0..n)
+        .map(|i| {
+            base[i]
+                .wrapping_sub(shl(mx[i], by))
+                .wrapping_sub(shl(mx[n + i], bx))
+                & m
         })
         .collect())
 }

@@ -4,7 +4,9 @@
 //! plaintext definition of the block.
 #![allow(clippy::unwrap_used)]
 use super::*;
-use crate::blocks::pooled::{b2a_bit_deltas, b2a_bit_sender, b2a_receiver};
+use crate::blocks::pooled::{
+    b2a_bit_deltas, b2a_bit_sender, b2a_receiver, mux_combine, mux_deltas,
+};
 use rand_core::RngCore;
 use secinfer_core::{Block, Prg};
 
@@ -163,6 +165,31 @@ fn b2a_pair(prg: &mut Prg, c: [&[u8]; 2], k: u32) -> [Vec<u64>; 2] {
     ]
 }
 
+/// Both cross-term COT batches of a product-like block: P0's δ's chosen by P1's bits and P1's
+/// by P0's; returns each party's (received, pad).
+type Cots = [(Vec<u64>, Vec<u64>); 2];
+fn cots_both(prg: &mut Prg, d: [&[u64]; 2], c: [&[bool]; 2], bits: u32) -> Cots {
+    let (pad0, got1) = cot(prg, d[0], c[1], bits);
+    let (pad1, got0) = cot(prg, d[1], c[0], bits);
+    [(got0, pad0), (got1, pad1)]
+}
+
+/// The one-bit multiplexer c·v (pooled's steps) on hand-written COTs.
+fn mux_pair(prg: &mut Prg, c: [&[u8]; 2], v: [&[u64]; 2], bits: u32) -> [Vec<u64>; 2] {
+    let w = [0, 1].map(|p| -> Vec<u64> { v[p].iter().map(|x| x & mask(bits)).collect() });
+    let b = [0, 1].map(|p| -> Vec<bool> { c[p].iter().map(|x| *x == 1).collect() });
+    let d = [0, 1].map(|p| mux_deltas(&w[p], &b[p], bits as usize));
+    let r = cots_both(prg, [&d[0], &d[1]], [&b[0], &b[1]], bits);
+    [0, 1].map(|p| mux_combine(&w[p], &b[p], &r[p].0, &r[p].1, 1, bits as usize).unwrap())
+}
+
+/// The product's cross terms x·(y0 + y1) on hand-written COTs.
+fn cross_pair(prg: &mut Prg, x: [&[u64]; 2], y: [&[u64]; 2], bits: u32, yb: u32) -> [Vec<u64>; 2] {
+    let d = [0, 1].map(|p| cross_deltas(x[p], y[p], bits, yb).unwrap());
+    let r = cots_both(prg, [&d[0].0, &d[1].0], [&d[0].1, &d[1].1], bits);
+    [0, 1].map(|p| cross_combine(x[p], y[p], &r[p].0, &r[p].1, bits, yb).unwrap())
+}
+
 fn shares(prg: &mut Prg, x: &[u64], bits: u32) -> [Vec<u64>; 2] {
     let m = mask(bits);
     let s0: Vec<u64> = x.iter().map(|_| prg.next_u64() & m).collect();
@@ -296,15 +323,7 @@ fn mul_shared_steps_equal_the_product() {
     for bits in [1u32, 16, 37, 64] {
         let (x, y) = (values(&mut prg, 64, bits), values(&mut prg, 64, bits));
         let (sx, sy) = (shares(&mut prg, &x, bits), shares(&mut prg, &y, bits));
-        let (d0, c0) = cross_deltas(&sx[0], &sy[0], bits, bits).unwrap();
-        let (d1, c1) = cross_deltas(&sx[1], &sy[1], bits, bits).unwrap();
-        // Both ways at once: P0's δ's chosen by P1's bits, P1's by P0's.
-        let (pad0, got1) = cot(&mut prg, &d0, &c1, bits);
-        let (pad1, got0) = cot(&mut prg, &d1, &c0, bits);
-        let out = [
-            cross_combine(&sx[0], &sy[0], &got0, &pad0, bits, bits).unwrap(),
-            cross_combine(&sx[1], &sy[1], &got1, &pad1, bits, bits).unwrap(),
-        ];
+        let out = cross_pair(&mut prg, [&sx[0], &sx[1]], [&sy[0], &sy[1]], bits, bits);
         let got = open(&out, bits);
         for i in 0..x.len() {
             assert_eq!(
@@ -361,6 +380,145 @@ fn trunc_msb0_steps_equal_the_floor() {
                     x[i], r[i]
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn msb_and_wrap_steps_equal_the_plaintext() {
+    let mut prg = Prg::from_seed(Block(0x3b5));
+    for bits in [2u32, 8, 37, 64] {
+        let x = values(&mut prg, 80, bits);
+        let s = shares(&mut prg, &x, bits);
+        let ci = [0, 1].map(|p| carry_input(&s[p], bits - 1, p == 0));
+        let c = mill_pair(&mut prg, &ci[0], &ci[1], bits - 1, 4);
+        let ops = [0, 1].map(|p| msb_wrap_and_operands(&s[p], &c[p], bits, p == 0));
+        let z = and_pair(&mut prg, [&ops[0].0, &ops[1].0], [&ops[0].1, &ops[1].1]);
+        let out = [0, 1].map(|p| msb_wrap_output(&s[p], &c[p], &z[p], bits).unwrap());
+        let msb_only = [0, 1].map(|p| msb_output(&s[p], &c[p], bits).unwrap());
+        for i in 0..x.len() {
+            let wrap = (s[0][i] as u128 + s[1][i] as u128) >> bits;
+            let m = ((x[i] >> (bits - 1)) & 1) as u8;
+            assert_eq!(
+                out[0].0[i] ^ out[1].0[i],
+                m,
+                "msb of {} ({bits} bits)",
+                x[i]
+            );
+            assert_eq!(msb_only[0][i] ^ msb_only[1][i], m);
+            assert_eq!(
+                (out[0].1[i] ^ out[1].1[i]) as u128,
+                wrap,
+                "wrap ({bits} bits)"
+            );
+        }
+    }
+}
+
+#[test]
+fn extension_steps_equal_the_extended_value() {
+    let mut prg = Prg::from_seed(Block(0xe47));
+    for (from, to) in [(1u32, 8u32), (8, 8), (13, 37), (37, 64)] {
+        let x = values(&mut prg, 80, from);
+        let s = shares(&mut prg, &x, from);
+        for signed in [false, true] {
+            let bias = 1u64 << (from - 1);
+            let y = [0, 1].map(|p| {
+                if signed {
+                    add_public(&s[p], bias, from, p == 0)
+                } else {
+                    s[p].clone()
+                }
+            });
+            let ci = [0, 1].map(|p| carry_input(&y[p], from, p == 0));
+            let w = mill_pair(&mut prg, &ci[0], &ci[1], from, 4);
+            let wa = b2a_pair(&mut prg, [&w[0], &w[1]], to);
+            let e = [0, 1].map(|p| {
+                let e = ext_output(&y[p], &wa[p], from, to).unwrap();
+                if signed {
+                    add_public(&e, bias.wrapping_neg(), to, p == 0)
+                } else {
+                    e
+                }
+            });
+            let got = open(&e, to);
+            for i in 0..x.len() {
+                let want = if signed {
+                    crate::ring::to_signed(x[i], from) as u64 & mask(to)
+                } else {
+                    x[i]
+                };
+                assert_eq!(
+                    got[i], want,
+                    "{} from {from} to {to} (signed {signed})",
+                    x[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn digit_steps_equal_the_digits() {
+    let mut prg = Prg::from_seed(Block(0xd19));
+    for (bits, d) in [(8u32, 8u32), (16, 5), (21, 4), (64, 6)] {
+        let x = values(&mut prg, 64, bits);
+        let s = shares(&mut prg, &x, bits);
+        let widths = digit_carry_widths(bits, d);
+        let ca = if widths.is_empty() {
+            [Vec::new(), Vec::new()]
+        } else {
+            let ci = [0, 1].map(|p| carries_input(&s[p], &widths, p == 0));
+            let wmax = *widths.iter().max().unwrap();
+            let c = mill_pair(&mut prg, &ci[0], &ci[1], wmax, 4);
+            b2a_pair(&mut prg, [&c[0], &c[1]], d)
+        };
+        let out = [0, 1].map(|p| digit_output(&s[p], &ca[p], bits, d).unwrap());
+        assert_eq!(out[0].len() as u32, bits.div_ceil(d));
+        for (k, ((v0, w), (v1, _))) in out[0].iter().zip(&out[1]).enumerate() {
+            let got = open(&[v0.clone(), v1.clone()], *w);
+            for i in 0..x.len() {
+                let want = (x[i] >> (k as u32 * d)) & mask(*w);
+                assert_eq!(got[i], want, "digit {k} of {} ({bits} bits, d {d})", x[i]);
+            }
+        }
+    }
+}
+
+#[test]
+fn nonuniform_product_steps_equal_the_product() {
+    let mut prg = Prg::from_seed(Block(0x9f1));
+    for (bx, by, bits) in [
+        (8u32, 8u32, 16u32),
+        (13, 21, 30),
+        (20, 12, 32),
+        (40, 24, 64),
+    ] {
+        let (tx, ty) = (1u64 << (bx - 1), 1u64 << (by - 1));
+        let mut x: Vec<u64> = (0..70).map(|_| prg.next_u64() % tx).collect();
+        let mut y: Vec<u64> = (0..70).map(|_| prg.next_u64() % ty).collect();
+        x.extend([0, tx - 1, tx - 1, 1]);
+        y.extend([ty - 1, 0, ty - 1, 1]);
+        let (sx, sy) = (shares(&mut prg, &x, bx), shares(&mut prg, &y, by));
+        let n = x.len();
+        let m = [0, 1].map(|p| [msbs(&sx[p], bx), msbs(&sy[p], by)].concat());
+        let ops = [0, 1].map(|p| private_and_operands(&m[p], p == 0));
+        let z = and_pair(&mut prg, [&ops[0].0, &ops[1].0], [&ops[0].1, &ops[1].1]);
+        let w = [0, 1].map(|p| -> Vec<u8> { m[p].iter().zip(&z[p]).map(|(a, b)| a ^ b).collect() });
+        let base = cross_pair(&mut prg, [&sx[0], &sx[1]], [&sy[0], &sy[1]], bits, by);
+        let c = [0, 1].map(|p| [&w[p][n..], &w[p][..n]].concat());
+        let v = [0, 1].map(|p| [sx[p].clone(), sy[p].clone()].concat());
+        let mx = mux_pair(&mut prg, [&c[0], &c[1]], [&v[0], &v[1]], bits);
+        let out = [0, 1].map(|p| nonuniform_output(&base[p], &mx[p], bx, by, bits).unwrap());
+        let got = open(&out, bits);
+        for i in 0..n {
+            assert_eq!(
+                got[i],
+                x[i].wrapping_mul(y[i]) & mask(bits),
+                "{} · {}",
+                x[i],
+                y[i]
+            );
         }
     }
 }
