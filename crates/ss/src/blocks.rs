@@ -396,15 +396,11 @@ pub(crate) fn wrap_msb0_arith<C: Channel>(
     bits: u32,
     to: u32,
 ) -> Result<Vec<u64>> {
-    let mine: Vec<u64> = x.iter().map(|a| msb(*a, bits) as u64).collect();
-    let ch_bits: Vec<bool> = mine.iter().map(|b| *b == 1).collect();
-    let prod = ctx.cross_from_p0(ch, &mine, &ch_bits, to)?;
-    let mt = mask(to);
-    Ok(mine
-        .iter()
-        .zip(&prod)
-        .map(|(a, p)| sub(*a, *p, mt))
-        .collect())
+    let m = steps::msbs(x, bits);
+    let deltas: Vec<u64> = m.iter().map(|b| *b as u64).collect();
+    let choices: Vec<bool> = m.iter().map(|b| *b == 1).collect();
+    let prod = ctx.cross_from_p0(ch, &deltas, &choices, to)?;
+    steps::msb0_wrap_output(&m, &prod, to)
 }
 
 /// Zero extension of a value whose MSB is known to be 0 (one correlated OT per element).
@@ -428,11 +424,7 @@ pub(crate) fn zext_msb0_raw<C: Channel>(
     to: u32,
 ) -> Result<Vec<u64>> {
     let w = wrap_msb0_arith(ctx, ch, x, from, to)?;
-    let (mf, mt) = (mask(from), mask(to));
-    Ok(x.iter()
-        .zip(&w)
-        .map(|(a, w)| sub(a & mf, shl(*w, from), mt))
-        .collect())
+    steps::ext_output(x, &w, from, to)
 }
 
 /// Zero extension of values whose MSB is known to be 0 (as [`zext_msb0`]) and, in the same
@@ -684,44 +676,13 @@ pub(crate) fn mul_private_raw<C: Channel>(
     b_bits: u32,
     bits: u32,
 ) -> Result<Vec<u64>> {
-    bitwise_product(ctx, ch, v, b_bits, bits, shl)
-}
-
-/// The OT core of both private products: P0 correlates the k = `b_bits` values
-/// `delta(a, j)` (j < k) per element, P1 chooses by bit j of b, and the k shares of each
-/// element are summed mod 2^bits.
-fn bitwise_product<C: Channel>(
-    ctx: &mut Ctx,
-    ch: &mut C,
-    v: &[u64],
-    b_bits: u32,
-    bits: u32,
-    delta: impl Fn(u64, u32) -> u64,
-) -> Result<Vec<u64>> {
-    let n = v.len();
-    let k = b_bits as usize;
-    let m = mask(bits);
-    let (mut deltas, mut choices) = (Vec::new(), Vec::new());
-    if ctx.is_p0() {
-        deltas.reserve(n * k);
-        for a in v {
-            for j in 0..k {
-                deltas.push(delta(*a, j as u32) & m);
-            }
-        }
+    let (deltas, choices) = if ctx.is_p0() {
+        (steps::private_product_deltas(v, b_bits, bits), Vec::new())
     } else {
-        choices.reserve(n * k);
-        for b in v {
-            for j in 0..k {
-                choices.push((b >> j) & 1 == 1);
-            }
-        }
-    }
+        (Vec::new(), steps::private_product_choices(v, b_bits))
+    };
     let r = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
-    Ok(r.chunks(k.max(1))
-        .map(|c| c.iter().fold(0u64, |s, x| add(s, *x, m)))
-        .take(n)
-        .collect())
+    steps::private_product_output(&r, v.len(), b_bits, bits)
 }
 
 /// Product of two shared values in one ring: x0y0 + x1y1 locally, both cross terms by

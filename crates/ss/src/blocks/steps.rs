@@ -689,11 +689,14 @@ pub fn msb_wrap_output(x: &[u64], c: &[u8], z: &[u8], bits: u32) -> Result<(Vec<
 }
 
 /// Extension from Z_{2^from} to Z_{2^to}, last step: (x mod 2^from) − 2^from·wrap, `wa` this
-/// party's arithmetic share (mod 2^to) of the wrap of x's shares at `from` bits. A signed
-/// extension biases first and unbiases after ([`add_public`]).
+/// party's arithmetic share (mod 2^to) of the wrap of x's shares at `from` bits (for to < from,
+/// the value reduced mod 2^to). A signed extension biases first and unbiases after
+/// ([`add_public`]).
 pub fn ext_output(x: &[u64], wa: &[u64], from: u32, to: u32) -> Result<Vec<u64>> {
-    if wa.len() != x.len() || !(1..=64).contains(&from) || !(from..=64).contains(&to) {
-        return Err(invalid("extension: one wrap per value and from ≤ to ≤ 64"));
+    if wa.len() != x.len() || !(1..=64).contains(&from) || !(1..=64).contains(&to) {
+        return Err(invalid(
+            "extension: one wrap per value and widths of 1 to 64 bits",
+        ));
     }
     let (mf, mt) = (mask(from), mask(to));
     Ok(x.iter()
@@ -765,6 +768,48 @@ pub fn nonuniform_output(
                 .wrapping_sub(shl(mx[n + i], bx))
                 & m
         })
+        .collect())
+}
+
+/// Wrap of a value whose MSB is known to be 0 (SIRNN's MSB-to-wrap), last step: wrap = m0 ∨ m1
+/// = m0 + m1 − m0·m1 mod 2^to, with `m` this party's MSBs (its COT correlations as P0 and
+/// choice bits as P1) and `prod` its share of m0·m1.
+pub fn msb0_wrap_output(m: &[u8], prod: &[u64], to: u32) -> Result<Vec<u64>> {
+    if prod.len() != m.len() || !(1..=64).contains(&to) {
+        return Err(invalid("wrap: one product per MSB"));
+    }
+    Ok(m.iter()
+        .zip(prod)
+        .map(|(a, p)| (*a as u64).wrapping_sub(*p) & mask(to))
+        .collect())
+}
+
+/// Product of P0's a (any ring element) and P1's b < 2^b_bits, P0's correlations: a·2^j mod
+/// 2^bits for each bit j of b.
+pub fn private_product_deltas(a: &[u64], b_bits: u32, bits: u32) -> Vec<u64> {
+    let m = mask(bits);
+    a.iter()
+        .flat_map(|a| (0..b_bits).map(move |j| shl(*a, j) & m))
+        .collect()
+}
+
+/// [`private_product_deltas`]' choices at P1: the bits of b.
+pub fn private_product_choices(b: &[u64], b_bits: u32) -> Vec<bool> {
+    b.iter()
+        .flat_map(|b| (0..b_bits).map(move |j| (b >> j) & 1 == 1))
+        .collect()
+}
+
+/// Product of private values, last step: the sum mod 2^bits of this party's `b_bits` COT
+/// product shares per element.
+pub fn private_product_output(r: &[u64], n: usize, b_bits: u32, bits: u32) -> Result<Vec<u64>> {
+    let k = b_bits as usize;
+    if k == 0 || r.len() != n * k || !(1..=64).contains(&bits) {
+        return Err(invalid("private product: b_bits products per value"));
+    }
+    let m = mask(bits);
+    Ok(r.chunks(k)
+        .map(|c| c.iter().fold(0u64, |s, x| s.wrapping_add(*x)) & m)
         .collect())
 }
 

@@ -208,6 +208,14 @@ fn open(s: &[Vec<u64>; 2], bits: u32) -> Vec<u64> {
         .collect()
 }
 
+/// Asserts that the opened shares are the products x·y mod 2^bits.
+fn assert_products(got: &[u64], x: &[u64], y: &[u64], bits: u32, case: &str) {
+    for i in 0..x.len() {
+        let want = x[i].wrapping_mul(y[i]) & mask(bits);
+        assert_eq!(got[i], want, "{} · {} ({case}, {bits} bits)", x[i], y[i]);
+    }
+}
+
 /// Random values of `bits` bits with the extremes first: 0, 1, 2^bits − 1, 2^(bits−1) and
 /// its neighbours.
 fn values(prg: &mut Prg, n: usize, bits: u32) -> Vec<u64> {
@@ -324,16 +332,7 @@ fn mul_shared_steps_equal_the_product() {
         let (x, y) = (values(&mut prg, 64, bits), values(&mut prg, 64, bits));
         let (sx, sy) = (shares(&mut prg, &x, bits), shares(&mut prg, &y, bits));
         let out = cross_pair(&mut prg, [&sx[0], &sx[1]], [&sy[0], &sy[1]], bits, bits);
-        let got = open(&out, bits);
-        for i in 0..x.len() {
-            assert_eq!(
-                got[i],
-                x[i].wrapping_mul(y[i]) & mask(bits),
-                "{} · {} ({bits} bits)",
-                x[i],
-                y[i]
-            );
-        }
+        assert_products(&open(&out, bits), &x, &y, bits, "mul_shared");
     }
 }
 
@@ -510,16 +509,49 @@ fn nonuniform_product_steps_equal_the_product() {
         let v = [0, 1].map(|p| [sx[p].clone(), sy[p].clone()].concat());
         let mx = mux_pair(&mut prg, [&c[0], &c[1]], [&v[0], &v[1]], bits);
         let out = [0, 1].map(|p| nonuniform_output(&base[p], &mx[p], bx, by, bits).unwrap());
-        let got = open(&out, bits);
-        for i in 0..n {
-            assert_eq!(
-                got[i],
-                x[i].wrapping_mul(y[i]) & mask(bits),
-                "{} · {}",
-                x[i],
-                y[i]
-            );
+        assert_products(&open(&out, bits), &x, &y, bits, "non-uniform");
+    }
+}
+
+#[test]
+fn msb0_extension_and_private_product_steps_equal_the_plaintext() {
+    let mut prg = Prg::from_seed(Block(0x9e0));
+    for (from, to) in [(2u32, 9u32), (13, 37), (37, 64), (20, 12)] {
+        let top = 1u64 << (from - 1);
+        let mut x: Vec<u64> = (0..70).map(|_| prg.next_u64() % top).collect();
+        x.extend([0, top - 1]);
+        let s = shares(&mut prg, &x, from);
+        let m = [0, 1].map(|p| msbs(&s[p], from));
+        // P0's MSBs as correlations, P1's as choices: one COT each, P0 keeping −pad.
+        let d: Vec<u64> = m[0].iter().map(|b| *b as u64).collect();
+        let c: Vec<bool> = m[1].iter().map(|b| *b == 1).collect();
+        let (pad, got) = cot(&mut prg, &d, &c, to);
+        let neg: Vec<u64> = pad.iter().map(|v| v.wrapping_neg() & mask(to)).collect();
+        let w = [
+            msb0_wrap_output(&m[0], &neg, to).unwrap(),
+            msb0_wrap_output(&m[1], &got, to).unwrap(),
+        ];
+        let e = [0, 1].map(|p| ext_output(&s[p], &w[p], from, to).unwrap());
+        let got = open(&e, to);
+        for i in 0..x.len() {
+            assert_eq!(got[i], x[i] & mask(to), "{} from {from} to {to}", x[i]);
         }
+    }
+    for (b_bits, bits) in [(1u32, 8u32), (16, 32), (20, 64)] {
+        let a = values(&mut prg, 60, bits);
+        let b = values(&mut prg, 60, b_bits);
+        let (pad, got) = cot(
+            &mut prg,
+            &private_product_deltas(&a, b_bits, bits),
+            &private_product_choices(&b, b_bits),
+            bits,
+        );
+        let neg: Vec<u64> = pad.iter().map(|v| v.wrapping_neg() & mask(bits)).collect();
+        let out = [
+            private_product_output(&neg, a.len(), b_bits, bits).unwrap(),
+            private_product_output(&got, a.len(), b_bits, bits).unwrap(),
+        ];
+        assert_products(&open(&out, bits), &a, &b, bits, "private");
     }
 }
 
