@@ -17,6 +17,8 @@ pub mod pooled;
 mod reciprocal;
 pub mod steps;
 
+use steps::shl;
+
 pub(crate) use reciprocal::reciprocal_raw;
 pub use reciprocal::{rec_carry_bits, reciprocal, RecParams};
 
@@ -55,16 +57,6 @@ pub fn mill_digit(bits: u32) -> u32 {
     (2..=MILL_DIGIT)
         .find(|&m| levels(m) <= target)
         .unwrap_or(MILL_DIGIT)
-}
-
-/// Left shift that yields 0 for shifts of 64 or more (2^64 ≡ 0 in every ring here).
-#[inline]
-fn shl(v: u64, s: u32) -> u64 {
-    if s >= 64 {
-        0
-    } else {
-        v << s
-    }
 }
 
 #[inline]

@@ -7,9 +7,12 @@
 //! The blocks: AND on triples (and two ANDs sharing an operand, and ANDs of private bits on
 //! half triples), the millionaires' comparison (CrypTFlow2: m-bit leaves on random 1-of-2^m
 //! OTs, then a log-depth AND tree, [`MillTree`]), carries and wraps (the comparison of one
-//! party's complement with the other's value), SIRNN's truncate-reduce and arithmetic right
-//! shift (a carry or wrap, its B2A, then a local combination), and the cross terms of a
-//! product of shares (`mul_shared`: one correlated OT per bit of each party's y share).
+//! party's complement with the other's value), MSB and MSB-with-wrap, SIRNN's truncations
+//! (truncate-reduce, arithmetic right shift, truncation of a value with a known MSB: a carry
+//! or wrap, its B2A, then a local combination), zero and signed extension, digit
+//! decomposition, SIRNN's lookup table (a 1-of-2^k OT on the rotated table), and products: of
+//! shares (`mul_shared`, the cross terms one correlated OT per bit of each party's y share),
+//! of private values, and with non-uniform bitwidths.
 //!
 //! Bits are bytes 0/1 (XOR shares); a flight of bits is packed little-endian, bit i at
 //! position i % 8 of byte i / 8, with the padding past the last bit zero. Every peer message
@@ -20,8 +23,9 @@
 use crate::error::{invalid, Result, SsError};
 use crate::ring::mask;
 
+/// Left shift that yields 0 for shifts of 64 or more (2^64 ≡ 0 in every ring here).
 #[inline]
-fn shl(v: u64, s: u32) -> u64 {
+pub(crate) fn shl(v: u64, s: u32) -> u64 {
     if s >= 64 {
         0
     } else {
