@@ -204,7 +204,7 @@ pub fn mill_digits(v: &[u64], bits: u32, md: u32) -> Vec<u8> {
     let mut digits = vec![0u8; q * n];
     for j in 0..q {
         for (i, x) in v.iter().enumerate() {
-            digits[j * n + i] = (((x & m) >> (md as usize * j)) & dm) as u8;
+            digits[j * n + i] = ((x & m).checked_shr(md * j as u32).unwrap_or(0) & dm) as u8;
         }
     }
     digits
@@ -540,7 +540,7 @@ pub fn trunc_reduce_output(x: &[u64], ca: &[u64], bits: u32, t: u32) -> Result<V
 /// Arithmetic right shift (SIRNN), first step: P0 biases its share by 2^(bits − 1), so the
 /// biased value is x + 2^(bits − 1) as an unsigned number and its shift is exact.
 pub fn ars_bias(x: &[u64], bits: u32, p0: bool) -> Vec<u64> {
-    add_public(x, 1u64 << (bits - 1), bits, p0)
+    add_public(x, shl(1, bits.clamp(1, 64) - 1), bits, p0)
 }
 
 /// Arithmetic right shift, last step: with `a` this party's shares mod 2^bits of the carry of
@@ -575,7 +575,7 @@ pub fn trunc_msb0_bias(x: &[u64], bits: u32, t: u32, exact: bool, p0: bool) -> V
     x.iter()
         .map(|a| {
             if !exact && p0 {
-                a.wrapping_add(1u64 << t) & mb
+                a.wrapping_add(shl(1, t)) & mb
             } else {
                 *a
             }
@@ -599,7 +599,7 @@ pub fn trunc_carry_operand(x: &[u64], t: u32, carry_bits: u32) -> (Vec<u64>, u32
 /// the wrap m0 ∨ m1 = m0 + m1 − m0·m1) and, when exact, its carry shares (for their B2A,
 /// c0 + c1 − 2·c0·c1); each party's choice bits are the same bits.
 pub fn trunc_msb0_deltas(x: &[u64], bits: u32, carry: Option<&[u8]>) -> Vec<u64> {
-    let mut d: Vec<u64> = x.iter().map(|a| (a >> (bits - 1)) & 1).collect();
+    let mut d: Vec<u64> = msbs(x, bits).into_iter().map(u64::from).collect();
     if let Some(c) = carry {
         d.extend(c.iter().map(|b| (*b & 1) as u64));
     }
@@ -661,7 +661,8 @@ pub fn private_and_operands(b: &[u8], p0: bool) -> (Vec<u8>, Vec<u8>) {
 
 /// This party's MSBs of its shares mod 2^bits.
 pub fn msbs(x: &[u64], bits: u32) -> Vec<u8> {
-    x.iter().map(|a| ((a >> (bits - 1)) & 1) as u8).collect()
+    let top = bits.clamp(1, 64) - 1;
+    x.iter().map(|a| ((a >> top) & 1) as u8).collect()
 }
 
 /// MSB, last step: msb(x0) ⊕ msb(x1) ⊕ carry of the low bits − 1, `c` this party's share of
@@ -800,7 +801,7 @@ pub fn private_product_deltas(a: &[u64], b_bits: u32, bits: u32) -> Vec<u64> {
 /// [`private_product_deltas`]' choices at P1: the bits of b.
 pub fn private_product_choices(b: &[u64], b_bits: u32) -> Vec<bool> {
     b.iter()
-        .flat_map(|b| (0..b_bits).map(move |j| (b >> j) & 1 == 1))
+        .flat_map(|b| (0..b_bits).map(move |j| b.checked_shr(j).unwrap_or(0) & 1 == 1))
         .collect()
 }
 

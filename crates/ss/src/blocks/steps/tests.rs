@@ -655,4 +655,20 @@ fn steps_refuse_peer_messages_of_the_wrong_shape() {
         ars_output(&[1, 2], &[0; 3], 8, 3, true),
         Err(SsError::InvalidArgument(_))
     ));
+    // Widths out of range are refused, never a panic (no shift by 64 or by −1).
+    assert!(matches!(
+        trunc_reduce_output(&[1], &[0], 65, 3),
+        Err(SsError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        LutLayout::new(9, &[8]),
+        Err(SsError::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        leaf_query(&[0], &[1], 5),
+        Err(SsError::InvalidArgument(_))
+    ));
+    assert_eq!(msbs(&[u64::MAX], 0), vec![1]);
+    assert_eq!(ars_bias(&[0], 0, true).len(), 1);
+    assert_eq!(trunc_msb0_bias(&[0], 64, 64, false, true), vec![0]);
 }
