@@ -4,15 +4,20 @@
 //! Conventions: arithmetic shares are `u64` reduced mod 2^bits; boolean shares are `u8` in {0,1}
 //! (XOR-shared). Every function is called by both parties with their own shares; P0 is the
 //! server. Correlations come from correlated OT (1-of-2) and KK13 1-of-N OT, never from a dealer.
+//!
+//! Each block here runs its arithmetic's pure steps ([`steps`], [`pooled`]) around `Ctx`'s OTs
+//! and bit openings: the steps are the one definition, the block its sequence over a channel.
 use crate::ctx::Ctx;
 use crate::error::{invalid, Result};
 use crate::ring::{check_bits, mask, msb};
-use rayon::prelude::*;
 use secinfer_net::Channel;
 
 pub mod modt;
 pub mod pooled;
 mod reciprocal;
+pub mod steps;
+
+use steps::shl;
 
 pub(crate) use reciprocal::reciprocal_raw;
 pub use reciprocal::{rec_carry_bits, reciprocal, RecParams};
@@ -52,16 +57,6 @@ pub fn mill_digit(bits: u32) -> u32 {
     (2..=MILL_DIGIT)
         .find(|&m| levels(m) <= target)
         .unwrap_or(MILL_DIGIT)
-}
-
-/// Left shift that yields 0 for shifts of 64 or more (2^64 ≡ 0 in every ring here).
-#[inline]
-fn shl(v: u64, s: u32) -> u64 {
-    if s >= 64 {
-        0
-    } else {
-        v << s
-    }
 }
 
 #[inline]
@@ -149,124 +144,49 @@ pub(crate) fn millionaire_raw<C: Channel>(
     if n == 0 {
         return Ok(Vec::new());
     }
+    let p0 = ctx.is_p0();
     let md = if ctx.has_triples() {
         ctx.mill_leaf_bits().min(bits)
     } else {
         mill_digit(bits)
     };
-    let bitwise = md == 1;
-    let q = bits.div_ceil(md) as usize;
-    let nd = 1usize << md;
-    let m = mask(bits);
     // Leaves: index [j * n + i] for digit j (least significant first), element i.
-    let (mut lt, mut eq): (Vec<u8>, Vec<u8>);
-    if bitwise {
-        // With AND gates on precomputed triples, 1-bit digits are cheapest online: a bit's
-        // lt = ¬a ∧ b is one AND of the parties' own bits and eq = ¬a ⊕ b is local, so the whole
-        // comparison is bit openings (no 1-of-2^m OT hashing 2m + 2^m keys per digit).
-        // Both operands of lt are private (P0's ¬a, P1's b), so each leaf takes a half triple
-        // (one COT of the P0 → P1 pool, one opened bit per party) instead of a full triple.
-        let p0 = ctx.is_p0();
-        let mut mine = vec![0u8; q * n];
-        for j in 0..q {
-            for i in 0..n {
-                let bit = ((v[i] & m) >> j) as u8 & 1;
-                mine[j * n + i] = if p0 { bit ^ 1 } else { bit };
-            }
-        }
-        lt = ctx.and_private(ch, &mine)?;
-        eq = mine;
+    let (lt, eq) = if md == 1 {
+        // With AND gates on precomputed triples, 1-bit digits are cheapest online: the whole
+        // comparison is bit openings (no 1-of-2^m OT hashing 2m + 2^m keys per digit). Both
+        // operands of lt are private (P0's ¬a, P1's b), so each leaf takes a half triple (one
+        // COT of the P0 → P1 pool, one opened bit per party) instead of a full triple.
+        let mine = steps::mill_bit_leaves(v, bits, p0);
+        (ctx.and_private(ch, &mine)?, mine)
     } else if ctx.has_triples() {
         // m-bit leaves on random 1-of-2^m OTs made offline (m COTs each, no hashing online).
         // (A comparison narrower than m bits uses narrower digits on the same OTs.)
-        let mut digits = vec![0u8; q * n];
-        for j in 0..q {
-            for i in 0..n {
-                digits[j * n + i] = (((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1)) as u8;
-            }
-        }
-        let r = ctx.leaf_cmp(ch, &digits)?;
-        lt = r.iter().map(|x| x & 1).collect();
-        eq = r.iter().map(|x| (x >> 1) & 1).collect();
-    } else if ctx.is_p0() {
-        let r = ctx.rand_bits(2 * q * n);
-        let mut msgs = vec![0u64; q * n * nd];
-        for j in 0..q {
-            for i in 0..n {
-                let a = ((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1);
-                let (rl, re) = (r[2 * (j * n + i)], r[2 * (j * n + i) + 1]);
-                let row = &mut msgs[(j * n + i) * nd..(j * n + i + 1) * nd];
-                for (t, slot) in row.iter_mut().enumerate() {
-                    let l = ((a < t as u64) as u8) ^ rl;
-                    let e = ((a == t as u64) as u8) ^ re;
-                    *slot = (l | (e << 1)) as u64;
-                }
-            }
-        }
-        ctx.kk_send(ch, nd, &msgs, 2)?;
-        lt = (0..q * n).map(|k| r[2 * k]).collect();
-        eq = (0..q * n).map(|k| r[2 * k + 1]).collect();
+        steps::leaf_split(&ctx.leaf_cmp(ch, &steps::mill_digits(v, bits, md))?)
     } else {
-        let mut choices = vec![0u8; q * n];
-        for j in 0..q {
-            for i in 0..n {
-                choices[j * n + i] = (((v[i] & m) >> (md as usize * j)) & (nd as u64 - 1)) as u8;
-            }
-        }
-        let got = ctx.kk_recv(ch, nd, &choices, 2)?;
-        lt = got.iter().map(|g| (*g & 1) as u8).collect();
-        eq = got.iter().map(|g| ((*g >> 1) & 1) as u8).collect();
-    }
-    // Tree: (lt, eq) of a high and a low part combine to
-    //   lt = lt_hi ⊕ (eq_hi ∧ lt_lo),  eq = eq_hi ∧ eq_lo.
-    let mut cnt = q;
-    while cnt > 1 {
-        let pairs = cnt / 2;
-        // At the last level only lt is needed.
-        let final_level = cnt == 2;
-        let mut x = Vec::with_capacity(pairs * n);
-        let mut y = Vec::with_capacity(pairs * n);
-        let mut w = Vec::with_capacity(if final_level { 0 } else { pairs * n });
-        for p in 0..pairs {
-            let (lo, hi) = (2 * p, 2 * p + 1);
-            x.extend_from_slice(&eq[hi * n..(hi + 1) * n]);
-            y.extend_from_slice(&lt[lo * n..(lo + 1) * n]);
-            if !final_level {
-                w.extend_from_slice(&eq[lo * n..(lo + 1) * n]);
-            }
-        }
-        // eq_hi ∧ lt_lo and eq_hi ∧ eq_lo share eq_hi: one triple with two b's for both.
-        let z = if final_level {
-            and_raw(ctx, ch, &x, &y)?
+        let digits = steps::mill_digits(v, bits, md);
+        let nd = 1usize << md;
+        if p0 {
+            let r = ctx.rand_bits(2 * digits.len());
+            let (msgs, mine) = steps::leaf_rows(&digits, md, &r)?;
+            ctx.kk_send(ch, nd, &msgs, 2)?;
+            steps::leaf_split(&mine)
         } else {
-            let (zl, ze) = and2_raw(ctx, ch, &x, &y, &w)?;
-            let mut z = zl;
-            z.extend_from_slice(&ze);
-            z
-        };
-        let newcnt = cnt.div_ceil(2);
-        let mut nlt = vec![0u8; newcnt * n];
-        let mut neq = vec![0u8; newcnt * n];
-        for p in 0..pairs {
-            let hi = 2 * p + 1;
-            for i in 0..n {
-                nlt[p * n + i] = lt[hi * n + i] ^ z[p * n + i];
-                if !final_level {
-                    neq[p * n + i] = z[pairs * n + p * n + i];
-                }
+            let got = ctx.kk_recv(ch, nd, &digits, 2)?;
+            steps::leaf_split(&got.iter().map(|g| (*g & 3) as u8).collect::<Vec<_>>())
+        }
+    };
+    let mut tree = steps::MillTree::new(n, lt, eq)?;
+    while let Some(level) = tree.level() {
+        // eq_hi ∧ lt_lo and eq_hi ∧ eq_lo share eq_hi: one triple with two b's for both.
+        match &level.w {
+            None => tree.absorb(&and_raw(ctx, ch, &level.x, &level.y)?, &[])?,
+            Some(w) => {
+                let (zl, ze) = and2_raw(ctx, ch, &level.x, &level.y, w)?;
+                tree.absorb(&zl, &ze)?;
             }
         }
-        if cnt % 2 == 1 {
-            let k = cnt - 1;
-            nlt[pairs * n..(pairs + 1) * n].copy_from_slice(&lt[k * n..(k + 1) * n]);
-            neq[pairs * n..(pairs + 1) * n].copy_from_slice(&eq[k * n..(k + 1) * n]);
-        }
-        lt = nlt;
-        eq = neq;
-        cnt = newcnt;
     }
-    lt.truncate(n);
-    Ok(lt)
+    tree.result()
 }
 
 /// Carry of the low `bits` bits: shares of [x0 + x1 ≥ 2^bits] (the wrap when `bits` is the ring).
@@ -281,12 +201,7 @@ pub(crate) fn carry_raw<C: Channel>(
     x: &[u64],
     bits: u32,
 ) -> Result<Vec<u8>> {
-    let m = mask(bits);
-    let v: Vec<u64> = if ctx.is_p0() {
-        x.iter().map(|a| m - (a & m)).collect()
-    } else {
-        x.iter().map(|a| a & m).collect()
-    };
+    let v = steps::carry_input(x, bits, ctx.is_p0());
     millionaire_raw(ctx, ch, &v, bits)
 }
 
@@ -301,13 +216,7 @@ pub(crate) fn carries_raw<C: Channel>(
         return Ok(vec![Vec::new(); widths.len()]);
     }
     let wmax = widths.iter().copied().max().unwrap_or(1).max(1);
-    let mut v = Vec::with_capacity(x.len() * widths.len());
-    for &w in widths {
-        let m = mask(w);
-        for a in x {
-            v.push(if ctx.is_p0() { m - (a & m) } else { a & m });
-        }
-    }
+    let v = steps::carries_input(x, widths, ctx.is_p0());
     let r = millionaire_raw(ctx, ch, &v, wmax)?;
     Ok(r.chunks(x.len().max(1))
         .map(|c| c.to_vec())
@@ -337,7 +246,7 @@ pub(crate) fn msb_raw<C: Channel>(
     } else {
         vec![0; x.len()]
     };
-    Ok(x.iter().zip(&c).map(|(a, c)| msb(*a, bits) ^ c).collect())
+    steps::msb_output(x, &c, bits)
 }
 
 /// MSB and wrap together: one millionaires' on bits − 1 and one AND round.
@@ -353,18 +262,10 @@ pub fn msb_and_wrap<C: Channel>(
         return Err(invalid("msb_and_wrap needs at least 2 bits"));
     }
     ctx.block("msb_wrap", |ctx| {
-        let n = x.len();
         let c = carry_raw(ctx, ch, x, bits - 1)?;
-        let mine: Vec<u8> = x.iter().map(|a| msb(*a, bits)).collect();
-        let p0 = ctx.is_p0();
-        let mut xs = c.clone();
-        let mut ys = mine.clone();
-        xs.extend(mine.iter().map(|m| if p0 { *m } else { 0 }));
-        ys.extend(mine.iter().map(|m| if p0 { 0 } else { *m }));
+        let (xs, ys) = steps::msb_wrap_and_operands(x, &c, bits, ctx.is_p0());
         let z = and_raw(ctx, ch, &xs, &ys)?;
-        let ms = (0..n).map(|i| mine[i] ^ c[i]).collect();
-        let w = (0..n).map(|i| z[i] ^ z[n + i]).collect();
-        Ok((ms, w))
+        steps::msb_wrap_output(x, &c, &z, bits)
     })
 }
 
@@ -450,11 +351,7 @@ pub fn zext<C: Channel>(
     ctx.block("zext", |ctx| {
         let w = carry_raw(ctx, ch, x, from)?;
         let wa = b2a_raw(ctx, ch, &w, to)?;
-        let (mf, mt) = (mask(from), mask(to));
-        Ok(x.iter()
-            .zip(&wa)
-            .map(|(a, w)| sub(a & mf, shl(*w, from), mt))
-            .collect())
+        steps::ext_output(x, &wa, from, to)
     })
 }
 
@@ -466,26 +363,20 @@ pub fn sext<C: Channel>(
     from: u32,
     to: u32,
 ) -> Result<Vec<u64>> {
+    check_bits(from)?;
+    check_bits(to)?;
+    if to < from {
+        return Err(invalid("sext: target ring is smaller"));
+    }
     let p0 = ctx.is_p0();
-    let mf = mask(from);
     let bias = 1u64 << (from - 1);
-    let y: Vec<u64> = x
-        .iter()
-        .map(|a| if p0 { add(*a, bias, mf) } else { a & mf })
-        .collect();
+    let y = steps::add_public(x, bias, from, p0);
     let z = ctx.block("sext", |ctx| {
         let w = carry_raw(ctx, ch, &y, from)?;
         let wa = b2a_raw(ctx, ch, &w, to)?;
-        let mt = mask(to);
-        Ok(y.iter()
-            .zip(&wa)
-            .map(|(a, w)| sub(*a, shl(*w, from), mt))
-            .collect::<Vec<u64>>())
+        steps::ext_output(&y, &wa, from, to)
     })?;
-    let mt = mask(to);
-    Ok(z.into_iter()
-        .map(|a| if p0 { sub(a, bias, mt) } else { a })
-        .collect())
+    Ok(steps::add_public(&z, bias.wrapping_neg(), to, p0))
 }
 
 /// Arithmetic shares (mod 2^to) of wrap(x) for x whose MSB is known to be 0:
@@ -497,15 +388,11 @@ pub(crate) fn wrap_msb0_arith<C: Channel>(
     bits: u32,
     to: u32,
 ) -> Result<Vec<u64>> {
-    let mine: Vec<u64> = x.iter().map(|a| msb(*a, bits) as u64).collect();
-    let ch_bits: Vec<bool> = mine.iter().map(|b| *b == 1).collect();
-    let prod = ctx.cross_from_p0(ch, &mine, &ch_bits, to)?;
-    let mt = mask(to);
-    Ok(mine
-        .iter()
-        .zip(&prod)
-        .map(|(a, p)| sub(*a, *p, mt))
-        .collect())
+    let m = steps::msbs(x, bits);
+    let deltas: Vec<u64> = m.iter().map(|b| *b as u64).collect();
+    let choices: Vec<bool> = m.iter().map(|b| *b == 1).collect();
+    let prod = ctx.cross_from_p0(ch, &deltas, &choices, to)?;
+    steps::msb0_wrap_output(&m, &prod, to)
 }
 
 /// Zero extension of a value whose MSB is known to be 0 (one correlated OT per element).
@@ -529,11 +416,7 @@ pub(crate) fn zext_msb0_raw<C: Channel>(
     to: u32,
 ) -> Result<Vec<u64>> {
     let w = wrap_msb0_arith(ctx, ch, x, from, to)?;
-    let (mf, mt) = (mask(from), mask(to));
-    Ok(x.iter()
-        .zip(&w)
-        .map(|(a, w)| sub(a & mf, shl(*w, from), mt))
-        .collect())
+    steps::ext_output(x, &w, from, to)
 }
 
 /// Zero extension of values whose MSB is known to be 0 (as [`zext_msb0`]) and, in the same
@@ -635,13 +518,8 @@ pub fn trunc_reduce<C: Channel>(
     }
     ctx.block("trunc_reduce", |ctx| {
         let c = carry_raw(ctx, ch, x, t)?;
-        let ob = bits - t;
-        let ca = b2a_raw(ctx, ch, &c, ob)?;
-        let (mb, mo) = (mask(bits), mask(ob));
-        Ok(x.iter()
-            .zip(&ca)
-            .map(|(a, c)| add((a & mb) >> t, *c, mo))
-            .collect())
+        let ca = b2a_raw(ctx, ch, &c, bits - t)?;
+        steps::trunc_reduce_output(x, &ca, bits, t)
     })
 }
 
@@ -694,42 +572,17 @@ pub(crate) fn trunc_msb0_carry_raw<C: Channel>(
     if t == 0 || t >= bits || bits > 64 {
         return Err(invalid("trunc needs 0 < t < bits ≤ 64"));
     }
-    let n = x.len();
-    let mb = mask(bits);
-    // The cheap variant drops the carry of the low bits (an error of −1); P0 adds 2^t first so
-    // the result is ⌊x/2^t⌋ or ⌊x/2^t⌋ + 1 and never goes below zero.
-    let biased: Vec<u64>;
-    let x = if !exact && ctx.is_p0() {
-        biased = x.iter().map(|a| add(*a, 1u64 << t, mb)).collect();
-        &biased[..]
+    let x = steps::trunc_msb0_bias(x, bits, t, exact, ctx.is_p0());
+    let carry = if exact {
+        let (v, w) = steps::trunc_carry_operand(&x, t, carry_bits);
+        Some(carry_raw(ctx, ch, &v, w)?)
     } else {
-        x
+        None
     };
-    let mut deltas: Vec<u64> = x.iter().map(|a| msb(*a, bits) as u64).collect();
-    if exact {
-        // Carry of the low t bits, or (carry_bits < t) of their top carry_bits bits only.
-        let c = if carry_bits >= t {
-            carry_raw(ctx, ch, x, t)?
-        } else {
-            let a = t - carry_bits;
-            let hi: Vec<u64> = x.iter().map(|v| (v & mask(t)) >> a).collect();
-            carry_raw(ctx, ch, &hi, carry_bits)?
-        };
-        deltas.extend(c.iter().map(|b| *b as u64));
-    }
+    let deltas = steps::trunc_msb0_deltas(&x, bits, carry.as_deref());
     let choices: Vec<bool> = deltas.iter().map(|b| *b == 1).collect();
     let prod = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let w = sub(deltas[i], prod[i], mb); // m0 ∨ m1
-        let mut y = sub((x[i] & mb) >> t, shl(w, bits - t), mb);
-        if exact {
-            let c = sub(deltas[n + i], prod[n + i].wrapping_mul(2), mb); // b2a of the carry
-            y = add(y, c, mb);
-        }
-        out.push(y);
-    }
-    Ok(out)
+    steps::trunc_msb0_output(&x, &deltas, &prod, bits, t, exact)
 }
 
 /// Arithmetic (signed) right shift by t in the same ring for |x| < 2^(bits−2): bias to a known
@@ -762,16 +615,10 @@ pub(crate) fn trunc_signed_small_raw<C: Channel>(
     exact: bool,
 ) -> Result<Vec<u64>> {
     let p0 = ctx.is_p0();
-    let mb = mask(bits);
     let bias = 1u64 << (bits - 2);
-    let y: Vec<u64> = x
-        .iter()
-        .map(|a| if p0 { add(*a, bias, mb) } else { a & mb })
-        .collect();
+    let y = steps::add_public(x, bias, bits, p0);
     let z = trunc_msb0_raw(ctx, ch, &y, bits, t, exact)?;
-    Ok(z.into_iter()
-        .map(|a| if p0 { sub(a, bias >> t, mb) } else { a })
-        .collect())
+    Ok(steps::add_public(&z, (bias >> t).wrapping_neg(), bits, p0))
 }
 
 /// Arithmetic right shift by t of any signed x ∈ Z_{2^bits}, exact (floor): carry of the low t
@@ -788,28 +635,11 @@ pub fn ars<C: Channel>(
         return Err(invalid("ars needs 0 < t < bits"));
     }
     ctx.block("ars", |ctx| {
-        let n = x.len();
-        let p0 = ctx.is_p0();
-        let mb = mask(bits);
-        let bias = 1u64 << (bits - 1);
-        let y: Vec<u64> = x
-            .iter()
-            .map(|a| if p0 { add(*a, bias, mb) } else { a & mb })
-            .collect();
+        let y = steps::ars_bias(x, bits, ctx.is_p0());
         let cs = carries_raw(ctx, ch, &y, &[t, bits])?;
-        let mut b = cs[0].clone();
-        b.extend_from_slice(&cs[1]);
+        let b: Vec<u8> = cs.concat();
         let a = b2a_raw(ctx, ch, &b, bits)?;
-        Ok((0..n)
-            .map(|i| {
-                let mut r = add(y[i] >> t, a[i], mb);
-                r = sub(r, shl(a[n + i], bits - t), mb);
-                if p0 {
-                    r = sub(r, bias >> t, mb);
-                }
-                r
-            })
-            .collect())
+        steps::ars_output(&y, &a, bits, t, ctx.is_p0())
     })
 }
 
@@ -838,44 +668,13 @@ pub(crate) fn mul_private_raw<C: Channel>(
     b_bits: u32,
     bits: u32,
 ) -> Result<Vec<u64>> {
-    bitwise_product(ctx, ch, v, b_bits, bits, shl)
-}
-
-/// The OT core of both private products: P0 correlates the k = `b_bits` values
-/// `delta(a, j)` (j < k) per element, P1 chooses by bit j of b, and the k shares of each
-/// element are summed mod 2^bits.
-fn bitwise_product<C: Channel>(
-    ctx: &mut Ctx,
-    ch: &mut C,
-    v: &[u64],
-    b_bits: u32,
-    bits: u32,
-    delta: impl Fn(u64, u32) -> u64,
-) -> Result<Vec<u64>> {
-    let n = v.len();
-    let k = b_bits as usize;
-    let m = mask(bits);
-    let (mut deltas, mut choices) = (Vec::new(), Vec::new());
-    if ctx.is_p0() {
-        deltas.reserve(n * k);
-        for a in v {
-            for j in 0..k {
-                deltas.push(delta(*a, j as u32) & m);
-            }
-        }
+    let (deltas, choices) = if ctx.is_p0() {
+        (steps::private_product_deltas(v, b_bits, bits), Vec::new())
     } else {
-        choices.reserve(n * k);
-        for b in v {
-            for j in 0..k {
-                choices.push((b >> j) & 1 == 1);
-            }
-        }
-    }
+        (Vec::new(), steps::private_product_choices(v, b_bits))
+    };
     let r = ctx.cross_from_p0(ch, &deltas, &choices, bits)?;
-    Ok(r.chunks(k.max(1))
-        .map(|c| c.iter().fold(0u64, |s, x| add(s, *x, m)))
-        .take(n)
-        .collect())
+    steps::private_product_output(&r, v.len(), b_bits, bits)
 }
 
 /// Product of two shared values in one ring: x0y0 + x1y1 locally, both cross terms by
@@ -901,27 +700,9 @@ pub(crate) fn mul_cross_raw<C: Channel>(
     bits: u32,
     y_bits: u32,
 ) -> Result<Vec<u64>> {
-    let n = x.len();
-    let k = y_bits as usize;
-    let m = mask(bits);
-    let my = mask(y_bits);
-    let mut deltas = Vec::with_capacity(n * k);
-    let mut choices = Vec::with_capacity(n * k);
-    for i in 0..n {
-        for j in 0..k {
-            deltas.push(shl(x[i], j as u32) & m);
-            choices.push(((y[i] & my) >> j) & 1 == 1);
-        }
-    }
-    let r = ctx.cross_both(ch, &deltas, &choices, bits)?;
-    Ok((0..n)
-        .map(|i| {
-            let s = r[i * k..(i + 1) * k]
-                .iter()
-                .fold(0u64, |s, v| add(s, *v, m));
-            add(s, x[i].wrapping_mul(y[i] & my), m)
-        })
-        .collect())
+    let (deltas, choices) = steps::cross_deltas(x, y, bits, y_bits)?;
+    let (got, pad) = ctx.cots_both(ch, &deltas, &choices, bits)?;
+    steps::cross_combine(x, y, &got, &pad, bits, y_bits)
 }
 
 /// Product with non-uniform bitwidths (SIRNN §4) of two unsigned values whose MSBs are known to
@@ -960,40 +741,20 @@ pub(crate) fn mul_nonuniform_msb0_raw<C: Channel>(
     check_bits(by)?;
     check_bits(bits)?;
     let n = x.len();
-    let m = mask(bits);
     let xs: Vec<u64> = x.iter().map(|a| a & mask(bx)).collect();
     let ys: Vec<u64> = y.iter().map(|a| a & mask(by)).collect();
     // Boolean wraps from the MSBs: w = m0 ∨ m1; as XOR shares: m0 ⊕ m1 ⊕ m0m1.
-    let mx: Vec<u8> = xs.iter().map(|a| msb(*a, bx)).collect();
-    let my: Vec<u8> = ys.iter().map(|a| msb(*a, by)).collect();
-    let p0 = ctx.is_p0();
-    let mut ax: Vec<u8> = mx.iter().map(|b| if p0 { *b } else { 0 }).collect();
-    ax.extend(my.iter().map(|b| if p0 { *b } else { 0 }));
-    let mut ay: Vec<u8> = mx.iter().map(|b| if p0 { 0 } else { *b }).collect();
-    ay.extend(my.iter().map(|b| if p0 { 0 } else { *b }));
-    let z = and_raw(ctx, ch, &ax, &ay)?;
-    let wx: Vec<u8> = (0..n).map(|i| mx[i] ^ z[i]).collect();
-    let wy: Vec<u8> = (0..n).map(|i| my[i] ^ z[n + i]).collect();
+    let mut m = steps::msbs(&xs, bx);
+    m.extend(steps::msbs(&ys, by));
+    let (a, b) = steps::private_and_operands(&m, ctx.is_p0());
+    let z = and_raw(ctx, ch, &a, &b)?;
+    let w: Vec<u8> = m.iter().zip(&z).map(|(m, z)| m ^ z).collect();
     // Cross terms of (x0+x1)(y0+y1).
     let base = mul_cross_raw(ctx, ch, &xs, &ys, bits, by)?;
     // wy·(x0+x1) and wx·(y0+y1) in one mux batch.
-    let mut c = wy.clone();
-    c.extend_from_slice(&wx);
-    let mut v = xs.clone();
-    v.extend_from_slice(&ys);
-    let mx2 = mux_raw(ctx, ch, &c, &v, bits)?;
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let mut r = base[i];
-        r = sub(r, shl(mx2[i], by), m);
-        r = sub(r, shl(mx2[n + i], bx), m);
-        out.push(r);
-    }
-    if bx + by < bits {
-        // unreachable by the check above; kept explicit for clarity
-        return Err(invalid("mul_nonuniform: ring too wide"));
-    }
-    Ok(out)
+    let c = [&w[n..], &w[..n]].concat();
+    let mx = mux_raw(ctx, ch, &c, &[xs, ys].concat(), bits)?;
+    steps::nonuniform_output(&base, &mx, bx, by, bits)
 }
 
 // ============================================================================ tables
@@ -1071,20 +832,8 @@ pub(crate) fn lut_rows_raw<C: Channel>(
     bits: &[u32],
     entry: impl Fn(usize, usize, usize) -> u64 + Sync,
 ) -> Result<Vec<Vec<u64>>> {
-    if !(1..=8).contains(&k) || bits.is_empty() {
-        return Err(invalid("lut: 1 ≤ k ≤ 8 and at least one table"));
-    }
-    let n = idx.len();
-    let nn = 1usize << k;
-    let total: u32 = bits.iter().sum();
-    let packed = total <= 64;
-    let rows = if packed { 1 } else { bits.len() };
-    let wire_bits = if packed {
-        total
-    } else {
-        bits.iter().copied().max().unwrap_or(1)
-    };
-    let km = mask(k);
+    let lay = steps::LutLayout::new(k, bits)?;
+    let (n, nn, rows) = (idx.len(), lay.entries(), lay.rows);
     if ctx.is_p0() {
         let rs: Vec<Vec<u64>> = bits.iter().map(|b| ctx.rand_u64s(n, *b)).collect();
         if ctx.is_dry_run() {
@@ -1093,69 +842,34 @@ pub(crate) fn lut_rows_raw<C: Channel>(
             ctx.kk_send_count(nn, n * rows)?;
             return Ok(rs);
         }
-        // Row (i, q) holds entry t at ((i·rows) + q)·nn + t, packed rows one word per t. Made
-        // frame by frame and in parallel (n·2^k words: 8 MB at n = 2^14, k = 6, were written
-        // on one core into fresh pages while the peer waited).
-        let per_elem = rows * nn;
-        let fill = |e0: usize, out: &mut [u64]| {
-            out.par_chunks_mut(per_elem)
-                .enumerate()
-                .for_each(|(di, o)| {
-                    let i = e0 + di;
-                    let i0 = idx[i] & km;
-                    let j = |t: usize| ((t as u64).wrapping_add(i0) & km) as usize;
-                    if packed {
-                        for (t, w) in o.iter_mut().enumerate() {
-                            let mut v = 0u64;
-                            let mut off = 0u32;
-                            for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
-                                v |= shl(sub(entry(i, j(t), q), r[i], mask(*b)), off);
-                                off += b;
-                            }
-                            *w = v;
-                        }
-                    } else {
-                        for (q, (b, r)) in bits.iter().zip(&rs).enumerate() {
-                            for (t, w) in o[q * nn..(q + 1) * nn].iter_mut().enumerate() {
-                                *w = sub(entry(i, j(t), q), r[i], mask(*b));
-                            }
-                        }
-                    }
-                });
+        // Made frame by frame and in parallel (n·2^k words: 8 MB at n = 2^14, k = 6, were
+        // written on one core into fresh pages while the peer waited). kk rows are
+        // (element, q) pairs; a frame starts at a kk row, so at an element when rows = 1 and
+        // possibly mid-element otherwise: fill whole elements and copy out.
+        let mut failed = None;
+        let mut fill = |e0: usize, out: &mut [u64]| {
+            if let Err(e) = steps::lut_rows(lay, idx, bits, &rs, e0, out, &entry) {
+                failed.get_or_insert(e);
+            }
         };
-        // kk rows are (element, q) pairs; a frame starts at a kk row, so at an element when
-        // rows = 1 and possibly mid-element otherwise: fill whole elements and copy out.
         if rows == 1 {
-            ctx.kk_send_with(ch, nn, n, wire_bits, fill)?;
+            ctx.kk_send_with(ch, nn, n, lay.wire_bits, &mut fill)?;
         } else {
-            ctx.kk_send_with(ch, nn, n * rows, wire_bits, |r0, out| {
+            ctx.kk_send_with(ch, nn, n * rows, lay.wire_bits, |r0, out| {
                 let (e0, e1) = (r0 / rows, (r0 + out.len() / nn).div_ceil(rows));
-                let mut whole = vec![0u64; (e1 - e0) * per_elem];
+                let mut whole = vec![0u64; (e1 - e0) * rows * nn];
                 fill(e0, &mut whole);
                 let skip = (r0 - e0 * rows) * nn;
                 out.copy_from_slice(&whole[skip..skip + out.len()]);
             })?;
         }
+        if let Some(e) = failed {
+            return Err(e);
+        }
         Ok(rs)
     } else {
-        let mut choices = Vec::with_capacity(n * rows);
-        for a in idx {
-            for _ in 0..rows {
-                choices.push((a & km) as u8);
-            }
-        }
-        let got = ctx.kk_recv(ch, nn, &choices, wire_bits)?;
-        let mut out = Vec::with_capacity(bits.len());
-        let mut off = 0u32;
-        for (q, b) in bits.iter().enumerate() {
-            if packed {
-                out.push(got.iter().map(|g| (g >> off) & mask(*b)).collect());
-                off += b;
-            } else {
-                out.push((0..n).map(|i| got[i * rows + q] & mask(*b)).collect());
-            }
-        }
-        Ok(out)
+        let got = ctx.kk_recv(ch, nn, &steps::lut_choices(lay, idx), lay.wire_bits)?;
+        steps::lut_read(lay, bits, &got)
     }
 }
 
@@ -1173,33 +887,13 @@ pub fn digit_decompose<C: Channel>(
         return Err(invalid("digit size out of range"));
     }
     ctx.block("digit_dec", |ctx| {
-        let n = x.len();
-        let q = bits.div_ceil(d);
-        let xs: Vec<u64> = x.iter().map(|a| a & mask(bits)).collect();
-        let widths: Vec<u32> = (1..q).map(|k| k * d).collect();
+        let widths = steps::digit_carry_widths(bits, d);
         let carries = if widths.is_empty() {
             Vec::new()
         } else {
-            carries_raw(ctx, ch, &xs, &widths)?
+            carries_raw(ctx, ch, x, &widths)?
         };
-        let flat: Vec<u8> = carries.iter().flatten().copied().collect();
-        let ca = b2a_raw(ctx, ch, &flat, d)?;
-        let mut out = Vec::with_capacity(q as usize);
-        for k in 0..q {
-            let w = d.min(bits - k * d);
-            let mw = mask(w);
-            let v = (0..n)
-                .map(|i| {
-                    let base = xs[i] >> (k * d);
-                    if k == 0 {
-                        base & mw
-                    } else {
-                        add(base, ca[(k as usize - 1) * n + i], mw)
-                    }
-                })
-                .collect();
-            out.push((v, w));
-        }
-        Ok(out)
+        let ca = b2a_raw(ctx, ch, &carries.concat(), d)?;
+        steps::digit_output(x, &ca, bits, d)
     })
 }

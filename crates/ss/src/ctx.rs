@@ -1,6 +1,6 @@
 //! Per-party protocol state: the party's role, its PRG, its OT-extension endpoints (paired
 //! crosswise with the peer's), and the counter of building-block invocations.
-use crate::error::SsError as SsErr;
+use crate::blocks::steps;
 use crate::error::{invalid, Result};
 use crate::ring::mask;
 use rand_core::RngCore;
@@ -50,7 +50,9 @@ where
     }
     let m = mask(bits);
     if msg.iter().any(|v| v & !m != 0) {
-        return Err(SsErr::Malformed("dealer value out of range".into()));
+        return Err(crate::error::SsError::Malformed(
+            "dealer value out of range".into(),
+        ));
     }
     Ok(choices
         .iter()
@@ -170,43 +172,17 @@ impl<T> Stock<T> {
 }
 
 /// Precomputed Beaver bit triples (this party's shares): a, b, b2 and c = a·b, c2 = a·b2 (XOR
-/// shares), packed as bits 0..5 of one byte per triple.
+/// shares), packed as bits 0..5 of one byte per triple: the layout [`steps::and_open`] reads.
 type Triples = Stock<u8>;
 
 /// Precomputed half triples: bit 0 = this party's known factor (P0's u, P1's v), bit 1 = its
-/// share of u·v.
+/// share of u·v ([`steps::and_private_open`]'s layout).
 type HalfTriples = Stock<u8>;
 
 /// Precomputed random 1-of-2^m leaf OTs: P0 keeps the 2-bit masks of all 2^m keys (packed,
 /// mask x at bits 2x..2x+2; m ≤ 4), P1 its random choice r (bits 0..8) and the 2-bit mask of
-/// K_r (bits 8..10).
+/// K_r (bits 8..10): the layout [`steps::leaf_query`] and [`steps::leaf_answer`] read.
 type LeafOts = Stock<u32>;
-
-/// Checks that the padding bits past `n` in a frame of `n` packed bits are zero.
-fn check_padding(packed: &[u8], n: usize) -> Result<()> {
-    let tail = n & 7;
-    if tail != 0 {
-        if let Some(last) = packed.last() {
-            if last >> tail != 0 {
-                return Err(SsErr::Malformed(
-                    "bit frame has bits set past its end".into(),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Packs bits (bytes 0/1) into bytes, bit i at position i % 8 of byte i / 8.
-fn pack_bits(bits: &[u8]) -> Vec<u8> {
-    let mut out = vec![0u8; bits.len().div_ceil(8)];
-    for (o, c) in out.iter_mut().zip(bits.chunks(8)) {
-        for (k, b) in c.iter().enumerate() {
-            *o |= (b & 1) << k;
-        }
-    }
-    out
-}
 
 /// Random OTs per batch while making triples (bounds the hashed keys held at once).
 const TRIPLE_BATCH: usize = 1 << 16;
@@ -547,95 +523,27 @@ impl Ctx {
         if m < 2 {
             return Err(invalid("leaf OTs need 2 ≤ m ≤ 4"));
         }
-        let nd = 1usize << m;
-        if digits.iter().any(|d| (*d as usize) >= nd) {
-            return Err(invalid("leaf digit out of range"));
-        }
         if self.leaves.available() < k {
             let need = k - self.leaves.available();
             self.make_leaves(ch, need)?;
         }
         let b0 = traffic(ch);
         let p = self.leaves.pos;
-        let mu = m as usize;
         let out = if self.is_p0() {
-            let nbits = k * mu;
-            let d = ch.recv_bytes(nbits.div_ceil(8))?;
-            check_padding(&d, nbits)?;
+            let shares: Vec<u64> = (0..steps::leaf_share_words(k))
+                .map(|_| self.prg.next_u64())
+                .collect();
+            let d = ch.recv_bytes(steps::leaf_query_bytes(k, m))?;
             let t = &self.leaves.t[p..p + k];
-            // Each leaf's answer is one word of 2^m 2-bit fields (8, 16 or 32 bits: whole
-            // bytes, little-endian, the order `pack_bits` would give): field x = msg_x ⊕ K_{x⊕d}.
-            let per = 2 * nd / 8;
-            let full = u32::MAX >> (32 - 2 * nd);
-            let even = 0x5555_5555u32 & full;
-            let dm = nd as u32 - 1;
-            let mut y = Vec::with_capacity(per * k);
-            let mut out = Vec::with_capacity(k);
-            // P0's share bits (s_l, s_e) of leaf j: bits 2j, 2j + 1 of a stream of PRG words.
-            let mut sw = 0u64;
-            for j in 0..k {
-                if j % 32 == 0 {
-                    sw = self.prg.next_u64();
-                }
-                let (sl, se) = ((sw & 1) as u32, ((sw >> 1) & 1) as u32);
-                sw >>= 2;
-                // d_j: m bits from bit j·m of the frame (LSB first, as `pack_bits` packs them).
-                let bit = j * mu;
-                let lo = d[bit / 8] as u32;
-                let hi = d.get(bit / 8 + 1).copied().unwrap_or(0) as u32;
-                let dj = ((lo | hi << 8) >> (bit % 8)) & dm;
-                // K_{x ⊕ d} at field x: swap field groups along every set bit of d (public).
-                let mut key = t[j] & full;
-                for (b, mk) in [0x3333_3333u32, 0x0f0f_0f0f, 0x00ff_00ff, 0x0000_ffff]
-                    .into_iter()
-                    .enumerate()
-                    .take(mu)
-                {
-                    if (dj >> b) & 1 == 1 {
-                        let sh = 2 << b;
-                        key = ((key & mk) << sh) | ((key >> sh) & mk);
-                    }
-                }
-                let a = digits[j] as u32;
-                // lt_x = [a < x] in the even bits of fields x > a, eq_x = [a = x] in field a's
-                // odd bit, then P0's share bits on every field.
-                let lt = even & !(((1u64 << (2 * (a + 1))) - 1) as u32);
-                let eq = 2u32 << (2 * a);
-                let sh = (even * sl) | ((even << 1) * se);
-                let w = (lt ^ eq ^ sh ^ key) & full;
-                y.extend_from_slice(&w.to_le_bytes()[..per]);
-                out.push((sl | se << 1) as u8);
-            }
+            let (y, out) = steps::leaf_answer(t, digits, m, &d, &shares)?;
             ch.send_pod(&y)?;
             out
         } else {
             let t = &self.leaves.t[p..p + k];
-            // d_j = b_j ⊕ r_j, m bits per leaf, packed LSB first (as `pack_bits` would).
-            let mut packed = vec![0u8; (k * mu).div_ceil(8)];
-            for j in 0..k {
-                let dj = (digits[j] as u32 ^ t[j]) & (nd as u32 - 1);
-                let bit = j * mu;
-                let v = dj << (bit % 8);
-                packed[bit / 8] |= v as u8;
-                if v >> 8 != 0 {
-                    packed[bit / 8 + 1] |= (v >> 8) as u8;
-                }
-            }
-            ch.send_pod(&packed)?;
+            ch.send_pod(&steps::leaf_query(t, digits, m)?)?;
             ch.flush()?;
-            // One word of 2^m 2-bit fields per leaf, whole bytes (no padding to check).
-            let per = 2 * nd / 8;
-            let y = ch.recv_bytes(per * k)?;
-            let t = &self.leaves.t[p..p + k];
-            (0..k)
-                .map(|j| {
-                    let mut wb = [0u8; 4];
-                    wb[..per].copy_from_slice(&y[j * per..(j + 1) * per]);
-                    let w = u32::from_le_bytes(wb);
-                    let v = (w >> (2 * digits[j] as u32)) & 3;
-                    (v ^ ((t[j] >> 8) & 3)) as u8
-                })
-                .collect()
+            let y = ch.recv_bytes(steps::leaf_answer_bytes(k, m))?;
+            steps::leaf_result(&self.leaves.t[p..p + k], digits, m, &y)?
         };
         self.leaves.pos += k;
         self.charge(traffic(ch) - b0, 0, 0);
@@ -752,7 +660,7 @@ impl Ctx {
     /// Opens bits: each party sends its `mine` (bytes 0/1, packed) and gets the peer's, P0
     /// sending first (one round trip on any channel). Padding bits past the end must be zero.
     fn open_bits<C: Channel>(&mut self, ch: &mut C, mine: &[u8]) -> Result<Vec<u8>> {
-        let packed = pack_bits(mine);
+        let packed = steps::pack_opening(mine);
         let theirs = if self.is_p0() {
             ch.send_pod(&packed)?;
             ch.recv_bytes(packed.len())?
@@ -762,19 +670,7 @@ impl Ctx {
             ch.flush()?;
             t
         };
-        let tail = mine.len() & 7; // bits used in the last byte (0: all eight)
-        if tail != 0 {
-            if let Some(last) = theirs.last() {
-                if last >> tail != 0 {
-                    return Err(SsErr::Malformed(
-                        "bit opening has bits set past its end".into(),
-                    ));
-                }
-            }
-        }
-        Ok((0..mine.len())
-            .map(|i| (theirs[i / 8] >> (i % 8)) & 1)
-            .collect())
+        steps::unpack_opening(&theirs, mine.len())
     }
 
     /// Makes the triples (or half triples) an online call lacks, on demand (both parties
@@ -812,28 +708,9 @@ impl Ctx {
         self.ensure_triples(ch, n, 0)?;
         let b0 = traffic(ch);
         let p = self.triples.pos;
-        let t = &self.triples.t[p..p + n];
-        // Interleaved: 2j = d_j, 2j + 1 = e_j.
-        let mut mine = vec![0u8; 2 * n];
-        for j in 0..n {
-            mine[2 * j] = (x[j] ^ t[j]) & 1;
-            mine[2 * j + 1] = (y[j] ^ (t[j] >> 1)) & 1;
-        }
+        let mine = steps::and_open(x, y, &self.triples.t[p..p + n])?;
         let theirs = self.open_bits(ch, &mine)?;
-        let p0 = self.is_p0();
-        let t = &self.triples.t[p..p + n];
-        let out = (0..n)
-            .map(|j| {
-                let (a, b, c) = (t[j] & 1, (t[j] >> 1) & 1, (t[j] >> 3) & 1);
-                let d = mine[2 * j] ^ theirs[2 * j];
-                let e = mine[2 * j + 1] ^ theirs[2 * j + 1];
-                let mut z = c ^ (d & b) ^ (e & a);
-                if p0 {
-                    z ^= d & e;
-                }
-                z
-            })
-            .collect();
+        let out = steps::and_close(&mine, &theirs, &self.triples.t[p..p + n], self.is_p0())?;
         self.triples.pos += n;
         self.charge(traffic(ch) - b0, 0, 0);
         Ok(out)
@@ -862,33 +739,9 @@ impl Ctx {
         self.ensure_triples(ch, n, 0)?;
         let b0 = traffic(ch);
         let p = self.triples.pos;
-        let t = &self.triples.t[p..p + n];
-        let mut mine = vec![0u8; 3 * n];
-        for j in 0..n {
-            mine[3 * j] = (x[j] ^ t[j]) & 1;
-            mine[3 * j + 1] = (y[j] ^ (t[j] >> 1)) & 1;
-            mine[3 * j + 2] = (z[j] ^ (t[j] >> 2)) & 1;
-        }
+        let mine = steps::and2_open(x, y, z, &self.triples.t[p..p + n])?;
         let theirs = self.open_bits(ch, &mine)?;
-        let p0 = self.is_p0() as u8;
-        let t = &self.triples.t[p..p + n];
-        let mut oy = Vec::with_capacity(n);
-        let mut oz = Vec::with_capacity(n);
-        for j in 0..n {
-            let w = t[j];
-            let (a, b, b2, c, c2) = (
-                w & 1,
-                (w >> 1) & 1,
-                (w >> 2) & 1,
-                (w >> 3) & 1,
-                (w >> 4) & 1,
-            );
-            let d = mine[3 * j] ^ theirs[3 * j];
-            let e = mine[3 * j + 1] ^ theirs[3 * j + 1];
-            let f = mine[3 * j + 2] ^ theirs[3 * j + 2];
-            oy.push(c ^ (d & b) ^ (e & a) ^ (p0 & d & e));
-            oz.push(c2 ^ (d & b2) ^ (f & a) ^ (p0 & d & f));
-        }
+        let (oy, oz) = steps::and2_close(&mine, &theirs, &self.triples.t[p..p + n], self.is_p0())?;
         self.triples.pos += n;
         self.charge(traffic(ch) - b0, 0, 0);
         Ok((oy, oz))
@@ -916,23 +769,9 @@ impl Ctx {
         self.ensure_triples(ch, 0, n)?;
         let b0 = traffic(ch);
         let p = self.halves.pos;
-        let t = &self.halves.t[p..p + n];
-        let open: Vec<u8> = (0..n).map(|j| (mine[j] ^ t[j]) & 1).collect();
+        let open = steps::and_private_open(mine, &self.halves.t[p..p + n])?;
         let theirs = self.open_bits(ch, &open)?;
-        let p0 = self.is_p0();
-        let t = &self.halves.t[p..p + n];
-        let out = (0..n)
-            .map(|j| {
-                let (k, w) = (t[j] & 1, (t[j] >> 1) & 1);
-                if p0 {
-                    // d = open[j], e = theirs[j], u = k
-                    (open[j] & theirs[j]) ^ (theirs[j] & k) ^ w
-                } else {
-                    // d = theirs[j], v = k
-                    (theirs[j] & k) ^ w
-                }
-            })
-            .collect();
+        let out = steps::and_private_close(&open, &theirs, &self.halves.t[p..p + n], self.is_p0())?;
         self.halves.pos += n;
         self.charge(traffic(ch) - b0, 0, 0);
         Ok(out)
@@ -1323,22 +1162,6 @@ impl Ctx {
         } else {
             self.cot_recv(ch, choices, bits)
         }
-    }
-    /// Shares of δ_P0·c_P1 + δ_P1·c_P0: both cross terms, one correlated-OT batch each way.
-    pub(crate) fn cross_both<C: Channel>(
-        &mut self,
-        ch: &mut C,
-        deltas: &[u64],
-        choices: &[bool],
-        bits: u32,
-    ) -> Result<Vec<u64>> {
-        let (got, pad) = self.cots_both(ch, deltas, choices, bits)?;
-        let m = mask(bits);
-        Ok(got
-            .iter()
-            .zip(&pad)
-            .map(|(y, x)| y.wrapping_sub(*x) & m)
-            .collect())
     }
     /// One correlated-OT batch each way, P0 sending first: this party's δ's as sender and its
     /// bits as chooser. Returns (what it received as chooser, its outputs x as sender).

@@ -153,7 +153,6 @@ fn round_down_msb0_with<C: Channel>(
     carry_bits: u32,
     lift: bool,
 ) -> Result<Vec<u64>> {
-    let mb = mask(bits);
     let mo = mask(out_bits);
     if from <= to {
         let sh = to - from;
@@ -176,7 +175,7 @@ fn round_down_msb0_with<C: Channel>(
         (true, false) => 1u64 << (t - 1),
         (false, _) => 0,
     };
-    let b = add_public(v, p0, bias, mb);
+    let b = blocks::steps::add_public(v, bias, bits, p0);
     let r = ctx.block("trunc", |ctx| {
         blocks::trunc_msb0_carry_raw(ctx, ch, &b, bits, t, exact, cb)
     })?;
@@ -711,14 +710,7 @@ pub fn exp_opaf<C: Channel>(
 /// Shares of 1 + e in the ring of `rb` bits at scale `f` (party 0 adds the public 1): the
 /// reciprocal's input in both sigmoids.
 fn one_plus(e: &[u64], p0: bool, f: u32, rb: u32) -> Vec<u64> {
-    add_public(e, p0, 1u64 << f, mask(rb))
-}
-
-/// Shares of v + c for a public c in the ring of mask `m` = 2^k − 1 (party 0 adds c).
-fn add_public(v: &[u64], p0: bool, c: u64, m: u64) -> Vec<u64> {
-    v.iter()
-        .map(|a| if p0 { add(*a, c, m) } else { a & m })
-        .collect()
+    blocks::steps::add_public(e, 1u64 << f, rb, p0)
 }
 
 fn sigmoid_inner_scale(in_scale: u32, out_scale: u32) -> u32 {
@@ -793,7 +785,7 @@ fn sigmoid_opaf_inner<C: Channel>(
     } else {
         let l = l0 + j;
         let half = 1u64 << (l0 - 1);
-        let y = add_public(x, p0, half, mask(l0));
+        let y = blocks::steps::add_public(x, half, l0, p0);
         let (my, wy) = blocks::msb_and_wrap(ctx, ch, &y, l0)?;
         let m: Vec<u8> = my.iter().map(|b| if p0 { b ^ 1 } else { *b }).collect();
         let wa = ctx.block("b2a", |ctx| blocks::b2a_raw(ctx, ch, &wy, l))?;
