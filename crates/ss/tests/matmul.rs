@@ -40,7 +40,7 @@ fn matvec_private_equals_plaintext() {
         let mut rng = Rng(0xfeed ^ rows as u64);
         let m: Vec<u64> = (0..rows * cols).map(|_| rng.bits(bits)).collect();
         let v: Vec<u64> = (0..count * cols).map(|_| rng.bits(v_bits)).collect();
-        let r = run2(|ctx, ch| {
+        let r = run2_real(|ctx, ch| {
             if ctx.is_p0() {
                 matvec_private(ctx, ch, &m, &[], d, v_bits, signed, bits).unwrap()
             } else {

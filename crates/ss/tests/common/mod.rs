@@ -4,7 +4,7 @@ use secinfer_ss::ring::mask;
 use secinfer_ss::{Ctx, Party};
 
 /// A context for `party`: real OT extension by default; the insecure dealer only with the
-/// `test-dealer` feature (used while the OT crate was being finished).
+/// `test-dealer` feature.
 pub fn ctx(party: Party, ch: &mut DynChannel) -> Ctx {
     #[cfg(feature = "test-dealer")]
     {
@@ -26,15 +26,28 @@ pub struct Both<T> {
 
 /// Runs `f` as both parties (setup first, then the online phase).
 pub fn run2<T: Send>(f: impl Fn(&mut Ctx, &mut DynChannel) -> T + Sync) -> Both<T> {
+    run2_on(ctx, f)
+}
+
+/// [`run2`] on real OT extension whatever the features: for blocks the dealer cannot serve
+/// (vector OTs).
+pub fn run2_real<T: Send>(f: impl Fn(&mut Ctx, &mut DynChannel) -> T + Sync) -> Both<T> {
+    run2_on(|party, ch| Ctx::setup(party, ch).expect("setup"), f)
+}
+
+fn run2_on<T: Send>(
+    make: fn(Party, &mut DynChannel) -> Ctx,
+    f: impl Fn(&mut Ctx, &mut DynChannel) -> T + Sync,
+) -> Both<T> {
     let fr = &f;
     let r = simulate(
         move |ch| {
-            let mut c = ctx(Party::Client, ch);
+            let mut c = make(Party::Client, ch);
             ch.set_phase(secinfer_net::Phase::Online);
             fr(&mut c, ch)
         },
         move |ch| {
-            let mut c = ctx(Party::Server, ch);
+            let mut c = make(Party::Server, ch);
             ch.set_phase(secinfer_net::Phase::Online);
             fr(&mut c, ch)
         },
