@@ -19,6 +19,7 @@
 pub mod blocks;
 mod ctx;
 mod error;
+pub mod flight;
 pub mod math;
 pub mod matmul;
 mod ot_real;
