@@ -8,7 +8,10 @@
 //! and stops it wherever it waits for the peer: what it sent since the last stop is one
 //! [`Flight`], and the next flight it absorbs is what its reads are served from. The trait the
 //! functions are written against stays `Channel`; the bytes, frames and rounds are those of the
-//! same function on a socket, because they are the same calls.
+//! same function on a socket, because they are the same calls. Everything the function does
+//! on the channel rides in the flights: base OTs, pool fills and the pools' derandomisation
+//! messages as much as the blocks' openings. The price is a thread per stepper, parked while
+//! its peer computes, and a copy of the peer flight being read (to check a resent one).
 //!
 //! Peer flights are hostile. Every read that knows its length (all of the SIRNN blocks' and
 //! the OT pools' reads, through [`Channel::recv_pod`]) is checked against the frame before the

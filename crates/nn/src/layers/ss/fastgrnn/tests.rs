@@ -277,3 +277,55 @@ fn bad_inputs_are_typed_errors() {
         .unwrap();
     assert_eq!(e.kind(), ErrorKind::BadModel);
 }
+
+/// The whole run (setup, offline, online, reveal) driven as typed flights with no channel
+/// between the parties (`secinfer_ss::flight`): the same online bytes and rounds as over a
+/// channel, for each party, and logits within the reference's tolerance, for both products.
+#[test]
+fn full_run_as_flights_matches_the_channel_run() {
+    let (input, hidden, steps, classes) = (4, 10, 3, 5);
+    let m = random_model(0x51, input, hidden, classes);
+    let x = random_input(0x52, steps * input);
+    let sh = FastGrnnShape::of(&m, steps);
+    let (_, want) = m.run(&x).unwrap();
+    let tol = 1i64 << (sh.head.scale - 5);
+    for (math, products) in [(Impl::Opaf, Products::He), (Impl::Sirnn, Products::Ot)] {
+        let opts = SsOptions {
+            math,
+            source: CotSource::Iknp,
+            products,
+            logits: true,
+        };
+        let (mr, xr) = (m.clone(), x.clone());
+        let d = secinfer_ss::flight::drive(
+            move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(&xr)),
+            move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(&mr), None),
+        )
+        .unwrap();
+        let (fc, fs) = (d.a.unwrap(), d.b.unwrap());
+        let (mr, xr) = (&m, &x);
+        let r = simulate(
+            move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(xr)).unwrap(),
+            move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(mr), None).unwrap(),
+        );
+        let (cc, cs) = (r.client.output, r.server.output);
+        for (f, c, who) in [(&fc, &cc, "client"), (&fs, &cs, "server")] {
+            let (a, b) = (f.cost.online, c.cost.online);
+            assert_eq!(
+                a.bytes(),
+                b.bytes(),
+                "{math:?} {products:?} {who}: online bytes"
+            );
+            assert_eq!(
+                a.rounds, b.rounds,
+                "{math:?} {products:?} {who}: online rounds"
+            );
+        }
+        let got = fc.logits.unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() <= tol, "{math:?}: {got:?} vs {want:?}");
+        }
+        assert_eq!(fc.class, Some(argmax(&got)));
+        assert!(fs.logits.is_none() && fs.class.is_none());
+    }
+}
