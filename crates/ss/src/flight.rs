@@ -63,10 +63,19 @@ impl std::fmt::Debug for Flight {
 
 /// What a stepper does next: send a flight and wait for the peer's, or it is done (with the
 /// flight it sent last, possibly empty).
-#[derive(Debug)]
 pub enum Step<T> {
     Send(Flight),
     Done { output: T, last: Flight },
+}
+
+/// Shapes only: the output is this party's shares.
+impl<T> std::fmt::Debug for Step<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Send(fl) => f.debug_tuple("Send").field(fl).finish(),
+            Step::Done { last, .. } => f.debug_struct("Done").field("last", last).finish(),
+        }
+    }
 }
 
 /// The stepper's thread to its driver.
@@ -323,12 +332,21 @@ impl<T> Drop for Stepper<T> {
 
 /// Both parties' outputs and the shapes of the non-empty flights they sent (each flight's
 /// frame lengths, in order).
-#[derive(Debug)]
 pub struct Driven<A, B> {
     pub a: A,
     pub b: B,
     pub flights_a: Vec<Vec<usize>>,
     pub flights_b: Vec<Vec<usize>>,
+}
+
+/// Shapes only: the outputs are the parties' shares.
+impl<A, B> std::fmt::Debug for Driven<A, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driven")
+            .field("flights_a", &self.flights_a)
+            .field("flights_b", &self.flights_b)
+            .finish()
+    }
 }
 
 enum Side<T> {

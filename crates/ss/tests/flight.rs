@@ -42,20 +42,20 @@ fn offline<C: Channel>(ctx: &mut Ctx, ch: &mut C, f: MathFn, n: usize, inp: Fixe
 }
 
 /// One party's whole run: setup, offline, then `f` on its share; its output share and online
-/// bytes and rounds.
+/// bytes and rounds, and all the bytes it sent.
 fn party_fn(
     party: Party,
     f: MathFn,
     share: Vec<u64>,
     inp: Fixed,
     out: Fixed,
-) -> impl FnOnce(&mut FlightChannel) -> Result<(Vec<u64>, u64, u64)> + Send + 'static {
+) -> impl FnOnce(&mut FlightChannel) -> Result<(Vec<u64>, u64, u64, u64)> + Send + 'static {
     move |ch| {
         let mut ctx = flight_ctx(party, ch)?;
         offline(&mut ctx, ch, f, share.len(), inp, out);
         let y = math::evaluate(&mut ctx, ch, f, Impl::Opaf, &share, inp, out)?;
-        let c = ch.cost().online;
-        Ok((y, c.bytes_sent + c.bytes_received, c.rounds))
+        let (c, all) = (ch.cost().online, ch.cost().total());
+        Ok((y, c.bytes_sent + c.bytes_received, c.rounds, all.bytes_sent))
     }
 }
 
@@ -110,8 +110,10 @@ fn opaf_functions_as_flights_match_the_channel_run() {
         let s = r.server_cost.online;
         assert_eq!(da.1, s.bytes_sent + s.bytes_received, "{}", f.name());
         assert_eq!(da.2, s.rounds, "{}", f.name());
-        // Every flight is a round of the meter's: no flight splits or merges a round.
-        assert!(!d.flights_a.is_empty() && !d.flights_b.is_empty());
+        // The flights carry everything each party sent, setup to end.
+        let sent = |fl: &[Vec<usize>]| fl.iter().flatten().sum::<usize>() as u64;
+        assert_eq!(sent(&d.flights_a), da.3, "{}", f.name());
+        assert_eq!(sent(&d.flights_b), db.3, "{}", f.name());
     }
 }
 
