@@ -14,8 +14,11 @@
 //! its peer computes, and a copy of the peer flight being read (to check a resent one).
 //!
 //! Peer flights are hostile. Every read that knows its length (all of the SIRNN blocks' and
-//! the OT pools' reads, through [`Channel::recv_pod`]) is checked against the frame before the
-//! function sees it; reads of any length are held to the frame limit. A flight that ends in
+//! the OT pools' reads, through [`Channel::recv_pod`] and [`Channel::recv_bytes`]) is checked
+//! against the frame before the function sees it, and a read with a limit
+//! ([`Channel::recv_frame_limited`]) against its limit; the other reads only against the frame
+//! limit (the OT extension's chunks, `ss::matmul`'s frames: a wrong one there fails the
+//! function instead). A flight that ends in
 //! the middle of what the function reads before it speaks again, a frame of the wrong size, or
 //! frames left over when the function returns, is refused with [`SsError::Malformed`] and the
 //! stepper waits where it was: absorbing the corrected flight (its frames already read must be
@@ -128,8 +131,9 @@ impl FlightChannel {
         }
     }
 
-    /// The next frame, of exactly `want` bytes when the read knows its length.
-    fn take(&mut self, want: Option<usize>) -> secinfer_net::Result<Vec<u8>> {
+    /// The next frame: of exactly `want` bytes when the read knows its length, else at most
+    /// `limit`.
+    fn take(&mut self, want: Option<usize>, limit: usize) -> secinfer_net::Result<Vec<u8>> {
         loop {
             let Some(front) = self.inbox.front() else {
                 if !self.taken.is_empty() && self.outbox.is_empty() {
@@ -147,12 +151,12 @@ impl FlightChannel {
             };
             let fits = match want {
                 Some(w) => front.len() == w,
-                None => front.len() <= DEFAULT_MAX_FRAME,
+                None => front.len() <= limit,
             };
             if !fits {
                 let why = match want {
                     Some(w) => format!("frame of {} bytes, expected {w}", front.len()),
-                    None => format!("frame of {} bytes over the limit", front.len()),
+                    None => format!("frame of {} bytes, at most {limit}", front.len()),
                 };
                 self.refuse(why)?;
                 continue;
@@ -195,7 +199,10 @@ impl Channel for FlightChannel {
         Ok(())
     }
     fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
-        self.take(None)
+        self.take(None, DEFAULT_MAX_FRAME)
+    }
+    fn recv_frame_limited(&mut self, max: usize) -> secinfer_net::Result<Vec<u8>> {
+        self.take(None, max.min(DEFAULT_MAX_FRAME))
     }
     /// As the provided method, but the length is checked before the frame is taken, so a
     /// frame of the wrong size is refused without the function seeing it.
@@ -210,7 +217,7 @@ impl Channel for FlightChannel {
                 len: usize::MAX,
                 max: DEFAULT_MAX_FRAME,
             })?;
-        let bytes = self.take(Some(want))?;
+        let bytes = self.take(Some(want), want)?;
         let mut out = vec![T::zeroed(); count];
         bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&bytes);
         Ok(out)
@@ -226,7 +233,7 @@ impl Channel for FlightChannel {
                 max: DEFAULT_MAX_FRAME,
             });
         }
-        self.take(Some(len))
+        self.take(Some(len), len)
     }
     fn flush(&mut self) -> secinfer_net::Result<()> {
         Ok(())

@@ -329,3 +329,71 @@ fn full_run_as_flights_matches_the_channel_run() {
         assert!(fs.logits.is_none() && fs.class.is_none());
     }
 }
+
+/// A FastGRNN step's flight cut short is refused with the typed kind, the server's stepper
+/// left where it was: the real flight then finishes the run with the reference's logits.
+#[test]
+fn a_short_fastgrnn_flight_is_refused_and_the_run_carries_on() {
+    use secinfer_ss::flight::{Flight, Step, Stepper};
+    let (input, hidden, steps, classes) = (3, 6, 2, 3);
+    let m = random_model(0x61, input, hidden, classes);
+    let x = random_input(0x62, steps * input);
+    let sh = FastGrnnShape::of(&m, steps);
+    let (_, want) = m.run(&x).unwrap();
+    let opts = SsOptions {
+        math: Impl::Opaf,
+        source: CotSource::Iknp,
+        products: Products::He,
+        logits: true,
+    };
+    let (mr, xr) = (m.clone(), x.clone());
+    let (mut sc, mut step_c) =
+        Stepper::start(move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(&xr)))
+            .unwrap();
+    let (mut ss, mut step_s) =
+        Stepper::start(move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(&mr), None))
+            .unwrap();
+    let (mut out_c, mut out_s) = (None, None);
+    let (mut seen, mut refused) = (0, 0);
+    loop {
+        let take = |step: &mut Step<_>, out: &mut Option<_>| match std::mem::replace(
+            step,
+            Step::Send(Flight::default()),
+        ) {
+            Step::Send(f) => f,
+            Step::Done { output, last } => {
+                *out = Some(output);
+                last
+            }
+        };
+        let fc = take(&mut step_c, &mut out_c);
+        let fs = take(&mut step_s, &mut out_s);
+        if out_c.is_some() && out_s.is_some() {
+            break;
+        }
+        if !fc.is_empty() {
+            seen += 1;
+        }
+        // The client's flights of the online phase: every tenth, its first frame one byte short.
+        if seen > 8 && seen % 10 == 0 && !fc.is_empty() && out_s.is_none() {
+            let mut fr = fc.frames().to_vec();
+            fr[0].pop();
+            let e = ss.absorb(Flight::new(fr)).unwrap_err();
+            assert_eq!(e.kind(), secinfer_ss::ErrorKind::Malformed, "{e}");
+            refused += 1;
+        }
+        if out_c.is_none() {
+            step_c = sc.absorb(fs).unwrap();
+        }
+        if out_s.is_none() {
+            step_s = ss.absorb(fc).unwrap();
+        }
+    }
+    assert!(refused >= 2, "only {refused} flights tampered");
+    let got = out_c.unwrap().unwrap().logits.unwrap();
+    let tol = 1i64 << (sh.head.scale - 5);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= tol, "{got:?} vs {want:?}");
+    }
+    assert!(out_s.unwrap().is_ok());
+}
