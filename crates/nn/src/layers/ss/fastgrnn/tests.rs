@@ -278,24 +278,44 @@ fn bad_inputs_are_typed_errors() {
     assert_eq!(e.kind(), ErrorKind::BadModel);
 }
 
+/// A small random model and input for the flight tests, its shape, the reference logits, and
+/// the options of a run with logits on IKNP.
+fn flight_case(
+    seed: u64,
+    (input, hidden, steps, classes): (usize, usize, usize, usize),
+) -> (FastGrnnParams, Vec<i64>, FastGrnnShape, Vec<i64>) {
+    let m = random_model(seed, input, hidden, classes);
+    let x = random_input(seed + 1, steps * input);
+    let sh = FastGrnnShape::of(&m, steps);
+    let (_, want) = m.run(&x).unwrap();
+    (m, x, sh, want)
+}
+
+fn flight_opts(math: Impl, products: Products) -> SsOptions {
+    SsOptions {
+        math,
+        source: CotSource::Iknp,
+        products,
+        logits: true,
+    }
+}
+
+/// The client's logits are within 1/32 of the reference's.
+fn assert_near(sh: &FastGrnnShape, got: &[i64], want: &[i64]) {
+    let tol = 1i64 << (sh.head.scale - 5);
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= tol, "{got:?} vs {want:?}");
+    }
+}
+
 /// The whole run (setup, offline, online, reveal) driven as typed flights with no channel
 /// between the parties (`secinfer_ss::flight`): the same online bytes and rounds as over a
 /// channel, for each party, and logits within the reference's tolerance, for both products.
 #[test]
 fn full_run_as_flights_matches_the_channel_run() {
-    let (input, hidden, steps, classes) = (4, 10, 3, 5);
-    let m = random_model(0x51, input, hidden, classes);
-    let x = random_input(0x52, steps * input);
-    let sh = FastGrnnShape::of(&m, steps);
-    let (_, want) = m.run(&x).unwrap();
-    let tol = 1i64 << (sh.head.scale - 5);
+    let (m, x, sh, want) = flight_case(0x51, (4, 10, 3, 5));
     for (math, products) in [(Impl::Opaf, Products::He), (Impl::Sirnn, Products::Ot)] {
-        let opts = SsOptions {
-            math,
-            source: CotSource::Iknp,
-            products,
-            logits: true,
-        };
+        let opts = flight_opts(math, products);
         let (mr, xr) = (m.clone(), x.clone());
         let d = secinfer_ss::flight::drive(
             move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(&xr)),
@@ -322,9 +342,7 @@ fn full_run_as_flights_matches_the_channel_run() {
             );
         }
         let got = fc.logits.unwrap();
-        for (g, w) in got.iter().zip(&want) {
-            assert!((g - w).abs() <= tol, "{math:?}: {got:?} vs {want:?}");
-        }
+        assert_near(&sh, &got, &want);
         assert_eq!(fc.class, Some(argmax(&got)));
         assert!(fs.logits.is_none() && fs.class.is_none());
     }
@@ -335,17 +353,8 @@ fn full_run_as_flights_matches_the_channel_run() {
 #[test]
 fn a_short_fastgrnn_flight_is_refused_and_the_run_carries_on() {
     use secinfer_ss::flight::{Flight, Step, Stepper};
-    let (input, hidden, steps, classes) = (3, 6, 2, 3);
-    let m = random_model(0x61, input, hidden, classes);
-    let x = random_input(0x62, steps * input);
-    let sh = FastGrnnShape::of(&m, steps);
-    let (_, want) = m.run(&x).unwrap();
-    let opts = SsOptions {
-        math: Impl::Opaf,
-        source: CotSource::Iknp,
-        products: Products::He,
-        logits: true,
-    };
+    let (m, x, sh, want) = flight_case(0x61, (3, 6, 2, 3));
+    let opts = flight_opts(Impl::Opaf, Products::He);
     let (mr, xr) = (m.clone(), x.clone());
     let (mut sc, mut step_c) =
         Stepper::start(move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(&xr)))
@@ -390,10 +399,6 @@ fn a_short_fastgrnn_flight_is_refused_and_the_run_carries_on() {
         }
     }
     assert!(refused >= 2, "only {refused} flights tampered");
-    let got = out_c.unwrap().unwrap().logits.unwrap();
-    let tol = 1i64 << (sh.head.scale - 5);
-    for (g, w) in got.iter().zip(&want) {
-        assert!((g - w).abs() <= tol, "{got:?} vs {want:?}");
-    }
+    assert_near(&sh, &out_c.unwrap().unwrap().logits.unwrap(), &want);
     assert!(out_s.unwrap().is_ok());
 }
