@@ -13,17 +13,20 @@
 //! messages as much as the blocks' openings. The price is a thread per stepper, parked while
 //! its peer computes, and a copy of the peer flight being read (to check a resent one).
 //!
-//! Peer flights are hostile. Every read that knows its length (all of the SIRNN blocks' and
-//! the OT pools' reads, through [`Channel::recv_pod`] and [`Channel::recv_bytes`]) is checked
-//! against the frame before the function sees it, and a read with a limit
-//! ([`Channel::recv_frame_limited`]) against its limit; the other reads only against the frame
-//! limit (the OT extension's chunks, `ss::matmul`'s frames: a wrong one there fails the
-//! function instead). A flight that ends in
-//! the middle of what the function reads before it speaks again, a frame of the wrong size, or
-//! frames left over when the function returns, is refused with [`SsError::Malformed`] and the
-//! stepper waits where it was: absorbing the corrected flight (its frames already read must be
-//! the same) carries on as if the bad one had never come. A stepper dropped before it is done
-//! ends its thread (its reads then fail with [`NetError::Closed`]).
+//! Peer flights are hostile. Every read that knows its length (all of the SIRNN blocks' and the OT
+//! pools' reads, through [`Channel::recv_pod`] and [`Channel::recv_bytes`]) is checked against the
+//! frame before the function sees it, and a read with a limit ([`Channel::recv_frame_limited`])
+//! against its limit; the other reads only against the frame limit (the OT extension's chunks,
+//! `ss::matmul`'s frames: a wrong one there fails the function instead). A flight that ends in the
+//! middle of what the function reads before it speaks again, a frame of the wrong size, or frames
+//! left over when the function returns, is refused with [`SsError::Malformed`] and the stepper
+//! waits where it was: absorbing the corrected flight (its frames already read must be the same)
+//! carries on as if the bad one had never come. A flight "ends in the middle" when the function has
+//! read some of the peer's flight and would wait again without having sent anything. No honest run
+//! of what is tested here does that (setup, pool fills, the math functions, FastGRNN with either
+//! products); a protocol in which a party reads two of its peer's flights in a row (the second one
+//! answering a message of its own that crossed the first) would be refused by this rule. A stepper
+//! dropped before it is done ends its thread (its reads then fail with [`NetError::Closed`]).
 use crate::error::{invalid, Result, SsError};
 use bytemuck::Pod;
 use secinfer_net::{Channel, Meter, NetError, DEFAULT_MAX_FRAME};
