@@ -277,3 +277,128 @@ fn bad_inputs_are_typed_errors() {
         .unwrap();
     assert_eq!(e.kind(), ErrorKind::BadModel);
 }
+
+/// A small random model and input for the flight tests, its shape, the reference logits, and
+/// the options of a run with logits on IKNP.
+fn flight_case(
+    seed: u64,
+    (input, hidden, steps, classes): (usize, usize, usize, usize),
+) -> (FastGrnnParams, Vec<i64>, FastGrnnShape, Vec<i64>) {
+    let m = random_model(seed, input, hidden, classes);
+    let x = random_input(seed + 1, steps * input);
+    let sh = FastGrnnShape::of(&m, steps);
+    let (_, want) = m.run(&x).unwrap();
+    (m, x, sh, want)
+}
+
+fn flight_opts(math: Impl, products: Products) -> SsOptions {
+    SsOptions {
+        math,
+        source: CotSource::Iknp,
+        products,
+        logits: true,
+    }
+}
+
+/// The client's logits are within 1/32 of the reference's.
+fn assert_near(sh: &FastGrnnShape, got: &[i64], want: &[i64]) {
+    let tol = 1i64 << (sh.head.scale - 5);
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= tol, "{got:?} vs {want:?}");
+    }
+}
+
+/// The whole run (setup, offline, online, reveal) driven as typed flights with no channel
+/// between the parties (`secinfer_ss::flight`): the same online bytes and rounds as over a
+/// channel, for each party, and logits within the reference's tolerance, for both products.
+#[test]
+fn full_run_as_flights_matches_the_channel_run() {
+    let (m, x, sh, want) = flight_case(0x51, (4, 10, 3, 5));
+    for (math, products) in [(Impl::Opaf, Products::He), (Impl::Sirnn, Products::Ot)] {
+        let opts = flight_opts(math, products);
+        let (mr, xr) = (m.clone(), x.clone());
+        let d = secinfer_ss::flight::drive(
+            move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(&xr)),
+            move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(&mr), None),
+        )
+        .unwrap();
+        let (fc, fs) = (d.a.unwrap(), d.b.unwrap());
+        let (mr, xr) = (&m, &x);
+        let r = simulate(
+            move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(xr)).unwrap(),
+            move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(mr), None).unwrap(),
+        );
+        let (cc, cs) = (r.client.output, r.server.output);
+        for (f, c, who) in [(&fc, &cc, "client"), (&fs, &cs, "server")] {
+            let (a, b) = (f.cost.online, c.cost.online);
+            assert_eq!(
+                a.bytes(),
+                b.bytes(),
+                "{math:?} {products:?} {who}: online bytes"
+            );
+            assert_eq!(
+                a.rounds, b.rounds,
+                "{math:?} {products:?} {who}: online rounds"
+            );
+        }
+        let got = fc.logits.unwrap();
+        assert_near(&sh, &got, &want);
+        assert_eq!(fc.class, Some(argmax(&got)));
+        assert!(fs.logits.is_none() && fs.class.is_none());
+    }
+}
+
+/// A FastGRNN step's flight cut short is refused with the typed kind, the server's stepper
+/// left where it was: the real flight then finishes the run with the reference's logits.
+#[test]
+fn a_short_fastgrnn_flight_is_refused_and_the_run_carries_on() {
+    use secinfer_ss::flight::{Flight, Step, Stepper};
+    let (m, x, sh, want) = flight_case(0x61, (3, 6, 2, 3));
+    let opts = flight_opts(Impl::Opaf, Products::He);
+    let (mr, xr) = (m.clone(), x.clone());
+    let (mut sc, mut step_c) =
+        Stepper::start(move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(&xr)))
+            .unwrap();
+    let (mut ss, mut step_s) =
+        Stepper::start(move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(&mr), None))
+            .unwrap();
+    let (mut out_c, mut out_s) = (None, None);
+    let (mut seen, mut refused) = (0, 0);
+    loop {
+        let take = |step: &mut Step<_>, out: &mut Option<_>| match std::mem::replace(
+            step,
+            Step::Send(Flight::default()),
+        ) {
+            Step::Send(f) => f,
+            Step::Done { output, last } => {
+                *out = Some(output);
+                last
+            }
+        };
+        let fc = take(&mut step_c, &mut out_c);
+        let fs = take(&mut step_s, &mut out_s);
+        if out_c.is_some() && out_s.is_some() {
+            break;
+        }
+        if !fc.is_empty() {
+            seen += 1;
+        }
+        // The client's flights of the online phase: every tenth, its first frame one byte short.
+        if seen > 8 && seen % 10 == 0 && !fc.is_empty() && out_s.is_none() {
+            let mut fr = fc.frames().to_vec();
+            fr[0].pop();
+            let e = ss.absorb(Flight::new(fr)).unwrap_err();
+            assert_eq!(e.kind(), secinfer_ss::ErrorKind::Malformed, "{e}");
+            refused += 1;
+        }
+        if out_c.is_none() {
+            step_c = sc.absorb(fs).unwrap();
+        }
+        if out_s.is_none() {
+            step_s = ss.absorb(fc).unwrap();
+        }
+    }
+    assert!(refused >= 2, "only {refused} flights tampered");
+    assert_near(&sh, &out_c.unwrap().unwrap().logits.unwrap(), &want);
+    assert!(out_s.unwrap().is_ok());
+}
