@@ -14,6 +14,7 @@
 
 mod channel;
 mod error;
+pub mod flight;
 pub mod fuzzing;
 mod harness;
 mod mem;

@@ -1,6 +1,7 @@
 //! The secure GRU (HE + GC) against the plaintext fixed-point reference, bit for bit, on random
 //! weights and inputs, for several sizes and all three CryptoGRU variants (in-memory channel).
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+use secinfer_net::flight::{Flight, Step};
 use secinfer_net::simulate;
 use secinfer_nn::layers::gru::circuits::final_circuit;
 use secinfer_nn::layers::gru::CircuitCache;
@@ -314,5 +315,102 @@ fn extreme_hidden_states_stay_bit_exact() {
         run.server.output.unwrap();
         let out = run.client.output.unwrap();
         assert_eq!(out.logits.as_deref(), Some(&want[..]), "{v:?}");
+    }
+}
+
+/// The whole session, setup and offline included (handshake, HE keys, base OTs, pool fills,
+/// HE products, label transfers), driven as typed flights with no channel between the parties
+/// (`secinfer_net::flight`): logits equal the reference's bit for bit for every variant, and
+/// a client flight cut one byte short is refused as malformed with the server's stepper left
+/// where it was, so the honest flight then finishes the session (or, where the read has no
+/// fixed length, refused by the session's own decoding with the malformed kind).
+#[test]
+fn whole_session_as_flights_equals_the_reference_bit_for_bit() {
+    use secinfer_net::flight::{drive, Stepper};
+    use secinfer_net::NetError;
+    use secinfer_nn::ErrorKind;
+    let setup = |v: Variant, seed: u64| {
+        let (q, embed) = random_model(5, 4, 3, 3, v, seed).unwrap();
+        let tokens: Vec<u32> = (0..3u32).map(|i| (i * 7 + seed as u32 * 13) % 64).collect();
+        let want = Reference::new(&q, CircuitActivations::default()).classify(&tokens);
+        let cm = ClientModel::new(q.config.clone(), &embed, v, 3).unwrap();
+        let sm = ServerModel::new(q, v, 3).unwrap();
+        (cm, sm, tokens, want)
+    };
+    let opts = ClientOptions {
+        reveal_logits: true,
+        ..ClientOptions::default()
+    };
+    for v in [Variant::Cg2, Variant::Cg1, Variant::Baseline] {
+        let (cm, sm, tokens, want) = setup(v, 11);
+        let d = drive(
+            move |ch| client_session(ch, &cm, &tokens, opts, &mut |_, _, _| {}),
+            move |ch| server_session(ch, &sm),
+        )
+        .unwrap();
+        assert_eq!(d.a.unwrap().logits.as_deref(), Some(&want[..]), "{v:?}");
+        d.b.unwrap();
+    }
+    // A client flight cut one byte short, at several points of the session.
+    let (mut refused, mut failed) = (0, 0);
+    for cut_at in [1usize, 2, 4, 6, 9] {
+        let (cm, sm, tokens, want) = setup(Variant::Cg2, 12);
+        let (mut sc, mut fc) =
+            Stepper::start(move |ch| client_session(ch, &cm, &tokens, opts, &mut |_, _, _| {}))
+                .unwrap();
+        let (mut ss, mut fs) = Stepper::start(move |ch| server_session(ch, &sm)).unwrap();
+        let (mut out_c, mut out_s) = (None, None);
+        let mut round = 0;
+        loop {
+            let to_s = take(&mut fc, &mut out_c);
+            let to_c = take(&mut fs, &mut out_s);
+            if out_c.is_some() && out_s.is_some() {
+                break;
+            }
+            if to_s.frames().iter().any(|f| !f.is_empty()) {
+                round += 1;
+            }
+            if round == cut_at && out_s.is_none() && to_s.frames().iter().any(|f| !f.is_empty()) {
+                let mut cut = to_s.frames().to_vec();
+                let i = cut.iter().position(|f| !f.is_empty()).unwrap();
+                cut[i].pop();
+                match ss.absorb(Flight::new(cut)) {
+                    // Refused by the flight's shape: the stepper waits where it was.
+                    Err(e) => {
+                        assert!(matches!(e, NetError::Malformed(_)), "{e}");
+                        refused += 1;
+                    }
+                    // A read of unchecked length: the session's own decoding refuses it.
+                    Ok(Step::Done { output, .. }) => {
+                        let e = output.unwrap_err();
+                        assert_eq!(e.kind(), ErrorKind::Malformed, "round {round}: {e}");
+                        failed += 1;
+                        break;
+                    }
+                    Ok(Step::Send(f)) => panic!("round {round}: a cut flight was taken: {f:?}"),
+                }
+            }
+            if out_c.is_none() {
+                fc = sc.absorb(to_c).unwrap();
+            }
+            if out_s.is_none() {
+                fs = ss.absorb(to_s).unwrap();
+            }
+        }
+        if out_s.is_some() {
+            assert_eq!(out_c.unwrap().unwrap().logits.as_deref(), Some(&want[..]));
+            out_s.unwrap().unwrap();
+        }
+    }
+    assert_eq!(refused + failed, 5, "{refused} refused, {failed} failed");
+}
+
+fn take<T>(step: &mut Step<T>, out: &mut Option<T>) -> Flight {
+    match std::mem::replace(step, Step::Send(Flight::default())) {
+        Step::Send(f) => f,
+        Step::Done { output, last } => {
+            *out = Some(output);
+            last
+        }
     }
 }

@@ -14,13 +14,13 @@
 //! ([`blocks::MILL_LEAF_BITS_TRIPLES`]). An insecure dealer exists only behind the
 //! `test-dealer` feature. [`session::run_math`] runs a whole two-party evaluation of one
 //! function (setup, offline, online, outputs to the client): the entry point of `bench math`.
-//! [`flight`] runs any of these protocols flight by flight with no channel between the parties.
+//! `secinfer_net::flight` runs any of these protocols flight by flight with no channel between
+//! the parties (`tests/flight.rs`).
 #![deny(unsafe_code)]
 
 pub mod blocks;
 mod ctx;
 mod error;
-pub mod flight;
 pub mod math;
 pub mod matmul;
 mod ot_real;

@@ -527,3 +527,48 @@ fn finishing_steps_by_ot_and_by_gc_equal_the_reference_bit_for_bit() {
     assert_eq!("ot".parse::<Nonlinear>().unwrap(), Nonlinear::Ot);
     assert!("garbled".parse::<Nonlinear>().is_err());
 }
+
+/// The whole session (handshake, keys, base OTs, pool fills, HE products, finishing steps,
+/// argmax) driven as typed flights with no channel between the parties
+/// (`secinfer_net::flight`), under both finishing protocols: logits and class equal the
+/// reference's bit for bit, and every flight carries frames.
+#[test]
+fn whole_session_as_flights_equals_the_reference_bit_for_bit() {
+    let mlp = random_mlp(&[30, 16, 6], 10, 4, 9).unwrap();
+    let cnn = small_cnn(5);
+    for (model, bits, seed, nls) in [
+        (&mlp, 10, 21, &[Nonlinear::Gc, Nonlinear::Ot][..]),
+        (&cnn, 12, 22, &[Nonlinear::Ot][..]),
+    ] {
+        let n = model.config.graph.input_shape().elements();
+        let x = random_input(n, bits, seed);
+        let q = QuantizedGraph::new(model, model.config.fixed_point).unwrap();
+        let mut r = GraphReference::new(&q, ExactActivations);
+        let outs = r.run(Input::Fixed(&x)).unwrap();
+        for &nl in nls {
+            let sm = HegcServerModel::new(&q, &model.config, KernelChoice::Auto)
+                .unwrap()
+                .with_nonlinear(nl);
+            let cm = HegcClientModel::new(&model.config, KernelChoice::Auto)
+                .unwrap()
+                .with_nonlinear(nl);
+            let xc = x.clone();
+            let policy = ServerPolicy { allow_logits: true };
+            let d = secinfer_net::flight::drive(
+                move |ch| client_session(ch, &cm, &xc, true, &mut |_, _, _| {}),
+                move |ch| server_session(ch, &sm, policy),
+            )
+            .unwrap();
+            let out = d.a.unwrap();
+            d.b.unwrap();
+            assert_eq!(out.logits.unwrap(), outs[outs.len() - 2], "{nl:?}");
+            assert_eq!(out.class as i64, outs[outs.len() - 1][0], "{nl:?}");
+            assert!(d.flights_a.len() > 4 && d.flights_b.len() > 4, "{nl:?}");
+            assert!(d
+                .flights_a
+                .iter()
+                .chain(&d.flights_b)
+                .all(|f| !f.is_empty()));
+        }
+    }
+}

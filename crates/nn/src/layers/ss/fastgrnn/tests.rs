@@ -309,7 +309,7 @@ fn assert_near(sh: &FastGrnnShape, got: &[i64], want: &[i64]) {
 }
 
 /// The whole run (setup, offline, online, reveal) driven as typed flights with no channel
-/// between the parties (`secinfer_ss::flight`): the same online bytes and rounds as over a
+/// between the parties (`secinfer_net::flight`): the same online bytes and rounds as over a
 /// channel, for each party, and logits within the reference's tolerance, for both products.
 #[test]
 fn full_run_as_flights_matches_the_channel_run() {
@@ -317,7 +317,7 @@ fn full_run_as_flights_matches_the_channel_run() {
     for (math, products) in [(Impl::Opaf, Products::He), (Impl::Sirnn, Products::Ot)] {
         let opts = flight_opts(math, products);
         let (mr, xr) = (m.clone(), x.clone());
-        let d = secinfer_ss::flight::drive(
+        let d = secinfer_net::flight::drive(
             move |ch| run_fastgrnn(Party::Client, ch, &sh, &opts, None, Some(&xr)),
             move |ch| run_fastgrnn(Party::Server, ch, &sh, &opts, Some(&mr), None),
         )
@@ -352,7 +352,7 @@ fn full_run_as_flights_matches_the_channel_run() {
 /// left where it was: the real flight then finishes the run with the reference's logits.
 #[test]
 fn a_short_fastgrnn_flight_is_refused_and_the_run_carries_on() {
-    use secinfer_ss::flight::{Flight, Step, Stepper};
+    use secinfer_net::flight::{Flight, Step, Stepper};
     let (m, x, sh, want) = flight_case(0x61, (3, 6, 2, 3));
     let opts = flight_opts(Impl::Opaf, Products::He);
     let (mr, xr) = (m.clone(), x.clone());
@@ -388,7 +388,7 @@ fn a_short_fastgrnn_flight_is_refused_and_the_run_carries_on() {
             let mut fr = fc.frames().to_vec();
             fr[0].pop();
             let e = ss.absorb(Flight::new(fr)).unwrap_err();
-            assert_eq!(e.kind(), secinfer_ss::ErrorKind::Malformed, "{e}");
+            assert!(matches!(e, secinfer_net::NetError::Malformed(_)), "{e}");
             refused += 1;
         }
         if out_c.is_none() {

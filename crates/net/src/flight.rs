@@ -1,8 +1,9 @@
 //! A composed protocol as typed flights, with no channel between the parties.
 //!
-//! The math functions ([`crate::math`]), the products and the nn layers compose SIRNN's blocks
-//! against [`Channel`]; their steps are pure ([`crate::blocks::steps`]), but the order in which
-//! a function calls them, and what it keeps between them, is the function itself. Rewriting
+//! The protocol crates' functions (ss's math functions and products, the nn layers' sessions)
+//! compose their blocks against [`Channel`]; the blocks' steps are pure (`ss::blocks::steps`,
+//! the OT extensions' `cot_step`s), but the order in which a function calls them, and what it
+//! keeps between them, is the function itself. Rewriting
 //! each function as an explicit state machine would give OPAF's arithmetic a second copy; so a
 //! [`Stepper`] runs the one definition unchanged on its own thread against a [`FlightChannel`]
 //! and stops it wherever it waits for the peer: what it sent since the last stop is one
@@ -19,7 +20,7 @@
 //! against its limit; the other reads only against the frame limit (the OT extension's chunks,
 //! `ss::matmul`'s frames: a wrong one there fails the function instead). A flight that ends in the
 //! middle of what the function reads before it speaks again, a frame of the wrong size, or frames
-//! left over when the function returns, is refused with [`SsError::Malformed`] and the stepper
+//! left over when the function returns, is refused with [`NetError::Malformed`] and the stepper
 //! waits where it was: absorbing the corrected flight (its frames already read must be the same)
 //! carries on as if the bad one had never come. A flight "ends in the middle" when the function has
 //! read some of the peer's flight and would wait again without having sent anything. No honest run
@@ -27,9 +28,8 @@
 //! products); a protocol in which a party reads two of its peer's flights in a row (the second one
 //! answering a message of its own that crossed the first) would be refused by this rule. A stepper
 //! dropped before it is done ends its thread (its reads then fail with [`NetError::Closed`]).
-use crate::error::{invalid, Result, SsError};
+use crate::{Channel, Meter, NetError, Result, DEFAULT_MAX_FRAME};
 use bytemuck::Pod;
-use secinfer_net::{Channel, Meter, NetError, DEFAULT_MAX_FRAME};
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
@@ -108,7 +108,7 @@ pub struct FlightChannel {
 
 impl FlightChannel {
     /// Hands the outgoing flight over and waits for the peer's.
-    fn stop(&mut self, report: Report) -> secinfer_net::Result<()> {
+    fn stop(&mut self, report: Report) -> Result<()> {
         self.to_driver.send(report).map_err(|_| NetError::Closed)?;
         let frames = self.from_driver.recv().map_err(|_| NetError::Closed)?;
         self.taken.clear();
@@ -118,7 +118,7 @@ impl FlightChannel {
 
     /// Refuses the flight being read and waits for it again: the frames already taken must
     /// come back unchanged (they were read), the rest replaces what is left.
-    fn refuse(&mut self, why: String) -> secinfer_net::Result<()> {
+    fn refuse(&mut self, why: String) -> Result<()> {
         let mut why = why;
         loop {
             self.to_driver
@@ -136,7 +136,7 @@ impl FlightChannel {
 
     /// The next frame: of exactly `want` bytes when the read knows its length, else at most
     /// `limit`.
-    fn take(&mut self, want: Option<usize>, limit: usize) -> secinfer_net::Result<Vec<u8>> {
+    fn take(&mut self, want: Option<usize>, limit: usize) -> Result<Vec<u8>> {
         loop {
             let Some(front) = self.inbox.front() else {
                 if !self.taken.is_empty() && self.outbox.is_empty() {
@@ -174,7 +174,7 @@ impl FlightChannel {
     }
 
     /// After the function returned: nothing of the peer's may be left unread.
-    fn finish(&mut self) -> secinfer_net::Result<()> {
+    fn finish(&mut self) -> Result<()> {
         while !self.inbox.is_empty() {
             let extra = self.inbox.len();
             self.refuse(format!("{extra} frames past the end of the protocol"))?;
@@ -187,10 +187,10 @@ impl FlightChannel {
 }
 
 impl Channel for FlightChannel {
-    fn send_frame(&mut self, frame: &[u8]) -> secinfer_net::Result<()> {
+    fn send_frame(&mut self, frame: &[u8]) -> Result<()> {
         self.send_frame_vec(frame.to_vec())
     }
-    fn send_frame_vec(&mut self, frame: Vec<u8>) -> secinfer_net::Result<()> {
+    fn send_frame_vec(&mut self, frame: Vec<u8>) -> Result<()> {
         if frame.len() > DEFAULT_MAX_FRAME {
             return Err(NetError::FrameTooLarge {
                 len: frame.len(),
@@ -201,15 +201,15 @@ impl Channel for FlightChannel {
         self.outbox.push(frame);
         Ok(())
     }
-    fn recv_frame(&mut self) -> secinfer_net::Result<Vec<u8>> {
+    fn recv_frame(&mut self) -> Result<Vec<u8>> {
         self.take(None, DEFAULT_MAX_FRAME)
     }
-    fn recv_frame_limited(&mut self, max: usize) -> secinfer_net::Result<Vec<u8>> {
+    fn recv_frame_limited(&mut self, max: usize) -> Result<Vec<u8>> {
         self.take(None, max.min(DEFAULT_MAX_FRAME))
     }
     /// As the provided method, but the length is checked before the frame is taken, so a
     /// frame of the wrong size is refused without the function seeing it.
-    fn recv_pod<T: Pod>(&mut self, count: usize) -> secinfer_net::Result<Vec<T>>
+    fn recv_pod<T: Pod>(&mut self, count: usize) -> Result<Vec<T>>
     where
         Self: Sized,
     {
@@ -226,7 +226,7 @@ impl Channel for FlightChannel {
         Ok(out)
     }
     /// As [`FlightChannel::recv_pod`]: the length is checked before the frame is taken.
-    fn recv_bytes(&mut self, len: usize) -> secinfer_net::Result<Vec<u8>>
+    fn recv_bytes(&mut self, len: usize) -> Result<Vec<u8>>
     where
         Self: Sized,
     {
@@ -238,7 +238,7 @@ impl Channel for FlightChannel {
         }
         self.take(Some(len), len)
     }
-    fn flush(&mut self) -> secinfer_net::Result<()> {
+    fn flush(&mut self) -> Result<()> {
         Ok(())
     }
     fn meter(&self) -> &Meter {
@@ -256,7 +256,7 @@ impl Channel for FlightChannel {
 pub struct Stepper<T> {
     to_thread: Option<Sender<Vec<Vec<u8>>>>,
     reports: Receiver<Report>,
-    thread: Option<JoinHandle<secinfer_net::Result<T>>>,
+    thread: Option<JoinHandle<Result<T>>>,
 }
 
 impl<T: Send + 'static> Stepper<T> {
@@ -284,7 +284,7 @@ impl<T: Send + 'static> Stepper<T> {
                 ch.finish()?;
                 Ok(out)
             })
-            .map_err(|e| invalid(format!("cannot start a stepper thread: {e}")))?;
+            .map_err(NetError::Io)?;
         let mut s = Stepper {
             to_thread: Some(to_thread),
             reports,
@@ -295,13 +295,13 @@ impl<T: Send + 'static> Stepper<T> {
     }
 
     /// Serves the function's reads from the peer's `flight` and runs it to its next wait.
-    /// A refused flight is [`SsError::Malformed`]; the stepper is then where it was before.
+    /// A refused flight is [`NetError::Malformed`]; the stepper is then where it was before.
     pub fn absorb(&mut self, flight: Flight) -> Result<Step<T>> {
         let Some(tx) = &self.to_thread else {
-            return Err(invalid("the stepper is done"));
+            return Err(NetError::Closed);
         };
         if tx.send(flight.frames).is_err() {
-            return self.join().and(Err(SsError::Net(NetError::Closed)));
+            return self.join().and(Err(NetError::Closed));
         }
         self.next()
     }
@@ -309,24 +309,22 @@ impl<T: Send + 'static> Stepper<T> {
     fn next(&mut self) -> Result<Step<T>> {
         match self.reports.recv() {
             Ok(Report::Flight(f)) => Ok(Step::Send(Flight::new(f))),
-            Ok(Report::Refused(why)) => Err(SsError::Malformed(why)),
+            Ok(Report::Refused(why)) => Err(NetError::Malformed(why)),
             Ok(Report::Finished(last)) => Ok(Step::Done {
                 output: self.join()?,
                 last: Flight::new(last),
             }),
             // The thread ended without finishing: its link failed.
-            Err(_) => self.join().and(Err(SsError::Net(NetError::Closed))),
+            Err(_) => self.join().and(Err(NetError::Closed)),
         }
     }
 
     fn join(&mut self) -> Result<T> {
         self.to_thread = None;
         let Some(h) = self.thread.take() else {
-            return Err(invalid("the stepper is done"));
+            return Err(NetError::Closed);
         };
-        h.join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            .map_err(SsError::from)
+        h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
     }
 }
 
@@ -395,7 +393,7 @@ where
                 })
             }
             (Side::Running(_), Side::Running(_)) if idle => {
-                return Err(SsError::Malformed(
+                return Err(NetError::Malformed(
                     "both parties wait with nothing to send".into(),
                 ))
             }
@@ -421,7 +419,7 @@ fn deliver<T: Send + 'static>(side: Side<T>, f: Flight) -> Result<(Side<T>, Flig
             let step = s.absorb(f)?;
             Ok(settle(s, step))
         }
-        Side::Done(_) if !f.is_empty() => Err(SsError::Malformed(
+        Side::Done(_) if !f.is_empty() => Err(NetError::Malformed(
             "a flight for a party that is done".into(),
         )),
         done => Ok((done, Flight::default())),
