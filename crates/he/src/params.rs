@@ -437,6 +437,19 @@ impl ModCtx {
         }
     }
 
+    /// a ← the coefficient form of a ∘ b (both in NTT form). On the 64-bit plan the product
+    /// and the multiplication by n⁻¹ are one in-place pass before the raw inverse transform.
+    pub(crate) fn mul_to_coeff(&self, a: &mut [u64], b: &[u64]) {
+        if self.plan32.is_some() {
+            let (mu, bits) = barrett_mu(self.q);
+            crate::ks32::mul_small_assign(a, b, self.q, mu, bits);
+            self.to_coeff(a);
+        } else {
+            self.plan.mul_assign_normalize(a, b);
+            self.plan.inv(a);
+        }
+    }
+
     pub(crate) fn to_coeff(&self, a: &mut [u64]) {
         match &self.plan32 {
             Some(p) => {
