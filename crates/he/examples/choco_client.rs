@@ -31,30 +31,28 @@ fn main() -> Result<(), secinfer_he::HeError> {
     let t = p.t();
     let slots: Vec<u64> = (0..p.n() as u64).map(|i| (i * 7919 + 13) % t).collect();
     let m = encode_simd(p, &slots)?;
-    {
-        let q = p.set().q[0];
-        let plan = tfhe_ntt::prime64::Plan::try_new(p.n(), q).unwrap();
-        let mut v: Vec<u64> = (0..p.n() as u64).map(|i| (i * 977) % q).collect();
-        time("raw tfhe-ntt fwd 62-bit", iters, || plan.fwd(std::hint::black_box(&mut v)));
-        time("raw tfhe-ntt inv 62-bit", iters, || plan.inv(std::hint::black_box(&mut v)));
-        let w = v.clone();
-        time("raw mul_assign_normalize", iters, || plan.mul_assign_normalize(std::hint::black_box(&mut v), &w));
-        let q50 = secinfer_he::arith::prime_below(50, 2 * p.n() as u64, &[]).unwrap();
-        let plan = tfhe_ntt::prime64::Plan::try_new(p.n(), q50).unwrap();
-        println!("ifma {}", plan.use_ifma());
-        let mut v: Vec<u64> = (0..p.n() as u64).map(|i| (i * 977) % q50).collect();
-        time("raw tfhe-ntt fwd 50-bit", iters, || plan.fwd(std::hint::black_box(&mut v)));
-        time("raw tfhe-ntt inv 50-bit", iters, || plan.inv(std::hint::black_box(&mut v)));
-        let q30 = secinfer_he::arith::prime_below(30, 2 * p.n() as u64, &[]).unwrap() as u32;
-        let plan = tfhe_ntt::prime32::Plan::try_new(p.n(), q30).unwrap();
-        let mut v: Vec<u32> = (0..p.n() as u32).map(|i| (i * 977) % q30).collect();
-        time("raw tfhe-ntt fwd 30-bit (32)", iters, || plan.fwd(std::hint::black_box(&mut v)));
-        let mut buf = vec![0u8; 20];
-        let mut prg = secinfer_core::Prg::new();
-        let mut blocks = vec![secinfer_core::Block::ZERO; 8192];
-        time("aes 8192 blocks (128 KiB)", iters, || prg.fill_blocks(std::hint::black_box(&mut blocks)));
-        let _ = &mut buf;
-    }
+    // The floors: the transforms and the PRG output one encryption and one decryption need.
+    let q = p.set().q[0];
+    let plan = tfhe_ntt::prime64::Plan::try_new(p.n(), q).expect("plan");
+    let mut v: Vec<u64> = (0..p.n() as u64).map(|i| (i * 977) % q).collect();
+    time("NTT fwd, 62-bit Q prime", iters, || {
+        plan.fwd(std::hint::black_box(&mut v))
+    });
+    time("NTT inv, 62-bit Q prime", iters, || {
+        plan.inv(std::hint::black_box(&mut v))
+    });
+    let q50 = secinfer_he::arith::prime_below(50, 2 * p.n() as u64, &[]).expect("prime");
+    let plan = tfhe_ntt::prime64::Plan::try_new(p.n(), q50).expect("plan");
+    let mut v: Vec<u64> = (0..p.n() as u64).map(|i| (i * 977) % q50).collect();
+    let ifma = if plan.use_ifma() { "IFMA" } else { "no IFMA" };
+    time(&format!("NTT fwd, 50-bit prime ({ifma})"), iters, || {
+        plan.fwd(std::hint::black_box(&mut v))
+    });
+    let mut prg = secinfer_core::Prg::new();
+    let mut blocks = vec![secinfer_core::Block::ZERO; p.n()];
+    time("AES-CTR, 2n words", iters, || {
+        prg.fill_blocks(std::hint::black_box(&mut blocks))
+    });
     time("encode_simd", iters, || {
         std::hint::black_box(encode_simd(p, &slots).unwrap());
     });
@@ -87,6 +85,10 @@ fn main() -> Result<(), secinfer_he::HeError> {
         std::hint::black_box(sk.decrypt_response(&r).unwrap());
     });
     assert_eq!(sk.decrypt_response(&r)?, slots, "round trip");
-    println!("response {} B, upload {} B", bytes.len(), ct.to_bytes().len());
+    println!(
+        "response {} B, upload {} B",
+        bytes.len(),
+        ct.to_bytes().len()
+    );
     Ok(())
 }

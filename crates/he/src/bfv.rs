@@ -179,6 +179,9 @@ pub struct SecretKey {
     /// −s in NTT form mod each Q prime (length L·n): encryption adds a·(−s) in the one
     /// multiply-accumulate pass.
     neg_ntt_q: Vec<u64>,
+    /// s in NTT form mod the auxiliary prime (`Params::aux_ntt`), built on first use by
+    /// response decryption.
+    aux_ntt: std::sync::OnceLock<Vec<u64>>,
     /// Sign masks of s's negacyclic windows, built on first use by `decrypt_sparse`'s
     /// direct path (`SecretKey::window_masks`).
     pub(crate) window_masks: std::sync::OnceLock<Vec<i8>>,
@@ -211,6 +214,7 @@ impl SecretKey {
             coeffs,
             ntt_qp,
             neg_ntt_q,
+            aux_ntt: std::sync::OnceLock::new(),
             window_masks: std::sync::OnceLock::new(),
         }
     }
@@ -768,6 +772,12 @@ impl Drop for Ciphertext {
     fn drop(&mut self) {
         give_back(std::mem::take(&mut self.c0));
         give_back(std::mem::take(&mut self.c1));
+    }
+}
+
+impl Drop for SeededCiphertext {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.c0));
     }
 }
 

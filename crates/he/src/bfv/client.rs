@@ -11,10 +11,10 @@
 //!   `Sampler::gaussian`), drawn in bulk: the same values the scalar sampler gives.
 
 use super::{
-    center_big, check_coeffs_range, crt, encode_simd, give_back, sparse::lift_pow2,
-    take_dirty, Response, SecretKey, SeededCiphertext,
+    center_big, check_coeffs_range, crt, encode_simd, give_back, sparse::lift_pow2, take_dirty,
+    Response, SecretKey, SeededCiphertext,
 };
-use crate::arith::{add_mod, mul_shoup, shoup, small_mod, Sampler};
+use crate::arith::{add_mod, from_i64, mul_shoup, shoup, small_mod, Sampler};
 use crate::params::Params;
 use crate::HeError;
 
@@ -45,7 +45,8 @@ impl SecretKey {
         prg.fill_bytes(&mut seed);
         let mut e = vec![0i8; n];
         prg.fill_error(&mut e);
-        let mut c0 = vec![0u64; n * params.l()];
+        // Every word is written below (recycled uploads cost no page faults or memset).
+        let mut c0 = take_dirty(n * params.l());
         let mut a = take_dirty(n);
         let mut uniform = Sampler::from_seed(&seed);
         for (i, (md, ci)) in params.0.qs.iter().zip(c0.chunks_exact_mut(n)).enumerate() {
@@ -82,6 +83,25 @@ impl SecretKey {
         }
         let k = r.log_q;
         let qr = 1u64 << k;
+        let t = params.t();
+        let u64_rounding = k + (64 - t.leading_zeros()) < 64;
+        if params.0.qs[0].plan32.is_none() && u64_rounding {
+            if let Some(aux) = params.aux_ntt().filter(|a| (n as u128) << k < a.p as u128) {
+                // c1·s exactly on the auxiliary prime (|c1·s| ≤ n·2^(k−1) < p/2).
+                let s = self.aux_ntt.get_or_init(|| {
+                    let mut s: Vec<u64> = self.coeffs.iter().map(|&c| from_i64(c, aux.p)).collect();
+                    aux.plan.fwd(&mut s);
+                    s
+                });
+                let mut c = take_dirty(n);
+                lift_pow2(&mut c, &r.c1, k, aux.p);
+                aux.plan.fwd(&mut c);
+                aux.plan.mul_assign_normalize(&mut c, s);
+                aux.plan.inv(&mut c);
+                round_u64(&mut c, &r.c0, aux.p, k, t);
+                return Ok(c);
+            }
+        }
         // c1·s exactly over the integers, computed mod Q (|c1·s| ≤ n·qr/2 < Q/2 by
         // `max_response_bits`) and CRT-combined when Q has two primes. When n·qr is below the
         // first prime the product is already exact modulo that prime alone: half the
@@ -99,8 +119,7 @@ impl SecretKey {
             md.mul_to_coeff(ci, &self.ntt_qp[i * n..(i + 1) * n]);
         }
         let q0 = params.0.set.q[0];
-        let t = params.t();
-        if one && k + (64 - t.leading_zeros()) < 64 {
+        if one && u64_rounding {
             round_u64(&mut c1[..n], &r.c0, q0, k, t);
             c1.truncate(n);
             return Ok(c1);
@@ -153,7 +172,7 @@ fast_dispatch! {
 
 fast_dispatch! {
     /// x[i] ← round(t·((c0[i] + centered x[i]) mod 2^k) / 2^k) mod t, where x holds c1·s mod
-    /// q0 (|c1·s| < q0/2 < 2^61) and c0 < 2^k: the sum fits an i64, its reduction mod 2^k is
+    /// a prime q0 (|c1·s| < q0/2 < 2^61) and c0 < 2^k: the sum fits an i64, its reduction mod 2^k is
     /// a mask, and with k + log2 t < 64 the rounding is exact in u64. The rounded value is at
     /// most t (x < 2^k), so the reduction mod t is one compare.
     fn round_u64(x: &mut [u64], c0: &[u64], q0: u64, k: u32, t: u64) {

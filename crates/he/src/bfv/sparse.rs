@@ -368,8 +368,18 @@ fast_dispatch! {
 fast_dispatch! {
     /// o[i] ← the centered lift of c[i] (mod 2^k) into Z_q.
     pub(super) fn lift_pow2(o: &mut [u64], c: &[u64], k: u32, q: u64) -> () {
-        for (o, &c) in o.iter_mut().zip(c) {
-            *o = from_i64(center_pow2(c, k), q);
+        let half = (1u64 << k) >> 1;
+        if half <= q {
+            // A value c ≥ 2^(k−1) stands for c − 2^k ∈ [−q, 0): one addition of q, as a
+            // wrapping add of q − 2^k (the same words `from_i64` gives, without its branches).
+            let off = q.wrapping_sub(1u64 << k);
+            for (o, &c) in o.iter_mut().zip(c) {
+                *o = if c >= half { c.wrapping_add(off) } else { c };
+            }
+        } else {
+            for (o, &c) in o.iter_mut().zip(c) {
+                *o = from_i64(center_pow2(c, k), q);
+            }
         }
     }
 }
