@@ -54,35 +54,35 @@ fn main() -> Result<(), secinfer_he::HeError> {
         prg.fill_blocks(std::hint::black_box(&mut blocks))
     });
     time("encode_simd", iters, || {
-        std::hint::black_box(encode_simd(p, &slots).unwrap());
+        std::hint::black_box(encode_simd(p, &slots).expect("ok"));
     });
     time("encrypt_poly_seeded", iters, || {
-        std::hint::black_box(sk.encrypt_poly_seeded(&m).unwrap());
+        std::hint::black_box(sk.encrypt_poly_seeded(&m).expect("ok"));
     });
     let ct = sk.encrypt_poly_seeded(&m)?;
     time("SeededCiphertext::to_bytes", iters, || {
         std::hint::black_box(ct.to_bytes());
     });
     time("encrypt total (slots -> bytes)", iters, || {
-        std::hint::black_box(sk.encrypt_seeded(&slots).unwrap().to_bytes());
+        std::hint::black_box(sk.encrypt_seeded(&slots).expect("ok").to_bytes());
     });
     let full = sk.encrypt(&slots)?;
     let (resp, _) = finish(p, &pk, &full, FLOOD_STAT_BITS)?;
     let bytes = resp.to_bytes();
     time("Response::from_bytes", iters, || {
-        std::hint::black_box(Response::from_bytes(p, &bytes).unwrap());
+        std::hint::black_box(Response::from_bytes(p, &bytes).expect("ok"));
     });
     let r = Response::from_bytes(p, &bytes)?;
     time("decrypt_response_poly", iters, || {
-        std::hint::black_box(sk.decrypt_response_poly(&r).unwrap());
+        std::hint::black_box(sk.decrypt_response_poly(&r).expect("ok"));
     });
     let poly = sk.decrypt_response_poly(&r)?;
     time("decode_simd", iters, || {
-        std::hint::black_box(decode_simd(p, &poly).unwrap());
+        std::hint::black_box(decode_simd(p, &poly).expect("ok"));
     });
     time("decrypt total (bytes -> slots)", iters, || {
-        let r = Response::from_bytes(p, &bytes).unwrap();
-        std::hint::black_box(sk.decrypt_response(&r).unwrap());
+        let r = Response::from_bytes(p, &bytes).expect("ok");
+        std::hint::black_box(sk.decrypt_response(&r).expect("ok"));
     });
     assert_eq!(sk.decrypt_response(&r)?, slots, "round trip");
     println!(
