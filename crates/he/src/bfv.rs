@@ -1192,32 +1192,18 @@ impl Response {
     }
 }
 
-/// The 16 bytes of `src` from `at` on as a little-endian word, zero past the end.
+/// The N bytes of `src` from `at` on, zero past the end (a field's word near the stream's end).
 #[inline(always)]
-fn load_le128(src: &[u8], at: usize) -> u128 {
-    let mut b = [0u8; 16];
-    match src.get(at..at + 16) {
+fn load_bytes<const N: usize>(src: &[u8], at: usize) -> [u8; N] {
+    let mut b = [0u8; N];
+    match src.get(at..at + N) {
         Some(w) => b.copy_from_slice(w),
         None => {
             let rest = src.get(at..).unwrap_or(&[]);
             b[..rest.len()].copy_from_slice(rest);
         }
     }
-    u128::from_le_bytes(b)
-}
-
-/// The 8 bytes of `src` from `at` on as a little-endian word, zero past the end.
-#[inline(always)]
-fn load_le64(src: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    match src.get(at..at + 8) {
-        Some(w) => b.copy_from_slice(w),
-        None => {
-            let rest = src.get(at..).unwrap_or(&[]);
-            b[..rest.len()].copy_from_slice(rest);
-        }
-    }
-    u64::from_le_bytes(b)
+    b
 }
 
 fast_dispatch! {
@@ -1231,12 +1217,12 @@ fast_dispatch! {
         if bits <= 56 {
             for (j, o) in out.iter_mut().enumerate() {
                 let b = (first + j) * w;
-                *o = (load_le64(src, b >> 3) >> (b & 7)) & mask;
+                *o = (u64::from_le_bytes(load_bytes(src, b >> 3)) >> (b & 7)) & mask;
             }
         } else {
             for (j, o) in out.iter_mut().enumerate() {
                 let b = (first + j) * w;
-                *o = (load_le128(src, b >> 3) >> (b & 7)) as u64 & mask;
+                *o = (u128::from_le_bytes(load_bytes(src, b >> 3)) >> (b & 7)) as u64 & mask;
             }
         }
     }
