@@ -219,6 +219,57 @@ impl Sampler {
             chunk.copy_from_slice(&w[..chunk.len()]);
         }
     }
+    /// `out.len()` words: exactly what as many [`Sampler::next_u64`] calls give, leaving the
+    /// same state, but whole refills go straight from the PRG into `out`.
+    pub(crate) fn fill_u64(&mut self, out: &mut [u64]) {
+        let buffered = (2 * SAMPLER_BLOCKS - self.pos).min(out.len());
+        out[..buffered].copy_from_slice(&self.buf[self.pos..self.pos + buffered]);
+        self.pos += buffered;
+        let mut rest = &mut out[buffered..];
+        while rest.len() >= 2 * SAMPLER_BLOCKS {
+            let (head, tail) = rest.split_at_mut(2 * SAMPLER_BLOCKS);
+            let mut blocks = [Block::ZERO; SAMPLER_BLOCKS];
+            self.prg.fill_blocks(&mut blocks);
+            for (w, b) in head.chunks_exact_mut(2).zip(&blocks) {
+                w[0] = b.0 as u64;
+                w[1] = (b.0 >> 64) as u64;
+            }
+            rest = tail;
+        }
+        for o in rest {
+            *o = self.next_u64();
+        }
+    }
+    /// `out.len()` draws of [`Sampler::uniform`]`(q)`: the same values and the same state
+    /// after. Each round draws exactly as many words as values are missing (a word yields at
+    /// most one), so no word is taken that the scalar sampler would not take, and the
+    /// rejections are a branch-free compaction instead of unpredictable branches.
+    pub(crate) fn fill_uniform(&mut self, q: u64, out: &mut [u64]) {
+        const CHUNK: usize = 256;
+        let bits = 64 - (q - 1).leading_zeros();
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        let mut words = [0u64; CHUNK];
+        let mut filled = 0;
+        while filled < out.len() {
+            let want = (out.len() - filled).min(CHUNK);
+            self.fill_u64(&mut words[..want]);
+            filled = compact_below(&words[..want], mask, q, out, filled);
+        }
+    }
+    /// `out.len()` draws of [`Sampler::gaussian`] (the same values and state after), the
+    /// binomial's popcounts compiled for POPCNT where the CPU has it.
+    pub(crate) fn fill_error(&mut self, out: &mut [i8]) {
+        const CHUNK: usize = 256;
+        let mut words = [0u64; CHUNK];
+        for dst in out.chunks_mut(CHUNK) {
+            self.fill_u64(&mut words[..dst.len()]);
+            binomial21(&words[..dst.len()], dst);
+        }
+    }
     /// Uniform in [0, q) by rejection sampling.
     pub(crate) fn uniform(&mut self, q: u64) -> u64 {
         let bits = 64 - (q - 1).leading_zeros();
@@ -302,10 +353,38 @@ impl Sampler {
     /// (parameter sets with another σ are rejected by their validation).
     #[inline]
     pub(crate) fn gaussian(&mut self) -> i64 {
-        let v = self.next_u64();
-        let a = (v & 0x1F_FFFF).count_ones() as i64;
-        let b = ((v >> 21) & 0x1F_FFFF).count_ones() as i64;
-        a - b
+        binomial21_word(self.next_u64()) as i64
+    }
+}
+
+/// The centered binomial sample (k = 21) of one random word: popcount of its low 21 bits
+/// minus that of the next 21.
+#[inline(always)]
+fn binomial21_word(v: u64) -> i8 {
+    (v & 0x1F_FFFF).count_ones() as i8 - ((v >> 21) & 0x1F_FFFF).count_ones() as i8
+}
+
+fast_dispatch! {
+    /// out[i] ← the binomial sample of words[i].
+    fn binomial21(words: &[u64], out: &mut [i8]) {
+        for (o, &w) in out.iter_mut().zip(words) {
+            *o = binomial21_word(w);
+        }
+    }
+}
+
+fast_dispatch! {
+    /// Writes the masked words that are below `q` to `out` from position `filled` on and
+    /// returns the new fill; callers pass at most `out.len() − filled` words.
+    fn compact_below(words: &[u64], mask: u64, q: u64, out: &mut [u64], filled: usize) -> usize {
+        let mut c = filled;
+        for &w in words {
+            let v = w & mask;
+            // c < out.len() here: each earlier word advanced c by at most one.
+            out[c] = v;
+            c += usize::from(v < q);
+        }
+        c
     }
 }
 
@@ -665,6 +744,46 @@ mod tests {
                     for _ in 0..70 {
                         assert_eq!(a.ternary(), b.ternary());
                     }
+                    assert_eq!(a.next_u64(), b.next_u64());
+                }
+            }
+        }
+    }
+
+    /// The bulk samplers (`fill_u64`, `fill_uniform`, `fill_error`) give exactly the values
+    /// and leave exactly the state of as many scalar draws, from starting states inside and at
+    /// the end of a refill, for moduli with many and with almost no rejections, and lengths
+    /// around the refill size.
+    #[test]
+    fn bulk_samplers_match_scalar_draws() {
+        let new = |k: u8| Sampler::from_key([k; 16]);
+        let q62 = prime_below(62, 1 << 14, &[]).expect("prime");
+        for k in 0..2u8 {
+            for pre in [0usize, 1, 127, 128, 129] {
+                for len in [0usize, 1, 127, 128, 129, 300, 8192] {
+                    let start = |s: &mut Sampler| {
+                        for _ in 0..pre {
+                            s.next_u64();
+                        }
+                    };
+                    let (mut a, mut b) = (new(k), new(k));
+                    start(&mut a);
+                    start(&mut b);
+                    let mut got = vec![0u64; len];
+                    a.fill_u64(&mut got);
+                    let want: Vec<u64> = (0..len).map(|_| b.next_u64()).collect();
+                    assert_eq!(got, want, "words: key {k} pre {pre} len {len}");
+                    assert_eq!(a.next_u64(), b.next_u64());
+                    for q in [q62, (1 << 40) + 1, 3, 1 << 20] {
+                        a.fill_uniform(q, &mut got);
+                        let want: Vec<u64> = (0..len).map(|_| b.uniform(q)).collect();
+                        assert_eq!(got, want, "uniform {q}: key {k} pre {pre} len {len}");
+                        assert_eq!(a.next_u64(), b.next_u64());
+                    }
+                    let mut e = vec![0i8; len];
+                    a.fill_error(&mut e);
+                    let want: Vec<i8> = (0..len).map(|_| b.gaussian() as i8).collect();
+                    assert_eq!(e, want, "error: key {k} pre {pre} len {len}");
                     assert_eq!(a.next_u64(), b.next_u64());
                 }
             }

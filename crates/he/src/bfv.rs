@@ -13,6 +13,7 @@ use crate::arith::{add_mod, center, from_i64, mul_mod, neg_mod, sub_mod, Sampler
 use crate::params::{Encoding, Params};
 use crate::HeError;
 
+mod client;
 #[cfg(test)]
 mod kat;
 mod ops;
@@ -175,6 +176,12 @@ pub struct SecretKey {
     pub(crate) coeffs: Vec<i64>,
     /// NTT form mod each Q prime, then mod P (length (L+1)·n).
     ntt_qp: Vec<u64>,
+    /// −s in NTT form mod each Q prime (length L·n): encryption adds a·(−s) in the one
+    /// multiply-accumulate pass.
+    neg_ntt_q: Vec<u64>,
+    /// s in NTT form mod the auxiliary prime (`Params::aux_ntt`), built on first use by
+    /// response decryption.
+    aux_ntt: std::sync::OnceLock<Vec<u64>>,
     /// Sign masks of s's negacyclic windows, built on first use by `decrypt_sparse`'s
     /// direct path (`SecretKey::window_masks`).
     pub(crate) window_masks: std::sync::OnceLock<Vec<i8>>,
@@ -195,10 +202,19 @@ impl SecretKey {
         params.0.pm.to_ntt(&mut sp);
         ntt_qp.extend_from_slice(&sp);
         debug_assert_eq!(ntt_qp.len(), (params.l() + 1) * n);
+        let neg_ntt_q = params
+            .0
+            .qs
+            .iter()
+            .zip(ntt_qp.chunks_exact(n))
+            .flat_map(|(m, r)| r.iter().map(move |&v| neg_mod(v, m.q)))
+            .collect();
         SecretKey {
             params: params.clone(),
             coeffs,
             ntt_qp,
+            neg_ntt_q,
+            aux_ntt: std::sync::OnceLock::new(),
             window_masks: std::sync::OnceLock::new(),
         }
     }
@@ -282,11 +298,9 @@ fn expand_uniform(params: &Params, seed: &[u8; 32], count: usize, with_p: bool) 
     if with_p {
         moduli.push(params.0.pm.q);
     }
-    let mut out = Vec::with_capacity(n * moduli.len());
-    for q in moduli {
-        for _ in 0..n {
-            out.push(prg.uniform(q));
-        }
+    let mut out = vec![0u64; n * moduli.len()];
+    for (q, dst) in moduli.into_iter().zip(out.chunks_exact_mut(n)) {
+        prg.fill_uniform(q, dst);
     }
     out
 }
@@ -660,6 +674,26 @@ impl Plaintext {
     }
 }
 
+/// Checks a coefficient polynomial mod t: at most n coefficients (the rest are zero), each
+/// below t.
+fn check_coeffs_range(params: &Params, coeffs: &[u64]) -> Result<(), HeError> {
+    let n = params.n();
+    if coeffs.len() > n {
+        return Err(HeError::WrongLength {
+            expected: n,
+            got: coeffs.len(),
+        });
+    }
+    match coeffs.iter().position(|&c| c >= params.t()) {
+        Some(i) => Err(HeError::OutOfRange {
+            index: i,
+            value: coeffs[i],
+            modulus: params.t(),
+        }),
+        None => Ok(()),
+    }
+}
+
 fn check_coeffs(params: &Params, coeffs: &[u64]) -> Result<Vec<u64>, HeError> {
     let n = params.n();
     if coeffs.len() > n {
@@ -692,7 +726,7 @@ pub fn encode_simd(params: &Params, slots: &[u64]) -> Result<Vec<u64>, HeError> 
             got: slots.len(),
         });
     }
-    let mut v = vec![0u64; n];
+    let mut v = take_zeroed(n);
     for (s, &x) in slots.iter().enumerate() {
         if x >= tm.q {
             return Err(HeError::OutOfRange {
@@ -741,6 +775,12 @@ impl Drop for Ciphertext {
     }
 }
 
+impl Drop for SeededCiphertext {
+    fn drop(&mut self) {
+        give_back(std::mem::take(&mut self.c0));
+    }
+}
+
 impl Drop for Decomposed {
     fn drop(&mut self) {
         give_back(std::mem::take(&mut self.c0));
@@ -765,41 +805,6 @@ pub struct SeededCiphertext {
 }
 
 impl SecretKey {
-    /// Encrypts a coefficient polynomial m (mod t); `a` is expanded from a fresh seed.
-    pub fn encrypt_poly_seeded(&self, m: &[u64]) -> Result<SeededCiphertext, HeError> {
-        let params = &self.params;
-        let m = check_coeffs(params, m)?;
-        let n = params.n();
-        let mut prg = Sampler::from_os();
-        let mut seed = [0u8; 32];
-        prg.fill_bytes(&mut seed);
-        let a = expand_uniform(params, &seed, params.l(), false);
-        let mut c0 = vec![0u64; n * params.l()];
-        let e: Vec<i64> = (0..n).map(|_| prg.gaussian()).collect();
-        for (i, md) in params.0.qs.iter().enumerate() {
-            let q = md.q;
-            let d = params.0.delta_mod_q[i];
-            let ds = crate::arith::shoup(d, q);
-            let r = i * n..(i + 1) * n;
-            for ((o, &mi), &ei) in c0[r.clone()].iter_mut().zip(&m).zip(&e) {
-                *o = add_mod(crate::arith::mul_shoup(mi, d, ds, q), from_i64(ei, q), q);
-            }
-            md.to_ntt(&mut c0[r]);
-        }
-        sub_product(params, &mut c0, &a, self.ntt_q(), params.l());
-        Ok(SeededCiphertext {
-            seed,
-            c0,
-            rb: params.residue_bytes(),
-        })
-    }
-
-    /// Encrypts SIMD slot values (mod t).
-    pub fn encrypt_seeded(&self, slots: &[u64]) -> Result<SeededCiphertext, HeError> {
-        let m = encode_simd(&self.params, slots)?;
-        self.encrypt_poly_seeded(&m)
-    }
-
     /// Encrypts slot values and expands the seed (local use, tests).
     pub fn encrypt(&self, slots: &[u64]) -> Result<Ciphertext, HeError> {
         Ok(self.encrypt_seeded(slots)?.expand(&self.params))
@@ -928,70 +933,6 @@ impl SecretKey {
         let half_delta = (delta / 2) as f64;
         half_delta.log2() - (max.max(1) as f64).log2()
     }
-
-    /// Decrypts a modulus-switched server response to SIMD slots.
-    pub fn decrypt_response(&self, r: &Response) -> Result<Vec<u64>, HeError> {
-        decode_simd(&self.params, &self.decrypt_response_poly(r)?)
-    }
-
-    /// Decrypts a modulus-switched server response to its coefficient polynomial mod t.
-    pub fn decrypt_response_poly(&self, r: &Response) -> Result<Vec<u64>, HeError> {
-        let params = &self.params;
-        let n = params.n();
-        let k = r.log_q;
-        let qr = 1u64 << k;
-        // c1·s exactly over the integers, computed mod Q (|c1·s| ≤ n·qr/2 < Q/2 by
-        // `max_response_bits`) and CRT-combined when Q has two primes. When n·qr is below the
-        // first prime the product is already exact modulo that prime alone: half the
-        // transforms and no CRT, the same integers.
-        // Two primes always suffice: n·2^k/2 ≤ 2^(log2 n + 61) < q0·q1/2.
-        let one = (n as u128) << k < params.0.set.q[0] as u128;
-        let primes = if one { 1 } else { params.l().min(2) };
-        let mut c1 = vec![0u64; n * params.l()];
-        for (i, md) in params.0.qs.iter().enumerate().take(primes) {
-            let q = md.q;
-            let ci = &mut c1[i * n..(i + 1) * n];
-            for (o, &c) in ci.iter_mut().zip(&r.c1) {
-                *o = from_i64(center_pow2(c, k), q);
-            }
-            md.to_ntt(ci);
-            for (x, &s) in ci.iter_mut().zip(&self.ntt_qp[i * n..(i + 1) * n]) {
-                *x = mul_mod(*x, s, q);
-            }
-            md.to_coeff(ci);
-        }
-        let qb = params.0.q_big;
-        let q0 = params.0.set.q[0] as u128;
-        let t = params.t();
-        if one && k + (64 - t.leading_zeros()) < 64 {
-            // The same arithmetic in u64: |c1·s| < q0/2 < 2^61 and c0 < 2^k, so the sum fits
-            // an i64, reducing it mod 2^k is a mask, and x·t + 2^(k−1) stays below 2^64.
-            let half = (q0 / 2) as u64;
-            return Ok((0..n)
-                .map(|i| {
-                    let c = c1[i];
-                    let prod = if c > half {
-                        c as i64 - q0 as i64
-                    } else {
-                        c as i64
-                    };
-                    let x = ((r.c0[i] as i64).wrapping_add(prod) as u64) & (qr - 1);
-                    ((x * t + (qr >> 1)) >> k) % t
-                })
-                .collect());
-        }
-        Ok((0..n)
-            .map(|i| {
-                let prod = if one {
-                    center_big(c1[i] as u128, q0)
-                } else {
-                    center_big(crt(params, &c1, i), qb)
-                };
-                let x = (r.c0[i] as i128 + prod).rem_euclid(qr as i128) as u128;
-                (crate::arith::mul_div_round(x, t, qr as u128) % t as u128) as u64
-            })
-            .collect())
-    }
 }
 
 #[inline]
@@ -1045,8 +986,26 @@ impl SeededCiphertext {
 
 /// Residues as `rb`-byte little-endian words (4 when every modulus is below 2^32, else 8).
 fn write_residues(out: &mut Vec<u8>, v: &[u64], rb: usize) {
-    for &x in v {
-        out.extend_from_slice(&x.to_le_bytes()[..rb]);
+    let start = out.len();
+    out.resize(start + rb * v.len(), 0);
+    let dst = &mut out[start..];
+    // Fixed widths as their own loops: a copy of a constant size is a plain store.
+    match rb {
+        8 => {
+            for (o, &x) in dst.chunks_exact_mut(8).zip(v) {
+                o.copy_from_slice(&x.to_le_bytes());
+            }
+        }
+        4 => {
+            for (o, &x) in dst.chunks_exact_mut(4).zip(v) {
+                o.copy_from_slice(&(x as u32).to_le_bytes());
+            }
+        }
+        _ => {
+            for (o, &x) in dst.chunks_exact_mut(rb).zip(v) {
+                o.copy_from_slice(&x.to_le_bytes()[..rb]);
+            }
+        }
     }
 }
 
@@ -1220,33 +1179,52 @@ impl Response {
                 got: bytes.len(),
             });
         }
-        let mask = (1u128 << log_q) - 1;
-        let mut vals = Vec::with_capacity(2 * n);
-        let mut acc: u128 = 0;
-        let mut nb = 0u32;
-        let mut it = bytes[5..].iter();
-        for _ in 0..2 * n {
-            while nb < log_q {
-                let b = *it.next().ok_or(HeError::WrongLength {
-                    expected,
-                    got: bytes.len(),
-                })?;
-                acc |= (b as u128) << nb;
-                nb += 8;
-            }
-            vals.push((acc & mask) as u64);
-            acc >>= log_q;
-            nb -= log_q;
-        }
-        if acc != 0 {
+        let body = &bytes[5..];
+        let total = 2 * n * log_q as usize;
+        if total % 8 != 0 && body.last().is_some_and(|&b| b >> (total % 8) != 0) {
             return Err(HeError::BadHeader("non-zero padding bits".into()));
         }
-        let c1 = vals.split_off(n);
-        Ok(Response {
-            log_q,
-            c0: vals,
-            c1,
-        })
+        let mut c0 = vec![0u64; n];
+        let mut c1 = vec![0u64; n];
+        unpack_fields(body, log_q, 0, &mut c0);
+        unpack_fields(body, log_q, n, &mut c1);
+        Ok(Response { log_q, c0, c1 })
+    }
+}
+
+/// The N bytes of `src` from `at` on, zero past the end (a field's word near the stream's end).
+#[inline(always)]
+fn load_bytes<const N: usize>(src: &[u8], at: usize) -> [u8; N] {
+    let mut b = [0u8; N];
+    match src.get(at..at + N) {
+        Some(w) => b.copy_from_slice(w),
+        None => {
+            let rest = src.get(at..).unwrap_or(&[]);
+            b[..rest.len()].copy_from_slice(rest);
+        }
+    }
+    b
+}
+
+fast_dispatch! {
+    /// out[j] ← field `first + j` of a little-endian stream of `bits`-bit fields (bits ≤ 62;
+    /// bit i of the stream is bit i mod 8 of byte i / 8), one unaligned load per field: a
+    /// field at bit offset b lies in bits (b mod 8) .. (b mod 8) + bits of the word at byte
+    /// b / 8, within 64 bits while bits ≤ 56.
+    fn unpack_fields(src: &[u8], bits: u32, first: usize, out: &mut [u64]) {
+        let mask = (1u64 << bits) - 1;
+        let w = bits as usize;
+        if bits <= 56 {
+            for (j, o) in out.iter_mut().enumerate() {
+                let b = (first + j) * w;
+                *o = (u64::from_le_bytes(load_bytes(src, b >> 3)) >> (b & 7)) & mask;
+            }
+        } else {
+            for (j, o) in out.iter_mut().enumerate() {
+                let b = (first + j) * w;
+                *o = (u128::from_le_bytes(load_bytes(src, b >> 3)) >> (b & 7)) as u64 & mask;
+            }
+        }
     }
 }
 

@@ -298,6 +298,15 @@ fast_dispatch! {
     }
 }
 
+fast_dispatch! {
+    /// a ← a·b mod q on u64-stored residues, q < 2^31 of bit length `bits`.
+    pub(crate) fn mul_small_assign(a: &mut [u64], b: &[u64], q: u64, mu: u64, bits: u32) {
+        for (x, &y) in a.iter_mut().zip(b) {
+            *x = barrett_mul31(*x, y, q, mu, bits);
+        }
+    }
+}
+
 /// `rayon::join` when the pool has more than one thread; otherwise both halves inline. (A
 /// join from outside a one-thread pool would hand the work to that thread and sleep on it:
 /// two context switches, ≈ 10–20 µs, a fifth of a rotation.)

@@ -367,9 +367,19 @@ fast_dispatch! {
 
 fast_dispatch! {
     /// o[i] ← the centered lift of c[i] (mod 2^k) into Z_q.
-    fn lift_pow2(o: &mut [u64], c: &[u64], k: u32, q: u64) -> () {
-        for (o, &c) in o.iter_mut().zip(c) {
-            *o = from_i64(center_pow2(c, k), q);
+    pub(super) fn lift_pow2(o: &mut [u64], c: &[u64], k: u32, q: u64) -> () {
+        let half = (1u64 << k) >> 1;
+        if half <= q {
+            // A value c ≥ 2^(k−1) stands for c − 2^k ∈ [−q, 0): one addition of q, as a
+            // wrapping add of q − 2^k (the same words `from_i64` gives, without its branches).
+            let off = q.wrapping_sub(1u64 << k);
+            for (o, &c) in o.iter_mut().zip(c) {
+                *o = if c >= half { c.wrapping_add(off) } else { c };
+            }
+        } else {
+            for (o, &c) in o.iter_mut().zip(c) {
+                *o = from_i64(center_pow2(c, k), q);
+            }
         }
     }
 }
@@ -510,19 +520,7 @@ impl SecretKey {
             let ci = &mut c1[i * n..(i + 1) * n];
             lift_pow2(ci, &r.c1, k, q);
             md.to_ntt(ci);
-            let s = &self.ntt_qp[i * n..(i + 1) * n];
-            if md.plan32.is_none() {
-                // 64-bit plan: multiply by s and by n⁻¹ in one in-place pass, then the raw
-                // inverse transform (no copy, no separate normalisation pass).
-                md.plan.mul_assign_normalize(ci, s);
-                md.plan.inv(ci);
-            } else {
-                let mut prod = take_dirty(n);
-                md.mul_into(&mut prod, ci, s);
-                ci.copy_from_slice(&prod);
-                give_back(prod);
-                md.to_coeff(ci);
-            }
+            md.mul_to_coeff(ci, &self.ntt_qp[i * n..(i + 1) * n]);
         }
         let qb = params.0.q_big;
         let out = positions
