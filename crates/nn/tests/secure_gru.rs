@@ -397,9 +397,9 @@ fn whole_session_as_flights_equals_the_reference_bit_for_bit() {
                 fs = ss.absorb(to_s).unwrap();
             }
         }
-        if out_s.is_some() {
+        if let Some(server) = out_s {
             assert_eq!(out_c.unwrap().unwrap().logits.as_deref(), Some(&want[..]));
-            out_s.unwrap().unwrap();
+            server.unwrap();
         }
     }
     assert_eq!(refused + failed, 5, "{refused} refused, {failed} failed");
