@@ -460,18 +460,28 @@ fn auto_takes_the_cheapest_estimate_and_its_bytes_are_the_wire_bytes() {
 
 /// One session of `model` on `x` with the finishing steps run by `nl`; returns the secure
 /// logits, the reference's, and the server's report.
+/// Both parties' models on the auto kernel with finishing protocol `nl`.
+fn models_with(
+    q: &QuantizedGraph,
+    model: &Model,
+    nl: Nonlinear,
+) -> (HegcServerModel, HegcClientModel) {
+    let sm = HegcServerModel::new(q, &model.config, KernelChoice::Auto)
+        .unwrap()
+        .with_nonlinear(nl);
+    let cm = HegcClientModel::new(&model.config, KernelChoice::Auto)
+        .unwrap()
+        .with_nonlinear(nl);
+    (sm, cm)
+}
+
 fn run_nonlinear(
     model: &Model,
     x: &[i64],
     nl: Nonlinear,
 ) -> (Vec<i64>, Vec<i64>, crate::layers::gru::SessionReport) {
     let q = QuantizedGraph::new(model, model.config.fixed_point).unwrap();
-    let sm = HegcServerModel::new(&q, &model.config, KernelChoice::Auto)
-        .unwrap()
-        .with_nonlinear(nl);
-    let cm = HegcClientModel::new(&model.config, KernelChoice::Auto)
-        .unwrap()
-        .with_nonlinear(nl);
+    let (sm, cm) = models_with(&q, model, nl);
     let (mut a, mut b) = mem_pair();
     let policy = ServerPolicy { allow_logits: true };
     let srv = std::thread::spawn(move || server_session(&mut b, &sm, policy));
@@ -546,12 +556,7 @@ fn whole_session_as_flights_equals_the_reference_bit_for_bit() {
         let mut r = GraphReference::new(&q, ExactActivations);
         let outs = r.run(Input::Fixed(&x)).unwrap();
         for &nl in nls {
-            let sm = HegcServerModel::new(&q, &model.config, KernelChoice::Auto)
-                .unwrap()
-                .with_nonlinear(nl);
-            let cm = HegcClientModel::new(&model.config, KernelChoice::Auto)
-                .unwrap()
-                .with_nonlinear(nl);
+            let (sm, cm) = models_with(&q, model, nl);
             let xc = x.clone();
             let policy = ServerPolicy { allow_logits: true };
             let d = secinfer_net::flight::drive(
