@@ -36,7 +36,7 @@ pub use model::{HegcClientModel, HegcServerModel};
 pub use session::{client_session, client_session_images, server_session, MAX_IMAGES};
 
 use crate::error::{NnError, Result};
-use crate::model::{Format, LayerKind, ModelConfig, Shape};
+use crate::model::{Format, Layer, LayerKind, ModelConfig, Shape};
 use crate::reference::QuantizedGraph;
 use secinfer_gc::requant::Truncation;
 use secinfer_he::kernels::coeff_prime::CoeffPlan;
@@ -226,6 +226,124 @@ fn window(
     }
 }
 
+/// Pushes the truncation of the pending linear value (layer `layer`, `len` values), if any.
+fn truncate_pending(
+    ops: &mut Vec<Op>,
+    pending: &mut Option<u32>,
+    name: &str,
+    layer: usize,
+    len: usize,
+    bits: u32,
+) {
+    if let Some(shift) = pending.take() {
+        ops.push(Op {
+            layer,
+            last: layer,
+            name: format!("{name}.trunc"),
+            len,
+            kind: OpKind::Finish {
+                tr: Truncation {
+                    shift,
+                    bits,
+                    relu: false,
+                },
+                window: None,
+            },
+        });
+    }
+}
+
+/// The op whose output layer `i` (an Add) adds: it must be a finished value on shares of the
+/// same size as the layer's input.
+fn add_source(layers: &[Layer], ops: &[Op], i: usize, other: &str) -> Result<usize> {
+    let l = &layers[i];
+    let j = layers.iter().position(|o| o.name == other);
+    let src = j.and_then(|j| {
+        if j == 0 {
+            return None;
+        }
+        ops.iter().rposition(|o| {
+            o.last == j
+                && !matches!(
+                    o.kind,
+                    OpKind::Linear(_) | OpKind::AvgPool { .. } | OpKind::Add { .. }
+                )
+        })
+    });
+    let Some(src) = src else {
+        return Err(unsupported(i, &l.name, &l.kind, "the added layer's output is not a finished value on shares (add the output of a ReLU, pooling or the truncation after a linear layer)"));
+    };
+    if ops[src].len != l.input.elements() {
+        return Err(unsupported(
+            i,
+            &l.name,
+            &l.kind,
+            "the added values differ in size",
+        ));
+    }
+    Ok(src)
+}
+
+/// One finishing op for the run of ReLU and (at most one) max-pool layers starting at `*i`,
+/// after a value pending truncation by `shift`; leaves `*i` on the run's last layer.
+fn finishing_run(layers: &[Layer], i: &mut usize, shift: u32, bits: u32) -> Result<Op> {
+    let first = *i;
+    let mut relu = false;
+    let mut win: Option<Window> = None;
+    let mut len = layers[first].input.elements();
+    while let Some(n) = layers.get(*i) {
+        match &n.kind {
+            LayerKind::Relu => relu = true,
+            LayerKind::MaxPool2d { kernel: k, stride } if win.is_none() => {
+                win = Some(window(*i, n, *k, *stride)?);
+                len = n.output.elements();
+            }
+            _ => break,
+        }
+        *i += 1;
+    }
+    *i -= 1;
+    let name = if *i > first {
+        format!("{}..{}", layers[first].name, layers[*i].name)
+    } else {
+        layers[first].name.clone()
+    };
+    Ok(Op {
+        layer: first.saturating_sub(1),
+        last: *i,
+        name,
+        len,
+        kind: OpKind::Finish {
+            tr: Truncation { shift, bits, relu },
+            window: win,
+        },
+    })
+}
+
+/// What every hegc network needs: an argmax at the end, a linear layer, and an input.
+fn check_ops(layers: &[Layer], ops: &[Op], input_len: usize) -> Result<()> {
+    if !matches!(ops.last().map(|o| &o.kind), Some(OpKind::Argmax { .. })) {
+        let (j, l) = (layers.len() - 1, &layers[layers.len() - 1]);
+        return Err(unsupported(
+            j,
+            &l.name,
+            &l.kind,
+            "the hegc network must end in an argmax",
+        ));
+    }
+    if !ops.iter().any(|o| matches!(o.kind, OpKind::Linear(_))) {
+        return Err(NnError::Unsupported(
+            "an hegc network needs a dense or conv2d layer".into(),
+        ));
+    }
+    if input_len == 0 {
+        return Err(NnError::Unsupported(
+            "the hegc network reads no values".into(),
+        ));
+    }
+    Ok(())
+}
+
 impl NetShape {
     /// Reads `config`'s graph into ops. Dense, Conv2d, AvgPool2d, MaxPool2d, ReLU, Flatten and
     /// Add are supported, ending in an argmax; anything else is refused with an error naming
@@ -239,23 +357,7 @@ impl NetShape {
         // Shift of the pending value, `None` when the current value is finished.
         let mut pending: Option<u32> = None;
         let finish = |ops: &mut Vec<Op>, pending: &mut Option<u32>, i: usize, len: usize| {
-            if let Some(shift) = pending.take() {
-                let name = format!("{}.trunc", layers[i - 1].name);
-                ops.push(Op {
-                    layer: i - 1,
-                    last: i - 1,
-                    name,
-                    len,
-                    kind: OpKind::Finish {
-                        tr: Truncation {
-                            shift,
-                            bits: main.bits,
-                            relu: false,
-                        },
-                        window: None,
-                    },
-                });
-            }
+            truncate_pending(ops, pending, &layers[i - 1].name, i - 1, len, main.bits)
         };
         let mut i = 1;
         while i < layers.len() {
@@ -315,30 +417,7 @@ impl NetShape {
                 }
                 LayerKind::Add { other } => {
                     finish(&mut ops, &mut pending, i, in_len);
-                    let j = layers.iter().position(|o| &o.name == other);
-                    let src = j.and_then(|j| {
-                        if j == 0 {
-                            return None;
-                        }
-                        ops.iter().rposition(|o| {
-                            o.last == j
-                                && !matches!(
-                                    o.kind,
-                                    OpKind::Linear(_) | OpKind::AvgPool { .. } | OpKind::Add { .. }
-                                )
-                        })
-                    });
-                    let Some(other) = src else {
-                        return Err(unsupported(i, &l.name, &l.kind, "the added layer's output is not a finished value on shares (add the output of a ReLU, pooling or the truncation after a linear layer)"));
-                    };
-                    if ops[other].len != in_len {
-                        return Err(unsupported(
-                            i,
-                            &l.name,
-                            &l.kind,
-                            "the added values differ in size",
-                        ));
-                    }
+                    let other = add_source(layers, &ops, i, other)?;
                     ops.push(Op {
                         layer: i,
                         last: i,
@@ -350,41 +429,8 @@ impl NetShape {
                 }
                 LayerKind::Relu | LayerKind::MaxPool2d { .. } => {
                     let shift = pending.take().unwrap_or(0);
-                    let first = i;
-                    let mut relu = false;
-                    let mut win: Option<Window> = None;
-                    let mut len = in_len;
-                    while let Some(n) = layers.get(i) {
-                        match &n.kind {
-                            LayerKind::Relu => relu = true,
-                            LayerKind::MaxPool2d { kernel: k, stride } if win.is_none() => {
-                                win = Some(window(i, n, *k, *stride)?);
-                                len = n.output.elements();
-                            }
-                            _ => break,
-                        }
-                        i += 1;
-                    }
-                    i -= 1;
-                    let name = if i > first {
-                        format!("{}..{}", layers[first].name, layers[i].name)
-                    } else {
-                        layers[first].name.clone()
-                    };
-                    ops.push(Op {
-                        layer: first.saturating_sub(1),
-                        last: i,
-                        name,
-                        len,
-                        kind: OpKind::Finish {
-                            tr: Truncation {
-                                shift,
-                                bits: main.bits,
-                                relu,
-                            },
-                            window: win,
-                        },
-                    });
+                    let op = finishing_run(layers, &mut i, shift, main.bits)?;
+                    ops.push(op);
                 }
                 LayerKind::Argmax => {
                     if i + 1 != layers.len() {
@@ -430,25 +476,7 @@ impl NetShape {
             }
             i += 1;
         }
-        if !matches!(ops.last().map(|o| &o.kind), Some(OpKind::Argmax { .. })) {
-            let (j, l) = (layers.len() - 1, &layers[layers.len() - 1]);
-            return Err(unsupported(
-                j,
-                &l.name,
-                &l.kind,
-                "the hegc network must end in an argmax",
-            ));
-        }
-        if !ops.iter().any(|o| matches!(o.kind, OpKind::Linear(_))) {
-            return Err(NnError::Unsupported(
-                "an hegc network needs a dense or conv2d layer".into(),
-            ));
-        }
-        if input_len == 0 {
-            return Err(NnError::Unsupported(
-                "the hegc network reads no values".into(),
-            ));
-        }
+        check_ops(layers, &ops, input_len)?;
         let params = he_params()?;
         let linear: Vec<Option<(String, &LinearShape)>> = ops
             .iter()
