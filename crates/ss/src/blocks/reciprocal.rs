@@ -98,6 +98,51 @@ fn check_rec(bits: u32, f: u32, p: RecParams) -> Result<()> {
     Ok(())
 }
 
+/// Both shares of Δ with their `q` low bits dropped (precision `fd` of `bits`), and the centre
+/// μ of the evaluation point's upward shift that P0's offset causes, in units of the input's
+/// 2^−(fd + q).
+fn drop_low_bits(d: &[u64], bits: u32, fd: u32, q: u32, p0: bool) -> (Vec<u64>, f64) {
+    let mb = mask(bits);
+    let off = (1u64 << (q + 1)) - 2;
+    let dropped = d
+        .iter()
+        .map(|a| (if p0 { add(*a, off, mb) } else { a & mb }) >> q)
+        .collect();
+    let mu = ((1u64 << q) - 1) as f64 * (-((fd + q) as f64)).exp2();
+    (dropped, mu)
+}
+
+/// The `nn` segments' lines T0 − S·Δ for 1/(x − μ) on [1, 2) (segment j covers
+/// [1 + j·h, 1 + (j + 1)·h + ext)): each secant lowered by half its largest gap to the curve,
+/// T0 at scale `fo_t` in `rt` bits and the slope S at `slope_scale` in `rs` bits. `ext` is the
+/// overshoot of a segment's end by a missed carry (carry_bits < t).
+fn secant_tables(
+    nn: usize,
+    h: f64,
+    mu: f64,
+    ext: f64,
+    (fo_t, rt): (u32, u32),
+    (slope_scale, rs): (u32, u32),
+) -> (Vec<u64>, Vec<u64>) {
+    let g = |x: f64| 1.0 / (x - mu);
+    (0..nn)
+        .map(|j| {
+            let a = 1.0 + j as f64 * h;
+            let b = a + h + ext;
+            let slope = (g(b) - g(a)) / (b - a); // negative
+            let xt = mu + (-1.0 / slope).sqrt(); // tangent point where −1/(x − μ)² = slope
+            let gap = g(a) + slope * (xt - a) - g(xt); // secant above the curve
+            let off = g(a) - gap / 2.0;
+            // Rounded up: at d = 1 the lowered line sits exactly half an output ULP below 1
+            // when h²/8 is half a ULP (rec_index_bits' choice), and a downward rounding there
+            // turns every saturated sigmoid into 1 − 1 ULP. Up is at most 2^−fo_t extra error.
+            let t0 = (off * (fo_t as f64).exp2()).ceil() as u64 & mask(rt);
+            let s = ((-slope) * (slope_scale as f64).exp2()).round() as u64 & mask(rs);
+            (t0, s)
+        })
+        .unzip()
+}
+
 pub(crate) fn reciprocal_raw<C: Channel>(
     ctx: &mut Ctx,
     ch: &mut C,
@@ -118,22 +163,12 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     }
     let q = f - fd;
     let dropped: Vec<u64>;
-    let (d, f, bits) = if q > 0 {
-        let mb = mask(bits);
-        let off = (1u64 << (q + 1)) - 2;
-        dropped = d
-            .iter()
-            .map(|a| (if p0 { add(*a, off, mb) } else { a & mb }) >> q)
-            .collect();
-        (&dropped[..], fd, bits - q)
+    let (d, f, bits, mu) = if q > 0 {
+        let mu;
+        (dropped, mu) = drop_low_bits(d, bits, fd, q, p0);
+        (&dropped[..], fd, bits - q, mu)
     } else {
-        (d, f, bits)
-    };
-    // Centre of the evaluation point's upward shift, in units of the input's 2^−f.
-    let mu = if q > 0 {
-        ((1u64 << q) - 1) as f64 * (-((f + q) as f64)).exp2()
-    } else {
-        0.0
+        (d, f, bits, 0.0)
     };
     let t = f - k; // bits of Δ
     let cb = p.carry_bits.unwrap_or(t).clamp(1, t);
@@ -186,24 +221,7 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     let s_max = (((1.0 - mu) * (1.0 + h + ext - mu)).recip() * (p.slope_scale as f64).exp2())
         .round() as u64;
     let rs = p.slope_scale + if s_max < 1u64 << p.slope_scale { 1 } else { 2 };
-    let mut t0 = vec![0u64; nn];
-    let mut s = vec![0u64; nn];
-    // A missed carry (carry_bits < t) overshoots a segment's end by less than 2^(−k−cb)
-    // (`ext` above).
-    let g = |x: f64| 1.0 / (x - mu);
-    for j in 0..nn {
-        let a = 1.0 + j as f64 * h;
-        let b = a + h + ext;
-        let slope = (g(b) - g(a)) / (b - a); // negative
-        let xt = mu + (-1.0 / slope).sqrt(); // tangent point where −1/(x − μ)² = slope
-        let gap = g(a) + slope * (xt - a) - g(xt); // secant above the curve
-        let off = g(a) - gap / 2.0;
-        // Rounded up: at d = 1 the lowered line sits exactly half an output ULP below 1 when
-        // h²/8 is half a ULP (rec_index_bits' choice), and a downward rounding there turns every
-        // saturated sigmoid into 1 − 1 ULP. Up is at most 2^−fo_t extra error.
-        t0[j] = (off * (fo_t as f64).exp2()).ceil() as u64 & mask(rt);
-        s[j] = ((-slope) * (p.slope_scale as f64).exp2()).round() as u64 & mask(rs);
-    }
+    let (t0, s) = secant_tables(nn, h, mu, ext, (fo_t, rt), (p.slope_scale, rs));
     // Δ = Δ0 + Δ1 − 2^t·c with Δ_i = d_i mod 2^t, so 1/d ≈ T0 − S·Δ0 − S·Δ1 + 2^t·c·S. P0 knows
     // Δ0, so it folds S[j]·Δ0 (rounded to the offset's scale: error ≤ 2^−(fo_t+1)) into the
     // offset column of its table; only S·Δ1 (t correlated OTs, P1 choosing by Δ1's bits) and
