@@ -248,7 +248,7 @@ pub(crate) fn online<C: Channel>(
     mut trace: Option<&mut Trace>,
 ) -> secinfer_ss::Result<Vec<u64>> {
     let (hid, l) = (sh.hidden, wd.acc_bits);
-    let (ml, m16, mu) = (mask(l), mask(ACT_BITS), mask(UPDATE_BITS));
+    let (ml, m16) = (mask(l), mask(ACT_BITS));
     let hf = sh.head;
     let hb = hf.bits + hf.scale;
     let rm = model.map(|p| RingModel {
@@ -291,7 +291,6 @@ pub(crate) fn online<C: Channel>(
             l,
         )?,
     };
-    let (sig_in, sig_out) = (fmt(ACT_BITS, SIGMOID_IN_SCALE)?, fmt(ACT_BITS, GATE_SCALE)?);
     let mut h = vec![0u64; hid];
     for t in 0..sh.steps {
         let hl: Vec<u64> = h.iter().map(|v| v & ml).collect();
@@ -340,53 +339,7 @@ pub(crate) fn online<C: Channel>(
                 .map(|v| v & m16)
                 .collect()
         };
-        // σ on both halves in one batch: z = σ(z_in) and S = σ(2·h_in), all at scale 14.
-        let sg = math::evaluate(ctx, ch, MathFn::Sigmoid, imp, &gi, sig_in, sig_out)?;
-        // σ ∈ [0, 1] at scale 14 has a zero MSB in 16 bits. The extension also gives ζ·S and
-        // (ζ+ν)·S of the tanh half from its own COTs (the server's scalars times shared
-        // values), so ζ·h̃ = 2ζ·S − ζ·2^14 and (ζ+ν)·h̃ need no product flights.
-        let (s32, ks) = zext_msb0_times(ctx, ch, &sg, ACT_BITS, UPDATE_BITS, hid, gates, 2)?;
-        let z32 = s32[..hid].to_vec();
-        // h̃ = tanh(h_in) = 2σ(2·h_in) − 1 at scale 14: local, exact from S.
-        let p0 = ctx.is_p0();
-        let ht32: Vec<u64> = s32[hid..]
-            .iter()
-            .map(|v| {
-                let t = v.wrapping_mul(2);
-                if p0 {
-                    t.wrapping_sub(1 << GATE_SCALE) & mu
-                } else {
-                    t & mu
-                }
-            })
-            .collect();
-        // ζ·h̃ and (ζ+ν)·h̃ (scale 28) from the extension's k·S.
-        let g: Vec<u64> = (0..hid)
-            .flat_map(|i| [0, 1].map(|k| (i, k)))
-            .map(|(i, k)| {
-                let off = gates.get(k).map_or(0, |gk| gk << GATE_SCALE);
-                ks[k][i].wrapping_mul(2).wrapping_sub(off) & mu
-            })
-            .collect();
-        // d = h − ζ·h̃ at scale 9; s = (ζ+ν)·h̃ + z·d at scale 28; h' = s at scale 9.
-        let up = 2 * GATE_SCALE - ACT_SCALE;
-        let dp: Vec<u64> = (0..hid)
-            .map(|i| (h[i] << up).wrapping_sub(g[2 * i]) & mu)
-            .collect();
-        let d = ars(ctx, ch, &dp, UPDATE_BITS, up)?;
-        let p = mul_shared(ctx, ch, &z32, &d, UPDATE_BITS)?;
-        let zd_up = GATE_SCALE - ACT_SCALE;
-        let s: Vec<u64> = (0..hid)
-            .map(|i| g[2 * i + 1].wrapping_add(p[i] << zd_up) & mu)
-            .collect();
-        h = ars(ctx, ch, &s, UPDATE_BITS, up)?;
-        if let Some(tr) = trace.as_deref_mut() {
-            tr.z_in.push(gi[..hid].to_vec());
-            tr.h_in.push(gi[hid..].to_vec());
-            tr.z.push(sg[..hid].to_vec());
-            tr.ht.push(ht32.iter().map(|v| v & m16).collect());
-            tr.h.push(h.clone());
-        }
+        h = update_step(ctx, ch, imp, &gi, &h, gates, trace.as_deref_mut())?;
     }
     // The head: W_d·h mod 2^(F.bits + F.scale), whose exact shift by F is (W_d·h) ≫ F mod
     // 2^F.bits whatever the sum's size: the reference's wrap((W_d·h) ≫ F + b_d).
@@ -418,6 +371,71 @@ pub(crate) fn online<C: Channel>(
         *v = v.wrapping_add(b) & mask(hf.bits);
     }
     Ok(lg)
+}
+
+/// One step's gates and update from the gate inputs `gi` ([z_in ; 2·h_in] mod 2^16, scale 8)
+/// and the state `h` (scale 9): σ of both halves in one batch, tanh from σ, and
+/// FastGRNN's update h' = (ζ(1 − z) + ν)·h̃ + z·h (the server's scalars ζ, ζ + ν in `gates`).
+fn update_step<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    imp: Impl,
+    gi: &[u64],
+    h: &[u64],
+    gates: &[u64],
+    trace: Option<&mut Trace>,
+) -> secinfer_ss::Result<Vec<u64>> {
+    let hid = h.len();
+    let (m16, mu) = (mask(ACT_BITS), mask(UPDATE_BITS));
+    let (sig_in, sig_out) = (fmt(ACT_BITS, SIGMOID_IN_SCALE)?, fmt(ACT_BITS, GATE_SCALE)?);
+    // σ on both halves in one batch: z = σ(z_in) and S = σ(2·h_in), all at scale 14.
+    let sg = math::evaluate(ctx, ch, MathFn::Sigmoid, imp, gi, sig_in, sig_out)?;
+    // σ ∈ [0, 1] at scale 14 has a zero MSB in 16 bits. The extension also gives ζ·S and
+    // (ζ+ν)·S of the tanh half from its own COTs (the server's scalars times shared
+    // values), so ζ·h̃ = 2ζ·S − ζ·2^14 and (ζ+ν)·h̃ need no product flights.
+    let (s32, ks) = zext_msb0_times(ctx, ch, &sg, ACT_BITS, UPDATE_BITS, hid, gates, 2)?;
+    let z32 = s32[..hid].to_vec();
+    // h̃ = tanh(h_in) = 2σ(2·h_in) − 1 at scale 14: local, exact from S.
+    let p0 = ctx.is_p0();
+    let ht32: Vec<u64> = s32[hid..]
+        .iter()
+        .map(|v| {
+            let t = v.wrapping_mul(2);
+            if p0 {
+                t.wrapping_sub(1 << GATE_SCALE) & mu
+            } else {
+                t & mu
+            }
+        })
+        .collect();
+    // ζ·h̃ and (ζ+ν)·h̃ (scale 28) from the extension's k·S.
+    let g: Vec<u64> = (0..hid)
+        .flat_map(|i| [0, 1].map(|k| (i, k)))
+        .map(|(i, k)| {
+            let off = gates.get(k).map_or(0, |gk| gk << GATE_SCALE);
+            ks[k][i].wrapping_mul(2).wrapping_sub(off) & mu
+        })
+        .collect();
+    // d = h − ζ·h̃ at scale 9; s = (ζ+ν)·h̃ + z·d at scale 28; h' = s at scale 9.
+    let up = 2 * GATE_SCALE - ACT_SCALE;
+    let dp: Vec<u64> = (0..hid)
+        .map(|i| (h[i] << up).wrapping_sub(g[2 * i]) & mu)
+        .collect();
+    let d = ars(ctx, ch, &dp, UPDATE_BITS, up)?;
+    let p = mul_shared(ctx, ch, &z32, &d, UPDATE_BITS)?;
+    let zd_up = GATE_SCALE - ACT_SCALE;
+    let s: Vec<u64> = (0..hid)
+        .map(|i| g[2 * i + 1].wrapping_add(p[i] << zd_up) & mu)
+        .collect();
+    let h = ars(ctx, ch, &s, UPDATE_BITS, up)?;
+    if let Some(tr) = trace {
+        tr.z_in.push(gi[..hid].to_vec());
+        tr.h_in.push(gi[hid..].to_vec());
+        tr.z.push(sg[..hid].to_vec());
+        tr.ht.push(ht32.iter().map(|v| v & m16).collect());
+        tr.h.push(h.clone());
+    }
+    Ok(h)
 }
 
 /// Shares (Z_{2^(bits+1)}) of the index of the largest of the signed `bits`-bit shared values
