@@ -74,7 +74,7 @@ fn he_ops_on_pool(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeErro
     let v: Vec<u64> = (0..params.n() as u64).map(|i| (i * 7919) % t).collect();
     let ct = sk.encrypt(&v)?;
     let pt = Plaintext::from_slots(params, &v)?;
-    let mut out = Vec::new();
+    let mut out = ntt_ops(params, &v, iters);
     let mut push = |op: &'static str, (micros, cpu_micros): (f64, f64), iters: usize| {
         out.push(OpTiming {
             op,
@@ -83,28 +83,6 @@ fn he_ops_on_pool(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeErro
             iters,
         })
     };
-    let mut x = v.clone();
-    let q0 = &params.0.qs[0];
-    // The transform the rotation uses: the 32-bit plan on u32 residues where the modulus
-    // allows it (no u64 conversion), else the 64-bit plan.
-    match &q0.plan32 {
-        Some(p32) => {
-            let mut x32: Vec<u32> = x.iter().map(|&v| (v % q0.q) as u32).collect();
-            let fwd = time(iters * 4, || p32.fwd(&mut x32));
-            push("ntt_fwd (one prime)", fwd, iters * 4);
-            let inv = time(iters * 4, || p32.inv(&mut x32));
-            push("ntt_inv (one prime)", inv, iters * 4);
-            // tfhe-ntt's 32-bit plan on the same prime, for comparison (`ntt32`'s docs).
-            let fwd = time(iters * 4, || p32.tfhe().fwd(&mut x32));
-            push("ntt_fwd (one prime, tfhe-ntt)", fwd, iters * 4);
-            let inv = time(iters * 4, || p32.tfhe().inv(&mut x32));
-            push("ntt_inv (one prime, tfhe-ntt)", inv, iters * 4);
-        }
-        None => {
-            let fwd = time(iters * 4, || q0.plan.fwd(&mut x));
-            push("ntt_fwd (one prime)", fwd, iters * 4);
-        }
-    }
     push(
         "encode_simd",
         time(iters, || {
@@ -234,6 +212,42 @@ fn he_ops_on_pool(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeErro
         iters,
     );
     Ok(out)
+}
+
+/// The forward and inverse transforms on the first Q prime, as the rotations run them.
+fn ntt_ops(params: &Params, v: &[u64], iters: usize) -> Vec<OpTiming> {
+    let mut out = Vec::new();
+    let mut push = |op: &'static str, (micros, cpu_micros): (f64, f64), iters: usize| {
+        out.push(OpTiming {
+            op,
+            micros,
+            cpu_micros,
+            iters,
+        })
+    };
+    let mut x = v.to_vec();
+    let q0 = &params.0.qs[0];
+    // The transform the rotation uses: the 32-bit plan on u32 residues where the modulus
+    // allows it (no u64 conversion), else the 64-bit plan.
+    match &q0.plan32 {
+        Some(p32) => {
+            let mut x32: Vec<u32> = x.iter().map(|&v| (v % q0.q) as u32).collect();
+            let fwd = time(iters * 4, || p32.fwd(&mut x32));
+            push("ntt_fwd (one prime)", fwd, iters * 4);
+            let inv = time(iters * 4, || p32.inv(&mut x32));
+            push("ntt_inv (one prime)", inv, iters * 4);
+            // tfhe-ntt's 32-bit plan on the same prime, for comparison (`ntt32`'s docs).
+            let fwd = time(iters * 4, || p32.tfhe().fwd(&mut x32));
+            push("ntt_fwd (one prime, tfhe-ntt)", fwd, iters * 4);
+            let inv = time(iters * 4, || p32.tfhe().inv(&mut x32));
+            push("ntt_inv (one prime, tfhe-ntt)", inv, iters * 4);
+        }
+        None => {
+            let fwd = time(iters * 4, || q0.plan.fwd(&mut x));
+            push("ntt_fwd (one prime)", fwd, iters * 4);
+        }
+    }
+    out
 }
 
 /// The coefficient-encoded (Cheetah-style) matvec's operations: the server's sparse response
