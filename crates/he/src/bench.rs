@@ -75,14 +75,7 @@ fn he_ops_on_pool(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeErro
     let ct = sk.encrypt(&v)?;
     let pt = Plaintext::from_slots(params, &v)?;
     let mut out = ntt_ops(params, &v, iters);
-    let mut push = |op: &'static str, (micros, cpu_micros): (f64, f64), iters: usize| {
-        out.push(OpTiming {
-            op,
-            micros,
-            cpu_micros,
-            iters,
-        })
-    };
+    let mut push = |op, t, iters| record(&mut out, op, t, iters);
     push(
         "encode_simd",
         time(iters, || {
@@ -214,17 +207,21 @@ fn he_ops_on_pool(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeErro
     Ok(out)
 }
 
+/// Appends one operation's timing (`t`: wall and CPU µs per operation from [`time`]).
+fn record(out: &mut Vec<OpTiming>, op: &'static str, t: (f64, f64), iters: usize) {
+    let (micros, cpu_micros) = t;
+    out.push(OpTiming {
+        op,
+        micros,
+        cpu_micros,
+        iters,
+    });
+}
+
 /// The forward and inverse transforms on the first Q prime, as the rotations run them.
 fn ntt_ops(params: &Params, v: &[u64], iters: usize) -> Vec<OpTiming> {
     let mut out = Vec::new();
-    let mut push = |op: &'static str, (micros, cpu_micros): (f64, f64), iters: usize| {
-        out.push(OpTiming {
-            op,
-            micros,
-            cpu_micros,
-            iters,
-        })
-    };
+    let mut push = |op, t, iters| record(&mut out, op, t, iters);
     let mut x = v.to_vec();
     let q0 = &params.0.qs[0];
     // The transform the rotation uses: the 32-bit plan on u32 residues where the modulus
@@ -265,14 +262,7 @@ fn coeff_ops(params: &Params, iters: usize) -> Result<Vec<OpTiming>, HeError> {
     let w: Vec<u64> = (0..n as u64).map(|i| (i * 31) % 255).collect();
     let pt = Plaintext::from_coeffs(params, &w)?;
     let mut out = Vec::new();
-    let mut push = |op: &'static str, (micros, cpu_micros): (f64, f64), iters: usize| {
-        out.push(OpTiming {
-            op,
-            micros,
-            cpu_micros,
-            iters,
-        })
-    };
+    let mut push = |op, t, iters| record(&mut out, op, t, iters);
     let mut x = v.clone();
     let q0 = &params.0.qs[0];
     push(

@@ -566,18 +566,16 @@ impl Params {
             .q
             .iter()
             .fold(1 % set.t, |acc, &q| mul_mod(acc, q % set.t, set.t));
-        let delta_mod_q = if set.q.len() <= 2 {
-            set.q.iter().map(|&q| (delta % q as u128) as u64).collect()
-        } else {
-            // Δ = (Q − (Q mod t))/t, so Δ ≡ −(Q mod t)·t⁻¹ (mod q_i): no integer Q needed.
-            set.q
-                .iter()
-                .map(|&q| {
-                    let r = mul_mod(q_mod_t % q, inv_mod(set.t % q, q), q);
-                    (q - r) % q
-                })
-                .collect()
-        };
+        // Δ = (Q − (Q mod t))/t, so Δ ≡ −(Q mod t)·t⁻¹ (mod q_i): no integer Q needed, for
+        // any number of primes.
+        let delta_mod_q = set
+            .q
+            .iter()
+            .map(|&q| {
+                let r = mul_mod(q_mod_t % q, inv_mod(set.t % q, q), q);
+                (q - r) % q
+            })
+            .collect();
         let rescale_inv = (0..set.q.len())
             .map(|j| {
                 if j < 2 {

@@ -74,6 +74,19 @@ pub enum Step<T> {
     Done { output: T, last: Flight },
 }
 
+impl<T> Step<T> {
+    /// The flight to hand to the peer; a finished step leaves its output in `out`.
+    pub fn into_flight(self, out: &mut Option<T>) -> Flight {
+        match self {
+            Step::Send(f) => f,
+            Step::Done { output, last } => {
+                *out = Some(output);
+                last
+            }
+        }
+    }
+}
+
 /// Shapes only: the output is this party's shares.
 impl<T> std::fmt::Debug for Step<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

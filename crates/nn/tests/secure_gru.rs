@@ -405,12 +405,7 @@ fn whole_session_as_flights_equals_the_reference_bit_for_bit() {
     assert_eq!(refused + failed, 5, "{refused} refused, {failed} failed");
 }
 
+/// The step's flight for the peer (its output into `out` when done), leaving an empty send.
 fn take<T>(step: &mut Step<T>, out: &mut Option<T>) -> Flight {
-    match std::mem::replace(step, Step::Send(Flight::default())) {
-        Step::Send(f) => f,
-        Step::Done { output, last } => {
-            *out = Some(output);
-            last
-        }
-    }
+    std::mem::replace(step, Step::Send(Flight::default())).into_flight(out)
 }

@@ -365,15 +365,8 @@ fn a_short_fastgrnn_flight_is_refused_and_the_run_carries_on() {
     let (mut out_c, mut out_s) = (None, None);
     let (mut seen, mut refused) = (0, 0);
     loop {
-        let take = |step: &mut Step<_>, out: &mut Option<_>| match std::mem::replace(
-            step,
-            Step::Send(Flight::default()),
-        ) {
-            Step::Send(f) => f,
-            Step::Done { output, last } => {
-                *out = Some(output);
-                last
-            }
+        let take = |step: &mut Step<_>, out: &mut Option<_>| {
+            std::mem::replace(step, Step::Send(Flight::default())).into_flight(out)
         };
         let fc = take(&mut step_c, &mut out_c);
         let fs = take(&mut step_s, &mut out_s);
