@@ -247,3 +247,44 @@ fn response_decryption_matches_definition() {
         }
     }
 }
+
+/// A best-effort flood shares the room with the kernel's noise bound. The ciphertext carries
+/// a known noise of +0.35·Δ/2 on every coefficient with a variance whose 10σ bound is that
+/// noise; a flood sized to the whole room (0.71·Δ/2) would push thousands of its 4096
+/// coefficients past Δ/2, so one wrong slot in the decryption shows the flood ignored it.
+#[test]
+fn best_effort_flood_leaves_room_for_the_kernel_noise() {
+    use crate::kernels::{finish_outputs, Flood};
+    let params = Params::by_name("n4096").expect("n4096");
+    let (n, t) = (params.n(), params.t());
+    let sk = SecretKey::generate(&params);
+    let pk = sk.public_key();
+    let v: Vec<u64> = (0..n as u64).map(|i| (i * 7919 + 3) % t).collect();
+    let mut ct = sk.encrypt(&v).expect("encrypt");
+    let e = params.0.delta * 35 / 200;
+    for (i, md) in params.0.qs.iter().enumerate() {
+        let mut poly = vec![(e % md.q as u128) as u64; n];
+        md.to_ntt(&mut poly);
+        for (x, &y) in ct.c0[i * n..(i + 1) * n].iter_mut().zip(&poly) {
+            *x = add_mod(*x, y, md.q);
+        }
+    }
+    ct.var = (e as f64 / 10.0).powi(2);
+    assert!(
+        sk.noise_budget(&ct) < 1.6,
+        "the test's noise is near the kernel's bound"
+    );
+    for _ in 0..4 {
+        let res = finish_outputs(
+            &params,
+            &pk,
+            std::slice::from_ref(&ct),
+            Flood::BestEffort(40),
+        )
+        .expect("best effort");
+        let dec = sk.decrypt_response(&res.responses[0]).expect("decrypt");
+        for i in 0..n {
+            assert_eq!((dec[i] + res.masks[0][i]) % t, v[i], "slot {i}");
+        }
+    }
+}

@@ -223,7 +223,7 @@ pub fn response_bits(params: &Params) -> u32 {
     (T_BITS as f64 + 2.0 + round_bound.log2() + 2.0).ceil() as u32
 }
 
-/// Flooding noise bits for a product ciphertext: as large as keeps flood + noise ≤ Δ/4; and
+/// Flooding noise bits for a product ciphertext: as large as keeps flood + noise ≤ Δ/4.3; and
 /// the statistical distance exponent reached (flood − log2 n − log2 of 10 std of the noise).
 pub fn flood_bits(params: &Params, ct: &Ciphertext) -> (u32, f64) {
     let n = params.n() as f64;
@@ -231,7 +231,7 @@ pub fn flood_bits(params: &Params, ct: &Ciphertext) -> (u32, f64) {
     let var = 2f64.powf(2.0 * ct.est_noise_log2()) + n * (2.0 / 3.0) * sigma * sigma * 2.0;
     let log_e = (10.0 * var.sqrt()).log2();
     let log_delta = params.log2_q() - T_BITS as f64;
-    let bits = (log_delta - 2.0 - 0.1).floor();
+    let bits = super::flood_room(log_delta - 2.0 - 0.1, log_e).floor().max(0.0);
     (bits as u32, bits - n.log2() - log_e)
 }
 

@@ -300,14 +300,19 @@ impl CoeffPlan {
 /// The flooding of one product ciphertext: (bits of the uniform flood, statistical exponent).
 /// Uniform noise on [−2^b, 2^b] hides a shift e within |e|/(2^(b+1) + 1) per coefficient; with
 /// n coefficients whose noise is below 2^log_e (10 std), the exponent is
-/// log2(2^(b+1) + 1) − log2 n − log_e. The room is Δ/4 (the rest of Δ/2 is for the switch's
-/// rounding, [`response_bits`]).
+/// log2(2^(b+1) + 1) − log2 n − log_e. The kernel noise and the flood share Δ/4 (the rest of
+/// Δ/2 is for the switch's rounding, [`response_bits`]).
 fn flood_for(params: &Params, ct: &Ciphertext, flood: Flood) -> Result<(u32, f64)> {
     let n = params.n() as f64;
     let sigma = params.set().sigma;
     let var = 2f64.powf(2.0 * ct.est_noise_log2()) + n * (2.0 / 3.0) * sigma * sigma * 2.0;
     let log_e = (10.0 * var.sqrt()).log2();
-    let room = (params.log2_q() - (params.t() as f64).log2() - 2.0 - 0.1).floor();
+    // The flood gets what the kernel noise's bound leaves of the room.
+    let room = super::flood_room(
+        params.log2_q() - (params.t() as f64).log2() - 2.0 - 0.1,
+        log_e,
+    )
+    .floor();
     let stat_of = |b: f64| ((b + 1.0).exp2() + 1.0).log2() - n.log2() - log_e;
     match flood {
         Flood::Off => Ok((0, 0.0)),

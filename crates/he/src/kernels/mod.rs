@@ -374,6 +374,15 @@ pub enum Flood {
     Off,
 }
 
+/// log2 of what a noise bound of 2^log_e leaves of a room of 2^log_room (−∞ when nothing).
+pub(crate) fn flood_room(log_room: f64, log_e: f64) -> f64 {
+    if log_e < log_room {
+        (log_room.exp2() - log_e.exp2()).log2()
+    } else {
+        f64::NEG_INFINITY
+    }
+}
+
 /// What the server returns and keeps.
 pub struct ServerResult {
     pub responses: Vec<Response>,
@@ -419,7 +428,9 @@ pub fn finish_outputs(
                 Flood::Statistical(s) | Flood::BestEffort(s) => {
                     // 0.01 bit above the target, so float rounding cannot land below it.
                     let want = s as f64 + n.log2() + log_e - 1.0 + 0.01;
-                    let room = log_room;
+                    // The flood gets what the kernel noise's bound leaves of the room: with a
+                    // kernel near its budget, a flood filling the whole room fails decryption.
+                    let room = flood_room(log_room, log_e);
                     let log_b = want.min(room).max(0.0);
                     if matches!(flood, Flood::Statistical(_)) && log_b < log_e {
                         return Err(HeError::NoiseBudget(format!(
@@ -427,7 +438,13 @@ pub fn finish_outputs(
                         )));
                     }
                     // Rounded up to an integer where it fits, down where the room binds.
-                    let b = if want <= room { log_b.exp2().ceil() } else { log_b.exp2().floor() };
+                    let b = if want <= room {
+                        log_b.exp2().ceil()
+                    } else if room < 0.0 {
+                        0.0
+                    } else {
+                        log_b.exp2().floor()
+                    };
                     let stat = (2.0 * b + 1.0).log2() - n.log2() - log_e;
                     if matches!(flood, Flood::Statistical(_)) && stat < s as f64 {
                         return Err(HeError::NoiseBudget(format!(
