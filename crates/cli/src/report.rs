@@ -241,7 +241,19 @@ pub fn render(rows: &[BenchRecord], wide: bool) -> String {
         cols.push("bench".into());
     }
     cols.extend(params.iter().filter(|p| !shared.contains(p)).cloned());
-    cols.extend(STANDARD.iter().map(|s| s.to_string()));
+    // A local measurement's phases, bytes and rounds are all zero: such columns say nothing.
+    let carries = |c: &str| {
+        c == "time_s"
+            || rows
+                .iter()
+                .any(|r| !matches!(raw_cell(r, c).as_f64(), None | Some(0.0)))
+    };
+    cols.extend(
+        STANDARD
+            .iter()
+            .filter(|c| carries(c))
+            .map(|s| s.to_string()),
+    );
     cols.extend(extras);
     let all_cells =
         |c: &str| -> Vec<String> { rows.iter().map(|r| fmt_cell(c, &raw_cell(r, c))).collect() };
@@ -263,10 +275,20 @@ pub fn render(rows: &[BenchRecord], wide: bool) -> String {
     let mut hidden: Vec<String> = Vec::new();
     if !wide {
         // Drop the bench's own fields from the last, then the setup and offline times, until
-        // the table fits; the JSON and --wide keep everything.
+        // the table fits; a text field that names the rows (he-ops' `op`) goes last. The JSON
+        // and --wide keep everything.
+        let labels: Vec<String> = table
+            .iter()
+            .filter(|(c, _)| is_label(rows, c))
+            .map(|(c, _)| c.clone())
+            .collect();
         while width(&table) > TABLE_WIDTH {
-            let droppable =
-                |c: &str| c != "bench" && !params.iter().any(|p| p == c) && !STANDARD.contains(&c);
+            let droppable = |c: &str| {
+                c != "bench"
+                    && !params.iter().any(|p| p == c)
+                    && !STANDARD.contains(&c)
+                    && !labels.iter().any(|l| l == c)
+            };
             let pos = table
                 .iter()
                 .rposition(|(c, _)| droppable(c) && !is_key(c))
@@ -275,7 +297,8 @@ pub fn render(rows: &[BenchRecord], wide: bool) -> String {
                     table
                         .iter()
                         .rposition(|(c, _)| DROP_FIRST.contains(&c.as_str()))
-                });
+                })
+                .or_else(|| table.iter().rposition(|(c, _)| labels.contains(c)));
             match pos {
                 Some(i) => hidden.insert(0, table.remove(i).0),
                 None => break,
@@ -331,6 +354,12 @@ pub fn render(rows: &[BenchRecord], wide: bool) -> String {
 }
 
 /// Fields kept longest when a table must drop columns: the security and accuracy margins.
+/// A field whose values are text and differ between rows names the rows.
+fn is_label(rows: &[BenchRecord], c: &str) -> bool {
+    let cells: Vec<Value> = rows.iter().map(|r| raw_cell(r, c)).collect();
+    cells.iter().all(Value::is_string) && cells.iter().any(|v| *v != cells[0])
+}
+
 fn is_key(c: &str) -> bool {
     LEGEND.iter().any(|(k, _)| *k == c)
 }
@@ -510,5 +539,28 @@ mod tests {
             .next()
             .is_some_and(|l| l.chars().count() > TABLE_WIDTH));
         assert!(!wide.contains("not shown"), "{wide}");
+    }
+
+    /// A text field naming the rows (he-ops' `op`) outlasts the setup and offline times.
+    #[test]
+    fn a_row_naming_field_stays_in_a_narrow_table() {
+        let row = |op: &str| {
+            let mut r = BenchRecord::local("ops", 0.001).field("op", op);
+            for k in 0..12 {
+                r = r.field(&format!("a_long_field_name_{k}"), 123456.5);
+            }
+            r.field("some_long_cpu_figure", 1.5)
+        };
+        let rows = vec![row("rotate (Perm)"), row("decrypt (client)")];
+        let narrow = render(&rows, false);
+        let heading = narrow.lines().nth(1).expect("heading");
+        assert!(heading.contains("op"), "{narrow}");
+        assert!(narrow.contains("rotate (Perm)") && narrow.contains("decrypt (client)"));
+        assert!(narrow.contains("not shown to fit"), "{narrow}");
+        // all-zero phase, byte and round columns of a local measurement are left out
+        assert!(
+            !heading.contains("rounds") && !heading.contains("online"),
+            "{narrow}"
+        );
     }
 }

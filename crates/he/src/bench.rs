@@ -17,6 +17,7 @@ pub struct OpTiming {
     pub micros: f64,
     /// Mean CPU µs per call of this process (all threads, /proc/self/task/*/schedstat): what
     /// the operation costs when it has a core to itself, robust to other load on the machine.
+    /// NaN when all batches together took under 20 ms of CPU, too little for that clock.
     pub cpu_micros: f64,
     pub iters: usize,
 }
@@ -50,7 +51,13 @@ fn time<F: FnMut()>(iters: usize, mut f: F) -> (f64, f64) {
         }
         best = best.min(start.elapsed().as_secs_f64() * 1e6 / iters.max(1) as f64);
     }
-    let cpu = (process_cpu_ns() - c0) as f64 * 1e-3 / (5 * iters.max(1)) as f64;
+    let total_ns = process_cpu_ns() - c0;
+    // Below ~20 ms in total the scheduler-tick granularity makes the figure meaningless.
+    let cpu = if total_ns < 20_000_000 {
+        f64::NAN
+    } else {
+        total_ns as f64 * 1e-3 / (5 * iters.max(1)) as f64
+    };
     (best, cpu)
 }
 

@@ -231,7 +231,9 @@ pub fn flood_bits(params: &Params, ct: &Ciphertext) -> (u32, f64) {
     let var = 2f64.powf(2.0 * ct.est_noise_log2()) + n * (2.0 / 3.0) * sigma * sigma * 2.0;
     let log_e = (10.0 * var.sqrt()).log2();
     let log_delta = params.log2_q() - T_BITS as f64;
-    let bits = super::flood_room(log_delta - 2.0 - 0.1, log_e).floor().max(0.0);
+    let bits = super::flood_room(log_delta - 2.0 - 0.1, log_e)
+        .floor()
+        .max(0.0);
     (bits as u32, bits - n.log2() - log_e)
 }
 
