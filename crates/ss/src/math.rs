@@ -287,7 +287,6 @@ fn exp_neg_direct<C: Channel>(
 ) -> Result<Vec<u64>> {
     let n = x.len();
     let p0 = ctx.is_p0();
-    let big_l = ((l as f64) - (s as f64)).exp2();
     // The factors' exponent range: a_i = e^{mult·(g_i/2^s − (1 − m_i)·L/2)}, C = e^{mult·L/2}.
     let DirectParams {
         half,
@@ -310,91 +309,13 @@ fn exp_neg_direct<C: Channel>(
         (1u128 << w) - 1
     };
     let mr = mask(r);
-    let scale_s = (s as f64).exp2();
-    let ys: Vec<u128>;
-    let mut own_r: Vec<u128> = Vec::new();
-    let mut own_b: Vec<u64> = Vec::new();
-    if p0 {
-        // X_b = e^{mult·(g0/2^s − (1−m0)·L/2) + (m0 ⊕ b)·C'} at fx bits, for P1's msb b.
-        let fscale = (fx as f64).exp2();
-        let xs: Vec<(u128, u128)> = x
-            .iter()
-            .map(|v| {
-                let g = mult as f64 * (to_signed(*v, l) as f64 / scale_s);
-                let m0 = msb(*v, l);
-                let base = if m0 == 0 { g - half } else { g };
-                let xb = |b: u8| {
-                    let e = if m0 ^ b == 1 { base + half } else { base };
-                    ((e.exp() * fscale).round() as u128) & mw
-                };
-                (xb(0), xb(1))
-            })
-            .collect();
-        if w <= 64 {
-            let deltas: Vec<u64> = xs
-                .iter()
-                .map(|(a, b)| (b.wrapping_sub(*a) & mw) as u64)
-                .collect();
-            let q = ctx.cot_send(ch, &deltas, w)?;
-            // P1 got q + m1·(X_1 − X_0) = X_{m1} − R with R = X_0 − q.
-            own_r = xs
-                .iter()
-                .zip(&q)
-                .map(|((a, _), q)| a.wrapping_sub(*q as u128) & mw)
-                .collect();
-        } else {
-            // A chosen 1-of-2 OT of X_b − R (two 64-bit words per element) for a random R.
-            let lo = ctx.rand_u64s(n, 64);
-            let hi = ctx.rand_u64s(n, w - 64);
-            own_r = (0..n)
-                .map(|i| ((hi[i] as u128) << 64 | lo[i] as u128) & mw)
-                .collect();
-            let mut msgs = Vec::with_capacity(4 * n);
-            for part in 0..2 {
-                for i in 0..n {
-                    for xb in [xs[i].0, xs[i].1] {
-                        let m = xb.wrapping_sub(own_r[i]) & mw;
-                        msgs.push(if part == 0 {
-                            m as u64
-                        } else {
-                            (m >> 64) as u64
-                        });
-                    }
-                }
-            }
-            ctx.kk_send(ch, 2, &msgs, 64)?;
-        }
-        ys = Vec::new();
+    let (own_r, ys, own_b) = if p0 {
+        let xs = exp_neg_offers(x, l, s, mult, half, fx, mw);
+        (exp_neg_offer(ctx, ch, &xs, w, mw)?, Vec::new(), Vec::new())
     } else {
-        let m1: Vec<u8> = x.iter().map(|v| msb(*v, l)).collect();
-        if w <= 64 {
-            let m1s: Vec<bool> = m1.iter().map(|b| *b == 1).collect();
-            ys = ctx
-                .cot_recv(ch, &m1s, w)?
-                .into_iter()
-                .map(|v| v as u128)
-                .collect();
-        } else {
-            let mut choices = m1.clone();
-            choices.extend_from_slice(&m1);
-            let got = ctx.kk_recv(ch, 2, &choices, 64)?;
-            ys = (0..n)
-                .map(|i| ((got[n + i] as u128) << 64 | got[i] as u128) & mw)
-                .collect();
-        }
-        let fscale = (lf as f64).exp2();
-        own_b = x
-            .iter()
-            .map(|v| {
-                let g = to_signed(*v, l) as f64 / scale_s;
-                let shift = if msb(*v, l) == 0 { big_l / 2.0 } else { 0.0 };
-                ((mult as f64 * (g - shift)).exp() * fscale).round() as u64
-            })
-            .collect();
-        // (a no-op by kb's bound; keeps P1's local term and its choice bits the same a1)
-        let kmax = mask(kb);
-        own_b.iter_mut().for_each(|b| *b = (*b).min(kmax));
-    }
+        let (ys, own_b) = exp_neg_choose(ctx, ch, x, l, s, mult, lf, kb, w, mw)?;
+        (Vec::new(), ys, own_b)
+    };
     // Shares of Σ_j a1_j·⌊R·2^j / 2^T⌋ mod 2^r: P0 correlates the truncated terms of its R,
     // P1 chooses by the kb bits of a1 (R·2^j < 2^(w + lf) ≤ 2^128).
     let kb = kb as usize;
@@ -438,6 +359,125 @@ fn exp_neg_direct<C: Channel>(
             }
         })
         .collect())
+}
+
+/// P0's two candidates X_b = e^{mult·(g0/2^s − (1−m0)·L/2) + (m0 ⊕ b)·C'} at fx bits, one
+/// for each value b of P1's msb (`half` = mult·L/2).
+fn exp_neg_offers(
+    x: &[u64],
+    l: u32,
+    s: u32,
+    mult: u32,
+    half: f64,
+    fx: u32,
+    mw: u128,
+) -> Vec<(u128, u128)> {
+    let scale_s = (s as f64).exp2();
+    let fscale = (fx as f64).exp2();
+    x.iter()
+        .map(|v| {
+            let g = mult as f64 * (to_signed(*v, l) as f64 / scale_s);
+            let m0 = msb(*v, l);
+            let base = if m0 == 0 { g - half } else { g };
+            let xb = |b: u8| {
+                let e = if m0 ^ b == 1 { base + half } else { base };
+                ((e.exp() * fscale).round() as u128) & mw
+            };
+            (xb(0), xb(1))
+        })
+        .collect()
+}
+
+/// P0's side of the OT on P1's msb: P1 gets X_{m1} − R, P0 keeps R (mod 2^w).
+fn exp_neg_offer<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    xs: &[(u128, u128)],
+    w: u32,
+    mw: u128,
+) -> Result<Vec<u128>> {
+    let n = xs.len();
+    if w <= 64 {
+        let deltas: Vec<u64> = xs
+            .iter()
+            .map(|(a, b)| (b.wrapping_sub(*a) & mw) as u64)
+            .collect();
+        let q = ctx.cot_send(ch, &deltas, w)?;
+        // P1 got q + m1·(X_1 − X_0) = X_{m1} − R with R = X_0 − q.
+        return Ok(xs
+            .iter()
+            .zip(&q)
+            .map(|((a, _), q)| a.wrapping_sub(*q as u128) & mw)
+            .collect());
+    }
+    // A chosen 1-of-2 OT of X_b − R (two 64-bit words per element) for a random R.
+    let lo = ctx.rand_u64s(n, 64);
+    let hi = ctx.rand_u64s(n, w - 64);
+    let own_r: Vec<u128> = (0..n)
+        .map(|i| ((hi[i] as u128) << 64 | lo[i] as u128) & mw)
+        .collect();
+    let mut msgs = Vec::with_capacity(4 * n);
+    for part in 0..2 {
+        for i in 0..n {
+            for xb in [xs[i].0, xs[i].1] {
+                let m = xb.wrapping_sub(own_r[i]) & mw;
+                msgs.push(if part == 0 {
+                    m as u64
+                } else {
+                    (m >> 64) as u64
+                });
+            }
+        }
+    }
+    ctx.kk_send(ch, 2, &msgs, 64)?;
+    Ok(own_r)
+}
+
+/// P1's side: Y = X_{m1} − R by its msb m1, and its own factor a1 = e^{mult·(g1/2^s −
+/// (1−m1)·L/2)} at lf bits (below 2^kb).
+#[allow(clippy::too_many_arguments)]
+fn exp_neg_choose<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    x: &[u64],
+    l: u32,
+    s: u32,
+    mult: u32,
+    lf: u32,
+    kb: u32,
+    w: u32,
+    mw: u128,
+) -> Result<(Vec<u128>, Vec<u64>)> {
+    let n = x.len();
+    let m1: Vec<u8> = x.iter().map(|v| msb(*v, l)).collect();
+    let ys: Vec<u128> = if w <= 64 {
+        let m1s: Vec<bool> = m1.iter().map(|b| *b == 1).collect();
+        ctx.cot_recv(ch, &m1s, w)?
+            .into_iter()
+            .map(|v| v as u128)
+            .collect()
+    } else {
+        let mut choices = m1.clone();
+        choices.extend_from_slice(&m1);
+        let got = ctx.kk_recv(ch, 2, &choices, 64)?;
+        (0..n)
+            .map(|i| ((got[n + i] as u128) << 64 | got[i] as u128) & mw)
+            .collect()
+    };
+    let scale_s = (s as f64).exp2();
+    let big_l = ((l as f64) - (s as f64)).exp2();
+    let fscale = (lf as f64).exp2();
+    // (the min is a no-op by kb's bound; keeps P1's local term and its choice bits the same a1)
+    let kmax = mask(kb);
+    let own_b = x
+        .iter()
+        .map(|v| {
+            let g = to_signed(*v, l) as f64 / scale_s;
+            let shift = if msb(*v, l) == 0 { big_l / 2.0 } else { 0.0 };
+            (((mult as f64 * (g - shift)).exp() * fscale).round() as u64).min(kmax)
+        })
+        .collect();
+    Ok((ys, own_b))
 }
 
 /// OPAF's local step (DESIGN.md §5): each party turns its own share X_i into the factor

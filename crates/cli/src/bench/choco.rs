@@ -267,18 +267,7 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         _ => secinfer_he::choco::ring_for(a.packing),
     };
     let client = ChocoClient::with_ring(&m.config, a.packing, ring)?.with_threads(a.client_threads);
-    // Operation counts of the server's kernels (the same on every backend).
-    let (mut rotations, mut sc_mults) = (0u64, 0u64);
-    for plan in client.plans() {
-        let (row_len, slots) = plan.slot_layout();
-        let ev = CountingEvaluator::new(row_len, slots / row_len);
-        // Nonzero weights: the conv kernel skips all-zero plaintexts.
-        let prep = plan.prepare(&ev, &vec![1; plan.weights()])?;
-        plan.eval(&ev, &prep, &vec![(); plan.in_cts()])?;
-        let c = ev.counter().snapshot();
-        rotations += c.perm + c.hst_perm;
-        sc_mults += c.sc_mult;
-    }
+    let (rotations, sc_mults) = server_op_counts(&client)?;
     let primes = client.primes().len() as u64;
     // The local baselines, on the client's thread budget (both are single-threaded loops).
     let first = inputs.first().ok_or_else(|| Error::msg("no samples"))?;
@@ -325,8 +314,8 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         );
         let r = match (r, a.packing) {
             (Ok(r), _) => r,
-            // The masked baseline's extra level leaves no room for the 2^-40 flooding with this
-            // build's parameters: report its operation counts and why it did not run.
+            // On a smaller ring than `ring_for` picks (--ring-degree, --q-primes) the masked
+            // baseline may have no room for its flooding: report its counts and why it did not run.
             (Err(e), Packing::Baseline) => {
                 out.emit(
                     counts(BenchRecord::local("choco", 0.0))
@@ -388,6 +377,23 @@ pub fn run(a: ChocoArgs, out: &mut Reporter) -> Result<(), Error> {
         );
     }
     Ok(())
+}
+
+/// Rotations and plaintext products of the server's kernels per plaintext prime, counted by
+/// running each layer's plan on the counting backend (the same counts on every backend).
+fn server_op_counts(client: &ChocoClient) -> Result<(u64, u64), Error> {
+    let (mut rotations, mut sc_mults) = (0u64, 0u64);
+    for plan in client.plans() {
+        let (row_len, slots) = plan.slot_layout();
+        let ev = CountingEvaluator::new(row_len, slots / row_len);
+        // Nonzero weights: the conv kernel skips all-zero plaintexts.
+        let prep = plan.prepare(&ev, &vec![1; plan.weights()])?;
+        plan.eval(&ev, &prep, &vec![(); plan.in_cts()])?;
+        let c = ev.counter().snapshot();
+        rotations += c.perm + c.hst_perm;
+        sc_mults += c.sc_mult;
+    }
+    Ok((rotations, sc_mults))
 }
 
 /// One application session: the client's algorithm on the secure service, checked against the

@@ -185,7 +185,6 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     let fw = fwn;
     let rw = fw + if p.below_one { 1 } else { 2 };
     let rwide = rw + tt;
-    let mw = mask(rw);
     let mt = mask(t);
     // The carry of the low t bits fixes both the index and Δ's wrap. The index only needs it
     // mod 2^k, so the B2A is k bits wide. With carry_bits < t it comes from Δ's top bits.
@@ -238,70 +237,20 @@ pub(crate) fn reciprocal_raw<C: Channel>(
         })
     })?;
     let slope = ctx.block("zext", |ctx| zext_msb0_raw(ctx, ch, &tabs[1], rs, rwide))?;
-    // ⌊v·2^b / 2^tt⌋ mod 2^rw: S·Δ1's terms already at the result's scale.
-    let tr = |v: u64, b: u32| ((((v as u128) << b) >> tt) as u64) & mw;
-    // The t + 1 floors of S·Δ1 (t cross terms, P1's own term) lose [0, t + 1) units, which w
-    // gains: left one-sided (no bias) like the offset's upward rounding, so a saturated
-    // sigmoid (d → 1, where the lowered line sits E below 1) still rounds to 1. Centring them
-    // made half of those round to 1 − 1 ULP (mean ULP of sigmoid 16/8 → 16/14: 0.043 → 0.12).
-    // One P0→P1 batch carries the t cross terms s0·2^b·[bit b of Δ1] and the P0 half of the
-    // multiplexer c·S; the P1→P0 batch the other half.
     let w = ctx.block("mul", |ctx| {
-        let tu = t as usize;
-        let mut deltas = Vec::new();
-        let mut choices = Vec::new();
-        let mux_delta: Vec<u64> = (0..n)
-            .map(|i| {
-                if c[i] & 1 == 1 {
-                    slope[i].wrapping_neg() & mw
-                } else {
-                    slope[i] & mw
-                }
-            })
-            .collect();
-        if p0 {
-            deltas.reserve(n * (tu + 1));
-            for sv in &slope {
-                for b in 0..t {
-                    deltas.push(tr(*sv, b));
-                }
-            }
-            deltas.extend_from_slice(&mux_delta);
-        } else {
-            choices.reserve(n * (tu + 1));
-            for dv in &delta {
-                for b in 0..t {
-                    choices.push((dv >> b) & 1 == 1);
-                }
-            }
-            choices.extend(c.iter().map(|b| b & 1 == 1));
-        }
-        let x = ctx.cross_from_p0(ch, &deltas, &choices, rw)?;
-        let cb: Vec<bool> = c.iter().map(|b| b & 1 == 1).collect();
-        let y = ctx.cross_from_p1(ch, &mux_delta, &cb, rw)?;
-        Ok::<_, crate::error::SsError>(
-            (0..n)
-                .map(|i| {
-                    let cross = x[i * tu..(i + 1) * tu]
-                        .iter()
-                        .fold(0u64, |a, v| add(a, *v, mw));
-                    // S·Δ1: P1's local s1·Δ1 plus the cross terms.
-                    let sd1 = if p0 {
-                        cross
-                    } else {
-                        let own = ((slope[i] as u128 * delta[i] as u128) >> tt) as u64;
-                        add(cross, own, mw)
-                    };
-                    let cs = add(
-                        add(x[n * tu + i], y[i], mw),
-                        if c[i] & 1 == 1 { slope[i] } else { 0 },
-                        mw,
-                    );
-                    let base = shl(tabs[0][i], z) & mw;
-                    // c·S·2^t at the result's scale: 2^(t − tt) (tt ≤ t above).
-                    add(sub(base, sd1, mw), shl(cs, t - tt), mw)
-                })
-                .collect::<Vec<u64>>(),
+        offset_minus_slope_product(
+            ctx,
+            ch,
+            SlopeProduct {
+                offset: &tabs[0],
+                slope: &slope,
+                delta: &delta,
+                carry: &c,
+                t,
+                tt,
+                z,
+                rw,
+            },
         )
     })?;
     let mut w = w;
@@ -309,6 +258,108 @@ pub(crate) fn reciprocal_raw<C: Channel>(
         w = newton_step(ctx, ch, d, bits, f, &w, fw)?;
     }
     Ok((w, rw, fw))
+}
+
+/// The shares and scales [`offset_minus_slope_product`] combines.
+struct SlopeProduct<'a> {
+    /// The looked-up offset column T0 − S·Δ0 at scale fw − z.
+    offset: &'a [u64],
+    /// The looked-up slope S, zero-extended to rw + tt bits.
+    slope: &'a [u64],
+    /// Each party's Δ_i = d_i mod 2^t.
+    delta: &'a [u64],
+    /// Shares of Δ's wrap c (bit 0).
+    carry: &'a [u8],
+    t: u32,
+    /// Bits of S·Δ1 dropped as its correlated OTs are made.
+    tt: u32,
+    /// The offset column's shift up to the result's scale.
+    z: u32,
+    rw: u32,
+}
+
+/// Shares of T0 − S·Δ0 − S·Δ1 + 2^t·c·S mod 2^rw at the result's scale.
+///
+/// The t + 1 floors of S·Δ1 (t cross terms, P1's own term) lose [0, t + 1) units, which w
+/// gains: left one-sided (no bias) like the offset's upward rounding, so a saturated sigmoid
+/// (d → 1, where the lowered line sits E below 1) still rounds to 1. Centring them made half of
+/// those round to 1 − 1 ULP (mean ULP of sigmoid 16/8 → 16/14: 0.043 → 0.12). One P0→P1 batch
+/// carries the t cross terms s0·2^b·[bit b of Δ1] and the P0 half of the multiplexer c·S; the
+/// P1→P0 batch the other half.
+fn offset_minus_slope_product<C: Channel>(
+    ctx: &mut Ctx,
+    ch: &mut C,
+    v: SlopeProduct<'_>,
+) -> Result<Vec<u64>> {
+    let SlopeProduct {
+        offset,
+        slope,
+        delta,
+        carry: c,
+        t,
+        tt,
+        z,
+        rw,
+    } = v;
+    let n = slope.len();
+    let p0 = ctx.is_p0();
+    let mw = mask(rw);
+    // ⌊v·2^b / 2^tt⌋ mod 2^rw: S·Δ1's terms already at the result's scale.
+    let tr = |v: u64, b: u32| ((((v as u128) << b) >> tt) as u64) & mw;
+    let tu = t as usize;
+    let mut deltas = Vec::new();
+    let mut choices = Vec::new();
+    let mux_delta: Vec<u64> = (0..n)
+        .map(|i| {
+            if c[i] & 1 == 1 {
+                slope[i].wrapping_neg() & mw
+            } else {
+                slope[i] & mw
+            }
+        })
+        .collect();
+    if p0 {
+        deltas.reserve(n * (tu + 1));
+        for sv in slope {
+            for b in 0..t {
+                deltas.push(tr(*sv, b));
+            }
+        }
+        deltas.extend_from_slice(&mux_delta);
+    } else {
+        choices.reserve(n * (tu + 1));
+        for dv in delta {
+            for b in 0..t {
+                choices.push((dv >> b) & 1 == 1);
+            }
+        }
+        choices.extend(c.iter().map(|b| b & 1 == 1));
+    }
+    let x = ctx.cross_from_p0(ch, &deltas, &choices, rw)?;
+    let cb: Vec<bool> = c.iter().map(|b| b & 1 == 1).collect();
+    let y = ctx.cross_from_p1(ch, &mux_delta, &cb, rw)?;
+    Ok((0..n)
+        .map(|i| {
+            let cross = x[i * tu..(i + 1) * tu]
+                .iter()
+                .fold(0u64, |a, v| add(a, *v, mw));
+            // S·Δ1: P1's local s1·Δ1 plus the cross terms.
+            let sd1 = if p0 {
+                cross
+            } else {
+                let own = ((slope[i] as u128 * delta[i] as u128) >> tt) as u64;
+                add(cross, own, mw)
+            };
+            let cs = add(
+                add(x[n * tu + i], y[i], mw),
+                if c[i] & 1 == 1 { slope[i] } else { 0 },
+                mw,
+            );
+            let base = shl(offset[i], z) & mw;
+            // c·S·2^t at the result's scale: 2^(t − tt) (tt ≤ t above).
+            add(sub(base, sd1, mw), shl(cs, t - tt), mw)
+        })
+        .collect())
 }
 
 /// One Newton step w' = w + w·(1 − d·w) for w at scale fw (≈ 1/d, d ∈ [1,2) at scale f).
