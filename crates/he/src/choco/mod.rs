@@ -333,10 +333,14 @@ pub fn finish(
     // The exact amplitude, not the next power of two: a wide plaintext prime's room lies
     // within a bit of its need.
     let want = stat_bits as f64 + n.log2() + log_e;
-    let room = params.log2_q() - (params.t() as f64).log2() - 2.0 - 0.1;
+    // The flood shares Δ/4 with the kernel's noise bound.
+    let room = crate::kernels::flood_room(
+        params.log2_q() - (params.t() as f64).log2() - 2.0 - 0.1,
+        log_e,
+    );
     if want > room {
         return Err(HeError::NoiseBudget(format!(
-            "flooding to 2^-{stat_bits} needs 2^{want:.2} of noise, Δ/4 leaves 2^{room:.1}"
+            "flooding to 2^-{stat_bits} needs 2^{want:.2} of noise; beside the kernel's noise, Δ/4 leaves 2^{room:.1}"
         )));
     }
     // The 10^-6 bit absorbs f64's rounding, so the amplitude is at least 2^want. With two Q
