@@ -241,24 +241,35 @@ pub fn render(rows: &[BenchRecord], wide: bool) -> String {
         cols.push("bench".into());
     }
     cols.extend(params.iter().filter(|p| !shared.contains(p)).cloned());
-    // A local measurement's phases, bytes and rounds are all zero: such columns say nothing.
-    let carries = |c: &str| {
-        c == "time_s"
-            || rows
-                .iter()
-                .any(|r| !matches!(raw_cell(r, c).as_f64(), None | Some(0.0)))
-    };
-    cols.extend(
-        STANDARD
-            .iter()
-            .filter(|c| carries(c))
-            .map(|s| s.to_string()),
-    );
+    cols.extend(STANDARD.iter().map(|s| s.to_string()));
     cols.extend(extras);
-    let all_cells =
-        |c: &str| -> Vec<String> { rows.iter().map(|r| fmt_cell(c, &raw_cell(r, c))).collect() };
-    let mut table: Vec<(String, Vec<String>)> =
-        cols.iter().map(|c| (c.clone(), all_cells(c))).collect();
+    let mut raw: Vec<(String, Vec<Value>)> = cols
+        .into_iter()
+        .map(|c| {
+            let cells = rows.iter().map(|r| raw_cell(r, &c)).collect();
+            (c, cells)
+        })
+        .collect();
+    // A local measurement's phases, bytes and rounds are all zero: such columns say nothing.
+    raw.retain(|(c, cells)| {
+        !STANDARD.contains(&c.as_str())
+            || c == "time_s"
+            || cells
+                .iter()
+                .any(|v| !matches!(v.as_f64(), None | Some(0.0)))
+    });
+    let labels: Vec<String> = raw
+        .iter()
+        .filter(|(_, cells)| is_label(cells))
+        .map(|(c, _)| c.clone())
+        .collect();
+    let mut table: Vec<(String, Vec<String>)> = raw
+        .into_iter()
+        .map(|(c, cells)| {
+            let shown = cells.iter().map(|v| fmt_cell(&c, v)).collect();
+            (c, shown)
+        })
+        .collect();
     if !wide && one_bench {
         let line: Vec<String> = shared
             .iter()
@@ -277,11 +288,6 @@ pub fn render(rows: &[BenchRecord], wide: bool) -> String {
         // Drop the bench's own fields from the last, then the setup and offline times, until
         // the table fits; a text field that names the rows (he-ops' `op`) goes last. The JSON
         // and --wide keep everything.
-        let labels: Vec<String> = table
-            .iter()
-            .filter(|(c, _)| is_label(rows, c))
-            .map(|(c, _)| c.clone())
-            .collect();
         while width(&table) > TABLE_WIDTH {
             let droppable = |c: &str| {
                 c != "bench"
@@ -353,13 +359,12 @@ pub fn render(rows: &[BenchRecord], wide: bool) -> String {
     out
 }
 
-/// Fields kept longest when a table must drop columns: the security and accuracy margins.
-/// A field whose values are text and differ between rows names the rows.
-fn is_label(rows: &[BenchRecord], c: &str) -> bool {
-    let cells: Vec<Value> = rows.iter().map(|r| raw_cell(r, c)).collect();
+/// A field whose values (one per row) are text and differ between rows names the rows.
+fn is_label(cells: &[Value]) -> bool {
     cells.iter().all(Value::is_string) && cells.iter().any(|v| *v != cells[0])
 }
 
+/// Fields kept longest when a table must drop columns: the security and accuracy margins.
 fn is_key(c: &str) -> bool {
     LEGEND.iter().any(|(k, _)| *k == c)
 }

@@ -4,19 +4,10 @@
 use secinfer_he::bfv::{decode_simd, encode_simd, Response};
 use secinfer_he::choco::{finish, RnsParams, FLOOD_STAT_BITS};
 use secinfer_he::SecretKey;
-use std::time::Instant;
+mod common;
 
-fn time<F: FnMut()>(name: &str, iters: usize, mut f: F) {
-    f();
-    let mut best = f64::INFINITY;
-    for _ in 0..5 {
-        let t = Instant::now();
-        for _ in 0..iters {
-            f();
-        }
-        best = best.min(t.elapsed().as_secs_f64() * 1e6 / iters as f64);
-    }
-    println!("{name:32} {best:9.1} us");
+fn time<F: FnMut()>(name: &str, iters: usize, f: F) {
+    common::time_best(name, 5, iters, f)
 }
 
 fn main() -> Result<(), secinfer_he::HeError> {

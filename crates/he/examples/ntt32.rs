@@ -2,18 +2,9 @@
 //! `cargo run -p secinfer-he --release --example ntt32`. These are tfhe-ntt's plans; the crate's
 //! own transform for primes below 2^30 (`src/ntt32.rs`) is timed beside them by
 //! `secinfer bench he-ops` (rows `ntt_fwd`/`ntt_inv`).
-use std::time::Instant;
-fn t<F: FnMut()>(name: &str, iters: usize, mut f: F) {
-    f();
-    let mut best = f64::INFINITY;
-    for _ in 0..9 {
-        let s = Instant::now();
-        for _ in 0..iters {
-            f();
-        }
-        best = best.min(s.elapsed().as_secs_f64() * 1e6 / iters as f64);
-    }
-    println!("{name:40} {best:8.2} us");
+mod common;
+fn t<F: FnMut()>(name: &str, iters: usize, f: F) {
+    common::time_best(name, 9, iters, f)
 }
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("join") {

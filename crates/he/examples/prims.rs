@@ -1,16 +1,7 @@
 //! Primitive timings: `cargo run -p secinfer-he --release --example prims`.
-use std::time::Instant;
-fn t<F: FnMut()>(name: &str, iters: usize, mut f: F) {
-    f();
-    let mut best = f64::INFINITY;
-    for _ in 0..7 {
-        let s = Instant::now();
-        for _ in 0..iters {
-            f();
-        }
-        best = best.min(s.elapsed().as_secs_f64() * 1e6 / iters as f64);
-    }
-    println!("{name:30} {best:8.2} us");
+mod common;
+fn t<F: FnMut()>(name: &str, iters: usize, f: F) {
+    common::time_best(name, 7, iters, f)
 }
 fn main() {
     let n = 4096;

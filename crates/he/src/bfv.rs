@@ -694,25 +694,11 @@ fn check_coeffs_range(params: &Params, coeffs: &[u64]) -> Result<(), HeError> {
     }
 }
 
+/// [`check_coeffs_range`], then the polynomial zero-padded to n coefficients.
 fn check_coeffs(params: &Params, coeffs: &[u64]) -> Result<Vec<u64>, HeError> {
-    let n = params.n();
-    if coeffs.len() > n {
-        return Err(HeError::WrongLength {
-            expected: n,
-            got: coeffs.len(),
-        });
-    }
-    let mut m = vec![0u64; n];
-    for (i, &c) in coeffs.iter().enumerate() {
-        if c >= params.t() {
-            return Err(HeError::OutOfRange {
-                index: i,
-                value: c,
-                modulus: params.t(),
-            });
-        }
-        m[i] = c;
-    }
+    check_coeffs_range(params, coeffs)?;
+    let mut m = vec![0u64; params.n()];
+    m[..coeffs.len()].copy_from_slice(coeffs);
     Ok(m)
 }
 
@@ -743,17 +729,22 @@ pub fn encode_simd(params: &Params, slots: &[u64]) -> Result<Vec<u64>, HeError> 
 
 /// SIMD decode: coefficient polynomial mod t → n slot values.
 pub fn decode_simd(params: &Params, coeffs: &[u64]) -> Result<Vec<u64>, HeError> {
+    decode_simd_owned(params, coeffs.to_vec())
+}
+
+/// [`decode_simd`] on a buffer it may overwrite (and recycles).
+pub(crate) fn decode_simd_owned(params: &Params, mut v: Vec<u64>) -> Result<Vec<u64>, HeError> {
     let tm = params.0.tm.as_ref().ok_or(HeError::NotSimd)?;
-    let n = params.n();
-    if coeffs.len() != n {
+    if v.len() != params.n() {
         return Err(HeError::WrongLength {
-            expected: n,
-            got: coeffs.len(),
+            expected: params.n(),
+            got: v.len(),
         });
     }
-    let mut v = coeffs.to_vec();
     tm.to_ntt(&mut v);
-    Ok(params.0.slot_idx.iter().map(|&i| v[i as usize]).collect())
+    let out = params.0.slot_idx.iter().map(|&i| v[i as usize]).collect();
+    give_back(v);
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -72,19 +72,9 @@ pub trait Channel: Send {
                     len: usize::MAX,
                     max: self.max_frame(),
                 })?;
-        if expected > self.max_frame() {
-            return Err(NetError::FrameTooLarge {
-                len: expected,
-                max: self.max_frame(),
-            });
-        }
-        let bytes = self.recv_frame()?;
-        if bytes.len() != expected {
-            return Err(NetError::UnexpectedLength {
-                expected,
-                got: bytes.len(),
-            });
-        }
+        // The length is checked by `recv_bytes`, so a channel that checks it before taking the
+        // frame (the flight channel) does so for every fixed-length read.
+        let bytes = self.recv_bytes(expected)?;
         let mut out = vec![T::zeroed(); count];
         bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&bytes);
         Ok(out)

@@ -25,11 +25,10 @@
 //! carries on as if the bad one had never come. A flight "ends in the middle" when the function has
 //! read some of the peer's flight and would wait again without having sent anything. No honest run
 //! of what is tested here does that (setup, pool fills, the math functions, FastGRNN with either
-//! products); a protocol in which a party reads two of its peer's flights in a row (the second one
+//! products, hegc's and the GRU's whole sessions); a protocol in which a party reads two of its peer's flights in a row (the second one
 //! answering a message of its own that crossed the first) would be refused by this rule. A stepper
 //! dropped before it is done ends its thread (its reads then fail with [`NetError::Closed`]).
 use crate::{Channel, Meter, NetError, Result, DEFAULT_MAX_FRAME};
-use bytemuck::Pod;
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
@@ -85,6 +84,11 @@ impl<T> Step<T> {
             }
         }
     }
+
+    /// [`Step::into_flight`] on a step held in place, which is left an empty `Send`.
+    pub fn take_flight(&mut self, out: &mut Option<T>) -> Flight {
+        std::mem::replace(self, Step::Send(Flight::default())).into_flight(out)
+    }
 }
 
 /// Shapes only: the output is this party's shares.
@@ -131,8 +135,7 @@ impl FlightChannel {
 
     /// Refuses the flight being read and waits for it again: the frames already taken must
     /// come back unchanged (they were read), the rest replaces what is left.
-    fn refuse(&mut self, why: String) -> Result<()> {
-        let mut why = why;
+    fn refuse(&mut self, mut why: String) -> Result<()> {
         loop {
             self.to_driver
                 .send(Report::Refused(why))
@@ -165,21 +168,23 @@ impl FlightChannel {
                 self.stop(Report::Flight(out))?;
                 continue;
             };
-            let fits = match want {
-                Some(w) => front.len() == w,
-                None => front.len() <= limit,
+            let why = match want {
+                Some(w) if front.len() != w => {
+                    Some(format!("frame of {} bytes, expected {w}", front.len()))
+                }
+                None if front.len() > limit => {
+                    Some(format!("frame of {} bytes, at most {limit}", front.len()))
+                }
+                _ => None,
             };
-            if !fits {
-                let why = match want {
-                    Some(w) => format!("frame of {} bytes, expected {w}", front.len()),
-                    None => format!("frame of {} bytes, at most {limit}", front.len()),
-                };
+            if let Some(why) = why {
                 self.refuse(why)?;
                 continue;
             }
-            let Some(f) = self.inbox.pop_front() else {
-                continue;
-            };
+            let f = self
+                .inbox
+                .pop_front()
+                .expect("the front frame was just seen");
             self.taken.push(f.clone());
             self.meter.record_recv(f.len());
             return Ok(f);
@@ -221,24 +226,8 @@ impl Channel for FlightChannel {
         self.take(None, max.min(DEFAULT_MAX_FRAME))
     }
     /// As the provided method, but the length is checked before the frame is taken, so a
-    /// frame of the wrong size is refused without the function seeing it.
-    fn recv_pod<T: Pod>(&mut self, count: usize) -> Result<Vec<T>>
-    where
-        Self: Sized,
-    {
-        let want = count
-            .checked_mul(std::mem::size_of::<T>())
-            .filter(|w| *w <= DEFAULT_MAX_FRAME)
-            .ok_or(NetError::FrameTooLarge {
-                len: usize::MAX,
-                max: DEFAULT_MAX_FRAME,
-            })?;
-        let bytes = self.take(Some(want), want)?;
-        let mut out = vec![T::zeroed(); count];
-        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&bytes);
-        Ok(out)
-    }
-    /// As [`FlightChannel::recv_pod`]: the length is checked before the frame is taken.
+    /// frame of the wrong size is refused without the function seeing it (`recv_pod` reads
+    /// through this).
     fn recv_bytes(&mut self, len: usize) -> Result<Vec<u8>>
     where
         Self: Sized,
@@ -314,7 +303,8 @@ impl<T: Send + 'static> Stepper<T> {
             return Err(NetError::Closed);
         };
         if tx.send(flight.frames).is_err() {
-            return self.join().and(Err(NetError::Closed));
+            self.join()?;
+            return Err(NetError::Closed);
         }
         self.next()
     }
@@ -328,7 +318,10 @@ impl<T: Send + 'static> Stepper<T> {
                 last: Flight::new(last),
             }),
             // The thread ended without finishing: its link failed.
-            Err(_) => self.join().and(Err(NetError::Closed)),
+            Err(_) => {
+                self.join()?;
+                Err(NetError::Closed)
+            }
         }
     }
 
@@ -376,7 +369,7 @@ enum Side<T> {
 }
 
 /// Runs two steppers against each other, each absorbing the other's flights, until both are
-/// done. Two parties that both wait with nothing to say is a deadlock (`Malformed`).
+/// done. A party that waits while its peer has nothing to send is a deadlock (`Malformed`).
 pub fn drive<A, B, FA, FB>(fa: FA, fb: FB) -> Result<Driven<A, B>>
 where
     A: Send + 'static,
@@ -405,9 +398,10 @@ where
                     flights_b,
                 })
             }
-            (Side::Running(_), Side::Running(_)) if idle => {
+            // A party waits and its peer, running or done, has nothing to send.
+            _ if idle => {
                 return Err(NetError::Malformed(
-                    "both parties wait with nothing to send".into(),
+                    "a party waits and its peer has nothing to send".into(),
                 ))
             }
             (na, nb) => {

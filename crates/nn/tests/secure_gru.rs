@@ -362,15 +362,16 @@ fn whole_session_as_flights_equals_the_reference_bit_for_bit() {
         let (mut out_c, mut out_s) = (None, None);
         let mut round = 0;
         loop {
-            let to_s = take(&mut fc, &mut out_c);
-            let to_c = take(&mut fs, &mut out_s);
+            let to_s = fc.take_flight(&mut out_c);
+            let to_c = fs.take_flight(&mut out_s);
             if out_c.is_some() && out_s.is_some() {
                 break;
             }
-            if to_s.frames().iter().any(|f| !f.is_empty()) {
+            let speaks = to_s.frames().iter().any(|f| !f.is_empty());
+            if speaks {
                 round += 1;
             }
-            if round == cut_at && out_s.is_none() && to_s.frames().iter().any(|f| !f.is_empty()) {
+            if round == cut_at && out_s.is_none() && speaks {
                 let mut cut = to_s.frames().to_vec();
                 let i = cut.iter().position(|f| !f.is_empty()).unwrap();
                 cut[i].pop();
@@ -403,9 +404,4 @@ fn whole_session_as_flights_equals_the_reference_bit_for_bit() {
         }
     }
     assert_eq!(refused + failed, 5, "{refused} refused, {failed} failed");
-}
-
-/// The step's flight for the peer (its output into `out` when done), leaving an empty send.
-fn take<T>(step: &mut Step<T>, out: &mut Option<T>) -> Flight {
-    std::mem::replace(step, Step::Send(Flight::default())).into_flight(out)
 }

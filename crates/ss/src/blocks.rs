@@ -6,7 +6,8 @@
 //! server. Correlations come from correlated OT (1-of-2) and KK13 1-of-N OT, never from a dealer.
 //!
 //! Each block here runs its arithmetic's pure steps ([`steps`], [`pooled`]) around `Ctx`'s OTs
-//! and bit openings: the steps are the one definition, the block its sequence over a channel.
+//! and bit openings: where a block has steps they are the one definition, the block its
+//! sequence over a channel.
 use crate::ctx::Ctx;
 use crate::error::{invalid, Result};
 use crate::ring::{check_bits, mask, msb};

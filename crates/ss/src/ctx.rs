@@ -520,9 +520,7 @@ impl Ctx {
             Backend::Dealer => return Err(invalid("the dealer has no leaf OTs")),
         }
         let m = self.mill_leaf;
-        if m < 2 {
-            return Err(invalid("leaf OTs need 2 ≤ m ≤ 4"));
-        }
+        steps::check_leaf_digits(m, digits)?;
         if self.leaves.available() < k {
             let need = k - self.leaves.available();
             self.make_leaves(ch, need)?;
@@ -543,7 +541,7 @@ impl Ctx {
             ch.send_pod(&steps::leaf_query(t, digits, m)?)?;
             ch.flush()?;
             let y = ch.recv_bytes(steps::leaf_answer_bytes(k, m))?;
-            steps::leaf_result(&self.leaves.t[p..p + k], digits, m, &y)?
+            steps::leaf_result(t, digits, m, &y)?
         };
         self.leaves.pos += k;
         self.charge(traffic(ch) - b0, 0, 0);

@@ -303,17 +303,13 @@ fn exp_neg_direct<C: Channel>(
             "exp_neg: output scale out of range for the local-factor method",
         ));
     }
-    let mw: u128 = if w >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << w) - 1
-    };
+    let mw = mask128(w);
     let mr = mask(r);
     let (own_r, ys, own_b) = if p0 {
         let xs = exp_neg_offers(x, l, s, mult, half, fx, mw);
-        (exp_neg_offer(ctx, ch, &xs, w, mw)?, Vec::new(), Vec::new())
+        (exp_neg_offer(ctx, ch, &xs, w)?, Vec::new(), Vec::new())
     } else {
-        let (ys, own_b) = exp_neg_choose(ctx, ch, x, l, s, mult, lf, kb, w, mw)?;
+        let (ys, own_b) = exp_neg_choose(ctx, ch, x, l, s, mult, lf, kb, w)?;
         (Vec::new(), ys, own_b)
     };
     // Shares of Σ_j a1_j·⌊R·2^j / 2^T⌋ mod 2^r: P0 correlates the truncated terms of its R,
@@ -361,6 +357,15 @@ fn exp_neg_direct<C: Channel>(
         .collect())
 }
 
+/// 2^w − 1 as a u128 (all ones from w = 128).
+fn mask128(w: u32) -> u128 {
+    if w >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << w) - 1
+    }
+}
+
 /// P0's two candidates X_b = e^{mult·(g0/2^s − (1−m0)·L/2) + (m0 ⊕ b)·C'} at fx bits, one
 /// for each value b of P1's msb (`half` = mult·L/2).
 fn exp_neg_offers(
@@ -394,9 +399,9 @@ fn exp_neg_offer<C: Channel>(
     ch: &mut C,
     xs: &[(u128, u128)],
     w: u32,
-    mw: u128,
 ) -> Result<Vec<u128>> {
     let n = xs.len();
+    let mw = mask128(w);
     if w <= 64 {
         let deltas: Vec<u64> = xs
             .iter()
@@ -446,9 +451,9 @@ fn exp_neg_choose<C: Channel>(
     lf: u32,
     kb: u32,
     w: u32,
-    mw: u128,
 ) -> Result<(Vec<u128>, Vec<u64>)> {
     let n = x.len();
+    let mw = mask128(w);
     let m1: Vec<u8> = x.iter().map(|v| msb(*v, l)).collect();
     let ys: Vec<u128> = if w <= 64 {
         let m1s: Vec<bool> = m1.iter().map(|b| *b == 1).collect();

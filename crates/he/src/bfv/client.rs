@@ -11,11 +11,10 @@
 //!   `Sampler::gaussian`), drawn in bulk: the same values the scalar sampler gives.
 
 use super::{
-    center_big, check_coeffs_range, crt, encode_simd, give_back, sparse::lift_pow2, take_dirty,
-    Response, SecretKey, SeededCiphertext,
+    center_big, check_coeffs_range, crt, decode_simd_owned, encode_simd, give_back,
+    sparse::lift_pow2, take_dirty, Response, SecretKey, SeededCiphertext,
 };
 use crate::arith::{add_mod, from_i64, mul_shoup, shoup, small_mod, Sampler};
-use crate::params::Params;
 use crate::HeError;
 
 impl SecretKey {
@@ -139,21 +138,6 @@ impl SecretKey {
         give_back(c1);
         Ok(out)
     }
-}
-
-/// [`super::decode_simd`] on a buffer it may overwrite (and recycles).
-fn decode_simd_owned(params: &Params, mut v: Vec<u64>) -> Result<Vec<u64>, HeError> {
-    let tm = params.0.tm.as_ref().ok_or(HeError::NotSimd)?;
-    if v.len() != params.n() {
-        return Err(HeError::WrongLength {
-            expected: params.n(),
-            got: v.len(),
-        });
-    }
-    tm.to_ntt(&mut v);
-    let out = params.0.slot_idx.iter().map(|&i| v[i as usize]).collect();
-    give_back(v);
-    Ok(out)
 }
 
 fast_dispatch! {

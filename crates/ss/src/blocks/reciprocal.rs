@@ -189,12 +189,8 @@ pub(crate) fn reciprocal_raw<C: Channel>(
     // The carry of the low t bits fixes both the index and Δ's wrap. The index only needs it
     // mod 2^k, so the B2A is k bits wide. With carry_bits < t it comes from Δ's top bits.
     let c = ctx.block("wrap", |ctx| {
-        if cb < t {
-            let hi: Vec<u64> = d.iter().map(|a| (a & mt) >> (t - cb)).collect();
-            carry_raw(ctx, ch, &hi, cb)
-        } else {
-            carry_raw(ctx, ch, d, t)
-        }
+        let (v, w) = super::steps::trunc_carry_operand(d, t, cb);
+        carry_raw(ctx, ch, &v, w)
     })?;
     let ck = ctx.block("b2a", |ctx| b2a_raw(ctx, ch, &c, k))?;
     let idx: Vec<u64> = (0..n).map(|i| add(d[i] >> t, ck[i], mask(k))).collect();

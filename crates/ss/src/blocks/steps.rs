@@ -20,6 +20,9 @@
 //! is [`SsError::Malformed`]; a local argument of the wrong length is `InvalidArgument`.
 //!
 //! [`Ctx`]: crate::Ctx
+use std::borrow::Cow;
+
+use super::pooled::{get_bit, push_bits, sum_chunks};
 use crate::error::{invalid, Result, SsError};
 use crate::ring::mask;
 
@@ -62,7 +65,7 @@ pub fn unpack_opening(frame: &[u8], n: usize) -> Result<Vec<u8>> {
         return Err(malformed("bit opening", frame.len(), opening_bytes(n)));
     }
     check_padding(frame, n)?;
-    Ok((0..n).map(|i| (frame[i / 8] >> (i % 8)) & 1).collect())
+    Ok((0..n).map(|i| get_bit(frame, i) as u8).collect())
 }
 
 fn check_padding(packed: &[u8], n: usize) -> Result<()> {
@@ -232,15 +235,22 @@ pub fn leaf_split(r: &[u8]) -> (Vec<u8>, Vec<u8>) {
 /// the 2-bit masks of all 2^m keys (mask x at bits 2x..2x + 2 of one word), P1 its random
 /// choice r (bits 0..8) and the 2-bit mask of K_r (bits 8..10).
 fn check_leaf(m: u32, k: usize, t: &[u32], digits: &[u8]) -> Result<()> {
-    if !(2..=4).contains(&m) {
-        return Err(invalid("leaf OTs need 2 ≤ m ≤ 4"));
-    }
+    check_leaf_digits(m, digits)?;
     if t.len() != k || digits.len() != k {
         return Err(invalid(format!(
             "leaves: {} OTs for {} digits",
             t.len(),
             digits.len()
         )));
+    }
+    Ok(())
+}
+
+/// The leaf width 2 ≤ m ≤ 4 and every digit below 2^m: what a party can check before any
+/// traffic.
+pub(crate) fn check_leaf_digits(m: u32, digits: &[u8]) -> Result<()> {
+    if !(2..=4).contains(&m) {
+        return Err(invalid("leaf OTs need 2 ≤ m ≤ 4"));
     }
     if digits.iter().any(|d| *d as usize >= 1 << m) {
         return Err(invalid("leaf digit out of range"));
@@ -570,28 +580,26 @@ pub fn ars_output(y: &[u64], a: &[u64], bits: u32, t: u32, p0: bool) -> Result<V
 /// Truncation of a value whose MSB is known to be 0 (SIRNN), first step: without `exact`, P0
 /// adds 2^t so the result, which drops the carry of the low bits, is ⌊x/2^t⌋ or one more and
 /// never below zero.
-pub fn trunc_msb0_bias(x: &[u64], bits: u32, t: u32, exact: bool, p0: bool) -> Vec<u64> {
+pub fn trunc_msb0_bias(x: &[u64], bits: u32, t: u32, exact: bool, p0: bool) -> Cow<'_, [u64]> {
+    if exact || !p0 {
+        return Cow::Borrowed(x);
+    }
     let mb = mask(bits);
-    x.iter()
-        .map(|a| {
-            if !exact && p0 {
-                a.wrapping_add(shl(1, t)) & mb
-            } else {
-                *a
-            }
-        })
-        .collect()
+    Cow::Owned(x.iter().map(|a| a.wrapping_add(shl(1, t)) & mb).collect())
 }
 
 /// The carry an exact truncation needs, as a carry's operand and width: of the low t bits, or
 /// (`carry_bits` < t) of their top `carry_bits` bits only, which makes the result
 /// ⌊(x − ε)/2^t⌋ with 0 ≤ ε < 2^(t − carry_bits).
-pub fn trunc_carry_operand(x: &[u64], t: u32, carry_bits: u32) -> (Vec<u64>, u32) {
+pub fn trunc_carry_operand(x: &[u64], t: u32, carry_bits: u32) -> (Cow<'_, [u64]>, u32) {
     if carry_bits >= t {
-        (x.to_vec(), t)
+        (Cow::Borrowed(x), t)
     } else {
         let a = t - carry_bits;
-        (x.iter().map(|v| (v & mask(t)) >> a).collect(), carry_bits)
+        (
+            Cow::Owned(x.iter().map(|v| (v & mask(t)) >> a).collect()),
+            carry_bits,
+        )
     }
 }
 
@@ -800,9 +808,11 @@ pub fn private_product_deltas(a: &[u64], b_bits: u32, bits: u32) -> Vec<u64> {
 
 /// [`private_product_deltas`]' choices at P1: the bits of b.
 pub fn private_product_choices(b: &[u64], b_bits: u32) -> Vec<bool> {
-    b.iter()
-        .flat_map(|b| (0..b_bits).map(move |j| b.checked_shr(j).unwrap_or(0) & 1 == 1))
-        .collect()
+    let mut c = Vec::with_capacity(b.len() * b_bits as usize);
+    for &v in b {
+        push_bits(&mut c, v, b_bits as usize);
+    }
+    c
 }
 
 /// Product of private values, last step: the sum mod 2^bits of this party's `b_bits` COT
@@ -812,10 +822,7 @@ pub fn private_product_output(r: &[u64], n: usize, b_bits: u32, bits: u32) -> Re
     if k == 0 || r.len() != n * k || !(1..=64).contains(&bits) {
         return Err(invalid("private product: b_bits products per value"));
     }
-    let m = mask(bits);
-    Ok(r.chunks(k)
-        .map(|c| c.iter().fold(0u64, |s, x| s.wrapping_add(*x)) & m)
-        .collect())
+    Ok(sum_chunks(r, k, mask(bits)))
 }
 
 // ---- Lookup tables on a 1-of-2^k OT --------------------------------------------------------

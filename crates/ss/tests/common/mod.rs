@@ -1,19 +1,24 @@
 #![allow(dead_code, clippy::unwrap_used)]
-use secinfer_net::{simulate, Cost, DynChannel};
+use secinfer_net::{simulate, Channel, Cost, DynChannel};
 use secinfer_ss::ring::mask;
 use secinfer_ss::{Ctx, Party};
 
 /// A context for `party`: real OT extension by default; the insecure dealer only with the
 /// `test-dealer` feature.
 pub fn ctx(party: Party, ch: &mut DynChannel) -> Ctx {
+    try_ctx(party, ch).expect("setup")
+}
+
+/// A party's context on any channel: the dealer's under `test-dealer`, else real OT setup.
+pub fn try_ctx<C: Channel>(party: Party, ch: &mut C) -> secinfer_ss::Result<Ctx> {
     #[cfg(feature = "test-dealer")]
     {
         let _ = ch;
-        Ctx::insecure_dealer(party)
+        Ok(Ctx::insecure_dealer(party))
     }
     #[cfg(not(feature = "test-dealer"))]
     {
-        Ctx::setup(party, ch).expect("setup")
+        Ctx::setup(party, ch)
     }
 }
 

@@ -458,8 +458,6 @@ fn auto_takes_the_cheapest_estimate_and_its_bytes_are_the_wire_bytes() {
     }
 }
 
-/// One session of `model` on `x` with the finishing steps run by `nl`; returns the secure
-/// logits, the reference's, and the server's report.
 /// Both parties' models on the auto kernel with finishing protocol `nl`.
 fn models_with(
     q: &QuantizedGraph,
@@ -475,6 +473,8 @@ fn models_with(
     (sm, cm)
 }
 
+/// One session of `model` on `x` with the finishing steps run by `nl`; returns the secure
+/// logits, the reference's, and the server's report.
 fn run_nonlinear(
     model: &Model,
     x: &[i64],
@@ -541,7 +541,7 @@ fn finishing_steps_by_ot_and_by_gc_equal_the_reference_bit_for_bit() {
 /// The whole session (handshake, keys, base OTs, pool fills, HE products, finishing steps,
 /// argmax) driven as typed flights with no channel between the parties
 /// (`secinfer_net::flight`), under both finishing protocols: logits and class equal the
-/// reference's bit for bit, and every flight carries frames.
+/// reference's bit for bit, over more than four flights each way.
 #[test]
 fn whole_session_as_flights_equals_the_reference_bit_for_bit() {
     let mlp = random_mlp(&[30, 16, 6], 10, 4, 9).unwrap();
@@ -569,11 +569,6 @@ fn whole_session_as_flights_equals_the_reference_bit_for_bit() {
             assert_eq!(out.logits.unwrap(), outs[outs.len() - 2], "{nl:?}");
             assert_eq!(out.class as i64, outs[outs.len() - 1][0], "{nl:?}");
             assert!(d.flights_a.len() > 4 && d.flights_b.len() > 4, "{nl:?}");
-            assert!(d
-                .flights_a
-                .iter()
-                .chain(&d.flights_b)
-                .all(|f| !f.is_empty()));
         }
     }
 }

@@ -352,7 +352,7 @@ fn full_run_as_flights_matches_the_channel_run() {
 /// left where it was: the real flight then finishes the run with the reference's logits.
 #[test]
 fn a_short_fastgrnn_flight_is_refused_and_the_run_carries_on() {
-    use secinfer_net::flight::{Flight, Step, Stepper};
+    use secinfer_net::flight::{Flight, Stepper};
     let (m, x, sh, want) = flight_case(0x61, (3, 6, 2, 3));
     let opts = flight_opts(Impl::Opaf, Products::He);
     let (mr, xr) = (m.clone(), x.clone());
@@ -365,11 +365,8 @@ fn a_short_fastgrnn_flight_is_refused_and_the_run_carries_on() {
     let (mut out_c, mut out_s) = (None, None);
     let (mut seen, mut refused) = (0, 0);
     loop {
-        let take = |step: &mut Step<_>, out: &mut Option<_>| {
-            std::mem::replace(step, Step::Send(Flight::default())).into_flight(out)
-        };
-        let fc = take(&mut step_c, &mut out_c);
-        let fs = take(&mut step_s, &mut out_s);
+        let fc = step_c.take_flight(&mut out_c);
+        let fs = step_s.take_flight(&mut out_s);
         if out_c.is_some() && out_s.is_some() {
             break;
         }
